@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: MIT
+# tpuemu: `make run` boots the VM and prints the device's identity;
+# `make check` runs the host tests and the in-VM selftests.
+# Set-up (`make deps`) runs first for both; it is idempotent.
+
+BUILD		?= build
+TPUEMU_CACHE	?= /var/cache/tpuemu
+export TPUEMU_CACHE BUILD
+
+KABI		= $(shell cat $(TPUEMU_CACHE)/kernel-abi 2>/dev/null)
+KDIR		?= /usr/src/linux-headers-$(KABI)
+KSELFTEST	= $(TPUEMU_CACHE)/kselftest/current
+
+CC		?= cc
+CFLAGS		?= -O2 -g
+WARNINGS	= -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+		  -Wno-unused-parameter -Werror
+BASE_CFLAGS	= -std=c11 -D_GNU_SOURCE $(WARNINGS) $(CFLAGS) -Iuapi
+DRM_CFLAGS	= $(shell pkg-config --cflags libdrm 2>/dev/null)
+DRM_LIBS	= $(shell pkg-config --libs libdrm 2>/dev/null)
+
+ifeq ($(V),1)
+Q =
+quiet = @true
+else
+Q = @
+quiet = @printf '  %-7s %s\n'
+endif
+
+# --- engine (qemu-device/engine): host build for tests and benchmarks ---
+ENGINE_SRCS	= $(wildcard qemu-device/engine/*.c)
+ENGINE_OBJS	= $(ENGINE_SRCS:%.c=$(BUILD)/%.o)
+ENGINE_LIB	= $(BUILD)/lib/libtpuengine.a
+ENGINE_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine
+
+# --- libtpurt ---
+TPURT_SRCS	= $(wildcard libtpurt/*.c)
+TPURT_OBJS	= $(TPURT_SRCS:%.c=$(BUILD)/%.o)
+TPURT_SO	= $(BUILD)/lib/libtpurt.so.0
+TPURT_CFLAGS	= $(BASE_CFLAGS) -fPIC -Ilibtpurt/include $(DRM_CFLAGS)
+TPURT_LINK	= -L$(BUILD)/lib -l:libtpurt.so.0 -Wl,-rpath,'$$ORIGIN/../lib' $(DRM_LIBS)
+PROG_CFLAGS	= $(BASE_CFLAGS) -Ilibtpurt/include $(DRM_CFLAGS)
+# Tests build as the kernel's selftests do: the harness is clean at -Wall.
+TEST_CFLAGS	= -std=gnu11 -D_GNU_SOURCE -Wall -Werror $(CFLAGS) -Iuapi \
+		  -Ilibtpurt/include $(DRM_CFLAGS) -I$(KSELFTEST)
+
+# --- programs that run in the guest ---
+SAMPLES		= tpu-info
+SELFTESTS	= tpu_params_test tpu_module_test
+GUEST_BIN	= $(BUILD)/guest/bin
+GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%)
+
+# --- host unit tests (tests/) ---
+HOST_TESTS	= engine_config_test tpurt_open_test
+HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
+
+.PHONY: all deps userspace module qemu run shell check host-check vm-check clean
+
+all: userspace module qemu
+
+deps:
+	$(Q)scripts/deps.sh
+
+userspace: $(TPURT_SO) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS)
+
+$(BUILD)/qemu-device/engine/%.o: qemu-device/engine/%.c
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ENGINE_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(ENGINE_LIB): $(ENGINE_OBJS)
+	$(quiet) AR $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libtpurt/%.o: libtpurt/%.c
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(TPURT_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(TPURT_SO): $(TPURT_OBJS) libtpurt/libtpurt.map
+	$(quiet) LD $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -Wl,-soname,libtpurt.so.0 \
+		-Wl,--version-script,libtpurt/libtpurt.map -o $@ $(TPURT_OBJS) $(DRM_LIBS)
+	$(Q)ln -sf libtpurt.so.0 $(BUILD)/lib/libtpurt.so
+
+$(GUEST_BIN)/%: samples/%.c $(TPURT_SO)
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< $(TPURT_LINK)
+
+# The harness is the kernel's own, from Debian's linux-source (make deps).
+$(GUEST_BIN)/%: selftests/%.c $(TPURT_SO) $(KSELFTEST)/kselftest_harness.h
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TPURT_LINK)
+
+$(BUILD)/tests/%: tests/%.c $(TPURT_SO) $(ENGINE_LIB) $(KSELFTEST)/kselftest_harness.h
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(TEST_CFLAGS) -Iqemu-device/engine -o $@ $< \
+		$(ENGINE_LIB) $(TPURT_LINK) -lpthread
+
+module:
+	$(Q)$(MAKE) -C $(KDIR) M=$(CURDIR) modules $(if $(filter 1,$(V)),,-s)
+
+qemu:
+	$(Q)scripts/build-qemu.sh
+
+# QEMU_DEVICE_OPTS=hbm-size=2G,cores=2 passes tpu-mxu properties; ACCEL=kvm.
+run: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/vm-run.sh --timeout 300 -- tpu-info
+
+shell: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/vm-run.sh --shell
+
+check: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/check.sh
+
+clean:
+	$(Q)rm -rf $(BUILD)
+	$(Q)$(MAKE) -C $(KDIR) M=$(CURDIR) clean -s 2>/dev/null || true
+
+-include $(ENGINE_OBJS:.o=.d) $(TPURT_OBJS:.o=.d)

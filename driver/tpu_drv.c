@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * tpu: DRM render-only driver for the emulated tpu-mxu accelerator.
+ */
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_ioctl.h>
+
+#include "tpu_drv.h"
+#include "tpu_hw.h"
+#include "../uapi/tpu_drm.h"
+
+/* DRM_TPU_PARAM_* -> TPU_CAP_* for the parameters read from the device. */
+static const int tpu_param_cap[DRM_TPU_PARAM_COUNT] = {
+	[DRM_TPU_PARAM_HW_VERSION] = -1,
+	[DRM_TPU_PARAM_HBM_SIZE] = TPU_CAP_HBM_SIZE,
+	[DRM_TPU_PARAM_VMEM_SIZE] = TPU_CAP_VMEM_SIZE,
+	[DRM_TPU_PARAM_VMEM_LIMIT] = TPU_CAP_VMEM_LIMIT,
+	[DRM_TPU_PARAM_SMEM_SIZE] = TPU_CAP_SMEM_SIZE,
+	[DRM_TPU_PARAM_CORES] = TPU_CAP_CORES,
+	[DRM_TPU_PARAM_MXU_DIM] = TPU_CAP_MXU_DIM,
+	[DRM_TPU_PARAM_MXU_COUNT] = TPU_CAP_MXU_COUNT,
+	[DRM_TPU_PARAM_PEAK_FLOPS_BF16] = TPU_CAP_PEAK_FLOPS_BF16,
+	[DRM_TPU_PARAM_PEAK_FLOPS_F32] = TPU_CAP_PEAK_FLOPS_F32,
+	[DRM_TPU_PARAM_PEAK_OPS_INT8] = TPU_CAP_PEAK_OPS_INT8,
+	[DRM_TPU_PARAM_HBM_BANDWIDTH] = TPU_CAP_HBM_BANDWIDTH,
+	[DRM_TPU_PARAM_STEP_COST_NS] = TPU_CAP_STEP_COST_NS,
+	[DRM_TPU_PARAM_LAUNCH_COST_NS] = TPU_CAP_LAUNCH_COST_NS,
+};
+
+static int tpu_ioctl_get_param(struct drm_device *drm, void *data,
+			       struct drm_file *file)
+{
+	struct tpu_device *tdev = to_tpu_device(drm);
+	struct drm_tpu_get_param *args = data;
+
+	if (args->pad)
+		return -EINVAL;
+
+	switch (args->param) {
+	case DRM_TPU_PARAM_HW_VERSION:
+		args->value = tdev->hw_version;
+		return 0;
+	case DRM_TPU_PARAM_HBM_SIZE ... DRM_TPU_PARAM_COUNT - 1:
+		args->value = tdev->caps[tpu_param_cap[args->param]];
+		return 0;
+	default:
+		tpu_dbg(tdev, "unknown param %u\n", args->param);
+		return -EINVAL;
+	}
+}
+
+static const struct drm_ioctl_desc tpu_ioctls[] = {
+	DRM_IOCTL_DEF_DRV(TPU_GET_PARAM, tpu_ioctl_get_param, DRM_RENDER_ALLOW),
+};
+
+static const struct file_operations tpu_fops = {
+	.owner = THIS_MODULE,
+	.open = drm_open,
+	.release = drm_release,
+	.unlocked_ioctl = drm_ioctl,
+	.compat_ioctl = drm_compat_ioctl,
+	.poll = drm_poll,
+	.read = drm_read,
+	.llseek = noop_llseek,
+};
+
+static const struct drm_driver tpu_drm_driver = {
+	.driver_features = DRIVER_RENDER,
+	.fops = &tpu_fops,
+	.ioctls = tpu_ioctls,
+	.num_ioctls = ARRAY_SIZE(tpu_ioctls),
+	.name = DRIVER_NAME,
+	.desc = DRIVER_DESC,
+	.date = DRIVER_DATE,
+	.major = DRIVER_MAJOR,
+	.minor = DRIVER_MINOR,
+};
+
+static int tpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct tpu_device *tdev;
+	int ret;
+
+	tdev = devm_drm_dev_alloc(&pdev->dev, &tpu_drm_driver,
+				  struct tpu_device, drm);
+	if (IS_ERR(tdev))
+		return PTR_ERR(tdev);
+	tdev->pdev = pdev;
+	pci_set_drvdata(pdev, tdev);
+
+	ret = pcim_enable_device(pdev);
+	if (ret)
+		return ret;
+	ret = pcim_iomap_regions(pdev, BIT(TPU_BAR_REGS), DRIVER_NAME);
+	if (ret) {
+		tpu_err(tdev, "cannot map BAR%d: %d\n", TPU_BAR_REGS, ret);
+		return ret;
+	}
+	tdev->regs = pcim_iomap_table(pdev)[TPU_BAR_REGS];
+	pci_set_master(pdev);
+
+	ret = tpu_hw_init(tdev);
+	if (ret)
+		return ret;
+	ret = tpu_hw_irq_init(tdev);
+	if (ret)
+		return ret;
+
+	ret = drm_dev_register(&tdev->drm, 0);
+	if (ret) {
+		tpu_err(tdev, "cannot register the DRM device: %d\n", ret);
+		return ret;
+	}
+	tpu_info(tdev, "tpu-mxu %u.%u: %llu MiB HBM, %llu MiB VMEM, %llu core(s)\n",
+		 TPU_VERSION_MAJOR(tdev->hw_version),
+		 TPU_VERSION_MINOR(tdev->hw_version),
+		 tdev->caps[TPU_CAP_HBM_SIZE] >> 20,
+		 tdev->caps[TPU_CAP_VMEM_SIZE] >> 20,
+		 tdev->caps[TPU_CAP_CORES]);
+	return 0;
+}
+
+static void tpu_remove(struct pci_dev *pdev)
+{
+	struct tpu_device *tdev = pci_get_drvdata(pdev);
+
+	drm_dev_unplug(&tdev->drm);
+	tpu_hw_reset(tdev);
+}
+
+static const struct pci_device_id tpu_pci_ids[] = {
+	{ PCI_DEVICE(TPU_PCI_VENDOR_ID, TPU_PCI_DEVICE_ID) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, tpu_pci_ids);
+
+static struct pci_driver tpu_pci_driver = {
+	.name = DRIVER_NAME,
+	.id_table = tpu_pci_ids,
+	.probe = tpu_probe,
+	.remove = tpu_remove,
+};
+module_pci_driver(tpu_pci_driver);
+
+MODULE_DESCRIPTION(DRIVER_DESC);
+MODULE_LICENSE("GPL");

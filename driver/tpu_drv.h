@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef __TPU_DRV_H__
+#define __TPU_DRV_H__
+
+#include <linux/completion.h>
+#include <linux/pci.h>
+#include <drm/drm_device.h>
+#include <drm/drm_print.h>
+
+#include "../uapi/tpu_hw.h"
+
+#define DRIVER_NAME	"tpu"
+#define DRIVER_DESC	"Emulated TPU-style accelerator"
+#define DRIVER_DATE	"20261129"
+#define DRIVER_MAJOR	1
+#define DRIVER_MINOR	0
+
+/**
+ * struct tpu_device - one tpu-mxu PCI function
+ * @drm: the DRM device; its render node is the userspace interface
+ * @pdev: the PCI function
+ * @regs: BAR0, the registers of uapi/tpu_hw.h
+ * @hw_version: the device's register ABI version (TPU_REG_VERSION)
+ * @caps: the capability registers, read once at probe
+ * @irq_test_done: completed by the test vector's interrupt handler
+ */
+struct tpu_device {
+	struct drm_device drm;
+	struct pci_dev *pdev;
+	void __iomem *regs;
+	u32 hw_version;
+	u64 caps[TPU_CAP_COUNT];
+	struct completion irq_test_done;
+};
+
+static inline struct tpu_device *to_tpu_device(struct drm_device *drm)
+{
+	return container_of(drm, struct tpu_device, drm);
+}
+
+#define tpu_err(tdev, fmt, ...) \
+	drm_err(&(tdev)->drm, "%s(): " fmt, __func__, ##__VA_ARGS__)
+#define tpu_warn(tdev, fmt, ...) \
+	drm_warn(&(tdev)->drm, "%s(): " fmt, __func__, ##__VA_ARGS__)
+#define tpu_info(tdev, fmt, ...) \
+	drm_info(&(tdev)->drm, fmt, ##__VA_ARGS__)
+#define tpu_dbg(tdev, fmt, ...) \
+	drm_dbg_driver(&(tdev)->drm, "%s(): " fmt, __func__, ##__VA_ARGS__)
+
+#endif /* __TPU_DRV_H__ */

@@ -1,0 +1,265 @@
+/*
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * tpu-mxu: an emulated TPU-style accelerator (QEMU PCI glue).
+ *
+ * BAR0 holds the registers of uapi/tpu_hw.h, BAR2 the device's HBM, BAR4
+ * the MSI-X table. Job semantics and the device configuration live in the
+ * QEMU-independent engine/ library; this file only connects it to the bus.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/module.h"
+#include "qapi/error.h"
+#include "hw/pci/pci.h"
+#include "hw/pci/msix.h"
+#include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
+#include "qom/object.h"
+#include "trace.h"
+
+#include "tpu_hw.h"
+#include "tpu_config.h"
+
+#define TYPE_TPU_MXU "tpu-mxu"
+OBJECT_DECLARE_SIMPLE_TYPE(TpuMxuState, TPU_MXU)
+
+struct TpuMxuState {
+    PCIDevice parent_obj;
+
+    MemoryRegion regs;
+    MemoryRegion hbm;
+
+    struct tpu_config cfg;
+
+    uint32_t scratch;
+    uint32_t reset_count;
+};
+
+/* Log a guest programming error and fire its trace point together. */
+#define tpu_mxu_guest_error(addr, fmt, ...)                                 \
+    do {                                                                    \
+        qemu_log_mask(LOG_GUEST_ERROR, "tpu-mxu: " fmt " (offset 0x%"       \
+                      HWADDR_PRIx ")\n", ##__VA_ARGS__, (hwaddr)(addr));    \
+        trace_tpu_mxu_err_access(addr);                                     \
+    } while (0)
+
+static void tpu_mxu_reset_state(TpuMxuState *s)
+{
+    s->scratch = 0;
+    s->reset_count++;
+    trace_tpu_mxu_reset(s->reset_count);
+}
+
+static uint64_t tpu_mxu_cap_read(TpuMxuState *s, hwaddr addr)
+{
+    unsigned int index = (addr - TPU_REG_CAP_BASE) / 8;
+    uint64_t cap = tpu_config_cap(&s->cfg, index);
+
+    return (addr & 4) ? cap >> 32 : (uint32_t)cap;
+}
+
+static uint64_t tpu_mxu_mmio_read(void *opaque, hwaddr addr, unsigned size)
+{
+    TpuMxuState *s = opaque;
+    uint64_t val;
+
+    switch (addr) {
+    case TPU_REG_MAGIC:
+        val = TPU_MAGIC;
+        break;
+    case TPU_REG_VERSION:
+        val = TPU_ABI_MAJOR << 16 | TPU_ABI_MINOR;
+        break;
+    case TPU_REG_SCRATCH:
+        val = s->scratch;
+        break;
+    case TPU_REG_STATUS:
+        val = TPU_STATUS_READY;
+        break;
+    case TPU_REG_RESET_COUNT:
+        val = s->reset_count;
+        break;
+    case TPU_REG_CAP_BASE ... TPU_REG_CAP(TPU_CAP_COUNT) - 1:
+        val = tpu_mxu_cap_read(s, addr);
+        break;
+    default:
+        tpu_mxu_guest_error(addr, "read of an unknown register");
+        val = 0;
+        break;
+    }
+    trace_tpu_mxu_read(addr, val);
+    return val;
+}
+
+static void tpu_mxu_mmio_write(void *opaque, hwaddr addr, uint64_t val,
+                               unsigned size)
+{
+    TpuMxuState *s = opaque;
+
+    trace_tpu_mxu_write(addr, val);
+    switch (addr) {
+    case TPU_REG_SCRATCH:
+        s->scratch = val;
+        break;
+    case TPU_REG_RESET:
+        if (val != TPU_RESET_KEY) {
+            tpu_mxu_guest_error(addr, "reset with a wrong key 0x%" PRIx64,
+                                val);
+            break;
+        }
+        tpu_mxu_reset_state(s);
+        break;
+    case TPU_REG_IRQ_RAISE:
+        if (val != 1) {
+            tpu_mxu_guest_error(addr, "irq raise of 0x%" PRIx64, val);
+            break;
+        }
+        if (msix_enabled(PCI_DEVICE(s))) {
+            trace_tpu_mxu_irq(TPU_MSIX_VEC_TEST);
+            msix_notify(PCI_DEVICE(s), TPU_MSIX_VEC_TEST);
+        }
+        break;
+    case TPU_REG_MAGIC:
+    case TPU_REG_VERSION:
+    case TPU_REG_STATUS:
+    case TPU_REG_RESET_COUNT:
+    case TPU_REG_CAP_BASE ... TPU_REG_CAP(TPU_CAP_COUNT) - 1:
+        tpu_mxu_guest_error(addr, "write to a read-only register");
+        break;
+    default:
+        tpu_mxu_guest_error(addr, "write to an unknown register");
+        break;
+    }
+}
+
+static const MemoryRegionOps tpu_mxu_mmio_ops = {
+    .read = tpu_mxu_mmio_read,
+    .write = tpu_mxu_mmio_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 4,
+        .max_access_size = 4,
+    },
+    .impl = {
+        .min_access_size = 4,
+        .max_access_size = 4,
+    },
+};
+
+static void tpu_mxu_realize(PCIDevice *pdev, Error **errp)
+{
+    TpuMxuState *s = TPU_MXU(pdev);
+    char err[256];
+    unsigned int i;
+
+    if (tpu_config_check(&s->cfg, err, sizeof(err))) {
+        error_setg(errp, "tpu-mxu: %s", err);
+        return;
+    }
+
+    memory_region_init_io(&s->regs, OBJECT(s), &tpu_mxu_mmio_ops, s,
+                          "tpu-mxu.regs", TPU_REGS_SIZE);
+    pci_register_bar(pdev, TPU_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
+                     &s->regs);
+
+    memory_region_init_ram(&s->hbm, OBJECT(s), "tpu-mxu.hbm",
+                           s->cfg.hbm_size, errp);
+    if (*errp) {
+        return;
+    }
+    pci_register_bar(pdev, TPU_BAR_HBM,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                     PCI_BASE_ADDRESS_MEM_PREFETCH,
+                     &s->hbm);
+
+    if (msix_init_exclusive_bar(pdev, TPU_MSIX_VECTORS, TPU_BAR_MSIX, errp)) {
+        return;
+    }
+    for (i = 0; i < TPU_MSIX_VECTORS; i++) {
+        msix_vector_use(pdev, i);
+    }
+}
+
+static void tpu_mxu_exit(PCIDevice *pdev)
+{
+    msix_uninit_exclusive_bar(pdev);
+}
+
+static void tpu_mxu_reset(DeviceState *dev)
+{
+    tpu_mxu_reset_state(TPU_MXU(dev));
+}
+
+static Property tpu_mxu_properties[] = {
+    DEFINE_PROP_SIZE("hbm-size", TpuMxuState, cfg.hbm_size,
+                     TPU_DEFAULT_HBM_SIZE),
+    DEFINE_PROP_SIZE("vmem-size", TpuMxuState, cfg.vmem_size,
+                     TPU_DEFAULT_VMEM_SIZE),
+    DEFINE_PROP_SIZE("vmem-limit", TpuMxuState, cfg.vmem_limit,
+                     TPU_DEFAULT_VMEM_LIMIT),
+    DEFINE_PROP_SIZE("smem-size", TpuMxuState, cfg.smem_size,
+                     TPU_DEFAULT_SMEM_SIZE),
+    DEFINE_PROP_UINT32("cores", TpuMxuState, cfg.cores, TPU_DEFAULT_CORES),
+    DEFINE_PROP_UINT32("mxu-dim", TpuMxuState, cfg.mxu_dim,
+                       TPU_DEFAULT_MXU_DIM),
+    DEFINE_PROP_UINT32("mxu-count", TpuMxuState, cfg.mxu_count,
+                       TPU_DEFAULT_MXU_COUNT),
+    DEFINE_PROP_UINT64("peak-flops-bf16", TpuMxuState, cfg.peak_flops_bf16,
+                       TPU_DEFAULT_PEAK_FLOPS_BF16),
+    DEFINE_PROP_UINT64("peak-flops-f32", TpuMxuState, cfg.peak_flops_f32,
+                       TPU_DEFAULT_PEAK_FLOPS_F32),
+    DEFINE_PROP_UINT64("peak-ops-int8", TpuMxuState, cfg.peak_ops_int8,
+                       TPU_DEFAULT_PEAK_OPS_INT8),
+    DEFINE_PROP_UINT64("hbm-bandwidth", TpuMxuState, cfg.hbm_bandwidth,
+                       TPU_DEFAULT_HBM_BANDWIDTH),
+    DEFINE_PROP_UINT64("step-cost-ns", TpuMxuState, cfg.step_cost_ns,
+                       TPU_DEFAULT_STEP_COST_NS),
+    DEFINE_PROP_UINT64("launch-cost-ns", TpuMxuState, cfg.launch_cost_ns,
+                       TPU_DEFAULT_LAUNCH_COST_NS),
+    DEFINE_PROP_END_OF_LIST(),
+};
+
+/* Worker threads and in-flight jobs make the device unmigratable. */
+static const VMStateDescription tpu_mxu_vmstate = {
+    .name = TYPE_TPU_MXU,
+    .unmigratable = 1,
+};
+
+static void tpu_mxu_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+
+    k->realize = tpu_mxu_realize;
+    k->exit = tpu_mxu_exit;
+    k->vendor_id = TPU_PCI_VENDOR_ID;
+    k->device_id = TPU_PCI_DEVICE_ID;
+    k->revision = TPU_PCI_REVISION;
+    k->class_id = PCI_CLASS_PROCESSOR_CO;
+    dc->desc = "TPU-style accelerator with HBM, VMEM and a matrix unit";
+    dc->reset = tpu_mxu_reset;
+    dc->vmsd = &tpu_mxu_vmstate;
+    device_class_set_props(dc, tpu_mxu_properties);
+    set_bit(DEVICE_CATEGORY_MISC, dc->categories);
+}
+
+static const TypeInfo tpu_mxu_info = {
+    .name = TYPE_TPU_MXU,
+    .parent = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(TpuMxuState),
+    .class_init = tpu_mxu_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_CONVENTIONAL_PCI_DEVICE },
+        { },
+    },
+};
+
+static void tpu_mxu_register_types(void)
+{
+    type_register_static(&tpu_mxu_info);
+}
+
+type_init(tpu_mxu_register_types)

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Build a minimal qemu-system-x86_64 with the tpu-mxu device, in the cache.
+#
+# The source tree and build directory live in $TPUEMU_CACHE/qemu/<version>/,
+# keyed by Debian's QEMU version (scripts/deps.sh fetches the source). This
+# checkout's qemu-device/ and uapi/ are linked into the tree as hw/tpu-mxu,
+# so editing the device rebuilds a few objects, not QEMU.
+set -euo pipefail
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${TPUEMU_CACHE:-/var/cache/tpuemu}
+QKEY=$(cat "$CACHE/qemu-version" 2>/dev/null) || {
+	echo "build-qemu: no QEMU source in $CACHE: run 'make deps' first" >&2
+	exit 1
+}
+SRC=$CACHE/qemu/$QKEY/src
+BUILD=$CACHE/qemu/$QKEY/build
+export CCACHE_DIR=$CACHE/ccache
+
+# The smallest change to QEMU's own files: a Kconfig source line, a meson
+# subdir and a trace-events subdir.
+if ! patch -d "$SRC" -p1 -R --dry-run -s -f < "$TOP/qemu-device/qemu-tree.patch" >/dev/null 2>&1; then
+	patch -d "$SRC" -p1 -s -f < "$TOP/qemu-device/qemu-tree.patch"
+fi
+
+# hw/tpu-mxu: one link per entry, so the tree follows whichever checkout
+# builds it.
+mkdir -p "$SRC/hw/tpu-mxu"
+for f in "$TOP"/qemu-device/* "$TOP/uapi"; do
+	case "$(basename "$f")" in
+	*.patch) continue ;;
+	esac
+	ln -sfn "$f" "$SRC/hw/tpu-mxu/$(basename "$f")"
+done
+for l in "$SRC"/hw/tpu-mxu/*; do
+	[ -e "$l" ] || rm -f "$l"	# dangling: removed from qemu-device/
+done
+
+cat > "$SRC/configs/devices/x86_64-softmmu/tpuemu.mak" <<'MAK'
+# tpuemu: q35 and microvm with the tpu-mxu device and nothing else on PCI.
+CONFIG_PCI_DEVICES=n
+CONFIG_Q35=y
+CONFIG_MICROVM=y
+CONFIG_TPU_MXU=y
+MAK
+
+CONFIGURE_ARGS=(--target-list=x86_64-softmmu --without-default-features
+	--without-default-devices --with-devices-x86_64=tpuemu
+	--enable-kvm --enable-tcg --enable-trace-backends=log
+	--disable-docs --disable-werror --disable-install-blobs
+	--audio-drv-list= --disable-user)
+key=$(echo "${CONFIGURE_ARGS[*]}" | sha1sum | cut -c1-12)
+if [ ! -f "$BUILD/build.ninja" ] || [ "$(cat "$BUILD/.configure-key" 2>/dev/null)" != "$key" ]; then
+	rm -rf "$BUILD"
+	mkdir -p "$BUILD"
+	(cd "$BUILD" && "$SRC/configure" "${CONFIGURE_ARGS[@]}" > configure.log 2>&1) || {
+		tail -n 30 "$BUILD/configure.log" >&2
+		exit 1
+	}
+	echo "$key" > "$BUILD/.configure-key"
+fi
+if ! ninja -C "$BUILD" qemu-system-x86_64 > "$BUILD/ninja.log" 2>&1; then
+	grep -v '^\[' "$BUILD/ninja.log" | tail -n 40 >&2
+	echo "build-qemu: build failed; full log in $BUILD/ninja.log" >&2
+	exit 1
+fi
+ln -sfn "$BUILD/qemu-system-x86_64" "$CACHE/qemu-system-x86_64"
+echo "build-qemu: $CACHE/qemu-system-x86_64"

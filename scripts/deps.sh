@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Install everything tpuemu needs from Debian's archive (run as root; idempotent).
+# Writes into $TPUEMU_CACHE (default /var/cache/tpuemu): guest kernel, kselftest
+# harness headers and the QEMU source tree, each keyed by its Debian version.
+set -euo pipefail
+
+CACHE=${TPUEMU_CACHE:-/var/cache/tpuemu}
+export DEBIAN_FRONTEND=noninteractive
+
+log() { echo "deps: $*"; }
+
+if [ "$(id -u)" -ne 0 ]; then
+	exec sudo -E "$0" "$@"
+fi
+mkdir -p "$CACHE"
+
+# Debian's source index, needed by `apt-get source qemu`.
+add_source_index() {
+	if grep -rqs '^Types:.*deb-src\|^deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+		return 1
+	fi
+	log "adding Debian's source index"
+	cat > /etc/apt/sources.list.d/tpuemu-deb-src.sources <<'SRC'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+}
+
+PKGS=(
+	# minimal QEMU build
+	gcc make pkg-config python3 ninja-build meson libglib2.0-dev libpixman-1-dev
+	libfdt-dev zlib1g-dev dpkg-dev ccache xz-utils
+	# guest image and VM
+	busybox-static cpio kmod seabios qemu-system-data
+	# userspace libraries of the runtime, samples and selftests
+	libdrm-dev liburing-dev libopenblas-dev
+	# driver style checks
+	perl
+)
+
+need_update=0
+add_source_index && need_update=1
+# An index older than a day, or a missing package: refresh.
+stamp=/var/lib/apt/periodic/tpuemu-update-stamp
+if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +1440)" ]; then
+	need_update=1
+fi
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -gt 0 ] && need_update=1
+if [ "$need_update" = 1 ]; then
+	log "apt-get update"
+	apt-get update -q >/dev/null
+	mkdir -p "$(dirname "$stamp")" && touch "$stamp"
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+	log "installing ${missing[*]}"
+	apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The guest kernel: the ABI that linux-image-amd64 points at.
+ABI=$(apt-cache depends linux-image-amd64 | sed -n 's/.*Depends: linux-image-\(.*-amd64\)$/\1/p' | head -n1)
+[ -n "$ABI" ] || { echo "deps: cannot resolve the kernel ABI from linux-image-amd64" >&2; exit 1; }
+echo "$ABI" > "$CACHE/kernel-abi"
+if ! dpkg-query -W -f='${Status}' "linux-headers-$ABI" 2>/dev/null | grep -q "ok installed"; then
+	log "installing linux-headers-$ABI"
+	apt-get install -y -q --no-install-recommends "linux-headers-$ABI" >/dev/null
+fi
+KDIR=$CACHE/kernel/$ABI
+if [ ! -f "$KDIR/.done" ]; then
+	log "fetching linux-image-$ABI-unsigned"
+	tmp=$(mktemp -d)
+	(cd "$tmp" && apt-get download -q "linux-image-$ABI-unsigned" >/dev/null 2>&1)
+	rm -rf "$KDIR" && mkdir -p "$KDIR"
+	dpkg -x "$tmp"/linux-image-*.deb "$KDIR"
+	rm -rf "$tmp"
+	touch "$KDIR/.done"
+fi
+
+# The kernel's own kselftest harness, from the linux-source package's tarball.
+SRCVER=$(apt-cache policy linux-source-6.1 | sed -n 's/.*Candidate: //p')
+KSDIR=$CACHE/kselftest/$SRCVER
+if [ ! -f "$KSDIR/kselftest_harness.h" ]; then
+	log "extracting kselftest headers from linux-source-6.1 $SRCVER"
+	tmp=$(mktemp -d)
+	(cd "$tmp" && apt-get download -q linux-source-6.1 >/dev/null 2>&1)
+	mkdir -p "$KSDIR"
+	dpkg-deb --fsys-tarfile "$tmp"/linux-source-6.1_*.deb |
+		tar -xO ./usr/src/linux-source-6.1.tar.xz | xz -dc |
+		tar -x -C "$tmp" --wildcards 'linux-source-6.1/tools/testing/selftests/kselftest*.h'
+	cp "$tmp"/linux-source-6.1/tools/testing/selftests/kselftest.h \
+	   "$tmp"/linux-source-6.1/tools/testing/selftests/kselftest_harness.h "$KSDIR/"
+	rm -rf "$tmp"
+fi
+ln -sfn "$KSDIR" "$CACHE/kselftest/current"
+
+# QEMU's source with Debian's patches applied.
+QVER=$(apt-cache showsrc qemu | sed -n 's/^Version: //p' | sort -V | tail -n1)
+QKEY=${QVER//:/_}
+QSRC=$CACHE/qemu/$QKEY/src
+if [ ! -f "$QSRC/.done" ]; then
+	log "fetching qemu $QVER source"
+	rm -rf "$CACHE/qemu/$QKEY/src" "$CACHE/qemu/$QKEY/dl"
+	mkdir -p "$CACHE/qemu/$QKEY/dl"
+	(cd "$CACHE/qemu/$QKEY/dl" && apt-get source -q "qemu=$QVER" >/dev/null 2>&1)
+	mv "$CACHE/qemu/$QKEY/dl"/qemu-*/ "$QSRC"
+	rm -rf "$CACHE/qemu/$QKEY/dl"
+	touch "$QSRC/.done"
+fi
+echo "$QKEY" > "$CACHE/qemu-version"
+log "ok: kernel $ABI, kselftest $SRCVER, qemu $QVER in $CACHE"

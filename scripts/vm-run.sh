@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Boot the guest kernel with the tpu-mxu device and run one command in it.
+#
+#   scripts/vm-run.sh [--shell] [--timeout SECONDS] [--log FILE] [-- COMMAND...]
+#
+# The initramfs holds busybox, the DRM modules tpu.ko needs, tpu.ko itself,
+# every program in $BUILD/guest/bin and the shared libraries they use. The
+# guest loads the modules, runs COMMAND with /bin/sh, prints its exit code on
+# the serial console and powers off; this script exits with that code, or
+# 124 if the guest did not finish in time, 125 if it died without an answer.
+#
+# Environment: ACCEL=tcg (default) or kvm; QEMU_DEVICE_OPTS, extra tpu-mxu
+# properties (hbm-size=2G,cores=2); VM_MEM (default 2G); VM_SMP (default 2);
+# VM_ENV, "NAME=VALUE ..." exported to COMMAND; BUILD (default build);
+# TPUEMU_CACHE (default /var/cache/tpuemu).
+set -euo pipefail
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${TPUEMU_CACHE:-/var/cache/tpuemu}
+BUILD=${BUILD:-$TOP/build}
+case "$BUILD" in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
+ACCEL=${ACCEL:-tcg}
+VM_MEM=${VM_MEM:-2G}
+VM_SMP=${VM_SMP:-2}
+TIMEOUT=600
+SHELL_MODE=0
+LOG=
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--shell) SHELL_MODE=1 ;;
+	--timeout) TIMEOUT=$2; shift ;;
+	--log) LOG=$2; shift ;;
+	--) shift; break ;;
+	*) break ;;
+	esac
+	shift
+done
+COMMAND="$*"
+[ -n "$COMMAND" ] || [ "$SHELL_MODE" = 1 ] || { echo "vm-run: no command" >&2; exit 2; }
+
+ABI=$(cat "$CACHE/kernel-abi")
+KROOT=$CACHE/kernel/$ABI
+KERNEL=$KROOT/boot/vmlinuz-$ABI
+QEMU=$CACHE/qemu-system-x86_64
+TPU_KO=$TOP/tpu.ko
+for f in "$KERNEL" "$QEMU" "$TPU_KO"; do
+	[ -e "$f" ] || { echo "vm-run: missing $f (run 'make' first)" >&2; exit 2; }
+done
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tpuemu-vm.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+ROOT=$WORK/root
+mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp,etc,lib/modules}
+
+# busybox as every tool
+cp /bin/busybox "$ROOT/bin/busybox"
+for tool in $("$ROOT/bin/busybox" --list); do
+	[ -e "$ROOT/bin/$tool" ] || ln -s busybox "$ROOT/bin/$tool"
+done
+
+# Kernel modules, dependencies before dependants.
+declare -A seen=()
+order=()
+find_module() {
+	local pattern=${1//[-_]/[-_]}
+	find "$KROOT/lib/modules/$ABI/kernel" -name "$pattern.ko" -print -quit
+}
+add_module() {
+	local path=$1 dep
+	[ -n "${seen[$path]:-}" ] && return
+	seen[$path]=1
+	for dep in $(modinfo -F depends "$path" | tr ',' ' '); do
+		local dpath
+		dpath=$(find_module "$dep")
+		[ -n "$dpath" ] || { echo "vm-run: module $dep not found" >&2; exit 2; }
+		add_module "$dpath"
+	done
+	order+=("$path")
+}
+add_module "$TPU_KO"
+for m in "${order[@]}"; do
+	cp "$m" "$ROOT/lib/modules/"
+	[ "$m" = "$TPU_KO" ] || basename "$m" >> "$ROOT/etc/modules.load"
+done
+touch "$ROOT/etc/modules.load"
+
+# Programs and the shared libraries they need.
+if [ -d "$BUILD/guest/bin" ]; then
+	cp -a "$BUILD/guest/bin/." "$ROOT/bin/"
+fi
+mkdir -p "$ROOT/lib64" "$ROOT/lib/x86_64-linux-gnu"
+for prog in "$ROOT"/bin/*; do
+	[ -L "$prog" ] && continue
+	{ LD_LIBRARY_PATH=$BUILD/lib ldd "$prog" 2>/dev/null || true; } | awk '/=> \// { print $3 } /^\t\/lib64\// { print $1 }'
+done | sort -u | while read -r lib; do
+	case "$lib" in
+	/lib64/*) cp -L "$lib" "$ROOT/lib64/" ;;
+	*) cp -L "$lib" "$ROOT/lib/x86_64-linux-gnu/" ;;
+	esac
+done
+
+cat > "$ROOT/init" <<'INIT'
+#!/bin/sh
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+export PATH=/bin TPU_KO=/lib/modules/tpu.ko
+for m in $(cat /etc/modules.load); do
+	insmod /lib/modules/$m || echo "init: insmod $m failed"
+done
+insmod $TPU_KO || echo "init: insmod tpu.ko failed"
+. /etc/run.env
+if [ -e /etc/shell ]; then
+	setsid cttyhack sh -l
+	rc=$?
+else
+	cd /tmp
+	sh /etc/run.sh
+	rc=$?
+fi
+# Taint bits 7 (oops) and 9 (warning): the kernel was unhappy during the run.
+taint=$(cat /proc/sys/kernel/tainted)
+if [ $((taint & 640)) -ne 0 ]; then
+	echo "TPUEMU-KERNEL-UNHAPPY taint=$taint"
+	dmesg | tail -n 60
+fi
+echo "TPUEMU-EXIT=$rc"
+poweroff -f
+INIT
+chmod +x "$ROOT/init"
+printf '%s\n' "$COMMAND" > "$ROOT/etc/run.sh"
+: > "$ROOT/etc/run.env"
+for kv in ${VM_ENV:-}; do
+	printf 'export %q\n' "$kv" >> "$ROOT/etc/run.env"
+done
+[ "$SHELL_MODE" = 1 ] && touch "$ROOT/etc/shell"
+
+(cd "$ROOT" && find . | cpio -o -H newc --quiet | gzip -1) > "$WORK/initramfs.gz"
+
+DEVICE=tpu-mxu${QEMU_DEVICE_OPTS:+,$QEMU_DEVICE_OPTS}
+QEMU_ARGS=(-M q35 -nodefaults -display none -no-reboot
+	-m "$VM_MEM" -smp "$VM_SMP"
+	-L /usr/share/seabios -L /usr/share/qemu
+	-kernel "$KERNEL" -initrd "$WORK/initramfs.gz"
+	-append "console=ttyS0 quiet loglevel=3 panic=-1 oops=panic"
+	-device "$DEVICE")
+case "$ACCEL" in
+tcg) QEMU_ARGS+=(-accel tcg) ;;
+kvm) QEMU_ARGS+=(-accel kvm -cpu host,-arch-capabilities) ;;
+*) echo "vm-run: ACCEL must be tcg or kvm" >&2; exit 2 ;;
+esac
+
+if [ "$SHELL_MODE" = 1 ]; then
+	exec "$QEMU" "${QEMU_ARGS[@]}" -serial mon:stdio
+fi
+
+OUT=$WORK/console.log
+set +e
+timeout -k 5 "$TIMEOUT" "$QEMU" "${QEMU_ARGS[@]}" -serial stdio < /dev/null 2>&1 |
+	tr -d '\r' | tee "$OUT" | grep -v -e '^TPUEMU-EXIT=' -e 'reboot: Power down'
+qemu_rc=${PIPESTATUS[0]}
+set -e
+[ -n "$LOG" ] && cp "$OUT" "$LOG"
+
+rc=$(sed -n 's/^TPUEMU-EXIT=\([0-9]*\)$/\1/p' "$OUT" | tail -n 1)
+if [ "$qemu_rc" = 124 ] || [ "$qemu_rc" = 137 ]; then
+	echo "vm-run: guest did not finish within ${TIMEOUT}s" >&2
+	exit 124
+fi
+if [ -z "$rc" ]; then
+	echo "vm-run: guest ended without an exit code (qemu exit $qemu_rc)" >&2
+	exit 125
+fi
+if grep -q '^TPUEMU-KERNEL-UNHAPPY' "$OUT"; then
+	echo "vm-run: the guest kernel warned or oopsed during the run" >&2
+	[ "$rc" != 0 ] || rc=1
+fi
+exit "$rc"
