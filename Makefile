@@ -9,7 +9,7 @@ export TPUEMU_CACHE BUILD
 
 KABI		= $(shell cat $(TPUEMU_CACHE)/kernel-abi 2>/dev/null)
 KDIR		?= /usr/src/linux-headers-$(KABI)
-KSELFTEST	= $(TPUEMU_CACHE)/kselftest/current
+KSELFTEST	= $(TPUEMU_CACHE)/kselftest
 
 CC		?= cc
 CFLAGS		?= -O2 -g

@@ -89,22 +89,28 @@ if [ ! -f "$KDIR/.done" ]; then
 	touch "$KDIR/.done"
 fi
 
-# The kernel's own kselftest harness, from the linux-source package's tarball.
+# The kernel's own kselftest harness and checkpatch, from the linux-source
+# package's tarball (one pass over it: it is large).
 SRCVER=$(apt-cache policy linux-source-6.1 | sed -n 's/.*Candidate: //p')
-KSDIR=$CACHE/kselftest/$SRCVER
-if [ ! -f "$KSDIR/kselftest_harness.h" ]; then
-	log "extracting kselftest headers from linux-source-6.1 $SRCVER"
+LSDIR=$CACHE/linux-source/$SRCVER
+if [ ! -f "$LSDIR/.done" ]; then
+	log "extracting kselftest headers and checkpatch from linux-source-6.1 $SRCVER"
 	tmp=$(mktemp -d)
 	(cd "$tmp" && apt-get download -q linux-source-6.1 >/dev/null 2>&1)
-	mkdir -p "$KSDIR"
+	rm -rf "$LSDIR" && mkdir -p "$LSDIR"
 	dpkg-deb --fsys-tarfile "$tmp"/linux-source-6.1_*.deb |
 		tar -xO ./usr/src/linux-source-6.1.tar.xz | xz -dc |
-		tar -x -C "$tmp" --wildcards 'linux-source-6.1/tools/testing/selftests/kselftest*.h'
-	cp "$tmp"/linux-source-6.1/tools/testing/selftests/kselftest.h \
-	   "$tmp"/linux-source-6.1/tools/testing/selftests/kselftest_harness.h "$KSDIR/"
+		tar -x -C "$LSDIR" --strip-components=1 --wildcards \
+			'linux-source-6.1/tools/testing/selftests/kselftest*.h' \
+			'linux-source-6.1/scripts/checkpatch.pl' \
+			'linux-source-6.1/scripts/spelling.txt' \
+			'linux-source-6.1/scripts/const_structs.checkpatch' \
+			'linux-source-6.1/scripts/kernel-doc'
 	rm -rf "$tmp"
+	touch "$LSDIR/.done"
 fi
-ln -sfn "$KSDIR" "$CACHE/kselftest/current"
+ln -sfn "$LSDIR/tools/testing/selftests" "$CACHE/kselftest"
+ln -sfn "$LSDIR/scripts" "$CACHE/kernel-scripts"
 
 # QEMU's source with Debian's patches applied.
 QVER=$(apt-cache showsrc qemu | sed -n 's/^Version: //p' | sort -V | tail -n1)
@@ -120,4 +126,4 @@ if [ ! -f "$QSRC/.done" ]; then
 	touch "$QSRC/.done"
 fi
 echo "$QKEY" > "$CACHE/qemu-version"
-log "ok: kernel $ABI, kselftest $SRCVER, qemu $QVER in $CACHE"
+log "ok: kernel $ABI, linux-source $SRCVER, qemu $QVER in $CACHE"

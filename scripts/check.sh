@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Run every test: driver style, host unit tests, and the selftests and
+# samples inside the VM (once with the device's defaults, once with other
+# properties). Prints TAP as it goes and ends with "N passed, N failed,
+# N skipped"; exits non-zero on any failure.
+set -uo pipefail
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+cd "$TOP"
+CACHE=${TPUEMU_CACHE:-/var/cache/tpuemu}
+BUILD=${BUILD:-build}
+LOGS=$BUILD/check
+rm -rf "$LOGS" && mkdir -p "$LOGS"
+
+# One TAP result line written by this script (not by a test binary).
+result() {	# result LOG ok|fail NAME
+	if [ "$2" = ok ]; then echo "ok - $3"; else echo "not ok - $3"; fi | tee -a "$1"
+}
+
+# --- style: checkpatch on the driver, kernel-doc on the uAPI ---
+echo "# style"
+for f in driver/*.[ch] Kbuild; do
+	if "$CACHE/kernel-scripts/checkpatch.pl" --no-tree --strict --quiet -f "$f" \
+		> "$LOGS/checkpatch.out" 2>&1; then
+		result "$LOGS/style.tap" ok "checkpatch $f"
+	else
+		cat "$LOGS/checkpatch.out"
+		result "$LOGS/style.tap" fail "checkpatch $f"
+	fi
+done
+for f in uapi/tpu_drm.h; do
+	if out=$("$CACHE/kernel-scripts/kernel-doc" -none "$f" 2>&1) && [ -z "$out" ]; then
+		result "$LOGS/style.tap" ok "kernel-doc $f"
+	else
+		echo "$out"
+		result "$LOGS/style.tap" fail "kernel-doc $f"
+	fi
+done
+
+# --- host unit tests ---
+for t in "$BUILD"/tests/*; do
+	[ -x "$t" ] || continue
+	echo "# host: $(basename "$t")"
+	"$t" 2>&1 | tee "$LOGS/host-$(basename "$t").tap"
+done
+
+# --- in the VM ---
+QEMU=$CACHE/qemu-system-x86_64
+
+# Bytes from a QEMU size ("2G", "512K", "4096").
+to_bytes() {
+	local v=$1 m=1
+	case "$v" in
+	*[kK]) m=1024 ;; *M) m=$((1024 ** 2)) ;; *G) m=$((1024 ** 3)) ;; *T) m=$((1024 ** 4)) ;;
+	esac
+	echo $(( ${v%[kKMGT]} * m ))
+}
+
+# TPU_EXPECT_* for a device given OPTS: QEMU's own defaults, then OPTS.
+expectations() {
+	declare -A val=()
+	local line name kv
+	while read -r line; do
+		name=${line%%=*}
+		val[$name]=$(sed -n 's/.*(default: \([0-9]*\))$/\1/p' <<<"$line")
+	done < <("$QEMU" -device tpu-mxu,help | sed -n 's/^ *\([a-z0-9-]*=<[a-z0-9]*>\) .*(default: [0-9]*)$/&/p')
+	IFS=, read -ra kvs <<<"$1"
+	for kv in "${kvs[@]}"; do
+		[ -n "$kv" ] && val[${kv%%=*}]=$(to_bytes "${kv#*=}")
+	done
+	for name in hbm-size vmem-size vmem-limit smem-size cores mxu-dim \
+		mxu-count peak-flops-bf16 peak-flops-f32 peak-ops-int8 \
+		hbm-bandwidth step-cost-ns launch-cost-ns; do
+		local env=TPU_EXPECT_$(tr 'a-z-' 'A-Z_' <<<"$name")
+		printf '%s=%s ' "$env" "${val[$name]:?no default for $name in QEMU}"
+	done
+}
+
+# The guest's script: selftests (TAP), samples (one result each), and the
+# module reload test last, since it unloads the driver.
+GUEST_CMD='
+for t in tpu_params_test; do echo "# guest: $t"; $t; done
+for s in tpu-info; do
+	if $s > /tmp/$s.out 2>&1; then echo "ok - sample $s"; else cat /tmp/$s.out; echo "not ok - sample $s"; fi
+done
+echo "# guest: tpu_module_test"; tpu_module_test
+true'
+
+vm_pass() {	# vm_pass NAME OPTS
+	local name=$1 opts=$2 rc
+	echo "# vm: $name (tpu-mxu${opts:+,$opts})"
+	QEMU_DEVICE_OPTS=$opts VM_ENV="$(expectations "$opts")" \
+		scripts/vm-run.sh --timeout 600 --log "$LOGS/vm-$name.console" -- "$GUEST_CMD" \
+		> "$LOGS/vm-$name.out" 2>&1
+	rc=$?
+	cat "$LOGS/vm-$name.out"
+	grep -E '^(not )?ok ' "$LOGS/vm-$name.out" > "$LOGS/vm-$name.tap"
+	if [ "$rc" = 0 ]; then
+		result "$LOGS/vm-$name.tap" ok "vm $name: guest finished cleanly"
+	else
+		result "$LOGS/vm-$name.tap" fail "vm $name: guest exit $rc"
+	fi
+}
+vm_pass defaults ""
+vm_pass custom "hbm-size=2G,vmem-size=64M,vmem-limit=32M,smem-size=512K,cores=2,mxu-dim=256,mxu-count=2,peak-flops-bf16=918000000000000,peak-flops-f32=459000000000000,peak-ops-int8=1836000000000000,hbm-bandwidth=1640000000000,step-cost-ns=200,launch-cost-ns=50000"
+
+# --- summary ---
+cat "$LOGS"/*.tap | awk '
+	/^ok .*# SKIP/ { skip++; next }
+	/^ok / { pass++; next }
+	/^not ok / { fail++ }
+	END {
+		printf "%d passed, %d failed, %d skipped\n", pass, fail, skip
+		exit fail > 0 || pass == 0
+	}'
