@@ -39,7 +39,7 @@ SRC
 PKGS=(
 	# minimal QEMU build
 	gcc make pkg-config python3 ninja-build meson libglib2.0-dev libpixman-1-dev
-	libfdt-dev zlib1g-dev dpkg-dev ccache xz-utils
+	libfdt-dev zlib1g-dev dpkg-dev patch ccache xz-utils
 	# guest image and VM
 	busybox-static cpio kmod seabios qemu-system-data
 	# userspace libraries of the runtime, samples and selftests
