@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The MXU's arithmetic on VMEM blocks: C (+)= op(A) @ op(B), row-major.
+ *
+ * op(A) is M x K: A is stored M x K, or K x M when @trans_a (x.T @ y).
+ * op(B) is K x N: B is stored K x N, or N x K when @trans_b (x @ y.T).
+ * lda/ldb/ldc are row strides in elements. With @accumulate, C += product;
+ * otherwise C = product. Each call runs on the calling thread only: the
+ * engine's core workers call it concurrently on disjoint C blocks.
+ */
+#ifndef TPU_GEMM_H
+#define TPU_GEMM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Call once per process before the first tpu_gemm_* call. */
+void tpu_gemm_init(void);
+
+/* f32 x f32 -> f32. */
+void tpu_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+		  const float *a, int64_t lda, const float *b, int64_t ldb,
+		  float *c, int64_t ldc, bool accumulate);
+
+/* bf16 x bf16 -> f32 (bf16 as raw uint16_t bits); products are exact in f32. */
+void tpu_gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+		   const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
+		   float *c, int64_t ldc, bool accumulate);
+
+/*
+ * 8-bit integers -> int32, exact (wrapping on int32 overflow, as the
+ * hardware's accumulators do). @a_unsigned/@b_unsigned pick uint8 over int8.
+ */
+void tpu_gemm_i8(bool a_unsigned, bool b_unsigned, bool trans_a, bool trans_b,
+		 int64_t m, int64_t n, int64_t k,
+		 const void *a, int64_t lda, const void *b, int64_t ldb,
+		 int32_t *c, int64_t ldc, bool accumulate);
+
+#endif /* TPU_GEMM_H */
