@@ -51,7 +51,7 @@ GUEST_BIN	= $(BUILD)/guest/bin
 GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%)
 
 # --- host unit tests (tests/) ---
-HOST_TESTS	= engine_config_test tpurt_open_test
+HOST_TESTS	= engine_config_test engine_copy_test tpurt_open_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean

@@ -16,26 +16,16 @@
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
-#include "qom/object.h"
 #include "trace.h"
 
-#include "tpu_hw.h"
-#include "tpu_config.h"
+#include "tpu-mxu.h"
 
-#define TYPE_TPU_MXU "tpu-mxu"
-OBJECT_DECLARE_SIMPLE_TYPE(TpuMxuState, TPU_MXU)
+/* The engine reads descriptors in host order. */
+QEMU_BUILD_BUG_ON(HOST_BIG_ENDIAN);
+QEMU_BUILD_BUG_ON(sizeof(struct tpu_dma_desc) != TPU_DESC_SIZE);
+QEMU_BUILD_BUG_ON(sizeof(struct tpu_completion) != TPU_CPL_SIZE);
 
-struct TpuMxuState {
-    PCIDevice parent_obj;
-
-    MemoryRegion regs;
-    MemoryRegion hbm;
-
-    struct tpu_config cfg;
-
-    uint32_t scratch;
-    uint32_t reset_count;
-};
+#define TPU_REG_QUEUE_END TPU_REG_Q(TPU_NUM_QUEUES, 0)
 
 /* Log a guest programming error and fire its trace point together. */
 #define tpu_mxu_guest_error(addr, fmt, ...)                                 \
@@ -47,9 +37,32 @@ struct TpuMxuState {
 
 static void tpu_mxu_reset_state(TpuMxuState *s)
 {
+    unsigned int i;
+
+    for (i = 0; i < TPU_NUM_QUEUES; i++) {
+        tpu_queue_reset(&s->queues[i]);
+    }
     s->scratch = 0;
     s->reset_count++;
     trace_tpu_mxu_reset(s->reset_count);
+}
+
+static TpuQueue *tpu_mxu_queue_at(TpuMxuState *s, hwaddr addr)
+{
+    return &s->queues[(addr - TPU_REG_QUEUE_BASE) / TPU_REG_QUEUE_STRIDE];
+}
+
+static void tpu_mxu_dma_exec(TpuQueue *q, const void *desc,
+                             struct tpu_completion *cpl)
+{
+    TpuMxuState *s = q->dev;
+    struct tpu_copy_result res;
+
+    tpu_copy_run(desc, s->hbm_ptr, s->cfg.hbm_size, &s->guest_mem,
+                 &q->abort, &res);
+    cpl->status = res.status;
+    cpl->detail = res.detail;
+    cpl->bytes = res.bytes;
 }
 
 static uint64_t tpu_mxu_cap_read(TpuMxuState *s, hwaddr addr)
@@ -83,6 +96,10 @@ static uint64_t tpu_mxu_mmio_read(void *opaque, hwaddr addr, unsigned size)
         break;
     case TPU_REG_CAP_BASE ... TPU_REG_CAP(TPU_CAP_COUNT) - 1:
         val = tpu_mxu_cap_read(s, addr);
+        break;
+    case TPU_REG_QUEUE_BASE ... TPU_REG_QUEUE_END - 1:
+        val = tpu_queue_read(tpu_mxu_queue_at(s, addr),
+                             addr % TPU_REG_QUEUE_STRIDE);
         break;
     default:
         tpu_mxu_guest_error(addr, "read of an unknown register");
@@ -127,6 +144,10 @@ static void tpu_mxu_mmio_write(void *opaque, hwaddr addr, uint64_t val,
     case TPU_REG_RESET_COUNT:
     case TPU_REG_CAP_BASE ... TPU_REG_CAP(TPU_CAP_COUNT) - 1:
         tpu_mxu_guest_error(addr, "write to a read-only register");
+        break;
+    case TPU_REG_QUEUE_BASE ... TPU_REG_QUEUE_END - 1:
+        tpu_queue_write(tpu_mxu_queue_at(s, addr),
+                        addr % TPU_REG_QUEUE_STRIDE, val);
         break;
     default:
         tpu_mxu_guest_error(addr, "write to an unknown register");
@@ -174,6 +195,7 @@ static void tpu_mxu_realize(PCIDevice *pdev, Error **errp)
                      PCI_BASE_ADDRESS_MEM_TYPE_64 |
                      PCI_BASE_ADDRESS_MEM_PREFETCH,
                      &s->hbm);
+    s->hbm_ptr = memory_region_get_ram_ptr(&s->hbm);
 
     if (msix_init_exclusive_bar(pdev, TPU_MSIX_VECTORS, TPU_BAR_MSIX, errp)) {
         return;
@@ -181,10 +203,20 @@ static void tpu_mxu_realize(PCIDevice *pdev, Error **errp)
     for (i = 0; i < TPU_MSIX_VECTORS; i++) {
         msix_vector_use(pdev, i);
     }
+
+    tpu_guest_mem_init(s);
+    tpu_queue_init(&s->queues[TPU_QUEUE_DMA], s, TPU_QUEUE_DMA,
+                   tpu_mxu_dma_exec);
 }
 
 static void tpu_mxu_exit(PCIDevice *pdev)
 {
+    TpuMxuState *s = TPU_MXU(pdev);
+    unsigned int i;
+
+    for (i = 0; i < TPU_NUM_QUEUES; i++) {
+        tpu_queue_fini(&s->queues[i]);
+    }
     msix_uninit_exclusive_bar(pdev);
 }
 

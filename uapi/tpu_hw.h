@@ -11,6 +11,8 @@
 #ifndef TPU_HW_H
 #define TPU_HW_H
 
+#include <linux/types.h>
+
 /*
  * PCI identity. 0x1234 is the vendor ID QEMU itself uses for its emulated
  * teaching and display devices (edu is 1234:11e8); it is not assigned to a
@@ -29,7 +31,8 @@
 
 /* MSI-X vectors, one per interrupt source */
 #define TPU_MSIX_VEC_TEST	0	/* raised by writing TPU_REG_IRQ_RAISE */
-#define TPU_MSIX_VECTORS	1
+#define TPU_MSIX_VEC_QUEUE(q)	(1 + (q))	/* a queue's completions */
+#define TPU_MSIX_VECTORS	(1 + TPU_NUM_QUEUES)
 
 /* Identity */
 #define TPU_REG_MAGIC		0x000	/* RO: TPU_MAGIC */
@@ -72,5 +75,106 @@
 #define TPU_CAP_STEP_COST_NS		11	/* fixed cost per grid step */
 #define TPU_CAP_LAUNCH_COST_NS		12	/* fixed cost per job */
 #define TPU_CAP_COUNT			13
+
+/*
+ * Queues: rings of 64-byte descriptors in guest memory, consumed in order
+ * by a device worker. For each descriptor the device writes a 32-byte
+ * completion record to the same index of the queue's completion array, then
+ * advances HEAD and raises the queue's MSI-X vector.
+ *
+ * HEAD and TAIL are free-running 32-bit counters; slot = index % SIZE. The
+ * driver fills slots and writes TAIL (the doorbell); TAIL - HEAD must not
+ * exceed SIZE, or the doorbell is refused with TPU_Q_STATUS_BAD_TAIL. RING,
+ * CPL and SIZE can only be written while the queue is disabled. Resetting
+ * the device stops every queue: the descriptor being processed completes
+ * with TPU_STATUS_ABORTED, the rest are dropped, all registers return to 0.
+ */
+#define TPU_QUEUE_DMA		0	/* struct tpu_dma_desc */
+#define TPU_NUM_QUEUES		1
+#define TPU_DESC_SIZE		64
+#define TPU_CPL_SIZE		32
+#define TPU_Q_MAX_SIZE		4096
+
+#define TPU_REG_QUEUE_BASE	0x200
+#define TPU_REG_QUEUE_STRIDE	0x40
+#define TPU_REG_Q(q, reg)	(TPU_REG_QUEUE_BASE + (q) * TPU_REG_QUEUE_STRIDE + (reg))
+#define  TPU_Q_RING_LO		0x00	/* RW: descriptor ring, 64-byte aligned */
+#define  TPU_Q_RING_HI		0x04
+#define  TPU_Q_CPL_LO		0x08	/* RW: completion array, 32-byte aligned */
+#define  TPU_Q_CPL_HI		0x0c
+#define  TPU_Q_SIZE		0x10	/* RW: entries, power of two, 2..MAX */
+#define  TPU_Q_CTRL		0x14	/* RW */
+#define   TPU_Q_CTRL_ENABLE	(1u << 0)
+#define  TPU_Q_TAIL		0x18	/* RW: producer index (doorbell) */
+#define  TPU_Q_HEAD		0x1c	/* RO: consumer index */
+#define  TPU_Q_STATUS		0x20	/* RO */
+#define   TPU_Q_STATUS_ENABLED	(1u << 0)
+#define   TPU_Q_STATUS_BAD_TAIL	(1u << 1)	/* a doorbell was refused */
+#define   TPU_Q_STATUS_BAD_CONFIG (1u << 2)	/* enable refused: RING/CPL/SIZE */
+#define  TPU_Q_DONE		0x24	/* RO: descriptors completed */
+#define  TPU_Q_ERRORS		0x28	/* RO: ...of which with an error */
+#define  TPU_Q_BYTES_LO		0x30	/* RO: bytes moved */
+#define  TPU_Q_BYTES_HI		0x34
+#define  TPU_Q_BUSY_NS_LO	0x38	/* RO: time spent executing */
+#define  TPU_Q_BUSY_NS_HI	0x3c
+
+/* Completion status, in struct tpu_completion.status */
+#define TPU_STATUS_OK		0
+#define TPU_STATUS_BAD_DESC	1	/* unknown op or non-zero reserved field */
+#define TPU_STATUS_BAD_LENGTH	2	/* zero length */
+#define TPU_STATUS_HBM_RANGE	3	/* HBM range outside HBM; detail: 0 src, 1 dst */
+#define TPU_STATUS_BAD_SG	4	/* SG list malformed; detail: data entry */
+#define TPU_STATUS_DMA_FAULT	5	/* guest address not in RAM; detail: entry */
+#define TPU_STATUS_ABORTED	6	/* stopped by a reset */
+
+/* struct tpu_desc_header - how every queue's descriptors start */
+struct tpu_desc_header {
+	__u32 op;
+	__u32 op_specific;
+	__u64 id;		/* echoed in the completion record */
+};
+
+/* DMA queue operations */
+#define TPU_DMA_OP_H2D		1	/* SG list (guest memory) -> HBM */
+#define TPU_DMA_OP_D2H		2	/* HBM -> SG list */
+#define TPU_DMA_OP_D2D		3	/* HBM -> HBM (ranges may overlap) */
+#define TPU_DMA_OP_FILL		4	/* HBM range := pattern byte */
+
+/*
+ * SG lists are chained segments: a segment never crosses a 4 KiB boundary of
+ * guest memory, and the entry after a segment's last data entry is a link
+ * (len == TPU_SG_LINK) to the next segment. sg_count counts data entries only.
+ */
+#define TPU_DMA_MAX_SG		(1u << 24)
+#define TPU_SG_SEGMENT_SIZE	4096
+#define TPU_SG_LINK		(1ull << 63)
+
+/* struct tpu_dma_desc - one DMA queue descriptor (64 bytes) */
+struct tpu_dma_desc {
+	__u32 op;		/* TPU_DMA_OP_* */
+	__u32 sg_count;		/* H2D/D2H: entries at sg_addr; else 0 */
+	__u64 id;		/* echoed in the completion record */
+	__u64 hbm_offset;	/* H2D dst, D2H src, D2D src, FILL dst */
+	__u64 hbm_offset2;	/* D2D dst; else 0 */
+	__u64 length;		/* bytes; equals the SG list's total */
+	__u64 sg_addr;		/* guest-physical, 16-byte aligned */
+	__u64 pattern;		/* FILL: the low byte; else 0 */
+	__u64 reserved;		/* must be 0 */
+};
+
+/* struct tpu_sg_entry - a guest-physical range, or a link */
+struct tpu_sg_entry {
+	__u64 addr;		/* 16-byte aligned for a link */
+	__u64 len;		/* non-zero; TPU_SG_LINK for a link */
+};
+
+/* struct tpu_completion - written by the device per descriptor (32 bytes) */
+struct tpu_completion {
+	__u64 id;		/* the descriptor's id */
+	__u32 status;		/* TPU_STATUS_* */
+	__u32 detail;		/* status-specific, see TPU_STATUS_* */
+	__u64 bytes;		/* bytes moved */
+	__u64 busy_ns;		/* device time spent on this descriptor */
+};
 
 #endif /* TPU_HW_H */

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+#include "tpu_copy.h"
+
+#include <string.h>
+
+/* Copies are split so that a reset never waits long for the worker. */
+#define COPY_CHUNK	(4u << 20)
+
+static int guest_xfer(const struct tpu_guest_mem *gm, uint64_t addr,
+		      uint8_t *buf, uint64_t len, bool write)
+{
+	while (len) {
+		uint64_t n = len;
+		void *p = gm->map(gm->opaque, addr, &n, write);
+
+		if (!p || !n)
+			return -1;
+		if (write)
+			memcpy(p, buf, n);
+		else
+			memcpy(buf, p, n);
+		gm->unmap(gm->opaque, p, n, write);
+		addr += n;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int tpu_guest_read(const struct tpu_guest_mem *gm, uint64_t addr, void *buf,
+		   uint64_t len)
+{
+	return guest_xfer(gm, addr, buf, len, false);
+}
+
+int tpu_guest_write(const struct tpu_guest_mem *gm, uint64_t addr,
+		    const void *buf, uint64_t len)
+{
+	return guest_xfer(gm, addr, (uint8_t *)buf, len, true);
+}
+
+static bool hbm_range_ok(uint64_t off, uint64_t len, uint64_t hbm_size)
+{
+	return off <= hbm_size && len <= hbm_size - off;
+}
+
+static void fail(struct tpu_copy_result *res, uint32_t status, uint32_t detail)
+{
+	res->status = status;
+	res->detail = detail;
+}
+
+static bool aborted(const atomic_bool *abort)
+{
+	return abort && atomic_load_explicit(abort, memory_order_relaxed);
+}
+
+/*
+ * Walks an SG list in guest memory, one segment read at a time, following
+ * links. Every segment holds at least one data entry, so a list that links
+ * back on itself still ends after sg_count data entries.
+ */
+struct sg_reader {
+	const struct tpu_guest_mem *gm;
+	uint64_t first;		/* the list's address */
+	uint32_t count;		/* data entries */
+	uint64_t addr;		/* the next entry's address */
+	uint32_t seen;		/* data entries returned so far */
+	uint32_t pos;		/* next entry in batch */
+	uint32_t filled;
+	struct tpu_sg_entry batch[TPU_SG_SEGMENT_SIZE / sizeof(struct tpu_sg_entry)];
+};
+
+static void sg_rewind(struct sg_reader *r)
+{
+	r->addr = r->first;
+	r->seen = 0;
+	r->pos = r->filled = 0;
+}
+
+/* Refill from r->addr up to the end of its 4 KiB segment. */
+static int sg_refill(struct sg_reader *r)
+{
+	uint64_t room = TPU_SG_SEGMENT_SIZE - r->addr % TPU_SG_SEGMENT_SIZE;
+	uint32_t n = room / sizeof(struct tpu_sg_entry);
+
+	if (tpu_guest_read(r->gm, r->addr, r->batch, n * sizeof(r->batch[0])))
+		return -1;
+	r->pos = 0;
+	r->filled = n;
+	return 0;
+}
+
+/* The next data entry: 0, or a TPU_STATUS_* with r->seen as the detail. */
+static uint32_t sg_next(struct sg_reader *r, struct tpu_sg_entry *e)
+{
+	bool linked = false;
+
+	for (;;) {
+		if (r->pos == r->filled && sg_refill(r))
+			return TPU_STATUS_DMA_FAULT;
+		*e = r->batch[r->pos++];
+		r->addr += sizeof(*e);
+		if (e->len != TPU_SG_LINK)
+			break;
+		/* A link must follow a data entry: no empty segments. */
+		if (linked || e->addr % 16)
+			return TPU_STATUS_BAD_SG;
+		linked = true;
+		r->addr = e->addr;
+		r->pos = r->filled = 0;
+	}
+	if (!e->len)
+		return TPU_STATUS_BAD_SG;
+	r->seen++;
+	return 0;
+}
+
+/* The list must be readable, with non-zero entries summing to @length. */
+static bool sg_check(struct sg_reader *r, uint64_t length,
+		     struct tpu_copy_result *res)
+{
+	uint64_t total = 0;
+	uint32_t status;
+
+	if (!r->count || r->count > TPU_DMA_MAX_SG || r->first % 16) {
+		fail(res, TPU_STATUS_BAD_SG, 0);
+		return false;
+	}
+	sg_rewind(r);
+	while (r->seen < r->count) {
+		struct tpu_sg_entry e;
+
+		status = sg_next(r, &e);
+		if (!status && e.len > length - total)
+			status = TPU_STATUS_BAD_SG;
+		if (status) {
+			fail(res, status, r->seen);
+			return false;
+		}
+		total += e.len;
+	}
+	if (total != length) {
+		fail(res, TPU_STATUS_BAD_SG, r->count);
+		return false;
+	}
+	return true;
+}
+
+static void copy_sg(struct sg_reader *r, uint8_t *hbm, bool to_guest,
+		    const atomic_bool *abort, struct tpu_copy_result *res)
+{
+	sg_rewind(r);
+	while (r->seen < r->count) {
+		struct tpu_sg_entry e;
+		uint64_t done = 0;
+		uint32_t status = sg_next(r, &e);
+
+		if (status) {
+			fail(res, status, r->seen);
+			return;
+		}
+		while (done < e.len) {
+			uint64_t n = e.len - done < COPY_CHUNK ? e.len - done : COPY_CHUNK;
+
+			if (aborted(abort)) {
+				fail(res, TPU_STATUS_ABORTED, r->seen - 1);
+				return;
+			}
+			if (guest_xfer(r->gm, e.addr + done, hbm + res->bytes, n,
+				       to_guest)) {
+				fail(res, TPU_STATUS_DMA_FAULT, r->seen - 1);
+				return;
+			}
+			done += n;
+			res->bytes += n;
+		}
+	}
+}
+
+static void copy_hbm(uint8_t *dst, const uint8_t *src, uint64_t len,
+		     const atomic_bool *abort, struct tpu_copy_result *res)
+{
+	/* Overlapping ranges: copy in the direction that reads before writing. */
+	bool backwards = dst > src && dst < src + len;
+
+	while (res->bytes < len) {
+		uint64_t n = len - res->bytes < COPY_CHUNK ? len - res->bytes : COPY_CHUNK;
+		uint64_t off = backwards ? len - res->bytes - n : res->bytes;
+
+		if (aborted(abort)) {
+			fail(res, TPU_STATUS_ABORTED, 0);
+			return;
+		}
+		memmove(dst + off, src + off, n);
+		res->bytes += n;
+	}
+}
+
+static void fill_hbm(uint8_t *dst, uint8_t pattern, uint64_t len,
+		     const atomic_bool *abort, struct tpu_copy_result *res)
+{
+	while (res->bytes < len) {
+		uint64_t n = len - res->bytes < COPY_CHUNK ? len - res->bytes : COPY_CHUNK;
+
+		if (aborted(abort)) {
+			fail(res, TPU_STATUS_ABORTED, 0);
+			return;
+		}
+		memset(dst + res->bytes, pattern, n);
+		res->bytes += n;
+	}
+}
+
+void tpu_copy_run(const struct tpu_dma_desc *d, uint8_t *hbm,
+		  uint64_t hbm_size, const struct tpu_guest_mem *gm,
+		  const atomic_bool *abort, struct tpu_copy_result *res)
+{
+	bool uses_sg = d->op == TPU_DMA_OP_H2D || d->op == TPU_DMA_OP_D2H;
+
+	memset(res, 0, sizeof(*res));
+	if (d->reserved || (!uses_sg && (d->sg_count || d->sg_addr)) ||
+	    (d->op != TPU_DMA_OP_D2D && d->hbm_offset2) ||
+	    (d->op != TPU_DMA_OP_FILL && d->pattern)) {
+		fail(res, TPU_STATUS_BAD_DESC, 0);
+		return;
+	}
+	if (!d->length) {
+		fail(res, TPU_STATUS_BAD_LENGTH, 0);
+		return;
+	}
+	if (!hbm_range_ok(d->hbm_offset, d->length, hbm_size)) {
+		fail(res, TPU_STATUS_HBM_RANGE, 0);
+		return;
+	}
+
+	switch (d->op) {
+	case TPU_DMA_OP_H2D:
+	case TPU_DMA_OP_D2H: {
+		struct sg_reader r = {
+			.gm = gm, .first = d->sg_addr, .count = d->sg_count,
+		};
+
+		if (sg_check(&r, d->length, res))
+			copy_sg(&r, hbm + d->hbm_offset, d->op == TPU_DMA_OP_D2H,
+				abort, res);
+		return;
+	}
+	case TPU_DMA_OP_D2D:
+		if (!hbm_range_ok(d->hbm_offset2, d->length, hbm_size)) {
+			fail(res, TPU_STATUS_HBM_RANGE, 1);
+			return;
+		}
+		copy_hbm(hbm + d->hbm_offset2, hbm + d->hbm_offset, d->length,
+			 abort, res);
+		return;
+	case TPU_DMA_OP_FILL:
+		fill_hbm(hbm + d->hbm_offset, (uint8_t)d->pattern, d->length,
+			 abort, res);
+		return;
+	default:
+		fail(res, TPU_STATUS_BAD_DESC, 0);
+		return;
+	}
+}
