@@ -4,11 +4,15 @@
  */
 #include <linux/module.h>
 #include <linux/pci.h>
+#include <linux/slab.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
+#include <drm/drm_gem.h>
 #include <drm/drm_ioctl.h>
 
 #include "tpu_drv.h"
+#include "tpu_dma.h"
+#include "tpu_gem.h"
 #include "tpu_hw.h"
 #include "../uapi/tpu_drm.h"
 
@@ -54,21 +58,44 @@ static int tpu_ioctl_get_param(struct drm_device *drm, void *data,
 
 static const struct drm_ioctl_desc tpu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(TPU_GET_PARAM, tpu_ioctl_get_param, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(TPU_BO_CREATE, tpu_ioctl_bo_create, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(TPU_BO_INFO, tpu_ioctl_bo_info, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(TPU_COPY, tpu_ioctl_copy, DRM_RENDER_ALLOW),
 };
 
-static const struct file_operations tpu_fops = {
-	.owner = THIS_MODULE,
-	.open = drm_open,
-	.release = drm_release,
-	.unlocked_ioctl = drm_ioctl,
-	.compat_ioctl = drm_compat_ioctl,
-	.poll = drm_poll,
-	.read = drm_read,
-	.llseek = noop_llseek,
-};
+static int tpu_open(struct drm_device *drm, struct drm_file *file)
+{
+	struct tpu_device *tdev = to_tpu_device(drm);
+	struct tpu_file *tfile;
+	int ret;
+
+	tfile = kzalloc(sizeof(*tfile), GFP_KERNEL);
+	if (!tfile)
+		return -ENOMEM;
+	tfile->tdev = tdev;
+	ret = tpu_dma_file_open(tdev, tfile);
+	if (ret) {
+		kfree(tfile);
+		return ret;
+	}
+	file->driver_priv = tfile;
+	return 0;
+}
+
+static void tpu_postclose(struct drm_device *drm, struct drm_file *file)
+{
+	struct tpu_file *tfile = file->driver_priv;
+
+	tpu_dma_file_close(tfile);
+	kfree(tfile);
+}
+
+DEFINE_DRM_GEM_FOPS(tpu_fops);
 
 static const struct drm_driver tpu_drm_driver = {
-	.driver_features = DRIVER_RENDER,
+	.driver_features = DRIVER_RENDER | DRIVER_GEM | DRIVER_SYNCOBJ,
+	.open = tpu_open,
+	.postclose = tpu_postclose,
 	.fops = &tpu_fops,
 	.ioctls = tpu_ioctls,
 	.num_ioctls = ARRAY_SIZE(tpu_ioctls),
@@ -108,11 +135,17 @@ static int tpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = tpu_hw_irq_init(tdev);
 	if (ret)
 		return ret;
+	ret = tpu_gem_init(tdev);
+	if (ret)
+		return ret;
+	ret = tpu_dma_init(tdev);
+	if (ret)
+		return ret;
 
 	ret = drm_dev_register(&tdev->drm, 0);
 	if (ret) {
 		tpu_err(tdev, "cannot register the DRM device: %d\n", ret);
-		return ret;
+		goto err_dma_fini;
 	}
 	tpu_info(tdev, "tpu-mxu %u.%u: %llu MiB HBM, %llu MiB VMEM, %llu core(s)\n",
 		 TPU_VERSION_MAJOR(tdev->hw_version),
@@ -121,6 +154,10 @@ static int tpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		 tdev->caps[TPU_CAP_VMEM_SIZE] >> 20,
 		 tdev->caps[TPU_CAP_CORES]);
 	return 0;
+
+err_dma_fini:
+	tpu_dma_fini(tdev);
+	return ret;
 }
 
 static void tpu_remove(struct pci_dev *pdev)
@@ -128,7 +165,7 @@ static void tpu_remove(struct pci_dev *pdev)
 	struct tpu_device *tdev = pci_get_drvdata(pdev);
 
 	drm_dev_unplug(&tdev->drm);
-	tpu_hw_reset(tdev);
+	tpu_dma_fini(tdev);
 }
 
 static const struct pci_device_id tpu_pci_ids[] = {

@@ -3,11 +3,15 @@
 #define __TPU_DRV_H__
 
 #include <linux/completion.h>
+#include <linux/mutex.h>
 #include <linux/pci.h>
 #include <drm/drm_device.h>
+#include <drm/drm_mm.h>
 #include <drm/drm_print.h>
+#include <drm/gpu_scheduler.h>
 
 #include "../uapi/tpu_hw.h"
+#include "tpu_ring.h"
 
 #define DRIVER_NAME	"tpu"
 #define DRIVER_DESC	"Emulated TPU-style accelerator"
@@ -23,6 +27,13 @@
  * @hw_version: the device's register ABI version (TPU_REG_VERSION)
  * @caps: the capability registers, read once at probe
  * @irq_test_done: completed by the test vector's interrupt handler
+ * @hbm_bus_addr: where BAR2 (HBM) sits in the CPU's physical address space
+ * @hbm_mm: allocator of HBM ranges
+ * @hbm_lock: protects @hbm_mm
+ * @dma_ring: the DMA queue's ring
+ * @dma_sched: the scheduler feeding @dma_ring
+ * @kernel_entity: the driver's own DMA jobs (clearing new buffers)
+ * @reset_lock: serialises device resets
  */
 struct tpu_device {
 	struct drm_device drm;
@@ -31,6 +42,25 @@ struct tpu_device {
 	u32 hw_version;
 	u64 caps[TPU_CAP_COUNT];
 	struct completion irq_test_done;
+
+	resource_size_t hbm_bus_addr;
+	struct drm_mm hbm_mm;
+	struct mutex hbm_lock; /* protects hbm_mm */
+
+	struct tpu_ring dma_ring;
+	struct drm_gpu_scheduler dma_sched;
+	struct drm_sched_entity kernel_entity;
+	struct mutex reset_lock; /* one reset at a time */
+};
+
+/**
+ * struct tpu_file - per open file state
+ * @tdev: the device
+ * @dma_entity: this file's queue of copies
+ */
+struct tpu_file {
+	struct tpu_device *tdev;
+	struct drm_sched_entity dma_entity;
 };
 
 static inline struct tpu_device *to_tpu_device(struct drm_device *drm)

@@ -15,9 +15,18 @@ extern "C" {
 #endif
 
 #define DRM_TPU_GET_PARAM		0x00
+#define DRM_TPU_BO_CREATE		0x01
+#define DRM_TPU_BO_INFO			0x02
+#define DRM_TPU_COPY			0x03
 
 #define DRM_IOCTL_TPU_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TPU_GET_PARAM, struct drm_tpu_get_param)
+#define DRM_IOCTL_TPU_BO_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_TPU_BO_CREATE, struct drm_tpu_bo_create)
+#define DRM_IOCTL_TPU_BO_INFO \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_TPU_BO_INFO, struct drm_tpu_bo_info)
+#define DRM_IOCTL_TPU_COPY \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_TPU_COPY, struct drm_tpu_copy)
 
 /*
  * Parameters for DRM_IOCTL_TPU_GET_PARAM. Sizes are in bytes, rates per
@@ -52,6 +61,86 @@ struct drm_tpu_get_param {
 	__u32 pad;
 	/** @value: out, the parameter's value. */
 	__u64 value;
+};
+
+/**
+ * struct drm_tpu_bo_create - allocate a buffer in the device's HBM
+ *
+ * The buffer is zeroed before the call returns. Free it with
+ * DRM_IOCTL_GEM_CLOSE; its HBM stays allocated until no job or copy uses it.
+ * Returns -EINVAL for a zero @size or non-zero @flags, -ENOSPC when HBM has
+ * no free range that large.
+ */
+struct drm_tpu_bo_create {
+	/** @size: in, bytes; rounded up to the page size. */
+	__u64 size;
+	/** @flags: in, must be zero. */
+	__u32 flags;
+	/** @handle: out, the new buffer's handle in this file. */
+	__u32 handle;
+};
+
+/**
+ * struct drm_tpu_bo_info - describe a buffer
+ *
+ * Returns -ENOENT if @handle names no buffer of this file.
+ */
+struct drm_tpu_bo_info {
+	/** @handle: in. */
+	__u32 handle;
+	/** @pad: must be zero. */
+	__u32 pad;
+	/** @size: out, bytes (a multiple of the page size). */
+	__u64 size;
+	/** @hbm_offset: out, where the buffer starts in HBM. */
+	__u64 hbm_offset;
+	/** @mmap_offset: out, the offset to mmap() the buffer at on this file. */
+	__u64 mmap_offset;
+};
+
+/* Operations of struct drm_tpu_copy */
+#define DRM_TPU_COPY_TO_BO	1	/* user memory -> buffer */
+#define DRM_TPU_COPY_FROM_BO	2	/* buffer -> user memory */
+#define DRM_TPU_COPY_BO_TO_BO	3	/* buffer -> buffer (may be the same one) */
+
+/* Flags of struct drm_tpu_copy */
+#define DRM_TPU_COPY_WAIT	(1u << 0)	/* return when done, with its error */
+
+/**
+ * struct drm_tpu_copy - copy bytes into, out of or between buffers
+ *
+ * The copy runs on the device's DMA queue after @in_syncobj's fence (if
+ * any) has signalled, and signals @out_syncobj (if any) when done. Any
+ * alignment and any length up to the buffer's end are allowed. The user
+ * pages stay pinned, and the buffers alive, until the copy completes, even
+ * if the caller closes them or exits.
+ *
+ * Returns -EINVAL for a bad @op, @flags or @pad, a zero @length, or a
+ * range outside a buffer; -ENOENT for an unknown handle or syncobj;
+ * -EFAULT for user memory that cannot be pinned. With DRM_TPU_COPY_WAIT, also
+ * the copy's own error (-EIO if the device refused it).
+ */
+struct drm_tpu_copy {
+	/** @op: in, DRM_TPU_COPY_TO_BO, _FROM_BO or _BO_TO_BO. */
+	__u32 op;
+	/** @flags: in, DRM_TPU_COPY_* flags. */
+	__u32 flags;
+	/** @handle: in, the buffer written (TO_BO, BO_TO_BO) or read (FROM_BO). */
+	__u32 handle;
+	/** @src_handle: in, BO_TO_BO: the buffer read; otherwise 0. */
+	__u32 src_handle;
+	/** @offset: in, byte offset in @handle. */
+	__u64 offset;
+	/** @src_offset: in, BO_TO_BO: byte offset in @src_handle; otherwise 0. */
+	__u64 src_offset;
+	/** @user_ptr: in, TO_BO and FROM_BO: user memory; otherwise 0. */
+	__u64 user_ptr;
+	/** @length: in, bytes, non-zero. */
+	__u64 length;
+	/** @in_syncobj: in, syncobj to wait for first, or 0. */
+	__u32 in_syncobj;
+	/** @out_syncobj: in, syncobj to signal when done, or 0. */
+	__u32 out_syncobj;
 };
 
 #if defined(__cplusplus)

@@ -1,0 +1,474 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Copies between user memory and HBM buffers, and within HBM: jobs on the
+ * DMA queue, scheduled by drm_sched with one entity per open file.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/mm.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <drm/drm_file.h>
+#include <drm/drm_syncobj.h>
+
+#include "tpu_drv.h"
+#include "tpu_dma.h"
+#include "tpu_gem.h"
+#include "tpu_hw.h"
+#include "../uapi/tpu_drm.h"
+
+#define TPU_DMA_RING_SIZE	256
+#define TPU_DMA_TIMEOUT_MS	10000
+#define SG_PER_SEGMENT		(TPU_SG_SEGMENT_SIZE / sizeof(struct tpu_sg_entry))
+
+/**
+ * struct tpu_copy_job - one copy on the DMA queue
+ * @base: the scheduler's job
+ * @tdev: the device
+ * @bos: the buffers it touches, referenced until the job is freed
+ * @pages: pinned user pages, or NULL
+ * @npages: entries of @pages
+ * @device_writes_pages: the device writes @pages (mark them dirty)
+ * @sgt: @pages as a scatter-gather table, DMA-mapped if @mapped
+ * @mapped: @sgt is DMA-mapped
+ * @segs: the device's SG list, one 4 KiB coherent segment each
+ * @seg_dma: bus addresses of @segs
+ * @nsegs: entries of @segs
+ * @desc: the descriptor for the ring
+ */
+struct tpu_copy_job {
+	struct drm_sched_job base;
+	struct tpu_device *tdev;
+	struct drm_gem_object *bos[2];
+	struct page **pages;
+	unsigned long npages;
+	bool device_writes_pages;
+	struct sg_table sgt;
+	bool mapped;
+	struct tpu_sg_entry **segs;
+	dma_addr_t *seg_dma;
+	unsigned int nsegs;
+	struct tpu_dma_desc desc;
+};
+
+static struct tpu_copy_job *to_copy_job(struct drm_sched_job *job)
+{
+	return container_of(job, struct tpu_copy_job, base);
+}
+
+static enum dma_data_direction copy_dir(struct tpu_copy_job *job)
+{
+	return job->device_writes_pages ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
+}
+
+static void tpu_copy_job_free(struct tpu_copy_job *job)
+{
+	struct device *dev = &job->tdev->pdev->dev;
+	unsigned int i;
+
+	for (i = 0; i < job->nsegs; i++)
+		dma_free_coherent(dev, TPU_SG_SEGMENT_SIZE, job->segs[i],
+				  job->seg_dma[i]);
+	kfree(job->segs);
+	kfree(job->seg_dma);
+	if (job->mapped)
+		dma_unmap_sgtable(dev, &job->sgt, copy_dir(job), 0);
+	if (job->sgt.sgl)
+		sg_free_table(&job->sgt);
+	if (job->pages) {
+		unpin_user_pages_dirty_lock(job->pages, job->npages,
+					    job->device_writes_pages);
+		kvfree(job->pages);
+	}
+	for (i = 0; i < ARRAY_SIZE(job->bos); i++)
+		if (job->bos[i])
+			drm_gem_object_put(job->bos[i]);
+	kfree(job);
+}
+
+/* Pin the user range and describe it to the device as a chained SG list. */
+static int tpu_copy_job_map_user(struct tpu_copy_job *job, u64 user_ptr,
+				 u64 length)
+{
+	struct device *dev = &job->tdev->pdev->dev;
+	unsigned long first = user_ptr >> PAGE_SHIFT;
+	unsigned long last = (user_ptr + length - 1) >> PAGE_SHIFT;
+	unsigned int gup = job->device_writes_pages ? FOLL_WRITE : 0;
+	unsigned int n, seg, slot, cap;
+	struct scatterlist *sg;
+	unsigned long pinned = 0;
+	int ret, i;
+
+	job->npages = last - first + 1;
+	job->pages = kvmalloc_array(job->npages, sizeof(*job->pages), GFP_KERNEL);
+	if (!job->pages)
+		return -ENOMEM;
+	while (pinned < job->npages) {
+		ret = pin_user_pages_fast((first + pinned) << PAGE_SHIFT,
+					  min_t(unsigned long, job->npages - pinned, INT_MAX),
+					  gup, job->pages + pinned);
+		if (ret <= 0) {
+			job->npages = pinned;
+			return ret ? ret : -EFAULT;
+		}
+		pinned += ret;
+	}
+
+	ret = sg_alloc_table_from_pages(&job->sgt, job->pages, job->npages,
+					offset_in_page(user_ptr), length,
+					GFP_KERNEL);
+	if (ret)
+		return ret;
+	ret = dma_map_sgtable(dev, &job->sgt, copy_dir(job), 0);
+	if (ret)
+		return ret;
+	job->mapped = true;
+
+	/* Each segment holds SG_PER_SEGMENT - 1 entries and a link. */
+	n = job->sgt.nents;
+	for (job->nsegs = 1, cap = SG_PER_SEGMENT; n > cap; job->nsegs++)
+		cap += SG_PER_SEGMENT - 1;
+	job->segs = kcalloc(job->nsegs, sizeof(*job->segs), GFP_KERNEL);
+	job->seg_dma = kcalloc(job->nsegs, sizeof(*job->seg_dma), GFP_KERNEL);
+	if (!job->segs || !job->seg_dma)
+		return -ENOMEM;
+	for (seg = 0; seg < job->nsegs; seg++) {
+		job->segs[seg] = dma_alloc_coherent(dev, TPU_SG_SEGMENT_SIZE,
+						    &job->seg_dma[seg], GFP_KERNEL);
+		if (!job->segs[seg]) {
+			job->nsegs = seg;
+			return -ENOMEM;
+		}
+	}
+
+	seg = 0;
+	slot = 0;
+	for_each_sgtable_dma_sg(&job->sgt, sg, i) {
+		if (slot == SG_PER_SEGMENT - 1 && i < n - 1) {
+			job->segs[seg][slot].addr = job->seg_dma[seg + 1];
+			job->segs[seg][slot].len = TPU_SG_LINK;
+			seg++;
+			slot = 0;
+		}
+		job->segs[seg][slot].addr = sg_dma_address(sg);
+		job->segs[seg][slot].len = sg_dma_len(sg);
+		slot++;
+	}
+	job->desc.sg_addr = job->seg_dma[0];
+	job->desc.sg_count = n;
+	return 0;
+}
+
+static struct dma_fence *tpu_dma_run_job(struct drm_sched_job *sched_job)
+{
+	struct tpu_copy_job *job = to_copy_job(sched_job);
+
+	/* A dependency failed, or recovery cancelled this job. */
+	if (unlikely(sched_job->s_fence->finished.error))
+		return NULL;
+	return tpu_ring_submit(&job->tdev->dma_ring, &job->desc);
+}
+
+static enum drm_gpu_sched_stat tpu_dma_timedout_job(struct drm_sched_job *sched_job)
+{
+	struct tpu_device *tdev = to_copy_job(sched_job)->tdev;
+
+	tpu_err(tdev, "copy timed out after %d ms; resetting the device\n",
+		TPU_DMA_TIMEOUT_MS);
+	mutex_lock(&tdev->reset_lock);
+	drm_sched_stop(&tdev->dma_sched, sched_job);
+	drm_sched_increase_karma(sched_job);
+	tpu_hw_reset(tdev);
+	tpu_ring_fail_all(&tdev->dma_ring, -ETIMEDOUT);
+	if (tpu_ring_start(&tdev->dma_ring))
+		tpu_err(tdev, "the DMA queue did not restart\n");
+	drm_sched_resubmit_jobs(&tdev->dma_sched);
+	drm_sched_start(&tdev->dma_sched, true);
+	mutex_unlock(&tdev->reset_lock);
+	return DRM_GPU_SCHED_STAT_NOMINAL;
+}
+
+static void tpu_dma_free_job(struct drm_sched_job *sched_job)
+{
+	drm_sched_job_cleanup(sched_job);
+	tpu_copy_job_free(to_copy_job(sched_job));
+}
+
+static const struct drm_sched_backend_ops tpu_dma_sched_ops = {
+	.run_job = tpu_dma_run_job,
+	.timedout_job = tpu_dma_timedout_job,
+	.free_job = tpu_dma_free_job,
+};
+
+/*
+ * Queue @job on @entity after @in_fence; returns the job's finished fence
+ * (a new reference). The scheduler owns the job from here on.
+ */
+static struct dma_fence *tpu_copy_job_push(struct tpu_copy_job *job,
+					   struct drm_sched_entity *entity,
+					   void *owner, struct dma_fence *in_fence)
+{
+	struct dma_fence *done;
+	int ret;
+
+	ret = drm_sched_job_init(&job->base, entity, owner);
+	if (ret) {
+		dma_fence_put(in_fence);
+		tpu_copy_job_free(job);
+		return ERR_PTR(ret);
+	}
+	if (in_fence) {
+		/* Consumes the reference, even on failure. */
+		ret = drm_sched_job_add_dependency(&job->base, in_fence);
+		if (ret) {
+			drm_sched_job_cleanup(&job->base);
+			tpu_copy_job_free(job);
+			return ERR_PTR(ret);
+		}
+	}
+	drm_sched_job_arm(&job->base);
+	done = dma_fence_get(&job->base.s_fence->finished);
+	drm_sched_entity_push_job(&job->base);
+	return done;
+}
+
+static int tpu_wait_fence(struct dma_fence *fence)
+{
+	long ret = dma_fence_wait(fence, true);
+
+	if (ret)
+		return ret;
+	return fence->error;
+}
+
+/**
+ * tpu_dma_fill_sync() - fill a range of HBM and wait
+ * @tdev: the device
+ * @hbm_offset: start of the range
+ * @length: bytes
+ * @pattern: the byte to fill with
+ *
+ * Return: 0 or a negative errno.
+ */
+int tpu_dma_fill_sync(struct tpu_device *tdev, u64 hbm_offset, u64 length,
+		      u8 pattern)
+{
+	struct tpu_copy_job *job;
+	struct dma_fence *done;
+	int ret;
+
+	job = kzalloc(sizeof(*job), GFP_KERNEL);
+	if (!job)
+		return -ENOMEM;
+	job->tdev = tdev;
+	job->desc.op = TPU_DMA_OP_FILL;
+	job->desc.hbm_offset = hbm_offset;
+	job->desc.length = length;
+	job->desc.pattern = pattern;
+	done = tpu_copy_job_push(job, &tdev->kernel_entity, tdev, NULL);
+	if (IS_ERR(done))
+		return PTR_ERR(done);
+	ret = tpu_wait_fence(done);
+	dma_fence_put(done);
+	return ret;
+}
+
+/* The buffer @handle, if [@offset, @offset + @length) lies inside it. */
+static int tpu_lookup_range(struct drm_file *file, u32 handle, u64 offset,
+			    u64 length, struct drm_gem_object **objp)
+{
+	struct drm_gem_object *obj = drm_gem_object_lookup(file, handle);
+
+	if (!obj)
+		return -ENOENT;
+	if (offset > obj->size || length > obj->size - offset) {
+		drm_gem_object_put(obj);
+		return -EINVAL;
+	}
+	*objp = obj;
+	return 0;
+}
+
+static int tpu_copy_check_args(const struct drm_tpu_copy *args)
+{
+	if (args->flags & ~DRM_TPU_COPY_WAIT || !args->length)
+		return -EINVAL;
+	switch (args->op) {
+	case DRM_TPU_COPY_TO_BO:
+	case DRM_TPU_COPY_FROM_BO:
+		if (args->src_handle || args->src_offset || !args->user_ptr ||
+		    args->user_ptr + args->length < args->user_ptr)
+			return -EINVAL;
+		return 0;
+	case DRM_TPU_COPY_BO_TO_BO:
+		return args->user_ptr ? -EINVAL : 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+static int tpu_copy_job_prepare(struct tpu_copy_job *job, struct drm_file *file,
+				const struct drm_tpu_copy *args)
+{
+	u64 dst;
+	int ret;
+
+	ret = tpu_lookup_range(file, args->handle, args->offset, args->length,
+			       &job->bos[0]);
+	if (ret)
+		return ret;
+	dst = to_tpu_bo(job->bos[0])->node.start + args->offset;
+	job->desc.length = args->length;
+
+	switch (args->op) {
+	case DRM_TPU_COPY_TO_BO:
+		job->desc.op = TPU_DMA_OP_H2D;
+		job->desc.hbm_offset = dst;
+		return tpu_copy_job_map_user(job, args->user_ptr, args->length);
+	case DRM_TPU_COPY_FROM_BO:
+		job->desc.op = TPU_DMA_OP_D2H;
+		job->desc.hbm_offset = dst;
+		job->device_writes_pages = true;
+		return tpu_copy_job_map_user(job, args->user_ptr, args->length);
+	default:
+		ret = tpu_lookup_range(file, args->src_handle, args->src_offset,
+				       args->length, &job->bos[1]);
+		if (ret)
+			return ret;
+		job->desc.op = TPU_DMA_OP_D2D;
+		job->desc.hbm_offset = to_tpu_bo(job->bos[1])->node.start +
+				       args->src_offset;
+		job->desc.hbm_offset2 = dst;
+		return 0;
+	}
+}
+
+int tpu_ioctl_copy(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct tpu_device *tdev = to_tpu_device(drm);
+	struct tpu_file *tfile = file->driver_priv;
+	struct drm_tpu_copy *args = data;
+	struct drm_syncobj *out_sync = NULL;
+	struct dma_fence *in_fence = NULL, *done;
+	struct tpu_copy_job *job;
+	int ret;
+
+	ret = tpu_copy_check_args(args);
+	if (ret)
+		return ret;
+
+	job = kzalloc(sizeof(*job), GFP_KERNEL);
+	if (!job)
+		return -ENOMEM;
+	job->tdev = tdev;
+	ret = tpu_copy_job_prepare(job, file, args);
+	if (ret)
+		goto err_free_job;
+
+	if (args->out_syncobj) {
+		out_sync = drm_syncobj_find(file, args->out_syncobj);
+		if (!out_sync) {
+			ret = -ENOENT;
+			goto err_free_job;
+		}
+	}
+	if (args->in_syncobj) {
+		ret = drm_syncobj_find_fence(file, args->in_syncobj, 0, 0,
+					     &in_fence);
+		if (ret)
+			goto err_put_sync;
+	}
+
+	done = tpu_copy_job_push(job, &tfile->dma_entity, file, in_fence);
+	if (IS_ERR(done)) {
+		ret = PTR_ERR(done);
+		goto err_put_sync_only;
+	}
+	if (out_sync) {
+		drm_syncobj_replace_fence(out_sync, done);
+		drm_syncobj_put(out_sync);
+	}
+	ret = (args->flags & DRM_TPU_COPY_WAIT) ? tpu_wait_fence(done) : 0;
+	dma_fence_put(done);
+	return ret;
+
+err_put_sync:
+	if (out_sync)
+		drm_syncobj_put(out_sync);
+err_free_job:
+	tpu_copy_job_free(job);
+	return ret;
+err_put_sync_only:
+	if (out_sync)
+		drm_syncobj_put(out_sync);
+	return ret;
+}
+
+int tpu_dma_file_open(struct tpu_device *tdev, struct tpu_file *tfile)
+{
+	struct drm_gpu_scheduler *sched = &tdev->dma_sched;
+
+	return drm_sched_entity_init(&tfile->dma_entity,
+				     DRM_SCHED_PRIORITY_NORMAL, &sched, 1, NULL);
+}
+
+void tpu_dma_file_close(struct tpu_file *tfile)
+{
+	drm_sched_entity_destroy(&tfile->dma_entity);
+}
+
+/**
+ * tpu_dma_init() - start the DMA queue and its scheduler
+ * @tdev: the device, with interrupts set up
+ *
+ * Return: 0 or a negative errno.
+ */
+int tpu_dma_init(struct tpu_device *tdev)
+{
+	const struct drm_sched_init_args args = {
+		.ops = &tpu_dma_sched_ops,
+		/* One descriptor per job: never more jobs than ring slots. */
+		.credit_limit = TPU_DMA_RING_SIZE - 1,
+		.hang_limit = 0,
+		.timeout = msecs_to_jiffies(TPU_DMA_TIMEOUT_MS),
+		.name = "tpu-dma",
+		.dev = tdev->drm.dev,
+	};
+	struct drm_gpu_scheduler *sched = &tdev->dma_sched;
+	int ret;
+
+	mutex_init(&tdev->reset_lock);
+	ret = tpu_ring_init(tdev, &tdev->dma_ring, TPU_QUEUE_DMA,
+			    TPU_DMA_RING_SIZE);
+	if (ret)
+		return ret;
+	ret = drm_sched_init(sched, &args);
+	if (ret) {
+		tpu_err(tdev, "cannot start the DMA scheduler: %d\n", ret);
+		goto err_ring;
+	}
+	ret = drm_sched_entity_init(&tdev->kernel_entity,
+				    DRM_SCHED_PRIORITY_KERNEL, &sched, 1, NULL);
+	if (ret)
+		goto err_sched;
+	return 0;
+
+err_sched:
+	drm_sched_fini(sched);
+err_ring:
+	tpu_hw_reset(tdev);
+	tpu_ring_fini(&tdev->dma_ring);
+	return ret;
+}
+
+/**
+ * tpu_dma_fini() - stop the DMA queue
+ * @tdev: the device; no file can submit any more
+ */
+void tpu_dma_fini(struct tpu_device *tdev)
+{
+	drm_sched_entity_destroy(&tdev->kernel_entity);
+	/* Stop the device touching memory before its jobs are freed. */
+	tpu_hw_reset(tdev);
+	drm_sched_fini(&tdev->dma_sched);
+	tpu_ring_fini(&tdev->dma_ring);
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef __TPU_DMA_H__
+#define __TPU_DMA_H__
+
+#include <linux/types.h>
+
+struct drm_device;
+struct drm_file;
+struct tpu_device;
+struct tpu_file;
+
+int tpu_dma_init(struct tpu_device *tdev);
+void tpu_dma_fini(struct tpu_device *tdev);
+int tpu_dma_file_open(struct tpu_device *tdev, struct tpu_file *tfile);
+void tpu_dma_file_close(struct tpu_file *tfile);
+int tpu_dma_fill_sync(struct tpu_device *tdev, u64 hbm_offset, u64 length,
+		      u8 pattern);
+int tpu_ioctl_copy(struct drm_device *drm, void *data, struct drm_file *file);
+
+#endif /* __TPU_DMA_H__ */

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Device queues: descriptor rings shared with the device, one fence per
+ * descriptor, retired from the queue's interrupt.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/interrupt.h>
+#include <linux/slab.h>
+
+#include "tpu_drv.h"
+#include "tpu_hw.h"
+
+struct tpu_fence {
+	struct dma_fence base;
+	struct tpu_ring *ring;
+};
+
+static const char *tpu_fence_driver_name(struct dma_fence *fence)
+{
+	return DRIVER_NAME;
+}
+
+static const char *tpu_fence_timeline_name(struct dma_fence *fence)
+{
+	return container_of(fence, struct tpu_fence, base)->ring->name;
+}
+
+static const struct dma_fence_ops tpu_fence_ops = {
+	.get_driver_name = tpu_fence_driver_name,
+	.get_timeline_name = tpu_fence_timeline_name,
+};
+
+static void tpu_ring_write_reg(struct tpu_ring *ring, u32 reg, u32 val)
+{
+	tpu_reg_write(ring->tdev, TPU_REG_Q(ring->queue, reg), val);
+}
+
+static int tpu_status_to_errno(u32 status)
+{
+	switch (status) {
+	case TPU_STATUS_OK:
+		return 0;
+	case TPU_STATUS_DMA_FAULT:
+		return -EFAULT;
+	case TPU_STATUS_ABORTED:
+		return -ECANCELED;
+	default:
+		return -EIO;
+	}
+}
+
+/* Signal the fences of every descriptor the device has completed. */
+static irqreturn_t tpu_ring_irq(int irq, void *arg)
+{
+	struct tpu_ring *ring = arg;
+	struct tpu_completion *cpl = ring->cpl;
+	unsigned long flags;
+	u32 head;
+
+	spin_lock_irqsave(&ring->lock, flags);
+	head = tpu_reg_read(ring->tdev, TPU_REG_Q(ring->queue, TPU_Q_HEAD));
+	if (head - ring->head > ring->tail - ring->head) {
+		/* Not ours: a HEAD from before a reset, or a broken device. */
+		spin_unlock_irqrestore(&ring->lock, flags);
+		return IRQ_HANDLED;
+	}
+	while (ring->head != head) {
+		u32 slot = ring->head & (ring->size - 1);
+		struct dma_fence *fence = ring->fences[slot];
+		int err = tpu_status_to_errno(READ_ONCE(cpl[slot].status));
+
+		if (err) {
+			tpu_dbg(ring->tdev, "%s: descriptor %llu: status %u detail %u\n",
+				ring->name, cpl[slot].id, cpl[slot].status,
+				cpl[slot].detail);
+			dma_fence_set_error(fence, err);
+		}
+		dma_fence_signal_locked(fence);
+		dma_fence_put(fence);
+		ring->fences[slot] = NULL;
+		ring->head++;
+	}
+	spin_unlock_irqrestore(&ring->lock, flags);
+	return IRQ_HANDLED;
+}
+
+/**
+ * tpu_ring_submit() - queue one descriptor
+ * @ring: the ring
+ * @desc: TPU_DESC_SIZE bytes; its id is set here
+ *
+ * The scheduler keeps fewer jobs in flight than the ring has slots, so a
+ * full ring is a driver bug.
+ *
+ * Return: the descriptor's fence (a new reference), or an ERR_PTR.
+ */
+struct dma_fence *tpu_ring_submit(struct tpu_ring *ring, const void *desc)
+{
+	struct tpu_fence *fence;
+	struct tpu_desc_header *hdr;
+	unsigned long flags;
+	u32 slot;
+
+	fence = kzalloc(sizeof(*fence), GFP_KERNEL);
+	if (!fence)
+		return ERR_PTR(-ENOMEM);
+	fence->ring = ring;
+
+	spin_lock_irqsave(&ring->lock, flags);
+	if (WARN_ON(ring->tail - ring->head >= ring->size)) {
+		spin_unlock_irqrestore(&ring->lock, flags);
+		kfree(fence);
+		return ERR_PTR(-EBUSY);
+	}
+	dma_fence_init(&fence->base, &tpu_fence_ops, &ring->lock,
+		       ring->fence_context, ++ring->seqno);
+	slot = ring->tail & (ring->size - 1);
+	hdr = ring->desc + slot * TPU_DESC_SIZE;
+	memcpy(hdr, desc, TPU_DESC_SIZE);
+	hdr->id = ring->seqno;
+	ring->fences[slot] = dma_fence_get(&fence->base);
+	ring->tail++;
+	/* The descriptor must be visible before the doorbell. */
+	wmb();
+	tpu_ring_write_reg(ring, TPU_Q_TAIL, ring->tail);
+	spin_unlock_irqrestore(&ring->lock, flags);
+	return &fence->base;
+}
+
+/**
+ * tpu_ring_fail_all() - fail every in-flight descriptor
+ * @ring: the ring, whose device queue is stopped (after a reset)
+ * @error: the fences' error
+ */
+void tpu_ring_fail_all(struct tpu_ring *ring, int error)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&ring->lock, flags);
+	while (ring->head != ring->tail) {
+		u32 slot = ring->head & (ring->size - 1);
+		struct dma_fence *fence = ring->fences[slot];
+
+		dma_fence_set_error(fence, error);
+		dma_fence_signal_locked(fence);
+		dma_fence_put(fence);
+		ring->fences[slot] = NULL;
+		ring->head++;
+	}
+	ring->head = 0;
+	ring->tail = 0;
+	spin_unlock_irqrestore(&ring->lock, flags);
+}
+
+/**
+ * tpu_ring_start() - program and enable the device queue
+ * @ring: the ring, empty
+ *
+ * Return: 0, or -EIO if the device refuses the configuration.
+ */
+int tpu_ring_start(struct tpu_ring *ring)
+{
+	u32 status;
+
+	tpu_ring_write_reg(ring, TPU_Q_CTRL, 0);
+	tpu_ring_write_reg(ring, TPU_Q_RING_LO, lower_32_bits(ring->desc_dma));
+	tpu_ring_write_reg(ring, TPU_Q_RING_HI, upper_32_bits(ring->desc_dma));
+	tpu_ring_write_reg(ring, TPU_Q_CPL_LO, lower_32_bits(ring->cpl_dma));
+	tpu_ring_write_reg(ring, TPU_Q_CPL_HI, upper_32_bits(ring->cpl_dma));
+	tpu_ring_write_reg(ring, TPU_Q_SIZE, ring->size);
+	tpu_ring_write_reg(ring, TPU_Q_CTRL, TPU_Q_CTRL_ENABLE);
+	status = tpu_reg_read(ring->tdev, TPU_REG_Q(ring->queue, TPU_Q_STATUS));
+	if (!(status & TPU_Q_STATUS_ENABLED)) {
+		tpu_err(ring->tdev, "%s: device refused the queue (status 0x%x)\n",
+			ring->name, status);
+		return -EIO;
+	}
+	return 0;
+}
+
+/**
+ * tpu_ring_init() - allocate a ring, hook its interrupt, start the queue
+ * @tdev: the device
+ * @ring: the ring to set up
+ * @queue: TPU_QUEUE_*
+ * @size: entries, a power of two no larger than TPU_Q_MAX_SIZE
+ *
+ * Return: 0 or a negative errno.
+ */
+int tpu_ring_init(struct tpu_device *tdev, struct tpu_ring *ring,
+		  unsigned int queue, u32 size)
+{
+	struct device *dev = &tdev->pdev->dev;
+	int ret;
+
+	ring->tdev = tdev;
+	ring->queue = queue;
+	ring->size = size;
+	spin_lock_init(&ring->lock);
+	ring->fence_context = dma_fence_context_alloc(1);
+	snprintf(ring->name, sizeof(ring->name), "tpu-q%u", queue);
+
+	ring->fences = kcalloc(size, sizeof(*ring->fences), GFP_KERNEL);
+	if (!ring->fences)
+		return -ENOMEM;
+	ring->desc = dma_alloc_coherent(dev, size * TPU_DESC_SIZE,
+					&ring->desc_dma, GFP_KERNEL);
+	if (!ring->desc) {
+		ret = -ENOMEM;
+		goto err_free_fences;
+	}
+	ring->cpl = dma_alloc_coherent(dev, size * TPU_CPL_SIZE,
+				       &ring->cpl_dma, GFP_KERNEL);
+	if (!ring->cpl) {
+		ret = -ENOMEM;
+		goto err_free_desc;
+	}
+
+	ring->irq = pci_irq_vector(tdev->pdev, TPU_MSIX_VEC_QUEUE(queue));
+	ret = request_irq(ring->irq, tpu_ring_irq, 0, ring->name, ring);
+	if (ret) {
+		tpu_err(tdev, "%s: cannot request its interrupt: %d\n",
+			ring->name, ret);
+		goto err_free_cpl;
+	}
+	ret = tpu_ring_start(ring);
+	if (ret)
+		goto err_free_irq;
+	return 0;
+
+err_free_irq:
+	free_irq(ring->irq, ring);
+err_free_cpl:
+	dma_free_coherent(dev, size * TPU_CPL_SIZE, ring->cpl, ring->cpl_dma);
+err_free_desc:
+	dma_free_coherent(dev, size * TPU_DESC_SIZE, ring->desc, ring->desc_dma);
+err_free_fences:
+	kfree(ring->fences);
+	return ret;
+}
+
+/**
+ * tpu_ring_fini() - tear down a ring
+ * @ring: the ring, whose device queue has been stopped by a reset
+ */
+void tpu_ring_fini(struct tpu_ring *ring)
+{
+	struct device *dev = &ring->tdev->pdev->dev;
+
+	free_irq(ring->irq, ring);
+	tpu_ring_fail_all(ring, -ENODEV);
+	dma_free_coherent(dev, ring->size * TPU_CPL_SIZE, ring->cpl,
+			  ring->cpl_dma);
+	dma_free_coherent(dev, ring->size * TPU_DESC_SIZE, ring->desc,
+			  ring->desc_dma);
+	kfree(ring->fences);
+}

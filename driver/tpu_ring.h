@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef __TPU_RING_H__
+#define __TPU_RING_H__
+
+#include <linux/dma-fence.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+
+struct tpu_device;
+
+/**
+ * struct tpu_ring - the driver's side of one device queue
+ * @tdev: the device
+ * @queue: TPU_QUEUE_*
+ * @size: entries (a power of two)
+ * @desc: descriptor slots, @size * TPU_DESC_SIZE bytes, device-visible
+ * @desc_dma: their bus address
+ * @cpl: completion records written by the device
+ * @cpl_dma: their bus address
+ * @fences: the fence of each in-flight slot
+ * @tail: next index to fill (free-running, as TPU_Q_TAIL)
+ * @head: next index to retire (free-running, as TPU_Q_HEAD)
+ * @lock: protects the indices and @fences; also the fences' lock
+ * @fence_context: dma_fence context of this ring
+ * @seqno: last fence sequence number
+ * @irq: the queue's interrupt
+ * @name: timeline name
+ */
+struct tpu_ring {
+	struct tpu_device *tdev;
+	unsigned int queue;
+	u32 size;
+	void *desc;
+	dma_addr_t desc_dma;
+	void *cpl;
+	dma_addr_t cpl_dma;
+	struct dma_fence **fences;
+	u32 tail;
+	u32 head;
+	spinlock_t lock; /* indices, fences[] and the fences themselves */
+	u64 fence_context;
+	u64 seqno;
+	int irq;
+	char name[16];
+};
+
+int tpu_ring_init(struct tpu_device *tdev, struct tpu_ring *ring,
+		  unsigned int queue, u32 size);
+void tpu_ring_fini(struct tpu_ring *ring);
+int tpu_ring_start(struct tpu_ring *ring);
+struct dma_fence *tpu_ring_submit(struct tpu_ring *ring, const void *desc);
+void tpu_ring_fail_all(struct tpu_ring *ring, int error);
+
+#endif /* __TPU_RING_H__ */
