@@ -114,15 +114,17 @@ TEST_F(model, blocks_smaller_than_the_mxu_waste_it)
 	};
 	struct tpu_matmul_result r128, r64;
 
-	/* n and k fill the MXU's weight tile; m rows stream at any count */
-	EXPECT_NEAR(tpu_model_dot_s(cfg, TPU_DTYPE_BF16, 64, 128, 128),
+	/* n and k fill the weight tile; m rows take at least its load time */
+	EXPECT_NEAR(tpu_model_dot_s(cfg, TPU_DTYPE_BF16, 128, 128, 128),
 		    tpu_model_dot_s(cfg, TPU_DTYPE_BF16, 64, 64, 64));
 	EXPECT_NEAR(2.0 * 128 * 128 * 128 / cfg->peak_flops_bf16,
-		    tpu_model_dot_s(cfg, TPU_DTYPE_BF16, 128, 128, 128));
+		    tpu_model_dot_s(cfg, TPU_DTYPE_BF16, 128, 100, 1));
+	EXPECT_NEAR(2.0 * 200 * 256 * 384 / cfg->peak_flops_bf16,
+		    tpu_model_dot_s(cfg, TPU_DTYPE_BF16, 200, 130, 300));
 	ASSERT_EQ(0, tpu_model_matmul(cfg, &d, &r128));
 	d.bm = d.bk = d.bn = 64;
 	ASSERT_EQ(0, tpu_model_matmul(cfg, &d, &r64));
-	EXPECT_NEAR(4 * r128.stats.mxu_busy_s, r64.stats.mxu_busy_s);
+	EXPECT_NEAR(8 * r128.stats.mxu_busy_s, r64.stats.mxu_busy_s);
 	EXPECT_EQ(r128.stats.flops, r64.stats.flops);
 	EXPECT_GT(r64.stats.time_s, r128.stats.time_s);
 }

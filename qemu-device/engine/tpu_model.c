@@ -44,14 +44,16 @@ double tpu_model_dot_s(const struct tpu_config *cfg, enum tpu_dtype dtype,
 		       uint64_t m, uint64_t n, uint64_t k)
 {
 	uint64_t d = cfg->mxu_dim;
+	uint64_t rows = m > d ? m : d;
 
 	/*
 	 * The MXU holds a d x d tile of the RHS (k x n) and streams LHS rows
-	 * through it: a tile that is only partly filled costs a whole one,
-	 * while rows cost one cycle each whatever their number.
+	 * through it, a row a cycle: a tile that is only partly filled costs
+	 * a whole one. Loading the next tile (d cycles) overlaps streaming the
+	 * rows through this one, so fewer than d rows still cost d cycles.
 	 */
-	return 2.0 * (double)m * (double)round_up(n, d) * (double)round_up(k, d) /
-	       peak(cfg, dtype);
+	return 2.0 * (double)rows * (double)round_up(n, d) *
+	       (double)round_up(k, d) / peak(cfg, dtype);
 }
 
 void tpu_model_begin(struct tpu_model *m, const struct tpu_config *cfg)

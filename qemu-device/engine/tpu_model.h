@@ -50,8 +50,9 @@ struct tpu_model {
 void tpu_model_begin(struct tpu_model *m, const struct tpu_config *cfg);
 
 /*
- * MXU seconds of one (m x k) @ (k x n) product with @dtype inputs. Shapes are
- * padded up to whole MXU tiles: a block smaller than the MXU wastes cycles.
+ * MXU seconds of one (m x k) @ (k x n) product with @dtype inputs. k and n
+ * are padded up to whole MXU tiles and m to at least the MXU size (a tile's
+ * weight load): a block smaller than the MXU wastes cycles.
  */
 double tpu_model_dot_s(const struct tpu_config *cfg, enum tpu_dtype dtype,
 		       uint64_t m, uint64_t n, uint64_t k);
