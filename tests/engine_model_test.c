@@ -4,6 +4,7 @@
  * step API by hand; the matmul walker's block traffic against the guide's
  * formula; and the calibration against the published v5e table.
  */
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
