@@ -50,18 +50,24 @@ SELFTESTS	= tpu_params_test tpu_module_test
 GUEST_BIN	= $(BUILD)/guest/bin
 GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%)
 
+# --- host tools (tools/): the timing model's CLI ---
+TOOL_BIN	= $(BUILD)/bin
+TOOLS		= $(TOOL_BIN)/tpurt-model
+PUBLISHED_TSV	= tools/v5e-published.tsv
+
 # --- host unit tests (tests/) ---
-HOST_TESTS	= engine_config_test engine_copy_test tpurt_open_test
+HOST_TESTS	= engine_config_test engine_copy_test engine_model_test tpurt_open_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
-.PHONY: all deps userspace module qemu run shell check host-check vm-check clean
+.PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
+	model-table
 
 all: userspace module qemu
 
 deps:
 	$(Q)scripts/deps.sh
 
-userspace: $(TPURT_SO) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS)
+userspace: $(TPURT_SO) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS)
 
 $(BUILD)/qemu-device/engine/%.o: qemu-device/engine/%.c
 	$(quiet) CC $@
@@ -99,8 +105,23 @@ $(GUEST_BIN)/%: selftests/%.c $(TPURT_SO) $(KSELFTEST)/kselftest_harness.h
 $(BUILD)/tests/%: tests/%.c $(TPURT_SO) $(ENGINE_LIB) $(KSELFTEST)/kselftest_harness.h
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(TEST_CFLAGS) -Iqemu-device/engine -o $@ $< \
+	$(Q)$(CC) $(TEST_CFLAGS) -Iqemu-device/engine -o $@ $< $(TEST_EXTRA) \
 		$(ENGINE_LIB) $(TPURT_LINK) -lpthread
+
+# The model reads the published table next to the tests; the path is fixed
+# at build time so the test runs from any directory.
+$(BUILD)/tests/engine_model_test: tools/published.c tools/published.h $(PUBLISHED_TSV)
+$(BUILD)/tests/engine_model_test: TEST_EXTRA = -Itools tools/published.c \
+	-DPUBLISHED_TSV='"$(CURDIR)/$(PUBLISHED_TSV)"' -lm
+
+$(TOOL_BIN)/%: tools/%.c tools/published.c tools/published.h $(ENGINE_LIB)
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ENGINE_CFLAGS) -Itools -o $@ $< tools/published.c $(ENGINE_LIB) -lm
+
+# The published v5e table beside the model's figures (no VM, instant).
+model-table: $(TOOL_BIN)/tpurt-model
+	$(Q)$(TOOL_BIN)/tpurt-model --table $(PUBLISHED_TSV)
 
 module:
 	$(Q)$(MAKE) -C $(KDIR) M=$(CURDIR) modules $(if $(filter 1,$(V)),,-s)

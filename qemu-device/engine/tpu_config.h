@@ -22,8 +22,17 @@
 #define TPU_DEFAULT_PEAK_FLOPS_F32	197000000000000ull
 #define TPU_DEFAULT_PEAK_OPS_INT8	394000000000000ull
 #define TPU_DEFAULT_HBM_BANDWIDTH	819000000000ull
-#define TPU_DEFAULT_STEP_COST_NS	350
-#define TPU_DEFAULT_LAUNCH_COST_NS	100000
+/*
+ * Calibrated against the published v5e matmul table (tools/v5e-published.tsv)
+ * with `make model-table`. The step cost is the fixed work of one grid step
+ * beyond its MXU and DMA time (scalar-core loop, DMA issue and semaphore
+ * waits): 128-blocks are DMA-bound at 80 ns a step and take ~355 ns. The
+ * launch cost is the per-call time the published means include (host
+ * dispatch, kernel launch): a two-step 1024^3 call takes 127 us, of which
+ * the pipeline is ~17 us.
+ */
+#define TPU_DEFAULT_STEP_COST_NS	275
+#define TPU_DEFAULT_LAUNCH_COST_NS	110000
 
 #define TPU_MIN_HBM_SIZE		(1ull << 20)
 #define TPU_MAX_CORES			16

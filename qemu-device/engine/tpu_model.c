@@ -1,4 +1,13 @@
 // SPDX-License-Identifier: MIT
+/*
+ * The per-core pipeline timeline. Step s's interval is the time from the
+ * start of its compute to the start of step s+1's; during it the DMA engine
+ * fetches step s+1's input blocks and writes back the output block step s-1
+ * released (double-buffered outputs: the write-back starts once the block's
+ * last step has finished, so it overlaps the following step). Both share
+ * HBM bandwidth, so their times add; the interval is the longer of that and
+ * step s's compute, plus the fixed step cost.
+ */
 #include "tpu_model.h"
 
 #include <string.h>
@@ -6,6 +15,11 @@
 static double dma_s(const struct tpu_config *cfg, uint64_t bytes)
 {
 	return (double)bytes / (double)cfg->hbm_bandwidth;
+}
+
+static double step_cost_s(const struct tpu_config *cfg)
+{
+	return (double)cfg->step_cost_ns * 1e-9;
 }
 
 static double peak(const struct tpu_config *cfg, enum tpu_dtype dtype)
@@ -30,10 +44,16 @@ double tpu_model_dot_s(const struct tpu_config *cfg, enum tpu_dtype dtype,
 		       uint64_t m, uint64_t n, uint64_t k)
 {
 	uint64_t d = cfg->mxu_dim;
+	uint64_t rows = m > d ? m : d;
 
-	/* The MXU streams rows of LHS through a d x d weight tile (k x n). */
-	return 2.0 * (double)m * (double)round_up(n, d) * (double)round_up(k, d) /
-	       peak(cfg, dtype);
+	/*
+	 * The MXU holds a d x d tile of the RHS (k x n) and streams LHS rows
+	 * through it, a row a cycle: a tile that is only partly filled costs
+	 * a whole one. Loading the next tile (d cycles) overlaps streaming the
+	 * rows through this one, so fewer than d rows still cost d cycles.
+	 */
+	return 2.0 * (double)rows * (double)round_up(n, d) *
+	       (double)round_up(k, d) / peak(cfg, dtype);
 }
 
 void tpu_model_begin(struct tpu_model *m, const struct tpu_config *cfg)
@@ -42,23 +62,36 @@ void tpu_model_begin(struct tpu_model *m, const struct tpu_config *cfg)
 	m->cfg = cfg;
 }
 
+/*
+ * Close the interval of the previous step, now that the DMA overlapping it
+ * is known: @fetch_bytes for the next step plus the write-back in flight.
+ */
+static void close_interval(struct tpu_model *m, uint64_t fetch_bytes)
+{
+	struct tpu_model_stats *s = &m->stats;
+	double io = dma_s(m->cfg, fetch_bytes) +
+		    dma_s(m->cfg, m->inflight_writeback_bytes);
+	double busy = io > m->prev_compute_s ? io : m->prev_compute_s;
+
+	s->bubble_s += busy - m->prev_compute_s;
+	s->time_s += busy + step_cost_s(m->cfg);
+	m->inflight_writeback_bytes = m->prev_writeback_bytes;
+}
+
 void tpu_model_step(struct tpu_model *m, uint64_t fetch_bytes,
 		    double compute_s, uint64_t flops, uint64_t writeback_bytes)
 {
 	struct tpu_model_stats *s = &m->stats;
-	double step_cost = m->cfg->step_cost_ns * 1e-9;
-	double dma = dma_s(m->cfg, fetch_bytes);
 
 	if (!s->steps) {
-		s->time_s += dma;		/* prologue: nothing to overlap */
+		/* prologue: the MXU has nothing to do until the first blocks land */
+		s->time_s += dma_s(m->cfg, fetch_bytes);
+		s->bubble_s += dma_s(m->cfg, fetch_bytes);
 	} else {
-		double io = dma + dma_s(m->cfg, m->prev_writeback_bytes);
-		double busy = io > m->prev_compute_s ? io : m->prev_compute_s;
-
-		s->bubble_s += busy - m->prev_compute_s;
-		s->time_s += busy + step_cost;
+		close_interval(m, fetch_bytes);
 	}
-	s->dma_busy_s += dma + dma_s(m->cfg, writeback_bytes);
+	s->dma_busy_s += dma_s(m->cfg, fetch_bytes) +
+			 dma_s(m->cfg, writeback_bytes);
 	s->mxu_busy_s += compute_s;
 	s->hbm_bytes_in += fetch_bytes;
 	s->hbm_bytes_out += writeback_bytes;
@@ -73,10 +106,15 @@ void tpu_model_end(struct tpu_model *m, struct tpu_model_stats *out)
 	struct tpu_model_stats *s = &m->stats;
 
 	if (s->steps) {
-		/* epilogue: the last step, then its write-back */
-		s->time_s += m->prev_compute_s + m->cfg->step_cost_ns * 1e-9 +
-			     dma_s(m->cfg, m->prev_writeback_bytes);
-		s->bubble_s += dma_s(m->cfg, m->prev_writeback_bytes);
+		double epilogue = dma_s(m->cfg, m->prev_writeback_bytes);
+
+		close_interval(m, 0);
+		/* epilogue: the last output block has nothing to hide behind */
+		s->time_s += epilogue;
+		s->bubble_s += epilogue;
+		m->prev_writeback_bytes = 0;
+		m->inflight_writeback_bytes = 0;
+		m->prev_compute_s = 0;
 	}
 	*out = *s;
 }
@@ -97,5 +135,15 @@ void tpu_model_job(const struct tpu_config *cfg,
 		job->flops += cores[i].flops;
 		job->steps += cores[i].steps;
 	}
-	job->time_s += cfg->launch_cost_ns * 1e-9;
+	job->time_s += (double)cfg->launch_cost_ns * 1e-9;
+}
+
+void tpu_model_core_range(uint64_t units, unsigned int ncores,
+			  unsigned int core, uint64_t *begin, uint64_t *end)
+{
+	/* Contiguous, balanced: the first units % ncores cores get one more. */
+	uint64_t base = units / ncores, extra = units % ncores;
+
+	*begin = core * base + (core < extra ? core : extra);
+	*end = *begin + base + (core < extra ? 1 : 0);
 }

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tpurt-model: the modeled v5e time of a Pallas TPU matmul, from the
+ * engine's timing model alone (no arithmetic, so 8192^3 is instant).
+ *
+ *   tpurt-model --m M --k K --n N --bm BM --bk BK --bn BN --dtype bf16
+ *   tpurt-model --m M --k K --n N --dtype bf16 --best
+ *   tpurt-model --table tools/v5e-published.tsv
+ *
+ * Figures are modeled chip time, never host wall time.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "published.h"
+#include "tpu_model_matmul.h"
+
+static const char *const activations[] = {
+	"identity", "relu", "gelu", "silu", "sigmoid", "tanh", "exp",
+};
+
+struct opts {
+	struct tpu_config cfg;
+	struct tpu_matmul_desc d;
+	bool best;
+	bool out_dtype_set;
+	const char *table;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: tpurt-model --m M --k K --n N (--bm BM --bk BK --bn BN | --best)\n"
+		"                   [--dtype f32|bf16|int8|uint8] [--out-dtype T]\n"
+		"                   [--transpose-rhs] [--activation NAME] [--cores N]\n"
+		"                   [--vmem-limit BYTES] [--step-cost-ns NS] [--launch-cost-ns NS]\n"
+		"       tpurt-model --table FILE.tsv [parameter options]\n");
+}
+
+static int die(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "tpurt-model: ");
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	return 2;
+}
+
+static int number(const char *s, uint64_t *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoull(s, &end, 0);
+	return errno || end == s || *end || s[0] == '-' ? -1 : 0;
+}
+
+static int activation(const char *name)
+{
+	for (size_t i = 0; i < sizeof(activations) / sizeof(*activations); i++)
+		if (!strcmp(name, activations[i]))
+			return strcmp(name, "identity") != 0;
+	return -1;
+}
+
+enum { O_M = 256, O_K, O_N, O_BM, O_BK, O_BN, O_DTYPE, O_OUT_DTYPE,
+       O_TRANSPOSE, O_ACT, O_CORES, O_BEST, O_VMEM, O_STEP, O_LAUNCH,
+       O_TABLE, O_HELP };
+
+static const struct option longopts[] = {
+	{ "m", required_argument, NULL, O_M },
+	{ "k", required_argument, NULL, O_K },
+	{ "n", required_argument, NULL, O_N },
+	{ "bm", required_argument, NULL, O_BM },
+	{ "bk", required_argument, NULL, O_BK },
+	{ "bn", required_argument, NULL, O_BN },
+	{ "dtype", required_argument, NULL, O_DTYPE },
+	{ "out-dtype", required_argument, NULL, O_OUT_DTYPE },
+	{ "transpose-rhs", no_argument, NULL, O_TRANSPOSE },
+	{ "activation", required_argument, NULL, O_ACT },
+	{ "cores", required_argument, NULL, O_CORES },
+	{ "best", no_argument, NULL, O_BEST },
+	{ "vmem-limit", required_argument, NULL, O_VMEM },
+	{ "step-cost-ns", required_argument, NULL, O_STEP },
+	{ "launch-cost-ns", required_argument, NULL, O_LAUNCH },
+	{ "table", required_argument, NULL, O_TABLE },
+	{ "help", no_argument, NULL, O_HELP },
+	{ 0 },
+};
+
+/* The option's numeric target, or NULL for a non-numeric option. */
+static uint64_t *numeric(struct opts *o, int c, uint64_t *scratch)
+{
+	switch (c) {
+	case O_M: return &o->d.m;
+	case O_K: return &o->d.k;
+	case O_N: return &o->d.n;
+	case O_BM: return &o->d.bm;
+	case O_BK: return &o->d.bk;
+	case O_BN: return &o->d.bn;
+	case O_VMEM: return &o->cfg.vmem_limit;
+	case O_STEP: return &o->cfg.step_cost_ns;
+	case O_LAUNCH: return &o->cfg.launch_cost_ns;
+	case O_CORES: return scratch;
+	default: return NULL;
+	}
+}
+
+static int parse_other(struct opts *o, int c, const char *arg)
+{
+	int act;
+
+	switch (c) {
+	case O_DTYPE:
+		return published_dtype(arg, &o->d.in_dtype) ?
+		       die("unknown dtype '%s'", arg) : 0;
+	case O_OUT_DTYPE:
+		o->out_dtype_set = true;
+		return published_dtype(arg, &o->d.out_dtype) ?
+		       die("unknown dtype '%s'", arg) : 0;
+	case O_TRANSPOSE:
+		o->d.transpose_rhs = true;
+		return 0;
+	case O_ACT:
+		act = activation(arg);
+		if (act < 0)
+			return die("unknown activation '%s' (identity relu "
+				   "gelu silu sigmoid tanh exp)", arg);
+		o->d.activation = act;
+		return 0;
+	case O_BEST:
+		o->best = true;
+		return 0;
+	case O_TABLE:
+		o->table = arg;
+		return 0;
+	case O_HELP:
+		usage(stdout);
+		exit(0);
+	default:
+		usage(stderr);
+		return 2;
+	}
+}
+
+static int parse(struct opts *o, int argc, char **argv)
+{
+	uint64_t cores = 0, *num;
+	int c, ret;
+
+	tpu_config_defaults(&o->cfg);
+	o->d.in_dtype = TPU_DTYPE_BF16;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		num = numeric(o, c, &cores);
+		if (num)
+			ret = number(optarg, num) ? die("bad number '%s'", optarg) : 0;
+		else
+			ret = parse_other(o, c, optarg);
+		if (ret)
+			return ret;
+	}
+	if (optind < argc)
+		return die("unexpected argument '%s'", argv[optind]);
+	if (cores) {
+		o->cfg.cores = cores > TPU_MAX_CORES ? TPU_MAX_CORES + 1 : cores;
+		o->d.cores = o->cfg.cores;
+	}
+	if (!o->out_dtype_set)
+		o->d.out_dtype = o->d.in_dtype;	/* as the guide's out_shape */
+	return 0;
+}
+
+static double peak(const struct tpu_config *cfg, enum tpu_dtype t)
+{
+	if (t == TPU_DTYPE_INT8 || t == TPU_DTYPE_UINT8)
+		return (double)cfg->peak_ops_int8;
+	if (t == TPU_DTYPE_BF16)
+		return (double)cfg->peak_flops_bf16;
+	return (double)cfg->peak_flops_f32;
+}
+
+/* Of the peak of the cores that run: each TensorCore has its own MXUs. */
+static double utilization(const struct tpu_config *cfg,
+			  const struct tpu_matmul_desc *d, double time_s)
+{
+	double chip = peak(cfg, d->in_dtype) * (d->cores ? d->cores : cfg->cores);
+
+	return 2.0 * d->m * d->n * d->k / time_s / chip * 100;
+}
+
+static void report(const struct opts *o, const struct tpu_matmul_desc *d,
+		   const struct tpu_matmul_result *r)
+{
+	const struct tpu_model_stats *s = &r->stats;
+
+	printf("model: %llu x %llu x %llu %s -> %s, "
+	       "blocks (bm, bk, bn) = (%llu, %llu, %llu)%s%s\n",
+	       (unsigned long long)d->m, (unsigned long long)d->k,
+	       (unsigned long long)d->n, published_dtype_name(d->in_dtype),
+	       published_dtype_name(d->out_dtype), (unsigned long long)d->bm,
+	       (unsigned long long)d->bk, (unsigned long long)d->bn,
+	       d->transpose_rhs ? ", transposed rhs" : "",
+	       d->activation ? ", fused activation" : "");
+	printf("model: grid (i, j, k) = (%llu, %llu, %llu), %llu steps on %u core(s)\n",
+	       (unsigned long long)r->grid[0], (unsigned long long)r->grid[1],
+	       (unsigned long long)r->grid[2], (unsigned long long)s->steps,
+	       r->cores);
+	printf("model: VMEM need %llu bytes of a %llu-byte limit\n",
+	       (unsigned long long)r->vmem_bytes,
+	       (unsigned long long)o->cfg.vmem_limit);
+	printf("model: blocks fetched %llu, skipped %llu, written back %llu\n",
+	       (unsigned long long)r->blocks_fetched,
+	       (unsigned long long)r->blocks_skipped,
+	       (unsigned long long)r->blocks_written);
+	printf("model: HBM bytes in %llu, out %llu\n",
+	       (unsigned long long)s->hbm_bytes_in,
+	       (unsigned long long)s->hbm_bytes_out);
+	printf("model: MXU busy %.6g s, DMA busy %.6g s, bubbles %.6g s (over cores)\n",
+	       s->mxu_busy_s, s->dma_busy_s, s->bubble_s);
+	printf("model: fixed costs %llu ns per step, %.6g s per launch\n",
+	       (unsigned long long)o->cfg.step_cost_ns,
+	       o->cfg.launch_cost_ns * 1e-9);
+	printf("bench: modeled_time_s = %.9g s\n", s->time_s);
+	printf("bench: modeled_utilization = %.4f %%\n",
+	       utilization(&o->cfg, d, s->time_s));
+}
+
+static int run_one(struct opts *o)
+{
+	struct tpu_matmul_result r;
+	uint64_t need;
+	int ret;
+
+	if (o->best) {
+		ret = tpu_model_matmul_best(&o->cfg, &o->d, o->cfg.vmem_limit, &r);
+		if (ret == -ENOSPC)
+			return die("no block choice fits the VMEM limit%s", "");
+	} else {
+		need = tpu_model_matmul_vmem(&o->d);
+		if (need > o->cfg.vmem_limit) {
+			fprintf(stderr,
+				"tpurt-model: VMEM need %llu bytes exceeds the limit %llu by %llu\n",
+				(unsigned long long)need,
+				(unsigned long long)o->cfg.vmem_limit,
+				(unsigned long long)(need - o->cfg.vmem_limit));
+			return 1;
+		}
+		ret = tpu_model_matmul(&o->cfg, &o->d, &r);
+	}
+	if (ret) {
+		usage(stderr);
+		return die("invalid shape, blocks, dtypes or cores%s", "");
+	}
+	if (o->best)
+		printf("best: bm = %llu, bk = %llu, bn = %llu\n",
+		       (unsigned long long)o->d.bm, (unsigned long long)o->d.bk,
+		       (unsigned long long)o->d.bn);
+	report(o, &o->d, &r);
+	return 0;
+}
+
+#define TABLE_TOLERANCE_PCT	15.0
+
+/* Model one published row; 'xla' rows (no blocks) take the best choice. */
+static int model_row(const struct opts *o, const struct published_row *p,
+		     struct tpu_matmul_desc *d, struct tpu_matmul_result *r)
+{
+	*d = (struct tpu_matmul_desc){
+		.m = p->m, .k = p->k, .n = p->n,
+		.bm = p->bm, .bk = p->bk, .bn = p->bn,
+		.in_dtype = p->dtype, .out_dtype = p->dtype,
+		.cores = o->cfg.cores,
+	};
+	if (!p->bm)
+		return tpu_model_matmul_best(&o->cfg, d, o->cfg.vmem_limit, r);
+	return tpu_model_matmul(&o->cfg, d, r);
+}
+
+static int run_table(const struct opts *o)
+{
+	struct published_row rows[PUBLISHED_MAX_ROWS];
+	char err[256], blocks[48];
+	double max_err = 0;
+	int n = published_load(o->table, rows, PUBLISHED_MAX_ROWS, err,
+			       sizeof(err));
+
+	if (n < 0)
+		return die("%s", err);
+	printf("model: step cost %llu ns, launch cost %llu ns, HBM %llu B/s, "
+	       "VMEM limit %llu bytes\n",
+	       (unsigned long long)o->cfg.step_cost_ns,
+	       (unsigned long long)o->cfg.launch_cost_ns,
+	       (unsigned long long)o->cfg.hbm_bandwidth,
+	       (unsigned long long)o->cfg.vmem_limit);
+	printf("%-7s %-22s %6s %6s %13s %13s %9s %9s %8s\n", "kernel",
+	       "blocks (bm, bk, bn)", "m=k=n", "dtype", "published s",
+	       "model s", "pub util", "mod util", "error");
+	for (int i = 0; i < n; i++) {
+		const struct published_row *p = &rows[i];
+		struct tpu_matmul_desc d;
+		struct tpu_matmul_result r;
+		double e;
+
+		if (model_row(o, p, &d, &r))
+			return die("row %s: no valid block choice", p->kernel);
+		e = (r.stats.time_s - p->time_s) / p->time_s * 100;
+		if (p->bm && fabs(e) > max_err)
+			max_err = fabs(e);
+		snprintf(blocks, sizeof(blocks), "%s%llu, %llu, %llu",
+			 p->bm ? "" : "best ", (unsigned long long)d.bm,
+			 (unsigned long long)d.bk, (unsigned long long)d.bn);
+		printf("%-7s %-22s %6llu %6s %13.6e %13.6e %8.3f%% %8.3f%% %+7.2f%%\n",
+		       p->kernel, blocks, (unsigned long long)p->m,
+		       published_dtype_name(p->dtype), p->time_s,
+		       r.stats.time_s, p->util_pct,
+		       utilization(&o->cfg, &d, r.stats.time_s), e);
+	}
+	printf("model-table: max |error| over the Pallas rows = %.2f %% (tolerance %.0f %%)\n",
+	       max_err, TABLE_TOLERANCE_PCT);
+	return max_err <= TABLE_TOLERANCE_PCT ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { 0 };
+	char err[256];
+	int ret = parse(&o, argc, argv);
+
+	if (ret)
+		return ret;
+	if (tpu_config_check(&o.cfg, err, sizeof(err)))
+		return die("%s", err);
+	if (o.table)
+		return run_table(&o);
+	if (!o.d.m || !o.d.k || !o.d.n ||
+	    (!o.best && (!o.d.bm || !o.d.bk || !o.d.bn))) {
+		usage(stderr);
+		return 2;
+	}
+	return run_one(&o);
+}
