@@ -46,7 +46,7 @@ TEST_CFLAGS	= -std=gnu11 -D_GNU_SOURCE -Wall -Werror $(CFLAGS) -Iuapi \
 
 # --- programs that run in the guest ---
 SAMPLES		= tpu-info
-SELFTESTS	= tpu_params_test tpu_module_test
+SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_module_test
 GUEST_BIN	= $(BUILD)/guest/bin
 GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%)
 
@@ -88,7 +88,7 @@ $(TPURT_SO): $(TPURT_OBJS) libtpurt/libtpurt.map
 	$(quiet) LD $@
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -Wl,-soname,libtpurt.so.0 \
-		-Wl,--version-script,libtpurt/libtpurt.map -o $@ $(TPURT_OBJS) $(DRM_LIBS)
+		-Wl,--version-script,libtpurt/libtpurt.map -o $@ $(TPURT_OBJS) $(DRM_LIBS) -lm
 	$(Q)ln -sf libtpurt.so.0 $(BUILD)/lib/libtpurt.so
 
 $(GUEST_BIN)/%: samples/%.c $(TPURT_SO)
