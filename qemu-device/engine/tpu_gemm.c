@@ -187,23 +187,50 @@ static void bf16_by_columns(bool trans_a, bool trans_b, int64_t m, int64_t n,
 		}
 }
 
+/*
+ * Widening the whole of A and B would stream megabytes of f32 through
+ * memory before sgemm reads them again; a k-slice at a time they stay in
+ * L2 (a 1024-wide slice of B is 1 MiB) and are still hot when sgemm packs.
+ */
+#define BF16_KSLICE 256
+
+/* One k-slice [p, p + kk) of op(A) @ op(B), widened then multiplied. */
+static bool bf16_slice(bool trans_a, bool trans_b, int64_t m, int64_t n,
+		       int64_t p, int64_t kk, const uint16_t *a, int64_t lda,
+		       const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
+		       bool accumulate)
+{
+	const uint16_t *sa = trans_a ? a + p * lda : a + p;
+	const uint16_t *sb = trans_b ? b + p : b + p * ldb;
+	int64_t a_cols = trans_a ? m : kk, b_cols = trans_b ? kk : n;
+	float *fa = widen(TPU_GEMM_SLOT_A, sa, lda, trans_a ? kk : m, a_cols);
+	float *fb = fa ? widen(TPU_GEMM_SLOT_B, sb, ldb, trans_b ? n : kk, b_cols) :
+			 NULL;
+
+	if (!fb)
+		return false;
+	sgemm(trans_a, trans_b, m, n, kk, fa, a_cols, fb, b_cols, c, ldc,
+	      accumulate);
+	return true;
+}
+
 void tpu_gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
 		   const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
 		   float *c, int64_t ldc, bool accumulate)
 {
-	int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
-	int64_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
-	float *fa, *fb;
-
 	if (gemm_trivial(m, n, k, c, ldc, sizeof(*c), accumulate))
 		return;
-	fa = widen(TPU_GEMM_SLOT_A, a, lda, a_rows, a_cols);
-	fb = fa ? widen(TPU_GEMM_SLOT_B, b, ldb, b_rows, b_cols) : NULL;
-	if (!fb) {
-		bf16_by_columns(trans_a, trans_b, m, n, k, a, lda, b, ldb, c,
-				ldc, accumulate);
-		return;
+	for (int64_t p = 0; p < k; p += BF16_KSLICE) {
+		int64_t kk = k - p < BF16_KSLICE ? k - p : BF16_KSLICE;
+
+		if (!bf16_slice(trans_a, trans_b, m, n, p, kk, a, lda, b, ldb,
+				c, ldc, accumulate || p > 0)) {
+			/* Nothing was written for this slice: redo it slowly. */
+			bf16_by_columns(trans_a, trans_b, m, n, k - p,
+					trans_a ? a + p * lda : a + p, lda,
+					trans_b ? b + p : b + p * ldb, ldb, c,
+					ldc, accumulate || p > 0);
+			return;
+		}
 	}
-	sgemm(trans_a, trans_b, m, n, k, fa, a_cols, fb, b_cols, c, ldc,
-	      accumulate);
 }
