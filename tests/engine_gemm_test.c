@@ -245,7 +245,8 @@ TEST(int8_all_signedness)
 /* Each kernel the host can run, not only the one picked for it. */
 TEST(int8_every_kernel)
 {
-	static const char *const names[] = { "portable", "avx2", "avxvnni" };
+	static const char *const names[] = { "portable", "avx2", "avxvnni-i16",
+						   "avxvnni" };
 
 	tpu_gemm_init();
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -253,6 +254,8 @@ TEST(int8_every_kernel)
 			TH_LOG("int8 kernel %s: not on this host", names[i]);
 			continue;
 		}
+		sweep(_metadata, S8, S8);
+		sweep(_metadata, U8, U8);
 		sweep(_metadata, S8, U8);
 		sweep(_metadata, U8, S8);
 	}

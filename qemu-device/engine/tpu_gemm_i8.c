@@ -288,7 +288,8 @@ static const struct {
 	const char *name;
 	i8_kernel_fn *fn;
 } i8_kernels[] = {
-	{ "avxvnni", kernel_avxvnni },
+	{ "avxvnni", NULL },	/* vpdpbusd, its own packing: tpu_gemm_i8_vnni.c */
+	{ "avxvnni-i16", kernel_avxvnni },
 	{ "avx2", kernel_avx2 },
 	{ "portable", kernel_portable },
 };
@@ -302,8 +303,9 @@ static bool kernel_runs_here(int i)
 		return true;
 	if (!tpu_gemm_has_avx2)
 		return false;
-	return i8_kernels[i].fn != kernel_avxvnni ||
-	       __builtin_cpu_supports("avxvnni");
+	if (i8_kernels[i].fn == kernel_avx2)
+		return true;
+	return __builtin_cpu_supports("avxvnni");
 }
 
 static int best_kernel(void)
@@ -341,11 +343,10 @@ int tpu_gemm_i8_use(const char *name)
 	return -1;
 }
 
-static void i8_blocked(const struct i8_src *a, const struct i8_src *b,
-		       int64_t m, int64_t n, int64_t k, int32_t *c, int64_t ldc,
-		       bool accumulate)
+static void i8_blocked(i8_kernel_fn *kern, const struct i8_src *a,
+		       const struct i8_src *b, int64_t m, int64_t n, int64_t k,
+		       int32_t *c, int64_t ldc, bool accumulate)
 {
-	i8_kernel_fn *kern = pick_kernel();
 	bool simd = kern != kernel_portable;
 	int64_t kcp_max = round_up(min64(k, KC), 2);
 	int16_t *pa = tpu_gemm_scratch(TPU_GEMM_SLOT_A, round_up(min64(m, MC), MR) *
@@ -383,6 +384,7 @@ void tpu_gemm_i8(bool a_unsigned, bool b_unsigned, bool trans_a, bool trans_b,
 {
 	struct i8_src sa = { a, lda, a_unsigned, trans_a };
 	struct i8_src sb = { b, ldb, b_unsigned, trans_b };
+	i8_kernel_fn *kern = pick_kernel();
 
 	if (m <= 0 || n <= 0)
 		return;
@@ -391,5 +393,11 @@ void tpu_gemm_i8(bool a_unsigned, bool b_unsigned, bool trans_a, bool trans_b,
 			memset(c + i * ldc, 0, n * sizeof(*c));
 		return;
 	}
-	i8_blocked(&sa, &sb, m, n, k, c, ldc, accumulate);
+	if (!kern) {
+		if (tpu_gemm_i8_vnni(a_unsigned, b_unsigned, trans_a, trans_b,
+				     m, n, k, a, lda, b, ldb, c, ldc, accumulate))
+			return;
+		kern = kernel_avxvnni;
+	}
+	i8_blocked(kern, &sa, &sb, m, n, k, c, ldc, accumulate);
 }
