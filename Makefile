@@ -31,7 +31,10 @@ endif
 ENGINE_SRCS	= $(wildcard qemu-device/engine/*.c)
 ENGINE_OBJS	= $(ENGINE_SRCS:%.c=$(BUILD)/%.o)
 ENGINE_LIB	= $(BUILD)/lib/libtpuengine.a
-ENGINE_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine
+BLAS_CFLAGS	= $(shell pkg-config --cflags openblas)
+BLAS_LIBS	= $(shell pkg-config --libs openblas)
+ENGINE_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine $(BLAS_CFLAGS)
+ENGINE_LINK	= $(ENGINE_LIB) $(BLAS_LIBS) -lpthread
 
 # --- libtpurt ---
 TPURT_SRCS	= $(wildcard libtpurt/*.c)
@@ -56,11 +59,12 @@ TOOLS		= $(TOOL_BIN)/tpurt-model
 PUBLISHED_TSV	= tools/v5e-published.tsv
 
 # --- host unit tests (tests/) ---
-HOST_TESTS	= engine_config_test engine_copy_test engine_model_test tpurt_open_test
+HOST_TESTS	= engine_config_test engine_copy_test engine_gemm_test \
+		  engine_model_test tpurt_open_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
-	model-table
+	model-table bench-gemm
 
 all: userspace module qemu
 
@@ -106,7 +110,18 @@ $(BUILD)/tests/%: tests/%.c $(TPURT_SO) $(ENGINE_LIB) $(KSELFTEST)/kselftest_har
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(TEST_CFLAGS) -Iqemu-device/engine -o $@ $< $(TEST_EXTRA) \
-		$(ENGINE_LIB) $(TPURT_LINK) -lpthread
+		$(ENGINE_LINK) $(TPURT_LINK)
+
+# --- host benchmarks (bench/): figures beside their anchors, never timed tests ---
+BENCH_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine $(BLAS_CFLAGS)
+
+$(BUILD)/bench/%: bench/%.c $(ENGINE_LIB)
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $< $(ENGINE_LINK)
+
+bench-gemm: $(BUILD)/bench/bench_gemm
+	$(Q)$<
 
 # The model reads the published table next to the tests; the path is fixed
 # at build time so the test runs from any directory.

@@ -7,6 +7,10 @@
  * lda/ldb/ldc are row strides in elements. With @accumulate, C += product;
  * otherwise C = product. Each call runs on the calling thread only: the
  * engine's core workers call it concurrently on disjoint C blocks.
+ * m, n, k and the leading dimensions must fit in an int (BLAS's indices).
+ *
+ * f32 and bf16 go through OpenBLAS (bf16 widened to f32 first, in buffers
+ * kept per thread); 8-bit through our own packed kernels (tpu_gemm_i8.c).
  */
 #ifndef TPU_GEMM_H
 #define TPU_GEMM_H
@@ -14,7 +18,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Call once per process before the first tpu_gemm_* call. */
+/*
+ * Call before the first tpu_gemm_* call (more calls are harmless). It pins
+ * OpenBLAS to the caller's thread for the whole process: the engine runs
+ * its own worker per core.
+ */
 void tpu_gemm_init(void);
 
 /* f32 x f32 -> f32. */
@@ -35,5 +43,15 @@ void tpu_gemm_i8(bool a_unsigned, bool b_unsigned, bool trans_a, bool trans_b,
 		 int64_t m, int64_t n, int64_t k,
 		 const void *a, int64_t lda, const void *b, int64_t ldb,
 		 int32_t *c, int64_t ldc, bool accumulate);
+
+/* The int8 micro-kernel in use ("avxvnni", "avx2", "portable"), for logs. */
+const char *tpu_gemm_i8_kernel(void);
+
+/*
+ * Tests and benchmarks: use the int8 kernel @name, or the best the host has
+ * again when @name is NULL. Returns 0, or -1 if the host cannot run it (or
+ * there is no such kernel). Not while another thread is in tpu_gemm_i8().
+ */
+int tpu_gemm_i8_use(const char *name);
 
 #endif /* TPU_GEMM_H */

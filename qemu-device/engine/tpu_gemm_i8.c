@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Exact int8/uint8 GEMM into int32 (wrapping, like the MXU's accumulators).
+ *
+ * No packaged BLAS does exact 8-bit GEMM with int32 wrap-around, so this is
+ * our own, laid out as GotoBLAS does: B is packed a KC x NC block at a time,
+ * A an MC x KC block at a time, and a register-blocked micro-kernel computes
+ * MR x NR tiles of C. Packing sign- or zero-extends to int16, so both
+ * signednesses share one kernel: every int16 product of two 8-bit values
+ * and the sum of two such products fit in int32 exactly (|x| <= 2 * 255^2),
+ * which is what vpmaddwd computes; the int32 adds then wrap as required.
+ * vpmaddubsw would do twice the work per instruction but saturates in
+ * int16, so it is not exact and is not used.
+ *
+ * Packed layouts (kcp = KC rounded up to even, the k pairs vpmaddwd eats):
+ *  A: MR rows of kcp int16, row after row (the kernel broadcasts a k pair).
+ *  B: per NR-column panel, for each k pair, NR x {b[p][j], b[p+1][j]}.
+ */
+#include "tpu_gemm.h"
+#include "tpu_gemm_int.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define MR 6
+#define NR 16
+#define KC 512		/* k per block: an A row of kcp int16 is 1 KiB */
+#define MC 96		/* A block MC x KC int16: 96 KiB, lives in L2 */
+#define NC 2048		/* B block KC x NC int16: 2 MiB */
+
+/* One 8-bit operand as op(X): element (r, c) with X stored transposed or not. */
+struct i8_src {
+	const void *p;
+	int64_t ld;
+	bool is_unsigned;
+	bool trans;
+};
+
+typedef void i8_kernel_fn(int64_t kq, const int16_t *a, int64_t kcp,
+			  const int16_t *b, int32_t *c, int64_t ldc, bool acc);
+
+static int16_t src_at(const struct i8_src *s, int64_t r, int64_t c)
+{
+	int64_t idx = s->trans ? c * s->ld + r : r * s->ld + c;
+
+	if (s->is_unsigned)
+		return ((const uint8_t *)s->p)[idx];
+	return ((const int8_t *)s->p)[idx];
+}
+
+static int64_t round_up(int64_t v, int64_t to)
+{
+	return (v + to - 1) / to * to;
+}
+
+static int64_t min64(int64_t x, int64_t y)
+{
+	return x < y ? x : y;
+}
+
+/* --- packing --- */
+
+__attribute__((target("avx2")))
+static void widen_avx2(int16_t *dst, const void *src, int64_t n, bool is_unsigned)
+{
+	const __m128i *s = src;
+	int64_t j = 0;
+
+	for (; j + 16 <= n; j += 16, s++) {
+		__m128i v = _mm_loadu_si128(s);
+		__m256i w = is_unsigned ? _mm256_cvtepu8_epi16(v) :
+					  _mm256_cvtepi8_epi16(v);
+
+		_mm256_storeu_si256((__m256i *)(dst + j), w);
+	}
+	for (; j < n; j++)
+		dst[j] = is_unsigned ? ((const uint8_t *)src)[j] :
+				       ((const int8_t *)src)[j];
+}
+
+/* Rows i0.. of op(A), k from p0, into MR-row micro-panels padded with zeros. */
+static void pack_a(int16_t *dst, const struct i8_src *a, int64_t i0, int64_t mc,
+		   int64_t p0, int64_t kc, int64_t kcp, bool simd)
+{
+	memset(dst + mc * kcp, 0, (round_up(mc, MR) - mc) * kcp * sizeof(*dst));
+	if (a->trans) {
+		/* Walk A's rows (op(A)'s columns) so the reads stay contiguous. */
+		for (int64_t p = 0; p < kc; p++)
+			for (int64_t r = 0; r < mc; r++)
+				dst[r * kcp + p] = src_at(a, i0 + r, p0 + p);
+	} else {
+		for (int64_t r = 0; r < mc; r++) {
+			const int8_t *row = (const int8_t *)a->p + (i0 + r) * a->ld + p0;
+
+			if (simd)
+				widen_avx2(dst + r * kcp, row, kc, a->is_unsigned);
+			else
+				for (int64_t p = 0; p < kc; p++)
+					dst[r * kcp + p] = src_at(a, i0 + r, p0 + p);
+		}
+	}
+	if (kcp > kc)
+		for (int64_t r = 0; r < mc; r++)
+			dst[r * kcp + kc] = 0;
+}
+
+/* Two rows of B (k = p, p + 1), NR full columns from j, interleaved. */
+__attribute__((target("avx2")))
+static void pack_b_pair_avx2(int16_t *dst, const struct i8_src *b, int64_t p,
+			     int64_t j)
+{
+	const int8_t *r0 = (const int8_t *)b->p + p * b->ld + j;
+	__m128i v0 = _mm_loadu_si128((const __m128i *)r0);
+	__m128i v1 = _mm_loadu_si128((const __m128i *)(r0 + b->ld));
+	__m256i w0, w1, lo, hi;
+
+	if (b->is_unsigned) {
+		w0 = _mm256_cvtepu8_epi16(v0);
+		w1 = _mm256_cvtepu8_epi16(v1);
+	} else {
+		w0 = _mm256_cvtepi8_epi16(v0);
+		w1 = _mm256_cvtepi8_epi16(v1);
+	}
+	/* unpack works within 128-bit lanes: columns 0-3|8-11 and 4-7|12-15. */
+	lo = _mm256_unpacklo_epi16(w0, w1);
+	hi = _mm256_unpackhi_epi16(w0, w1);
+	_mm256_storeu_si256((__m256i *)dst, _mm256_permute2x128_si256(lo, hi, 0x20));
+	_mm256_storeu_si256((__m256i *)dst + 1, _mm256_permute2x128_si256(lo, hi, 0x31));
+}
+
+/* One NR-column panel of op(B): columns j.. (nr valid), k from p0. */
+static void pack_b_panel(int16_t *dst, const struct i8_src *b, int64_t p0,
+			 int64_t kc, int64_t kcp, int64_t j, int64_t nr, bool simd)
+{
+	int64_t q = 0;
+
+	if (simd && !b->trans && nr == NR)
+		for (; 2 * q + 1 < kc; q++)
+			pack_b_pair_avx2(dst + q * 2 * NR, b, p0 + 2 * q, j);
+	for (int64_t jj = 0; jj < NR; jj++)
+		for (int64_t p = 2 * q; p < kcp; p++) {
+			int16_t v = p < kc && jj < nr ? src_at(b, p0 + p, j + jj) : 0;
+
+			dst[(p / 2) * 2 * NR + jj * 2 + (p & 1)] = v;
+		}
+}
+
+static void pack_b(int16_t *dst, const struct i8_src *b, int64_t p0, int64_t kc,
+		   int64_t kcp, int64_t j0, int64_t nc, bool simd)
+{
+	for (int64_t j = 0; j < nc; j += NR)
+		pack_b_panel(dst + j * kcp, b, p0, kc, kcp, j0 + j,
+			     min64(NR, nc - j), simd);
+}
+
+/* --- micro-kernels: C[MR x NR] (+)= A panel @ B panel --- */
+
+static void kernel_portable(int64_t kq, const int16_t *a, int64_t kcp,
+			    const int16_t *b, int32_t *c, int64_t ldc, bool acc)
+{
+	uint32_t t[MR][NR] = { { 0 } };
+
+	for (int64_t q = 0; q < kq; q++, b += 2 * NR)
+		for (int r = 0; r < MR; r++) {
+			int32_t a0 = a[r * kcp + 2 * q], a1 = a[r * kcp + 2 * q + 1];
+
+			for (int j = 0; j < NR; j++)
+				t[r][j] += (uint32_t)(a0 * b[2 * j] + a1 * b[2 * j + 1]);
+		}
+	for (int r = 0; r < MR; r++)
+		for (int j = 0; j < NR; j++) {
+			uint32_t old = acc ? (uint32_t)c[r * ldc + j] : 0;
+
+			c[r * ldc + j] = (int32_t)(old + t[r][j]);
+		}
+}
+
+static int32_t load_pair(const int16_t *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+#define KERNEL_ROW(r)							\
+	do {								\
+		__m256i x = _mm256_set1_epi32(load_pair(a + (r) * kcp + 2 * q)); \
+		c##r##0 = MADD_ACC(c##r##0, x, b0);			\
+		c##r##1 = MADD_ACC(c##r##1, x, b1);			\
+	} while (0)
+
+#define KERNEL_STORE(r)							\
+	do {								\
+		__m256i *d = (__m256i *)(c + (r) * ldc);		\
+		if (acc) {						\
+			c##r##0 = _mm256_add_epi32(c##r##0, _mm256_loadu_si256(d)); \
+			c##r##1 = _mm256_add_epi32(c##r##1, _mm256_loadu_si256(d + 1)); \
+		}							\
+		_mm256_storeu_si256(d, c##r##0);			\
+		_mm256_storeu_si256(d + 1, c##r##1);			\
+	} while (0)
+
+/* The same body for each ISA; only the multiply-accumulate differs. */
+#define KERNEL_BODY							\
+	__m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00; \
+	__m256i c20 = c00, c21 = c00, c30 = c00, c31 = c00;		\
+	__m256i c40 = c00, c41 = c00, c50 = c00, c51 = c00;		\
+									\
+	for (int64_t q = 0; q < kq; q++, b += 2 * NR) {			\
+		__m256i b0 = _mm256_loadu_si256((const __m256i *)b);	\
+		__m256i b1 = _mm256_loadu_si256((const __m256i *)b + 1); \
+									\
+		KERNEL_ROW(0); KERNEL_ROW(1); KERNEL_ROW(2);		\
+		KERNEL_ROW(3); KERNEL_ROW(4); KERNEL_ROW(5);		\
+	}								\
+	KERNEL_STORE(0); KERNEL_STORE(1); KERNEL_STORE(2);		\
+	KERNEL_STORE(3); KERNEL_STORE(4); KERNEL_STORE(5)
+
+/* vpmaddwd then vpaddd: 16 exact products per instruction pair. */
+#define MADD_ACC(s, x, y) _mm256_add_epi32((s), _mm256_madd_epi16((x), (y)))
+__attribute__((target("avx2")))
+static void kernel_avx2(int64_t kq, const int16_t *a, int64_t kcp,
+			const int16_t *b, int32_t *c, int64_t ldc, bool acc)
+{
+	KERNEL_BODY;
+}
+#undef MADD_ACC
+
+/* AVX-VNNI's vpdpwssd fuses the two (the non-saturating form, so exact). */
+#define MADD_ACC(s, x, y) _mm256_dpwssd_avx_epi32((s), (x), (y))
+__attribute__((target("avx2,avxvnni")))
+static void kernel_avxvnni(int64_t kq, const int16_t *a, int64_t kcp,
+			   const int16_t *b, int32_t *c, int64_t ldc, bool acc)
+{
+	KERNEL_BODY;
+}
+#undef MADD_ACC
+
+/* A partial tile goes through a full one on the stack. */
+static void tile(i8_kernel_fn *kern, int64_t kq, const int16_t *a, int64_t kcp,
+		 const int16_t *b, int32_t *c, int64_t ldc, int64_t mr,
+		 int64_t nr, bool acc)
+{
+	int32_t t[MR * NR];
+
+	if (mr == MR && nr == NR) {
+		kern(kq, a, kcp, b, c, ldc, acc);
+		return;
+	}
+	kern(kq, a, kcp, b, t, NR, false);
+	for (int64_t r = 0; r < mr; r++)
+		for (int64_t j = 0; j < nr; j++) {
+			uint32_t old = acc ? (uint32_t)c[r * ldc + j] : 0;
+
+			c[r * ldc + j] = (int32_t)(old + (uint32_t)t[r * NR + j]);
+		}
+}
+
+/* Packed A (mc x kcp) times packed B (kcp x nc) into C. */
+static void macro_kernel(i8_kernel_fn *kern, const int16_t *pa,
+			 const int16_t *pb, int64_t mc, int64_t nc, int64_t kcp,
+			 int32_t *c, int64_t ldc, bool acc)
+{
+	/* A B panel stays in L1 while the A panels stream from L2. */
+	for (int64_t j = 0; j < nc; j += NR)
+		for (int64_t i = 0; i < mc; i += MR)
+			tile(kern, kcp / 2, pa + i * kcp, kcp, pb + j * kcp,
+			     c + i * ldc + j, ldc, min64(MR, mc - i),
+			     min64(NR, nc - j), acc);
+}
+
+/* Out of scratch memory: exact but slow. */
+static void i8_naive(const struct i8_src *a, const struct i8_src *b, int64_t m,
+		     int64_t n, int64_t k, int32_t *c, int64_t ldc, bool acc)
+{
+	for (int64_t i = 0; i < m; i++)
+		for (int64_t j = 0; j < n; j++) {
+			uint32_t s = acc ? (uint32_t)c[i * ldc + j] : 0;
+
+			for (int64_t p = 0; p < k; p++)
+				s += (uint32_t)(src_at(a, i, p) * src_at(b, p, j));
+			c[i * ldc + j] = (int32_t)s;
+		}
+}
+
+static const struct {
+	const char *name;
+	i8_kernel_fn *fn;
+} i8_kernels[] = {
+	{ "avxvnni", NULL },	/* vpdpbusd, its own packing: tpu_gemm_i8_vnni.c */
+	{ "avxvnni-i16", kernel_avxvnni },
+	{ "avx2", kernel_avx2 },
+	{ "portable", kernel_portable },
+};
+
+/* Index into i8_kernels of the one chosen by tpu_gemm_i8_use(), or -1. */
+static int chosen_kernel = -1;
+
+static bool kernel_runs_here(int i)
+{
+	if (i8_kernels[i].fn == kernel_portable)
+		return true;
+	if (!tpu_gemm_has_avx2)
+		return false;
+	if (i8_kernels[i].fn == kernel_avx2)
+		return true;
+	return __builtin_cpu_supports("avxvnni");
+}
+
+static int best_kernel(void)
+{
+	int i = 0;
+
+	while (!kernel_runs_here(i))
+		i++;
+	return i;
+}
+
+static i8_kernel_fn *pick_kernel(void)
+{
+	return i8_kernels[chosen_kernel >= 0 ? chosen_kernel : best_kernel()].fn;
+}
+
+const char *tpu_gemm_i8_kernel(void)
+{
+	return i8_kernels[chosen_kernel >= 0 ? chosen_kernel : best_kernel()].name;
+}
+
+int tpu_gemm_i8_use(const char *name)
+{
+	if (!name) {
+		chosen_kernel = -1;
+		return 0;
+	}
+	for (int i = 0; i < (int)(sizeof(i8_kernels) / sizeof(i8_kernels[0])); i++)
+		if (!strcmp(name, i8_kernels[i].name)) {
+			if (!kernel_runs_here(i))
+				return -1;
+			chosen_kernel = i;
+			return 0;
+		}
+	return -1;
+}
+
+static void i8_blocked(i8_kernel_fn *kern, const struct i8_src *a,
+		       const struct i8_src *b, int64_t m, int64_t n, int64_t k,
+		       int32_t *c, int64_t ldc, bool accumulate)
+{
+	bool simd = kern != kernel_portable;
+	int64_t kcp_max = round_up(min64(k, KC), 2);
+	int16_t *pa = tpu_gemm_scratch(TPU_GEMM_SLOT_A, round_up(min64(m, MC), MR) *
+				       kcp_max * sizeof(int16_t));
+	int16_t *pb = tpu_gemm_scratch(TPU_GEMM_SLOT_B, round_up(min64(n, NC), NR) *
+				       kcp_max * sizeof(int16_t));
+
+	if (!pa || !pb) {
+		i8_naive(a, b, m, n, k, c, ldc, accumulate);
+		return;
+	}
+	for (int64_t jc = 0; jc < n; jc += NC) {
+		int64_t nc = min64(NC, n - jc);
+
+		for (int64_t pc = 0; pc < k; pc += KC) {
+			int64_t kc = min64(KC, k - pc), kcp = round_up(kc, 2);
+
+			pack_b(pb, b, pc, kc, kcp, jc, nc, simd);
+			for (int64_t ic = 0; ic < m; ic += MC) {
+				int64_t mc = min64(MC, m - ic);
+
+				pack_a(pa, a, ic, mc, pc, kc, kcp, simd);
+				macro_kernel(kern, pa, pb, mc, nc, kcp,
+					     c + ic * ldc + jc, ldc,
+					     accumulate || pc > 0);
+			}
+		}
+	}
+}
+
+void tpu_gemm_i8(bool a_unsigned, bool b_unsigned, bool trans_a, bool trans_b,
+		 int64_t m, int64_t n, int64_t k,
+		 const void *a, int64_t lda, const void *b, int64_t ldb,
+		 int32_t *c, int64_t ldc, bool accumulate)
+{
+	struct i8_src sa = { a, lda, a_unsigned, trans_a };
+	struct i8_src sb = { b, ldb, b_unsigned, trans_b };
+	i8_kernel_fn *kern = pick_kernel();
+
+	if (m <= 0 || n <= 0)
+		return;
+	if (k <= 0) {
+		for (int64_t i = 0; i < m && !accumulate; i++)
+			memset(c + i * ldc, 0, n * sizeof(*c));
+		return;
+	}
+	if (!kern) {
+		if (tpu_gemm_i8_vnni(a_unsigned, b_unsigned, trans_a, trans_b,
+				     m, n, k, a, lda, b, ldb, c, ldc, accumulate))
+			return;
+		kern = kernel_avxvnni;
+	}
+	i8_blocked(kern, &sa, &sb, m, n, k, c, ldc, accumulate);
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared between the GEMM files of the engine; not part of its interface. */
+#ifndef TPU_GEMM_INT_H
+#define TPU_GEMM_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Per-thread scratch buffers, reused from call to call. */
+enum tpu_gemm_slot {
+	TPU_GEMM_SLOT_A,
+	TPU_GEMM_SLOT_B,
+	TPU_GEMM_SLOTS
+};
+
+/*
+ * A 64-byte aligned buffer of at least @bytes owned by the calling thread;
+ * it grows as needed and is freed when the thread exits. NULL if out of
+ * memory.
+ */
+void *tpu_gemm_scratch(enum tpu_gemm_slot slot, size_t bytes);
+
+/* The host's vector extensions, probed once by tpu_gemm_init(). */
+extern bool tpu_gemm_has_avx2;
+
+/*
+ * tpu_gemm_i8() on AVX-VNNI's vpdpbusd (tpu_gemm_i8_vnni.c), for hosts with
+ * avxvnni, m, n, k > 0. False if out of scratch memory (C is untouched).
+ */
+bool tpu_gemm_i8_vnni(bool a_unsigned, bool b_unsigned, bool trans_a,
+		      bool trans_b, int64_t m, int64_t n, int64_t k,
+		      const void *a, int64_t lda, const void *b, int64_t ldb,
+		      int32_t *c, int64_t ldc, bool accumulate);
+
+#endif /* TPU_GEMM_INT_H */
