@@ -51,7 +51,7 @@ GUEST_BIN	= $(BUILD)/guest/bin
 GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%)
 
 # --- host unit tests (tests/) ---
-HOST_TESTS	= engine_config_test tpurt_open_test
+HOST_TESTS	= engine_config_test tpurt_open_test engine_matmul_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean
@@ -96,11 +96,15 @@ $(GUEST_BIN)/%: selftests/%.c $(TPURT_SO) $(KSELFTEST)/kselftest_harness.h
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TPURT_LINK)
 
-$(BUILD)/tests/%: tests/%.c $(TPURT_SO) $(ENGINE_LIB) $(KSELFTEST)/kselftest_harness.h
+# Every host test may use the job builder (tests/job_builder.[ch]).
+TEST_HELPERS	= tests/job_builder.c
+
+$(BUILD)/tests/%: tests/%.c $(TEST_HELPERS) tests/job_builder.h $(TPURT_SO) \
+		$(ENGINE_LIB) $(KSELFTEST)/kselftest_harness.h
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(TEST_CFLAGS) -Iqemu-device/engine -o $@ $< \
-		$(ENGINE_LIB) $(TPURT_LINK) -lpthread
+	$(Q)$(CC) $(TEST_CFLAGS) -Iqemu-device/engine -o $@ $< $(TEST_HELPERS) \
+		$(ENGINE_LIB) $(TPURT_LINK) -lpthread -lm
 
 module:
 	$(Q)$(MAKE) -C $(KDIR) M=$(CURDIR) modules $(if $(filter 1,$(V)),,-s)
