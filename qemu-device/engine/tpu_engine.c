@@ -201,7 +201,8 @@ int tpu_engine_run(struct tpu_engine *engine, const void *desc, size_t len,
 	uint64_t start = now_ns();
 	struct tpu_plan *plan = malloc(sizeof(*plan));
 	struct tpu_run run = { .cfg = &engine->cfg, .plan = plan,
-			       .hbm = hbm, .slots = slots };
+			       .hbm = hbm, .slots = slots,
+			       .fail_step = UINT64_MAX };
 	unsigned int ncores;
 	int ret;
 

@@ -152,6 +152,20 @@ static bool first_step(const struct tpu_core *core, int64_t *pid,
 
 /* --- errors --- */
 
+/*
+ * Record that the job fails at @step. Cores stop once past the lowest
+ * failing step, and run steps in increasing order, so the error reported is
+ * the first in row-major order whatever the core count.
+ */
+static void stop_at(struct tpu_core *core, uint64_t step)
+{
+	uint64_t cur = atomic_load(&core->run->fail_step);
+
+	while (step < cur &&
+	       !atomic_compare_exchange_weak(&core->run->fail_step, &cur, step))
+		;
+}
+
 static void fail_at(struct tpu_core *core, uint64_t step, unsigned int operand,
 		    const int64_t *idx, unsigned int rank)
 {
@@ -159,7 +173,7 @@ static void fail_at(struct tpu_core *core, uint64_t step, unsigned int operand,
 	core->res.error.operand = operand;
 	for (unsigned int d = 0; d < rank; d++)
 		core->res.error.block[d] = idx[d];
-	atomic_store(&core->run->abort, 1);
+	stop_at(core, step);
 }
 
 static int fail_scalar(struct tpu_core *core, uint64_t step, const char *what,
@@ -176,7 +190,7 @@ static int fail_scalar(struct tpu_core *core, uint64_t step, const char *what,
 			     (long long)f->index, f->operand,
 			     (unsigned long long)core->run->plan->operand[f->operand].elems);
 	core->res.error.step = step;
-	atomic_store(&core->run->abort, 1);
+	stop_at(core, step);
 	return -1;
 }
 
@@ -442,7 +456,8 @@ static int fetch_inputs(struct tpu_core *core, block_index idx,
 		if (!core->run->model_only && fetch_input(core, i, &sp)) {
 			tpu_job_fail(&core->res, TPU_JOB_ERR_INTERNAL,
 				     "out of host memory for a VMEM block");
-			atomic_store(&core->run->abort, 1);
+			core->res.error.step = core->step;
+			stop_at(core, core->step);
 			return -1;
 		}
 		memcpy(core->idx[i], idx[i], sizeof(idx[i]));
@@ -612,8 +627,8 @@ void tpu_core_run(struct tpu_core *core)
 	has_next = first_step(core, core->pid, &core->step);
 	if (has_next && eval_index_maps(core, core->pid, core->step, cur))
 		goto out;
-	while (has_next && !atomic_load_explicit(&core->run->abort,
-						 memory_order_relaxed)) {
+	while (has_next && core->step < atomic_load_explicit(&core->run->fail_step,
+							     memory_order_relaxed)) {
 		uint64_t fetch = 0, flops = 0, out_bytes;
 		double compute = 0;
 

@@ -109,7 +109,7 @@ struct tpu_run {
 	bool model_only, debug;
 	int32_t *smem;				/* scalar prefetch + SMEM scratch */
 	_Atomic uint64_t *owner[TPU_JOB_MAX_OPERANDS];	/* debug: per block */
-	atomic_int abort;
+	_Atomic uint64_t fail_step;	/* lowest failing step so far */
 };
 
 /* A 2-D view of a VMEM (or HBM, for read-only inputs) block. */
