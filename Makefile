@@ -52,7 +52,8 @@ GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%)
 
 # --- host unit tests (tests/) ---
 HOST_TESTS	= engine_config_test tpurt_open_test engine_matmul_test \
-		  engine_pipeline_test engine_scalar_test engine_errors_test
+		  engine_pipeline_test engine_scalar_test engine_errors_test \
+		  engine_ops_test engine_debug_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean
