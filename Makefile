@@ -60,7 +60,9 @@ PUBLISHED_TSV	= tools/v5e-published.tsv
 
 # --- host unit tests (tests/) ---
 HOST_TESTS	= engine_config_test engine_copy_test engine_gemm_test \
-		  engine_model_test tpurt_open_test
+		  engine_model_test engine_matmul_test engine_pipeline_test \
+		  engine_scalar_test engine_errors_test engine_ops_test \
+		  engine_debug_test tpurt_open_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
@@ -106,11 +108,15 @@ $(GUEST_BIN)/%: selftests/%.c $(TPURT_SO) $(KSELFTEST)/kselftest_harness.h
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TPURT_LINK)
 
-$(BUILD)/tests/%: tests/%.c $(TPURT_SO) $(ENGINE_LIB) $(KSELFTEST)/kselftest_harness.h
+# Every host test may use the job builder (tests/job_builder.[ch]).
+TEST_HELPERS	= tests/job_builder.c
+
+$(BUILD)/tests/%: tests/%.c $(TEST_HELPERS) tests/job_builder.h $(TPURT_SO) \
+		$(ENGINE_LIB) $(KSELFTEST)/kselftest_harness.h
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(TEST_CFLAGS) -Iqemu-device/engine -o $@ $< $(TEST_EXTRA) \
-		$(ENGINE_LINK) $(TPURT_LINK)
+	$(Q)$(CC) $(TEST_CFLAGS) -Iqemu-device/engine -o $@ $< $(TEST_HELPERS) \
+		$(TEST_EXTRA) $(ENGINE_LINK) $(TPURT_LINK) -lm
 
 # --- host benchmarks (bench/): figures beside their anchors, never timed tests ---
 BENCH_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine $(BLAS_CFLAGS)
@@ -132,7 +138,7 @@ $(BUILD)/tests/engine_model_test: TEST_EXTRA = -Itools tools/published.c \
 $(TOOL_BIN)/%: tools/%.c tools/published.c tools/published.h $(ENGINE_LIB)
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(ENGINE_CFLAGS) -Itools -o $@ $< tools/published.c $(ENGINE_LIB) -lm
+	$(Q)$(CC) $(ENGINE_CFLAGS) -Itools -o $@ $< tools/published.c $(ENGINE_LINK) -lm
 
 # The published v5e table beside the model's figures (no VM, instant).
 model-table: $(TOOL_BIN)/tpurt-model

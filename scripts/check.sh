@@ -29,7 +29,7 @@ for f in driver/*.[ch] Kbuild; do
 		result "$LOGS/style.tap" fail "checkpatch $f"
 	fi
 done
-for f in uapi/tpu_drm.h; do
+for f in uapi/tpu_drm.h uapi/tpu_job.h; do
 	if out=$("$CACHE/kernel-scripts/kernel-doc" -none "$f" 2>&1) && [ -z "$out" ]; then
 		result "$LOGS/style.tap" ok "kernel-doc $f"
 	else

@@ -1,13 +1,42 @@
 /* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
 /*
  * tpu job descriptor: the format userspace builds, the driver checks and the
- * device runs. Little-endian, fixed-size fields.
+ * device runs. Little-endian, fixed-size fields, no pointers.
  *
- * (Work in progress: the grid-job format is being defined; only the element
- * types are fixed so far.)
+ * A grid job is one self-contained blob:
+ *
+ *   struct tpu_job_header                 at offset 0
+ *   struct tpu_job_operand  [num_operands] at operands_offset
+ *   struct tpu_job_scratch  [num_scratch]  at scratch_offset
+ *   struct tpu_job_op       [num_ops]      at ops_offset
+ *   struct tpu_job_insn     [num_insns]    at code_offset
+ *
+ * Every array lies inside the blob (offset + count * size <= total_size),
+ * is 8-byte aligned, and arrays do not overlap. Every count has a maximum
+ * (TPU_JOB_MAX_*). Reserved and padding fields must be zero: a later version
+ * may give them a meaning.
+ *
+ * Semantics follow Pallas TPU (pallas_call with a PrefetchScalarGridSpec):
+ * the grid runs in row-major order; at each step the index map of each
+ * operand gives the block of its HBM array that the step sees in VMEM; the
+ * body, a list of micro-ops on VMEM refs, runs once per step. Operands name
+ * slots of the job's buffer table, never addresses: the driver fills the
+ * table from the submitter's own buffers.
  */
 #ifndef TPU_JOB_H
 #define TPU_JOB_H
+
+#if defined(__KERNEL__) || defined(__linux__)
+#include <linux/types.h>
+#else
+#include <stdint.h>
+typedef uint8_t __u8;
+typedef uint16_t __u16;
+typedef uint32_t __u32;
+typedef int32_t __s32;
+typedef int64_t __s64;
+typedef uint64_t __u64;
+#endif
 
 /**
  * enum tpu_dtype - element types of arrays, blocks and scratch buffers
@@ -25,6 +54,494 @@ enum tpu_dtype {
 	TPU_DTYPE_UINT8 = 3,
 	TPU_DTYPE_INT32 = 4,
 	TPU_DTYPE_COUNT
+};
+
+#define TPU_JOB_MAGIC		0x4a555054	/* "TPUJ" in memory order */
+#define TPU_JOB_VERSION		1
+
+#define TPU_JOB_MAX_SIZE	(1u << 20)	/* bytes in one descriptor */
+#define TPU_JOB_MAX_GRID_RANK	4
+#define TPU_JOB_MAX_RANK	4	/* array, block and scratch rank */
+#define TPU_JOB_MAX_OPERANDS	16
+#define TPU_JOB_MAX_SCRATCH	16
+#define TPU_JOB_MAX_OPS		64
+#define TPU_JOB_MAX_INSNS	4096	/* whole code array */
+#define TPU_JOB_MAX_PROG_LEN	64	/* one program */
+#define TPU_JOB_MAX_STACK	16	/* scalar-core stack depth */
+#define TPU_JOB_MAX_SLOTS	64	/* buffer-table slots */
+#define TPU_JOB_MAX_DIM		(1u << 31)	/* grid extent, block dim */
+#define TPU_JOB_MAX_ARRAY_DIM	(1ull << 40)	/* array dim */
+#define TPU_JOB_MAX_STEPS	(1ull << 40)	/* product of the grid */
+
+/**
+ * enum tpu_job_flags - &tpu_job_header.flags
+ * @TPU_JOB_F_DEBUG: debug mode, beyond Pallas: scratch VMEM and every output
+ *	block on its first visit are filled with a poison pattern (quiet NaN
+ *	for f32 and bf16, 0xAA bytes for integers), inputs are always copied,
+ *	and an output block written from two different iterations of the
+ *	parallel dimensions, or revisited after it was written back, fails the
+ *	job with %TPU_JOB_ERR_HAZARD.
+ * @TPU_JOB_F_ALL: every defined flag; other bits must be zero.
+ */
+enum tpu_job_flags {
+	TPU_JOB_F_DEBUG = 1u << 0,
+	TPU_JOB_F_ALL = TPU_JOB_F_DEBUG,
+};
+
+/**
+ * enum tpu_dim_semantics - how a grid dimension may be scheduled
+ * @TPU_DIM_PARALLEL: iterations are independent; the device may split the
+ *	dimension across cores.
+ * @TPU_DIM_ARBITRARY: iterations run in order on one core (reductions).
+ */
+enum tpu_dim_semantics {
+	TPU_DIM_PARALLEL = 0,
+	TPU_DIM_ARBITRARY = 1,
+};
+
+/**
+ * struct tpu_job_prog - a scalar-core program: a slice of the code array
+ * @offset: index of its first instruction in the code array
+ * @len: number of instructions; 0 means "no program" where that is allowed
+ *	(an always-true predicate), at most %TPU_JOB_MAX_PROG_LEN
+ * @reserved: must be zero
+ */
+struct tpu_job_prog {
+	__u32 offset;
+	__u16 len;
+	__u16 reserved;
+};
+
+/**
+ * struct tpu_job_header - fixed start of every job descriptor
+ * @magic: %TPU_JOB_MAGIC
+ * @version: %TPU_JOB_VERSION
+ * @header_size: sizeof(struct tpu_job_header), so the header can grow
+ * @total_size: bytes in the whole descriptor, at most %TPU_JOB_MAX_SIZE
+ * @flags: &enum tpu_job_flags
+ * @vmem_limit_bytes: the job's scoped VMEM limit (Pallas's
+ *	CompilerParams.vmem_limit_bytes); 0 selects the device's default limit,
+ *	a value above the device's physical VMEM is rejected
+ * @grid_rank: number of grid dimensions, 1 to %TPU_JOB_MAX_GRID_RANK
+ * @num_operands: entries in the operand array, 1 to %TPU_JOB_MAX_OPERANDS
+ * @num_scalar_prefetch: how many of the first operands are scalar-prefetch
+ *	operands (each of them has role %TPU_ROLE_SCALAR_PREFETCH, no other has)
+ * @num_scratch: entries in the scratch array, 0 to %TPU_JOB_MAX_SCRATCH
+ * @grid: extent of each grid dimension, 1 to %TPU_JOB_MAX_DIM, their
+ *	product at most %TPU_JOB_MAX_STEPS; entries at and beyond @grid_rank
+ *	must be zero
+ * @dim_semantics: &enum tpu_dim_semantics of each grid dimension; entries at
+ *	and beyond @grid_rank must be zero
+ * @reserved0: must be zero
+ * @num_ops: entries in the micro-op array, 1 to %TPU_JOB_MAX_OPS
+ * @num_insns: entries in the code array, 0 to %TPU_JOB_MAX_INSNS
+ * @operands_offset: byte offset of the &struct tpu_job_operand array
+ * @scratch_offset: byte offset of the &struct tpu_job_scratch array (any
+ *	aligned offset in bounds when @num_scratch is 0)
+ * @ops_offset: byte offset of the &struct tpu_job_op array
+ * @code_offset: byte offset of the &struct tpu_job_insn array (any aligned
+ *	offset in bounds when @num_insns is 0)
+ * @reserved1: must be zero
+ */
+struct tpu_job_header {
+	__u32 magic;
+	__u16 version;
+	__u16 header_size;
+	__u32 total_size;
+	__u32 flags;
+	__u64 vmem_limit_bytes;
+	__u8 grid_rank;
+	__u8 num_operands;
+	__u8 num_scalar_prefetch;
+	__u8 num_scratch;
+	__u32 grid[TPU_JOB_MAX_GRID_RANK];
+	__u8 dim_semantics[TPU_JOB_MAX_GRID_RANK];
+	__u32 reserved0;
+	__u16 num_ops;
+	__u16 num_insns;
+	__u32 operands_offset;
+	__u32 scratch_offset;
+	__u32 ops_offset;
+	__u32 code_offset;
+	__u32 reserved1[4];
+};
+
+/**
+ * enum tpu_operand_role - what an operand is to the kernel
+ * @TPU_ROLE_SCALAR_PREFETCH: an int32 array copied whole into SMEM before
+ *	the first step (PrefetchScalarGridSpec's scalar prefetch); index maps,
+ *	predicates and scalar broadcasts read it with %TPU_INSN_LOAD_SMEM
+ * @TPU_ROLE_INPUT: an array read block by block; its VMEM blocks are
+ *	read-only to the body
+ * @TPU_ROLE_OUTPUT: an array written block by block
+ */
+enum tpu_operand_role {
+	TPU_ROLE_SCALAR_PREFETCH = 0,
+	TPU_ROLE_INPUT = 1,
+	TPU_ROLE_OUTPUT = 2,
+};
+
+/**
+ * struct tpu_job_operand - one array of the job (a pallas_call argument or
+ *	result) and, for inputs and outputs, its BlockSpec
+ * @slot: buffer-table slot holding the array, below %TPU_JOB_MAX_SLOTS
+ * @role: &enum tpu_operand_role
+ * @dtype: &enum tpu_dtype of the elements (%TPU_DTYPE_INT32 for scalar
+ *	prefetch)
+ * @rank: number of array (and block) dimensions, 1 to %TPU_JOB_MAX_RANK
+ * @reserved0: must be zero
+ * @offset: byte offset of element 0 inside the slot's buffer; the array is
+ *	dense and row-major from there and must fit in the buffer
+ * @shape: array extent of each dimension, 1 to %TPU_JOB_MAX_ARRAY_DIM;
+ *	entries at and beyond @rank must be zero
+ * @block: block extent of each dimension, 1 to %TPU_JOB_MAX_DIM (may exceed
+ *	the array's: the rest reads as zeros); entries at and beyond @rank must
+ *	be zero, and all of it for scalar prefetch
+ * @index_map: program leaving @rank block indices on the stack, dimension 0
+ *	deepest; block index b of dimension d covers elements
+ *	[b * block[d], (b + 1) * block[d]) and must start inside the array.
+ *	Zero length for scalar prefetch.
+ * @reserved1: must be zero
+ *
+ * In the body, an operand's VMEM block is a 2-D ref: its last block
+ * dimension is the columns, the product of the others the rows.
+ */
+struct tpu_job_operand {
+	__u32 slot;
+	__u8 role;
+	__u8 dtype;
+	__u8 rank;
+	__u8 reserved0;
+	__u64 offset;
+	__u64 shape[TPU_JOB_MAX_RANK];
+	__u32 block[TPU_JOB_MAX_RANK];
+	struct tpu_job_prog index_map;
+	__u32 reserved1[4];
+};
+
+/**
+ * enum tpu_memory_space - where a scratch buffer lives
+ * @TPU_MEM_VMEM: vector memory (pltpu.VMEM), counted against the VMEM limit
+ * @TPU_MEM_SMEM: scalar memory (pltpu.SMEM), counted against the SMEM size
+ */
+enum tpu_memory_space {
+	TPU_MEM_VMEM = 0,
+	TPU_MEM_SMEM = 1,
+};
+
+/**
+ * struct tpu_job_scratch - a scratch buffer living across grid steps (an
+ *	accumulator); each core has its own, uninitialised at the first step
+ * @space: &enum tpu_memory_space
+ * @dtype: &enum tpu_dtype
+ * @rank: number of dimensions, 1 to %TPU_JOB_MAX_RANK
+ * @reserved0: must be zero
+ * @shape: extent of each dimension, 1 to %TPU_JOB_MAX_DIM; entries at and
+ *	beyond @rank must be zero. In the body the buffer is a 2-D ref like an
+ *	operand's block.
+ * @reserved1: must be zero
+ */
+struct tpu_job_scratch {
+	__u8 space;
+	__u8 dtype;
+	__u8 rank;
+	__u8 reserved0;
+	__u32 shape[TPU_JOB_MAX_RANK];
+	__u32 reserved1[3];
+};
+
+/**
+ * enum tpu_ref_kind - what a micro-op's ref designates
+ * @TPU_REF_NONE: no ref (an unused source)
+ * @TPU_REF_OPERAND: the current VMEM block of operand @index (an input or
+ *	output), or for a scalar-prefetch operand its SMEM array
+ * @TPU_REF_SCRATCH: scratch buffer @index
+ */
+enum tpu_ref_kind {
+	TPU_REF_NONE = 0,
+	TPU_REF_OPERAND = 1,
+	TPU_REF_SCRATCH = 2,
+};
+
+/**
+ * struct tpu_job_ref - a VMEM (or, for scalar broadcast, SMEM) ref
+ * @kind: &enum tpu_ref_kind
+ * @index: operand or scratch index
+ */
+struct tpu_job_ref {
+	__u8 kind;
+	__u8 index;
+};
+
+/**
+ * enum tpu_opcode - micro-ops of the kernel body
+ * @TPU_OP_ZERO: dst[...] = 0 (jnp.zeros_like)
+ * @TPU_OP_DOT: dst (=|+=) dot_general(src0, src1) with contraction dims
+ *	from &tpu_job_op.dot; f32 x f32 and bf16 x bf16 into an f32 dst,
+ *	int8/uint8 x int8/uint8 into an int32 dst
+ * @TPU_OP_UNARY: dst[...] = fn(src0[...]).astype(dst.dtype), fn from
+ *	&enum tpu_unary; with %TPU_UNARY_IDENTITY this is cast/store
+ * @TPU_OP_BINARY: dst[...] = fn(src0[...], b).astype(dst.dtype), fn from
+ *	&enum tpu_binary, b is src1 broadcast as &tpu_job_op.bcast says
+ * @TPU_OP_COUNT: number of opcodes
+ *
+ * dst is never an input operand (input blocks are read-only). Elementwise
+ * ops compute in double precision from exact conversions of their inputs,
+ * then round into dst: to nearest even for f32; for bf16 to nearest even f32
+ * and then to nearest even bf16; for integer types to nearest even with
+ * saturation (NaN becomes 0). src0 has dst's shape.
+ */
+enum tpu_opcode {
+	TPU_OP_ZERO = 0,
+	TPU_OP_DOT = 1,
+	TPU_OP_UNARY = 2,
+	TPU_OP_BINARY = 3,
+	TPU_OP_COUNT
+};
+
+/**
+ * enum tpu_unary - elementwise functions of %TPU_OP_UNARY
+ * @TPU_UNARY_IDENTITY: x
+ * @TPU_UNARY_RELU: max(x, 0)
+ * @TPU_UNARY_GELU: jax.nn.gelu's tanh form,
+ *	0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+ * @TPU_UNARY_SILU: x * sigmoid(x)
+ * @TPU_UNARY_SIGMOID: 1 / (1 + exp(-x))
+ * @TPU_UNARY_TANH: tanh(x)
+ * @TPU_UNARY_EXP: exp(x)
+ * @TPU_UNARY_NEG: -x
+ * @TPU_UNARY_ABS: |x|
+ * @TPU_UNARY_COUNT: number of functions
+ */
+enum tpu_unary {
+	TPU_UNARY_IDENTITY = 0,
+	TPU_UNARY_RELU = 1,
+	TPU_UNARY_GELU = 2,
+	TPU_UNARY_SILU = 3,
+	TPU_UNARY_SIGMOID = 4,
+	TPU_UNARY_TANH = 5,
+	TPU_UNARY_EXP = 6,
+	TPU_UNARY_NEG = 7,
+	TPU_UNARY_ABS = 8,
+	TPU_UNARY_COUNT
+};
+
+/**
+ * enum tpu_binary - elementwise functions of %TPU_OP_BINARY
+ * @TPU_BINARY_ADD: a + b
+ * @TPU_BINARY_SUB: a - b
+ * @TPU_BINARY_MUL: a * b
+ * @TPU_BINARY_MAX: max(a, b)
+ * @TPU_BINARY_MIN: min(a, b)
+ * @TPU_BINARY_COUNT: number of functions
+ */
+enum tpu_binary {
+	TPU_BINARY_ADD = 0,
+	TPU_BINARY_SUB = 1,
+	TPU_BINARY_MUL = 2,
+	TPU_BINARY_MAX = 3,
+	TPU_BINARY_MIN = 4,
+	TPU_BINARY_COUNT
+};
+
+/**
+ * enum tpu_bcast - how %TPU_OP_BINARY reads its second source
+ * @TPU_BCAST_NONE: src1 has dst's shape
+ * @TPU_BCAST_ROW: src1 is one row (1 x cols), added to every row (a bias)
+ * @TPU_BCAST_COL: src1 is one column (rows x 1), applied to every column
+ * @TPU_BCAST_SMEM: src1 is a scalar-prefetch operand or SMEM scratch; the
+ *	element at flat index &tpu_job_op.scalar_index (a program) is used
+ * @TPU_BCAST_IMM: no src1; the scalar is &tpu_job_op.imm, binary32 bits
+ * @TPU_BCAST_COUNT: number of broadcast modes
+ */
+enum tpu_bcast {
+	TPU_BCAST_NONE = 0,
+	TPU_BCAST_ROW = 1,
+	TPU_BCAST_COL = 2,
+	TPU_BCAST_SMEM = 3,
+	TPU_BCAST_IMM = 4,
+	TPU_BCAST_COUNT
+};
+
+/**
+ * enum tpu_dot_flags - &tpu_job_op.dot of %TPU_OP_DOT
+ * @TPU_DOT_LHS_CONTRACT_0: src0 is contracted on its dimension 0 (x.T @ y);
+ *	otherwise on dimension 1
+ * @TPU_DOT_RHS_CONTRACT_1: src1 is contracted on its dimension 1 (x @ y.T);
+ *	otherwise on dimension 0
+ * @TPU_DOT_ACCUMULATE: dst += product; otherwise dst = product
+ * @TPU_DOT_ALL: every defined flag; other bits must be zero
+ */
+enum tpu_dot_flags {
+	TPU_DOT_LHS_CONTRACT_0 = 1u << 0,
+	TPU_DOT_RHS_CONTRACT_1 = 1u << 1,
+	TPU_DOT_ACCUMULATE = 1u << 2,
+	TPU_DOT_ALL = 0x7,
+};
+
+/**
+ * struct tpu_job_op - one micro-op of the kernel body
+ * @opcode: &enum tpu_opcode
+ * @fn: &enum tpu_unary or &enum tpu_binary; zero for other opcodes
+ * @bcast: &enum tpu_bcast for %TPU_OP_BINARY; zero otherwise
+ * @dot: &enum tpu_dot_flags for %TPU_OP_DOT; zero otherwise
+ * @dst: the ref written
+ * @src0: first source (%TPU_REF_NONE for %TPU_OP_ZERO)
+ * @src1: second source (%TPU_REF_NONE unless DOT, or BINARY with a
+ *	broadcast other than %TPU_BCAST_IMM)
+ * @reserved0: must be zero
+ * @pred: predicate program leaving one value: the op runs at a step where
+ *	it is non-zero (pl.when); zero length runs it at every step
+ * @scalar_index: for %TPU_BCAST_SMEM, program leaving the flat element
+ *	index into src1; zero length otherwise
+ * @imm: for %TPU_BCAST_IMM, the scalar as binary32 bits; zero otherwise
+ * @reserved1: must be zero
+ */
+struct tpu_job_op {
+	__u8 opcode;
+	__u8 fn;
+	__u8 bcast;
+	__u8 dot;
+	struct tpu_job_ref dst;
+	struct tpu_job_ref src0;
+	struct tpu_job_ref src1;
+	__u16 reserved0;
+	struct tpu_job_prog pred;
+	struct tpu_job_prog scalar_index;
+	__u32 imm;
+	__u32 reserved1[4];
+};
+
+/**
+ * enum tpu_insn_op - scalar-core instructions
+ * @TPU_INSN_PUSH_PID: push the grid index of dimension @arg
+ *	(pl.program_id(arg))
+ * @TPU_INSN_PUSH_NPROG: push the extent of grid dimension @arg
+ *	(pl.num_programs(arg))
+ * @TPU_INSN_PUSH_CONST: push @arg (sign-extended)
+ * @TPU_INSN_LOAD_SMEM: pop a flat index, push that element of the SMEM
+ *	array of scalar-prefetch operand @arg; an index outside the array
+ *	fails the job with %TPU_JOB_ERR_SMEM_RANGE
+ * @TPU_INSN_ADD: pop b, pop a, push a + b (64-bit, wrapping)
+ * @TPU_INSN_SUB: a - b
+ * @TPU_INSN_MUL: a * b
+ * @TPU_INSN_DIV: floor(a / b), rounding towards minus infinity (Python's
+ *	//); b == 0 fails the job with %TPU_JOB_ERR_DIV_ZERO
+ * @TPU_INSN_MOD: a - b * floor(a / b) (Python's %, the sign of b)
+ * @TPU_INSN_MIN: min(a, b)
+ * @TPU_INSN_MAX: max(a, b)
+ * @TPU_INSN_EQ: a == b (1 or 0)
+ * @TPU_INSN_NE: a != b
+ * @TPU_INSN_LT: a < b
+ * @TPU_INSN_LE: a <= b
+ * @TPU_INSN_GT: a > b
+ * @TPU_INSN_GE: a >= b
+ * @TPU_INSN_AND: a && b (1 or 0)
+ * @TPU_INSN_OR: a || b (1 or 0)
+ * @TPU_INSN_NOT: pop a, push !a
+ * @TPU_INSN_COUNT: number of instructions
+ *
+ * Values are signed 64-bit. Each program is checked before the job runs:
+ * known opcode, @arg in range, the stack never underflows nor exceeds
+ * %TPU_JOB_MAX_STACK, and the program leaves exactly the values its user
+ * needs.
+ */
+enum tpu_insn_op {
+	TPU_INSN_PUSH_PID = 0,
+	TPU_INSN_PUSH_NPROG = 1,
+	TPU_INSN_PUSH_CONST = 2,
+	TPU_INSN_LOAD_SMEM = 3,
+	TPU_INSN_ADD = 4,
+	TPU_INSN_SUB = 5,
+	TPU_INSN_MUL = 6,
+	TPU_INSN_DIV = 7,
+	TPU_INSN_MOD = 8,
+	TPU_INSN_MIN = 9,
+	TPU_INSN_MAX = 10,
+	TPU_INSN_EQ = 11,
+	TPU_INSN_NE = 12,
+	TPU_INSN_LT = 13,
+	TPU_INSN_LE = 14,
+	TPU_INSN_GT = 15,
+	TPU_INSN_GE = 16,
+	TPU_INSN_AND = 17,
+	TPU_INSN_OR = 18,
+	TPU_INSN_NOT = 19,
+	TPU_INSN_COUNT
+};
+
+/**
+ * struct tpu_job_insn - one scalar-core instruction
+ * @op: &enum tpu_insn_op
+ * @reserved: must be zero
+ * @arg: immediate: a grid dimension, a constant or an operand index; zero
+ *	for instructions that take none
+ */
+struct tpu_job_insn {
+	__u8 op;
+	__u8 reserved[3];
+	__s32 arg;
+};
+
+/**
+ * enum tpu_job_error - why a job failed (0 is success)
+ * @TPU_JOB_OK: the job ran to completion
+ * @TPU_JOB_ERR_DESCRIPTOR: malformed descriptor (bad magic, version, size,
+ *	offset, count, enum value, shape, non-zero reserved field, ...)
+ * @TPU_JOB_ERR_BYTECODE: a program is malformed (unknown instruction, bad
+ *	argument, stack underflow or overflow, wrong number of results)
+ * @TPU_JOB_ERR_BUFFER: an operand's array does not fit in its buffer slot,
+ *	or the slot is not in the buffer table
+ * @TPU_JOB_ERR_VMEM_LIMIT: double-buffered blocks plus VMEM scratch exceed
+ *	the job's VMEM limit
+ * @TPU_JOB_ERR_SMEM_LIMIT: scalar-prefetch arrays plus SMEM scratch exceed
+ *	the device's SMEM
+ * @TPU_JOB_ERR_BLOCK_OOB: an index map gave a block outside its array
+ * @TPU_JOB_ERR_DIV_ZERO: a program divided by zero
+ * @TPU_JOB_ERR_SMEM_RANGE: a program loaded outside a scalar-prefetch array,
+ *	or a scalar broadcast indexed outside its SMEM array
+ * @TPU_JOB_ERR_HAZARD: debug mode: an output block written from two
+ *	iterations of the parallel dimensions, or revisited after write-back
+ * @TPU_JOB_ERR_INTERNAL: the device could not run the job (out of host
+ *	memory, ...); not the job's fault
+ */
+enum tpu_job_error {
+	TPU_JOB_OK = 0,
+	TPU_JOB_ERR_DESCRIPTOR = 1,
+	TPU_JOB_ERR_BYTECODE = 2,
+	TPU_JOB_ERR_BUFFER = 3,
+	TPU_JOB_ERR_VMEM_LIMIT = 4,
+	TPU_JOB_ERR_SMEM_LIMIT = 5,
+	TPU_JOB_ERR_BLOCK_OOB = 6,
+	TPU_JOB_ERR_DIV_ZERO = 7,
+	TPU_JOB_ERR_SMEM_RANGE = 8,
+	TPU_JOB_ERR_HAZARD = 9,
+	TPU_JOB_ERR_INTERNAL = 10,
+};
+
+/**
+ * struct tpu_job_error_info - where a job failed, for the caller to print
+ * @code: &enum tpu_job_error
+ * @operand: the operand concerned, or 0xffffffff
+ * @op: the micro-op concerned, or 0xffffffff
+ * @reserved: must be zero
+ * @step: row-major number of the grid step that failed, or ~0 before the
+ *	first step
+ * @block: the block index concerned (%TPU_JOB_ERR_BLOCK_OOB,
+ *	%TPU_JOB_ERR_HAZARD), dimensions beyond the operand's rank zero
+ * @need: bytes needed (%TPU_JOB_ERR_VMEM_LIMIT, %TPU_JOB_ERR_SMEM_LIMIT,
+ *	%TPU_JOB_ERR_BUFFER)
+ * @limit: bytes available in the same cases
+ */
+struct tpu_job_error_info {
+	__u32 code;
+	__u32 operand;
+	__u32 op;
+	__u32 reserved;
+	__u64 step;
+	__s64 block[TPU_JOB_MAX_RANK];
+	__u64 need;
+	__u64 limit;
 };
 
 #endif /* TPU_JOB_H */

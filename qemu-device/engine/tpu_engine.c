@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The engine's entry points: check a job, set up SMEM and the debug tables,
+ * run one worker thread per core (the caller's thread is core 0), and merge
+ * the cores' statistics and errors.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tpu_gemm.h"
+#include "tpu_plan.h"
+
+/* Owner tables of the debug mode are bounded: one word per output block. */
+#define MAX_TRACKED_BLOCKS	(1ull << 24)
+
+struct tpu_engine {
+	struct tpu_config cfg;
+};
+
+static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
+
+struct tpu_engine *tpu_engine_create(const struct tpu_config *cfg,
+				     char *err, size_t errlen)
+{
+	struct tpu_engine *e;
+
+	if (tpu_config_check(cfg, err, errlen))
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		if (err && errlen)
+			snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	e->cfg = *cfg;
+	pthread_once(&gemm_once, tpu_gemm_init);
+	return e;
+}
+
+void tpu_engine_destroy(struct tpu_engine *engine)
+{
+	free(engine);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Scalar prefetch: copy each array from HBM into SMEM before the first step. */
+static int load_smem(struct tpu_run *run, struct tpu_job_result *res)
+{
+	const struct tpu_plan *plan = run->plan;
+
+	run->smem = calloc(plan->smem_words ? plan->smem_words : 1,
+			   sizeof(int32_t));
+	if (!run->smem)
+		return tpu_job_fail(res, TPU_JOB_ERR_INTERNAL, "out of host memory for SMEM");
+	for (unsigned int i = 0; i < plan->num_scalar_prefetch; i++) {
+		const struct tpu_plan_operand *o = &plan->operand[i];
+
+		/* offset and size were checked against the slot */
+		memcpy(run->smem + o->smem_base,
+		       run->hbm + run->slots[o->slot].offset + o->offset,
+		       o->elems * sizeof(int32_t));
+	}
+	if (run->debug)
+		for (unsigned int i = 0; i < plan->num_scratch; i++) {
+			const struct tpu_plan_scratch *s = &plan->scratch[i];
+
+			if (s->space == TPU_MEM_SMEM)
+				tpu_ops_poison(run->smem + s->smem_base, s->dtype,
+					       s->bytes / 4);
+		}
+	return 0;
+}
+
+static int alloc_owner_tables(struct tpu_run *run, struct tpu_job_result *res)
+{
+	const struct tpu_plan *plan = run->plan;
+
+	for (unsigned int i = 0; i < plan->num_operands; i++) {
+		const struct tpu_plan_operand *o = &plan->operand[i];
+		uint64_t n = 1;
+
+		if (o->role != TPU_ROLE_OUTPUT)
+			continue;
+		for (unsigned int d = 0; d < o->rank; d++)
+			n = n * o->nblocks[d] > MAX_TRACKED_BLOCKS ?
+			    MAX_TRACKED_BLOCKS + 1 : n * o->nblocks[d];
+		if (n > MAX_TRACKED_BLOCKS)
+			return tpu_job_fail(res, TPU_JOB_ERR_INTERNAL,
+					    "debug mode: output operand %u has more than %llu blocks to track",
+					    i, MAX_TRACKED_BLOCKS);
+		run->owner[i] = calloc(n, sizeof(*run->owner[i]));
+		if (!run->owner[i])
+			return tpu_job_fail(res, TPU_JOB_ERR_INTERNAL,
+					    "debug mode: out of host memory");
+	}
+	return 0;
+}
+
+static void free_run(struct tpu_run *run)
+{
+	free(run->smem);
+	for (unsigned int i = 0; i < TPU_JOB_MAX_OPERANDS; i++)
+		free(run->owner[i]);
+}
+
+static void *core_thread(void *arg)
+{
+	tpu_core_run(arg);
+	return NULL;
+}
+
+static void sum_stats(struct tpu_job_stats *job, const struct tpu_job_stats *c)
+{
+	job->steps += c->steps;
+	job->blocks_fetched += c->blocks_fetched;
+	job->blocks_skipped += c->blocks_skipped;
+	job->blocks_written += c->blocks_written;
+	job->hbm_bytes_in += c->hbm_bytes_in;
+	job->hbm_bytes_out += c->hbm_bytes_out;
+	job->mxu_flops += c->mxu_flops;
+}
+
+/*
+ * Run the cores; the job's error is the failing core's with the lowest step,
+ * so that a job failing on several cores reports the same error as far as
+ * the schedule allows.
+ */
+static int run_cores(struct tpu_run *run, unsigned int ncores,
+		     struct tpu_job_result *res)
+{
+	struct tpu_core *cores = calloc(ncores, sizeof(*cores));
+	struct tpu_model_stats model[TPU_MAX_CORES];
+	pthread_t tid[TPU_MAX_CORES];
+	bool started[TPU_MAX_CORES] = { false };
+	const struct tpu_core *failed = NULL;
+	uint64_t p = run->plan->parallel_iters;
+	int ret = 0;
+
+	if (!cores)
+		return tpu_job_fail(res, TPU_JOB_ERR_INTERNAL, "out of host memory");
+	for (unsigned int c = 0; c < ncores; c++) {
+		cores[c].run = run;
+		cores[c].id = c;
+		cores[c].pbegin = p * c / ncores;
+		cores[c].pend = p * (c + 1) / ncores;
+		cores[c].res.error = res->error;
+		if (tpu_core_alloc(&cores[c])) {
+			ret = tpu_job_fail(res, TPU_JOB_ERR_INTERNAL,
+					   "out of host memory for VMEM");
+			goto out;
+		}
+	}
+	for (unsigned int c = 1; c < ncores; c++)
+		started[c] = !pthread_create(&tid[c], NULL, core_thread, &cores[c]);
+	for (unsigned int c = 1; c < ncores; c++)
+		if (!started[c])
+			tpu_core_run(&cores[c]);	/* no thread: run it here */
+	tpu_core_run(&cores[0]);
+	for (unsigned int c = 1; c < ncores; c++)
+		if (started[c])
+			pthread_join(tid[c], NULL);
+
+	for (unsigned int c = 0; c < ncores; c++) {
+		const struct tpu_core *core = &cores[c];
+
+		sum_stats(&res->stats, &core->stats);
+		model[c] = core->stats.model;
+		if (core->res.error.code &&
+		    (!failed || core->res.error.step < failed->res.error.step))
+			failed = core;
+	}
+	tpu_model_job(run->cfg, model, ncores, &res->stats.model);
+	res->stats.cores_used = ncores;
+	if (failed) {
+		res->error = failed->res.error;
+		memcpy(res->message, failed->res.message, sizeof(res->message));
+		ret = (int)res->error.code;
+	}
+out:
+	for (unsigned int c = 0; c < ncores; c++)
+		tpu_core_free(&cores[c]);
+	free(cores);
+	return ret;
+}
+
+int tpu_engine_run(struct tpu_engine *engine, const void *desc, size_t len,
+		   void *hbm, uint64_t hbm_size,
+		   const struct tpu_buffer_slot *slots, unsigned int nslots,
+		   unsigned int flags, struct tpu_job_result *res)
+{
+	uint64_t start = now_ns();
+	struct tpu_plan *plan = malloc(sizeof(*plan));
+	struct tpu_run run = { .cfg = &engine->cfg, .plan = plan,
+			       .hbm = hbm, .slots = slots,
+			       .fail_step = UINT64_MAX };
+	unsigned int ncores;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	if (!plan)
+		return tpu_job_fail(res, TPU_JOB_ERR_INTERNAL, "out of host memory");
+	ret = tpu_job_decode(desc, len, &engine->cfg, plan, res);
+	if (!ret)
+		ret = tpu_job_check_buffers(plan, hbm_size, slots, nslots, res);
+	if (ret)
+		goto out;
+	run.model_only = flags & TPU_RUN_MODEL_ONLY;
+	run.debug = plan->flags & TPU_JOB_F_DEBUG;
+	if (!run.model_only || hbm)
+		ret = load_smem(&run, res);
+	if (!ret && run.debug)
+		ret = alloc_owner_tables(&run, res);
+	if (ret)
+		goto out;
+	ncores = engine->cfg.cores;
+	if (plan->parallel_iters < ncores)
+		ncores = (unsigned int)plan->parallel_iters;
+	ret = run_cores(&run, ncores, res);
+out:
+	free_run(&run);
+	free(plan);
+	res->stats.wall_ns = now_ns() - start;
+	return ret;
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine: runs grid jobs (uapi/tpu_job.h) on a device's HBM.
+ *
+ * The caller (the QEMU device, a host test, libtpurt's in-process backend)
+ * owns HBM, one host memory range, and the job's buffer table, which gives
+ * each slot's range inside HBM. The engine never touches memory outside the
+ * slots an operand names. A job runs on cfg->cores worker threads; its
+ * results are bit-identical for any core count.
+ */
+#ifndef TPU_ENGINE_H
+#define TPU_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tpu_config.h"
+#include "tpu_job.h"
+#include "tpu_model.h"
+
+struct tpu_engine;
+
+/* One buffer-table slot: a byte range of HBM, filled by the driver. */
+struct tpu_buffer_slot {
+	uint64_t offset;
+	uint64_t size;
+};
+
+/* tpu_engine_run() flags */
+#define TPU_RUN_MODEL_ONLY	(1u << 0)	/* walk the schedule, no data */
+
+/*
+ * Per-job statistics. Block counts and bytes are per core schedule: a block
+ * is skipped when its index equals the previous step's on the same core, so
+ * they may change with the core count (the results do not).
+ */
+struct tpu_job_stats {
+	uint64_t steps;			/* grid steps run */
+	uint64_t blocks_fetched;	/* input blocks brought into VMEM */
+	uint64_t blocks_skipped;	/* input blocks reused from the last step */
+	uint64_t blocks_written;	/* output blocks written back */
+	uint64_t hbm_bytes_in;		/* in-bounds bytes of fetched blocks */
+	uint64_t hbm_bytes_out;		/* in-bounds bytes written back */
+	uint64_t mxu_flops;		/* 2*m*n*k of each dot run, padding incl. */
+	uint64_t wall_ns;		/* host time of tpu_engine_run */
+	unsigned int cores_used;
+	struct tpu_model_stats model;	/* modeled v5e figures, never wall time */
+};
+
+struct tpu_job_result {
+	struct tpu_job_error_info error;	/* error.code 0 on success */
+	char message[256];			/* names the field, operand, step */
+	struct tpu_job_stats stats;
+};
+
+/* NULL with a message in @err if @cfg fails tpu_config_check(). */
+struct tpu_engine *tpu_engine_create(const struct tpu_config *cfg,
+				     char *err, size_t errlen);
+void tpu_engine_destroy(struct tpu_engine *engine);
+
+/*
+ * Check and run the @len-byte descriptor @desc against HBM [@hbm,
+ * @hbm + @hbm_size) and the @nslots entries of @slots. With
+ * TPU_RUN_MODEL_ONLY, @hbm may be NULL: no data is read or written, but the
+ * schedule, index maps, predicates, bounds checks and model all run.
+ * Returns 0, or the job's enum tpu_job_error (also in @res->error.code,
+ * explained by @res->message). Safe to call from several threads at once.
+ */
+int tpu_engine_run(struct tpu_engine *engine, const void *desc, size_t len,
+		   void *hbm, uint64_t hbm_size,
+		   const struct tpu_buffer_slot *slots, unsigned int nslots,
+		   unsigned int flags, struct tpu_job_result *res);
+
+/* Bytes of one element of @dtype, 0 if unknown. */
+unsigned int tpu_dtype_size(unsigned int dtype);
+
+/* Short name of an enum tpu_job_error, for messages. */
+const char *tpu_job_error_name(unsigned int code);
+
+#endif /* TPU_ENGINE_H */

@@ -1,0 +1,711 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Job descriptor checks: decode the little-endian blob into a plan in host
+ * byte order and reject anything the device could not run safely, with a
+ * message naming the field. The device works only from the decoded copy, so
+ * a guest changing the blob after submission changes nothing.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tpu_plan.h"
+
+_Static_assert(sizeof(struct tpu_job_header) == 88, "header layout");
+_Static_assert(sizeof(struct tpu_job_operand) == 88, "operand layout");
+_Static_assert(sizeof(struct tpu_job_scratch) == 32, "scratch layout");
+_Static_assert(sizeof(struct tpu_job_op) == 48, "op layout");
+_Static_assert(sizeof(struct tpu_job_insn) == 8, "insn layout");
+_Static_assert(sizeof(struct tpu_job_error_info) == 72, "error layout");
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define le16(x) __builtin_bswap16(x)
+#define le32(x) __builtin_bswap32(x)
+#define le64(x) __builtin_bswap64(x)
+#else
+#define le16(x) (x)
+#define le32(x) (x)
+#define le64(x) (x)
+#endif
+
+int tpu_job_fail(struct tpu_job_result *res, unsigned int code,
+		 const char *fmt, ...)
+{
+	va_list ap;
+
+	res->error.code = code;
+	va_start(ap, fmt);
+	vsnprintf(res->message, sizeof(res->message), fmt, ap);
+	va_end(ap);
+	return (int)code;
+}
+
+unsigned int tpu_dtype_size(unsigned int dtype)
+{
+	static const unsigned int size[TPU_DTYPE_COUNT] = {
+		[TPU_DTYPE_F32] = 4, [TPU_DTYPE_BF16] = 2,
+		[TPU_DTYPE_INT8] = 1, [TPU_DTYPE_UINT8] = 1,
+		[TPU_DTYPE_INT32] = 4,
+	};
+
+	return dtype < TPU_DTYPE_COUNT ? size[dtype] : 0;
+}
+
+const char *tpu_job_error_name(unsigned int code)
+{
+	static const char *const name[] = {
+		[TPU_JOB_OK] = "ok",
+		[TPU_JOB_ERR_DESCRIPTOR] = "bad descriptor",
+		[TPU_JOB_ERR_BYTECODE] = "bad bytecode",
+		[TPU_JOB_ERR_BUFFER] = "buffer",
+		[TPU_JOB_ERR_VMEM_LIMIT] = "VMEM over limit",
+		[TPU_JOB_ERR_SMEM_LIMIT] = "SMEM over limit",
+		[TPU_JOB_ERR_BLOCK_OOB] = "block out of bounds",
+		[TPU_JOB_ERR_DIV_ZERO] = "division by zero",
+		[TPU_JOB_ERR_SMEM_RANGE] = "SMEM load out of range",
+		[TPU_JOB_ERR_HAZARD] = "hazard",
+		[TPU_JOB_ERR_INTERNAL] = "internal",
+	};
+
+	return code < sizeof(name) / sizeof(name[0]) ? name[code] : "unknown";
+}
+
+/* a * b, saturating: sizes past 2^64 are simply "too big" */
+static uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+static int bad(struct tpu_job_result *res, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int bad(struct tpu_job_result *res, const char *fmt, ...)
+{
+	va_list ap;
+
+	res->error.code = TPU_JOB_ERR_DESCRIPTOR;
+	va_start(ap, fmt);
+	vsnprintf(res->message, sizeof(res->message), fmt, ap);
+	va_end(ap);
+	return TPU_JOB_ERR_DESCRIPTOR;
+}
+
+static bool all_zero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+/* An array of @count @size-byte entries at @offset lies inside the blob. */
+static int check_section(struct tpu_job_result *res, const char *name,
+			 uint32_t offset, uint32_t count, size_t size,
+			 size_t len, size_t header_size)
+{
+	uint64_t end = (uint64_t)offset + (uint64_t)count * size;
+
+	if (offset % 8)
+		return bad(res, "%s_offset %u: not 8-byte aligned", name, offset);
+	if (count && offset < header_size)
+		return bad(res, "%s_offset %u: overlaps the header", name, offset);
+	if (end > len)
+		return bad(res, "%s_offset %u + %u entries: past total_size %zu",
+			   name, offset, count, len);
+	return 0;
+}
+
+static bool overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	return alen && blen && a < b + blen && b < a + alen;
+}
+
+static int decode_header(const struct tpu_job_header *h, size_t len,
+			 struct tpu_plan *plan, struct tpu_job_result *res)
+{
+	uint32_t off[4] = { le32(h->operands_offset), le32(h->scratch_offset),
+			    le32(h->ops_offset), le32(h->code_offset) };
+	static const char *const name[4] = { "operands", "scratch", "ops", "code" };
+	static const size_t size[4] = { sizeof(struct tpu_job_operand),
+					sizeof(struct tpu_job_scratch),
+					sizeof(struct tpu_job_op),
+					sizeof(struct tpu_job_insn) };
+	uint32_t count[4];
+	int ret;
+
+	if (le32(h->magic) != TPU_JOB_MAGIC)
+		return bad(res, "magic %#x: not a job descriptor", le32(h->magic));
+	if (le16(h->version) != TPU_JOB_VERSION)
+		return bad(res, "version %u: this device runs version %u",
+			   le16(h->version), TPU_JOB_VERSION);
+	if (le16(h->header_size) != sizeof(*h))
+		return bad(res, "header_size %u: expected %zu",
+			   le16(h->header_size), sizeof(*h));
+	if (le32(h->total_size) != len)
+		return bad(res, "total_size %u: descriptor is %zu bytes",
+			   le32(h->total_size), len);
+	if (le32(h->flags) & ~(uint32_t)TPU_JOB_F_ALL)
+		return bad(res, "flags %#x: unknown bits", le32(h->flags));
+	if (h->reserved0 || !all_zero(h->reserved1, sizeof(h->reserved1)))
+		return bad(res, "reserved: must be zero");
+	plan->flags = le32(h->flags);
+	plan->vmem_limit = le64(h->vmem_limit_bytes);
+	plan->grid_rank = h->grid_rank;
+	plan->num_operands = h->num_operands;
+	plan->num_scalar_prefetch = h->num_scalar_prefetch;
+	plan->num_scratch = h->num_scratch;
+	plan->num_ops = le16(h->num_ops);
+	plan->num_insns = le16(h->num_insns);
+	if (plan->grid_rank < 1 || plan->grid_rank > TPU_JOB_MAX_GRID_RANK)
+		return bad(res, "grid_rank %u: must be 1 to %d", plan->grid_rank,
+			   TPU_JOB_MAX_GRID_RANK);
+	if (plan->num_operands < 1 || plan->num_operands > TPU_JOB_MAX_OPERANDS)
+		return bad(res, "num_operands %u: must be 1 to %d",
+			   plan->num_operands, TPU_JOB_MAX_OPERANDS);
+	if (plan->num_scalar_prefetch > plan->num_operands)
+		return bad(res, "num_scalar_prefetch %u: more than num_operands %u",
+			   plan->num_scalar_prefetch, plan->num_operands);
+	if (plan->num_scratch > TPU_JOB_MAX_SCRATCH)
+		return bad(res, "num_scratch %u: at most %d", plan->num_scratch,
+			   TPU_JOB_MAX_SCRATCH);
+	if (plan->num_ops < 1 || plan->num_ops > TPU_JOB_MAX_OPS)
+		return bad(res, "num_ops %u: must be 1 to %d", plan->num_ops,
+			   TPU_JOB_MAX_OPS);
+	if (plan->num_insns > TPU_JOB_MAX_INSNS)
+		return bad(res, "num_insns %u: at most %d", plan->num_insns,
+			   TPU_JOB_MAX_INSNS);
+
+	plan->steps = 1;
+	plan->parallel_iters = 1;
+	for (unsigned int d = 0; d < TPU_JOB_MAX_GRID_RANK; d++) {
+		uint32_t g = le32(h->grid[d]);
+		uint8_t sem = h->dim_semantics[d];
+
+		if (d >= plan->grid_rank) {
+			if (g || sem)
+				return bad(res, "grid[%u]: must be zero beyond grid_rank", d);
+			continue;
+		}
+		if (g < 1 || g > TPU_JOB_MAX_DIM)
+			return bad(res, "grid[%u] %u: must be 1 to %u", d, g,
+				   TPU_JOB_MAX_DIM);
+		if (sem != TPU_DIM_PARALLEL && sem != TPU_DIM_ARBITRARY)
+			return bad(res, "dim_semantics[%u] %u: unknown", d, sem);
+		plan->grid[d] = g;
+		plan->semantics[d] = sem;
+		plan->steps = mul_sat(plan->steps, g);
+		if (sem == TPU_DIM_PARALLEL)
+			plan->parallel_iters *= g;
+	}
+	if (plan->steps > TPU_JOB_MAX_STEPS)
+		return bad(res, "grid: %llu steps, at most %llu",
+			   (unsigned long long)plan->steps,
+			   (unsigned long long)TPU_JOB_MAX_STEPS);
+
+	count[0] = plan->num_operands;
+	count[1] = plan->num_scratch;
+	count[2] = plan->num_ops;
+	count[3] = plan->num_insns;
+	for (int i = 0; i < 4; i++) {
+		ret = check_section(res, name[i], off[i], count[i], size[i], len,
+				    sizeof(*h));
+		if (ret)
+			return ret;
+		for (int j = 0; j < i; j++)
+			if (overlap(off[i], count[i] * size[i],
+				    off[j], count[j] * size[j]))
+				return bad(res, "%s_offset %u: overlaps %s", name[i],
+					   off[i], name[j]);
+	}
+	return 0;
+}
+
+static int check_prog(const struct tpu_plan *plan, struct tpu_plan_prog prog,
+		      unsigned int nresults, struct tpu_job_result *res,
+		      const char *what, unsigned int index)
+{
+	char why[128];
+
+	if (prog.len > TPU_JOB_MAX_PROG_LEN ||
+	    (uint64_t)prog.offset + prog.len > plan->num_insns)
+		return tpu_job_fail(res, TPU_JOB_ERR_BYTECODE,
+				    "%s %u: program [%u, +%u) outside the %u-insn code array (max length %d)",
+				    what, index, prog.offset, prog.len,
+				    plan->num_insns, TPU_JOB_MAX_PROG_LEN);
+	if (tpu_scalar_verify(plan, prog, nresults, why, sizeof(why)))
+		return tpu_job_fail(res, TPU_JOB_ERR_BYTECODE, "%s %u: %s",
+				    what, index, why);
+	return 0;
+}
+
+static struct tpu_plan_prog decode_prog(const struct tpu_job_prog *p)
+{
+	return (struct tpu_plan_prog){ le32(p->offset), le16(p->len) };
+}
+
+static void derive_operand(struct tpu_plan_operand *o)
+{
+	uint64_t stride = 1, block_elems = 1;
+	unsigned int last = o->rank - 1;
+
+	for (int d = last; d >= 0; d--) {
+		o->stride[d] = stride;
+		stride = mul_sat(stride, o->shape[d]);
+		block_elems = mul_sat(block_elems, o->block[d]);
+		o->nblocks[d] = o->block[d] ?
+			(o->shape[d] + o->block[d] - 1) / o->block[d] : 0;
+	}
+	o->elems = stride;
+	o->block_bytes = mul_sat(block_elems, tpu_dtype_size(o->dtype));
+	o->cols = o->block[last];
+	o->rows = o->cols ? (int64_t)(block_elems / o->cols) : 0;
+}
+
+static int decode_operand(struct tpu_plan *plan, unsigned int i,
+			  const struct tpu_job_operand *raw,
+			  struct tpu_job_result *res)
+{
+	struct tpu_plan_operand *o = &plan->operand[i];
+	bool prefetch = i < plan->num_scalar_prefetch;
+
+	res->error.operand = i;
+	o->slot = le32(raw->slot);
+	o->role = raw->role;
+	o->dtype = raw->dtype;
+	o->rank = raw->rank;
+	o->offset = le64(raw->offset);
+	o->index_map = decode_prog(&raw->index_map);
+	if (raw->reserved0 || raw->index_map.reserved ||
+	    !all_zero(raw->reserved1, sizeof(raw->reserved1)))
+		return bad(res, "operand %u: reserved fields must be zero", i);
+	if (o->slot >= TPU_JOB_MAX_SLOTS)
+		return bad(res, "operand %u: slot %u, at most %d slots", i,
+			   o->slot, TPU_JOB_MAX_SLOTS);
+	if (o->role > TPU_ROLE_OUTPUT)
+		return bad(res, "operand %u: role %u unknown", i, o->role);
+	if (prefetch != (o->role == TPU_ROLE_SCALAR_PREFETCH))
+		return bad(res, "operand %u: role %u, but the first num_scalar_prefetch (%u) operands and only they are scalar prefetch",
+			   i, o->role, plan->num_scalar_prefetch);
+	if (!tpu_dtype_size(o->dtype))
+		return bad(res, "operand %u: dtype %u unknown", i, o->dtype);
+	if (prefetch && o->dtype != TPU_DTYPE_INT32)
+		return bad(res, "operand %u: scalar prefetch dtype must be int32", i);
+	if (o->rank < 1 || o->rank > TPU_JOB_MAX_RANK)
+		return bad(res, "operand %u: rank %u, must be 1 to %d", i, o->rank,
+			   TPU_JOB_MAX_RANK);
+	for (unsigned int d = 0; d < TPU_JOB_MAX_RANK; d++) {
+		o->shape[d] = le64(raw->shape[d]);
+		o->block[d] = le32(raw->block[d]);
+		if (d >= o->rank) {
+			if (o->shape[d] || o->block[d])
+				return bad(res, "operand %u: shape[%u]/block[%u] must be zero beyond rank",
+					   i, d, d);
+			continue;
+		}
+		if (o->shape[d] < 1 || o->shape[d] > TPU_JOB_MAX_ARRAY_DIM)
+			return bad(res, "operand %u: shape[%u] %llu, must be 1 to %llu",
+				   i, d, (unsigned long long)o->shape[d],
+				   (unsigned long long)TPU_JOB_MAX_ARRAY_DIM);
+		if (prefetch ? o->block[d] != 0 :
+		    (o->block[d] < 1 || o->block[d] > TPU_JOB_MAX_DIM))
+			return bad(res, "operand %u: block[%u] %u, must be %s", i, d,
+				   o->block[d], prefetch ? "0 for scalar prefetch" :
+				   "1 to 2^31");
+	}
+	derive_operand(o);
+	if (prefetch) {
+		if (o->index_map.len)
+			return bad(res, "operand %u: scalar prefetch has no index map", i);
+		return 0;
+	}
+	return check_prog(plan, o->index_map, o->rank, res, "operand index map",
+			  i);
+}
+
+static int decode_scratch(struct tpu_plan *plan, unsigned int i,
+			  const struct tpu_job_scratch *raw,
+			  struct tpu_job_result *res)
+{
+	struct tpu_plan_scratch *s = &plan->scratch[i];
+	uint64_t elems = 1;
+
+	s->space = raw->space;
+	s->dtype = raw->dtype;
+	s->rank = raw->rank;
+	if (raw->reserved0 || !all_zero(raw->reserved1, sizeof(raw->reserved1)))
+		return bad(res, "scratch %u: reserved fields must be zero", i);
+	if (s->space > TPU_MEM_SMEM)
+		return bad(res, "scratch %u: space %u unknown", i, s->space);
+	if (!tpu_dtype_size(s->dtype))
+		return bad(res, "scratch %u: dtype %u unknown", i, s->dtype);
+	if (s->space == TPU_MEM_SMEM && tpu_dtype_size(s->dtype) != 4)
+		return bad(res, "scratch %u: SMEM holds 32-bit words (f32, int32)", i);
+	if (s->rank < 1 || s->rank > TPU_JOB_MAX_RANK)
+		return bad(res, "scratch %u: rank %u, must be 1 to %d", i, s->rank,
+			   TPU_JOB_MAX_RANK);
+	for (unsigned int d = 0; d < TPU_JOB_MAX_RANK; d++) {
+		s->shape[d] = le32(raw->shape[d]);
+		if (d >= s->rank ? s->shape[d] != 0 :
+		    (s->shape[d] < 1 || s->shape[d] > TPU_JOB_MAX_DIM))
+			return bad(res, "scratch %u: shape[%u] %u out of range", i, d,
+				   s->shape[d]);
+		if (d < s->rank)
+			elems = mul_sat(elems, s->shape[d]);
+	}
+	s->cols = s->shape[s->rank - 1];
+	s->rows = (int64_t)(elems / (uint64_t)s->cols);
+	s->bytes = mul_sat(elems, tpu_dtype_size(s->dtype));
+	return 0;
+}
+
+/* Shape and dtype of a ref as the body sees it. */
+static bool ref_shape(const struct tpu_plan *plan, struct tpu_plan_ref r,
+		      int64_t *rows, int64_t *cols, uint8_t *dtype)
+{
+	if (r.kind == TPU_REF_OPERAND && r.index < plan->num_operands) {
+		const struct tpu_plan_operand *o = &plan->operand[r.index];
+
+		*rows = o->rows;
+		*cols = o->cols;
+		*dtype = o->dtype;
+		return true;
+	}
+	if (r.kind == TPU_REF_SCRATCH && r.index < plan->num_scratch) {
+		*rows = plan->scratch[r.index].rows;
+		*cols = plan->scratch[r.index].cols;
+		*dtype = plan->scratch[r.index].dtype;
+		return true;
+	}
+	return false;
+}
+
+static bool is_vmem_ref(const struct tpu_plan *plan, struct tpu_plan_ref r)
+{
+	if (r.kind == TPU_REF_OPERAND)
+		return r.index < plan->num_operands &&
+		       plan->operand[r.index].role != TPU_ROLE_SCALAR_PREFETCH;
+	if (r.kind == TPU_REF_SCRATCH)
+		return r.index < plan->num_scratch &&
+		       plan->scratch[r.index].space == TPU_MEM_VMEM;
+	return false;
+}
+
+static bool is_smem_ref(const struct tpu_plan *plan, struct tpu_plan_ref r)
+{
+	if (r.kind == TPU_REF_OPERAND)
+		return r.index < plan->num_operands &&
+		       plan->operand[r.index].role == TPU_ROLE_SCALAR_PREFETCH;
+	if (r.kind == TPU_REF_SCRATCH)
+		return r.index < plan->num_scratch &&
+		       plan->scratch[r.index].space == TPU_MEM_SMEM;
+	return false;
+}
+
+static bool same_ref(struct tpu_plan_ref a, struct tpu_plan_ref b)
+{
+	return a.kind == b.kind && a.index == b.index;
+}
+
+static bool is_int8(uint8_t t)
+{
+	return t == TPU_DTYPE_INT8 || t == TPU_DTYPE_UINT8;
+}
+
+static int check_dot(struct tpu_plan *plan, unsigned int i,
+		     struct tpu_plan_op *op, struct tpu_job_result *res)
+{
+	int64_t ar, ac, br, bc, cr, cc, ka, kb;
+	uint8_t at, bt, ct;
+
+	if (!is_vmem_ref(plan, op->src0) || !is_vmem_ref(plan, op->src1))
+		return bad(res, "op %u: dot sources must be VMEM refs", i);
+	if (same_ref(op->dst, op->src0) || same_ref(op->dst, op->src1))
+		return bad(res, "op %u: dot dst must not be one of its sources", i);
+	if (op->dot & ~(unsigned int)TPU_DOT_ALL)
+		return bad(res, "op %u: dot flags %#x unknown", i, op->dot);
+	ref_shape(plan, op->src0, &ar, &ac, &at);
+	ref_shape(plan, op->src1, &br, &bc, &bt);
+	ref_shape(plan, op->dst, &cr, &cc, &ct);
+	if (is_int8(at) && is_int8(bt)) {
+		if (ct != TPU_DTYPE_INT32)
+			return bad(res, "op %u: int8 dot accumulates into int32", i);
+	} else if (at == bt && (at == TPU_DTYPE_F32 || at == TPU_DTYPE_BF16)) {
+		if (ct != TPU_DTYPE_F32)
+			return bad(res, "op %u: f32/bf16 dot accumulates into f32", i);
+	} else {
+		return bad(res, "op %u: dot of dtypes %u x %u unsupported", i, at, bt);
+	}
+	op->m = op->dot & TPU_DOT_LHS_CONTRACT_0 ? ac : ar;
+	ka = op->dot & TPU_DOT_LHS_CONTRACT_0 ? ar : ac;
+	op->n = op->dot & TPU_DOT_RHS_CONTRACT_1 ? br : bc;
+	kb = op->dot & TPU_DOT_RHS_CONTRACT_1 ? bc : br;
+	op->k = ka;
+	if (ka != kb)
+		return bad(res, "op %u: contraction sizes differ (%lld vs %lld)", i,
+			   (long long)ka, (long long)kb);
+	if (cr != op->m || cc != op->n)
+		return bad(res, "op %u: dst is %lldx%lld, product is %lldx%lld", i,
+			   (long long)cr, (long long)cc, (long long)op->m,
+			   (long long)op->n);
+	return 0;
+}
+
+static int check_elementwise(struct tpu_plan *plan, unsigned int i,
+			     struct tpu_plan_op *op, struct tpu_job_result *res)
+{
+	int64_t dr, dc, r0, c0, r1 = 0, c1 = 0;
+	uint8_t dt, t;
+	bool binary = op->opcode == TPU_OP_BINARY;
+
+	if (op->fn >= (binary ? TPU_BINARY_COUNT : TPU_UNARY_COUNT))
+		return bad(res, "op %u: fn %u unknown", i, op->fn);
+	if (!is_vmem_ref(plan, op->src0))
+		return bad(res, "op %u: src0 must be a VMEM ref", i);
+	ref_shape(plan, op->dst, &dr, &dc, &dt);
+	ref_shape(plan, op->src0, &r0, &c0, &t);
+	if (r0 != dr || c0 != dc)
+		return bad(res, "op %u: src0 is %lldx%lld, dst %lldx%lld", i,
+			   (long long)r0, (long long)c0, (long long)dr,
+			   (long long)dc);
+	if (!binary) {
+		if (op->bcast || op->src1.kind || op->imm)
+			return bad(res, "op %u: unary op with bcast/src1/imm", i);
+		return 0;
+	}
+	if (op->bcast >= TPU_BCAST_COUNT)
+		return bad(res, "op %u: bcast %u unknown", i, op->bcast);
+	if (op->bcast == TPU_BCAST_IMM)
+		return op->src1.kind ? bad(res, "op %u: bcast imm takes no src1", i) : 0;
+	if (op->imm)
+		return bad(res, "op %u: imm must be zero unless bcast is imm", i);
+	if (op->bcast == TPU_BCAST_SMEM) {
+		if (!is_smem_ref(plan, op->src1))
+			return bad(res, "op %u: bcast smem needs an SMEM src1", i);
+		return check_prog(plan, op->scalar_index, 1, res,
+				  "op scalar_index", i);
+	}
+	if (!is_vmem_ref(plan, op->src1))
+		return bad(res, "op %u: src1 must be a VMEM ref", i);
+	ref_shape(plan, op->src1, &r1, &c1, &t);
+	if ((op->bcast == TPU_BCAST_NONE && (r1 != dr || c1 != dc)) ||
+	    (op->bcast == TPU_BCAST_ROW && (r1 != 1 || c1 != dc)) ||
+	    (op->bcast == TPU_BCAST_COL && (r1 != dr || c1 != 1)))
+		return bad(res, "op %u: src1 is %lldx%lld, does not broadcast to %lldx%lld as bcast %u",
+			   i, (long long)r1, (long long)c1, (long long)dr,
+			   (long long)dc, op->bcast);
+	return 0;
+}
+
+static int decode_op(struct tpu_plan *plan, unsigned int i,
+		     const struct tpu_job_op *raw, struct tpu_job_result *res)
+{
+	struct tpu_plan_op *op = &plan->op[i];
+	const struct tpu_job_ref none = { 0 };
+	int ret;
+
+	res->error.op = i;
+	*op = (struct tpu_plan_op){
+		.opcode = raw->opcode, .fn = raw->fn, .bcast = raw->bcast,
+		.dot = raw->dot,
+		.dst = { raw->dst.kind, raw->dst.index },
+		.src0 = { raw->src0.kind, raw->src0.index },
+		.src1 = { raw->src1.kind, raw->src1.index },
+		.pred = decode_prog(&raw->pred),
+		.scalar_index = decode_prog(&raw->scalar_index),
+		.imm = le32(raw->imm),
+	};
+	if (raw->reserved0 || raw->pred.reserved || raw->scalar_index.reserved ||
+	    !all_zero(raw->reserved1, sizeof(raw->reserved1)))
+		return bad(res, "op %u: reserved fields must be zero", i);
+	if (op->opcode >= TPU_OP_COUNT)
+		return bad(res, "op %u: opcode %u unknown", i, op->opcode);
+	if (!is_vmem_ref(plan, op->dst))
+		return bad(res, "op %u: dst must be a VMEM ref (output block or VMEM scratch)",
+			   i);
+	if (op->dst.kind == TPU_REF_OPERAND &&
+	    plan->operand[op->dst.index].role == TPU_ROLE_INPUT)
+		return bad(res, "op %u: dst is input operand %u, which is read-only",
+			   i, op->dst.index);
+	if (op->pred.len) {
+		ret = check_prog(plan, op->pred, 1, res, "op predicate", i);
+		if (ret)
+			return ret;
+	}
+	if (op->opcode != TPU_OP_BINARY || op->bcast != TPU_BCAST_SMEM) {
+		if (op->scalar_index.len)
+			return bad(res, "op %u: scalar_index only for bcast smem", i);
+	}
+	switch (op->opcode) {
+	case TPU_OP_ZERO:
+		if (op->fn || op->bcast || op->dot || op->imm ||
+		    memcmp(&raw->src0, &none, sizeof(none)) ||
+		    memcmp(&raw->src1, &none, sizeof(none)))
+			return bad(res, "op %u: zero takes only dst", i);
+		return 0;
+	case TPU_OP_DOT:
+		if (op->fn || op->bcast || op->imm)
+			return bad(res, "op %u: dot with fn/bcast/imm", i);
+		return check_dot(plan, i, op, res);
+	default:
+		if (op->dot)
+			return bad(res, "op %u: dot flags on an elementwise op", i);
+		return check_elementwise(plan, i, op, res);
+	}
+}
+
+static int account_memory(struct tpu_plan *plan, const struct tpu_config *cfg,
+			  struct tpu_job_result *res)
+{
+	uint64_t vmem = 0, smem = 0;
+
+	for (unsigned int i = 0; i < plan->num_operands; i++) {
+		struct tpu_plan_operand *o = &plan->operand[i];
+
+		if (o->role == TPU_ROLE_SCALAR_PREFETCH) {
+			o->smem_base = smem;
+			smem = add_sat(smem, o->elems);
+		} else {
+			/* double-buffered, as Pallas allocates them */
+			vmem = add_sat(vmem, mul_sat(2, o->block_bytes));
+		}
+	}
+	for (unsigned int i = 0; i < plan->num_scratch; i++) {
+		struct tpu_plan_scratch *s = &plan->scratch[i];
+
+		if (s->space == TPU_MEM_VMEM) {
+			vmem = add_sat(vmem, s->bytes);
+		} else {
+			s->smem_base = smem;
+			smem = add_sat(smem, s->bytes / 4);
+		}
+	}
+	plan->vmem_need = vmem;
+	plan->smem_words = smem;
+	if (plan->vmem_limit > cfg->vmem_size)
+		return bad(res, "vmem_limit_bytes %llu: above the device's VMEM (%llu bytes)",
+			   (unsigned long long)plan->vmem_limit,
+			   (unsigned long long)cfg->vmem_size);
+	if (!plan->vmem_limit)
+		plan->vmem_limit = cfg->vmem_limit;
+	res->error.operand = UINT32_MAX;
+	res->error.op = UINT32_MAX;
+	if (vmem > plan->vmem_limit) {
+		res->error.need = vmem;
+		res->error.limit = plan->vmem_limit;
+		return tpu_job_fail(res, TPU_JOB_ERR_VMEM_LIMIT,
+				    "VMEM: double-buffered blocks and scratch need %llu bytes, limit is %llu (%llu over)",
+				    (unsigned long long)vmem,
+				    (unsigned long long)plan->vmem_limit,
+				    (unsigned long long)(vmem - plan->vmem_limit));
+	}
+	if (mul_sat(smem, 4) > cfg->smem_size) {
+		res->error.need = mul_sat(smem, 4);
+		res->error.limit = cfg->smem_size;
+		return tpu_job_fail(res, TPU_JOB_ERR_SMEM_LIMIT,
+				    "SMEM: scalar prefetch and SMEM scratch need %llu bytes, device has %llu",
+				    (unsigned long long)mul_sat(smem, 4),
+				    (unsigned long long)cfg->smem_size);
+	}
+	return 0;
+}
+
+int tpu_job_decode(const void *desc, size_t len, const struct tpu_config *cfg,
+		   struct tpu_plan *plan, struct tpu_job_result *res)
+{
+	const uint8_t *blob = desc;
+	struct tpu_job_header h;
+	int ret;
+
+	res->error.operand = UINT32_MAX;
+	res->error.op = UINT32_MAX;
+	res->error.step = UINT64_MAX;
+	if (len < sizeof(h) || len > TPU_JOB_MAX_SIZE)
+		return bad(res, "total_size %zu: must be %zu to %u bytes", len,
+			   sizeof(h), TPU_JOB_MAX_SIZE);
+	memcpy(&h, blob, sizeof(h));
+	ret = decode_header(&h, len, plan, res);
+	if (ret)
+		return ret;
+	/* Code first: every program below is verified against it. */
+	for (unsigned int i = 0; i < plan->num_insns; i++) {
+		struct tpu_job_insn in;
+
+		memcpy(&in, blob + le32(h.code_offset) + i * sizeof(in), sizeof(in));
+		if (in.reserved[0] || in.reserved[1] || in.reserved[2])
+			return tpu_job_fail(res, TPU_JOB_ERR_BYTECODE,
+					    "insn %u: reserved bytes must be zero", i);
+		plan->insn[i].op = in.op;
+		plan->insn[i].arg = (int32_t)le32((uint32_t)in.arg);
+	}
+	for (unsigned int i = 0; i < plan->num_operands; i++) {
+		struct tpu_job_operand raw;
+
+		memcpy(&raw, blob + le32(h.operands_offset) + i * sizeof(raw),
+		       sizeof(raw));
+		ret = decode_operand(plan, i, &raw, res);
+		if (ret)
+			return ret;
+	}
+	res->error.operand = UINT32_MAX;
+	for (unsigned int i = 0; i < plan->num_scratch; i++) {
+		struct tpu_job_scratch raw;
+
+		memcpy(&raw, blob + le32(h.scratch_offset) + i * sizeof(raw),
+		       sizeof(raw));
+		ret = decode_scratch(plan, i, &raw, res);
+		if (ret)
+			return ret;
+	}
+	for (unsigned int i = 0; i < plan->num_ops; i++) {
+		struct tpu_job_op raw;
+
+		memcpy(&raw, blob + le32(h.ops_offset) + i * sizeof(raw), sizeof(raw));
+		ret = decode_op(plan, i, &raw, res);
+		if (ret)
+			return ret;
+	}
+	return account_memory(plan, cfg, res);
+}
+
+int tpu_job_check_buffers(const struct tpu_plan *plan, uint64_t hbm_size,
+			  const struct tpu_buffer_slot *slots,
+			  unsigned int nslots, struct tpu_job_result *res)
+{
+	for (unsigned int i = 0; i < plan->num_operands; i++) {
+		const struct tpu_plan_operand *o = &plan->operand[i];
+		const struct tpu_buffer_slot *s;
+		uint64_t need;
+
+		res->error.operand = i;
+		if (o->slot >= nslots)
+			return tpu_job_fail(res, TPU_JOB_ERR_BUFFER,
+					    "operand %u: slot %u not in the %u-entry buffer table",
+					    i, o->slot, nslots);
+		s = &slots[o->slot];
+		if (s->offset > hbm_size || s->size > hbm_size - s->offset)
+			return tpu_job_fail(res, TPU_JOB_ERR_BUFFER,
+					    "operand %u: slot %u [%#llx, +%#llx) outside HBM",
+					    i, o->slot, (unsigned long long)s->offset,
+					    (unsigned long long)s->size);
+		need = add_sat(o->offset, mul_sat(o->elems, tpu_dtype_size(o->dtype)));
+		if (need > s->size) {
+			res->error.need = need;
+			res->error.limit = s->size;
+			return tpu_job_fail(res, TPU_JOB_ERR_BUFFER,
+					    "operand %u: array needs %llu bytes of slot %u, which has %llu",
+					    i, (unsigned long long)need, o->slot,
+					    (unsigned long long)s->size);
+		}
+	}
+	res->error.operand = UINT32_MAX;
+	return 0;
+}

@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Micro-ops of the kernel body on 2-D refs. Matmuls go to tpu_gemm;
+ * elementwise ops go through rows of doubles, which hold every element type
+ * exactly, so each op rounds once into its destination's type.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "tpu_gemm.h"
+#include "tpu_plan.h"
+
+#define POISON_F32	0x7fc0dead	/* a quiet NaN, recognisable in a dump */
+#define POISON_BF16	0x7fc1
+#define POISON_BYTE	0xaa
+
+void tpu_ops_poison(void *p, uint8_t dtype, uint64_t elems)
+{
+	if (dtype == TPU_DTYPE_F32) {
+		uint32_t *w = p;
+
+		for (uint64_t i = 0; i < elems; i++)
+			w[i] = POISON_F32;
+	} else if (dtype == TPU_DTYPE_BF16) {
+		uint16_t *h = p;
+
+		for (uint64_t i = 0; i < elems; i++)
+			h[i] = POISON_BF16;
+	} else {
+		memset(p, POISON_BYTE, elems * tpu_dtype_size(dtype));
+	}
+}
+
+static void *row_ptr(const struct tpu_ref2d *r, int64_t row)
+{
+	return (uint8_t *)r->p + row * r->ld * tpu_dtype_size(r->dtype);
+}
+
+static float f32_from_bits(uint32_t b)
+{
+	float f;
+
+	memcpy(&f, &b, sizeof(f));
+	return f;
+}
+
+static uint32_t f32_bits(float f)
+{
+	uint32_t b;
+
+	memcpy(&b, &f, sizeof(b));
+	return b;
+}
+
+static uint16_t bf16_round(float f)
+{
+	uint32_t b = f32_bits(f);
+
+	if ((b & 0x7fffffff) > 0x7f800000)	/* NaN: keep it quiet and a NaN */
+		return (uint16_t)((b >> 16) | 0x40);
+	b += 0x7fff + ((b >> 16) & 1);		/* to nearest, ties to even */
+	return (uint16_t)(b >> 16);
+}
+
+static void load_row(const struct tpu_ref2d *r, int64_t row, double *out,
+		     int64_t n)
+{
+	const void *p = row_ptr(r, row);
+
+	switch (r->dtype) {
+	case TPU_DTYPE_F32:
+		for (int64_t j = 0; j < n; j++)
+			out[j] = ((const float *)p)[j];
+		break;
+	case TPU_DTYPE_BF16:
+		for (int64_t j = 0; j < n; j++)
+			out[j] = f32_from_bits((uint32_t)((const uint16_t *)p)[j] << 16);
+		break;
+	case TPU_DTYPE_INT8:
+		for (int64_t j = 0; j < n; j++)
+			out[j] = ((const int8_t *)p)[j];
+		break;
+	case TPU_DTYPE_UINT8:
+		for (int64_t j = 0; j < n; j++)
+			out[j] = ((const uint8_t *)p)[j];
+		break;
+	default:
+		for (int64_t j = 0; j < n; j++)
+			out[j] = ((const int32_t *)p)[j];
+		break;
+	}
+}
+
+/* Round to nearest even and saturate; NaN becomes 0. */
+static double to_int(double v, double lo, double hi)
+{
+	if (isnan(v))
+		return 0;
+	v = nearbyint(v);
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void store_row(const struct tpu_ref2d *r, int64_t row, const double *in,
+		      int64_t n)
+{
+	void *p = row_ptr(r, row);
+
+	switch (r->dtype) {
+	case TPU_DTYPE_F32:
+		for (int64_t j = 0; j < n; j++)
+			((float *)p)[j] = (float)in[j];
+		break;
+	case TPU_DTYPE_BF16:
+		for (int64_t j = 0; j < n; j++)
+			((uint16_t *)p)[j] = bf16_round((float)in[j]);
+		break;
+	case TPU_DTYPE_INT8:
+		for (int64_t j = 0; j < n; j++)
+			((int8_t *)p)[j] = (int8_t)to_int(in[j], -128, 127);
+		break;
+	case TPU_DTYPE_UINT8:
+		for (int64_t j = 0; j < n; j++)
+			((uint8_t *)p)[j] = (uint8_t)to_int(in[j], 0, 255);
+		break;
+	default:
+		for (int64_t j = 0; j < n; j++)
+			((int32_t *)p)[j] = (int32_t)to_int(in[j], INT32_MIN,
+							   INT32_MAX);
+		break;
+	}
+}
+
+static double gelu_tanh(double x)
+{
+	const double k = 0.7978845608028654;	/* sqrt(2 / pi) */
+
+	return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+static double sigmoid(double x)
+{
+	return 1.0 / (1.0 + exp(-x));
+}
+
+static void unary_row(uint8_t fn, double *v, int64_t n)
+{
+	switch (fn) {
+	case TPU_UNARY_IDENTITY:
+		break;
+	case TPU_UNARY_RELU:
+		for (int64_t j = 0; j < n; j++)
+			v[j] = v[j] > 0 ? v[j] : 0;	/* NaN -> 0, as max(x, 0) */
+		break;
+	case TPU_UNARY_GELU:
+		for (int64_t j = 0; j < n; j++)
+			v[j] = gelu_tanh(v[j]);
+		break;
+	case TPU_UNARY_SILU:
+		for (int64_t j = 0; j < n; j++)
+			v[j] = v[j] * sigmoid(v[j]);
+		break;
+	case TPU_UNARY_SIGMOID:
+		for (int64_t j = 0; j < n; j++)
+			v[j] = sigmoid(v[j]);
+		break;
+	case TPU_UNARY_TANH:
+		for (int64_t j = 0; j < n; j++)
+			v[j] = tanh(v[j]);
+		break;
+	case TPU_UNARY_EXP:
+		for (int64_t j = 0; j < n; j++)
+			v[j] = exp(v[j]);
+		break;
+	case TPU_UNARY_NEG:
+		for (int64_t j = 0; j < n; j++)
+			v[j] = -v[j];
+		break;
+	default:	/* TPU_UNARY_ABS */
+		for (int64_t j = 0; j < n; j++)
+			v[j] = fabs(v[j]);
+		break;
+	}
+}
+
+/* a[j] = fn(a[j], b[j * bstep]): bstep 0 broadcasts b[0] */
+static void binary_row(uint8_t fn, double *a, const double *b, int64_t bstep,
+		       int64_t n)
+{
+	switch (fn) {
+	case TPU_BINARY_ADD:
+		for (int64_t j = 0; j < n; j++)
+			a[j] += b[j * bstep];
+		break;
+	case TPU_BINARY_SUB:
+		for (int64_t j = 0; j < n; j++)
+			a[j] -= b[j * bstep];
+		break;
+	case TPU_BINARY_MUL:
+		for (int64_t j = 0; j < n; j++)
+			a[j] *= b[j * bstep];
+		break;
+	case TPU_BINARY_MAX:
+		for (int64_t j = 0; j < n; j++)
+			a[j] = a[j] >= b[j * bstep] ? a[j] : b[j * bstep];
+		break;
+	default:	/* TPU_BINARY_MIN */
+		for (int64_t j = 0; j < n; j++)
+			a[j] = a[j] <= b[j * bstep] ? a[j] : b[j * bstep];
+		break;
+	}
+}
+
+static void op_zero(const struct tpu_ref2d *d)
+{
+	for (int64_t i = 0; i < d->rows; i++)
+		memset(row_ptr(d, i), 0, d->cols * tpu_dtype_size(d->dtype));
+}
+
+static void op_dot(const struct tpu_plan_op *op, const struct tpu_ref2d *a,
+		   const struct tpu_ref2d *b, const struct tpu_ref2d *c)
+{
+	bool ta = op->dot & TPU_DOT_LHS_CONTRACT_0;
+	bool tb = op->dot & TPU_DOT_RHS_CONTRACT_1;
+	bool acc = op->dot & TPU_DOT_ACCUMULATE;
+
+	switch (a->dtype) {
+	case TPU_DTYPE_F32:
+		tpu_gemm_f32(ta, tb, op->m, op->n, op->k, a->p, a->ld, b->p, b->ld,
+			     c->p, c->ld, acc);
+		break;
+	case TPU_DTYPE_BF16:
+		tpu_gemm_bf16(ta, tb, op->m, op->n, op->k, a->p, a->ld, b->p,
+			      b->ld, c->p, c->ld, acc);
+		break;
+	default:
+		tpu_gemm_i8(a->dtype == TPU_DTYPE_UINT8,
+			    b->dtype == TPU_DTYPE_UINT8, ta, tb, op->m, op->n,
+			    op->k, a->p, a->ld, b->p, b->ld, c->p, c->ld, acc);
+		break;
+	}
+}
+
+static void op_elementwise(struct tpu_core *core, const struct tpu_plan_op *op,
+			   const struct tpu_ref2d *d, const struct tpu_ref2d *s0,
+			   double scalar)
+{
+	double *a = core->row_tmp[0], *b = core->row_tmp[1];
+	struct tpu_ref2d s1 = { 0 };
+	bool binary = op->opcode == TPU_OP_BINARY;
+	bool bcast_scalar = op->bcast == TPU_BCAST_SMEM ||
+			    op->bcast == TPU_BCAST_IMM;
+
+	if (binary && !bcast_scalar)
+		s1 = tpu_op_ref(core, op->src1);
+	if (binary && op->bcast == TPU_BCAST_ROW)
+		load_row(&s1, 0, b, d->cols);
+	if (bcast_scalar)
+		b[0] = scalar;
+	for (int64_t i = 0; i < d->rows; i++) {
+		load_row(s0, i, a, d->cols);
+		if (!binary) {
+			unary_row(op->fn, a, d->cols);
+		} else if (op->bcast == TPU_BCAST_NONE) {
+			load_row(&s1, i, b, d->cols);
+			binary_row(op->fn, a, b, 1, d->cols);
+		} else if (op->bcast == TPU_BCAST_ROW) {
+			binary_row(op->fn, a, b, 1, d->cols);
+		} else if (op->bcast == TPU_BCAST_COL) {
+			load_row(&s1, i, b, 1);
+			binary_row(op->fn, a, b, 0, d->cols);
+		} else {
+			binary_row(op->fn, a, b, 0, d->cols);
+		}
+		store_row(d, i, a, d->cols);
+	}
+}
+
+void tpu_op_run(struct tpu_core *core, const struct tpu_plan_op *op,
+		double scalar)
+{
+	struct tpu_ref2d d = tpu_op_ref(core, op->dst);
+	struct tpu_ref2d s0, s1;
+
+	switch (op->opcode) {
+	case TPU_OP_ZERO:
+		op_zero(&d);
+		break;
+	case TPU_OP_DOT:
+		s0 = tpu_op_ref(core, op->src0);
+		s1 = tpu_op_ref(core, op->src1);
+		op_dot(op, &s0, &s1, &d);
+		break;
+	default:
+		s0 = tpu_op_ref(core, op->src0);
+		op_elementwise(core, op, &d, &s0, scalar);
+		break;
+	}
+}

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Host test: elementwise micro-ops (every unary and binary function, every
+ * broadcast), casts with rounding to nearest even and saturation, and input
+ * fusion (an op on an input block before the dot).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "job_builder.h"
+#include "kselftest_harness.h"
+
+enum { R = 13, C = 37, BR = 8, BC = 16 };	/* edge blocks on both dims */
+
+struct ew {
+	struct tdev *d;
+	unsigned int a, b, row, col, s, z;
+	float *av, *bv, *rowv, *colv;
+};
+
+static void ew_setup(struct ew *e)
+{
+	e->d = tdev_new(1 << 20, 2);
+	e->a = tdev_alloc(e->d, R * C * 4);
+	e->b = tdev_alloc(e->d, R * C * 4);
+	e->row = tdev_alloc(e->d, C * 4);
+	e->col = tdev_alloc(e->d, R * 4);
+	e->s = tdev_alloc(e->d, 3 * 4);
+	e->z = tdev_alloc(e->d, R * C * 4);
+	e->av = tdev_ptr(e->d, e->a);
+	e->bv = tdev_ptr(e->d, e->b);
+	e->rowv = tdev_ptr(e->d, e->row);
+	e->colv = tdev_ptr(e->d, e->col);
+	ref_fill(e->av, TPU_DTYPE_F32, R * C, 1, 1, 0);
+	ref_fill(e->bv, TPU_DTYPE_F32, R * C, 2, 1, 0);
+	ref_fill(e->rowv, TPU_DTYPE_F32, C, 3, 1, 0);
+	ref_fill(e->colv, TPU_DTYPE_F32, R, 4, 1, 0);
+	memcpy(tdev_ptr(e->d, e->s), (int32_t[3]){ 5, -7, 11 }, 12);
+}
+
+/* z = op(a, b') over a (2, 3) grid, z of @zt; returns the engine's code. */
+static int ew_run(struct ew *e, unsigned int opcode, unsigned int fn,
+		  unsigned int bcast, unsigned int zt)
+{
+	uint64_t full[2] = { R, C }, rs[2] = { 1, C }, cs[2] = { R, 1 }, ss[1] = { 3 };
+	uint32_t blk[2] = { BR, BC }, rb[2] = { 1, BC }, cb[2] = { BR, 1 };
+	uint32_t grid[2] = { (R + BR - 1) / BR, (C + BC - 1) / BC };
+	struct jb *b = jb_new();
+	struct tpu_job_result res;
+	struct tpu_job_op *op;
+	unsigned int a, src1 = 0, z;
+	size_t len;
+	void *blob;
+	int ret;
+
+	jb_grid(b, 2, grid, "pp");
+	jb_operand(b, TPU_ROLE_SCALAR_PREFETCH, e->s, TPU_DTYPE_INT32, 1, ss, NULL, NULL);
+	a = jb_operand(b, TPU_ROLE_INPUT, e->a, TPU_DTYPE_F32, 2, full, blk, "pid0 pid1");
+	if (bcast == TPU_BCAST_NONE)
+		src1 = jb_operand(b, TPU_ROLE_INPUT, e->b, TPU_DTYPE_F32, 2, full, blk,
+				  "pid0 pid1");
+	else if (bcast == TPU_BCAST_ROW)
+		src1 = jb_operand(b, TPU_ROLE_INPUT, e->row, TPU_DTYPE_F32, 2, rs, rb,
+				  "0 pid1");
+	else if (bcast == TPU_BCAST_COL)
+		src1 = jb_operand(b, TPU_ROLE_INPUT, e->col, TPU_DTYPE_F32, 2, cs, cb,
+				  "pid0 0");
+	z = jb_operand(b, TPU_ROLE_OUTPUT, e->z, zt, 2, full, blk, "pid0 pid1");
+	if (opcode == TPU_OP_UNARY) {
+		jb_unary(b, fn, JB_OPND(z), JB_OPND(a), NULL);
+	} else {
+		op = jb_binary(b, fn, bcast, JB_OPND(z), JB_OPND(a),
+			       bcast == TPU_BCAST_IMM ? JB_NONE :
+			       JB_OPND(bcast == TPU_BCAST_SMEM ? 0 : src1), NULL);
+		if (bcast == TPU_BCAST_SMEM)
+			op->scalar_index = jb_prog(b, "1");
+		if (bcast == TPU_BCAST_IMM) {
+			float imm = 0.375f;
+
+			memcpy(&op->imm, &imm, 4);
+		}
+	}
+	blob = jb_finish(b, &len);
+	ret = tdev_run(e->d, blob, len, 0, &res);
+	free(blob);
+	jb_free(b);
+	return ret;
+}
+
+static double operand_b(const struct ew *e, unsigned int bcast, int i, int j)
+{
+	switch (bcast) {
+	case TPU_BCAST_NONE:	return e->bv[i * C + j];
+	case TPU_BCAST_ROW:	return e->rowv[j];
+	case TPU_BCAST_COL:	return e->colv[i];
+	case TPU_BCAST_SMEM:	return -7;
+	default:		return 0.375;
+	}
+}
+
+static double ref_binary(unsigned int fn, double a, double b)
+{
+	switch (fn) {
+	case TPU_BINARY_ADD:	return a + b;
+	case TPU_BINARY_SUB:	return a - b;
+	case TPU_BINARY_MUL:	return a * b;
+	case TPU_BINARY_MAX:	return a > b ? a : b;
+	default:		return a < b ? a : b;
+	}
+}
+
+TEST(every_unary_function)
+{
+	struct ew e;
+
+	ew_setup(&e);
+	for (unsigned int fn = 0; fn < TPU_UNARY_COUNT; fn++) {
+		const float *z = tdev_ptr(e.d, e.z);
+		int bad = 0;
+
+		ASSERT_EQ(0, ew_run(&e, TPU_OP_UNARY, fn, 0, TPU_DTYPE_F32));
+		for (int i = 0; i < R * C; i++)
+			bad += z[i] != (float)ref_unary(fn, e.av[i]);
+		EXPECT_EQ(0, bad) TH_LOG("unary %u", fn);
+	}
+	tdev_free(e.d);
+}
+
+TEST(every_binary_function_and_broadcast)
+{
+	struct ew e;
+
+	ew_setup(&e);
+	for (unsigned int bc = 0; bc < TPU_BCAST_COUNT; bc++)
+		for (unsigned int fn = 0; fn < TPU_BINARY_COUNT; fn++) {
+			const float *z = tdev_ptr(e.d, e.z);
+			int bad = 0;
+
+			ASSERT_EQ(0, ew_run(&e, TPU_OP_BINARY, fn, bc, TPU_DTYPE_F32));
+			for (int i = 0; i < R; i++)
+				for (int j = 0; j < C; j++)
+					bad += z[i * C + j] !=
+					       (float)ref_binary(fn, e.av[i * C + j],
+								 operand_b(&e, bc, i, j));
+			EXPECT_EQ(0, bad) TH_LOG("binary %u bcast %u", fn, bc);
+		}
+	tdev_free(e.d);
+}
+
+TEST(cast_rounds_to_nearest_even_and_saturates)
+{
+	static const float in[] = {
+		1.0f + 0x1p-8f,		/* bf16 tie: down to even 1.0 */
+		1.0f + 3 * 0x1p-8f,	/* bf16 tie: up to even */
+		1.0f + 0x1p-8f + 0x1p-20f, /* above the tie: up */
+		2.5f, 3.5f, -2.5f, 300.0f, -300.0f, 127.5f, NAN,
+	};
+	struct ew e;
+	uint16_t *hz;
+	int8_t *iz;
+
+	ew_setup(&e);
+	for (int i = 0; i < R * C; i++)
+		e.av[i] = in[i % 10];
+	ASSERT_EQ(0, ew_run(&e, TPU_OP_UNARY, TPU_UNARY_IDENTITY, 0, TPU_DTYPE_BF16));
+	hz = tdev_ptr(e.d, e.z);
+	EXPECT_EQ(0x3f80, hz[0]);
+	EXPECT_EQ(0x3f82, hz[1]);
+	EXPECT_EQ(0x3f81, hz[2]);
+	EXPECT_EQ(0x4020, hz[3]);
+	EXPECT_TRUE(isnan(ref_from_bf16(hz[9])));
+	ASSERT_EQ(0, ew_run(&e, TPU_OP_UNARY, TPU_UNARY_IDENTITY, 0, TPU_DTYPE_INT8));
+	iz = tdev_ptr(e.d, e.z);
+	EXPECT_EQ(2, iz[3]);
+	EXPECT_EQ(4, iz[4]);
+	EXPECT_EQ(-2, iz[5]);
+	EXPECT_EQ(127, iz[6]);
+	EXPECT_EQ(-128, iz[7]);
+	EXPECT_EQ(127, iz[8]);
+	EXPECT_EQ(0, iz[9]);
+	tdev_free(e.d);
+}
+
+TEST(input_fusion_relu_before_the_dot)
+{
+	/* z = relu(x) @ y: relu into a VMEM scratch, then the dot from it */
+	enum { M = 24, K = 40, N = 16, B = 8 };
+	struct tdev *d = tdev_new(1 << 20, 2);
+	uint64_t xs[2] = { M, K }, ys[2] = { K, N }, zs[2] = { M, N };
+	uint32_t blk[2] = { B, B }, grid[3] = { M / B, N / B, K / B };
+	unsigned int xsl = tdev_alloc(d, M * K * 4), ysl = tdev_alloc(d, K * N * 4);
+	unsigned int zsl = tdev_alloc(d, M * N * 4);
+	float *x = tdev_ptr(d, xsl), *y = tdev_ptr(d, ysl), *z = tdev_ptr(d, zsl);
+	struct jb *b = jb_new();
+	struct tpu_job_result res;
+	unsigned int t;
+	size_t len;
+	void *blob;
+	int bad = 0;
+
+	ref_fill(x, TPU_DTYPE_F32, M * K, 1, -3, 3);
+	ref_fill(y, TPU_DTYPE_F32, K * N, 2, -3, 3);
+	jb_grid(b, 3, grid, "ppa");
+	jb_operand(b, TPU_ROLE_INPUT, xsl, TPU_DTYPE_F32, 2, xs, blk, "pid0 pid2");
+	jb_operand(b, TPU_ROLE_INPUT, ysl, TPU_DTYPE_F32, 2, ys, blk, "pid2 pid1");
+	jb_operand(b, TPU_ROLE_OUTPUT, zsl, TPU_DTYPE_F32, 2, zs, blk, "pid0 pid1");
+	t = jb_scratch(b, TPU_MEM_VMEM, TPU_DTYPE_F32, 2, blk);
+	jb_zero(b, JB_OPND(2), "pid2 0 ==");
+	jb_unary(b, TPU_UNARY_RELU, JB_SCR(t), JB_OPND(0), NULL);
+	jb_dot(b, JB_OPND(2), JB_SCR(t), JB_OPND(1), TPU_DOT_ACCUMULATE, NULL);
+	blob = jb_finish(b, &len);
+	ASSERT_EQ(0, tdev_run(d, blob, len, 0, &res)) TH_LOG("%s", res.message);
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++) {
+			float acc = 0;
+
+			for (int p = 0; p < K; p++)
+				acc += fmaxf(x[i * K + p], 0) * y[p * N + j];
+			bad += acc != z[i * N + j];
+		}
+	EXPECT_EQ(0, bad);
+	free(blob);
+	jb_free(b);
+	tdev_free(d);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: MIT
+/* Job descriptors and a pretend device for the engine's host tests. */
+#include "job_builder.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct jb {
+	struct tpu_job_header h;
+	struct tpu_job_operand operand[TPU_JOB_MAX_OPERANDS];
+	struct tpu_job_scratch scratch[TPU_JOB_MAX_SCRATCH];
+	struct tpu_job_op op[TPU_JOB_MAX_OPS];
+	struct tpu_job_insn insn[TPU_JOB_MAX_INSNS];
+};
+
+static void die(const char *what, const char *arg)
+{
+	fprintf(stderr, "job_builder: %s: %s\n", what, arg);
+	abort();
+}
+
+struct jb *jb_new(void)
+{
+	struct jb *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		die("out of memory", "jb_new");
+	return b;
+}
+
+void jb_free(struct jb *b)
+{
+	free(b);
+}
+
+void jb_grid(struct jb *b, unsigned int rank, const uint32_t *grid,
+	     const char *sem)
+{
+	b->h.grid_rank = rank;
+	for (unsigned int d = 0; d < rank; d++) {
+		b->h.grid[d] = grid[d];
+		b->h.dim_semantics[d] = sem && sem[d] == 'a' ?
+					TPU_DIM_ARBITRARY : TPU_DIM_PARALLEL;
+	}
+}
+
+void jb_flags(struct jb *b, uint32_t flags)
+{
+	b->h.flags = flags;
+}
+
+void jb_vmem_limit(struct jb *b, uint64_t bytes)
+{
+	b->h.vmem_limit_bytes = bytes;
+}
+
+static const struct {
+	const char *name;
+	uint8_t op;
+} words[] = {
+	{ "+", TPU_INSN_ADD }, { "-", TPU_INSN_SUB }, { "*", TPU_INSN_MUL },
+	{ "//", TPU_INSN_DIV }, { "%", TPU_INSN_MOD }, { "min", TPU_INSN_MIN },
+	{ "max", TPU_INSN_MAX }, { "==", TPU_INSN_EQ }, { "!=", TPU_INSN_NE },
+	{ "<", TPU_INSN_LT }, { "<=", TPU_INSN_LE }, { ">", TPU_INSN_GT },
+	{ ">=", TPU_INSN_GE }, { "and", TPU_INSN_AND }, { "or", TPU_INSN_OR },
+	{ "not", TPU_INSN_NOT },
+};
+
+static struct tpu_job_insn assemble(const char *tok)
+{
+	static const struct { const char *prefix; uint8_t op; } arg_ops[] = {
+		{ "pid", TPU_INSN_PUSH_PID }, { "nprog", TPU_INSN_PUSH_NPROG },
+		{ "smem", TPU_INSN_LOAD_SMEM },
+	};
+	char *end;
+	long v;
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (!strcmp(tok, words[i].name))
+			return (struct tpu_job_insn){ .op = words[i].op };
+	for (size_t i = 0; i < sizeof(arg_ops) / sizeof(arg_ops[0]); i++) {
+		size_t n = strlen(arg_ops[i].prefix);
+
+		if (!strncmp(tok, arg_ops[i].prefix, n)) {
+			v = strtol(tok + n, &end, 10);
+			if (*end || end == tok + n)
+				die("bad token", tok);
+			return (struct tpu_job_insn){ .op = arg_ops[i].op,
+						      .arg = (int32_t)v };
+		}
+	}
+	v = strtol(tok, &end, 10);
+	if (*end || end == tok)
+		die("bad token", tok);
+	return (struct tpu_job_insn){ .op = TPU_INSN_PUSH_CONST, .arg = (int32_t)v };
+}
+
+struct tpu_job_prog jb_prog(struct jb *b, const char *text)
+{
+	struct tpu_job_prog p = { .offset = b->h.num_insns };
+	char buf[512], *save, *tok;
+
+	if (!text)
+		return (struct tpu_job_prog){ 0 };
+	snprintf(buf, sizeof(buf), "%s", text);
+	for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		if (b->h.num_insns >= TPU_JOB_MAX_INSNS)
+			die("too many instructions", text);
+		b->insn[b->h.num_insns++] = assemble(tok);
+		p.len++;
+	}
+	return p;
+}
+
+unsigned int jb_operand(struct jb *b, unsigned int role, unsigned int slot,
+			unsigned int dtype, unsigned int rank,
+			const uint64_t *shape, const uint32_t *block,
+			const char *index_map)
+{
+	unsigned int i = b->h.num_operands++;
+	struct tpu_job_operand *o = &b->operand[i];
+
+	o->slot = slot;
+	o->role = role;
+	o->dtype = dtype;
+	o->rank = rank;
+	for (unsigned int d = 0; d < rank; d++) {
+		o->shape[d] = shape[d];
+		o->block[d] = block ? block[d] : 0;
+	}
+	o->index_map = jb_prog(b, index_map);
+	if (role == TPU_ROLE_SCALAR_PREFETCH)
+		b->h.num_scalar_prefetch++;
+	return i;
+}
+
+unsigned int jb_scratch(struct jb *b, unsigned int space, unsigned int dtype,
+			unsigned int rank, const uint32_t *shape)
+{
+	unsigned int i = b->h.num_scratch++;
+	struct tpu_job_scratch *s = &b->scratch[i];
+
+	s->space = space;
+	s->dtype = dtype;
+	s->rank = rank;
+	memcpy(s->shape, shape, rank * sizeof(*shape));
+	return i;
+}
+
+static struct tpu_job_op *new_op(struct jb *b, unsigned int opcode,
+				 struct tpu_job_ref dst, const char *pred)
+{
+	struct tpu_job_op *op;
+
+	if (b->h.num_ops >= TPU_JOB_MAX_OPS)
+		die("too many ops", "");
+	op = &b->op[b->h.num_ops++];
+	op->opcode = opcode;
+	op->dst = dst;
+	op->pred = jb_prog(b, pred);
+	return op;
+}
+
+struct tpu_job_op *jb_zero(struct jb *b, struct tpu_job_ref dst,
+			   const char *pred)
+{
+	return new_op(b, TPU_OP_ZERO, dst, pred);
+}
+
+struct tpu_job_op *jb_dot(struct jb *b, struct tpu_job_ref dst,
+			  struct tpu_job_ref lhs, struct tpu_job_ref rhs,
+			  unsigned int dot_flags, const char *pred)
+{
+	struct tpu_job_op *op = new_op(b, TPU_OP_DOT, dst, pred);
+
+	op->src0 = lhs;
+	op->src1 = rhs;
+	op->dot = dot_flags;
+	return op;
+}
+
+struct tpu_job_op *jb_unary(struct jb *b, unsigned int fn,
+			    struct tpu_job_ref dst, struct tpu_job_ref src,
+			    const char *pred)
+{
+	struct tpu_job_op *op = new_op(b, TPU_OP_UNARY, dst, pred);
+
+	op->fn = fn;
+	op->src0 = src;
+	return op;
+}
+
+struct tpu_job_op *jb_binary(struct jb *b, unsigned int fn, unsigned int bcast,
+			     struct tpu_job_ref dst, struct tpu_job_ref src0,
+			     struct tpu_job_ref src1, const char *pred)
+{
+	struct tpu_job_op *op = new_op(b, TPU_OP_BINARY, dst, pred);
+
+	op->fn = fn;
+	op->bcast = bcast;
+	op->src0 = src0;
+	op->src1 = src1;
+	return op;
+}
+
+static size_t align8(size_t v)
+{
+	return (v + 7) & ~(size_t)7;
+}
+
+void *jb_finish(struct jb *b, size_t *len)
+{
+	size_t at = sizeof(b->h), n;
+	uint8_t *blob;
+	struct tpu_job_header *h = &b->h;
+
+	h->magic = TPU_JOB_MAGIC;
+	h->version = TPU_JOB_VERSION;
+	h->header_size = sizeof(*h);
+	h->operands_offset = at;
+	at = align8(at + h->num_operands * sizeof(b->operand[0]));
+	h->scratch_offset = at;
+	at = align8(at + h->num_scratch * sizeof(b->scratch[0]));
+	h->ops_offset = at;
+	at = align8(at + h->num_ops * sizeof(b->op[0]));
+	h->code_offset = at;
+	at = align8(at + h->num_insns * sizeof(b->insn[0]));
+	h->total_size = at;
+	blob = calloc(1, at);
+	if (!blob)
+		die("out of memory", "jb_finish");
+	memcpy(blob, h, sizeof(*h));
+	n = h->num_operands * sizeof(b->operand[0]);
+	memcpy(blob + h->operands_offset, b->operand, n);
+	memcpy(blob + h->scratch_offset, b->scratch,
+	       h->num_scratch * sizeof(b->scratch[0]));
+	memcpy(blob + h->ops_offset, b->op, h->num_ops * sizeof(b->op[0]));
+	memcpy(blob + h->code_offset, b->insn, h->num_insns * sizeof(b->insn[0]));
+	*len = at;
+	return blob;
+}
+
+struct tpu_job_header *jb_header(void *blob)
+{
+	return blob;
+}
+
+/* --- the pretend device --- */
+
+struct tdev *tdev_new(uint64_t hbm_size, unsigned int cores)
+{
+	struct tdev *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		die("out of memory", "tdev_new");
+	tpu_config_defaults(&d->cfg);
+	d->cfg.cores = cores;
+	d->hbm_size = hbm_size;
+	d->hbm = aligned_alloc(4096, hbm_size);
+	if (!d->hbm)
+		die("out of memory", "hbm");
+	memset(d->hbm, 0x5c, hbm_size);
+	tdev_reconfigure(d);
+	return d;
+}
+
+void tdev_reconfigure(struct tdev *d)
+{
+	char err[256];
+
+	tpu_engine_destroy(d->engine);
+	d->engine = tpu_engine_create(&d->cfg, err, sizeof(err));
+	if (!d->engine)
+		die("tpu_engine_create", err);
+}
+
+void tdev_free(struct tdev *d)
+{
+	tpu_engine_destroy(d->engine);
+	free(d->hbm);
+	free(d);
+}
+
+unsigned int tdev_alloc(struct tdev *d, uint64_t bytes)
+{
+	unsigned int slot = d->nslots++;
+
+	if (slot >= TPU_JOB_MAX_SLOTS || d->used + bytes > d->hbm_size)
+		die("tdev_alloc", "out of HBM or slots");
+	d->slots[slot] = (struct tpu_buffer_slot){ d->used, bytes };
+	d->used = (d->used + bytes + 63) & ~63ull;
+	return slot;
+}
+
+void *tdev_ptr(struct tdev *d, unsigned int slot)
+{
+	return d->hbm + d->slots[slot].offset;
+}
+
+int tdev_run(struct tdev *d, const void *blob, size_t len, unsigned int flags,
+	     struct tpu_job_result *res)
+{
+	return tpu_engine_run(d->engine, blob, len, d->hbm, d->hbm_size,
+			      d->slots, d->nslots, flags, res);
+}
+
+/* --- the guide's matmul --- */
+
+static uint32_t cdiv(uint64_t a, uint64_t b)
+{
+	return (uint32_t)((a + b - 1) / b);
+}
+
+void *mm_build(const struct mm_job *j, size_t *len)
+{
+	struct jb *b = jb_new();
+	uint32_t grid[3] = { cdiv(j->m, j->bm), cdiv(j->n, j->bn), cdiv(j->k, j->bk) };
+	uint64_t xs[2] = { j->m, j->k }, ys[2] = { j->k, j->n };
+	uint64_t zs[2] = { j->m, j->n }, bs[1] = { j->n };
+	uint32_t xb[2] = { j->bm, j->bk }, yb[2] = { j->bk, j->bn };
+	uint32_t zb[2] = { j->bm, j->bn }, bb[1] = { j->bn };
+	const char *xmap = "pid0 pid2", *ymap = "pid2 pid1";
+	bool int8 = j->in_dtype == TPU_DTYPE_INT8 || j->in_dtype == TPU_DTYPE_UINT8;
+	unsigned int dot = TPU_DOT_ACCUMULATE, x, y, z, bias = 0;
+	struct tpu_job_ref acc;
+	void *blob;
+
+	if (j->transpose_lhs) {
+		xs[0] = j->k, xs[1] = j->m, xb[0] = j->bk, xb[1] = j->bm;
+		xmap = "pid2 pid0";
+		dot |= TPU_DOT_LHS_CONTRACT_0;
+	}
+	if (j->transpose_rhs) {
+		ys[0] = j->n, ys[1] = j->k, yb[0] = j->bn, yb[1] = j->bk;
+		ymap = "pid1 pid2";
+		dot |= TPU_DOT_RHS_CONTRACT_1;
+	}
+	jb_grid(b, 3, grid, j->sem ? j->sem : "ppa");
+	jb_flags(b, j->flags);
+	x = jb_operand(b, TPU_ROLE_INPUT, j->x_slot, j->in_dtype, 2, xs, xb, xmap);
+	y = jb_operand(b, TPU_ROLE_INPUT, j->y_slot, j->in_dtype, 2, ys, yb, ymap);
+	if (j->bias)
+		bias = jb_operand(b, TPU_ROLE_INPUT, j->bias_slot, TPU_DTYPE_F32,
+				  1, bs, bb, "pid1");
+	z = jb_operand(b, TPU_ROLE_OUTPUT, j->z_slot, j->out_dtype, 2, zs, zb,
+		       "pid0 pid1");
+	acc = JB_OPND(z);
+	if (j->acc_scratch)
+		acc = JB_SCR(jb_scratch(b, TPU_MEM_VMEM,
+					int8 ? TPU_DTYPE_INT32 : TPU_DTYPE_F32, 2, zb));
+	if (!j->no_zero)
+		jb_zero(b, acc, "pid2 0 ==");
+	jb_dot(b, acc, JB_OPND(x), JB_OPND(y), dot, NULL);
+	if (j->acc_scratch) {
+		if (j->bias)
+			jb_binary(b, TPU_BINARY_ADD, TPU_BCAST_ROW, acc, acc,
+				  JB_OPND(bias), "pid2 nprog2 1 - ==");
+		jb_unary(b, j->activation, JB_OPND(z), acc, "pid2 nprog2 1 - ==");
+	} else if (j->activation) {
+		jb_unary(b, j->activation, JB_OPND(z), acc, "pid2 nprog2 1 - ==");
+	}
+	blob = jb_finish(b, len);
+	jb_free(b);
+	return blob;
+}
+
+/* --- references --- */
+
+#include <math.h>
+
+float ref_from_bf16(uint16_t h)
+{
+	uint32_t b = (uint32_t)h << 16;
+	float f;
+
+	memcpy(&f, &b, sizeof(f));
+	return f;
+}
+
+uint16_t ref_bf16(float f)
+{
+	uint32_t b;
+
+	memcpy(&b, &f, sizeof(b));
+	if (isnan(f))
+		return (uint16_t)((b >> 16) | 0x40);
+	/* ties to even, written the long way round as a cross-check */
+	uint32_t lower = b & 0xffff, upper = b >> 16;
+
+	if (lower > 0x8000 || (lower == 0x8000 && (upper & 1)))
+		upper++;
+	return (uint16_t)upper;
+}
+
+double ref_get(const void *p, unsigned int dtype, uint64_t i)
+{
+	switch (dtype) {
+	case TPU_DTYPE_F32:	return ((const float *)p)[i];
+	case TPU_DTYPE_BF16:	return ref_from_bf16(((const uint16_t *)p)[i]);
+	case TPU_DTYPE_INT8:	return ((const int8_t *)p)[i];
+	case TPU_DTYPE_UINT8:	return ((const uint8_t *)p)[i];
+	default:		return ((const int32_t *)p)[i];
+	}
+}
+
+static double sat(double v, double lo, double hi)
+{
+	if (isnan(v))
+		return 0;
+	v = nearbyint(v);
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+void ref_set(void *p, unsigned int dtype, uint64_t i, double v)
+{
+	switch (dtype) {
+	case TPU_DTYPE_F32:
+		((float *)p)[i] = (float)v;
+		break;
+	case TPU_DTYPE_BF16:
+		((uint16_t *)p)[i] = ref_bf16((float)v);
+		break;
+	case TPU_DTYPE_INT8:
+		((int8_t *)p)[i] = (int8_t)sat(v, -128, 127);
+		break;
+	case TPU_DTYPE_UINT8:
+		((uint8_t *)p)[i] = (uint8_t)sat(v, 0, 255);
+		break;
+	default:
+		((int32_t *)p)[i] = (int32_t)sat(v, INT32_MIN, INT32_MAX);
+		break;
+	}
+}
+
+void ref_fill(void *p, unsigned int dtype, uint64_t n, uint32_t seed,
+	      int lo, int hi)
+{
+	uint32_t s = seed * 2654435761u + 1;
+
+	for (uint64_t i = 0; i < n; i++) {
+		double v;
+
+		s = s * 1664525u + 1013904223u;
+		if (lo <= hi)
+			v = lo + (int)((s >> 8) % (uint32_t)(hi - lo + 1));
+		else
+			v = (double)(s >> 8) / (1 << 23) - 1.0;
+		ref_set(p, dtype, i, v);
+	}
+}
+
+double ref_unary(unsigned int fn, double x)
+{
+	switch (fn) {
+	case TPU_UNARY_IDENTITY:	return x;
+	case TPU_UNARY_RELU:		return x > 0 ? x : 0;
+	case TPU_UNARY_GELU:
+		return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+	case TPU_UNARY_SILU:		return x / (1 + exp(-x));
+	case TPU_UNARY_SIGMOID:		return 1 / (1 + exp(-x));
+	case TPU_UNARY_TANH:		return tanh(x);
+	case TPU_UNARY_EXP:		return exp(x);
+	case TPU_UNARY_NEG:		return -x;
+	default:			return fabs(x);
+	}
+}
+
+void ref_matmul(const struct mm_job *j, const void *x, const void *y,
+		const float *bias, void *z)
+{
+	for (uint64_t r = 0; r < j->m; r++)
+		for (uint64_t c = 0; c < j->n; c++) {
+			double acc = 0;
+
+			for (uint64_t p = 0; p < j->k; p++) {
+				uint64_t xi = j->transpose_lhs ? p * j->m + r : r * j->k + p;
+				uint64_t yi = j->transpose_rhs ? c * j->k + p : p * j->n + c;
+
+				acc += ref_get(x, j->in_dtype, xi) *
+				       ref_get(y, j->in_dtype, yi);
+			}
+			if (j->bias)
+				acc += bias[c];
+			ref_set(z, j->out_dtype, r * j->n + c,
+				ref_unary(j->activation, acc));
+		}
+}

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Building grid-job descriptors (uapi/tpu_job.h) for the engine's host
+ * tests, and a pretend device (HBM + buffer table) to run them on. Kept
+ * small and clean so libtpurt can mirror it.
+ *
+ * Programs are written in postfix, one token per instruction:
+ *   pidN nprogN smemN  (grid index, grid extent, load from scalar-prefetch
+ *   operand N), integers, + - * // % min max == != < <= > >= and or not.
+ * E.g. the index map "i, j, k -> i, k" is "pid0 pid2", the predicate
+ * program_id(2) == nsteps - 1 is "pid2 nprog2 1 - ==", and the block-sparse
+ * "i, j, s -> s[i], j" is "pid0 smem0 pid1".
+ */
+#ifndef JOB_BUILDER_H
+#define JOB_BUILDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tpu_engine.h"
+#include "tpu_job.h"
+
+struct jb;
+
+struct jb *jb_new(void);
+void jb_free(struct jb *b);
+
+/* Grid of @rank dims; @sem is a string of 'p' (parallel) / 'a' (arbitrary). */
+void jb_grid(struct jb *b, unsigned int rank, const uint32_t *grid,
+	     const char *sem);
+void jb_flags(struct jb *b, uint32_t flags);
+void jb_vmem_limit(struct jb *b, uint64_t bytes);
+
+/* Assemble a postfix program into the code array; aborts on a bad token. */
+struct tpu_job_prog jb_prog(struct jb *b, const char *text);
+
+/* Returns the operand's index. @block NULL for scalar prefetch. */
+unsigned int jb_operand(struct jb *b, unsigned int role, unsigned int slot,
+			unsigned int dtype, unsigned int rank,
+			const uint64_t *shape, const uint32_t *block,
+			const char *index_map);
+unsigned int jb_scratch(struct jb *b, unsigned int space, unsigned int dtype,
+			unsigned int rank, const uint32_t *shape);
+
+#define JB_OPND(i)	((struct tpu_job_ref){ TPU_REF_OPERAND, (i) })
+#define JB_SCR(i)	((struct tpu_job_ref){ TPU_REF_SCRATCH, (i) })
+#define JB_NONE		((struct tpu_job_ref){ TPU_REF_NONE, 0 })
+
+/* Micro-ops; @pred is a postfix predicate or NULL. Return the op to tweak. */
+struct tpu_job_op *jb_zero(struct jb *b, struct tpu_job_ref dst,
+			   const char *pred);
+struct tpu_job_op *jb_dot(struct jb *b, struct tpu_job_ref dst,
+			  struct tpu_job_ref lhs, struct tpu_job_ref rhs,
+			  unsigned int dot_flags, const char *pred);
+struct tpu_job_op *jb_unary(struct jb *b, unsigned int fn,
+			    struct tpu_job_ref dst, struct tpu_job_ref src,
+			    const char *pred);
+struct tpu_job_op *jb_binary(struct jb *b, unsigned int fn, unsigned int bcast,
+			     struct tpu_job_ref dst, struct tpu_job_ref src0,
+			     struct tpu_job_ref src1, const char *pred);
+
+/* The descriptor blob (malloc'd, caller frees) and its length. */
+void *jb_finish(struct jb *b, size_t *len);
+/* Direct access to the header of a finished blob, to corrupt it in tests. */
+struct tpu_job_header *jb_header(void *blob);
+
+/* --- a pretend device --- */
+
+struct tdev {
+	struct tpu_config cfg;
+	struct tpu_engine *engine;
+	uint8_t *hbm;
+	uint64_t hbm_size, used;
+	struct tpu_buffer_slot slots[TPU_JOB_MAX_SLOTS];
+	unsigned int nslots;
+};
+
+struct tdev *tdev_new(uint64_t hbm_size, unsigned int cores);
+void tdev_free(struct tdev *d);
+/* A new buffer of @bytes, 64-byte aligned, filled with 0x5c; its slot. */
+unsigned int tdev_alloc(struct tdev *d, uint64_t bytes);
+void *tdev_ptr(struct tdev *d, unsigned int slot);
+/* Recreate the engine after changing d->cfg. */
+void tdev_reconfigure(struct tdev *d);
+int tdev_run(struct tdev *d, const void *blob, size_t len, unsigned int flags,
+	     struct tpu_job_result *res);
+
+/* --- the guide's matmul kernels --- */
+
+struct mm_job {
+	uint64_t m, k, n;
+	uint32_t bm, bk, bn;
+	unsigned int in_dtype, out_dtype;
+	bool transpose_rhs;	/* y is stored n x k: x @ y.T */
+	bool transpose_lhs;	/* x is stored k x m: x.T @ y (backward) */
+	bool acc_scratch;	/* accumulate in a VMEM scratch (f32/int32) */
+	bool no_zero;		/* a buggy kernel: forgets to zero */
+	int activation;		/* enum tpu_unary applied at the last k step */
+	bool bias;		/* + a row vector of n (out dtype f32 only) */
+	const char *sem;	/* dimension semantics, default "ppa" */
+	uint32_t flags;		/* TPU_JOB_F_* */
+	unsigned int x_slot, y_slot, z_slot, bias_slot;
+};
+
+/* Build the guide's matmul: grid (cdiv m/bm, cdiv n/bn, cdiv k/bk). */
+void *mm_build(const struct mm_job *j, size_t *len);
+
+#endif /* JOB_BUILDER_H */
+
+/* --- element access and references for checking results --- */
+
+uint16_t ref_bf16(float f);		/* round to nearest even */
+float ref_from_bf16(uint16_t h);
+double ref_get(const void *p, unsigned int dtype, uint64_t i);
+/* Store @v as the engine does: f32 RNE; bf16 via f32; ints RNE+saturate. */
+void ref_set(void *p, unsigned int dtype, uint64_t i, double v);
+/* Small integers in [lo, hi] (exact sums in any order), or uniform floats
+ * in [-1, 1) when lo > hi. Deterministic in @seed. */
+void ref_fill(void *p, unsigned int dtype, uint64_t n, uint32_t seed,
+	      int lo, int hi);
+double ref_unary(unsigned int fn, double x);
+/* The guide's matmul in double, activation and bias included, stored into
+ * @z as @j->out_dtype would be. */
+void ref_matmul(const struct mm_job *j, const void *x, const void *y,
+		const float *bias, void *z);
