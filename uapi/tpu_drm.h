@@ -18,6 +18,8 @@ extern "C" {
 #define DRM_TPU_BO_CREATE		0x01
 #define DRM_TPU_BO_INFO			0x02
 #define DRM_TPU_COPY			0x03
+#define DRM_TPU_SUBMIT			0x04
+#define DRM_TPU_JOB_INFO		0x05
 
 #define DRM_IOCTL_TPU_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TPU_GET_PARAM, struct drm_tpu_get_param)
@@ -27,6 +29,10 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TPU_BO_INFO, struct drm_tpu_bo_info)
 #define DRM_IOCTL_TPU_COPY \
 	DRM_IOW(DRM_COMMAND_BASE + DRM_TPU_COPY, struct drm_tpu_copy)
+#define DRM_IOCTL_TPU_SUBMIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_TPU_SUBMIT, struct drm_tpu_submit)
+#define DRM_IOCTL_TPU_JOB_INFO \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_TPU_JOB_INFO, struct drm_tpu_job_info)
 
 /*
  * Parameters for DRM_IOCTL_TPU_GET_PARAM. Sizes are in bytes, rates per
@@ -141,6 +147,74 @@ struct drm_tpu_copy {
 	__u32 in_syncobj;
 	/** @out_syncobj: in, syncobj to signal when done, or 0. */
 	__u32 out_syncobj;
+};
+
+/**
+ * struct drm_tpu_submit - run a grid job (uapi/tpu_job.h) on the device
+ *
+ * The driver copies the descriptor, checks its structure (sizes, counts,
+ * dtypes, slots, programs, VMEM need against the device's limit) and fills
+ * the job's buffer table from @handles_ptr: slot i is the buffer
+ * handles[i] of this file. The buffers stay alive until the job completes.
+ * The job runs after every @in_syncobjs_ptr fence has signalled, and
+ * signals @out_syncobj when done; its outcome is kept for
+ * DRM_IOCTL_TPU_JOB_INFO under @job_id.
+ *
+ * Returns -EINVAL for a malformed descriptor or argument, -E2BIG for a
+ * descriptor over TPU_JOB_MAX_SIZE, -ENOENT for an unknown handle or
+ * syncobj, -ENOSPC when the job's VMEM need exceeds the device's VMEM.
+ */
+struct drm_tpu_submit {
+	/** @desc_ptr: in, user pointer to the job descriptor. */
+	__u64 desc_ptr;
+	/** @desc_size: in, its size in bytes. */
+	__u32 desc_size;
+	/** @flags: in, must be zero. */
+	__u32 flags;
+	/** @handles_ptr: in, user pointer to __u32 buffer handles, slot order. */
+	__u64 handles_ptr;
+	/** @handle_count: in, entries at @handles_ptr. */
+	__u32 handle_count;
+	/** @in_syncobj_count: in, entries at @in_syncobjs_ptr. */
+	__u32 in_syncobj_count;
+	/** @in_syncobjs_ptr: in, user pointer to __u32 syncobj handles. */
+	__u64 in_syncobjs_ptr;
+	/** @out_syncobj: in, syncobj to signal when the job is done, or 0. */
+	__u32 out_syncobj;
+	/** @timeout_ms: in, the job's run-time limit; 0 for the default (10 s). */
+	__u32 timeout_ms;
+	/** @job_id: out, the job's id in this file, for JOB_INFO. */
+	__u64 job_id;
+};
+
+/* Flags of struct drm_tpu_job_info */
+#define DRM_TPU_JOB_INFO_WAIT		(1u << 0)	/* wait until done */
+#define DRM_TPU_JOB_INFO_RELEASE	(1u << 1)	/* forget it afterwards */
+
+/**
+ * struct drm_tpu_job_info - a submitted job's status and report
+ *
+ * Returns -ENOENT for an unknown (or released) @job_id, -EINVAL for bad
+ * @flags or @pad, -EINTR/-ERESTARTSYS if a wait is interrupted. A job's
+ * record lives until it is released or the file is closed.
+ */
+struct drm_tpu_job_info {
+	/** @job_id: in, from DRM_IOCTL_TPU_SUBMIT. */
+	__u64 job_id;
+	/** @report_ptr: in, user pointer to a struct tpu_job_report, or 0. */
+	__u64 report_ptr;
+	/** @report_size: in, bytes at @report_ptr (copies the common prefix). */
+	__u32 report_size;
+	/** @flags: in, DRM_TPU_JOB_INFO_* flags. */
+	__u32 flags;
+	/**
+	 * @status: out, 0 done, -EINPROGRESS not yet, -EIO the job failed
+	 * (the report says why), -ETIMEDOUT it ran past its limit,
+	 * -ECANCELED a dependency failed or a reset cancelled it.
+	 */
+	__s32 status;
+	/** @pad: must be zero. */
+	__u32 pad;
 };
 
 #if defined(__cplusplus)

@@ -90,7 +90,8 @@
  * with TPU_STATUS_ABORTED, the rest are dropped, all registers return to 0.
  */
 #define TPU_QUEUE_DMA		0	/* struct tpu_dma_desc */
-#define TPU_NUM_QUEUES		1
+#define TPU_QUEUE_COMPUTE	1	/* struct tpu_compute_desc */
+#define TPU_NUM_QUEUES		2
 #define TPU_DESC_SIZE		64
 #define TPU_CPL_SIZE		32
 #define TPU_Q_MAX_SIZE		4096
@@ -126,6 +127,7 @@
 #define TPU_STATUS_BAD_SG	4	/* SG list malformed; detail: data entry */
 #define TPU_STATUS_DMA_FAULT	5	/* guest address not in RAM; detail: entry */
 #define TPU_STATUS_ABORTED	6	/* stopped by a reset */
+#define TPU_STATUS_JOB_FAILED	7	/* the job's report says why */
 
 /* struct tpu_desc_header - how every queue's descriptors start */
 struct tpu_desc_header {
@@ -175,6 +177,34 @@ struct tpu_completion {
 	__u32 detail;		/* status-specific, see TPU_STATUS_* */
 	__u64 bytes;		/* bytes moved */
 	__u64 busy_ns;		/* device time spent on this descriptor */
+};
+
+/* Compute queue operations */
+#define TPU_COMPUTE_OP_RUN	1	/* run a grid job (uapi/tpu_job.h) */
+
+/*
+ * struct tpu_compute_desc - one compute queue descriptor (64 bytes)
+ *
+ * The job descriptor and the buffer table are read from guest memory when
+ * the job starts; the device writes a struct tpu_job_report to report_addr
+ * before the completion record.
+ */
+struct tpu_compute_desc {
+	__u32 op;		/* TPU_COMPUTE_OP_RUN */
+	__u32 job_size;		/* bytes at job_addr */
+	__u64 id;		/* echoed in the completion record */
+	__u64 job_addr;		/* guest-physical, the job descriptor */
+	__u64 slots_addr;	/* guest-physical, struct tpu_hw_slot[slot_count] */
+	__u32 slot_count;
+	__u32 reserved0;	/* must be 0 */
+	__u64 report_addr;	/* guest-physical, struct tpu_job_report */
+	__u64 reserved[2];	/* must be 0 */
+};
+
+/* struct tpu_hw_slot - one buffer-table entry: an HBM range */
+struct tpu_hw_slot {
+	__u64 hbm_offset;
+	__u64 size;
 };
 
 #endif /* TPU_HW_H */

@@ -544,4 +544,44 @@ struct tpu_job_error_info {
 	__u64 limit;
 };
 
+/**
+ * struct tpu_job_report - a job's outcome as the device reports it
+ * @error: where the job failed; @error.code is 0 on success
+ * @steps: grid steps run
+ * @blocks_fetched: input blocks brought into VMEM
+ * @blocks_skipped: input block fetches skipped (index unchanged)
+ * @blocks_written: output blocks written back to HBM
+ * @hbm_bytes_in: in-bounds bytes of fetched blocks
+ * @hbm_bytes_out: in-bounds bytes written back
+ * @mxu_flops: 2*m*n*k of every dot run (OPs for integer inputs)
+ * @wall_ns: host time the device spent running the job
+ * @model_time_ps: modeled time on the configured chip, in picoseconds
+ * @model_mxu_busy_ps: modeled MXU busy time
+ * @model_dma_busy_ps: modeled HBM <-> VMEM transfer time
+ * @model_bubble_ps: modeled time the MXU waited for DMA
+ * @cores_used: cores the grid was split across
+ * @reserved: zero
+ * @message: NUL-terminated explanation of a failure (field, operand, step)
+ *
+ * Wall time is the host's; modeled time is the chip's. They are never mixed.
+ */
+struct tpu_job_report {
+	struct tpu_job_error_info error;
+	__u64 steps;
+	__u64 blocks_fetched;
+	__u64 blocks_skipped;
+	__u64 blocks_written;
+	__u64 hbm_bytes_in;
+	__u64 hbm_bytes_out;
+	__u64 mxu_flops;
+	__u64 wall_ns;
+	__u64 model_time_ps;
+	__u64 model_mxu_busy_ps;
+	__u64 model_dma_busy_ps;
+	__u64 model_bubble_ps;
+	__u32 cores_used;
+	__u32 reserved;
+	char message[192];
+};
+
 #endif /* TPU_JOB_H */
