@@ -14,6 +14,7 @@
 #include "tpu_dma.h"
 #include "tpu_gem.h"
 #include "tpu_hw.h"
+#include "tpu_sched.h"
 #include "../uapi/tpu_drm.h"
 
 #define TPU_DMA_RING_SIZE	256
@@ -22,9 +23,7 @@
 
 /**
  * struct tpu_copy_job - one copy on the DMA queue
- * @base: the scheduler's job
- * @tdev: the device
- * @bos: the buffers it touches, referenced until the job is freed
+ * @sjob: the scheduler's job, with the buffers it touches
  * @pages: pinned user pages, or NULL
  * @npages: entries of @pages
  * @device_writes_pages: the device writes @pages (mark them dirty)
@@ -36,9 +35,7 @@
  * @desc: the descriptor for the ring
  */
 struct tpu_copy_job {
-	struct drm_sched_job base;
-	struct tpu_device *tdev;
-	struct drm_gem_object *bos[2];
+	struct tpu_sched_job sjob;
 	struct page **pages;
 	unsigned long npages;
 	bool device_writes_pages;
@@ -52,7 +49,7 @@ struct tpu_copy_job {
 
 static struct tpu_copy_job *to_copy_job(struct drm_sched_job *job)
 {
-	return container_of(job, struct tpu_copy_job, base);
+	return container_of(job, struct tpu_copy_job, sjob.base);
 }
 
 static enum dma_data_direction copy_dir(struct tpu_copy_job *job)
@@ -62,7 +59,7 @@ static enum dma_data_direction copy_dir(struct tpu_copy_job *job)
 
 static void tpu_copy_job_free(struct tpu_copy_job *job)
 {
-	struct device *dev = &job->tdev->pdev->dev;
+	struct device *dev = &job->sjob.tdev->pdev->dev;
 	unsigned int i;
 
 	for (i = 0; i < job->nsegs; i++)
@@ -79,9 +76,7 @@ static void tpu_copy_job_free(struct tpu_copy_job *job)
 					    job->device_writes_pages);
 		kvfree(job->pages);
 	}
-	for (i = 0; i < ARRAY_SIZE(job->bos); i++)
-		if (job->bos[i])
-			drm_gem_object_put(job->bos[i]);
+	tpu_sched_job_release(&job->sjob);
 	kfree(job);
 }
 
@@ -89,7 +84,7 @@ static void tpu_copy_job_free(struct tpu_copy_job *job)
 static int tpu_copy_job_map_user(struct tpu_copy_job *job, u64 user_ptr,
 				 u64 length)
 {
-	struct device *dev = &job->tdev->pdev->dev;
+	struct device *dev = &job->sjob.tdev->pdev->dev;
 	unsigned long first = user_ptr >> PAGE_SHIFT;
 	unsigned long last = (user_ptr + length - 1) >> PAGE_SHIFT;
 	unsigned int gup = job->device_writes_pages ? FOLL_WRITE : 0;
@@ -162,28 +157,19 @@ static struct dma_fence *tpu_dma_run_job(struct drm_sched_job *sched_job)
 {
 	struct tpu_copy_job *job = to_copy_job(sched_job);
 
-	/* A dependency failed, or recovery cancelled this job. */
-	if (unlikely(sched_job->s_fence->finished.error))
+	if (unlikely(tpu_sched_job_cancelled(&job->sjob)))
 		return NULL;
-	return tpu_ring_submit(&job->tdev->dma_ring, &job->desc);
+	return tpu_ring_submit(&job->sjob.tdev->dma_ring, &job->desc,
+			       &sched_job->s_fence->finished);
 }
 
 static enum drm_gpu_sched_stat tpu_dma_timedout_job(struct drm_sched_job *sched_job)
 {
-	struct tpu_device *tdev = to_copy_job(sched_job)->tdev;
+	struct tpu_device *tdev = to_copy_job(sched_job)->sjob.tdev;
 
-	tpu_err(tdev, "copy timed out after %d ms; resetting the device\n",
+	tpu_err(tdev, "copy timed out after %d ms; resetting the DMA queue\n",
 		TPU_DMA_TIMEOUT_MS);
-	mutex_lock(&tdev->reset_lock);
-	drm_sched_stop(&tdev->dma_sched, sched_job);
-	drm_sched_increase_karma(sched_job);
-	tpu_hw_reset(tdev);
-	tpu_ring_fail_all(&tdev->dma_ring, -ETIMEDOUT);
-	if (tpu_ring_start(&tdev->dma_ring))
-		tpu_err(tdev, "the DMA queue did not restart\n");
-	drm_sched_resubmit_jobs(&tdev->dma_sched);
-	drm_sched_start(&tdev->dma_sched, true);
-	mutex_unlock(&tdev->reset_lock);
+	tpu_sched_recover(tdev, &tdev->dma_sched, &tdev->dma_ring, sched_job);
 	return DRM_GPU_SCHED_STAT_NOMINAL;
 }
 
@@ -199,39 +185,25 @@ static const struct drm_sched_backend_ops tpu_dma_sched_ops = {
 	.free_job = tpu_dma_free_job,
 };
 
-/*
- * Queue @job on @entity after @in_fence; returns the job's finished fence
- * (a new reference). The scheduler owns the job from here on.
- */
+/* Push @job; on failure it is freed here. */
 static struct dma_fence *tpu_copy_job_push(struct tpu_copy_job *job,
 					   struct drm_sched_entity *entity,
-					   void *owner, struct dma_fence *in_fence)
+					   void *owner)
 {
-	struct dma_fence *done;
-	int ret;
+	struct dma_fence *done = tpu_sched_job_push(&job->sjob, entity, owner);
 
-	ret = drm_sched_job_init(&job->base, entity, owner);
-	if (ret) {
-		dma_fence_put(in_fence);
+	if (IS_ERR(done))
 		tpu_copy_job_free(job);
-		return ERR_PTR(ret);
-	}
-	if (in_fence) {
-		/* Consumes the reference, even on failure. */
-		ret = drm_sched_job_add_dependency(&job->base, in_fence);
-		if (ret) {
-			drm_sched_job_cleanup(&job->base);
-			tpu_copy_job_free(job);
-			return ERR_PTR(ret);
-		}
-	}
-	drm_sched_job_arm(&job->base);
-	done = dma_fence_get(&job->base.s_fence->finished);
-	drm_sched_entity_push_job(&job->base);
 	return done;
 }
 
-static int tpu_wait_fence(struct dma_fence *fence)
+/**
+ * tpu_wait_fence() - wait for a job, interruptibly
+ * @fence: the job's finished fence
+ *
+ * Return: the job's error, or -ERESTARTSYS.
+ */
+int tpu_wait_fence(struct dma_fence *fence)
 {
 	long ret = dma_fence_wait(fence, true);
 
@@ -259,12 +231,12 @@ int tpu_dma_fill_sync(struct tpu_device *tdev, u64 hbm_offset, u64 length,
 	job = kzalloc(sizeof(*job), GFP_KERNEL);
 	if (!job)
 		return -ENOMEM;
-	job->tdev = tdev;
+	job->sjob.tdev = tdev;
 	job->desc.op = TPU_DMA_OP_FILL;
 	job->desc.hbm_offset = hbm_offset;
 	job->desc.length = length;
 	job->desc.pattern = pattern;
-	done = tpu_copy_job_push(job, &tdev->kernel_entity, tdev, NULL);
+	done = tpu_copy_job_push(job, &tdev->kernel_entity, tdev);
 	if (IS_ERR(done))
 		return PTR_ERR(done);
 	ret = tpu_wait_fence(done);
@@ -309,14 +281,16 @@ static int tpu_copy_check_args(const struct drm_tpu_copy *args)
 static int tpu_copy_job_prepare(struct tpu_copy_job *job, struct drm_file *file,
 				const struct drm_tpu_copy *args)
 {
+	struct tpu_sched_job *sjob = &job->sjob;
 	u64 dst;
 	int ret;
 
 	ret = tpu_lookup_range(file, args->handle, args->offset, args->length,
-			       &job->bos[0]);
+			       &sjob->bos[0]);
 	if (ret)
 		return ret;
-	dst = to_tpu_bo(job->bos[0])->node.start + args->offset;
+	sjob->nbos = 1;
+	dst = to_tpu_bo(sjob->bos[0])->node.start + args->offset;
 	job->desc.length = args->length;
 
 	switch (args->op) {
@@ -331,11 +305,12 @@ static int tpu_copy_job_prepare(struct tpu_copy_job *job, struct drm_file *file,
 		return tpu_copy_job_map_user(job, args->user_ptr, args->length);
 	default:
 		ret = tpu_lookup_range(file, args->src_handle, args->src_offset,
-				       args->length, &job->bos[1]);
+				       args->length, &sjob->bos[1]);
 		if (ret)
 			return ret;
+		sjob->nbos = 2;
 		job->desc.op = TPU_DMA_OP_D2D;
-		job->desc.hbm_offset = to_tpu_bo(job->bos[1])->node.start +
+		job->desc.hbm_offset = to_tpu_bo(sjob->bos[1])->node.start +
 				       args->src_offset;
 		job->desc.hbm_offset2 = dst;
 		return 0;
@@ -348,8 +323,8 @@ int tpu_ioctl_copy(struct drm_device *drm, void *data, struct drm_file *file)
 	struct tpu_file *tfile = file->driver_priv;
 	struct drm_tpu_copy *args = data;
 	struct drm_syncobj *out_sync = NULL;
-	struct dma_fence *in_fence = NULL, *done;
 	struct tpu_copy_job *job;
+	struct dma_fence *done;
 	int ret;
 
 	ret = tpu_copy_check_args(args);
@@ -359,45 +334,31 @@ int tpu_ioctl_copy(struct drm_device *drm, void *data, struct drm_file *file)
 	job = kzalloc(sizeof(*job), GFP_KERNEL);
 	if (!job)
 		return -ENOMEM;
-	job->tdev = tdev;
+	job->sjob.tdev = tdev;
 	ret = tpu_copy_job_prepare(job, file, args);
-	if (ret)
-		goto err_free_job;
-
-	if (args->out_syncobj) {
+	if (!ret && args->in_syncobj)
+		ret = tpu_sched_job_add_syncobj(&job->sjob, file, args->in_syncobj);
+	if (!ret && args->out_syncobj) {
 		out_sync = drm_syncobj_find(file, args->out_syncobj);
-		if (!out_sync) {
+		if (!out_sync)
 			ret = -ENOENT;
-			goto err_free_job;
-		}
 	}
-	if (args->in_syncobj) {
-		ret = drm_syncobj_find_fence(file, args->in_syncobj, 0, 0,
-					     &in_fence);
-		if (ret)
-			goto err_put_sync;
+	if (ret) {
+		tpu_copy_job_free(job);
+		return ret;
 	}
 
-	done = tpu_copy_job_push(job, &tfile->dma_entity, file, in_fence);
+	done = tpu_copy_job_push(job, &tfile->dma_entity, file);
 	if (IS_ERR(done)) {
 		ret = PTR_ERR(done);
-		goto err_put_sync_only;
+		goto out_put_sync;
 	}
-	if (out_sync) {
-		drm_syncobj_replace_fence(out_sync, done);
-		drm_syncobj_put(out_sync);
-	}
-	ret = (args->flags & DRM_TPU_COPY_WAIT) ? tpu_wait_fence(done) : 0;
-	dma_fence_put(done);
-	return ret;
-
-err_put_sync:
 	if (out_sync)
-		drm_syncobj_put(out_sync);
-err_free_job:
-	tpu_copy_job_free(job);
-	return ret;
-err_put_sync_only:
+		drm_syncobj_replace_fence(out_sync, done);
+	if (args->flags & DRM_TPU_COPY_WAIT)
+		ret = tpu_wait_fence(done);
+	dma_fence_put(done);
+out_put_sync:
 	if (out_sync)
 		drm_syncobj_put(out_sync);
 	return ret;
@@ -455,20 +416,17 @@ int tpu_dma_init(struct tpu_device *tdev)
 err_sched:
 	drm_sched_fini(sched);
 err_ring:
-	tpu_hw_reset(tdev);
 	tpu_ring_fini(&tdev->dma_ring);
 	return ret;
 }
 
 /**
  * tpu_dma_fini() - stop the DMA queue
- * @tdev: the device; no file can submit any more
+ * @tdev: the device, reset: it no longer touches memory of the jobs
  */
 void tpu_dma_fini(struct tpu_device *tdev)
 {
 	drm_sched_entity_destroy(&tdev->kernel_entity);
-	/* Stop the device touching memory before its jobs are freed. */
-	tpu_hw_reset(tdev);
 	drm_sched_fini(&tdev->dma_sched);
 	tpu_ring_fini(&tdev->dma_ring);
 }

@@ -4,6 +4,7 @@
 
 #include <linux/types.h>
 
+struct dma_fence;
 struct drm_device;
 struct drm_file;
 struct tpu_device;
@@ -16,5 +17,6 @@ void tpu_dma_file_close(struct tpu_file *tfile);
 int tpu_dma_fill_sync(struct tpu_device *tdev, u64 hbm_offset, u64 length,
 		      u8 pattern);
 int tpu_ioctl_copy(struct drm_device *drm, void *data, struct drm_file *file);
+int tpu_wait_fence(struct dma_fence *fence);
 
 #endif /* __TPU_DMA_H__ */

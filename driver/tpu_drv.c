@@ -14,6 +14,7 @@
 #include "tpu_dma.h"
 #include "tpu_gem.h"
 #include "tpu_hw.h"
+#include "tpu_job.h"
 #include "../uapi/tpu_drm.h"
 
 /* DRM_TPU_PARAM_* -> TPU_CAP_* for the parameters read from the device. */
@@ -61,6 +62,8 @@ static const struct drm_ioctl_desc tpu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(TPU_BO_CREATE, tpu_ioctl_bo_create, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(TPU_BO_INFO, tpu_ioctl_bo_info, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(TPU_COPY, tpu_ioctl_copy, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(TPU_SUBMIT, tpu_ioctl_submit, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(TPU_JOB_INFO, tpu_ioctl_job_info, DRM_RENDER_ALLOW),
 };
 
 static int tpu_open(struct drm_device *drm, struct drm_file *file)
@@ -74,18 +77,26 @@ static int tpu_open(struct drm_device *drm, struct drm_file *file)
 		return -ENOMEM;
 	tfile->tdev = tdev;
 	ret = tpu_dma_file_open(tdev, tfile);
-	if (ret) {
-		kfree(tfile);
-		return ret;
-	}
+	if (ret)
+		goto err_free;
+	ret = tpu_job_file_open(tdev, tfile);
+	if (ret)
+		goto err_dma_close;
 	file->driver_priv = tfile;
 	return 0;
+
+err_dma_close:
+	tpu_dma_file_close(tfile);
+err_free:
+	kfree(tfile);
+	return ret;
 }
 
 static void tpu_postclose(struct drm_device *drm, struct drm_file *file)
 {
 	struct tpu_file *tfile = file->driver_priv;
 
+	tpu_job_file_close(tfile);
 	tpu_dma_file_close(tfile);
 	kfree(tfile);
 }
@@ -141,11 +152,14 @@ static int tpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = tpu_dma_init(tdev);
 	if (ret)
 		return ret;
+	ret = tpu_job_init(tdev);
+	if (ret)
+		goto err_dma_fini;
 
 	ret = drm_dev_register(&tdev->drm, 0);
 	if (ret) {
 		tpu_err(tdev, "cannot register the DRM device: %d\n", ret);
-		goto err_dma_fini;
+		goto err_job_fini;
 	}
 	tpu_info(tdev, "tpu-mxu %u.%u: %llu MiB HBM, %llu MiB VMEM, %llu core(s)\n",
 		 TPU_VERSION_MAJOR(tdev->hw_version),
@@ -155,7 +169,11 @@ static int tpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		 tdev->caps[TPU_CAP_CORES]);
 	return 0;
 
+err_job_fini:
+	tpu_hw_reset(tdev);
+	tpu_job_fini(tdev);
 err_dma_fini:
+	tpu_hw_reset(tdev);
 	tpu_dma_fini(tdev);
 	return ret;
 }
@@ -165,6 +183,9 @@ static void tpu_remove(struct pci_dev *pdev)
 	struct tpu_device *tdev = pci_get_drvdata(pdev);
 
 	drm_dev_unplug(&tdev->drm);
+	/* Stop the device touching memory before the queues are freed. */
+	tpu_hw_reset(tdev);
+	tpu_job_fini(tdev);
 	tpu_dma_fini(tdev);
 }
 

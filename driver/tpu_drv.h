@@ -5,6 +5,7 @@
 #include <linux/completion.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
+#include <linux/xarray.h>
 #include <drm/drm_device.h>
 #include <drm/drm_mm.h>
 #include <drm/drm_print.h>
@@ -33,7 +34,10 @@
  * @dma_ring: the DMA queue's ring
  * @dma_sched: the scheduler feeding @dma_ring
  * @kernel_entity: the driver's own DMA jobs (clearing new buffers)
- * @reset_lock: serialises device resets
+ * @compute_ring: the compute queue's ring
+ * @compute_sched: the scheduler feeding @compute_ring
+ * @report_pool: device-visible memory for job reports
+ * @reset_lock: serialises queue resets
  */
 struct tpu_device {
 	struct drm_device drm;
@@ -50,6 +54,9 @@ struct tpu_device {
 	struct tpu_ring dma_ring;
 	struct drm_gpu_scheduler dma_sched;
 	struct drm_sched_entity kernel_entity;
+	struct tpu_ring compute_ring;
+	struct drm_gpu_scheduler compute_sched;
+	struct dma_pool *report_pool;
 	struct mutex reset_lock; /* one reset at a time */
 };
 
@@ -57,10 +64,16 @@ struct tpu_device {
  * struct tpu_file - per open file state
  * @tdev: the device
  * @dma_entity: this file's queue of copies
+ * @compute_entity: this file's queue of grid jobs
+ * @jobs: records of this file's grid jobs, by id
+ * @next_job_id: where the id search starts
  */
 struct tpu_file {
 	struct tpu_device *tdev;
 	struct drm_sched_entity dma_entity;
+	struct drm_sched_entity compute_entity;
+	struct xarray jobs;
+	u32 next_job_id;
 };
 
 static inline struct tpu_device *to_tpu_device(struct drm_device *drm)

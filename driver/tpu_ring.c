@@ -44,9 +44,35 @@ static int tpu_status_to_errno(u32 status)
 		return -EFAULT;
 	case TPU_STATUS_ABORTED:
 		return -ECANCELED;
+	case TPU_STATUS_JOB_FAILED:
+		return -EIO;
 	default:
 		return -EIO;
 	}
+}
+
+/*
+ * Retire the oldest slot with @err. drm_sched does not pass a hardware
+ * fence's error on to its finished fence, so with @to_job set it there too,
+ * before the signal runs the scheduler's callback.
+ */
+static void tpu_ring_retire_one(struct tpu_ring *ring, int err, bool to_job)
+{
+	u32 slot = ring->head & (ring->size - 1);
+	struct dma_fence *fence = ring->fences[slot];
+	struct dma_fence *finished = ring->finished[slot];
+
+	if (err) {
+		dma_fence_set_error(fence, err);
+		if (to_job && finished && !dma_fence_is_signaled(finished))
+			dma_fence_set_error(finished, err);
+	}
+	dma_fence_signal_locked(fence);
+	dma_fence_put(fence);
+	dma_fence_put(finished);
+	ring->fences[slot] = NULL;
+	ring->finished[slot] = NULL;
+	ring->head++;
 }
 
 /* Signal the fences of every descriptor the device has completed. */
@@ -66,19 +92,13 @@ static irqreturn_t tpu_ring_irq(int irq, void *arg)
 	}
 	while (ring->head != head) {
 		u32 slot = ring->head & (ring->size - 1);
-		struct dma_fence *fence = ring->fences[slot];
 		int err = tpu_status_to_errno(READ_ONCE(cpl[slot].status));
 
-		if (err) {
+		if (err)
 			tpu_dbg(ring->tdev, "%s: descriptor %llu: status %u detail %u\n",
 				ring->name, cpl[slot].id, cpl[slot].status,
 				cpl[slot].detail);
-			dma_fence_set_error(fence, err);
-		}
-		dma_fence_signal_locked(fence);
-		dma_fence_put(fence);
-		ring->fences[slot] = NULL;
-		ring->head++;
+		tpu_ring_retire_one(ring, err, true);
 	}
 	spin_unlock_irqrestore(&ring->lock, flags);
 	return IRQ_HANDLED;
@@ -88,13 +108,15 @@ static irqreturn_t tpu_ring_irq(int irq, void *arg)
  * tpu_ring_submit() - queue one descriptor
  * @ring: the ring
  * @desc: TPU_DESC_SIZE bytes; its id is set here
+ * @finished: the scheduler fence to share the descriptor's error, or NULL
  *
  * The scheduler keeps fewer jobs in flight than the ring has slots, so a
  * full ring is a driver bug.
  *
  * Return: the descriptor's fence (a new reference), or an ERR_PTR.
  */
-struct dma_fence *tpu_ring_submit(struct tpu_ring *ring, const void *desc)
+struct dma_fence *tpu_ring_submit(struct tpu_ring *ring, const void *desc,
+				  struct dma_fence *finished)
 {
 	struct tpu_fence *fence;
 	struct tpu_desc_header *hdr;
@@ -119,6 +141,7 @@ struct dma_fence *tpu_ring_submit(struct tpu_ring *ring, const void *desc)
 	memcpy(hdr, desc, TPU_DESC_SIZE);
 	hdr->id = ring->seqno;
 	ring->fences[slot] = dma_fence_get(&fence->base);
+	ring->finished[slot] = dma_fence_get(finished);
 	ring->tail++;
 	/* The descriptor must be visible before the doorbell. */
 	wmb();
@@ -130,23 +153,18 @@ struct dma_fence *tpu_ring_submit(struct tpu_ring *ring, const void *desc)
 /**
  * tpu_ring_fail_all() - fail every in-flight descriptor
  * @ring: the ring, whose device queue is stopped (after a reset)
- * @error: the fences' error
+ * @error: the hardware fences' error
+ *
+ * The jobs' own fences are left alone: the scheduler decides their fate
+ * (a rerun, or failure).
  */
 void tpu_ring_fail_all(struct tpu_ring *ring, int error)
 {
 	unsigned long flags;
 
 	spin_lock_irqsave(&ring->lock, flags);
-	while (ring->head != ring->tail) {
-		u32 slot = ring->head & (ring->size - 1);
-		struct dma_fence *fence = ring->fences[slot];
-
-		dma_fence_set_error(fence, error);
-		dma_fence_signal_locked(fence);
-		dma_fence_put(fence);
-		ring->fences[slot] = NULL;
-		ring->head++;
-	}
+	while (ring->head != ring->tail)
+		tpu_ring_retire_one(ring, error, false);
 	ring->head = 0;
 	ring->tail = 0;
 	spin_unlock_irqrestore(&ring->lock, flags);
@@ -179,6 +197,22 @@ int tpu_ring_start(struct tpu_ring *ring)
 }
 
 /**
+ * tpu_ring_reset() - reset the device queue alone, and start it afresh
+ * @ring: the ring; its scheduler is stopped
+ *
+ * The descriptor the device was running is aborted; every fence still in
+ * flight fails with -ECANCELED. Other queues are not disturbed.
+ *
+ * Return: 0, or -EIO if the queue does not restart.
+ */
+int tpu_ring_reset(struct tpu_ring *ring)
+{
+	tpu_ring_write_reg(ring, TPU_Q_CTRL, TPU_Q_CTRL_RESET);
+	tpu_ring_fail_all(ring, -ECANCELED);
+	return tpu_ring_start(ring);
+}
+
+/**
  * tpu_ring_init() - allocate a ring, hook its interrupt, start the queue
  * @tdev: the device
  * @ring: the ring to set up
@@ -201,8 +235,11 @@ int tpu_ring_init(struct tpu_device *tdev, struct tpu_ring *ring,
 	snprintf(ring->name, sizeof(ring->name), "tpu-q%u", queue);
 
 	ring->fences = kcalloc(size, sizeof(*ring->fences), GFP_KERNEL);
-	if (!ring->fences)
-		return -ENOMEM;
+	ring->finished = kcalloc(size, sizeof(*ring->finished), GFP_KERNEL);
+	if (!ring->fences || !ring->finished) {
+		ret = -ENOMEM;
+		goto err_free_fences;
+	}
 	ring->desc = dma_alloc_coherent(dev, size * TPU_DESC_SIZE,
 					&ring->desc_dma, GFP_KERNEL);
 	if (!ring->desc) {
@@ -235,6 +272,7 @@ err_free_cpl:
 err_free_desc:
 	dma_free_coherent(dev, size * TPU_DESC_SIZE, ring->desc, ring->desc_dma);
 err_free_fences:
+	kfree(ring->finished);
 	kfree(ring->fences);
 	return ret;
 }
@@ -253,5 +291,6 @@ void tpu_ring_fini(struct tpu_ring *ring)
 			  ring->cpl_dma);
 	dma_free_coherent(dev, ring->size * TPU_DESC_SIZE, ring->desc,
 			  ring->desc_dma);
+	kfree(ring->finished);
 	kfree(ring->fences);
 }

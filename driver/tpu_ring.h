@@ -18,6 +18,7 @@ struct tpu_device;
  * @cpl: completion records written by the device
  * @cpl_dma: their bus address
  * @fences: the fence of each in-flight slot
+ * @finished: per slot, the scheduler fence that shares its slot's error
  * @tail: next index to fill (free-running, as TPU_Q_TAIL)
  * @head: next index to retire (free-running, as TPU_Q_HEAD)
  * @lock: protects the indices and @fences; also the fences' lock
@@ -35,6 +36,7 @@ struct tpu_ring {
 	void *cpl;
 	dma_addr_t cpl_dma;
 	struct dma_fence **fences;
+	struct dma_fence **finished;
 	u32 tail;
 	u32 head;
 	spinlock_t lock; /* indices, fences[] and the fences themselves */
@@ -48,7 +50,9 @@ int tpu_ring_init(struct tpu_device *tdev, struct tpu_ring *ring,
 		  unsigned int queue, u32 size);
 void tpu_ring_fini(struct tpu_ring *ring);
 int tpu_ring_start(struct tpu_ring *ring);
-struct dma_fence *tpu_ring_submit(struct tpu_ring *ring, const void *desc);
+struct dma_fence *tpu_ring_submit(struct tpu_ring *ring, const void *desc,
+				  struct dma_fence *finished);
 void tpu_ring_fail_all(struct tpu_ring *ring, int error);
+int tpu_ring_reset(struct tpu_ring *ring);
 
 #endif /* __TPU_RING_H__ */

@@ -149,10 +149,21 @@ static bool tpu_queue_config_ok(TpuQueue *q)
            !(q->ring % TPU_DESC_SIZE) && !(q->cpl % TPU_CPL_SIZE);
 }
 
+static void tpu_queue_clear(TpuQueue *q);
+
 static void tpu_queue_write_ctrl(TpuQueue *q, uint32_t val)
 {
-    if (val & ~TPU_Q_CTRL_ENABLE) {
+    if (val & ~(TPU_Q_CTRL_ENABLE | TPU_Q_CTRL_RESET)) {
         tpu_queue_guest_error(q, "unknown CTRL bits");
+        return;
+    }
+    if (val & TPU_Q_CTRL_RESET) {
+        if (val != TPU_Q_CTRL_RESET) {
+            tpu_queue_guest_error(q, "reset combined with other CTRL bits");
+            return;
+        }
+        trace_tpu_mxu_queue_reset(q->index);
+        tpu_queue_clear(q);
         return;
     }
     if ((val & TPU_Q_CTRL_ENABLE) && !(q->ctrl & TPU_Q_CTRL_ENABLE)) {
@@ -261,11 +272,13 @@ uint32_t tpu_queue_read(TpuQueue *q, hwaddr reg)
     }
 }
 
-/* Stop the queue: the running descriptor aborts, the rest are dropped. */
-void tpu_queue_reset(TpuQueue *q)
+/*
+ * Stop the queue: the running descriptor aborts, the rest are dropped.
+ * Called with @lock held; the worker never needs the BQL, so waiting for
+ * it here (under the BQL too) cannot deadlock.
+ */
+static void tpu_queue_clear(TpuQueue *q)
 {
-    QEMU_LOCK_GUARD(&q->lock);
-
     atomic_store(&q->abort, true);
     while (q->busy) {
         qemu_cond_wait(&q->cond, &q->lock);
@@ -275,6 +288,13 @@ void tpu_queue_reset(TpuQueue *q)
     q->done = q->errors = 0;
     q->bytes = q->busy_ns = 0;
     atomic_store(&q->abort, false);
+}
+
+void tpu_queue_reset(TpuQueue *q)
+{
+    QEMU_LOCK_GUARD(&q->lock);
+
+    tpu_queue_clear(q);
 }
 
 void tpu_queue_init(TpuQueue *q, TpuMxuState *s, unsigned int index,

@@ -23,6 +23,7 @@
 /* The engine reads descriptors in host order. */
 QEMU_BUILD_BUG_ON(HOST_BIG_ENDIAN);
 QEMU_BUILD_BUG_ON(sizeof(struct tpu_dma_desc) != TPU_DESC_SIZE);
+QEMU_BUILD_BUG_ON(sizeof(struct tpu_compute_desc) != TPU_DESC_SIZE);
 QEMU_BUILD_BUG_ON(sizeof(struct tpu_completion) != TPU_CPL_SIZE);
 
 #define TPU_REG_QUEUE_END TPU_REG_Q(TPU_NUM_QUEUES, 0)
@@ -60,6 +61,19 @@ static void tpu_mxu_dma_exec(TpuQueue *q, const void *desc,
 
     tpu_copy_run(desc, s->hbm_ptr, s->cfg.hbm_size, &s->guest_mem,
                  &q->abort, &res);
+    cpl->status = res.status;
+    cpl->detail = res.detail;
+    cpl->bytes = res.bytes;
+}
+
+static void tpu_mxu_compute_exec(TpuQueue *q, const void *desc,
+                                 struct tpu_completion *cpl)
+{
+    TpuMxuState *s = q->dev;
+    struct tpu_copy_result res;
+
+    tpu_compute_run(s->engine, desc, s->hbm_ptr, s->cfg.hbm_size,
+                    &s->guest_mem, &res);
     cpl->status = res.status;
     cpl->detail = res.detail;
     cpl->bytes = res.bytes;
@@ -204,9 +218,17 @@ static void tpu_mxu_realize(PCIDevice *pdev, Error **errp)
         msix_vector_use(pdev, i);
     }
 
+    s->engine = tpu_engine_create(&s->cfg, err, sizeof(err));
+    if (!s->engine) {
+        error_setg(errp, "tpu-mxu: %s", err);
+        return;
+    }
+
     tpu_guest_mem_init(s);
     tpu_queue_init(&s->queues[TPU_QUEUE_DMA], s, TPU_QUEUE_DMA,
                    tpu_mxu_dma_exec);
+    tpu_queue_init(&s->queues[TPU_QUEUE_COMPUTE], s, TPU_QUEUE_COMPUTE,
+                   tpu_mxu_compute_exec);
 }
 
 static void tpu_mxu_exit(PCIDevice *pdev)
@@ -217,6 +239,7 @@ static void tpu_mxu_exit(PCIDevice *pdev)
     for (i = 0; i < TPU_NUM_QUEUES; i++) {
         tpu_queue_fini(&s->queues[i]);
     }
+    tpu_engine_destroy(s->engine);
     msix_uninit_exclusive_bar(pdev);
 }
 

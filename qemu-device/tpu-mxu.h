@@ -12,6 +12,7 @@
 
 #include "tpu_hw.h"
 #include "tpu_config.h"
+#include "tpu_compute.h"
 #include "tpu_copy.h"
 
 #define TYPE_TPU_MXU "tpu-mxu"
@@ -60,6 +61,7 @@ struct TpuMxuState {
     uint8_t *hbm_ptr;
 
     struct tpu_config cfg;
+    struct tpu_engine *engine;
     struct tpu_guest_mem guest_mem;
     TpuQueue queues[TPU_NUM_QUEUES];
 

@@ -85,9 +85,10 @@
  * HEAD and TAIL are free-running 32-bit counters; slot = index % SIZE. The
  * driver fills slots and writes TAIL (the doorbell); TAIL - HEAD must not
  * exceed SIZE, or the doorbell is refused with TPU_Q_STATUS_BAD_TAIL. RING,
- * CPL and SIZE can only be written while the queue is disabled. Resetting
- * the device stops every queue: the descriptor being processed completes
- * with TPU_STATUS_ABORTED, the rest are dropped, all registers return to 0.
+ * CPL and SIZE can only be written while the queue is disabled. Resetting a
+ * queue (TPU_Q_CTRL_RESET) or the device (every queue) stops it: the
+ * descriptor being processed completes with TPU_STATUS_ABORTED, the rest
+ * are dropped, the queue's registers return to 0. Other queues go on.
  */
 #define TPU_QUEUE_DMA		0	/* struct tpu_dma_desc */
 #define TPU_QUEUE_COMPUTE	1	/* struct tpu_compute_desc */
@@ -106,6 +107,7 @@
 #define  TPU_Q_SIZE		0x10	/* RW: entries, power of two, 2..MAX */
 #define  TPU_Q_CTRL		0x14	/* RW */
 #define   TPU_Q_CTRL_ENABLE	(1u << 0)
+#define   TPU_Q_CTRL_RESET	(1u << 1)	/* WO: reset this queue alone */
 #define  TPU_Q_TAIL		0x18	/* RW: producer index (doorbell) */
 #define  TPU_Q_HEAD		0x1c	/* RO: consumer index */
 #define  TPU_Q_STATUS		0x20	/* RO */

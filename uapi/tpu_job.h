@@ -581,7 +581,7 @@ struct tpu_job_report {
 	__u64 model_bubble_ps;
 	__u32 cores_used;
 	__u32 reserved;
-	char message[192];
+	char message[256];
 };
 
 #endif /* TPU_JOB_H */

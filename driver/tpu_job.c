@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Grid jobs: SUBMIT copies and checks a job descriptor, builds its buffer
+ * table from the caller's buffers and queues it on the compute queue
+ * through drm_sched; JOB_INFO reports how it went.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/dmapool.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <drm/drm_file.h>
+#include <drm/drm_syncobj.h>
+
+#include "tpu_drv.h"
+#include "tpu_dma.h"
+#include "tpu_gem.h"
+#include "tpu_job.h"
+#include "tpu_job_check.h"
+#include "tpu_sched.h"
+#include "../uapi/tpu_drm.h"
+
+#define TPU_COMPUTE_RING_SIZE		64
+#define TPU_JOB_DEFAULT_TIMEOUT_MS	10000
+#define TPU_JOB_MAX_TIMEOUT_MS		600000
+/* How often the scheduler asks whether the running job is past its limit. */
+#define TPU_JOB_TIMEOUT_TICK_MS		100
+
+/**
+ * struct tpu_job_record - what JOB_INFO reports about one job
+ * @ref: held by the file's job table and by the job until it is freed
+ * @tdev: the device
+ * @done: the job's finished fence
+ * @report: written by the device when the job ends
+ * @report_dma: its bus address
+ */
+struct tpu_job_record {
+	struct kref ref;
+	struct tpu_device *tdev;
+	struct dma_fence *done;
+	struct tpu_job_report *report;
+	dma_addr_t report_dma;
+};
+
+/**
+ * struct tpu_compute_job - one grid job on the compute queue
+ * @sjob: the scheduler's job, with the buffer table's buffers
+ * @mem: the descriptor, then the buffer table, device-visible
+ * @mem_dma: its bus address
+ * @mem_size: its size
+ * @record: where the outcome goes
+ * @run_at: when the job was handed to the device (jiffies)
+ * @timeout: how long it may run (jiffies)
+ * @desc: the compute queue descriptor
+ */
+struct tpu_compute_job {
+	struct tpu_sched_job sjob;
+	void *mem;
+	dma_addr_t mem_dma;
+	size_t mem_size;
+	struct tpu_job_record *record;
+	unsigned long run_at;
+	unsigned long timeout;
+	struct tpu_compute_desc desc;
+};
+
+static struct tpu_compute_job *to_compute_job(struct drm_sched_job *job)
+{
+	return container_of(job, struct tpu_compute_job, sjob.base);
+}
+
+static void tpu_job_record_free(struct kref *ref)
+{
+	struct tpu_job_record *rec = container_of(ref, struct tpu_job_record, ref);
+
+	dma_fence_put(rec->done);
+	dma_pool_free(rec->tdev->report_pool, rec->report, rec->report_dma);
+	kfree(rec);
+}
+
+static void tpu_job_record_put(struct tpu_job_record *rec)
+{
+	kref_put(&rec->ref, tpu_job_record_free);
+}
+
+static struct tpu_job_record *tpu_job_record_create(struct tpu_device *tdev)
+{
+	struct tpu_job_record *rec = kzalloc(sizeof(*rec), GFP_KERNEL);
+
+	if (!rec)
+		return NULL;
+	rec->report = dma_pool_zalloc(tdev->report_pool, GFP_KERNEL,
+				      &rec->report_dma);
+	if (!rec->report) {
+		kfree(rec);
+		return NULL;
+	}
+	kref_init(&rec->ref);
+	rec->tdev = tdev;
+	return rec;
+}
+
+static void tpu_compute_job_free(struct tpu_compute_job *job)
+{
+	struct device *dev = &job->sjob.tdev->pdev->dev;
+
+	if (job->mem)
+		dma_free_coherent(dev, job->mem_size, job->mem, job->mem_dma);
+	if (job->record)
+		tpu_job_record_put(job->record);
+	tpu_sched_job_release(&job->sjob);
+	kfree(job);
+}
+
+static struct dma_fence *tpu_compute_run_job(struct drm_sched_job *sched_job)
+{
+	struct tpu_compute_job *job = to_compute_job(sched_job);
+
+	if (unlikely(tpu_sched_job_cancelled(&job->sjob)))
+		return NULL;
+	job->run_at = jiffies;
+	return tpu_ring_submit(&job->sjob.tdev->compute_ring, &job->desc,
+			       &sched_job->s_fence->finished);
+}
+
+static enum drm_gpu_sched_stat
+tpu_compute_timedout_job(struct drm_sched_job *sched_job)
+{
+	struct tpu_compute_job *job = to_compute_job(sched_job);
+	struct tpu_device *tdev = job->sjob.tdev;
+	struct drm_gpu_scheduler *sched = sched_job->sched;
+
+	if (time_before(jiffies, job->run_at + job->timeout)) {
+		/*
+		 * Within its own limit: the scheduler took the job off its
+		 * pending list to look at it; put it back and keep waiting.
+		 */
+		spin_lock(&sched->job_list_lock);
+		list_add(&sched_job->list, &sched->pending_list);
+		spin_unlock(&sched->job_list_lock);
+		return DRM_GPU_SCHED_STAT_NOMINAL;
+	}
+	tpu_err(tdev, "job ran past its %u ms limit; resetting the compute queue\n",
+		jiffies_to_msecs(job->timeout));
+	tpu_sched_recover(tdev, sched, &tdev->compute_ring, sched_job);
+	return DRM_GPU_SCHED_STAT_NOMINAL;
+}
+
+static void tpu_compute_free_job(struct drm_sched_job *sched_job)
+{
+	drm_sched_job_cleanup(sched_job);
+	tpu_compute_job_free(to_compute_job(sched_job));
+}
+
+static const struct drm_sched_backend_ops tpu_compute_sched_ops = {
+	.run_job = tpu_compute_run_job,
+	.timedout_job = tpu_compute_timedout_job,
+	.free_job = tpu_compute_free_job,
+};
+
+static int tpu_submit_check_args(const struct drm_tpu_submit *args)
+{
+	if (args->flags || args->desc_size < sizeof(struct tpu_job_header) ||
+	    args->handle_count > TPU_JOB_MAX_SLOTS ||
+	    args->in_syncobj_count > TPU_MAX_IN_SYNCOBJS ||
+	    args->timeout_ms > TPU_JOB_MAX_TIMEOUT_MS)
+		return -EINVAL;
+	if (args->desc_size > TPU_JOB_MAX_SIZE)
+		return -E2BIG;
+	return 0;
+}
+
+/* The buffer table: slot i is the caller's buffer handles[i]. */
+static int tpu_submit_fill_slots(struct tpu_compute_job *job,
+				 struct drm_file *file,
+				 const struct drm_tpu_submit *args,
+				 struct tpu_hw_slot *slots, u64 *slot_sizes)
+{
+	u32 __user *uhandles = u64_to_user_ptr(args->handles_ptr);
+	struct tpu_sched_job *sjob = &job->sjob;
+	unsigned int i;
+	u32 handle;
+
+	for (i = 0; i < args->handle_count; i++) {
+		if (get_user(handle, uhandles + i))
+			return -EFAULT;
+		sjob->bos[i] = drm_gem_object_lookup(file, handle);
+		if (!sjob->bos[i])
+			return -ENOENT;
+		sjob->nbos++;
+		slots[i].hbm_offset = to_tpu_bo(sjob->bos[i])->node.start;
+		slots[i].size = sjob->bos[i]->size;
+		slot_sizes[i] = slots[i].size;
+	}
+	return 0;
+}
+
+static int tpu_submit_add_deps(struct tpu_compute_job *job,
+			       struct drm_file *file,
+			       const struct drm_tpu_submit *args)
+{
+	u32 __user *uhandles = u64_to_user_ptr(args->in_syncobjs_ptr);
+	unsigned int i;
+	u32 handle;
+	int ret;
+
+	for (i = 0; i < args->in_syncobj_count; i++) {
+		if (get_user(handle, uhandles + i))
+			return -EFAULT;
+		ret = tpu_sched_job_add_syncobj(&job->sjob, file, handle);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Copy, check and describe the job; everything but queueing it. */
+static int tpu_submit_prepare(struct tpu_compute_job *job, struct drm_file *file,
+			      const struct drm_tpu_submit *args)
+{
+	struct tpu_device *tdev = job->sjob.tdev;
+	u32 table = ALIGN(args->desc_size, 16);
+	u64 slot_sizes[TPU_JOB_MAX_SLOTS];
+	struct tpu_hw_slot *slots;
+	int ret;
+
+	job->mem_size = table + args->handle_count * sizeof(*slots);
+	job->mem = dma_alloc_coherent(&tdev->pdev->dev, job->mem_size,
+				      &job->mem_dma, GFP_KERNEL);
+	if (!job->mem)
+		return -ENOMEM;
+	/* The device runs this copy: userspace cannot change it after the check. */
+	if (copy_from_user(job->mem, u64_to_user_ptr(args->desc_ptr),
+			   args->desc_size))
+		return -EFAULT;
+	slots = job->mem + table;
+	ret = tpu_submit_fill_slots(job, file, args, slots, slot_sizes);
+	if (ret)
+		return ret;
+	ret = tpu_job_check(tdev, job->mem, args->desc_size, slot_sizes,
+			    args->handle_count);
+	if (ret)
+		return ret;
+	ret = tpu_submit_add_deps(job, file, args);
+	if (ret)
+		return ret;
+
+	job->record = tpu_job_record_create(tdev);
+	if (!job->record)
+		return -ENOMEM;
+	job->desc = (struct tpu_compute_desc){
+		.op = TPU_COMPUTE_OP_RUN,
+		.job_size = args->desc_size,
+		.job_addr = job->mem_dma,
+		.slots_addr = job->mem_dma + table,
+		.slot_count = args->handle_count,
+		.report_addr = job->record->report_dma,
+	};
+	job->timeout = msecs_to_jiffies(args->timeout_ms ?: TPU_JOB_DEFAULT_TIMEOUT_MS);
+	return 0;
+}
+
+int tpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct tpu_device *tdev = to_tpu_device(drm);
+	struct tpu_file *tfile = file->driver_priv;
+	struct drm_tpu_submit *args = data;
+	struct drm_syncobj *out_sync = NULL;
+	struct tpu_job_record *rec;
+	struct tpu_compute_job *job;
+	struct dma_fence *done;
+	u32 id;
+	int ret;
+
+	ret = tpu_submit_check_args(args);
+	if (ret)
+		return ret;
+	job = kzalloc(sizeof(*job), GFP_KERNEL);
+	if (!job)
+		return -ENOMEM;
+	job->sjob.tdev = tdev;
+	ret = tpu_submit_prepare(job, file, args);
+	if (!ret && args->out_syncobj) {
+		out_sync = drm_syncobj_find(file, args->out_syncobj);
+		if (!out_sync)
+			ret = -ENOENT;
+	}
+	if (ret)
+		goto err_free_job;
+
+	/* Reserve the id now, so nothing can fail once the job is queued. */
+	rec = job->record;
+	ret = xa_alloc_cyclic(&tfile->jobs, &id, NULL, xa_limit_32b,
+			      &tfile->next_job_id, GFP_KERNEL);
+	if (ret < 0)
+		goto err_free_job;
+
+	done = tpu_sched_job_push(&job->sjob, &tfile->compute_entity, file);
+	if (IS_ERR(done)) {
+		ret = PTR_ERR(done);
+		xa_erase(&tfile->jobs, id);
+		goto err_free_job;
+	}
+	rec->done = dma_fence_get(done);
+	kref_get(&rec->ref);	/* the table's */
+	xa_store(&tfile->jobs, id, rec, GFP_KERNEL);
+	if (out_sync) {
+		drm_syncobj_replace_fence(out_sync, done);
+		drm_syncobj_put(out_sync);
+	}
+	dma_fence_put(done);
+	args->job_id = id;
+	return 0;
+
+err_free_job:
+	if (out_sync)
+		drm_syncobj_put(out_sync);
+	tpu_compute_job_free(job);
+	return ret;
+}
+
+int tpu_ioctl_job_info(struct drm_device *drm, void *data,
+		       struct drm_file *file)
+{
+	struct tpu_file *tfile = file->driver_priv;
+	struct drm_tpu_job_info *args = data;
+	struct tpu_job_record *rec;
+	int ret = 0;
+
+	if (args->pad || args->flags & ~(DRM_TPU_JOB_INFO_WAIT |
+					 DRM_TPU_JOB_INFO_RELEASE) ||
+	    args->job_id > U32_MAX)
+		return -EINVAL;
+
+	xa_lock(&tfile->jobs);
+	rec = xa_load(&tfile->jobs, args->job_id);
+	if (rec)
+		kref_get(&rec->ref);
+	xa_unlock(&tfile->jobs);
+	if (!rec)
+		return -ENOENT;
+
+	if (args->flags & DRM_TPU_JOB_INFO_WAIT) {
+		long wait = dma_fence_wait(rec->done, true);
+
+		if (wait) {
+			ret = wait;
+			goto out;
+		}
+	}
+	if (!dma_fence_is_signaled(rec->done)) {
+		args->status = -EINPROGRESS;
+	} else {
+		args->status = rec->done->error;
+		if (args->report_ptr &&
+		    copy_to_user(u64_to_user_ptr(args->report_ptr), rec->report,
+				 min_t(u32, args->report_size, sizeof(*rec->report)))) {
+			ret = -EFAULT;
+			goto out;
+		}
+	}
+	if (args->flags & DRM_TPU_JOB_INFO_RELEASE &&
+	    xa_erase(&tfile->jobs, args->job_id))
+		tpu_job_record_put(rec);
+out:
+	tpu_job_record_put(rec);
+	return ret;
+}
+
+int tpu_job_file_open(struct tpu_device *tdev, struct tpu_file *tfile)
+{
+	struct drm_gpu_scheduler *sched = &tdev->compute_sched;
+
+	xa_init_flags(&tfile->jobs, XA_FLAGS_ALLOC1);
+	return drm_sched_entity_init(&tfile->compute_entity,
+				     DRM_SCHED_PRIORITY_NORMAL, &sched, 1, NULL);
+}
+
+void tpu_job_file_close(struct tpu_file *tfile)
+{
+	struct tpu_job_record *rec;
+	unsigned long id;
+
+	drm_sched_entity_destroy(&tfile->compute_entity);
+	xa_for_each(&tfile->jobs, id, rec)
+		tpu_job_record_put(rec);
+	xa_destroy(&tfile->jobs);
+}
+
+/**
+ * tpu_job_init() - start the compute queue and its scheduler
+ * @tdev: the device, with interrupts set up
+ *
+ * Return: 0 or a negative errno.
+ */
+int tpu_job_init(struct tpu_device *tdev)
+{
+	const struct drm_sched_init_args args = {
+		.ops = &tpu_compute_sched_ops,
+		.credit_limit = TPU_COMPUTE_RING_SIZE - 1,
+		.hang_limit = 0,
+		.timeout = msecs_to_jiffies(TPU_JOB_TIMEOUT_TICK_MS),
+		.name = "tpu-compute",
+		.dev = tdev->drm.dev,
+	};
+	int ret;
+
+	tdev->report_pool = dma_pool_create("tpu-job-report", &tdev->pdev->dev,
+					    sizeof(struct tpu_job_report), 64, 0);
+	if (!tdev->report_pool)
+		return -ENOMEM;
+	ret = tpu_ring_init(tdev, &tdev->compute_ring, TPU_QUEUE_COMPUTE,
+			    TPU_COMPUTE_RING_SIZE);
+	if (ret)
+		goto err_pool;
+	ret = drm_sched_init(&tdev->compute_sched, &args);
+	if (ret) {
+		tpu_err(tdev, "cannot start the compute scheduler: %d\n", ret);
+		goto err_ring;
+	}
+	return 0;
+
+err_ring:
+	tpu_ring_fini(&tdev->compute_ring);
+err_pool:
+	dma_pool_destroy(tdev->report_pool);
+	return ret;
+}
+
+/**
+ * tpu_job_fini() - stop the compute queue
+ * @tdev: the device, reset: the device no longer touches job memory
+ */
+void tpu_job_fini(struct tpu_device *tdev)
+{
+	drm_sched_fini(&tdev->compute_sched);
+	tpu_ring_fini(&tdev->compute_ring);
+	dma_pool_destroy(tdev->report_pool);
+}

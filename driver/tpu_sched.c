@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * What copy and compute jobs share: dependencies on syncobjs, buffer
+ * references, submission to drm_sched, and recovery of a stuck queue.
+ */
+#include <drm/drm_gem.h>
+#include <drm/drm_syncobj.h>
+
+#include "tpu_drv.h"
+#include "tpu_ring.h"
+#include "tpu_sched.h"
+
+/**
+ * tpu_sched_job_add_syncobj() - make the job wait for a syncobj's fence
+ * @job: the job, not yet pushed
+ * @file: the submitting file, whose syncobj @handle is
+ * @handle: the syncobj
+ *
+ * Return: 0, -ENOENT for an unknown syncobj, -EINVAL for too many.
+ */
+int tpu_sched_job_add_syncobj(struct tpu_sched_job *job, struct drm_file *file,
+			      u32 handle)
+{
+	struct dma_fence *fence;
+	int ret;
+
+	if (job->ndeps == ARRAY_SIZE(job->deps))
+		return -EINVAL;
+	ret = drm_syncobj_find_fence(file, handle, 0, 0, &fence);
+	if (ret)
+		return ret;
+	job->deps[job->ndeps++] = fence;
+	return 0;
+}
+
+/**
+ * tpu_sched_job_push() - hand a prepared job to the scheduler
+ * @job: the job, with its buffers and dependencies
+ * @entity: the queue of the submitting file (or the driver's own)
+ * @owner: drm_sched's owner cookie
+ *
+ * On failure the caller still owns @job and frees it.
+ *
+ * Return: the job's finished fence (a new reference), or an ERR_PTR.
+ */
+struct dma_fence *tpu_sched_job_push(struct tpu_sched_job *job,
+				     struct drm_sched_entity *entity,
+				     void *owner)
+{
+	struct dma_fence *done;
+	unsigned int i;
+	int ret;
+
+	ret = drm_sched_job_init(&job->base, entity, owner);
+	if (ret)
+		return ERR_PTR(ret);
+	for (i = 0; i < job->ndeps; i++) {
+		/* The scheduler consumes its reference; we keep ours. */
+		ret = drm_sched_job_add_dependency(&job->base,
+						   dma_fence_get(job->deps[i]));
+		if (ret) {
+			drm_sched_job_cleanup(&job->base);
+			return ERR_PTR(ret);
+		}
+	}
+	drm_sched_job_arm(&job->base);
+	done = dma_fence_get(&job->base.s_fence->finished);
+	drm_sched_entity_push_job(&job->base);
+	return done;
+}
+
+/**
+ * tpu_sched_job_cancelled() - whether the job must not reach the device
+ * @job: the job, about to run (its dependencies have signalled)
+ *
+ * A job whose dependency failed would compute on bad data: it fails with
+ * -ECANCELED instead, and so do the jobs that depend on it.
+ *
+ * Return: true if the job must be skipped; its finished fence has an error.
+ */
+bool tpu_sched_job_cancelled(struct tpu_sched_job *job)
+{
+	struct dma_fence *finished = &job->base.s_fence->finished;
+	unsigned int i;
+
+	if (job->timed_out || finished->error)
+		return true;
+	for (i = 0; i < job->ndeps; i++) {
+		if (job->deps[i]->error) {
+			dma_fence_set_error(finished, -ECANCELED);
+			return true;
+		}
+	}
+	return false;
+}
+
+/**
+ * tpu_sched_job_release() - drop the job's buffers and dependencies
+ * @job: the job
+ */
+void tpu_sched_job_release(struct tpu_sched_job *job)
+{
+	unsigned int i;
+
+	for (i = 0; i < job->nbos; i++)
+		drm_gem_object_put(job->bos[i]);
+	for (i = 0; i < job->ndeps; i++)
+		dma_fence_put(job->deps[i]);
+	job->nbos = 0;
+	job->ndeps = 0;
+}
+
+/**
+ * tpu_sched_recover() - fail a stuck job and restart its queue
+ * @tdev: the device
+ * @sched: the queue's scheduler
+ * @ring: the queue's ring
+ * @bad: the job that ran past its limit
+ *
+ * Only this queue is reset: other queues, and so other kinds of work, go
+ * on. @bad fails with -ETIMEDOUT; the other jobs in flight on the queue
+ * run again from the start (a job's blocks are recomputed from its inputs,
+ * so a rerun gives the same result).
+ */
+void tpu_sched_recover(struct tpu_device *tdev, struct drm_gpu_scheduler *sched,
+		       struct tpu_ring *ring, struct drm_sched_job *bad)
+{
+	mutex_lock(&tdev->reset_lock);
+	drm_sched_stop(sched, bad);
+	to_tpu_sched_job(bad)->timed_out = true;
+	dma_fence_set_error(&bad->s_fence->finished, -ETIMEDOUT);
+	if (tpu_ring_reset(ring))
+		tpu_err(tdev, "%s did not restart\n", ring->name);
+	drm_sched_resubmit_jobs(sched);
+	drm_sched_start(sched, true);
+	mutex_unlock(&tdev->reset_lock);
+}

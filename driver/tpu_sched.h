@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef __TPU_SCHED_H__
+#define __TPU_SCHED_H__
+
+#include <drm/gpu_scheduler.h>
+
+#include "../uapi/tpu_job.h"
+
+struct drm_file;
+struct drm_gem_object;
+struct tpu_device;
+struct tpu_ring;
+
+#define TPU_MAX_IN_SYNCOBJS	64
+
+/**
+ * struct tpu_sched_job - what copy and compute jobs share
+ * @base: the scheduler's job
+ * @tdev: the device
+ * @bos: buffers the job uses, referenced until it is freed
+ * @nbos: entries of @bos
+ * @deps: fences the job waits for, kept to check their errors at run time
+ * @ndeps: entries of @deps
+ * @timed_out: recovery failed this job; it must not run again
+ */
+struct tpu_sched_job {
+	struct drm_sched_job base;
+	struct tpu_device *tdev;
+	struct drm_gem_object *bos[TPU_JOB_MAX_SLOTS];
+	unsigned int nbos;
+	struct dma_fence *deps[TPU_MAX_IN_SYNCOBJS];
+	unsigned int ndeps;
+	bool timed_out;
+};
+
+static inline struct tpu_sched_job *to_tpu_sched_job(struct drm_sched_job *job)
+{
+	return container_of(job, struct tpu_sched_job, base);
+}
+
+int tpu_sched_job_add_syncobj(struct tpu_sched_job *job, struct drm_file *file,
+			      u32 handle);
+struct dma_fence *tpu_sched_job_push(struct tpu_sched_job *job,
+				     struct drm_sched_entity *entity,
+				     void *owner);
+bool tpu_sched_job_cancelled(struct tpu_sched_job *job);
+void tpu_sched_job_release(struct tpu_sched_job *job);
+void tpu_sched_recover(struct tpu_device *tdev, struct drm_gpu_scheduler *sched,
+		       struct tpu_ring *ring, struct drm_sched_job *bad);
+
+#endif /* __TPU_SCHED_H__ */
