@@ -50,8 +50,10 @@ TEST_CFLAGS	= -std=gnu11 -D_GNU_SOURCE -Wall -Werror $(CFLAGS) -Iuapi \
 # --- programs that run in the guest ---
 SAMPLES		= tpu-info
 SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_module_test
+GUEST_BENCH	= bench_dma
 GUEST_BIN	= $(BUILD)/guest/bin
-GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%)
+GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%) \
+		  $(GUEST_BENCH:%=$(GUEST_BIN)/%)
 
 # --- host tools (tools/): the timing model's CLI ---
 TOOL_BIN	= $(BUILD)/bin
@@ -66,7 +68,7 @@ HOST_TESTS	= engine_config_test engine_copy_test engine_gemm_test \
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
-	model-table bench-gemm
+	model-table bench-gemm bench-dma
 
 all: userspace module qemu
 
@@ -128,6 +130,16 @@ $(BUILD)/bench/%: bench/%.c $(ENGINE_LIB)
 
 bench-gemm: $(BUILD)/bench/bench_gemm
 	$(Q)$<
+
+# In the VM; the host's memcpy anchor runs before and after it.
+bench-dma: deps
+	$(Q)$(MAKE) --no-print-directory all $(BUILD)/bench/bench_memcpy
+	$(Q)scripts/bench-dma.sh
+
+$(GUEST_BIN)/%: bench/%.c $(TPURT_SO)
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< $(TPURT_LINK)
 
 # The model reads the published table next to the tests; the path is fixed
 # at build time so the test runs from any directory.

@@ -18,7 +18,7 @@
 #include "../uapi/tpu_drm.h"
 
 /* DRM_TPU_PARAM_* -> TPU_CAP_* for the parameters read from the device. */
-static const int tpu_param_cap[DRM_TPU_PARAM_COUNT] = {
+static const int tpu_param_cap[DRM_TPU_PARAM_LAUNCH_COST_NS + 1] = {
 	[DRM_TPU_PARAM_HW_VERSION] = -1,
 	[DRM_TPU_PARAM_HBM_SIZE] = TPU_CAP_HBM_SIZE,
 	[DRM_TPU_PARAM_VMEM_SIZE] = TPU_CAP_VMEM_SIZE,
@@ -35,6 +35,34 @@ static const int tpu_param_cap[DRM_TPU_PARAM_COUNT] = {
 	[DRM_TPU_PARAM_LAUNCH_COST_NS] = TPU_CAP_LAUNCH_COST_NS,
 };
 
+static u64 tpu_queue_reg64(struct tpu_device *tdev, unsigned int queue, u32 lo)
+{
+	u64 val = tpu_reg_read(tdev, TPU_REG_Q(queue, lo));
+
+	return (u64)tpu_reg_read(tdev, TPU_REG_Q(queue, lo + 4)) << 32 | val;
+}
+
+/* A queue statistic, read live from the device. */
+static u64 tpu_queue_stat(struct tpu_device *tdev, u32 param)
+{
+	switch (param) {
+	case DRM_TPU_PARAM_DMA_DESCRIPTORS:
+		return tpu_reg_read(tdev, TPU_REG_Q(TPU_QUEUE_DMA, TPU_Q_DONE));
+	case DRM_TPU_PARAM_DMA_ERRORS:
+		return tpu_reg_read(tdev, TPU_REG_Q(TPU_QUEUE_DMA, TPU_Q_ERRORS));
+	case DRM_TPU_PARAM_DMA_BYTES:
+		return tpu_queue_reg64(tdev, TPU_QUEUE_DMA, TPU_Q_BYTES_LO);
+	case DRM_TPU_PARAM_DMA_BUSY_NS:
+		return tpu_queue_reg64(tdev, TPU_QUEUE_DMA, TPU_Q_BUSY_NS_LO);
+	case DRM_TPU_PARAM_COMPUTE_JOBS:
+		return tpu_reg_read(tdev, TPU_REG_Q(TPU_QUEUE_COMPUTE, TPU_Q_DONE));
+	case DRM_TPU_PARAM_COMPUTE_ERRORS:
+		return tpu_reg_read(tdev, TPU_REG_Q(TPU_QUEUE_COMPUTE, TPU_Q_ERRORS));
+	default:
+		return tpu_queue_reg64(tdev, TPU_QUEUE_COMPUTE, TPU_Q_BUSY_NS_LO);
+	}
+}
+
 static int tpu_ioctl_get_param(struct drm_device *drm, void *data,
 			       struct drm_file *file)
 {
@@ -48,8 +76,11 @@ static int tpu_ioctl_get_param(struct drm_device *drm, void *data,
 	case DRM_TPU_PARAM_HW_VERSION:
 		args->value = tdev->hw_version;
 		return 0;
-	case DRM_TPU_PARAM_HBM_SIZE ... DRM_TPU_PARAM_COUNT - 1:
+	case DRM_TPU_PARAM_HBM_SIZE ... DRM_TPU_PARAM_LAUNCH_COST_NS:
 		args->value = tdev->caps[tpu_param_cap[args->param]];
+		return 0;
+	case DRM_TPU_PARAM_DMA_DESCRIPTORS ... DRM_TPU_PARAM_COUNT - 1:
+		args->value = tpu_queue_stat(tdev, args->param);
 		return 0;
 	default:
 		tpu_dbg(tdev, "unknown param %u\n", args->param);

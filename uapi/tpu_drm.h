@@ -53,7 +53,15 @@ extern "C" {
 #define DRM_TPU_PARAM_HBM_BANDWIDTH	11	/* HBM bytes per second */
 #define DRM_TPU_PARAM_STEP_COST_NS	12	/* fixed cost of a grid step */
 #define DRM_TPU_PARAM_LAUNCH_COST_NS	13	/* fixed cost of a job */
-#define DRM_TPU_PARAM_COUNT		14
+/* Queue statistics, counted by the device since the queue's last reset */
+#define DRM_TPU_PARAM_DMA_DESCRIPTORS	14	/* copies completed */
+#define DRM_TPU_PARAM_DMA_ERRORS	15	/* ...of which failed */
+#define DRM_TPU_PARAM_DMA_BYTES		16	/* bytes moved */
+#define DRM_TPU_PARAM_DMA_BUSY_NS	17	/* device time spent copying */
+#define DRM_TPU_PARAM_COMPUTE_JOBS	18	/* grid jobs completed */
+#define DRM_TPU_PARAM_COMPUTE_ERRORS	19	/* ...of which failed */
+#define DRM_TPU_PARAM_COMPUTE_BUSY_NS	20	/* device time spent on jobs */
+#define DRM_TPU_PARAM_COUNT		21
 
 /**
  * struct drm_tpu_get_param - query a device parameter
