@@ -48,8 +48,9 @@ TEST_CFLAGS	= -std=gnu11 -D_GNU_SOURCE -Wall -Werror $(CFLAGS) -Iuapi \
 		  -Ilibtpurt/include $(DRM_CFLAGS) -I$(KSELFTEST)
 
 # --- programs that run in the guest ---
-SAMPLES		= tpu-info
-SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_module_test
+SAMPLES		= tpu-info block_matmul_host
+SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test \
+		  tpu_module_test
 GUEST_BENCH	= bench_dma
 GUEST_BIN	= $(BUILD)/guest/bin
 GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%) \

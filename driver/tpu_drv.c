@@ -10,6 +10,7 @@
 #include <drm/drm_gem.h>
 #include <drm/drm_ioctl.h>
 
+#include "tpu_debugfs.h"
 #include "tpu_drv.h"
 #include "tpu_dma.h"
 #include "tpu_gem.h"
@@ -138,6 +139,7 @@ static const struct drm_driver tpu_drm_driver = {
 	.driver_features = DRIVER_RENDER | DRIVER_GEM | DRIVER_SYNCOBJ,
 	.open = tpu_open,
 	.postclose = tpu_postclose,
+	.debugfs_init = tpu_debugfs_init,
 	.fops = &tpu_fops,
 	.ioctls = tpu_ioctls,
 	.num_ioctls = ARRAY_SIZE(tpu_ioctls),

@@ -111,24 +111,26 @@ void tpu_sched_job_release(struct tpu_sched_job *job)
 }
 
 /**
- * tpu_sched_recover() - fail a stuck job and restart its queue
+ * tpu_sched_recover() - reset one queue, failing a stuck job if there is one
  * @tdev: the device
  * @sched: the queue's scheduler
  * @ring: the queue's ring
- * @bad: the job that ran past its limit
+ * @bad: the job that ran past its limit, or NULL
  *
  * Only this queue is reset: other queues, and so other kinds of work, go
  * on. @bad fails with -ETIMEDOUT; the other jobs in flight on the queue
- * run again from the start (a job's blocks are recomputed from its inputs,
- * so a rerun gives the same result).
+ * run again from the start (copies and grid jobs compute their results
+ * from their inputs, so a rerun gives the same result).
  */
 void tpu_sched_recover(struct tpu_device *tdev, struct drm_gpu_scheduler *sched,
 		       struct tpu_ring *ring, struct drm_sched_job *bad)
 {
 	mutex_lock(&tdev->reset_lock);
 	drm_sched_stop(sched, bad);
-	to_tpu_sched_job(bad)->timed_out = true;
-	dma_fence_set_error(&bad->s_fence->finished, -ETIMEDOUT);
+	if (bad) {
+		to_tpu_sched_job(bad)->timed_out = true;
+		dma_fence_set_error(&bad->s_fence->finished, -ETIMEDOUT);
+	}
 	if (tpu_ring_reset(ring))
 		tpu_err(tdev, "%s did not restart\n", ring->name);
 	drm_sched_resubmit_jobs(sched);

@@ -107,6 +107,7 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t tmpfs tmp /tmp
+mount -t debugfs debugfs /sys/kernel/debug
 export PATH=/bin TPU_KO=/lib/modules/tpu.ko
 for m in $(cat /etc/modules.load); do
 	insmod /lib/modules/$m || echo "init: insmod $m failed"

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * debugfs: the queues' state, and a way to reset them on demand so that
+ * recovery can be tested without a job that hangs.
+ */
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
+#include <drm/drm_debugfs.h>
+#include <drm/drm_file.h>
+
+#include "tpu_debugfs.h"
+#include "tpu_drv.h"
+#include "tpu_hw.h"
+#include "tpu_sched.h"
+
+static void tpu_debugfs_show_ring(struct seq_file *m, struct tpu_ring *ring)
+{
+	struct tpu_device *tdev = ring->tdev;
+
+	seq_printf(m, "%s: driver head %u tail %u, device head %u status 0x%x done %u errors %u\n",
+		   ring->name, ring->head, ring->tail,
+		   tpu_reg_read(tdev, TPU_REG_Q(ring->queue, TPU_Q_HEAD)),
+		   tpu_reg_read(tdev, TPU_REG_Q(ring->queue, TPU_Q_STATUS)),
+		   tpu_reg_read(tdev, TPU_REG_Q(ring->queue, TPU_Q_DONE)),
+		   tpu_reg_read(tdev, TPU_REG_Q(ring->queue, TPU_Q_ERRORS)));
+}
+
+static int tpu_debugfs_queues_show(struct seq_file *m, void *unused)
+{
+	struct tpu_device *tdev = m->private;
+
+	tpu_debugfs_show_ring(m, &tdev->dma_ring);
+	tpu_debugfs_show_ring(m, &tdev->compute_ring);
+	seq_printf(m, "device resets: %u\n",
+		   tpu_reg_read(tdev, TPU_REG_RESET_COUNT));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(tpu_debugfs_queues);
+
+/* Any write resets both queues; their jobs in flight run again. */
+static ssize_t tpu_debugfs_reset_write(struct file *file, const char __user *buf,
+				       size_t len, loff_t *pos)
+{
+	struct tpu_device *tdev = file->private_data;
+
+	tpu_sched_recover(tdev, &tdev->dma_sched, &tdev->dma_ring, NULL);
+	tpu_sched_recover(tdev, &tdev->compute_sched, &tdev->compute_ring, NULL);
+	return len;
+}
+
+static const struct file_operations tpu_debugfs_reset_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = tpu_debugfs_reset_write,
+	.llseek = noop_llseek,
+};
+
+void tpu_debugfs_init(struct drm_minor *minor)
+{
+	struct tpu_device *tdev = to_tpu_device(minor->dev);
+
+	debugfs_create_file("queues", 0444, minor->debugfs_root, tdev,
+			    &tpu_debugfs_queues_fops);
+	debugfs_create_file("reset_queues", 0200, minor->debugfs_root, tdev,
+			    &tpu_debugfs_reset_fops);
+}
