@@ -49,7 +49,7 @@ TEST_CFLAGS	= -std=gnu11 -D_GNU_SOURCE -Wall -Werror $(CFLAGS) -Iuapi \
 
 # --- programs that run in the guest ---
 SAMPLES		= tpu-info block_matmul_host
-SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test \
+SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_hw_test \
 		  tpu_module_test
 GUEST_BENCH	= bench_dma
 GUEST_BIN	= $(BUILD)/guest/bin

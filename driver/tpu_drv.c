@@ -205,6 +205,8 @@ static int tpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 err_job_fini:
 	tpu_hw_reset(tdev);
 	tpu_job_fini(tdev);
+	tpu_dma_fini(tdev);
+	return ret;
 err_dma_fini:
 	tpu_hw_reset(tdev);
 	tpu_dma_fini(tdev);

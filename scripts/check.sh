@@ -77,14 +77,14 @@ expectations() {
 	done
 }
 
-# The guest's script: selftests (TAP), samples (one result each), and the
-# module reload test last, since it unloads the driver.
+# The guest's script: selftests (TAP), samples (one result each), and last
+# the tests that unload the driver (the device's own robustness, reloads).
 GUEST_CMD='
 for t in tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test; do echo "# guest: $t"; $t; done
 for s in tpu-info block_matmul_host; do
 	if $s > /tmp/$s.out 2>&1; then echo "ok - sample $s"; else cat /tmp/$s.out; echo "not ok - sample $s"; fi
 done
-echo "# guest: tpu_module_test"; tpu_module_test
+for t in tpu_hw_test tpu_module_test; do echo "# guest: $t"; $t; done
 true'
 
 vm_pass() {	# vm_pass NAME OPTS
