@@ -37,9 +37,14 @@ ENGINE_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine $(BLAS_CFLAGS)
 ENGINE_LINK	= $(ENGINE_LIB) $(BLAS_LIBS) -lpthread
 
 # --- libtpurt ---
-TPURT_SRCS	= $(wildcard libtpurt/*.c)
-TPURT_OBJS	= $(TPURT_SRCS:%.c=$(BUILD)/%.o)
+# The shared library (what the guest loads) talks to the render node only;
+# libtpurt-sim.a adds the in-process device (sim.c), which links the engine
+# and OpenBLAS, for host tests and host tools.
+TPURT_SRCS	= $(filter-out libtpurt/sim.c libtpurt/nosim.c,$(wildcard libtpurt/*.c))
+TPURT_OBJS	= $(TPURT_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libtpurt/nosim.o
+TPURT_SIM_OBJS	= $(TPURT_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libtpurt/sim.o
 TPURT_SO	= $(BUILD)/lib/libtpurt.so.0
+TPURT_SIM_LIB	= $(BUILD)/lib/libtpurt-sim.a
 TPURT_CFLAGS	= $(BASE_CFLAGS) -fPIC -Ilibtpurt/include $(DRM_CFLAGS)
 TPURT_LINK	= -L$(BUILD)/lib -l:libtpurt.so.0 -Wl,-rpath,'$$ORIGIN/../lib' $(DRM_LIBS)
 PROG_CFLAGS	= $(BASE_CFLAGS) -Ilibtpurt/include $(DRM_CFLAGS)
@@ -65,7 +70,10 @@ PUBLISHED_TSV	= tools/v5e-published.tsv
 HOST_TESTS	= engine_config_test engine_copy_test engine_gemm_test \
 		  engine_model_test engine_matmul_test engine_pipeline_test \
 		  engine_scalar_test engine_errors_test engine_ops_test \
-		  engine_debug_test tpurt_open_test
+		  engine_debug_test tpurt_open_test $(SIM_TESTS)
+# Runtime tests on the in-process device (libtpurt-sim.a).
+SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
+		  tpurt_matmul_test tpurt_analysis_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
@@ -76,7 +84,7 @@ all: userspace module qemu
 deps:
 	$(Q)scripts/deps.sh
 
-userspace: $(TPURT_SO) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS)
+userspace: $(TPURT_SO) $(TPURT_SIM_LIB) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS)
 
 $(BUILD)/qemu-device/engine/%.o: qemu-device/engine/%.c
 	$(quiet) CC $@
@@ -92,6 +100,13 @@ $(BUILD)/libtpurt/%.o: libtpurt/%.c
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(TPURT_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/libtpurt/sim.o: TPURT_CFLAGS += -Iqemu-device/engine
+
+$(TPURT_SIM_LIB): $(TPURT_SIM_OBJS)
+	$(quiet) AR $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(TPURT_SO): $(TPURT_OBJS) libtpurt/libtpurt.map
 	$(quiet) LD $@
@@ -142,6 +157,9 @@ $(GUEST_BIN)/%: bench/%.c $(TPURT_SO)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< $(TPURT_LINK)
 
+$(SIM_TESTS:%=$(BUILD)/tests/%): $(TPURT_SIM_LIB)
+$(SIM_TESTS:%=$(BUILD)/tests/%): TEST_EXTRA = $(TPURT_SIM_LIB)
+
 # The model reads the published table next to the tests; the path is fixed
 # at build time so the test runs from any directory.
 $(BUILD)/tests/engine_model_test: tools/published.c tools/published.h $(PUBLISHED_TSV)
@@ -180,4 +198,4 @@ clean:
 	$(Q)rm -rf $(BUILD)
 	$(Q)$(MAKE) -C $(KDIR) M=$(CURDIR) clean -s 2>/dev/null || true
 
--include $(ENGINE_OBJS:.o=.d) $(TPURT_OBJS:.o=.d)
+-include $(ENGINE_OBJS:.o=.d) $(TPURT_SIM_OBJS:.o=.d) $(BUILD)/libtpurt/nosim.d

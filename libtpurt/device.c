@@ -51,6 +51,7 @@ int tpurt_open_path(const char *path, struct tpurt_device **devp)
 		ret = tpurt_fail(-ENOMEM, "%s: out of memory", path);
 		goto err_close;
 	}
+	dev->ops = &tpurt_render_backend;
 	dev->fd = fd;
 	strcpy(dev->node, path);
 	*devp = dev;
@@ -94,11 +95,16 @@ int tpurt_open(struct tpurt_device **devp)
 	return open_first_tpu(devp);
 }
 
+static void render_close(struct tpurt_device *dev)
+{
+	close(dev->fd);
+}
+
 void tpurt_close(struct tpurt_device *dev)
 {
 	if (!dev)
 		return;
-	close(dev->fd);
+	dev->ops->close(dev);
 	free(dev);
 }
 
@@ -121,7 +127,7 @@ static int get_param(struct tpurt_device *dev, uint32_t param, uint64_t *value)
 	return 0;
 }
 
-int tpurt_device_info(struct tpurt_device *dev, struct tpurt_device_info *info)
+static int render_info(struct tpurt_device *dev, struct tpurt_device_info *info)
 {
 	static const struct {
 		uint32_t param;
@@ -177,3 +183,35 @@ int tpurt_device_info(struct tpurt_device *dev, struct tpurt_device_info *info)
 	}
 	return 0;
 }
+
+int tpurt_device_info(struct tpurt_device *dev, struct tpurt_device_info *info)
+{
+	return dev->ops->info(dev, info);
+}
+
+int tpurt_device_cached_info(struct tpurt_device *dev,
+			     const struct tpurt_device_info **infop)
+{
+	if (!dev->have_info) {
+		int ret = dev->ops->info(dev, &dev->info);
+
+		if (ret)
+			return ret;
+		dev->have_info = 1;
+	}
+	*infop = &dev->info;
+	return 0;
+}
+
+const struct tpurt_backend tpurt_render_backend = {
+	.close = render_close,
+	.info = render_info,
+	.buffer_create = tpurt_render_buffer_create,
+	.buffer_free = tpurt_render_buffer_free,
+	.buffer_write = tpurt_render_buffer_write,
+	.buffer_read = tpurt_render_buffer_read,
+	.buffer_copy = tpurt_render_buffer_copy,
+	.buffer_map = tpurt_render_buffer_map,
+	.job_submit = tpurt_render_job_submit,
+	.job_wait = tpurt_render_job_wait,
+};

@@ -3,10 +3,42 @@
 #define TPURT_PRIVATE_H
 
 #include "tpurt.h"
+#include "tpu_job.h"
+
+struct tpurt_job;
+
+/*
+ * A device's backend: the render node (device.c, buffer.c, job.c) or the
+ * in-process engine (sim.c). Buffer and job calls are checked by the
+ * public functions before they reach a backend.
+ */
+struct tpurt_backend {
+	void (*close)(struct tpurt_device *dev);
+	int (*info)(struct tpurt_device *dev, struct tpurt_device_info *info);
+	int (*buffer_create)(struct tpurt_buffer *buf);
+	void (*buffer_free)(struct tpurt_buffer *buf);
+	int (*buffer_write)(struct tpurt_buffer *buf, uint64_t offset,
+			    const void *src, uint64_t len);
+	int (*buffer_read)(struct tpurt_buffer *buf, uint64_t offset,
+			   void *dst, uint64_t len);
+	int (*buffer_copy)(struct tpurt_buffer *dst, uint64_t dst_offset,
+			   struct tpurt_buffer *src, uint64_t src_offset,
+			   uint64_t len);
+	void *(*buffer_map)(struct tpurt_buffer *buf);
+	/* Queue @desc with @bufs as its buffer table; fills job->id etc. */
+	int (*job_submit)(struct tpurt_job *job, const void *desc, size_t len,
+			  struct tpurt_buffer *const *bufs, unsigned int nbufs);
+	/* Wait; fill job->report and job->status. */
+	int (*job_wait)(struct tpurt_job *job);
+};
 
 struct tpurt_device {
-	int fd;
+	const struct tpurt_backend *ops;
+	int fd;			/* render node, or -1 */
 	char node[64];
+	void *sim;		/* sim.c's state */
+	int have_info;
+	struct tpurt_device_info info;	/* cached by tpurt_device_cached_info */
 };
 
 struct tpurt_buffer {
@@ -14,7 +46,8 @@ struct tpurt_buffer {
 	uint32_t handle;
 	uint64_t size;		/* as asked for */
 	uint64_t alloc_size;	/* page-rounded, as allocated */
-	uint64_t mmap_offset;
+	uint64_t mmap_offset;	/* render node */
+	uint64_t hbm_offset;	/* in-process device */
 	void *map;		/* lazily mmapped, or NULL */
 };
 
@@ -26,8 +59,138 @@ struct tpurt_array {
 	uint64_t size;		/* elements */
 };
 
+#define TPURT_NAME_MAX	32
+
+struct tpurt_job {
+	struct tpurt_device *dev;
+	uint64_t id;
+	uint32_t syncobj;
+	int waited;
+	int status;		/* 0, -EIO, -ETIMEDOUT, -ECANCELED */
+	uint64_t submit_ns;
+	uint64_t done_ns;
+	struct tpu_job_report report;
+	/* for messages: the refs in Pallas order */
+	unsigned int nrefs;
+	char names[TPU_JOB_MAX_OPERANDS + TPU_JOB_MAX_SCRATCH][TPURT_NAME_MAX];
+};
+
 /* Record a message for tpurt_last_error() and return @err (negative). */
 int tpurt_fail(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* The render node's backend. */
+extern const struct tpurt_backend tpurt_render_backend;
+int tpurt_render_buffer_create(struct tpurt_buffer *buf);
+void tpurt_render_buffer_free(struct tpurt_buffer *buf);
+int tpurt_render_buffer_write(struct tpurt_buffer *buf, uint64_t offset,
+			      const void *src, uint64_t len);
+int tpurt_render_buffer_read(struct tpurt_buffer *buf, uint64_t offset,
+			     void *dst, uint64_t len);
+int tpurt_render_buffer_copy(struct tpurt_buffer *dst, uint64_t dst_offset,
+			     struct tpurt_buffer *src, uint64_t src_offset,
+			     uint64_t len);
+void *tpurt_render_buffer_map(struct tpurt_buffer *buf);
+int tpurt_render_job_submit(struct tpurt_job *job, const void *desc,
+			    size_t len, struct tpurt_buffer *const *bufs,
+			    unsigned int nbufs);
+int tpurt_render_job_wait(struct tpurt_job *job);
+
+uint64_t tpurt_now_ns(void);
+
+/* The device's info, read once. */
+int tpurt_device_cached_info(struct tpurt_device *dev,
+			     const struct tpurt_device_info **infop);
+
+/* --- job descriptors (jobdesc.c) --- */
+
+struct tpurt_desc {
+	struct tpu_job_header h;
+	struct tpu_job_operand operand[TPU_JOB_MAX_OPERANDS];
+	struct tpu_job_scratch scratch[TPU_JOB_MAX_SCRATCH];
+	struct tpu_job_op op[TPU_JOB_MAX_OPS];
+	struct tpu_job_insn insn[TPU_JOB_MAX_INSNS];
+};
+
+/* Append @prog to the code array; -E2BIG past TPU_JOB_MAX_INSNS. */
+int tpurt_desc_add_program(struct tpurt_desc *d, const struct tpurt_program *prog,
+			   struct tpu_job_prog *out);
+/* Lay out the blob: malloc'd into *blobp, its length in *lenp. */
+int tpurt_desc_finish(struct tpurt_desc *d, void **blobp, size_t *lenp);
+
+/* --- Pallas internals shared by pallas_call, schedule and matmul --- */
+
+/* One compiled index map, with its text for messages. */
+struct tpurt_operand_spec {
+	char name[TPURT_NAME_MAX];
+	int role;				/* enum tpu_operand_role */
+	struct tpurt_block_spec spec;		/* index_map points at map_text */
+	char map_text[256];
+	struct tpurt_program map;
+};
+
+struct tpurt_scratch_spec {
+	char name[TPURT_NAME_MAX];
+	enum tpurt_memory_space space;
+	enum tpurt_dtype dtype;
+	int rank;
+	int64_t shape[TPURT_MAX_RANK];
+};
+
+struct tpurt_grid_spec {
+	int rank;
+	int64_t grid[TPURT_MAX_RANK];
+	char index_names[128];
+	int num_prefetch, num_inputs, num_outputs, num_scratch;
+	/* prefetch, inputs, outputs in Pallas order (outputs after inputs) */
+	struct tpurt_operand_spec operand[TPU_JOB_MAX_OPERANDS];
+	int num_operands;
+	struct tpurt_scratch_spec scratch[TPU_JOB_MAX_SCRATCH];
+	const char *prefetch_names[TPU_JOB_MAX_OPERANDS];
+};
+
+/* Compile @text expecting @nresults values (-1: any); @what for messages. */
+int tpurt_index_map_compile_as(const char *text,
+			       const struct tpurt_index_map_env *env,
+			       int nresults, const char *what,
+			       struct tpurt_program *prog);
+
+/* A kernel operation as the builder recorded it: refs and predicates stay
+ * text until pallas_call resolves them against a grid spec. */
+#define TPURT_WHEN_DEPTH	4
+#define TPURT_TEXT_MAX		128
+
+struct tpurt_kernel_op {
+	uint8_t opcode, fn, bcast, dot;		/* as in struct tpu_job_op */
+	char dst[TPURT_NAME_MAX], src0[TPURT_NAME_MAX], src1[TPURT_NAME_MAX];
+	char index[TPURT_TEXT_MAX];		/* TPU_BCAST_SMEM */
+	float imm;				/* TPU_BCAST_IMM */
+	int npred;
+	char pred[TPURT_WHEN_DEPTH][TPURT_TEXT_MAX];
+};
+
+struct tpurt_kernel {
+	struct tpurt_kernel_op op[TPU_JOB_MAX_OPS];
+	int nops;
+	char when[TPURT_WHEN_DEPTH][TPURT_TEXT_MAX];
+	int nwhen;
+};
+
+/* The environment index maps and predicates of @gs compile in. */
+void tpurt_grid_spec_env(const struct tpurt_grid_spec *gs,
+			 struct tpurt_index_map_env *env);
+
+/*
+ * Run @prog on the host as the scalar core would: @pid the grid index,
+ * @smem/@smem_len the scalar-prefetch arrays. Leaves nresults values in
+ * @out. -EDOM on a division by zero, -ERANGE on an SMEM index out of range.
+ */
+int tpurt_program_eval(const struct tpurt_program *prog, const int64_t *pid,
+		       const int64_t *grid, const int32_t *const *smem,
+		       const uint64_t *smem_len, int64_t *out);
+
+/* Pallas TPU's block-shape rule for operand @o over an array of @shape. */
+int tpurt_check_block_shape(const struct tpurt_operand_spec *o, int rank,
+			    const int64_t *shape);
 
 #endif /* TPURT_PRIVATE_H */

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -53,10 +54,40 @@ int tpurt_open(struct tpurt_device **devp);
 /* Open the render node at @path; -ENODEV if its driver is not "tpu". */
 int tpurt_open_path(const char *path, struct tpurt_device **devp);
 
+/*
+ * An in-process device: the device's engine linked into the program, HBM in
+ * host memory, copies by memcpy, jobs run on the calling thread. Buffers,
+ * arrays and pallas_call work on it exactly as on a render node; host tests
+ * use it to run real jobs without a VM. Each field left 0 takes the device's
+ * default (a TPU v5e, as the QEMU device's properties). Only in
+ * libtpurt-sim.a (link it with the engine and OpenBLAS); the shared library
+ * returns -EOPNOTSUPP.
+ */
+struct tpurt_sim_config {
+	uint64_t hbm_size;		/* power of two, default 1 GiB */
+	uint64_t vmem_size;
+	uint64_t vmem_limit;		/* default scoped VMEM limit */
+	uint64_t smem_size;
+	uint32_t cores;
+	uint32_t mxu_dim;
+	uint32_t mxu_count;
+	uint64_t peak_flops_bf16;
+	uint64_t peak_flops_f32;
+	uint64_t peak_ops_int8;
+	uint64_t hbm_bandwidth;
+	uint64_t step_cost_ns;
+	uint64_t launch_cost_ns;
+};
+
+/* @cfg may be NULL (all defaults). */
+int tpurt_open_sim(const struct tpurt_sim_config *cfg,
+		   struct tpurt_device **devp);
+
 /* Close a device opened by tpurt_open(); NULL is ignored. */
 void tpurt_close(struct tpurt_device *dev);
 
-/* The device's file descriptor, for the raw uAPI of uapi/tpu_drm.h. */
+/* The device's file descriptor, for the raw uAPI of uapi/tpu_drm.h; -1 for
+ * an in-process device. */
 int tpurt_device_fd(const struct tpurt_device *dev);
 
 /* Fill @info with the device's identity and capabilities. */
@@ -141,6 +172,400 @@ void *tpurt_array_map(struct tpurt_array *a);
 int tpurt_array_load_npy(struct tpurt_device *dev, const char *path,
 			 int as_bf16, struct tpurt_array **arrayp);
 int tpurt_array_save_npy(const struct tpurt_array *a, const char *path);
+
+/* --- Index maps: the guide's lambdas as text, for the scalar core --- */
+
+/*
+ * An index map or predicate is written like the guide's lambda, without the
+ * word lambda:
+ *
+ *	"i, j, k -> i, k"		BlockSpec((bm, bk), lambda i, j, k: (i, k))
+ *	"i, j, k, s -> s[i], k"		with one scalar-prefetch ref, s
+ *	"i, j, k -> k == num_programs(k) - 1"	a predicate (pl.when)
+ *	"k == 0"			a predicate in the grid's index names
+ *
+ * Left of "->": the grid indices, one name per grid dimension, then
+ * optionally names for the scalar-prefetch refs in their order (as Pallas
+ * passes them). Without "->" the grid spec's index names are used (default
+ * i, j, k, l). A scalar-prefetch operand can always be named by the name it
+ * was added under. Right of "->": comma-separated expressions, one per
+ * block dimension (one for a predicate), over
+ *	integers (32-bit), grid index names, ref[expr] (an SMEM load),
+ *	num_programs(d) and program_id(d) (d a grid index name or number),
+ *	min(a, b), max(a, b), unary -, * // % (Python's floor division and
+ *	modulo), + -, == != < <= > >= (not chained), not, and, or,
+ *	and parentheses; precedence as in Python.
+ * Values are 64-bit signed on the device.
+ */
+#define TPURT_PROGRAM_MAX_LEN	64	/* instructions in one program */
+
+/* One scalar-core instruction (uapi/tpu_job.h's struct tpu_job_insn). */
+struct tpurt_insn {
+	uint8_t op;			/* enum tpu_insn_op */
+	int32_t arg;
+};
+
+struct tpurt_program {
+	unsigned int len;
+	unsigned int nresults;		/* values it leaves on the stack */
+	struct tpurt_insn insn[TPURT_PROGRAM_MAX_LEN];
+};
+
+/* What names an index map may use. */
+struct tpurt_index_map_env {
+	int grid_rank;
+	const char *index_names;	/* for text without "->"; NULL: i, j, k, l */
+	int num_prefetch;
+	const char *const *prefetch_names;
+};
+
+/*
+ * Compile @text into @prog. On a syntax or name error returns -EINVAL with
+ * a message giving the column (1-based) and a caret line under the text.
+ */
+int tpurt_index_map_compile(const char *text,
+			    const struct tpurt_index_map_env *env,
+			    struct tpurt_program *prog);
+/* @prog in postfix ("pid0 pid2", "pid2 nprog2 1 - =="); -ENOSPC if @len is short. */
+int tpurt_program_format(const struct tpurt_program *prog, char *buf,
+			 size_t len);
+
+/* --- Block specs and grid specs (pl.BlockSpec, PrefetchScalarGridSpec) --- */
+
+/* pl.BlockSpec(block_shape, index_map); a value, cheap to copy. */
+struct tpurt_block_spec {
+	int rank;
+	int64_t shape[TPURT_MAX_RANK];
+	const char *index_map;		/* copied when added to a grid spec */
+};
+
+enum tpurt_memory_space {
+	TPURT_VMEM = 0,			/* pltpu.VMEM */
+	TPURT_SMEM = 1,			/* pltpu.SMEM */
+};
+
+struct tpurt_grid_spec;
+
+/* A grid of @rank (1..4) dimensions of @grid[d] >= 1 steps each. */
+int tpurt_grid_spec_create(int rank, const int64_t *grid,
+			   struct tpurt_grid_spec **gsp);
+void tpurt_grid_spec_free(struct tpurt_grid_spec *gs);
+/* Names of the grid indices for index maps without "->" ("i, j, k"). */
+int tpurt_grid_spec_set_index_names(struct tpurt_grid_spec *gs,
+				    const char *names);
+/*
+ * Operands, in Pallas's order within each kind. Scalar-prefetch operands
+ * (int32 arrays loaded into SMEM) come before any input or output, because
+ * index maps may read them. Index maps are compiled here: errors name the
+ * operand and point at the character. Names are unique across all refs.
+ */
+int tpurt_grid_spec_add_scalar_prefetch(struct tpurt_grid_spec *gs,
+					const char *name);
+int tpurt_grid_spec_add_input(struct tpurt_grid_spec *gs, const char *name,
+			      const struct tpurt_block_spec *spec);
+int tpurt_grid_spec_add_output(struct tpurt_grid_spec *gs, const char *name,
+			       const struct tpurt_block_spec *spec);
+/* scratch_shapes: pltpu.VMEM(shape, dtype) or pltpu.SMEM(shape, dtype). */
+int tpurt_grid_spec_add_scratch(struct tpurt_grid_spec *gs, const char *name,
+				enum tpurt_memory_space space,
+				enum tpurt_dtype dtype, int rank,
+				const int64_t *shape);
+
+/* pltpu.CompilerParams. A zeroed struct (or NULL) means the defaults. */
+#define TPURT_DEBUG	(1u << 0)	/* poison scratch and new output blocks, report hazards */
+
+struct tpurt_compiler_params {
+	/* "parallel, parallel, arbitrary"; NULL: every dimension arbitrary */
+	const char *dimension_semantics;
+	uint64_t vmem_limit_bytes;	/* 0: the device's default limit */
+	unsigned int flags;		/* TPURT_DEBUG */
+};
+
+/* --- Kernels: the body, as a list of operations on refs --- */
+
+/*
+ * Refs are named as in the grid spec, or "#N" for the N-th ref in Pallas's
+ * order: scalar-prefetch refs, inputs, outputs, scratch. Names are resolved
+ * by pallas_call, so one kernel serves several grid specs. A ref of a block
+ * or scratch of rank r is 2-D in the body: its last dimension is the
+ * columns, the product of the others the rows.
+ */
+struct tpurt_kernel;
+
+enum tpurt_unary {
+	TPURT_IDENTITY = 0,		/* a cast/store */
+	TPURT_RELU = 1,
+	TPURT_GELU = 2,			/* jax.nn.gelu, tanh form */
+	TPURT_SILU = 3,
+	TPURT_SIGMOID = 4,
+	TPURT_TANH = 5,
+	TPURT_EXP = 6,
+	TPURT_NEG = 7,
+	TPURT_ABS = 8,
+};
+
+enum tpurt_binary {
+	TPURT_ADD = 0,
+	TPURT_SUB = 1,
+	TPURT_MUL = 2,
+	TPURT_MAX = 3,
+	TPURT_MIN = 4,
+};
+
+enum tpurt_broadcast {
+	TPURT_BCAST_NONE = 0,		/* b has a's shape */
+	TPURT_BCAST_ROW = 1,		/* b is 1 x cols, for every row (a bias) */
+	TPURT_BCAST_COL = 2,		/* b is rows x 1, for every column */
+};
+
+/* tpurt_kernel_dot() flags; the contraction dims of lax.dot_general. */
+#define TPURT_DOT_ACCUMULATE	(1u << 0)	/* dst += ...; else dst = ... */
+#define TPURT_DOT_TRANSPOSE_LHS	(1u << 1)	/* lhs.T @ rhs: contract lhs dim 0 */
+#define TPURT_DOT_TRANSPOSE_RHS	(1u << 2)	/* lhs @ rhs.T: contract rhs dim 1 */
+
+int tpurt_kernel_create(struct tpurt_kernel **kp);
+void tpurt_kernel_free(struct tpurt_kernel *k);
+/*
+ * pl.when(@pred): the operations added until the matching
+ * tpurt_kernel_end_when() run only at steps where @pred holds. Nests (up
+ * to 4 deep): the predicates are and-ed.
+ */
+int tpurt_kernel_when(struct tpurt_kernel *k, const char *pred);
+int tpurt_kernel_end_when(struct tpurt_kernel *k);
+/* dst[...] = 0 */
+int tpurt_kernel_zero(struct tpurt_kernel *k, const char *dst);
+/*
+ * dst (+)= dot_general(lhs, rhs): f32 x f32 or bf16 x bf16 into f32,
+ * int8/uint8 x int8/uint8 into int32 (preferred_element_type).
+ */
+int tpurt_kernel_dot(struct tpurt_kernel *k, const char *dst, const char *lhs,
+		     const char *rhs, unsigned int flags);
+/* dst[...] = fn(src[...]).astype(dst.dtype); IDENTITY is a cast/store. */
+int tpurt_kernel_unary(struct tpurt_kernel *k, enum tpurt_unary fn,
+		       const char *dst, const char *src);
+int tpurt_kernel_store(struct tpurt_kernel *k, const char *dst,
+		       const char *src);
+/* dst[...] = fn(a[...], b broadcast as @bcast).astype(dst.dtype) */
+int tpurt_kernel_binary(struct tpurt_kernel *k, enum tpurt_binary fn,
+			const char *dst, const char *a, const char *b,
+			enum tpurt_broadcast bcast);
+/* dst[...] = fn(a[...], @value) */
+int tpurt_kernel_binary_scalar(struct tpurt_kernel *k, enum tpurt_binary fn,
+			       const char *dst, const char *a, float value);
+/*
+ * dst[...] = fn(a[...], smem[index]): @smem a scalar-prefetch ref or SMEM
+ * scratch, @index an expression like an index map's ("i * 4 + k").
+ */
+int tpurt_kernel_binary_smem(struct tpurt_kernel *k, enum tpurt_binary fn,
+			     const char *dst, const char *a, const char *smem,
+			     const char *index);
+
+/* --- pallas_call and jobs --- */
+
+/* Where a job failed (the device's report), for callers that want more
+ * than tpurt_last_error(). */
+struct tpurt_job_error {
+	uint32_t code;			/* enum tpu_job_error, 0: none */
+	int32_t operand;		/* ref index in Pallas order, or -1 */
+	int32_t op;			/* kernel operation, or -1 */
+	int64_t step;			/* row-major grid step, or -1 */
+	int64_t block[TPURT_MAX_RANK];
+	uint64_t need, limit;		/* bytes, for VMEM/SMEM/buffer errors */
+};
+
+/*
+ * A job's statistics. Wall-clock times are the host's; modeled times are
+ * the chip's (the device's timing model). The two are never mixed.
+ */
+struct tpurt_job_stats {
+	uint64_t steps;
+	uint64_t blocks_fetched;	/* input blocks copied HBM -> VMEM */
+	uint64_t blocks_skipped;	/* fetches skipped: index unchanged */
+	uint64_t blocks_written;	/* output blocks written back */
+	uint64_t hbm_bytes_in;
+	uint64_t hbm_bytes_out;
+	uint64_t mxu_flops;
+	uint32_t cores_used;
+	uint64_t device_wall_ns;	/* host time the device ran the job */
+	uint64_t call_wall_ns;		/* submit to completion, as the caller saw it */
+	uint64_t model_time_ps;		/* modeled time on the chip */
+	uint64_t model_mxu_busy_ps;
+	uint64_t model_dma_busy_ps;
+	uint64_t model_bubble_ps;
+	struct tpurt_job_error error;
+};
+
+/*
+ * Run @k over @gs with @args in Pallas's order: the scalar-prefetch arrays,
+ * the inputs, then the outputs (allocated by the caller with the result's
+ * dtype and shape). Checks block shapes as Pallas TPU does (each of the
+ * last two block dims divisible by 8 and 128 respectively or equal to the
+ * array's; a rank-1 block divisible by 128 or equal), dtypes, the kernel's
+ * refs and shapes, and VMEM and SMEM need against their limits; builds the
+ * job descriptor; runs it and waits. @stats may be NULL.
+ */
+int tpurt_pallas_call(const struct tpurt_kernel *k,
+		      const struct tpurt_grid_spec *gs,
+		      const struct tpurt_compiler_params *params,
+		      struct tpurt_array *const *args, int nargs,
+		      struct tpurt_job_stats *stats);
+
+struct tpurt_job;
+
+/* As tpurt_pallas_call(), but returns once the job is queued. */
+int tpurt_pallas_call_async(const struct tpurt_kernel *k,
+			    const struct tpurt_grid_spec *gs,
+			    const struct tpurt_compiler_params *params,
+			    struct tpurt_array *const *args, int nargs,
+			    struct tpurt_job **jobp);
+/* Wait for @job; 0, or -EIO/-ETIMEDOUT/-ECANCELED with the reason. */
+int tpurt_job_wait(struct tpurt_job *job, struct tpurt_job_stats *stats);
+/* The syncobj signalled when @job completes (0 for an in-process device,
+ * whose jobs complete before tpurt_pallas_call_async() returns). */
+uint32_t tpurt_job_syncobj(const struct tpurt_job *job);
+/* Wait if not yet waited for, and free. NULL is ignored. */
+void tpurt_job_free(struct tpurt_job *job);
+
+/*
+ * The job descriptor pallas_call would submit (uapi/tpu_job.h), after the
+ * same checks; malloc'd, the caller frees it.
+ */
+int tpurt_pallas_call_build(const struct tpurt_kernel *k,
+			    const struct tpurt_grid_spec *gs,
+			    const struct tpurt_compiler_params *params,
+			    struct tpurt_array *const *args, int nargs,
+			    void **descp, size_t *lenp);
+
+/* --- Ready-made ops: the guide's templated matmul --- */
+
+enum tpurt_activation {
+	TPURT_ACT_IDENTITY = TPURT_IDENTITY,
+	TPURT_ACT_RELU = TPURT_RELU,
+	TPURT_ACT_GELU = TPURT_GELU,
+	TPURT_ACT_SILU = TPURT_SILU,
+	TPURT_ACT_SIGMOID = TPURT_SIGMOID,
+	TPURT_ACT_TANH = TPURT_TANH,
+};
+
+/*
+ * An elementwise op on an input block after it lands in VMEM and before
+ * the dot (Pallas's allow_input_fusion): block = op(fn(block), operand),
+ * computed into a VMEM scratch of @dtype that the dot reads.
+ */
+enum tpurt_fusion_operand {
+	TPURT_FUSE_NONE = 0,		/* only fn */
+	TPURT_FUSE_SCALAR = 1,		/* op(block, @scalar) */
+	TPURT_FUSE_COLUMNS = 2,		/* op(block, @columns[col]): per column */
+};
+
+struct tpurt_input_fusion {
+	int enabled;
+	enum tpurt_dtype dtype;		/* the block fed to the dot: f32 or bf16 */
+	enum tpurt_unary fn;		/* first */
+	enum tpurt_binary op;		/* then, with the operand */
+	enum tpurt_fusion_operand operand;
+	float scalar;
+	struct tpurt_array *columns;	/* rank 1, one per column of the input */
+};
+
+/*
+ * Options of tpurt_matmul(); a zeroed struct (or NULL) is the guide's plain
+ * kernel with the runtime's block sizes. Room is left for the backward pass
+ * (tpurt_matmul_vjp, issue 6), which reuses transpose_lhs/transpose_rhs.
+ */
+struct tpurt_matmul_opts {
+	int64_t bm, bk, bn;		/* 0: chosen by the runtime */
+	int transpose_lhs;		/* x is stored (k, m): x.T @ y */
+	int transpose_rhs;		/* y is stored (n, k): x @ y.T */
+	enum tpurt_activation activation;	/* at the last k step, before the cast */
+	struct tpurt_array *bias;	/* NULL, or (n,): added before the activation */
+	float out_scale;		/* 0: none; else acc * scale before bias */
+	struct tpurt_input_fusion x_fusion, y_fusion;
+	uint64_t vmem_limit_bytes;	/* 0: the device's default limit */
+	unsigned int flags;		/* TPURT_DEBUG */
+};
+
+/*
+ * out = activation(scale * (x @ y) + bias).astype(out.dtype), on a grid
+ * (m/bm, n/bn, k/bk) marked (parallel, parallel, arbitrary), accumulating
+ * in an f32 VMEM scratch (int32 for int8/uint8 inputs) as the guide's
+ * reference kernel does. Edge blocks are allowed (grid = cdiv).
+ */
+int tpurt_matmul(struct tpurt_array *x, struct tpurt_array *y,
+		 struct tpurt_array *out, const struct tpurt_matmul_opts *opts,
+		 struct tpurt_job_stats *stats);
+
+/* --- Analysis: the guide's performance model --- */
+
+uint64_t tpurt_matmul_flops(uint64_t m, uint64_t k, uint64_t n);	/* 2mkn */
+/* (m*k + k*n + m*n) * itemsize: each operand moved once */
+uint64_t tpurt_matmul_min_bytes(uint64_t m, uint64_t k, uint64_t n,
+				enum tpurt_dtype dtype);
+double tpurt_matmul_intensity(uint64_t m, uint64_t k, uint64_t n,
+			      enum tpurt_dtype dtype);
+/* (m*k*n/bn + k*n*m/bm + m*n) * itemsize: what a blocked kernel moves */
+uint64_t tpurt_matmul_block_bytes(uint64_t m, uint64_t k, uint64_t n,
+				  uint64_t bm, uint64_t bk, uint64_t bn,
+				  enum tpurt_dtype dtype);
+/* Peak FLOP/s (OP/s for 8-bit) with @dtype inputs. */
+double tpurt_device_peak(const struct tpurt_device_info *info,
+			 enum tpurt_dtype dtype);
+/* The chip's ridge point: peak / HBM bandwidth, in FLOPs per byte. */
+double tpurt_device_ridge(const struct tpurt_device_info *info,
+			  enum tpurt_dtype dtype);
+
+struct tpurt_matmul_analysis {
+	uint64_t flops;
+	uint64_t min_bytes;
+	double intensity;		/* flops / min_bytes */
+	uint64_t block_bytes;		/* with the blocks given */
+	double block_intensity;		/* flops / block_bytes */
+	double ridge;			/* the chip's FLOPs per byte */
+	int compute_bound;		/* block_intensity >= ridge */
+	uint64_t vmem_bytes;		/* double-buffered blocks + accumulator */
+	double est_time_s;		/* the runtime's estimate of modeled time */
+};
+
+/*
+ * Analyse an (m, k) @ (k, n) matmul with @dtype inputs and blocks (bm, bk,
+ * bn) on the chip @info describes. Blocks of 0 mean the whole dimension.
+ */
+int tpurt_matmul_analyze(const struct tpurt_device_info *info, uint64_t m,
+			 uint64_t k, uint64_t n, uint64_t bm, uint64_t bk,
+			 uint64_t bn, enum tpurt_dtype dtype,
+			 struct tpurt_matmul_analysis *out);
+/*
+ * The block sizes tpurt_matmul() picks when given none: a sweep over the
+ * whole dimension and MXU multiples that are powers of two or divide it,
+ * keeping those within @vmem_limit (0: the device's), fastest by the
+ * estimate. -ENOSPC if none fits.
+ */
+int tpurt_matmul_choose_blocks(const struct tpurt_device_info *info,
+			       uint64_t m, uint64_t k, uint64_t n,
+			       enum tpurt_dtype dtype, uint64_t vmem_limit,
+			       int64_t blocks[3]);
+
+/* --- Schedule: which block moves at each step --- */
+
+struct tpurt_schedule_counts {
+	uint64_t steps;
+	uint64_t blocks_fetched;
+	uint64_t blocks_skipped;
+	uint64_t blocks_written;
+};
+
+/*
+ * Walk @gs's grid in row-major order on one core, as the device does, and
+ * print to @out (may be NULL) one line per step: the grid index, and per
+ * operand its block index and "fetch", "skip" (index unchanged) or, for
+ * outputs, "write" when the block is written back after the step. Scalar
+ * prefetch values are read from @args (Pallas order, as for pallas_call).
+ * @max_lines bounds the lines printed (0: all); @counts may be NULL.
+ */
+int tpurt_schedule_dump(const struct tpurt_grid_spec *gs,
+			struct tpurt_array *const *args, int nargs,
+			FILE *out, uint64_t max_lines,
+			struct tpurt_schedule_counts *counts);
 
 /*
  * The message of the calling thread's most recent failed call, or "" if

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Grid specs: the grid, the operands with their block specs (index maps
+ * compiled as they are added, so an error points at the text just given),
+ * and the scratch shapes of a PrefetchScalarGridSpec.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tpurt_private.h"
+
+int tpurt_grid_spec_create(int rank, const int64_t *grid,
+			   struct tpurt_grid_spec **gsp)
+{
+	struct tpurt_grid_spec *gs;
+	uint64_t steps = 1;
+
+	*gsp = NULL;
+	if (rank < 1 || rank > TPU_JOB_MAX_GRID_RANK)
+		return tpurt_fail(-EINVAL, "grid: rank %d not in 1..%d", rank,
+				  TPU_JOB_MAX_GRID_RANK);
+	for (int d = 0; d < rank; d++) {
+		if (grid[d] < 1 || (uint64_t)grid[d] > TPU_JOB_MAX_DIM)
+			return tpurt_fail(-EINVAL,
+					  "grid: dimension %d is %lld, must be 1..%u",
+					  d, (long long)grid[d], TPU_JOB_MAX_DIM);
+		steps *= (uint64_t)grid[d];
+		if (steps > TPU_JOB_MAX_STEPS)
+			return tpurt_fail(-EINVAL, "grid: more than 2^40 steps");
+	}
+	gs = calloc(1, sizeof(*gs));
+	if (!gs)
+		return tpurt_fail(-ENOMEM, "out of memory");
+	gs->rank = rank;
+	memcpy(gs->grid, grid, rank * sizeof(*grid));
+	*gsp = gs;
+	return 0;
+}
+
+void tpurt_grid_spec_free(struct tpurt_grid_spec *gs)
+{
+	free(gs);
+}
+
+void tpurt_grid_spec_env(const struct tpurt_grid_spec *gs,
+			 struct tpurt_index_map_env *env)
+{
+	env->grid_rank = gs->rank;
+	env->index_names = gs->index_names[0] ? gs->index_names : NULL;
+	env->num_prefetch = gs->num_prefetch;
+	env->prefetch_names = gs->prefetch_names;
+}
+
+int tpurt_grid_spec_set_index_names(struct tpurt_grid_spec *gs,
+				    const char *names)
+{
+	struct tpurt_index_map_env env;
+	struct tpurt_program prog;
+	char probe[160];
+
+	if (strlen(names) >= sizeof(gs->index_names))
+		return tpurt_fail(-EINVAL, "grid index names '%s' too long", names);
+	/* Check them by compiling a lambda that names them. */
+	tpurt_grid_spec_env(gs, &env);
+	env.num_prefetch = 0;
+	snprintf(probe, sizeof(probe), "%s -> 0", names);
+	if (tpurt_index_map_compile_as(probe, &env, 1, "grid index names", &prog))
+		return -EINVAL;
+	strcpy(gs->index_names, names);
+	return 0;
+}
+
+/* Every ref name is unique, so the kernel can use it. */
+static int check_name(const struct tpurt_grid_spec *gs, const char *name,
+		      const char *kind)
+{
+	if (!name || !*name || strlen(name) >= TPURT_NAME_MAX || name[0] == '#')
+		return tpurt_fail(-EINVAL,
+				  "%s: name '%s' must be 1..%d characters, not starting with '#'",
+				  kind, name ? name : "(null)", TPURT_NAME_MAX - 1);
+	for (int i = 0; i < gs->num_operands; i++)
+		if (!strcmp(gs->operand[i].name, name))
+			return tpurt_fail(-EINVAL, "%s '%s': the name is taken by an operand",
+					  kind, name);
+	for (int i = 0; i < gs->num_scratch; i++)
+		if (!strcmp(gs->scratch[i].name, name))
+			return tpurt_fail(-EINVAL, "%s '%s': the name is taken by a scratch buffer",
+					  kind, name);
+	return 0;
+}
+
+static int check_room(const struct tpurt_grid_spec *gs, const char *kind,
+		      const char *name)
+{
+	if (gs->num_operands >= TPU_JOB_MAX_OPERANDS)
+		return tpurt_fail(-E2BIG, "%s '%s': a job has at most %d operands",
+				  kind, name, TPU_JOB_MAX_OPERANDS);
+	return 0;
+}
+
+int tpurt_grid_spec_add_scalar_prefetch(struct tpurt_grid_spec *gs,
+					const char *name)
+{
+	struct tpurt_operand_spec *o;
+	int ret = check_name(gs, name, "scalar prefetch");
+
+	if (!ret)
+		ret = check_room(gs, "scalar prefetch", name);
+	if (ret)
+		return ret;
+	if (gs->num_inputs || gs->num_outputs)
+		return tpurt_fail(-EINVAL,
+				  "scalar prefetch '%s': add scalar-prefetch operands before inputs and outputs (their index maps may read them)",
+				  name);
+	o = &gs->operand[gs->num_operands++];
+	strcpy(o->name, name);
+	o->role = TPU_ROLE_SCALAR_PREFETCH;
+	gs->prefetch_names[gs->num_prefetch++] = o->name;
+	return 0;
+}
+
+/* Outputs follow inputs in Pallas's order: make room for an input. */
+static struct tpurt_operand_spec *insert_input(struct tpurt_grid_spec *gs)
+{
+	int at = gs->num_prefetch + gs->num_inputs;
+
+	memmove(&gs->operand[at + 1], &gs->operand[at],
+		(gs->num_operands - at) * sizeof(gs->operand[0]));
+	gs->num_operands++;
+	gs->num_inputs++;
+	return &gs->operand[at];
+}
+
+static int add_blocked(struct tpurt_grid_spec *gs, const char *name,
+		       const struct tpurt_block_spec *spec, int role)
+{
+	const char *kind = role == TPU_ROLE_INPUT ? "input" : "output";
+	struct tpurt_operand_spec o = { .role = role };
+	struct tpurt_index_map_env env;
+	char what[96];
+	int ret = check_name(gs, name, kind);
+
+	if (!ret)
+		ret = check_room(gs, kind, name);
+	if (ret)
+		return ret;
+	if (spec->rank < 1 || spec->rank > TPU_JOB_MAX_RANK)
+		return tpurt_fail(-EINVAL, "%s '%s': block rank %d not in 1..%d",
+				  kind, name, spec->rank, TPU_JOB_MAX_RANK);
+	for (int d = 0; d < spec->rank; d++)
+		if (spec->shape[d] < 1 || (uint64_t)spec->shape[d] > TPU_JOB_MAX_DIM)
+			return tpurt_fail(-EINVAL,
+					  "%s '%s': block dimension %d is %lld, must be 1..%u",
+					  kind, name, d, (long long)spec->shape[d],
+					  TPU_JOB_MAX_DIM);
+	if (!spec->index_map || strlen(spec->index_map) >= sizeof(o.map_text))
+		return tpurt_fail(-EINVAL, "%s '%s': index map missing or over %zu characters",
+				  kind, name, sizeof(o.map_text) - 1);
+	snprintf(what, sizeof(what), "index map of %s '%s'", kind, name);
+	tpurt_grid_spec_env(gs, &env);
+	ret = tpurt_index_map_compile_as(spec->index_map, &env, spec->rank,
+					 what, &o.map);
+	if (ret)
+		return ret;
+	strcpy(o.name, name);
+	strcpy(o.map_text, spec->index_map);
+	o.spec = *spec;
+	o.spec.index_map = NULL;
+	if (role == TPU_ROLE_INPUT) {
+		*insert_input(gs) = o;
+	} else {
+		gs->operand[gs->num_operands++] = o;
+		gs->num_outputs++;
+	}
+	return 0;
+}
+
+int tpurt_grid_spec_add_input(struct tpurt_grid_spec *gs, const char *name,
+			      const struct tpurt_block_spec *spec)
+{
+	return add_blocked(gs, name, spec, TPU_ROLE_INPUT);
+}
+
+int tpurt_grid_spec_add_output(struct tpurt_grid_spec *gs, const char *name,
+			       const struct tpurt_block_spec *spec)
+{
+	return add_blocked(gs, name, spec, TPU_ROLE_OUTPUT);
+}
+
+int tpurt_grid_spec_add_scratch(struct tpurt_grid_spec *gs, const char *name,
+				enum tpurt_memory_space space,
+				enum tpurt_dtype dtype, int rank,
+				const int64_t *shape)
+{
+	struct tpurt_scratch_spec *s;
+	int ret = check_name(gs, name, "scratch");
+
+	if (ret)
+		return ret;
+	if (gs->num_scratch >= TPU_JOB_MAX_SCRATCH)
+		return tpurt_fail(-E2BIG, "scratch '%s': a job has at most %d scratch buffers",
+				  name, TPU_JOB_MAX_SCRATCH);
+	if (space != TPURT_VMEM && space != TPURT_SMEM)
+		return tpurt_fail(-EINVAL, "scratch '%s': memory space %d is neither VMEM nor SMEM",
+				  name, (int)space);
+	if (!tpurt_dtype_size(dtype))
+		return tpurt_fail(-EINVAL, "scratch '%s': unknown dtype %d", name,
+				  (int)dtype);
+	if (rank < 1 || rank > TPU_JOB_MAX_RANK)
+		return tpurt_fail(-EINVAL, "scratch '%s': rank %d not in 1..%d",
+				  name, rank, TPU_JOB_MAX_RANK);
+	for (int d = 0; d < rank; d++)
+		if (shape[d] < 1 || (uint64_t)shape[d] > TPU_JOB_MAX_DIM)
+			return tpurt_fail(-EINVAL,
+					  "scratch '%s': dimension %d is %lld, must be 1..%u",
+					  name, d, (long long)shape[d], TPU_JOB_MAX_DIM);
+	s = &gs->scratch[gs->num_scratch++];
+	strcpy(s->name, name);
+	s->space = space;
+	s->dtype = dtype;
+	s->rank = rank;
+	memcpy(s->shape, shape, rank * sizeof(*shape));
+	return 0;
+}

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Jobs: waiting for a submitted grid job and turning the device's report
+ * into statistics and a message. The render node's submit and wait
+ * (DRM_IOCTL_TPU_SUBMIT, DRM_IOCTL_TPU_JOB_INFO) are here too.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xf86drm.h>
+
+#include "tpu_drm.h"
+#include "tpurt_private.h"
+
+uint64_t tpurt_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int tpurt_render_job_submit(struct tpurt_job *job, const void *desc,
+			    size_t len, struct tpurt_buffer *const *bufs,
+			    unsigned int nbufs)
+{
+	struct tpurt_device *dev = job->dev;
+	uint32_t handles[TPU_JOB_MAX_SLOTS];
+	struct drm_tpu_submit args = {
+		.desc_ptr = (uintptr_t)desc, .desc_size = (uint32_t)len,
+		.handles_ptr = (uintptr_t)handles, .handle_count = nbufs,
+	};
+	int err;
+
+	for (unsigned int i = 0; i < nbufs; i++)
+		handles[i] = bufs[i]->handle;
+	/* The out syncobj is what io_uring users and other jobs wait on. */
+	if (drmSyncobjCreate(dev->fd, 0, &job->syncobj)) {
+		err = -errno;
+		return tpurt_fail(err, "%s: syncobj create: %s", dev->node,
+				  strerror(-err));
+	}
+	args.out_syncobj = job->syncobj;
+	if (drmIoctl(dev->fd, DRM_IOCTL_TPU_SUBMIT, &args)) {
+		err = -errno;
+		drmSyncobjDestroy(dev->fd, job->syncobj);
+		job->syncobj = 0;
+		return tpurt_fail(err, "%s: SUBMIT: %s%s", dev->node,
+				  strerror(-err),
+				  err == -ENOSPC ? " (VMEM need over the device's VMEM)" : "");
+	}
+	job->id = args.job_id;
+	return 0;
+}
+
+int tpurt_render_job_wait(struct tpurt_job *job)
+{
+	struct tpurt_device *dev = job->dev;
+	struct drm_tpu_job_info args = {
+		.job_id = job->id,
+		.report_ptr = (uintptr_t)&job->report,
+		.report_size = sizeof(job->report),
+		.flags = DRM_TPU_JOB_INFO_WAIT | DRM_TPU_JOB_INFO_RELEASE,
+	};
+
+	if (drmIoctl(dev->fd, DRM_IOCTL_TPU_JOB_INFO, &args)) {
+		int err = -errno;
+
+		return tpurt_fail(err, "%s: JOB_INFO of job %llu: %s", dev->node,
+				  (unsigned long long)job->id, strerror(-err));
+	}
+	job->status = args.status;
+	if (job->syncobj) {
+		drmSyncobjDestroy(dev->fd, job->syncobj);
+		job->syncobj = 0;
+	}
+	return 0;
+}
+
+static const char *ref_name(const struct tpurt_job *job, uint32_t index)
+{
+	return index < job->nrefs ? job->names[index] : "?";
+}
+
+static int64_t or_minus_one(uint64_t v, uint64_t none)
+{
+	return v == none ? -1 : (int64_t)v;
+}
+
+static void fill_stats(const struct tpurt_job *job, struct tpurt_job_stats *st)
+{
+	const struct tpu_job_report *r = &job->report;
+
+	memset(st, 0, sizeof(*st));
+	st->steps = r->steps;
+	st->blocks_fetched = r->blocks_fetched;
+	st->blocks_skipped = r->blocks_skipped;
+	st->blocks_written = r->blocks_written;
+	st->hbm_bytes_in = r->hbm_bytes_in;
+	st->hbm_bytes_out = r->hbm_bytes_out;
+	st->mxu_flops = r->mxu_flops;
+	st->cores_used = r->cores_used;
+	st->device_wall_ns = r->wall_ns;
+	st->call_wall_ns = job->done_ns - job->submit_ns;
+	st->model_time_ps = r->model_time_ps;
+	st->model_mxu_busy_ps = r->model_mxu_busy_ps;
+	st->model_dma_busy_ps = r->model_dma_busy_ps;
+	st->model_bubble_ps = r->model_bubble_ps;
+	st->error.code = r->error.code;
+	st->error.operand = (int32_t)or_minus_one(r->error.operand, 0xffffffffu);
+	st->error.op = (int32_t)or_minus_one(r->error.op, 0xffffffffu);
+	st->error.step = or_minus_one(r->error.step, ~0ull);
+	memcpy(st->error.block, r->error.block, sizeof(st->error.block));
+	st->error.need = r->error.need;
+	st->error.limit = r->error.limit;
+}
+
+/* The device's explanation, with the operand's name from the grid spec. */
+static int job_failure(const struct tpurt_job *job)
+{
+	const struct tpu_job_report *r = &job->report;
+	char where[96] = "";
+
+	if (job->status == -ETIMEDOUT)
+		return tpurt_fail(-ETIMEDOUT, "job %llu ran past its time limit",
+				  (unsigned long long)job->id);
+	if (job->status == -ECANCELED)
+		return tpurt_fail(-ECANCELED,
+				  "job %llu was cancelled (a dependency failed or the device was reset)",
+				  (unsigned long long)job->id);
+	if (r->error.operand != 0xffffffffu)
+		snprintf(where, sizeof(where), " [operand '%s']",
+			 ref_name(job, r->error.operand));
+	return tpurt_fail(job->status ? job->status : -EIO, "job failed%s: %.*s",
+			  where, (int)sizeof(r->message), r->message);
+}
+
+int tpurt_job_wait(struct tpurt_job *job, struct tpurt_job_stats *stats)
+{
+	if (!job->waited) {
+		int ret = job->dev->ops->job_wait(job);
+
+		if (ret)
+			return ret;
+		job->done_ns = tpurt_now_ns();
+		job->waited = 1;
+	}
+	if (stats)
+		fill_stats(job, stats);
+	if (job->status || job->report.error.code)
+		return job_failure(job);
+	return 0;
+}
+
+uint32_t tpurt_job_syncobj(const struct tpurt_job *job)
+{
+	return job->syncobj;
+}
+
+void tpurt_job_free(struct tpurt_job *job)
+{
+	if (!job)
+		return;
+	if (!job->waited)
+		job->dev->ops->job_wait(job);
+	free(job);
+}

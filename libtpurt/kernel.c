@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Kernels: the body of a pallas_call as a list of operations on refs. The
+ * builder records names and predicate texts only; pallas_call resolves them
+ * against the grid spec it is given, as Pallas binds a kernel function's
+ * parameters at call time.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tpurt_private.h"
+
+int tpurt_kernel_create(struct tpurt_kernel **kp)
+{
+	*kp = calloc(1, sizeof(**kp));
+	return *kp ? 0 : tpurt_fail(-ENOMEM, "out of memory");
+}
+
+void tpurt_kernel_free(struct tpurt_kernel *k)
+{
+	free(k);
+}
+
+static int copy_text(char *dst, size_t size, const char *src, const char *what)
+{
+	if (!src || !*src)
+		return tpurt_fail(-EINVAL, "kernel: %s missing", what);
+	if (strlen(src) >= size)
+		return tpurt_fail(-EINVAL, "kernel: %s '%s' longer than %zu characters",
+				  what, src, size - 1);
+	strcpy(dst, src);
+	return 0;
+}
+
+int tpurt_kernel_when(struct tpurt_kernel *k, const char *pred)
+{
+	int ret;
+
+	if (k->nwhen == TPURT_WHEN_DEPTH)
+		return tpurt_fail(-E2BIG, "kernel: when() nested deeper than %d",
+				  TPURT_WHEN_DEPTH);
+	ret = copy_text(k->when[k->nwhen], TPURT_TEXT_MAX, pred, "predicate");
+	if (!ret)
+		k->nwhen++;
+	return ret;
+}
+
+int tpurt_kernel_end_when(struct tpurt_kernel *k)
+{
+	if (!k->nwhen)
+		return tpurt_fail(-EINVAL, "kernel: end_when() without when()");
+	k->nwhen--;
+	return 0;
+}
+
+/* A new operation under the open when() blocks. */
+static int add_op(struct tpurt_kernel *k, uint8_t opcode, const char *dst,
+		  const char *src0, const char *src1,
+		  struct tpurt_kernel_op **opp)
+{
+	struct tpurt_kernel_op *op;
+	int ret;
+
+	if (k->nops == TPU_JOB_MAX_OPS)
+		return tpurt_fail(-E2BIG, "kernel: more than %d operations",
+				  TPU_JOB_MAX_OPS);
+	op = &k->op[k->nops];
+	memset(op, 0, sizeof(*op));
+	op->opcode = opcode;
+	ret = copy_text(op->dst, TPURT_NAME_MAX, dst, "destination ref");
+	if (!ret && src0)
+		ret = copy_text(op->src0, TPURT_NAME_MAX, src0, "source ref");
+	if (!ret && src1)
+		ret = copy_text(op->src1, TPURT_NAME_MAX, src1, "source ref");
+	if (ret)
+		return ret;
+	op->npred = k->nwhen;
+	memcpy(op->pred, k->when, sizeof(op->pred));
+	k->nops++;
+	if (opp)
+		*opp = op;
+	return 0;
+}
+
+int tpurt_kernel_zero(struct tpurt_kernel *k, const char *dst)
+{
+	return add_op(k, TPU_OP_ZERO, dst, NULL, NULL, NULL);
+}
+
+int tpurt_kernel_dot(struct tpurt_kernel *k, const char *dst, const char *lhs,
+		     const char *rhs, unsigned int flags)
+{
+	struct tpurt_kernel_op *op;
+	int ret;
+
+	if (flags & ~(TPURT_DOT_ACCUMULATE | TPURT_DOT_TRANSPOSE_LHS |
+		      TPURT_DOT_TRANSPOSE_RHS))
+		return tpurt_fail(-EINVAL, "kernel: dot: unknown flags %#x", flags);
+	ret = add_op(k, TPU_OP_DOT, dst, lhs, rhs, &op);
+	if (ret)
+		return ret;
+	op->dot = (flags & TPURT_DOT_ACCUMULATE ? TPU_DOT_ACCUMULATE : 0) |
+		  (flags & TPURT_DOT_TRANSPOSE_LHS ? TPU_DOT_LHS_CONTRACT_0 : 0) |
+		  (flags & TPURT_DOT_TRANSPOSE_RHS ? TPU_DOT_RHS_CONTRACT_1 : 0);
+	return 0;
+}
+
+int tpurt_kernel_unary(struct tpurt_kernel *k, enum tpurt_unary fn,
+		       const char *dst, const char *src)
+{
+	struct tpurt_kernel_op *op;
+	int ret;
+
+	if ((unsigned int)fn >= TPU_UNARY_COUNT)
+		return tpurt_fail(-EINVAL, "kernel: unknown unary function %d", (int)fn);
+	ret = add_op(k, TPU_OP_UNARY, dst, src, NULL, &op);
+	if (!ret)
+		op->fn = (uint8_t)fn;
+	return ret;
+}
+
+int tpurt_kernel_store(struct tpurt_kernel *k, const char *dst,
+		       const char *src)
+{
+	return tpurt_kernel_unary(k, TPURT_IDENTITY, dst, src);
+}
+
+static int check_binary(enum tpurt_binary fn)
+{
+	if ((unsigned int)fn >= TPU_BINARY_COUNT)
+		return tpurt_fail(-EINVAL, "kernel: unknown binary function %d", (int)fn);
+	return 0;
+}
+
+int tpurt_kernel_binary(struct tpurt_kernel *k, enum tpurt_binary fn,
+			const char *dst, const char *a, const char *b,
+			enum tpurt_broadcast bcast)
+{
+	struct tpurt_kernel_op *op;
+	int ret = check_binary(fn);
+
+	if (ret)
+		return ret;
+	if ((unsigned int)bcast > TPURT_BCAST_COL)
+		return tpurt_fail(-EINVAL, "kernel: unknown broadcast %d", (int)bcast);
+	ret = add_op(k, TPU_OP_BINARY, dst, a, b, &op);
+	if (ret)
+		return ret;
+	op->fn = (uint8_t)fn;
+	op->bcast = bcast == TPURT_BCAST_ROW ? TPU_BCAST_ROW :
+		    bcast == TPURT_BCAST_COL ? TPU_BCAST_COL : TPU_BCAST_NONE;
+	return 0;
+}
+
+int tpurt_kernel_binary_scalar(struct tpurt_kernel *k, enum tpurt_binary fn,
+			       const char *dst, const char *a, float value)
+{
+	struct tpurt_kernel_op *op;
+	int ret = check_binary(fn);
+
+	if (!ret)
+		ret = add_op(k, TPU_OP_BINARY, dst, a, NULL, &op);
+	if (ret)
+		return ret;
+	op->fn = (uint8_t)fn;
+	op->bcast = TPU_BCAST_IMM;
+	op->imm = value;
+	return 0;
+}
+
+int tpurt_kernel_binary_smem(struct tpurt_kernel *k, enum tpurt_binary fn,
+			     const char *dst, const char *a, const char *smem,
+			     const char *index)
+{
+	struct tpurt_kernel_op *op = NULL;
+	int ret = check_binary(fn);
+
+	if (!ret)
+		ret = add_op(k, TPU_OP_BINARY, dst, a, smem, &op);
+	if (!ret)
+		ret = copy_text(op->index, TPURT_TEXT_MAX, index, "SMEM index");
+	if (ret) {
+		if (k->nops && op == &k->op[k->nops - 1])
+			k->nops--;
+		return ret;
+	}
+	op->fn = (uint8_t)fn;
+	op->bcast = TPU_BCAST_SMEM;
+	return 0;
+}

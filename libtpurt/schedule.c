@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The schedule dump: a grid spec's pipeline walked on the host, step by
+ * step in row-major order, with the block each operand sees and whether it
+ * is fetched, skipped (same index as the previous step) or written back.
+ * One core's view: with several cores each core's run of steps starts with
+ * fresh fetches, so the device's counts can be higher.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tpurt_private.h"
+
+struct walk {
+	const struct tpurt_grid_spec *gs;
+	const int32_t *smem[TPU_JOB_MAX_OPERANDS];
+	uint64_t smem_len[TPU_JOB_MAX_OPERANDS];
+	int64_t cur[TPU_JOB_MAX_OPERANDS][TPURT_MAX_RANK];
+	int64_t nxt[TPU_JOB_MAX_OPERANDS][TPURT_MAX_RANK];
+	int64_t prev[TPU_JOB_MAX_OPERANDS][TPURT_MAX_RANK];
+};
+
+static int load_prefetch(struct walk *w, struct tpurt_array *const *args)
+{
+	for (int i = 0; i < w->gs->num_prefetch; i++) {
+		int32_t *p = malloc(tpurt_array_nbytes(args[i]));
+		int ret;
+
+		if (!p)
+			return tpurt_fail(-ENOMEM, "out of memory");
+		w->smem[i] = p;
+		w->smem_len[i] = tpurt_array_size(args[i]);
+		ret = tpurt_array_read(args[i], p);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static void unravel(const struct tpurt_grid_spec *gs, uint64_t s, int64_t *pid)
+{
+	for (int d = gs->rank - 1; d >= 0; d--) {
+		pid[d] = (int64_t)(s % (uint64_t)gs->grid[d]);
+		s /= (uint64_t)gs->grid[d];
+	}
+}
+
+/* Every operand's block index at step @s into @out. */
+static int indices(struct walk *w, uint64_t s, int64_t out[][TPURT_MAX_RANK])
+{
+	const struct tpurt_grid_spec *gs = w->gs;
+	int64_t pid[TPURT_MAX_RANK];
+
+	unravel(gs, s, pid);
+	for (int i = gs->num_prefetch; i < gs->num_operands; i++) {
+		int ret = tpurt_program_eval(&gs->operand[i].map, pid, gs->grid,
+					     w->smem, w->smem_len, out[i]);
+
+		if (ret)
+			return tpurt_fail(ret,
+					  "schedule: index map of '%s' at step %llu: %s",
+					  gs->operand[i].name, (unsigned long long)s,
+					  ret == -EDOM ? "division by zero" :
+					  "scalar-prefetch index out of range");
+	}
+	return 0;
+}
+
+static int same(const int64_t *a, const int64_t *b, int rank)
+{
+	return !memcmp(a, b, (size_t)rank * sizeof(*a));
+}
+
+static void print_index(FILE *out, const int64_t *v, int rank)
+{
+	for (int d = 0; d < rank; d++)
+		fprintf(out, "%s%lld", d ? ", " : "", (long long)v[d]);
+}
+
+static void print_step(struct walk *w, FILE *out, uint64_t s, int last,
+		       const int *fetched)
+{
+	const struct tpurt_grid_spec *gs = w->gs;
+	int64_t pid[TPURT_MAX_RANK];
+
+	unravel(gs, s, pid);
+	fprintf(out, "step %llu (", (unsigned long long)s);
+	print_index(out, pid, gs->rank);
+	fprintf(out, "):");
+	for (int i = gs->num_prefetch; i < gs->num_operands; i++) {
+		const struct tpurt_operand_spec *o = &gs->operand[i];
+		int rank = o->spec.rank;
+		const char *what;
+
+		if (o->role == TPU_ROLE_INPUT)
+			what = fetched[i] ? "fetch" : "skip";
+		else
+			what = last || !same(w->cur[i], w->nxt[i], rank) ? "write" : "keep";
+		fprintf(out, "  %s[", o->name);
+		print_index(out, w->cur[i], rank);
+		fprintf(out, "] %s", what);
+	}
+	fputc('\n', out);
+}
+
+static uint64_t total_steps(const struct tpurt_grid_spec *gs)
+{
+	uint64_t n = 1;
+
+	for (int d = 0; d < gs->rank; d++)
+		n *= (uint64_t)gs->grid[d];
+	return n;
+}
+
+static int run(struct walk *w, FILE *out, uint64_t max_lines,
+	       struct tpurt_schedule_counts *cnt)
+{
+	const struct tpurt_grid_spec *gs = w->gs;
+	uint64_t steps = total_steps(gs);
+	int ret = indices(w, 0, w->nxt);
+
+	for (uint64_t s = 0; s < steps && !ret; s++) {
+		int last = s + 1 == steps, fetched[TPU_JOB_MAX_OPERANDS] = { 0 };
+
+		memcpy(w->cur, w->nxt, sizeof(w->cur));
+		if (!last && (ret = indices(w, s + 1, w->nxt)))
+			break;
+		for (int i = gs->num_prefetch; i < gs->num_operands; i++) {
+			int rank = gs->operand[i].spec.rank;
+
+			if (gs->operand[i].role == TPU_ROLE_INPUT) {
+				fetched[i] = !s || !same(w->cur[i], w->prev[i], rank);
+				cnt->blocks_fetched += fetched[i];
+				cnt->blocks_skipped += !fetched[i];
+			} else if (last || !same(w->cur[i], w->nxt[i], rank)) {
+				cnt->blocks_written++;
+			}
+		}
+		memcpy(w->prev, w->cur, sizeof(w->prev));
+		cnt->steps++;
+		if (out && (!max_lines || s < max_lines))
+			print_step(w, out, s, last, fetched);
+	}
+	if (!ret && out && max_lines && steps > max_lines)
+		fprintf(out, "... %llu more steps\n",
+			(unsigned long long)(steps - max_lines));
+	return ret;
+}
+
+int tpurt_schedule_dump(const struct tpurt_grid_spec *gs,
+			struct tpurt_array *const *args, int nargs,
+			FILE *out, uint64_t max_lines,
+			struct tpurt_schedule_counts *counts)
+{
+	struct tpurt_schedule_counts cnt = { 0 };
+	struct walk *w;
+	int ret;
+
+	if (nargs < gs->num_prefetch)
+		return tpurt_fail(-EINVAL,
+				  "schedule: %d arrays given, the grid spec has %d scalar-prefetch operands",
+				  nargs, gs->num_prefetch);
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return tpurt_fail(-ENOMEM, "out of memory");
+	w->gs = gs;
+	ret = load_prefetch(w, args);
+	if (!ret)
+		ret = run(w, out, max_lines, &cnt);
+	for (int i = 0; i < gs->num_prefetch; i++)
+		free((void *)w->smem[i]);
+	free(w);
+	if (!ret && counts)
+		*counts = cnt;
+	return ret;
+}

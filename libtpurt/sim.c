@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The in-process device: the device's engine (qemu-device/engine) linked
+ * into the program, HBM in anonymous host memory, buffers from a first-fit
+ * allocator, copies by memcpy, jobs run to completion on submit. DESIGN
+ * section 1 allows libtpurt exactly this one use of another layer. Built
+ * into libtpurt-sim.a only, so the shared library (which the guest loads)
+ * does not pull in the engine and OpenBLAS; nosim.c stands in there.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "tpu_engine.h"
+#include "tpurt_private.h"
+
+#define SIM_ALIGN	4096ull
+
+struct sim_range {
+	uint64_t offset, size;
+};
+
+struct sim {
+	struct tpu_config cfg;
+	struct tpu_engine *engine;
+	uint8_t *hbm;
+	struct sim_range *ranges;	/* allocated, sorted by offset */
+	unsigned int nranges, cap;
+	uint32_t next_handle;
+};
+
+static struct sim *sim_of(struct tpurt_device *dev)
+{
+	return dev->sim;
+}
+
+static void sim_close(struct tpurt_device *dev)
+{
+	struct sim *s = sim_of(dev);
+
+	tpu_engine_destroy(s->engine);
+	munmap(s->hbm, s->cfg.hbm_size);
+	free(s->ranges);
+	free(s);
+}
+
+static int sim_info(struct tpurt_device *dev, struct tpurt_device_info *info)
+{
+	const struct tpu_config *c = &sim_of(dev)->cfg;
+
+	memset(info, 0, sizeof(*info));
+	snprintf(info->node, sizeof(info->node), "%s", dev->node);
+	snprintf(info->driver, sizeof(info->driver), "tpu-sim");
+	info->hw_version = 1 << 16;
+	info->hbm_size = c->hbm_size;
+	info->vmem_size = c->vmem_size;
+	info->vmem_limit = c->vmem_limit;
+	info->smem_size = c->smem_size;
+	info->cores = c->cores;
+	info->mxu_dim = c->mxu_dim;
+	info->mxu_count = c->mxu_count;
+	info->peak_flops_bf16 = c->peak_flops_bf16;
+	info->peak_flops_f32 = c->peak_flops_f32;
+	info->peak_ops_int8 = c->peak_ops_int8;
+	info->hbm_bandwidth = c->hbm_bandwidth;
+	info->step_cost_ns = c->step_cost_ns;
+	info->launch_cost_ns = c->launch_cost_ns;
+	return 0;
+}
+
+/* First fit: the lowest gap of @size between allocated ranges. */
+static int sim_alloc(struct sim *s, uint64_t size, uint64_t *offset)
+{
+	uint64_t at = 0;
+	unsigned int i;
+
+	for (i = 0; i < s->nranges; i++) {
+		if (s->ranges[i].offset - at >= size)
+			break;
+		at = s->ranges[i].offset + s->ranges[i].size;
+	}
+	if (i == s->nranges && s->cfg.hbm_size - at < size)
+		return -ENOSPC;
+	if (s->nranges == s->cap) {
+		unsigned int cap = s->cap ? 2 * s->cap : 64;
+		struct sim_range *r = realloc(s->ranges, cap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		s->ranges = r;
+		s->cap = cap;
+	}
+	memmove(&s->ranges[i + 1], &s->ranges[i],
+		(s->nranges - i) * sizeof(*s->ranges));
+	s->ranges[i] = (struct sim_range){ at, size };
+	s->nranges++;
+	*offset = at;
+	return 0;
+}
+
+static int sim_buffer_create(struct tpurt_buffer *buf)
+{
+	struct sim *s = sim_of(buf->dev);
+	uint64_t size = (buf->size + SIM_ALIGN - 1) & ~(SIM_ALIGN - 1);
+	int ret = sim_alloc(s, size, &buf->hbm_offset);
+
+	if (ret == -ENOSPC)
+		return tpurt_fail(ret, "no free HBM range of %llu bytes",
+				  (unsigned long long)buf->size);
+	if (ret)
+		return tpurt_fail(ret, "out of memory");
+	buf->alloc_size = size;
+	buf->handle = ++s->next_handle;
+	memset(s->hbm + buf->hbm_offset, 0, size);
+	return 0;
+}
+
+static void sim_buffer_free(struct tpurt_buffer *buf)
+{
+	struct sim *s = sim_of(buf->dev);
+
+	for (unsigned int i = 0; i < s->nranges; i++) {
+		if (s->ranges[i].offset != buf->hbm_offset)
+			continue;
+		memmove(&s->ranges[i], &s->ranges[i + 1],
+			(s->nranges - i - 1) * sizeof(*s->ranges));
+		s->nranges--;
+		return;
+	}
+}
+
+static void *sim_buffer_map(struct tpurt_buffer *buf)
+{
+	return sim_of(buf->dev)->hbm + buf->hbm_offset;
+}
+
+static int sim_buffer_write(struct tpurt_buffer *buf, uint64_t offset,
+			    const void *src, uint64_t len)
+{
+	memcpy((uint8_t *)sim_buffer_map(buf) + offset, src, len);
+	return 0;
+}
+
+static int sim_buffer_read(struct tpurt_buffer *buf, uint64_t offset,
+			   void *dst, uint64_t len)
+{
+	memcpy(dst, (uint8_t *)sim_buffer_map(buf) + offset, len);
+	return 0;
+}
+
+static int sim_buffer_copy(struct tpurt_buffer *dst, uint64_t dst_offset,
+			   struct tpurt_buffer *src, uint64_t src_offset,
+			   uint64_t len)
+{
+	memmove((uint8_t *)sim_buffer_map(dst) + dst_offset,
+		(uint8_t *)sim_buffer_map(src) + src_offset, len);
+	return 0;
+}
+
+static uint64_t to_ps(double s)
+{
+	return (uint64_t)(s * 1e12 + 0.5);
+}
+
+/* The engine's result as the render node's JOB_INFO would report it. */
+static void to_report(const struct tpu_job_result *res,
+		      struct tpu_job_report *r)
+{
+	const struct tpu_job_stats *st = &res->stats;
+
+	memset(r, 0, sizeof(*r));
+	r->error = res->error;
+	r->steps = st->steps;
+	r->blocks_fetched = st->blocks_fetched;
+	r->blocks_skipped = st->blocks_skipped;
+	r->blocks_written = st->blocks_written;
+	r->hbm_bytes_in = st->hbm_bytes_in;
+	r->hbm_bytes_out = st->hbm_bytes_out;
+	r->mxu_flops = st->mxu_flops;
+	r->wall_ns = st->wall_ns;
+	r->model_time_ps = to_ps(st->model.time_s);
+	r->model_mxu_busy_ps = to_ps(st->model.mxu_busy_s);
+	r->model_dma_busy_ps = to_ps(st->model.dma_busy_s);
+	r->model_bubble_ps = to_ps(st->model.bubble_s);
+	r->cores_used = st->cores_used;
+	snprintf(r->message, sizeof(r->message), "%.*s",
+		 (int)sizeof(r->message) - 1, res->message);
+}
+
+static int sim_job_submit(struct tpurt_job *job, const void *desc, size_t len,
+			  struct tpurt_buffer *const *bufs, unsigned int nbufs)
+{
+	struct sim *s = sim_of(job->dev);
+	struct tpu_buffer_slot slots[TPU_JOB_MAX_SLOTS];
+	struct tpu_job_result *res = calloc(1, sizeof(*res));
+
+	if (!res)
+		return tpurt_fail(-ENOMEM, "out of memory");
+	for (unsigned int i = 0; i < nbufs; i++)
+		slots[i] = (struct tpu_buffer_slot){ bufs[i]->hbm_offset,
+						     bufs[i]->size };
+	tpu_engine_run(s->engine, desc, len, s->hbm, s->cfg.hbm_size, slots,
+		       nbufs, 0, res);
+	to_report(res, &job->report);
+	job->status = res->error.code ? -EIO : 0;
+	job->id = ++s->next_handle;
+	free(res);
+	return 0;
+}
+
+static int sim_job_wait(struct tpurt_job *job)
+{
+	return 0;	/* it ran in submit */
+}
+
+static const struct tpurt_backend sim_backend = {
+	.close = sim_close,
+	.info = sim_info,
+	.buffer_create = sim_buffer_create,
+	.buffer_free = sim_buffer_free,
+	.buffer_write = sim_buffer_write,
+	.buffer_read = sim_buffer_read,
+	.buffer_copy = sim_buffer_copy,
+	.buffer_map = sim_buffer_map,
+	.job_submit = sim_job_submit,
+	.job_wait = sim_job_wait,
+};
+
+/* The engine's defaults, overridden by the non-zero fields of @c. */
+static void sim_config(const struct tpurt_sim_config *c, struct tpu_config *cfg)
+{
+	tpu_config_defaults(cfg);
+	if (!c)
+		return;
+#define TAKE(f) do { if (c->f) cfg->f = c->f; } while (0)
+	TAKE(hbm_size);
+	TAKE(vmem_size);
+	TAKE(vmem_limit);
+	TAKE(smem_size);
+	TAKE(cores);
+	TAKE(mxu_dim);
+	TAKE(mxu_count);
+	TAKE(peak_flops_bf16);
+	TAKE(peak_flops_f32);
+	TAKE(peak_ops_int8);
+	TAKE(hbm_bandwidth);
+	TAKE(step_cost_ns);
+	TAKE(launch_cost_ns);
+#undef TAKE
+}
+
+int tpurt_open_sim(const struct tpurt_sim_config *c, struct tpurt_device **devp)
+{
+	struct tpurt_device *dev = NULL;
+	struct sim *s;
+	char err[256];
+	int ret;
+
+	*devp = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return tpurt_fail(-ENOMEM, "out of memory");
+	sim_config(c, &s->cfg);
+	s->engine = tpu_engine_create(&s->cfg, err, sizeof(err));
+	if (!s->engine) {
+		ret = tpurt_fail(-EINVAL, "sim device: %s", err);
+		goto err_free;
+	}
+	/* Untouched pages cost nothing: a 1 GiB HBM is cheap until used. */
+	s->hbm = mmap(NULL, s->cfg.hbm_size, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (s->hbm == MAP_FAILED) {
+		ret = tpurt_fail(-ENOMEM, "sim device: cannot map %llu bytes of HBM",
+				 (unsigned long long)s->cfg.hbm_size);
+		goto err_engine;
+	}
+	dev = calloc(1, sizeof(*dev));
+	if (!dev) {
+		ret = tpurt_fail(-ENOMEM, "out of memory");
+		goto err_unmap;
+	}
+	dev->ops = &sim_backend;
+	dev->fd = -1;
+	snprintf(dev->node, sizeof(dev->node), "sim");
+	dev->sim = s;
+	*devp = dev;
+	return 0;
+
+err_unmap:
+	munmap(s->hbm, s->cfg.hbm_size);
+err_engine:
+	tpu_engine_destroy(s->engine);
+err_free:
+	free(s);
+	return ret;
+}

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Host test: the guide's performance helpers against its own numbers, and
+ * the runtime's closed-form estimate and block choice against the device's
+ * timing model (the engine's tpu_model_matmul).
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "tpu_model_matmul.h"
+#include "tpurt.h"
+#include "kselftest_harness.h"
+
+static void v5e(struct tpurt_device_info *info)
+{
+	struct tpurt_device *dev;
+
+	memset(info, 0, sizeof(*info));
+	if (!tpurt_open_sim(NULL, &dev)) {
+		tpurt_device_info(dev, info);
+		tpurt_close(dev);
+	}
+}
+
+TEST(the_guides_numbers)
+{
+	struct tpurt_device_info info;
+	struct tpurt_matmul_analysis a;
+
+	v5e(&info);
+	EXPECT_EQ(2147483648ull, tpurt_matmul_flops(1024, 1024, 1024));
+	EXPECT_EQ(12582912ull, tpurt_matmul_min_bytes(1024, 1024, 1024, TPURT_F32));
+	/* ~170.7 flops/byte for f32, ~341 for bf16; the v5e ridge ~240.5 */
+	EXPECT_LT(fabs(tpurt_matmul_intensity(1024, 1024, 1024, TPURT_F32) - 512.0 / 3), 1e-9);
+	EXPECT_LT(fabs(tpurt_matmul_intensity(1024, 1024, 1024, TPURT_BF16) - 1024.0 / 3), 1e-9);
+	EXPECT_LT(fabs(tpurt_device_ridge(&info, TPURT_BF16) - 197e12 / 819e9), 1e-9);
+	EXPECT_EQ(394e12, tpurt_device_peak(&info, TPURT_INT8));
+	/* (m*k*n/bn + k*n*m/bm + m*n) * itemsize, by hand for 4096^3 bf16 */
+	EXPECT_EQ((4096ull * 4096 * 32 + 4096ull * 4096 * 32 + 4096ull * 4096) * 2,
+		  tpurt_matmul_block_bytes(4096, 4096, 4096, 128, 128, 128, TPURT_BF16));
+	EXPECT_EQ((4096ull * 4096 * 4 + 4096ull * 4096 * 8 + 4096ull * 4096) * 2,
+		  tpurt_matmul_block_bytes(4096, 4096, 4096, 512, 1024, 1024, TPURT_BF16));
+
+	/* 128-blocks: 2mkn / ((32 + 32 + 1) m n 2) = 4096 / 65 ~ 63: memory-bound */
+	ASSERT_EQ(0, tpurt_matmul_analyze(&info, 4096, 4096, 4096, 128, 128, 128,
+					  TPURT_BF16, &a));
+	EXPECT_LT(fabs(a.block_intensity - 4096.0 / 65), 1e-9);
+	EXPECT_EQ(0, a.compute_bound);
+	/* (512, 1024, 1024): 4096 / 13 ~ 315 > 240.5: compute-bound */
+	ASSERT_EQ(0, tpurt_matmul_analyze(&info, 4096, 4096, 4096, 512, 1024, 1024,
+					  TPURT_BF16, &a));
+	EXPECT_LT(fabs(a.block_intensity - 4096.0 / 13), 1e-9);
+	EXPECT_EQ(1, a.compute_bound);
+	EXPECT_EQ(2 * (512 * 1024 * 2 + 1024 * 1024 * 2 + 512 * 1024 * 2) + 512 * 1024 * 4,
+		  a.vmem_bytes);
+	/* the square crossover of the guide: m = k = n > ~1440 for f32 */
+	ASSERT_EQ(0, tpurt_matmul_analyze(&info, 1400, 1400, 1400, 0, 0, 0, TPURT_F32, &a));
+	EXPECT_EQ(0, a.compute_bound);
+	ASSERT_EQ(0, tpurt_matmul_analyze(&info, 1480, 1480, 1480, 0, 0, 0, TPURT_F32, &a));
+	EXPECT_EQ(1, a.compute_bound);
+}
+
+static double engine_time(const struct tpu_config *cfg, uint64_t m, uint64_t k,
+			  uint64_t n, uint64_t bm, uint64_t bk, uint64_t bn,
+			  enum tpu_dtype t)
+{
+	struct tpu_matmul_desc d = { .m = m, .k = k, .n = n, .bm = bm, .bk = bk,
+				     .bn = bn, .in_dtype = t,
+				     .out_dtype = t == TPU_DTYPE_INT8 ? TPU_DTYPE_INT32 : t };
+	struct tpu_matmul_result r;
+
+	return tpu_model_matmul(cfg, &d, &r) ? -1 : r.stats.time_s;
+}
+
+TEST(estimate_follows_the_device_model)
+{
+	static const struct { uint64_t m, k, n, bm, bk, bn; int t; } cases[] = {
+		{ 1024, 1024, 1024, 128, 128, 128, TPU_DTYPE_BF16 },
+		{ 4096, 4096, 4096, 512, 1024, 1024, TPU_DTYPE_BF16 },
+		{ 4096, 4096, 4096, 128, 128, 128, TPU_DTYPE_F32 },
+		{ 2048, 1024, 512, 256, 512, 256, TPU_DTYPE_INT8 },
+		{ 1000, 700, 300, 256, 256, 128, TPU_DTYPE_F32 },	/* edges */
+		{ 1024, 128, 1024, 128, 128, 128, TPU_DTYPE_BF16 },	/* one k step */
+	};
+	struct tpurt_device_info info;
+	struct tpu_config cfg;
+
+	v5e(&info);
+	tpu_config_defaults(&cfg);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tpurt_matmul_analysis a;
+		double e = engine_time(&cfg, cases[i].m, cases[i].k, cases[i].n,
+				       cases[i].bm, cases[i].bk, cases[i].bn, cases[i].t);
+
+		ASSERT_EQ(0, tpurt_matmul_analyze(&info, cases[i].m, cases[i].k, cases[i].n,
+						  cases[i].bm, cases[i].bk, cases[i].bn,
+						  (enum tpurt_dtype)cases[i].t, &a));
+		EXPECT_LT(fabs(a.est_time_s / e - 1), 0.05)
+			TH_LOG("case %zu: runtime %g s, device model %g s", i, a.est_time_s, e);
+	}
+}
+
+TEST(chosen_blocks_are_near_the_models_best)
+{
+	static const uint64_t sizes[] = { 1024, 2048, 4096 };
+	struct tpurt_device_info info;
+	struct tpu_config cfg;
+
+	v5e(&info);
+	tpu_config_defaults(&cfg);
+	for (size_t i = 0; i < 3; i++) {
+		uint64_t s = sizes[i];
+		struct tpu_matmul_desc d = { .m = s, .k = s, .n = s,
+					     .in_dtype = TPU_DTYPE_BF16,
+					     .out_dtype = TPU_DTYPE_BF16 };
+		struct tpu_matmul_result best;
+		int64_t b[3];
+		double mine;
+
+		ASSERT_EQ(0, tpu_model_matmul_best(&cfg, &d, cfg.vmem_limit, &best));
+		ASSERT_EQ(0, tpurt_matmul_choose_blocks(&info, s, s, s, TPURT_BF16, 0, b));
+		mine = engine_time(&cfg, s, s, s, b[0], b[1], b[2], TPU_DTYPE_BF16);
+		EXPECT_LT(mine / best.stats.time_s, 1.03)
+			TH_LOG("%llu: runtime (%lld, %lld, %lld) %g s, model's best (%llu, %llu, %llu) %g s",
+			       (unsigned long long)s, (long long)b[0], (long long)b[1],
+			       (long long)b[2], mine, (unsigned long long)d.bm,
+			       (unsigned long long)d.bk, (unsigned long long)d.bn,
+			       best.stats.time_s);
+	}
+	{
+		int64_t b[3];
+
+		EXPECT_EQ(-ENOSPC, tpurt_matmul_choose_blocks(&info, 4096, 4096, 4096,
+							       TPURT_F32, 1000, b));
+		EXPECT_NE(NULL, strstr(tpurt_last_error(), "fit in 1000 bytes of VMEM"));
+	}
+}
+
+TEST_HARNESS_MAIN

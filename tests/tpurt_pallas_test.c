@@ -1,0 +1,474 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Host test: pallas_call on the in-process device. The guide's kernels
+ * (f32 accumulating into the output; bf16 with an f32 scratch through
+ * PrefetchScalarGridSpec; block-sparse through scalar prefetch) against a
+ * naive reference; Pallas TPU's block-shape rules; VMEM and kernel errors;
+ * the schedule dump's counts against the job's statistics.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "job_builder.h"
+#include "tpurt.h"
+#include "kselftest_harness.h"
+
+static struct tpurt_array *new_array(struct __test_metadata *_metadata,
+				     struct tpurt_device *dev,
+				     enum tpurt_dtype t, int64_t r, int64_t c,
+				     uint32_t seed)
+{
+	int64_t shape[2] = { r, c };
+	struct tpurt_array *a;
+
+	if (tpurt_array_create(dev, t, c ? 2 : 1, shape, &a))
+		return NULL;
+	/* small integers: every sum is exact, in any order */
+	ref_fill(tpurt_array_map(a), t, tpurt_array_size(a), seed, -3, 3);
+	return a;
+}
+
+/* The guide's first kernel: z += x @ y, zeroed at k == 0. */
+static struct tpurt_kernel *first_kernel(void)
+{
+	struct tpurt_kernel *k;
+
+	tpurt_kernel_create(&k);
+	tpurt_kernel_when(k, "k == 0");
+	tpurt_kernel_zero(k, "z");
+	tpurt_kernel_end_when(k);
+	tpurt_kernel_dot(k, "z", "x", "y", TPURT_DOT_ACCUMULATE);
+	return k;
+}
+
+static struct tpurt_grid_spec *matmul_spec(int64_t m, int64_t k, int64_t n,
+					   int64_t bm, int64_t bk, int64_t bn)
+{
+	int64_t grid[3] = { (m + bm - 1) / bm, (n + bn - 1) / bn, (k + bk - 1) / bk };
+	struct tpurt_block_spec xs = { 2, { bm, bk }, "i, j, k -> i, k" };
+	struct tpurt_block_spec ys = { 2, { bk, bn }, "i, j, k -> k, j" };
+	struct tpurt_block_spec zs = { 2, { bm, bn }, "i, j, k -> i, j" };
+	struct tpurt_grid_spec *gs;
+
+	if (tpurt_grid_spec_create(3, grid, &gs))
+		return NULL;
+	if (tpurt_grid_spec_add_input(gs, "x", &xs) ||
+	    tpurt_grid_spec_add_input(gs, "y", &ys) ||
+	    tpurt_grid_spec_add_output(gs, "z", &zs)) {
+		tpurt_grid_spec_free(gs);
+		return NULL;
+	}
+	return gs;
+}
+
+static const struct tpurt_compiler_params ppa = {
+	.dimension_semantics = "parallel, parallel, arbitrary",
+};
+
+FIXTURE(sim) {
+	struct tpurt_device *dev;
+};
+
+FIXTURE_SETUP(sim)
+{
+	struct tpurt_sim_config cfg = { .hbm_size = 64 << 20 };
+
+	ASSERT_EQ(0, tpurt_open_sim(&cfg, &self->dev)) TH_LOG("%s", tpurt_last_error());
+}
+
+FIXTURE_TEARDOWN(sim)
+{
+	tpurt_close(self->dev);
+}
+
+static void check_matmul(struct __test_metadata *_metadata, struct tpurt_array *x,
+			 struct tpurt_array *y, struct tpurt_array *z,
+			 enum tpurt_dtype out)
+{
+	struct mm_job j = {
+		.m = (uint64_t)tpurt_array_dim(x, 0), .k = (uint64_t)tpurt_array_dim(x, 1),
+		.n = (uint64_t)tpurt_array_dim(y, 1),
+		.in_dtype = tpurt_array_dtype(x), .out_dtype = out,
+	};
+	size_t bytes = j.m * j.n * tpurt_dtype_size(out);
+	void *want = malloc(bytes);
+
+	ref_matmul(&j, tpurt_array_map(x), tpurt_array_map(y), NULL, want);
+	EXPECT_EQ(0, memcmp(want, tpurt_array_map(z), bytes));
+	free(want);
+}
+
+TEST_F(sim, first_kernel_f32_accumulates_into_the_output)
+{
+	struct tpurt_array *x = new_array(_metadata, self->dev, TPURT_F32, 256, 384, 1);
+	struct tpurt_array *y = new_array(_metadata, self->dev, TPURT_F32, 384, 256, 2);
+	struct tpurt_array *z = new_array(_metadata, self->dev, TPURT_F32, 256, 256, 3);
+	struct tpurt_array *args[] = { x, y, z };
+	struct tpurt_grid_spec *gs = matmul_spec(256, 384, 256, 128, 128, 128);
+	struct tpurt_kernel *k = first_kernel();
+	struct tpurt_schedule_counts cnt;
+	struct tpurt_job_stats st;
+
+	ASSERT_NE(NULL, gs);
+	ASSERT_EQ(0, tpurt_pallas_call(k, gs, &ppa, args, 3, &st)) TH_LOG("%s", tpurt_last_error());
+	check_matmul(_metadata, x, y, z, TPURT_F32);
+	EXPECT_EQ(2 * 2 * 3, st.steps);
+	EXPECT_EQ(2ull * 256 * 384 * 256, st.mxu_flops);
+	EXPECT_GT(st.model_time_ps, 0);
+	EXPECT_GT(st.call_wall_ns, 0);
+	/* the schedule the runtime predicts is the one the device ran */
+	ASSERT_EQ(0, tpurt_schedule_dump(gs, args, 3, NULL, 0, &cnt));
+	EXPECT_EQ(st.steps, cnt.steps);
+	EXPECT_EQ(st.blocks_fetched, cnt.blocks_fetched);
+	EXPECT_EQ(st.blocks_skipped, cnt.blocks_skipped);
+	EXPECT_EQ(st.blocks_written, cnt.blocks_written);
+	EXPECT_EQ(4, cnt.blocks_written);
+	tpurt_kernel_free(k);
+	tpurt_grid_spec_free(gs);
+	tpurt_array_free(x), tpurt_array_free(y), tpurt_array_free(z);
+}
+
+TEST_F(sim, bf16_with_an_f32_scratch_accumulator)
+{
+	struct tpurt_array *x = new_array(_metadata, self->dev, TPURT_BF16, 256, 512, 4);
+	struct tpurt_array *y = new_array(_metadata, self->dev, TPURT_BF16, 512, 384, 5);
+	struct tpurt_array *z = new_array(_metadata, self->dev, TPURT_BF16, 256, 384, 6);
+	struct tpurt_array *args[] = { x, y, z };
+	struct tpurt_grid_spec *gs = matmul_spec(256, 512, 384, 128, 256, 128);
+	int64_t acc[2] = { 128, 128 };
+	struct tpurt_kernel *k;
+	struct tpurt_job_stats st;
+
+	ASSERT_NE(NULL, gs);
+	ASSERT_EQ(0, tpurt_grid_spec_add_scratch(gs, "acc", TPURT_VMEM, TPURT_F32, 2, acc));
+	ASSERT_EQ(0, tpurt_kernel_create(&k));
+	tpurt_kernel_when(k, "k == 0");
+	tpurt_kernel_zero(k, "acc");
+	tpurt_kernel_end_when(k);
+	tpurt_kernel_dot(k, "acc", "x", "y", TPURT_DOT_ACCUMULATE);
+	tpurt_kernel_when(k, "i, j, k -> k == num_programs(k) - 1");
+	tpurt_kernel_store(k, "z", "acc");
+	ASSERT_EQ(0, tpurt_kernel_end_when(k));
+	ASSERT_EQ(0, tpurt_pallas_call(k, gs, &ppa, args, 3, &st)) TH_LOG("%s", tpurt_last_error());
+	check_matmul(_metadata, x, y, z, TPURT_BF16);
+	EXPECT_EQ(2 * 3 * 2, st.steps);
+	tpurt_kernel_free(k);
+	tpurt_grid_spec_free(gs);
+	tpurt_array_free(x), tpurt_array_free(y), tpurt_array_free(z);
+}
+
+/*
+ * Block-sparse: output block row i is x's block row rows[i] times y,
+ * accumulated only where mask[i * nk + k] is set.
+ */
+TEST_F(sim, block_sparse_through_scalar_prefetch)
+{
+	enum { B = 128, GI = 3, GJ = 2, GK = 3, XR = 4 };
+	static const int32_t rows[GI] = { 3, 0, 2 };
+	static const int32_t mask[GI * GK] = { 1, 0, 1, 0, 0, 0, 1, 1, 1 };
+	int64_t rshape[1] = { GI }, mshape[1] = { GI * GK };
+	struct tpurt_array *x = new_array(_metadata, self->dev, TPURT_F32, XR * B, GK * B, 7);
+	struct tpurt_array *y = new_array(_metadata, self->dev, TPURT_F32, GK * B, GJ * B, 8);
+	struct tpurt_array *z = new_array(_metadata, self->dev, TPURT_F32, GI * B, GJ * B, 9);
+	struct tpurt_array *r, *mk;
+	int64_t grid[3] = { GI, GJ, GK };
+	struct tpurt_block_spec xs = { 2, { B, B }, "i, j, k, rows, mask -> rows[i], k" };
+	struct tpurt_block_spec ys = { 2, { B, B }, "i, j, k -> k, j" };
+	struct tpurt_block_spec zs = { 2, { B, B }, "i, j, k -> i, j" };
+	struct tpurt_grid_spec *gs;
+	struct tpurt_kernel *k;
+	struct tpurt_schedule_counts cnt;
+	struct tpurt_job_stats st;
+	float *want = calloc(GI * B * GJ * B, sizeof(float));
+	const float *xv, *yv;
+
+	ASSERT_EQ(0, tpurt_array_create(self->dev, TPURT_INT32, 1, rshape, &r));
+	ASSERT_EQ(0, tpurt_array_create(self->dev, TPURT_INT32, 1, mshape, &mk));
+	tpurt_array_write(r, rows);
+	tpurt_array_write(mk, mask);
+	ASSERT_EQ(0, tpurt_grid_spec_create(3, grid, &gs));
+	ASSERT_EQ(0, tpurt_grid_spec_add_scalar_prefetch(gs, "rows"));
+	ASSERT_EQ(0, tpurt_grid_spec_add_scalar_prefetch(gs, "mask"));
+	ASSERT_EQ(0, tpurt_grid_spec_add_input(gs, "x", &xs)) TH_LOG("%s", tpurt_last_error());
+	ASSERT_EQ(0, tpurt_grid_spec_add_input(gs, "y", &ys));
+	ASSERT_EQ(0, tpurt_grid_spec_add_output(gs, "z", &zs));
+	ASSERT_EQ(0, tpurt_kernel_create(&k));
+	tpurt_kernel_when(k, "k == 0");
+	tpurt_kernel_zero(k, "z");
+	tpurt_kernel_end_when(k);
+	tpurt_kernel_when(k, "mask[i * num_programs(k) + k] != 0");
+	tpurt_kernel_dot(k, "#4", "#2", "#3", TPURT_DOT_ACCUMULATE);	/* by index */
+	tpurt_kernel_end_when(k);
+	{
+		struct tpurt_array *args[] = { r, mk, x, y, z };
+
+		ASSERT_EQ(0, tpurt_pallas_call(k, gs, &ppa, args, 5, &st))
+			TH_LOG("%s", tpurt_last_error());
+		ASSERT_EQ(0, tpurt_schedule_dump(gs, args, 5, NULL, 0, &cnt));
+	}
+	xv = tpurt_array_map(x);
+	yv = tpurt_array_map(y);
+	for (int i = 0; i < GI; i++)
+		for (int kk = 0; kk < GK; kk++) {
+			if (!mask[i * GK + kk])
+				continue;
+			for (int a = 0; a < B; a++)
+				for (int c = 0; c < GJ * B; c++) {
+					double s = 0;
+
+					for (int p = 0; p < B; p++)
+						s += xv[(rows[i] * B + a) * GK * B + kk * B + p] *
+						     yv[(kk * B + p) * GJ * B + c];
+					want[(i * B + a) * GJ * B + c] += (float)s;
+				}
+		}
+	EXPECT_EQ(0, memcmp(want, tpurt_array_map(z), GI * B * GJ * B * sizeof(float)));
+	EXPECT_EQ(st.blocks_fetched, cnt.blocks_fetched);
+	EXPECT_EQ(st.blocks_skipped, cnt.blocks_skipped);
+	EXPECT_EQ(st.blocks_written, cnt.blocks_written);
+	free(want);
+	tpurt_kernel_free(k);
+	tpurt_grid_spec_free(gs);
+	tpurt_array_free(x), tpurt_array_free(y), tpurt_array_free(z);
+	tpurt_array_free(r), tpurt_array_free(mk);
+}
+
+/* pallas_call's error for @xb x @yb blocks on (m, k) @ (k, n) arrays. */
+static int block_error(struct tpurt_device *dev, int64_t m, int64_t k, int64_t n,
+		       const int64_t *xb, const int64_t *yb)
+{
+	int64_t xs[2] = { m, k }, ys[2] = { k, n }, zs[2] = { m, n };
+	int64_t grid[3] = { 1, 1, 1 };
+	struct tpurt_block_spec x = { 2, { xb[0], xb[1] }, "i, j, k -> 0, 0" };
+	struct tpurt_block_spec y = { 2, { yb[0], yb[1] }, "i, j, k -> 0, 0" };
+	struct tpurt_block_spec z = { 2, { xb[0], yb[1] }, "i, j, k -> 0, 0" };
+	struct tpurt_array *a[3] = { 0 };
+	struct tpurt_grid_spec *gs;
+	struct tpurt_kernel *kern = first_kernel();
+	void *desc = NULL;
+	size_t len;
+	int ret;
+
+	tpurt_array_create(dev, TPURT_F32, 2, xs, &a[0]);
+	tpurt_array_create(dev, TPURT_F32, 2, ys, &a[1]);
+	tpurt_array_create(dev, TPURT_F32, 2, zs, &a[2]);
+	tpurt_grid_spec_create(3, grid, &gs);
+	tpurt_grid_spec_add_input(gs, "x", &x);
+	tpurt_grid_spec_add_input(gs, "y", &y);
+	tpurt_grid_spec_add_output(gs, "z", &z);
+	ret = tpurt_pallas_call_build(kern, gs, NULL, a, 3, &desc, &len);
+	free(desc);
+	tpurt_kernel_free(kern);
+	tpurt_grid_spec_free(gs);
+	for (int i = 0; i < 3; i++)
+		tpurt_array_free(a[i]);
+	return ret;
+}
+
+TEST_F(sim, block_shapes_follow_pallas_tpu)
+{
+	const int64_t b8x128[2] = { 8, 128 }, b128[2] = { 128, 128 };
+	const int64_t b4x128[2] = { 4, 128 }, b8x64[2] = { 8, 64 };
+	const int64_t b100x200[2] = { 100, 200 }, b200x100[2] = { 200, 100 };
+
+	EXPECT_EQ(0, block_error(self->dev, 256, 256, 256, b8x128, b128));
+	/* equal to the array's dims: allowed whatever they are */
+	EXPECT_EQ(0, block_error(self->dev, 100, 200, 100, b100x200, b200x100));
+	EXPECT_EQ(-EINVAL, block_error(self->dev, 256, 256, 256, b4x128, b128));
+	EXPECT_NE(NULL, strstr(tpurt_last_error(),
+			       "input 'x': block shape (4, 128): dimension 0 is 4, which is neither a multiple of 8 nor the array's 256"))
+		TH_LOG("%s", tpurt_last_error());
+	EXPECT_EQ(-EINVAL, block_error(self->dev, 256, 256, 256, b8x64, b128));
+	EXPECT_NE(NULL, strstr(tpurt_last_error(), "dimension 1 is 64, which is neither a multiple of 128"))
+		TH_LOG("%s", tpurt_last_error());
+}
+
+TEST_F(sim, rank_one_blocks)
+{
+	int64_t shape[1] = { 1000 }, grid[1] = { 8 };
+	struct tpurt_block_spec ok = { 1, { 128 }, "i -> i" };
+	struct tpurt_block_spec whole = { 1, { 1000 }, "i -> 0" };
+	struct tpurt_block_spec bad = { 1, { 100 }, "i -> i" };
+	struct tpurt_array *a, *b;
+	struct tpurt_grid_spec *gs;
+	struct tpurt_kernel *k;
+	struct tpurt_job_stats st;
+
+	ASSERT_EQ(0, tpurt_array_create(self->dev, TPURT_F32, 1, shape, &a));
+	ASSERT_EQ(0, tpurt_array_create(self->dev, TPURT_F32, 1, shape, &b));
+	tpurt_array_fill(a, -2);
+	tpurt_kernel_create(&k);
+	tpurt_kernel_unary(k, TPURT_ABS, "out", "in");
+	{
+		struct tpurt_array *args[] = { a, b };
+		const struct tpurt_block_spec *specs[3] = { &ok, &whole, &bad };
+		const int want[3] = { 0, 0, -EINVAL };
+
+		for (int i = 0; i < 3; i++) {
+			grid[0] = i == 1 ? 1 : 8;
+			ASSERT_EQ(0, tpurt_grid_spec_create(1, grid, &gs));
+			ASSERT_EQ(0, tpurt_grid_spec_add_input(gs, "in", specs[i]));
+			ASSERT_EQ(0, tpurt_grid_spec_add_output(gs, "out", specs[i]));
+			EXPECT_EQ(want[i], tpurt_pallas_call(k, gs, NULL, args, 2, &st))
+				TH_LOG("%d: %s", i, tpurt_last_error());
+			tpurt_grid_spec_free(gs);
+		}
+		EXPECT_NE(NULL, strstr(tpurt_last_error(), "neither a multiple of 128 nor the array's 1000"));
+	}
+	EXPECT_EQ(2.0f, ((float *)tpurt_array_map(b))[999]);	/* the edge block */
+	tpurt_kernel_free(k);
+	tpurt_array_free(a), tpurt_array_free(b);
+}
+
+TEST_F(sim, vmem_need_against_the_limit)
+{
+	struct tpurt_array *x = new_array(_metadata, self->dev, TPURT_F32, 1024, 1024, 1);
+	struct tpurt_array *y = new_array(_metadata, self->dev, TPURT_F32, 1024, 1024, 2);
+	struct tpurt_array *z = new_array(_metadata, self->dev, TPURT_F32, 1024, 1024, 3);
+	struct tpurt_array *args[] = { x, y, z };
+	/* x and y blocks of 2 MiB, z of 1 MiB, double-buffered: 10 MiB */
+	struct tpurt_grid_spec *gs = matmul_spec(1024, 1024, 1024, 512, 1024, 512);
+	struct tpurt_kernel *k = first_kernel();
+	struct tpurt_compiler_params small = { .vmem_limit_bytes = 8 << 20 };
+	struct tpurt_compiler_params huge = { .vmem_limit_bytes = 1ull << 30 };
+
+	ASSERT_NE(NULL, gs);
+	EXPECT_EQ(-ENOSPC, tpurt_pallas_call(k, gs, &small, args, 3, NULL));
+	EXPECT_NE(NULL, strstr(tpurt_last_error(),
+			       "needs 10485760 bytes ('x' 2 x 2097152, 'y' 2 x 2097152, 'z' 2 x 1048576) but the limit is 8388608 (over by 2097152)"))
+		TH_LOG("%s", tpurt_last_error());
+	EXPECT_EQ(-EINVAL, tpurt_pallas_call(k, gs, &huge, args, 3, NULL));
+	EXPECT_NE(NULL, strstr(tpurt_last_error(), "over the device's 134217728 bytes of VMEM"));
+	/* the default limit (16 MiB) holds it */
+	EXPECT_EQ(0, tpurt_pallas_call(k, gs, NULL, args, 3, NULL)) TH_LOG("%s", tpurt_last_error());
+	tpurt_kernel_free(k);
+	tpurt_grid_spec_free(gs);
+	tpurt_array_free(x), tpurt_array_free(y), tpurt_array_free(z);
+}
+
+/* The message pallas_call gives for kernel @k on the first kernel's spec. */
+static const char *kernel_error(struct tpurt_device *dev, struct tpurt_kernel *k,
+				enum tpurt_dtype zt, const char *sem)
+{
+	int64_t s[2] = { 128, 128 }, grid[3] = { 1, 1, 1 };
+	struct tpurt_block_spec b = { 2, { 128, 128 }, "i, j, k -> 0, 0" };
+	struct tpurt_compiler_params p = { .dimension_semantics = sem };
+	struct tpurt_array *a[3] = { 0 };
+	struct tpurt_grid_spec *gs;
+	static char msg[512];
+
+	tpurt_array_create(dev, TPURT_BF16, 2, s, &a[0]);
+	tpurt_array_create(dev, TPURT_BF16, 2, s, &a[1]);
+	tpurt_array_create(dev, zt, 2, s, &a[2]);
+	tpurt_grid_spec_create(3, grid, &gs);
+	tpurt_grid_spec_add_input(gs, "x", &b);
+	tpurt_grid_spec_add_input(gs, "y", &b);
+	tpurt_grid_spec_add_output(gs, "z", &b);
+	snprintf(msg, sizeof(msg), "%d: ", tpurt_pallas_call(k, gs, &p, a, 3, NULL));
+	strncat(msg, tpurt_last_error(), sizeof(msg) - strlen(msg) - 1);
+	tpurt_grid_spec_free(gs);
+	tpurt_kernel_free(k);
+	for (int i = 0; i < 3; i++)
+		tpurt_array_free(a[i]);
+	return msg;
+}
+
+static struct tpurt_kernel *one_op(int which)
+{
+	struct tpurt_kernel *k;
+
+	tpurt_kernel_create(&k);
+	switch (which) {
+	case 0: tpurt_kernel_dot(k, "z", "x", "y", 0); break;
+	case 1: tpurt_kernel_dot(k, "acc", "x", "y", 0); break;
+	case 2: tpurt_kernel_zero(k, "x"); break;
+	case 3: tpurt_kernel_when(k, "k == q"); tpurt_kernel_zero(k, "z");
+		tpurt_kernel_end_when(k); break;
+	case 4: tpurt_kernel_zero(k, "#7"); break;
+	case 5: tpurt_kernel_when(k, "k == 0"); tpurt_kernel_zero(k, "z"); break;
+	}
+	return k;
+}
+
+TEST_F(sim, kernel_errors_name_the_op)
+{
+	EXPECT_STREQ("-22: kernel op 0 (dot): bfloat16 x bfloat16 accumulates into float32 (preferred_element_type), but 'z' is bfloat16; accumulate in an f32 scratch and cast at the last step",
+		     kernel_error(self->dev, one_op(0), TPURT_BF16, NULL));
+	EXPECT_STREQ("-22: kernel op 0 (dot): no ref named 'acc' (refs: x, y, z)",
+		     kernel_error(self->dev, one_op(1), TPURT_F32, NULL));
+	EXPECT_STREQ("-22: kernel op 0 (zero): 'x' is an input: input blocks are read-only",
+		     kernel_error(self->dev, one_op(2), TPURT_F32, NULL));
+	EXPECT_NE(NULL, strstr(kernel_error(self->dev, one_op(3), TPURT_F32, NULL),
+			       "kernel op 0 (zero): predicate: unknown name 'q' at column 6"));
+	EXPECT_STREQ("-22: kernel op 0 (zero): ref '#7': refs are #0 to #2",
+		     kernel_error(self->dev, one_op(4), TPURT_F32, NULL));
+	EXPECT_STREQ("-22: kernel: 1 when() block(s) not ended",
+		     kernel_error(self->dev, one_op(5), TPURT_F32, NULL));
+	EXPECT_STREQ("-22: dimension_semantics 'parallel, sideways, arbitrary': 'sideways' is neither parallel nor arbitrary",
+		     kernel_error(self->dev, one_op(0), TPURT_F32, "parallel, sideways, arbitrary"));
+}
+
+TEST_F(sim, device_errors_name_the_operand)
+{
+	struct tpurt_array *x = new_array(_metadata, self->dev, TPURT_F32, 256, 256, 1);
+	struct tpurt_array *y = new_array(_metadata, self->dev, TPURT_F32, 256, 256, 2);
+	struct tpurt_array *z = new_array(_metadata, self->dev, TPURT_F32, 256, 256, 3);
+	struct tpurt_array *args[] = { x, y, z };
+	int64_t grid[3] = { 2, 2, 2 };
+	struct tpurt_block_spec xs = { 2, { 128, 128 }, "i, j, k -> i + 1, k" };
+	struct tpurt_block_spec ys = { 2, { 128, 128 }, "i, j, k -> k, j" };
+	struct tpurt_block_spec zs = { 2, { 128, 128 }, "i, j, k -> i, j" };
+	struct tpurt_kernel *k = first_kernel();
+	struct tpurt_grid_spec *gs;
+	struct tpurt_job *job;
+	struct tpurt_job_stats st;
+
+	ASSERT_EQ(0, tpurt_grid_spec_create(3, grid, &gs));
+	tpurt_grid_spec_add_input(gs, "x", &xs);
+	tpurt_grid_spec_add_input(gs, "y", &ys);
+	tpurt_grid_spec_add_output(gs, "z", &zs);
+	ASSERT_EQ(0, tpurt_pallas_call_async(k, gs, &ppa, args, 3, &job));
+	EXPECT_EQ(0, tpurt_job_syncobj(job));
+	EXPECT_EQ(-EIO, tpurt_job_wait(job, &st));
+	EXPECT_NE(NULL, strstr(tpurt_last_error(), "[operand 'x']")) TH_LOG("%s", tpurt_last_error());
+	EXPECT_EQ(6, st.error.code);	/* TPU_JOB_ERR_BLOCK_OOB */
+	EXPECT_EQ(0, st.error.operand);
+	EXPECT_EQ(2, st.error.block[0]);
+	tpurt_job_free(job);
+	tpurt_kernel_free(k);
+	tpurt_grid_spec_free(gs);
+	tpurt_array_free(x), tpurt_array_free(y), tpurt_array_free(z);
+}
+
+TEST_F(sim, schedule_dump_shows_fetches_and_skips)
+{
+	struct tpurt_array *x = new_array(_metadata, self->dev, TPURT_F32, 256, 128, 1);
+	struct tpurt_array *y = new_array(_metadata, self->dev, TPURT_F32, 128, 256, 2);
+	struct tpurt_array *z = new_array(_metadata, self->dev, TPURT_F32, 256, 256, 3);
+	struct tpurt_array *args[] = { x, y, z };
+	struct tpurt_grid_spec *gs = matmul_spec(256, 128, 256, 128, 128, 128);
+	struct tpurt_schedule_counts cnt;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	ASSERT_NE(NULL, gs);
+	ASSERT_EQ(0, tpurt_schedule_dump(gs, args, 3, f, 3, &cnt));
+	fclose(f);
+	/* one k step: x's block repeats along j */
+	EXPECT_STREQ("step 0 (0, 0, 0):  x[0, 0] fetch  y[0, 0] fetch  z[0, 0] write\n"
+		     "step 1 (0, 1, 0):  x[0, 0] skip  y[0, 1] fetch  z[0, 1] write\n"
+		     "step 2 (1, 0, 0):  x[1, 0] fetch  y[0, 0] fetch  z[1, 0] write\n"
+		     "... 1 more steps\n", text);
+	EXPECT_EQ(4, cnt.steps);
+	EXPECT_EQ(6, cnt.blocks_fetched);
+	EXPECT_EQ(2, cnt.blocks_skipped);
+	EXPECT_EQ(4, cnt.blocks_written);
+	free(text);
+	tpurt_grid_spec_free(gs);
+	tpurt_array_free(x), tpurt_array_free(y), tpurt_array_free(z);
+}
+
+TEST_HARNESS_MAIN
