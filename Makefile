@@ -53,7 +53,8 @@ TEST_CFLAGS	= -std=gnu11 -D_GNU_SOURCE -Wall -Werror $(CFLAGS) -Iuapi \
 		  -Ilibtpurt/include $(DRM_CFLAGS) -I$(KSELFTEST)
 
 # --- programs that run in the guest ---
-SAMPLES		= tpu-info block_matmul_host
+SAMPLES		= tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse \
+		  analyze_matmul
 SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_hw_test \
 		  tpu_module_test
 GUEST_BENCH	= bench_dma
@@ -115,10 +116,10 @@ $(TPURT_SO): $(TPURT_OBJS) libtpurt/libtpurt.map
 		-Wl,--version-script,libtpurt/libtpurt.map -o $@ $(TPURT_OBJS) $(DRM_LIBS) -lm
 	$(Q)ln -sf libtpurt.so.0 $(BUILD)/lib/libtpurt.so
 
-$(GUEST_BIN)/%: samples/%.c $(TPURT_SO)
+$(GUEST_BIN)/%: samples/%.c samples/sample_util.c samples/sample_util.h $(TPURT_SO)
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< $(TPURT_LINK)
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< samples/sample_util.c $(TPURT_LINK) -lm
 
 # The harness is the kernel's own, from Debian's linux-source (make deps).
 $(GUEST_BIN)/%: selftests/%.c $(TPURT_SO) $(KSELFTEST)/kselftest_harness.h
@@ -182,9 +183,11 @@ qemu:
 	$(Q)scripts/build-qemu.sh
 
 # QEMU_DEVICE_OPTS=hbm-size=2G,cores=2 passes tpu-mxu properties; ACCEL=kvm.
+# The samples print PASS or FAIL; the run fails if any fails.
+RUN_SAMPLES	= rc=0; for s in $(SAMPLES); do $$s || rc=1; done; exit $$rc
 run: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)scripts/vm-run.sh --timeout 300 -- tpu-info
+	$(Q)scripts/vm-run.sh --timeout 600 -- '$(RUN_SAMPLES)'
 
 shell: deps
 	$(Q)$(MAKE) --no-print-directory all

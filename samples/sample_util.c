@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: MIT
+#include "sample_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SPOT_CHECKS 64
+
+static uint32_t next(uint32_t *s)
+{
+	*s = *s * 1664525u + 1013904223u;
+	return *s >> 8;
+}
+
+void sample_fill(void *p, enum tpurt_dtype dtype, size_t n, uint32_t seed)
+{
+	uint32_t s = seed * 2654435761u + 7;
+
+	for (size_t i = 0; i < n; i++) {
+		float f = (float)(next(&s) & 0xffff) / 32768.0f - 1.0f;
+		int v = (int)(next(&s) % 16) - 8;
+
+		switch (dtype) {
+		case TPURT_F32:
+			((float *)p)[i] = f;
+			break;
+		case TPURT_BF16:
+			((uint16_t *)p)[i] = tpurt_f32_to_bf16(f);
+			break;
+		case TPURT_INT8:
+			((int8_t *)p)[i] = (int8_t)v;
+			break;
+		case TPURT_UINT8:
+			((uint8_t *)p)[i] = (uint8_t)(v + 8);
+			break;
+		case TPURT_INT32:
+			((int32_t *)p)[i] = v;
+			break;
+		}
+	}
+}
+
+double sample_get(const void *p, enum tpurt_dtype dtype, size_t i)
+{
+	switch (dtype) {
+	case TPURT_F32:
+		return ((const float *)p)[i];
+	case TPURT_BF16:
+		return tpurt_bf16_to_f32(((const uint16_t *)p)[i]);
+	case TPURT_INT8:
+		return ((const int8_t *)p)[i];
+	case TPURT_UINT8:
+		return ((const uint8_t *)p)[i];
+	case TPURT_INT32:
+		return ((const int32_t *)p)[i];
+	}
+	return NAN;
+}
+
+struct tpurt_array *sample_array(struct tpurt_device *dev,
+				 enum tpurt_dtype dtype, int64_t r, int64_t c,
+				 uint32_t seed, void **host)
+{
+	int64_t shape[2] = { r, c };
+	struct tpurt_array *a;
+	void *h;
+
+	if (tpurt_array_create(dev, dtype, 2, shape, &a))
+		return NULL;
+	h = malloc(tpurt_array_nbytes(a));
+	if (!h) {
+		tpurt_array_free(a);
+		return NULL;
+	}
+	sample_fill(h, dtype, tpurt_array_size(a), seed);
+	if (tpurt_array_write(a, h)) {
+		free(h);
+		tpurt_array_free(a);
+		return NULL;
+	}
+	if (host)
+		*host = h;
+	else
+		free(h);
+	return a;
+}
+
+static double y_at(const void *y, enum tpurt_dtype in, int64_t k, int64_t n,
+		   int64_t p, int64_t b, bool transpose_rhs)
+{
+	return sample_get(y, in, transpose_rhs ? b * k + p : p * n + b);
+}
+
+/* One Freivalds round: |z r - x (y r)| per row against sum |x| |y| |r|. */
+static bool freivalds(const void *x, const void *y, const void *z, int64_t m,
+		      int64_t k, int64_t n, enum tpurt_dtype in,
+		      enum tpurt_dtype out, bool tr, double tol, uint32_t seed)
+{
+	double *r = malloc(n * sizeof(double)), *yr = calloc(k, sizeof(double));
+	double *yabs = calloc(k, sizeof(double));
+	bool ok = r && yr && yabs;
+	uint32_t s = seed;
+
+	for (int64_t b = 0; ok && b < n; b++)
+		r[b] = next(&s) & 1 ? 1.0 : -1.0;
+	for (int64_t p = 0; ok && p < k; p++)
+		for (int64_t b = 0; b < n; b++) {
+			double v = y_at(y, in, k, n, p, b, tr);
+
+			yr[p] += v * r[b];
+			yabs[p] += fabs(v);
+		}
+	for (int64_t a = 0; ok && a < m; a++) {
+		double want = 0, scale = 0, got = 0;
+
+		for (int64_t p = 0; p < k; p++) {
+			double v = sample_get(x, in, a * k + p);
+
+			want += v * yr[p];
+			scale += fabs(v) * yabs[p];
+		}
+		for (int64_t b = 0; b < n; b++)
+			got += sample_get(z, out, a * n + b) * r[b];
+		if (fabs(got - want) > tol * scale + 1e-6) {
+			printf("  Freivalds: row %lld off by %g (scale %g)\n",
+			       (long long)a, fabs(got - want), scale);
+			ok = false;
+		}
+	}
+	free(r);
+	free(yr);
+	free(yabs);
+	return ok;
+}
+
+static bool spot_checks(const void *x, const void *y, const void *z, int64_t m,
+			int64_t k, int64_t n, enum tpurt_dtype in,
+			enum tpurt_dtype out, bool tr, double tol)
+{
+	uint32_t s = 12345;
+
+	for (int i = 0; i < SPOT_CHECKS; i++) {
+		int64_t a = next(&s) % m, b = next(&s) % n;
+		double want = 0, scale = 0, got;
+
+		for (int64_t p = 0; p < k; p++) {
+			double t = sample_get(x, in, a * k + p) *
+				   y_at(y, in, k, n, p, b, tr);
+
+			want += t;
+			scale += fabs(t);
+		}
+		got = sample_get(z, out, a * n + b);
+		if (fabs(got - want) > tol * scale + 1e-6) {
+			printf("  z[%lld, %lld] = %g, want %g\n", (long long)a,
+			       (long long)b, got, want);
+			return false;
+		}
+	}
+	return true;
+}
+
+bool sample_check_matmul(const void *x, const void *y, const void *z,
+			 int64_t m, int64_t k, int64_t n, enum tpurt_dtype in,
+			 enum tpurt_dtype out, bool transpose_rhs, double tol)
+{
+	return freivalds(x, y, z, m, k, n, in, out, transpose_rhs, tol, 1) &&
+	       freivalds(x, y, z, m, k, n, in, out, transpose_rhs, tol, 2) &&
+	       spot_checks(x, y, z, m, k, n, in, out, transpose_rhs, tol);
+}
+
+void sample_report(const char *what, const struct tpurt_device_info *info,
+		   const struct tpurt_job_stats *st, int64_t m, int64_t k,
+		   int64_t n, enum tpurt_dtype dtype)
+{
+	double flops = 2.0 * m * k * n;
+	double wall = st->call_wall_ns * 1e-9, model = st->model_time_ps * 1e-12;
+
+	printf("  %s: host wall %.6f s, %.1f GFLOP/s | modeled %s %.6f s, "
+	       "%.1f TFLOP/s, %.2f%% of peak\n",
+	       what, wall, flops / wall / 1e9,
+	       info ? "v5e" : "chip", model, flops / model / 1e12,
+	       info ? 100.0 * flops / model / tpurt_device_peak(info, dtype) : 0);
+}
+
+int sample_result(const char *name, bool ok)
+{
+	printf("%s: %s\n", name, ok ? "PASS" : "FAIL");
+	return ok ? 0 : 1;
+}
+
+int sample_fail(const char *name, const char *what)
+{
+	printf("%s: %s: %s\n", name, what, tpurt_last_error());
+	return sample_result(name, false);
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* What the samples share: test data, result checks, and reporting. */
+#ifndef SAMPLE_UTIL_H
+#define SAMPLE_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tpurt.h"
+
+/* Uniform values in [-1, 1) (rounded to bf16 for bf16), ints in [-8, 8). */
+void sample_fill(void *p, enum tpurt_dtype dtype, size_t n, uint32_t seed);
+double sample_get(const void *p, enum tpurt_dtype dtype, size_t i);
+
+/* A new array of @dtype and shape (r, c), filled with sample_fill(). */
+struct tpurt_array *sample_array(struct tpurt_device *dev,
+				 enum tpurt_dtype dtype, int64_t r, int64_t c,
+				 uint32_t seed, void **host);
+
+/*
+ * Check z ~= x @ y (y stored (n, k) when @transpose_rhs) without an O(n^3)
+ * reference: Freivalds' test (z r against x (y r) for random sign vectors)
+ * and exact double-precision dot products for sampled entries. Errors are
+ * measured against the sum of |terms|, scaled by @tol.
+ */
+bool sample_check_matmul(const void *x, const void *y, const void *z,
+			 int64_t m, int64_t k, int64_t n, enum tpurt_dtype in,
+			 enum tpurt_dtype out, bool transpose_rhs, double tol);
+
+/* Host wall time and modeled chip time of a matmul job, side by side. */
+void sample_report(const char *what, const struct tpurt_device_info *info,
+		   const struct tpurt_job_stats *st, int64_t m, int64_t k,
+		   int64_t n, enum tpurt_dtype dtype);
+
+/* Print PASS or FAIL for the sample and return its exit code. */
+int sample_result(const char *name, bool ok);
+
+/* Print the runtime's last error and fail. */
+int sample_fail(const char *name, const char *what);
+
+#endif /* SAMPLE_UTIL_H */
