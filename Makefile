@@ -55,7 +55,8 @@ TEST_CFLAGS	= -std=gnu11 -D_GNU_SOURCE -Wall -Werror $(CFLAGS) -Iuapi \
 # --- programs that run in the guest ---
 SAMPLES		= tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse \
 		  analyze_matmul
-SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_hw_test \
+SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test \
+		  tpu_hw_test \
 		  tpu_module_test
 GUEST_BENCH	= bench_dma
 GUEST_BIN	= $(BUILD)/guest/bin

@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Pipeline correctness on the device: grids of rank 1-4, every
+ * parallel/arbitrary mix, edge blocks, accumulation across the arbitrary
+ * dimension, fetch-skip and write-back counts against the schedule,
+ * scalar-prefetch index maps, VMEM limits, malformed descriptors refused by
+ * the driver before the device sees them, a faulting job that touches no
+ * other buffer, and syncobj ordering between jobs.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xf86drm.h>
+
+#include "tpu_drm.h"
+#include "tpu_job.h"
+#include "tpurt.h"
+#include "kselftest_harness.h"
+
+/* Small integers: every sum is exact whatever the order, so results are
+ * compared bit for bit. */
+static void fill_ints(float *p, size_t n, uint32_t seed)
+{
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		p[i] = (float)((int)(seed >> 16) % 7 - 3);
+	}
+}
+
+static struct tpurt_array *array2(struct tpurt_device *dev, int64_t r,
+				  int64_t c, uint32_t seed, float **host)
+{
+	int64_t shape[2] = { r, c };
+	struct tpurt_array *a;
+	float *h;
+
+	if (tpurt_array_create(dev, TPURT_F32, 2, shape, &a))
+		return NULL;
+	h = malloc(r * c * sizeof(float));
+	fill_ints(h, r * c, seed);
+	tpurt_array_write(a, h);
+	if (host)
+		*host = h;
+	else
+		free(h);
+	return a;
+}
+
+static void ref_matmul(const float *x, const float *y, float *z, int64_t m,
+		       int64_t k, int64_t n)
+{
+	for (int64_t a = 0; a < m; a++)
+		for (int64_t b = 0; b < n; b++) {
+			float s = 0;
+
+			for (int64_t p = 0; p < k; p++)
+				s += x[a * k + p] * y[p * n + b];
+			z[a * n + b] = s;
+		}
+}
+
+/* The guide's first kernel on (m, k) @ (k, n) with the given blocks. */
+struct mm {
+	struct tpurt_array *x, *y, *z;
+	struct tpurt_array *args[3];	/* x, y, z: pallas_call's order */
+	float *hx, *hy;
+	struct tpurt_grid_spec *gs;
+	struct tpurt_kernel *k;
+	int64_t m, kk, n;
+};
+
+static int mm_make(struct tpurt_device *dev, struct mm *mm, int64_t m,
+		   int64_t k, int64_t n, int64_t bm, int64_t bk, int64_t bn,
+		   const char *xmap)
+{
+	int64_t grid[3] = { (m + bm - 1) / bm, (n + bn - 1) / bn, (k + bk - 1) / bk };
+	struct tpurt_block_spec xs = { 2, { bm, bk }, xmap ?: "i, j, k -> i, k" };
+	struct tpurt_block_spec ys = { 2, { bk, bn }, "i, j, k -> k, j" };
+	struct tpurt_block_spec zs = { 2, { bm, bn }, "i, j, k -> i, j" };
+
+	memset(mm, 0, sizeof(*mm));
+	mm->m = m, mm->kk = k, mm->n = n;
+	mm->x = array2(dev, m, k, 1, &mm->hx);
+	mm->y = array2(dev, k, n, 2, &mm->hy);
+	mm->z = array2(dev, m, n, 3, NULL);
+	if (!mm->x || !mm->y || !mm->z)
+		return -1;
+	mm->args[0] = mm->x, mm->args[1] = mm->y, mm->args[2] = mm->z;
+	return tpurt_grid_spec_create(3, grid, &mm->gs) ||
+	       tpurt_grid_spec_add_input(mm->gs, "x", &xs) ||
+	       tpurt_grid_spec_add_input(mm->gs, "y", &ys) ||
+	       tpurt_grid_spec_add_output(mm->gs, "z", &zs) ||
+	       tpurt_kernel_create(&mm->k) ||
+	       tpurt_kernel_when(mm->k, "k == 0") ||
+	       tpurt_kernel_zero(mm->k, "z") ||
+	       tpurt_kernel_end_when(mm->k) ||
+	       tpurt_kernel_dot(mm->k, "z", "x", "y", TPURT_DOT_ACCUMULATE) ? -1 : 0;
+}
+
+static void mm_free(struct mm *mm)
+{
+	free(mm->hx);
+	free(mm->hy);
+	tpurt_kernel_free(mm->k);
+	tpurt_grid_spec_free(mm->gs);
+	tpurt_array_free(mm->x);
+	tpurt_array_free(mm->y);
+	tpurt_array_free(mm->z);
+}
+
+static int mm_run(struct mm *mm, const char *sem, struct tpurt_job_stats *st)
+{
+	struct tpurt_compiler_params p = { .dimension_semantics = sem };
+
+	return tpurt_pallas_call(mm->k, mm->gs, &p, mm->args, 3, st);
+}
+
+/* z on the device equals the reference, bit for bit. */
+static int mm_matches(struct mm *mm)
+{
+	size_t n = mm->m * mm->n;
+	float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+	int ret = -1;
+
+	ref_matmul(mm->hx, mm->hy, want, mm->m, mm->kk, mm->n);
+	if (!tpurt_array_read(mm->z, got))
+		ret = memcmp(want, got, n * sizeof(float)) ? -1 : 0;
+	free(want);
+	free(got);
+	return ret;
+}
+
+static const struct tpurt_compiler_params ppa = {
+	.dimension_semantics = "parallel, parallel, arbitrary",
+};
+
+FIXTURE(job) {
+	struct tpurt_device *dev;
+	int fd;
+};
+
+FIXTURE_SETUP(job)
+{
+	ASSERT_EQ(0, tpurt_open(&self->dev)) TH_LOG("%s", tpurt_last_error());
+	self->fd = tpurt_device_fd(self->dev);
+}
+
+FIXTURE_TEARDOWN(job)
+{
+	tpurt_close(self->dev);
+}
+
+TEST_F(job, every_dimension_semantics_mix)
+{
+	static const char *const mixes[] = {
+		"parallel, parallel, arbitrary", "parallel, parallel, parallel",
+		"arbitrary, arbitrary, arbitrary", "parallel, arbitrary, arbitrary",
+		"arbitrary, parallel, arbitrary", "arbitrary, arbitrary, parallel",
+		"parallel, arbitrary, parallel", "arbitrary, parallel, parallel",
+	};
+	struct mm mm;
+
+	ASSERT_EQ(0, mm_make(self->dev, &mm, 256, 384, 256, 128, 128, 128, NULL))
+		TH_LOG("%s", tpurt_last_error());
+	for (unsigned int i = 0; i < sizeof(mixes) / sizeof(mixes[0]); i++) {
+		ASSERT_EQ(0, tpurt_array_fill(mm.z, 99));
+		ASSERT_EQ(0, mm_run(&mm, mixes[i], NULL)) TH_LOG("%s", tpurt_last_error());
+		EXPECT_EQ(0, mm_matches(&mm)) TH_LOG("%s", mixes[i]);
+	}
+	mm_free(&mm);
+}
+
+TEST_F(job, edge_blocks_and_counts)
+{
+	struct tpurt_schedule_counts cnt;
+	struct tpurt_job_stats st;
+	struct mm mm;
+
+	/* cdiv grids: 300/128, 200/128, 260/128 leave partial blocks */
+	ASSERT_EQ(0, mm_make(self->dev, &mm, 300, 260, 200, 128, 128, 128, NULL));
+	ASSERT_EQ(0, mm_run(&mm, "parallel, parallel, arbitrary", &st))
+		TH_LOG("%s", tpurt_last_error());
+	EXPECT_EQ(0, mm_matches(&mm));
+	EXPECT_EQ(3 * 2 * 3, st.steps);
+	ASSERT_EQ(0, tpurt_schedule_dump(mm.gs, mm.args, 3, NULL, 0, &cnt));
+	/* The device skipped and wrote back what the schedule says. */
+	if (st.cores_used == 1) {
+		EXPECT_EQ(cnt.blocks_fetched, st.blocks_fetched);
+		EXPECT_EQ(cnt.blocks_skipped, st.blocks_skipped);
+	}
+	EXPECT_EQ(cnt.blocks_written, st.blocks_written);
+	EXPECT_EQ(3 * 2, st.blocks_written);
+	mm_free(&mm);
+}
+
+TEST_F(job, fetch_skipping_when_an_index_repeats)
+{
+	struct tpurt_job_stats st;
+	struct mm mm;
+
+	/* One k step: x's block (i, 0) repeats along j and is not refetched. */
+	ASSERT_EQ(0, mm_make(self->dev, &mm, 256, 128, 512, 128, 128, 128, NULL));
+	ASSERT_EQ(0, mm_run(&mm, "arbitrary, arbitrary, arbitrary", &st));
+	EXPECT_EQ(0, mm_matches(&mm));
+	EXPECT_EQ(2 * 4, st.steps);
+	/* x: 2 fetches, 6 skips; y: 8 fetches (its index changes each step) */
+	EXPECT_EQ(2 + 8, st.blocks_fetched);
+	EXPECT_EQ(6, st.blocks_skipped);
+	EXPECT_EQ(8, st.blocks_written);
+	mm_free(&mm);
+}
+
+/* z = relu(x) over a rank-@rank array, blocked along every dimension. */
+static int elementwise_rank(struct tpurt_device *dev, int rank)
+{
+	static const int64_t shapes[4][4] = {
+		{ 1024 }, { 16, 256 }, { 3, 16, 256 }, { 2, 3, 8, 256 },
+	};
+	static const int64_t blocks[4][4] = {
+		{ 256 }, { 8, 128 }, { 1, 8, 128 }, { 1, 1, 8, 128 },
+	};
+	static const char *const maps[4] = {
+		"a -> a", "a, b -> a, b", "a, b, c -> a, b, c",
+		"a, b, c, d -> a, b, c, d",
+	};
+	struct tpurt_compiler_params p = { 0 };
+	struct tpurt_block_spec bs = { rank, { 0 }, maps[rank - 1] };
+	struct tpurt_array *x, *z;
+	struct tpurt_grid_spec *gs;
+	struct tpurt_kernel *k;
+	int64_t grid[4], n = 1;
+	float *hx, *hz;
+	int d, ret = -1;
+
+	for (d = 0; d < rank; d++) {
+		bs.shape[d] = blocks[rank - 1][d];
+		grid[d] = shapes[rank - 1][d] / blocks[rank - 1][d];
+		n *= shapes[rank - 1][d];
+	}
+	hx = malloc(n * sizeof(float));
+	hz = malloc(n * sizeof(float));
+	fill_ints(hx, n, rank);
+	if (tpurt_array_create(dev, TPURT_F32, rank, shapes[rank - 1], &x) ||
+	    tpurt_array_create(dev, TPURT_F32, rank, shapes[rank - 1], &z) ||
+	    tpurt_array_write(x, hx) || tpurt_grid_spec_create(rank, grid, &gs) ||
+	    tpurt_grid_spec_add_input(gs, "x", &bs) ||
+	    tpurt_grid_spec_add_output(gs, "z", &bs) || tpurt_kernel_create(&k) ||
+	    tpurt_kernel_unary(k, TPURT_RELU, "z", "x"))
+		return -1;
+	{
+		struct tpurt_array *args[] = { x, z };
+
+		if (!tpurt_pallas_call(k, gs, &p, args, 2, NULL) &&
+		    !tpurt_array_read(z, hz)) {
+			ret = 0;
+			for (int64_t i = 0; i < n; i++)
+				if (hz[i] != (hx[i] > 0 ? hx[i] : 0))
+					ret = -1;
+		}
+	}
+	tpurt_kernel_free(k);
+	tpurt_grid_spec_free(gs);
+	tpurt_array_free(x);
+	tpurt_array_free(z);
+	free(hx);
+	free(hz);
+	return ret;
+}
+
+TEST_F(job, grids_of_rank_1_to_4)
+{
+	int rank;
+
+	for (rank = 1; rank <= 4; rank++) {
+		EXPECT_EQ(0, elementwise_rank(self->dev, rank))
+			TH_LOG("rank %d: %s", rank, tpurt_last_error());
+	}
+}
+
+TEST_F(job, vmem_limit_is_enforced)
+{
+	struct tpurt_compiler_params p = {
+		.dimension_semantics = "parallel, parallel, arbitrary",
+		.vmem_limit_bytes = 1 << 20,
+	};
+	struct mm mm;
+
+	/* 2 x (512x512 + 512x512 + 512x512) f32 = 6 MiB of blocks. */
+	ASSERT_EQ(0, mm_make(self->dev, &mm, 512, 512, 512, 512, 512, 512, NULL));
+	EXPECT_EQ(-ENOSPC, tpurt_pallas_call(mm.k, mm.gs, &p, mm.args, 3, NULL));
+	EXPECT_NE(NULL, strstr(tpurt_last_error(), "VMEM"))
+		TH_LOG("%s", tpurt_last_error());
+	p.vmem_limit_bytes = 8 << 20;
+	EXPECT_EQ(0, tpurt_pallas_call(mm.k, mm.gs, &p, mm.args, 3, NULL))
+		TH_LOG("%s", tpurt_last_error());
+	EXPECT_EQ(0, mm_matches(&mm));
+	mm_free(&mm);
+}
+
+static int submit(int fd, const void *desc, size_t len, const uint32_t *handles,
+		  unsigned int nh, uint32_t in_sync, uint32_t out_sync,
+		  uint64_t *id)
+{
+	struct drm_tpu_submit s = {
+		.desc_ptr = (uintptr_t)desc, .desc_size = len,
+		.handles_ptr = (uintptr_t)handles, .handle_count = nh,
+		.in_syncobjs_ptr = (uintptr_t)&in_sync,
+		.in_syncobj_count = in_sync ? 1 : 0, .out_syncobj = out_sync,
+	};
+
+	if (drmIoctl(fd, DRM_IOCTL_TPU_SUBMIT, &s))
+		return -errno;
+	*id = s.job_id;
+	return 0;
+}
+
+static int job_status(int fd, uint64_t id, struct tpu_job_report *rep)
+{
+	struct drm_tpu_job_info ji = {
+		.job_id = id, .report_ptr = (uintptr_t)rep,
+		.report_size = sizeof(*rep),
+		.flags = DRM_TPU_JOB_INFO_WAIT | DRM_TPU_JOB_INFO_RELEASE,
+	};
+
+	if (drmIoctl(fd, DRM_IOCTL_TPU_JOB_INFO, &ji))
+		return -errno;
+	return ji.status;
+}
+
+static uint64_t compute_jobs(int fd)
+{
+	struct drm_tpu_get_param p = { .param = DRM_TPU_PARAM_COMPUTE_JOBS };
+
+	drmIoctl(fd, DRM_IOCTL_TPU_GET_PARAM, &p);
+	return p.value;
+}
+
+TEST_F(job, malformed_descriptors_never_reach_the_device)
+{
+	struct tpu_job_header *h;
+	struct tpu_job_operand *ops;
+	uint32_t handles[3];
+	uint64_t before, id = 0;
+	void *desc, *bad;
+	size_t len;
+	struct mm mm;
+
+	ASSERT_EQ(0, mm_make(self->dev, &mm, 256, 256, 256, 128, 128, 128, NULL));
+	ASSERT_EQ(0, tpurt_pallas_call_build(mm.k, mm.gs, &ppa, mm.args, 3, &desc, &len));
+	handles[0] = tpurt_buffer_handle(tpurt_array_buffer(mm.x));
+	handles[1] = tpurt_buffer_handle(tpurt_array_buffer(mm.y));
+	handles[2] = tpurt_buffer_handle(tpurt_array_buffer(mm.z));
+	bad = malloc(len);
+	before = compute_jobs(self->fd);
+
+#define CORRUPT(stmt) do { memcpy(bad, desc, len); h = bad; \
+	ops = (void *)((char *)bad + h->operands_offset); (void)ops; stmt; } while (0)
+	CORRUPT(h->magic ^= 1);
+	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
+	CORRUPT(h->total_size += 8);
+	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
+	CORRUPT(h->grid_rank = 5);
+	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
+	CORRUPT(h->reserved0 = 1);
+	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
+	CORRUPT(h->num_ops = 0);
+	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
+	CORRUPT(h->code_offset = len);
+	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
+	CORRUPT(ops[0].slot = 3);				/* no such slot */
+	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
+	CORRUPT(ops[0].dtype = 9);
+	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
+	CORRUPT(ops[0].shape[0] = 100000);			/* past the buffer */
+	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
+	CORRUPT(ops[0].index_map.len = 65);
+	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
+	CORRUPT(h->vmem_limit_bytes = 1ull << 40);
+	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
+	CORRUPT(ops[0].block[0] = ops[0].block[1] = 1u << 20);	/* 4 TiB block */
+	EXPECT_EQ(-ENOSPC, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
+	EXPECT_EQ(-E2BIG, submit(self->fd, bad, TPU_JOB_MAX_SIZE + 8, handles, 3, 0, 0, &id));
+	EXPECT_EQ(-EINVAL, submit(self->fd, bad, 8, handles, 3, 0, 0, &id));
+	handles[1] = 999;
+	EXPECT_EQ(-ENOENT, submit(self->fd, desc, len, handles, 3, 0, 0, &id));
+#undef CORRUPT
+	/* Nothing reached the device. */
+	EXPECT_EQ(before, compute_jobs(self->fd));
+	free(bad);
+	free(desc);
+	mm_free(&mm);
+}
+
+/* A checksum of a whole buffer, read by DMA. */
+static uint64_t checksum(struct tpurt_array *a)
+{
+	size_t n = tpurt_array_nbytes(a);
+	uint8_t *p = malloc(n);
+	uint64_t sum = 0;
+
+	tpurt_array_read(a, p);
+	for (size_t i = 0; i < n; i++)
+		sum = sum * 31 + p[i];
+	free(p);
+	return sum;
+}
+
+TEST_F(job, out_of_bounds_block_faults_alone)
+{
+	struct tpurt_array *neighbour = array2(self->dev, 256, 256, 7, NULL);
+	struct tpurt_job_stats st;
+	uint64_t before[3];
+	struct mm mm;
+	int ret;
+
+	/* x's index map runs one block row past the array at i = 1. */
+	ASSERT_EQ(0, mm_make(self->dev, &mm, 256, 256, 256, 128, 128, 128,
+			     "i, j, k -> i + 1, k"));
+	before[0] = checksum(mm.x);
+	before[1] = checksum(mm.y);
+	before[2] = checksum(neighbour);
+	ret = mm_run(&mm, "parallel, parallel, arbitrary", &st);
+	EXPECT_EQ(-EIO, ret);
+	EXPECT_EQ(TPU_JOB_ERR_BLOCK_OOB, st.error.code);
+	EXPECT_EQ(0, st.error.operand);				/* x */
+	EXPECT_EQ(2 * 2, st.error.step);	/* (i, j, k) = (1, 0, 0) */
+	EXPECT_EQ(2, st.error.block[0]);
+	EXPECT_NE(NULL, strstr(tpurt_last_error(), "'x'")) TH_LOG("%s", tpurt_last_error());
+	EXPECT_EQ(before[0], checksum(mm.x));
+	EXPECT_EQ(before[1], checksum(mm.y));
+	EXPECT_EQ(before[2], checksum(neighbour));
+	/* And the next job runs normally. */
+	tpurt_array_free(neighbour);
+	mm_free(&mm);
+	ASSERT_EQ(0, mm_make(self->dev, &mm, 256, 256, 256, 128, 128, 128, NULL));
+	EXPECT_EQ(0, mm_run(&mm, "parallel, parallel, arbitrary", NULL));
+	EXPECT_EQ(0, mm_matches(&mm));
+	mm_free(&mm);
+}
+
+TEST_F(job, syncobjs_order_jobs)
+{
+	struct tpu_job_report rep;
+	uint32_t handles[3], sync[2];
+	uint64_t id[2] = { 0, 0 };
+	struct mm a, b;
+	void *desc[2];
+	size_t len[2];
+	float *z1, *z2, *want;
+
+	/* b computes z2 = z1 @ y from a's result z1: it must wait for a. */
+	ASSERT_EQ(0, mm_make(self->dev, &a, 256, 512, 256, 128, 128, 128, NULL));
+	ASSERT_EQ(0, mm_make(self->dev, &b, 256, 256, 256, 128, 128, 128, NULL));
+	b.args[0] = a.z;	/* b's x is a's z */
+	ASSERT_EQ(0, tpurt_pallas_call_build(a.k, a.gs, &ppa, a.args, 3, &desc[0], &len[0]));
+	ASSERT_EQ(0, tpurt_pallas_call_build(b.k, b.gs, &ppa, b.args, 3, &desc[1], &len[1]));
+	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &sync[0]));
+	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &sync[1]));
+	handles[0] = tpurt_buffer_handle(tpurt_array_buffer(a.x));
+	handles[1] = tpurt_buffer_handle(tpurt_array_buffer(a.y));
+	handles[2] = tpurt_buffer_handle(tpurt_array_buffer(a.z));
+	ASSERT_EQ(0, submit(self->fd, desc[0], len[0], handles, 3, 0, sync[0], &id[0]));
+	handles[0] = handles[2];
+	handles[1] = tpurt_buffer_handle(tpurt_array_buffer(b.y));
+	handles[2] = tpurt_buffer_handle(tpurt_array_buffer(b.z));
+	ASSERT_EQ(0, submit(self->fd, desc[1], len[1], handles, 3, sync[0], sync[1], &id[1]));
+	ASSERT_EQ(0, drmSyncobjWait(self->fd, &sync[1], 1, INT64_MAX, 0, NULL));
+	EXPECT_EQ(0, job_status(self->fd, id[0], &rep));
+	EXPECT_EQ(0, job_status(self->fd, id[1], &rep));
+	EXPECT_EQ(-ENOENT, job_status(self->fd, id[1], &rep));	/* released */
+
+	z1 = malloc(256 * 256 * sizeof(float));
+	z2 = malloc(256 * 256 * sizeof(float));
+	want = malloc(256 * 256 * sizeof(float));
+	ref_matmul(a.hx, a.hy, z1, 256, 512, 256);
+	ref_matmul(z1, b.hy, want, 256, 256, 256);
+	ASSERT_EQ(0, tpurt_array_read(b.z, z2));
+	EXPECT_EQ(0, memcmp(want, z2, 256 * 256 * sizeof(float)));
+	free(z1), free(z2), free(want);
+	free(desc[0]), free(desc[1]);
+	drmSyncobjDestroy(self->fd, sync[0]);
+	drmSyncobjDestroy(self->fd, sync[1]);
+	mm_free(&a);
+	mm_free(&b);
+}
+
+TEST_HARNESS_MAIN
