@@ -58,7 +58,7 @@ SAMPLES		= tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse \
 SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test \
 		  tpu_hw_test \
 		  tpu_module_test
-GUEST_BENCH	= bench_dma
+GUEST_BENCH	= bench_dma bench_matmul
 GUEST_BIN	= $(BUILD)/guest/bin
 GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%) \
 		  $(GUEST_BENCH:%=$(GUEST_BIN)/%)
@@ -79,7 +79,7 @@ SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
-	model-table bench-gemm bench-dma
+	model-table bench bench-gemm bench-dma
 
 all: userspace module qemu
 
@@ -148,6 +148,16 @@ $(BUILD)/bench/%: bench/%.c $(ENGINE_LIB)
 
 bench-gemm: $(BUILD)/bench/bench_gemm
 	$(Q)$<
+
+# In the VM; host OpenBLAS runs before and after it as the anchor.
+bench: deps
+	$(Q)$(MAKE) --no-print-directory all $(BUILD)/bench/bench_openblas
+	$(Q)scripts/bench-matmul.sh
+
+$(BUILD)/bench/bench_openblas: bench/bench_openblas.c
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(BLAS_CFLAGS) -o $@ $< $(BLAS_LIBS)
 
 # In the VM; the host's memcpy anchor runs before and after it.
 bench-dma: deps

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The guide's analyze_matmul as a benchmark, in the guest: f32 and bf16
+ * matmuls with blocks (128, 128, 128), (512, 1024, 1024) and the runtime's
+ * choice, at 1024, 2048 and 4096 run on the device (host wall-clock,
+ * median of 3), 8192 from the model only; and the round trip of a null
+ * job (a 1-step grid) through SUBMIT + JOB_INFO(WAIT). Host wall time and
+ * modeled chip time are separate lines, never mixed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tpurt.h"
+
+#define REPS 3
+#define NULL_JOBS 300
+
+static struct tpurt_device *dev;
+static struct tpurt_device_info info;
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct tpurt_array *square(enum tpurt_dtype dt, int64_t n, double v)
+{
+	int64_t shape[2] = { n, n };
+	struct tpurt_array *a;
+
+	if (tpurt_array_create(dev, dt, 2, shape, &a) || tpurt_array_fill(a, v))
+		return NULL;
+	return a;
+}
+
+static int row(enum tpurt_dtype dt, int64_t n, const int64_t *blocks,
+	       const char *label)
+{
+	struct tpurt_matmul_opts opts = { 0 };
+	struct tpurt_array *x = square(dt, n, 0.5), *y = square(dt, n, 0.25);
+	struct tpurt_array *z = square(dt, n, 0);
+	uint64_t wall[REPS];
+	struct tpurt_job_stats st;
+	const char *name = tpurt_dtype_name(dt);
+	double flops = 2.0 * n * n * n, model;
+
+	if (!x || !y || !z)
+		return -1;
+	if (blocks) {
+		opts.bm = blocks[0];
+		opts.bk = blocks[1];
+		opts.bn = blocks[2];
+	}
+	for (int r = 0; r < REPS; r++) {
+		if (tpurt_matmul(x, y, z, &opts, &st)) {
+			fprintf(stderr, "bench_matmul: %s\n", tpurt_last_error());
+			return -1;
+		}
+		wall[r] = st.call_wall_ns;
+	}
+	qsort(wall, REPS, sizeof(wall[0]), cmp_u64);
+	model = st.model_time_ps * 1e-12;
+	printf("bench: vm_matmul_%s_%s_%lld = %.1f GFLOP/s\n", name, label,
+	       (long long)n, flops / (wall[REPS / 2] * 1e-9) / 1e9);
+	printf("bench: vm_matmul_%s_%s_%lld_wall = %.6f s\n", name, label,
+	       (long long)n, wall[REPS / 2] * 1e-9);
+	printf("bench: modeled_matmul_%s_%s_%lld = %.6f s\n", name, label,
+	       (long long)n, model);
+	printf("bench: modeled_utilization_%s_%s_%lld = %.2f %%\n", name, label,
+	       (long long)n, 100 * flops / model / tpurt_device_peak(&info, dt));
+	tpurt_array_free(x);
+	tpurt_array_free(y);
+	tpurt_array_free(z);
+	return 0;
+}
+
+static void model_row(enum tpurt_dtype dt, const int64_t *b, const char *label)
+{
+	struct tpurt_matmul_analysis an;
+	int64_t chosen[3];
+
+	if (!b) {
+		if (tpurt_matmul_choose_blocks(&info, 8192, 8192, 8192, dt, 0, chosen))
+			return;
+		b = chosen;
+	}
+	if (tpurt_matmul_analyze(&info, 8192, 8192, 8192, b[0], b[1], b[2], dt, &an))
+		return;
+	printf("bench: modeled_matmul_%s_%s_8192 = %.6f s\n",
+	       tpurt_dtype_name(dt), label, an.est_time_s);
+	printf("bench: modeled_utilization_%s_%s_8192 = %.2f %%\n",
+	       tpurt_dtype_name(dt), label,
+	       100 * 2.0 * 8192 * 8192 * 8192 / an.est_time_s /
+	       tpurt_device_peak(&info, dt));
+}
+
+/* A 1-step job that zeroes one (8, 128) block: all submission overhead. */
+static int null_job_latency(void)
+{
+	int64_t shape[2] = { 8, 128 }, grid[1] = { 1 };
+	struct tpurt_block_spec bs = { 2, { 8, 128 }, "i -> 0, 0" };
+	struct tpurt_compiler_params params = { 0 };
+	static uint64_t lat[NULL_JOBS];
+	struct tpurt_grid_spec *gs;
+	struct tpurt_kernel *k;
+	struct tpurt_array *z;
+	struct tpurt_job_stats st;
+
+	if (tpurt_array_create(dev, TPURT_F32, 2, shape, &z) ||
+	    tpurt_grid_spec_create(1, grid, &gs) ||
+	    tpurt_grid_spec_add_output(gs, "z", &bs) ||
+	    tpurt_kernel_create(&k) || tpurt_kernel_zero(k, "z"))
+		return -1;
+	for (int i = 0; i < NULL_JOBS; i++) {
+		if (tpurt_pallas_call(k, gs, &params, &z, 1, &st))
+			return -1;
+		lat[i] = st.call_wall_ns;
+	}
+	qsort(lat, NULL_JOBS, sizeof(lat[0]), cmp_u64);
+	printf("bench: null_job_ioctl_wait_median = %.1f us\n", lat[NULL_JOBS / 2] / 1e3);
+	printf("bench: null_job_ioctl_wait_p99 = %.1f us\n",
+	       lat[NULL_JOBS * 99 / 100] / 1e3);
+	tpurt_kernel_free(k);
+	tpurt_grid_spec_free(gs);
+	tpurt_array_free(z);
+	return 0;
+}
+
+int main(void)
+{
+	static const int64_t small[3] = { 128, 128, 128 }, big[3] = { 512, 1024, 1024 };
+	static const int64_t sizes[] = { 1024, 2048, 4096 };
+	static const enum tpurt_dtype dtypes[] = { TPURT_F32, TPURT_BF16 };
+
+	if (tpurt_open(&dev) || tpurt_device_info(dev, &info)) {
+		fprintf(stderr, "bench_matmul: %s\n", tpurt_last_error());
+		return 1;
+	}
+	printf("# device: %u core(s); modeled chip: %.0f TFLOP/s bf16, %.0f GB/s HBM\n",
+	       info.cores, info.peak_flops_bf16 / 1e12, info.hbm_bandwidth / 1e9);
+	for (unsigned int d = 0; d < 2; d++) {
+		for (unsigned int s = 0; s < 3; s++) {
+			if (row(dtypes[d], sizes[s], small, "b128") ||
+			    row(dtypes[d], sizes[s], big, "b512x1024x1024") ||
+			    row(dtypes[d], sizes[s], NULL, "default"))
+				return 1;
+		}
+		model_row(dtypes[d], small, "b128");
+		model_row(dtypes[d], big, "b512x1024x1024");
+		model_row(dtypes[d], NULL, "default");
+	}
+	if (null_job_latency()) {
+		fprintf(stderr, "bench_matmul: %s\n", tpurt_last_error());
+		return 1;
+	}
+	tpurt_close(dev);
+	return 0;
+}
