@@ -50,7 +50,7 @@ TEST_CFLAGS	= -std=gnu11 -D_GNU_SOURCE -Wall -Werror $(CFLAGS) -Iuapi \
 # --- programs that run in the guest ---
 SAMPLES		= tpu-info block_matmul_host
 SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test \
-		  tpu_module_test
+		  tpu_module_test tpu_uring_test
 GUEST_BENCH	= bench_dma
 GUEST_BIN	= $(BUILD)/guest/bin
 GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%) \
@@ -109,7 +109,10 @@ $(GUEST_BIN)/%: samples/%.c $(TPURT_SO)
 $(GUEST_BIN)/%: selftests/%.c $(TPURT_SO) $(KSELFTEST)/kselftest_harness.h
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TPURT_LINK)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TPURT_LINK) $(SELFTEST_LIBS)
+
+$(GUEST_BIN)/tpu_uring_test: selftests/tpu_job_blob.h
+$(GUEST_BIN)/tpu_uring_test: SELFTEST_LIBS = -luring
 
 # Every host test may use the job builder (tests/job_builder.[ch]).
 TEST_HELPERS	= tests/job_builder.c
