@@ -295,25 +295,31 @@ struct dma_fence *tpu_job_submit(struct drm_file *file,
 	if (ret)
 		goto err_free_job;
 
-	/* Reserve the id now, so nothing can fail once the job is queued. */
+	/*
+	 * Reserve the id now, so nothing can fail once the job is queued, and
+	 * take the table's reference on the record before the job can finish
+	 * and drop its own.
+	 */
 	rec = job->record;
 	if (!(args->flags & DRM_TPU_SUBMIT_NO_RECORD)) {
 		ret = xa_alloc_cyclic(&tfile->jobs, &id, NULL, xa_limit_32b,
 				      &tfile->next_job_id, GFP_KERNEL);
 		if (ret < 0)
 			goto err_free_job;
+		kref_get(&rec->ref);
 	}
 
 	done = tpu_sched_job_push(&job->sjob, &tfile->compute_entity, file);
 	if (IS_ERR(done)) {
 		ret = PTR_ERR(done);
-		if (id)
+		if (id) {
 			xa_erase(&tfile->jobs, id);
+			tpu_job_record_put(rec);
+		}
 		goto err_free_job;
 	}
 	if (id) {
 		rec->done = dma_fence_get(done);
-		kref_get(&rec->ref);	/* the table's */
 		xa_store(&tfile->jobs, id, rec, GFP_KERNEL);
 	}
 	if (out_sync) {
