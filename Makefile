@@ -97,7 +97,8 @@ $(TPURT_SO): $(TPURT_OBJS) libtpurt/libtpurt.map
 	$(quiet) LD $@
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -Wl,-soname,libtpurt.so.0 \
-		-Wl,--version-script,libtpurt/libtpurt.map -o $@ $(TPURT_OBJS) $(DRM_LIBS) -lm
+		-Wl,--version-script,libtpurt/libtpurt.map -o $@ $(TPURT_OBJS) $(DRM_LIBS) \
+		-luring -lm
 	$(Q)ln -sf libtpurt.so.0 $(BUILD)/lib/libtpurt.so
 
 $(GUEST_BIN)/%: samples/%.c $(TPURT_SO)

@@ -7,6 +7,7 @@
 struct tpurt_device {
 	int fd;
 	char node[64];
+	int submit_path;	/* enum tpurt_submit_path; AUTO until probed */
 };
 
 struct tpurt_buffer {

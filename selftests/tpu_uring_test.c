@@ -652,4 +652,103 @@ TEST_F(uring, two_processes)
 		EXPECT_EQ(0, wait_child(pid[i], 25)) TH_LOG("child %d", i);
 }
 
+/*
+ * libtpurt's queue over each path: chains of write -> job -> read ordered
+ * by syncobjs, enqueued in one batch, reaped in batches.
+ */
+static int queue_chains(struct tpurt_device *dev, enum tpurt_submit_path path)
+{
+	enum { CHAINS = 40 };
+	struct tpurt_buffer *in[CHAINS] = { 0 }, *out[CHAINS] = { 0 };
+	static float host_in[CHAINS][VEC], host_out[CHAINS][VEC];
+	uint32_t sync[CHAINS][2] = { { 0 } };
+	struct tpurt_completion comp[16];
+	int seen[3 * CHAINS] = { 0 };
+	struct tpu_add_job job;
+	struct tpurt_queue *q = NULL;
+	int c, i, n, got = 0, ret = 0;
+
+	if (tpurt_device_set_submit_path(dev, path) ||
+	    tpurt_queue_create(dev, 3 * CHAINS, &q) ||
+	    tpurt_queue_path(q) != path)
+		return __LINE__;
+	tpu_add_job_init(&job, VEC, 0, 7.0f, 0);
+	for (c = 0; c < CHAINS && !ret; c++) {
+		struct tpurt_buffer *slots[2];
+		struct tpurt_deps d0, d1, d2;
+
+		if (tpurt_buffer_create(dev, VEC_BYTES, &in[c]) ||
+		    tpurt_buffer_create(dev, VEC_BYTES, &out[c]) ||
+		    tpurt_sync_create(dev, &sync[c][0]) ||
+		    tpurt_sync_create(dev, &sync[c][1])) {
+			ret = __LINE__;
+			break;
+		}
+		for (i = 0; i < VEC; i++) {
+			host_in[c][i] = (float)(c - i);
+			host_out[c][i] = 0;
+		}
+		slots[TPU_BLOB_IN_SLOT] = in[c];
+		slots[TPU_BLOB_OUT_SLOT] = out[c];
+		d0 = (struct tpurt_deps){ .signal = sync[c][0] };
+		d1 = (struct tpurt_deps){ .wait = &sync[c][0], .nwait = 1,
+					  .signal = sync[c][1] };
+		d2 = (struct tpurt_deps){ .wait = &sync[c][1], .nwait = 1 };
+		if (tpurt_queue_write(q, in[c], 0, host_in[c], VEC_BYTES, &d0,
+				      3 * c) ||
+		    tpurt_queue_job(q, &job, sizeof(job), slots, 2, 0,
+				    c % 2 ? TPURT_JOB_RECORD : 0, &d1, 3 * c + 1) ||
+		    tpurt_queue_read(q, out[c], 0, host_out[c], VEC_BYTES, &d2,
+				     3 * c + 2))
+			ret = __LINE__;
+	}
+	if (!ret && tpurt_queue_submit(q) != 3 * CHAINS)
+		ret = __LINE__;
+	while (!ret && got < 3 * CHAINS) {
+		n = tpurt_queue_reap(q, comp, 16, 5000);
+		if (n <= 0) {
+			ret = __LINE__;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			uint64_t u = comp[i].user_data;
+
+			if (u >= 3 * CHAINS || seen[u]++ || comp[i].status ||
+			    (u % 3 == 1 && (u / 3) % 2 && !comp[i].job_id)) {
+				fprintf(stderr, "completion %llu: status %d job %llu\n",
+					       (unsigned long long)u, comp[i].status,
+					       (unsigned long long)comp[i].job_id);
+				ret = __LINE__;
+			}
+		}
+		got += n;
+	}
+	if (!ret && (tpurt_queue_pending(q) || tpurt_queue_reap(q, comp, 16, 0)))
+		ret = __LINE__;
+	for (c = 0; c < CHAINS && !ret; c++)
+		for (i = 0; i < VEC; i++)
+			if (host_out[c][i] != host_in[c][i] + 7.0f) {
+				fprintf(stderr, "chain %d [%d]: %f, not %f\n", c, i,
+					       host_out[c][i], host_in[c][i] + 7.0f);
+				ret = __LINE__;
+				break;
+			}
+	tpurt_queue_destroy(q);
+	for (c = 0; c < CHAINS; c++) {
+		tpurt_buffer_free(in[c]);
+		tpurt_buffer_free(out[c]);
+		tpurt_sync_destroy(dev, sync[c][0]);
+		tpurt_sync_destroy(dev, sync[c][1]);
+	}
+	return ret;
+}
+
+TEST_F(uring, runtime_queue)
+{
+	/* io_uring is the default where the driver has it, as here. */
+	EXPECT_EQ(TPURT_PATH_URING, tpurt_device_submit_path(self->dev));
+	EXPECT_EQ(0, queue_chains(self->dev, TPURT_PATH_URING));
+	EXPECT_EQ(0, queue_chains(self->dev, TPURT_PATH_IOCTL));
+}
+
 TEST_HARNESS_MAIN
