@@ -51,7 +51,7 @@ TEST_CFLAGS	= -std=gnu11 -D_GNU_SOURCE -Wall -Werror $(CFLAGS) -Iuapi \
 SAMPLES		= tpu-info block_matmul_host
 SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test \
 		  tpu_module_test tpu_uring_test
-GUEST_BENCH	= bench_dma
+GUEST_BENCH	= bench_dma bench_submit
 GUEST_BIN	= $(BUILD)/guest/bin
 GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%) \
 		  $(GUEST_BENCH:%=$(GUEST_BIN)/%)
@@ -69,7 +69,7 @@ HOST_TESTS	= engine_config_test engine_copy_test engine_gemm_test \
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
-	model-table bench-gemm bench-dma
+	model-table bench-gemm bench-dma bench-submit
 
 all: userspace module qemu
 
@@ -145,6 +145,12 @@ $(GUEST_BIN)/%: bench/%.c $(TPURT_SO)
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< $(TPURT_LINK)
+
+$(GUEST_BIN)/bench_submit: selftests/tpu_job_blob.h
+
+# Job submission paths in the VM: ioctl (the anchor) and io_uring batches.
+bench-submit: module userspace
+	$(Q)scripts/vm-run.sh --timeout 300 -- bench_submit
 
 # The model reads the published table next to the tests; the path is fixed
 # at build time so the test runs from any directory.
