@@ -113,6 +113,11 @@ static struct dma_fence *tpu_uring_queue(struct tpu_device *tdev,
  * and a render client or an authenticated primary client (every ioctl
  * behind these commands is DRM_RENDER_ALLOW).
  *
+ * The command is queued inline even under IO_URING_F_NONBLOCK, as NVMe
+ * passthrough does: it may sleep briefly (allocations, the descriptor's
+ * copy, pinning a copy's pages), never on the device. -EAGAIN would send
+ * every command through io-wq and defeat batching.
+ *
  * Return: -EIOCBQUEUED when the command was queued (its CQE comes later),
  * else the error the CQE carries.
  */

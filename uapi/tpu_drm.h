@@ -266,7 +266,9 @@ struct drm_tpu_job_info {
  *    the job was refused); 0 for copies. big_cqe[1] is 0.
  * Commands in flight when the file or the ring is closed, or the
  * submitter exits, still complete: the device finishes them (or they time
- * out) and their CQEs are posted or dropped with the ring.
+ * out) and their CQEs are posted or dropped with the ring; the ring's
+ * teardown waits for them. IORING_SETUP_IOPOLL rings are not supported
+ * (io_uring fails the SQE with -EOPNOTSUPP).
  */
 #define DRM_TPU_URING_CMD_SUBMIT	0x01	/* payload: struct drm_tpu_submit */
 #define DRM_TPU_URING_CMD_COPY		0x02	/* payload: struct drm_tpu_copy */
