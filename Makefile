@@ -56,9 +56,8 @@ TEST_CFLAGS	= -std=gnu11 -D_GNU_SOURCE -Wall -Werror $(CFLAGS) -Iuapi \
 SAMPLES		= tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse \
 		  analyze_matmul
 SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test \
-		  tpu_hw_test \
-		  tpu_module_test
-GUEST_BENCH	= bench_dma bench_matmul
+		  tpu_uring_test tpu_hw_test tpu_module_test
+GUEST_BENCH	= bench_dma bench_matmul bench_submit
 GUEST_BIN	= $(BUILD)/guest/bin
 GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%) \
 		  $(GUEST_BENCH:%=$(GUEST_BIN)/%)
@@ -79,7 +78,7 @@ SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
-	model-table bench bench-gemm bench-dma
+	model-table bench bench-gemm bench-dma bench-submit
 
 all: userspace module qemu
 
@@ -114,7 +113,8 @@ $(TPURT_SO): $(TPURT_OBJS) libtpurt/libtpurt.map
 	$(quiet) LD $@
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -Wl,-soname,libtpurt.so.0 \
-		-Wl,--version-script,libtpurt/libtpurt.map -o $@ $(TPURT_OBJS) $(DRM_LIBS) -lm
+		-Wl,--version-script,libtpurt/libtpurt.map -o $@ $(TPURT_OBJS) $(DRM_LIBS) \
+		-luring -lm
 	$(Q)ln -sf libtpurt.so.0 $(BUILD)/lib/libtpurt.so
 
 $(GUEST_BIN)/%: samples/%.c samples/sample_util.c samples/sample_util.h $(TPURT_SO)
@@ -126,7 +126,10 @@ $(GUEST_BIN)/%: samples/%.c samples/sample_util.c samples/sample_util.h $(TPURT_
 $(GUEST_BIN)/%: selftests/%.c $(TPURT_SO) $(KSELFTEST)/kselftest_harness.h
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TPURT_LINK)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TPURT_LINK) $(SELFTEST_LIBS)
+
+$(GUEST_BIN)/tpu_uring_test: selftests/tpu_job_blob.h
+$(GUEST_BIN)/tpu_uring_test: SELFTEST_LIBS = -luring
 
 # Every host test may use the job builder (tests/job_builder.[ch]).
 TEST_HELPERS	= tests/job_builder.c
@@ -171,6 +174,12 @@ $(GUEST_BIN)/%: bench/%.c $(TPURT_SO)
 
 $(SIM_TESTS:%=$(BUILD)/tests/%): $(TPURT_SIM_LIB)
 $(SIM_TESTS:%=$(BUILD)/tests/%): TEST_EXTRA = $(TPURT_SIM_LIB)
+
+$(GUEST_BIN)/bench_submit: selftests/tpu_job_blob.h
+
+# Job submission paths in the VM: ioctl (the anchor) and io_uring batches.
+bench-submit: module userspace
+	$(Q)scripts/vm-run.sh --timeout 300 -- bench_submit
 
 # The model reads the published table next to the tests; the path is fixed
 # at build time so the test runs from any directory.

@@ -317,11 +317,18 @@ static int tpu_copy_job_prepare(struct tpu_copy_job *job, struct drm_file *file,
 	}
 }
 
-int tpu_ioctl_copy(struct drm_device *drm, void *data, struct drm_file *file)
+/**
+ * tpu_copy_submit() - check a copy and queue it on the DMA queue
+ * @file: the submitting file
+ * @args: the copy, as DRM_IOCTL_TPU_COPY and DRM_TPU_URING_CMD_COPY pass
+ *	it; DRM_TPU_COPY_WAIT is the caller's business
+ *
+ * Return: the copy's finished fence (a new reference), or an ERR_PTR.
+ */
+struct dma_fence *tpu_copy_submit(struct drm_file *file,
+				  const struct drm_tpu_copy *args)
 {
-	struct tpu_device *tdev = to_tpu_device(drm);
 	struct tpu_file *tfile = file->driver_priv;
-	struct drm_tpu_copy *args = data;
 	struct drm_syncobj *out_sync = NULL;
 	struct tpu_copy_job *job;
 	struct dma_fence *done;
@@ -329,12 +336,12 @@ int tpu_ioctl_copy(struct drm_device *drm, void *data, struct drm_file *file)
 
 	ret = tpu_copy_check_args(args);
 	if (ret)
-		return ret;
+		return ERR_PTR(ret);
 
 	job = kzalloc(sizeof(*job), GFP_KERNEL);
 	if (!job)
-		return -ENOMEM;
-	job->sjob.tdev = tdev;
+		return ERR_PTR(-ENOMEM);
+	job->sjob.tdev = tfile->tdev;
 	ret = tpu_copy_job_prepare(job, file, args);
 	if (!ret && args->in_syncobj)
 		ret = tpu_sched_job_add_syncobj(&job->sjob, file, args->in_syncobj);
@@ -345,22 +352,29 @@ int tpu_ioctl_copy(struct drm_device *drm, void *data, struct drm_file *file)
 	}
 	if (ret) {
 		tpu_copy_job_free(job);
-		return ret;
+		return ERR_PTR(ret);
 	}
 
 	done = tpu_copy_job_push(job, &tfile->dma_entity, file);
-	if (IS_ERR(done)) {
-		ret = PTR_ERR(done);
-		goto out_put_sync;
-	}
-	if (out_sync)
+	if (!IS_ERR(done) && out_sync)
 		drm_syncobj_replace_fence(out_sync, done);
+	if (out_sync)
+		drm_syncobj_put(out_sync);
+	return done;
+}
+
+int tpu_ioctl_copy(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct drm_tpu_copy *args = data;
+	struct dma_fence *done;
+	int ret = 0;
+
+	done = tpu_copy_submit(file, args);
+	if (IS_ERR(done))
+		return PTR_ERR(done);
 	if (args->flags & DRM_TPU_COPY_WAIT)
 		ret = tpu_wait_fence(done);
 	dma_fence_put(done);
-out_put_sync:
-	if (out_sync)
-		drm_syncobj_put(out_sync);
 	return ret;
 }
 

@@ -7,6 +7,7 @@
 struct dma_fence;
 struct drm_device;
 struct drm_file;
+struct drm_tpu_copy;
 struct tpu_device;
 struct tpu_file;
 
@@ -16,6 +17,8 @@ int tpu_dma_file_open(struct tpu_device *tdev, struct tpu_file *tfile);
 void tpu_dma_file_close(struct tpu_file *tfile);
 int tpu_dma_fill_sync(struct tpu_device *tdev, u64 hbm_offset, u64 length,
 		      u8 pattern);
+struct dma_fence *tpu_copy_submit(struct drm_file *file,
+				  const struct drm_tpu_copy *args);
 int tpu_ioctl_copy(struct drm_device *drm, void *data, struct drm_file *file);
 int tpu_wait_fence(struct dma_fence *fence);
 

@@ -16,6 +16,7 @@
 #include "tpu_gem.h"
 #include "tpu_hw.h"
 #include "tpu_job.h"
+#include "tpu_uring.h"
 #include "../uapi/tpu_drm.h"
 
 /* DRM_TPU_PARAM_* -> TPU_CAP_* for the parameters read from the device. */
@@ -133,7 +134,12 @@ static void tpu_postclose(struct drm_device *drm, struct drm_file *file)
 	kfree(tfile);
 }
 
-DEFINE_DRM_GEM_FOPS(tpu_fops);
+/* DEFINE_DRM_GEM_FOPS() plus io_uring commands. */
+static const struct file_operations tpu_fops = {
+	.owner = THIS_MODULE,
+	DRM_GEM_FOPS,
+	.uring_cmd = tpu_uring_cmd,
+};
 
 static const struct drm_driver tpu_drm_driver = {
 	.driver_features = DRIVER_RENDER | DRIVER_GEM | DRIVER_SYNCOBJ,

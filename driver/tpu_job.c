@@ -159,7 +159,8 @@ static const struct drm_sched_backend_ops tpu_compute_sched_ops = {
 
 static int tpu_submit_check_args(const struct drm_tpu_submit *args)
 {
-	if (args->flags || args->desc_size < sizeof(struct tpu_job_header) ||
+	if (args->flags & ~DRM_TPU_SUBMIT_NO_RECORD ||
+	    args->desc_size < sizeof(struct tpu_job_header) ||
 	    args->handle_count > TPU_JOB_MAX_SLOTS ||
 	    args->in_syncobj_count > TPU_MAX_IN_SYNCOBJS ||
 	    args->timeout_ms > TPU_JOB_MAX_TIMEOUT_MS)
@@ -259,25 +260,32 @@ static int tpu_submit_prepare(struct tpu_compute_job *job, struct drm_file *file
 	return 0;
 }
 
-int tpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
+/**
+ * tpu_job_submit() - check a grid job and queue it on the compute queue
+ * @file: the submitting file
+ * @args: the job, as DRM_IOCTL_TPU_SUBMIT and DRM_TPU_URING_CMD_SUBMIT
+ *	pass it; @args->job_id is set on success
+ *
+ * Return: the job's finished fence (a new reference), or an ERR_PTR.
+ */
+struct dma_fence *tpu_job_submit(struct drm_file *file,
+				 struct drm_tpu_submit *args)
 {
-	struct tpu_device *tdev = to_tpu_device(drm);
 	struct tpu_file *tfile = file->driver_priv;
-	struct drm_tpu_submit *args = data;
 	struct drm_syncobj *out_sync = NULL;
 	struct tpu_job_record *rec;
 	struct tpu_compute_job *job;
 	struct dma_fence *done;
-	u32 id;
+	u32 id = 0;
 	int ret;
 
 	ret = tpu_submit_check_args(args);
 	if (ret)
-		return ret;
+		return ERR_PTR(ret);
 	job = kzalloc(sizeof(*job), GFP_KERNEL);
 	if (!job)
-		return -ENOMEM;
-	job->sjob.tdev = tdev;
+		return ERR_PTR(-ENOMEM);
+	job->sjob.tdev = tfile->tdev;
 	ret = tpu_submit_prepare(job, file, args);
 	if (!ret && args->out_syncobj) {
 		out_sync = drm_syncobj_find(file, args->out_syncobj);
@@ -287,35 +295,55 @@ int tpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 	if (ret)
 		goto err_free_job;
 
-	/* Reserve the id now, so nothing can fail once the job is queued. */
+	/*
+	 * Reserve the id now, so nothing can fail once the job is queued, and
+	 * take the table's reference on the record before the job can finish
+	 * and drop its own.
+	 */
 	rec = job->record;
-	ret = xa_alloc_cyclic(&tfile->jobs, &id, NULL, xa_limit_32b,
-			      &tfile->next_job_id, GFP_KERNEL);
-	if (ret < 0)
-		goto err_free_job;
+	if (!(args->flags & DRM_TPU_SUBMIT_NO_RECORD)) {
+		ret = xa_alloc_cyclic(&tfile->jobs, &id, NULL, xa_limit_32b,
+				      &tfile->next_job_id, GFP_KERNEL);
+		if (ret < 0)
+			goto err_free_job;
+		kref_get(&rec->ref);
+	}
 
 	done = tpu_sched_job_push(&job->sjob, &tfile->compute_entity, file);
 	if (IS_ERR(done)) {
 		ret = PTR_ERR(done);
-		xa_erase(&tfile->jobs, id);
+		if (id) {
+			xa_erase(&tfile->jobs, id);
+			tpu_job_record_put(rec);
+		}
 		goto err_free_job;
 	}
-	rec->done = dma_fence_get(done);
-	kref_get(&rec->ref);	/* the table's */
-	xa_store(&tfile->jobs, id, rec, GFP_KERNEL);
+	if (id) {
+		rec->done = dma_fence_get(done);
+		xa_store(&tfile->jobs, id, rec, GFP_KERNEL);
+	}
 	if (out_sync) {
 		drm_syncobj_replace_fence(out_sync, done);
 		drm_syncobj_put(out_sync);
 	}
-	dma_fence_put(done);
 	args->job_id = id;
-	return 0;
+	return done;
 
 err_free_job:
 	if (out_sync)
 		drm_syncobj_put(out_sync);
 	tpu_compute_job_free(job);
-	return ret;
+	return ERR_PTR(ret);
+}
+
+int tpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct dma_fence *done = tpu_job_submit(file, data);
+
+	if (IS_ERR(done))
+		return PTR_ERR(done);
+	dma_fence_put(done);
+	return 0;
 }
 
 int tpu_ioctl_job_info(struct drm_device *drm, void *data,

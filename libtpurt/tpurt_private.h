@@ -39,6 +39,7 @@ struct tpurt_device {
 	void *sim;		/* sim.c's state */
 	int have_info;
 	struct tpurt_device_info info;	/* cached by tpurt_device_cached_info */
+	int submit_path;	/* enum tpurt_submit_path; AUTO until probed */
 };
 
 struct tpurt_buffer {

@@ -157,6 +157,9 @@ struct drm_tpu_copy {
 	__u32 out_syncobj;
 };
 
+/* Flags of struct drm_tpu_submit */
+#define DRM_TPU_SUBMIT_NO_RECORD	(1u << 0)	/* keep no JOB_INFO record */
+
 /**
  * struct drm_tpu_submit - run a grid job (uapi/tpu_job.h) on the device
  *
@@ -177,7 +180,14 @@ struct drm_tpu_submit {
 	__u64 desc_ptr;
 	/** @desc_size: in, its size in bytes. */
 	__u32 desc_size;
-	/** @flags: in, must be zero. */
+	/**
+	 * @flags: in, DRM_TPU_SUBMIT_* flags. With DRM_TPU_SUBMIT_NO_RECORD
+	 * the driver keeps no record for DRM_IOCTL_TPU_JOB_INFO and @job_id
+	 * is 0: the job's status is its fence's (the CQE of
+	 * DRM_TPU_URING_CMD_SUBMIT, or @out_syncobj's), the device's report
+	 * is not kept. Meant for high job rates, where records would pile up
+	 * until released.
+	 */
 	__u32 flags;
 	/** @handles_ptr: in, user pointer to __u32 buffer handles, slot order. */
 	__u64 handles_ptr;
@@ -191,7 +201,10 @@ struct drm_tpu_submit {
 	__u32 out_syncobj;
 	/** @timeout_ms: in, the job's run-time limit; 0 for the default (10 s). */
 	__u32 timeout_ms;
-	/** @job_id: out, the job's id in this file, for JOB_INFO. */
+	/**
+	 * @job_id: out, the job's id in this file, for JOB_INFO (never 0),
+	 * or 0 with DRM_TPU_SUBMIT_NO_RECORD.
+	 */
 	__u64 job_id;
 };
 
@@ -224,6 +237,44 @@ struct drm_tpu_job_info {
 	/** @pad: must be zero. */
 	__u32 pad;
 };
+
+/*
+ * io_uring commands (IORING_OP_URING_CMD on the render node's file).
+ *
+ * The ring must be set up with IORING_SETUP_SQE128: the command's payload,
+ * sqe->cmd (80 bytes), holds the ioctl's argument struct inline, at offset
+ * 0, and the rest of the 80 bytes must be zero. The driver reads the payload
+ * once, while the SQE is issued, and applies the ioctl's checks and the
+ * render-node permission rules; anything the struct points to (descriptor,
+ * handle arrays, syncobj lists) is read then too and may be reused as soon
+ * as io_uring_enter() returns. The user memory of a copy must stay mapped
+ * until the copy's CQE arrives. Syncobjs are looked up at issue time, so
+ * an SQE may wait for the out_syncobj of an SQE issued before it (SQEs of
+ * one submission are issued in order unless IOSQE_ASYNC is set).
+ *
+ * Each command completes with one CQE:
+ *  - res: 0 when the copy or job completed successfully; its error when
+ *    it failed on the device (-EIO, -ETIMEDOUT, -ECANCELED: a dependency
+ *    failed or a reset cancelled it); or the error that made the driver
+ *    refuse it, as the ioctl would have returned it (-EINVAL, -ENOENT,
+ *    -EFAULT, -E2BIG, -ENOSPC, -ENOMEM, -EACCES, -ENODEV). -EINVAL also for
+ *    an unknown cmd_op, a non-zero byte after the struct, a ring without
+ *    IORING_SETUP_SQE128, or DRM_TPU_COPY_WAIT (the CQE is the wait).
+ *  - big_cqe[0] (rings with IORING_SETUP_CQE32): for
+ *    DRM_TPU_URING_CMD_SUBMIT, the job id that struct drm_tpu_submit's
+ *    job_id would have returned (0 with DRM_TPU_SUBMIT_NO_RECORD or when
+ *    the job was refused); 0 for copies. big_cqe[1] is 0.
+ * Commands in flight when the file or the ring is closed, or the
+ * submitter exits, still complete: the device finishes them (or they time
+ * out) and their CQEs are posted or dropped with the ring; the ring's
+ * teardown waits for them. IORING_SETUP_IOPOLL rings are not supported
+ * (io_uring fails the SQE with -EOPNOTSUPP).
+ */
+#define DRM_TPU_URING_CMD_SUBMIT	0x01	/* payload: struct drm_tpu_submit */
+#define DRM_TPU_URING_CMD_COPY		0x02	/* payload: struct drm_tpu_copy */
+
+/* Bytes of payload in a 128-byte SQE (IORING_SETUP_SQE128). */
+#define DRM_TPU_URING_CMD_PAYLOAD	80
 
 #if defined(__cplusplus)
 }

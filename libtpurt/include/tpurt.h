@@ -568,6 +568,126 @@ int tpurt_schedule_dump(const struct tpurt_grid_spec *gs,
 			struct tpurt_schedule_counts *counts);
 
 /*
+ * --- Queues: batched, asynchronous submission of copies and grid jobs ---
+ *
+ * A queue collects copies and jobs (tpurt_queue_write/read/copy/job), hands
+ * them to the kernel in one go (tpurt_queue_submit) and reports their
+ * outcomes in batches (tpurt_queue_reap). Order between commands is the
+ * device's business: a command waits for the syncobjs in its deps->wait
+ * and signals deps->signal, so "copy in, job, copy back" needs no waiting
+ * in userspace. Commands with no dependency between them may complete in
+ * any order (copies and jobs run on different device queues; one file's
+ * jobs run in submission order).
+ *
+ * Two paths to the kernel, chosen per device: io_uring (the driver's
+ * DRM_TPU_URING_CMD_* commands: one system call per batch, completions read
+ * from the ring) or ioctls (one or more system calls per command,
+ * completions through sync_file polls). TPURT_PATH_AUTO, the default, takes
+ * io_uring when the kernel and the driver support it.
+ *
+ * Host memory of a write or read, and every buffer, must stay valid until
+ * the command's completion is reaped; descriptors and deps are copied
+ * when enqueued. A queue is not thread-safe.
+ */
+
+enum tpurt_submit_path {
+	TPURT_PATH_AUTO = 0,	/* io_uring if supported, else ioctl */
+	TPURT_PATH_URING = 1,
+	TPURT_PATH_IOCTL = 2,
+};
+
+/*
+ * Choose the path of queues created on @dev from now on. -EOPNOTSUPP if
+ * TPURT_PATH_URING is asked for and the kernel cannot do it.
+ */
+int tpurt_device_set_submit_path(struct tpurt_device *dev,
+				 enum tpurt_submit_path path);
+/* The path new queues of @dev take: TPURT_PATH_URING or TPURT_PATH_IOCTL. */
+enum tpurt_submit_path tpurt_device_submit_path(struct tpurt_device *dev);
+
+/* Syncobjs: dependency tokens between commands, on tpurt_device_fd(). */
+int tpurt_sync_create(struct tpurt_device *dev, uint32_t *syncp);
+void tpurt_sync_destroy(struct tpurt_device *dev, uint32_t sync);
+
+#define TPURT_QUEUE_MAX_WAIT	8
+
+/* What a command waits for and signals; NULL for neither. */
+struct tpurt_deps {
+	const uint32_t *wait;	/* syncobjs; copies take at most one */
+	unsigned int nwait;	/* at most TPURT_QUEUE_MAX_WAIT */
+	uint32_t signal;	/* syncobj signalled when done, or 0 */
+};
+
+/* The outcome of one command. */
+struct tpurt_completion {
+	uint64_t user_data;	/* as given when enqueued */
+	int32_t status;		/* 0, or -EIO, -ETIMEDOUT, -ECANCELED (on the
+				 * device), or the refusal (-EINVAL, -ENOENT,
+				 * -EFAULT...) */
+	uint32_t reserved;
+	uint64_t job_id;	/* TPURT_JOB_RECORD jobs: for JOB_INFO; else 0 */
+};
+
+struct tpurt_queue;
+
+/*
+ * A queue of up to @entries (1..4096) commands enqueued or in flight at
+ * once. Errors: -EINVAL, -ENOMEM, and those of io_uring_queue_init().
+ */
+int tpurt_queue_create(struct tpurt_device *dev, unsigned int entries,
+		       struct tpurt_queue **qp);
+/* Submit what is enqueued, wait for everything in flight, free. */
+void tpurt_queue_destroy(struct tpurt_queue *q);
+/* TPURT_PATH_URING or TPURT_PATH_IOCTL. */
+enum tpurt_submit_path tpurt_queue_path(const struct tpurt_queue *q);
+
+/*
+ * Enqueue a copy of host memory into a buffer, of a buffer into host
+ * memory, or between buffers. -EBUSY when @entries commands are enqueued or
+ * in flight (reap some), -EINVAL for bad arguments or deps.
+ */
+int tpurt_queue_write(struct tpurt_queue *q, struct tpurt_buffer *dst,
+		      uint64_t offset, const void *src, uint64_t len,
+		      const struct tpurt_deps *deps, uint64_t user_data);
+int tpurt_queue_read(struct tpurt_queue *q, struct tpurt_buffer *src,
+		     uint64_t offset, void *dst, uint64_t len,
+		     const struct tpurt_deps *deps, uint64_t user_data);
+int tpurt_queue_copy(struct tpurt_queue *q, struct tpurt_buffer *dst,
+		     uint64_t dst_offset, struct tpurt_buffer *src,
+		     uint64_t src_offset, uint64_t len,
+		     const struct tpurt_deps *deps, uint64_t user_data);
+
+/* Flags of tpurt_queue_job() */
+#define TPURT_JOB_RECORD	(1u << 0)	/* keep a JOB_INFO record */
+
+/*
+ * Enqueue a grid job: @desc (uapi/tpu_job.h, copied now), its buffer table
+ * @slots[0..@nslots), a run-time limit (0: the driver's default).
+ */
+int tpurt_queue_job(struct tpurt_queue *q, const void *desc, size_t desc_size,
+		    struct tpurt_buffer *const *slots, unsigned int nslots,
+		    uint32_t timeout_ms, unsigned int flags,
+		    const struct tpurt_deps *deps, uint64_t user_data);
+
+/*
+ * Hand every enqueued command to the kernel. Returns how many were, or a
+ * negative errno (then nothing was lost: the commands stay enqueued).
+ */
+int tpurt_queue_submit(struct tpurt_queue *q);
+
+/*
+ * Collect up to @max completions into @out, waiting up to @timeout_ms
+ * (-1: no limit) for the first one if none is ready. Submits what is
+ * enqueued first. Returns how many (0 on timeout or when nothing is in
+ * flight), or a negative errno.
+ */
+int tpurt_queue_reap(struct tpurt_queue *q, struct tpurt_completion *out,
+		     unsigned int max, int timeout_ms);
+
+/* Commands enqueued or in flight whose completion is not reaped yet. */
+unsigned int tpurt_queue_pending(const struct tpurt_queue *q);
+
+/*
  * The message of the calling thread's most recent failed call, or "" if
  * none failed yet. Valid until the thread's next failing call.
  */
