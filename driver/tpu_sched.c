@@ -55,6 +55,13 @@ struct dma_fence *tpu_sched_job_push(struct tpu_sched_job *job,
 	if (ret)
 		return ERR_PTR(ret);
 	for (i = 0; i < job->ndeps; i++) {
+		/*
+		 * On its own queue drm_sched would start this job once the
+		 * dependency has merely started; wait for it to finish, so that
+		 * its error is known (and this job cancelled) before we run.
+		 */
+		if (to_drm_sched_fence(job->deps[i]))
+			set_bit(DRM_SCHED_FENCE_DONT_PIPELINE, &job->deps[i]->flags);
 		/* The scheduler consumes its reference; we keep ours. */
 		ret = drm_sched_job_add_dependency(&job->base,
 						   dma_fence_get(job->deps[i]));
