@@ -66,7 +66,7 @@ HOST_TESTS	= engine_config_test engine_copy_test engine_gemm_test \
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
-	model-table bench-gemm
+	model-table bench-gemm bench-engine
 
 all: userspace module qemu
 
@@ -124,9 +124,16 @@ BENCH_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine $(BLAS_CFLAGS)
 $(BUILD)/bench/%: bench/%.c $(ENGINE_LIB)
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $< $(ENGINE_LINK)
+	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $< $(BENCH_EXTRA) $(ENGINE_LINK) -lm
 
 bench-gemm: $(BUILD)/bench/bench_gemm
+	$(Q)$<
+
+# Engine jobs are the tests' matmul kernels, from the job builder.
+$(BUILD)/bench/bench_engine: $(TEST_HELPERS) tests/job_builder.h
+$(BUILD)/bench/bench_engine: BENCH_EXTRA = -Itests $(TEST_HELPERS)
+
+bench-engine: $(BUILD)/bench/bench_engine
 	$(Q)$<
 
 # The model reads the published table next to the tests; the path is fixed
