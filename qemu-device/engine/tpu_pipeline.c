@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "tpu_plan.h"
 
@@ -38,10 +39,40 @@ static uint64_t max_cols(const struct tpu_plan *plan)
 	return m;
 }
 
+/* Big buffers on huge pages: blocks are walked with strides of a page. */
+#define HUGE_PAGE	(2ull << 20)
+
 static void *vmem_alloc(uint64_t bytes)
 {
+	uint64_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 64;
+	void *p;
+
 	/* 64-byte aligned for the GEMM; rounded up as aligned_alloc wants */
-	return aligned_alloc(64, (bytes + 63) & ~63ull);
+	bytes = (bytes + align - 1) & ~(align - 1);
+	p = aligned_alloc(align, bytes);
+	if (p && align == HUGE_PAGE)
+		madvise(p, bytes, MADV_HUGEPAGE);
+	return p;
+}
+
+/* Buffer @slot of the core's VMEM, at least @bytes, reused when it fits. */
+static void *vmem_get(struct tpu_core *core, unsigned int slot, uint64_t bytes)
+{
+	struct tpu_vmem *v = core->vmem;
+
+	if (v->p[slot] && v->size[slot] >= bytes)
+		return v->p[slot];
+	free(v->p[slot]);
+	v->p[slot] = vmem_alloc(bytes);
+	v->size[slot] = v->p[slot] ? bytes : 0;
+	return v->p[slot];
+}
+
+void tpu_vmem_release(struct tpu_vmem *v)
+{
+	for (unsigned int i = 0; i < TPU_VMEM_BUFS; i++)
+		free(v->p[i]);
+	memset(v, 0, sizeof(*v));
 }
 
 int tpu_core_alloc(struct tpu_core *core)
@@ -49,6 +80,8 @@ int tpu_core_alloc(struct tpu_core *core)
 	const struct tpu_plan *plan = core->run->plan;
 	uint64_t cols = max_cols(plan);
 
+	if (!core->vmem)
+		core->vmem = &core->own_vmem;
 	if (core->run->model_only)
 		return 0;
 	for (unsigned int i = 0; i < plan->num_operands; i++) {
@@ -56,9 +89,10 @@ int tpu_core_alloc(struct tpu_core *core)
 
 		if (!is_output(o))
 			continue;	/* input buffers: on first copy */
-		core->block_buf[i] = vmem_alloc(o->block_bytes);
+		core->block_buf[i] = vmem_get(core, i, o->block_bytes);
 		if (!core->block_buf[i])
 			return -1;
+		/* zeros, not the last job's data: results depend on this job only */
 		memset(core->block_buf[i], 0, o->block_bytes);
 		core->block[i] = (struct tpu_ref2d){ core->block_buf[i], o->rows,
 						     o->cols, o->cols, o->dtype };
@@ -68,7 +102,8 @@ int tpu_core_alloc(struct tpu_core *core)
 
 		if (s->space != TPU_MEM_VMEM)
 			continue;
-		core->scratch_buf[i] = vmem_alloc(s->bytes);
+		core->scratch_buf[i] = vmem_get(core, TPU_VMEM_SCRATCH + i,
+						s->bytes);
 		if (!core->scratch_buf[i])
 			return -1;
 		if (core->run->debug)
@@ -78,21 +113,19 @@ int tpu_core_alloc(struct tpu_core *core)
 			memset(core->scratch_buf[i], 0, s->bytes);
 	}
 	for (int t = 0; t < 2; t++) {
-		core->row_tmp[t] = malloc(cols * sizeof(double));
+		core->row_tmp[t] = vmem_get(core, TPU_VMEM_ROWS + t,
+					    cols * sizeof(double));
 		if (!core->row_tmp[t])
 			return -1;
 	}
 	return 0;
 }
 
+/* The buffers stay with the core's VMEM; only a job's own are freed. */
 void tpu_core_free(struct tpu_core *core)
 {
-	for (unsigned int i = 0; i < TPU_JOB_MAX_OPERANDS; i++)
-		free(core->block_buf[i]);
-	for (unsigned int i = 0; i < TPU_JOB_MAX_SCRATCH; i++)
-		free(core->scratch_buf[i]);
-	free(core->row_tmp[0]);
-	free(core->row_tmp[1]);
+	if (core->vmem == &core->own_vmem)
+		tpu_vmem_release(&core->own_vmem);
 }
 
 struct tpu_ref2d tpu_op_ref(struct tpu_core *core, struct tpu_plan_ref ref)
@@ -319,7 +352,7 @@ static int fetch_input(struct tpu_core *core, unsigned int i,
 		return 0;
 	}
 	if (!core->block_buf[i]) {
-		core->block_buf[i] = vmem_alloc(o->block_bytes);
+		core->block_buf[i] = vmem_get(core, i, o->block_bytes);
 		if (!core->block_buf[i])
 			return -1;
 	}
