@@ -63,6 +63,7 @@ HOST_TESTS	= engine_config_test engine_copy_test engine_gemm_test \
 		  engine_model_test engine_matmul_test engine_pipeline_test \
 		  engine_scalar_test engine_errors_test engine_ops_test \
 		  engine_debug_test engine_cast_test engine_pool_test \
+		  engine_model_match_test \
 		  tpurt_open_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 

@@ -294,6 +294,19 @@ static int locate_block(struct tpu_core *core, unsigned int i,
 	return 0;
 }
 
+/* The in-bounds part of block @i as a 2-D ref, for the useful FLOPs. */
+static void set_valid(struct tpu_core *core, unsigned int i,
+		      const struct block_span *sp)
+{
+	const struct tpu_plan_operand *o = &core->run->plan->operand[i];
+	int64_t rows = 1;
+
+	for (unsigned int d = 0; d + 1 < o->rank; d++)
+		rows *= (int64_t)sp->valid[d];
+	core->valid_rows[i] = rows;
+	core->valid_cols[i] = (int64_t)sp->valid[o->rank - 1];
+}
+
 static uint64_t span_bytes(const struct tpu_plan_operand *o,
 			   const struct block_span *sp)
 {
@@ -486,6 +499,7 @@ static int fetch_inputs(struct tpu_core *core, block_index idx,
 		}
 		if (locate_block(core, i, idx[i], core->step, &sp))
 			return -1;
+		set_valid(core, i, &sp);
 		if (!core->run->model_only && fetch_input(core, i, &sp)) {
 			tpu_job_fail(&core->res, TPU_JOB_ERR_INTERNAL,
 				     "out of host memory for a VMEM block");
@@ -520,6 +534,7 @@ static int open_outputs(struct tpu_core *core, block_index idx, uint64_t pflat)
 		}
 		if (locate_block(core, i, idx[i], core->step, &sp))
 			return -1;
+		set_valid(core, i, &sp);
 		memcpy(core->idx[i], idx[i], sizeof(idx[i]));
 		core->resident[i] = true;
 		if (!core->run->debug)
@@ -590,7 +605,34 @@ static uint64_t smem_elems(const struct tpu_plan *plan, struct tpu_plan_ref ref)
 	return plan->scratch[ref.index].bytes / 4;
 }
 
-static int run_body(struct tpu_core *core, double *compute_s, uint64_t *flops)
+/* In-bounds extent of @ref along dim @d (0 rows, 1 cols); scratch: all. */
+static int64_t valid_extent(const struct tpu_core *core, struct tpu_plan_ref ref,
+			    int d, int64_t whole)
+{
+	if (ref.kind != TPU_REF_OPERAND)
+		return whole;
+	return d ? core->valid_cols[ref.index] : core->valid_rows[ref.index];
+}
+
+/*
+ * FLOPs of a dot on the in-bounds parts of its operands: what the model
+ * counts as useful work (the MXU's time is still that of the whole block).
+ */
+static uint64_t useful_flops(const struct tpu_core *core,
+			     const struct tpu_plan_op *op)
+{
+	bool ta = op->dot & TPU_DOT_LHS_CONTRACT_0;
+	bool tb = op->dot & TPU_DOT_RHS_CONTRACT_1;
+	int64_t m = valid_extent(core, op->src0, ta, op->m);
+	int64_t ka = valid_extent(core, op->src0, !ta, op->k);
+	int64_t kb = valid_extent(core, op->src1, tb, op->k);
+	int64_t n = valid_extent(core, op->src1, !tb, op->n);
+
+	return 2ull * m * n * (ka < kb ? ka : kb);
+}
+
+static int run_body(struct tpu_core *core, double *compute_s, uint64_t *flops,
+		    uint64_t *useful)
 {
 	const struct tpu_plan *plan = core->run->plan;
 	struct tpu_scalar_fault f;
@@ -616,6 +658,7 @@ static int run_body(struct tpu_core *core, double *compute_s, uint64_t *flops)
 				    plan->operand[op->src0.index].dtype :
 				    plan->scratch[op->src0.index].dtype;
 			*flops += 2ull * op->m * op->n * op->k;
+			*useful += useful_flops(core, op);
 			*compute_s += tpu_model_dot_s(core->run->cfg, t, op->m,
 						      op->n, op->k);
 		}
@@ -662,7 +705,7 @@ void tpu_core_run(struct tpu_core *core)
 		goto out;
 	while (has_next && core->step < atomic_load_explicit(&core->run->fail_step,
 							     memory_order_relaxed)) {
-		uint64_t fetch = 0, flops = 0, out_bytes;
+		uint64_t fetch = 0, flops = 0, useful = 0, out_bytes;
 		double compute = 0;
 
 		memcpy(npid, core->pid, sizeof(npid));
@@ -672,10 +715,10 @@ void tpu_core_run(struct tpu_core *core)
 			break;
 		if (fetch_inputs(core, cur, &fetch) ||
 		    open_outputs(core, cur, parallel_index(plan, core->pid)) ||
-		    run_body(core, &compute, &flops))
+		    run_body(core, &compute, &flops, &useful))
 			break;
 		out_bytes = close_outputs(core, next, has_next);
-		tpu_model_step(&core->model, fetch, compute, flops, out_bytes);
+		tpu_model_step(&core->model, fetch, compute, useful, out_bytes);
 		core->stats.steps++;
 		core->stats.hbm_bytes_in += fetch;
 		core->stats.hbm_bytes_out += out_bytes;

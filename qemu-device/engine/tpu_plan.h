@@ -149,6 +149,8 @@ struct tpu_core {
 	struct tpu_ref2d block[TPU_JOB_MAX_OPERANDS];
 	int64_t idx[TPU_JOB_MAX_OPERANDS][TPU_JOB_MAX_RANK];
 	bool resident[TPU_JOB_MAX_OPERANDS];
+	int64_t valid_rows[TPU_JOB_MAX_OPERANDS];	/* in bounds, of the */
+	int64_t valid_cols[TPU_JOB_MAX_OPERANDS];	/* block as a 2-D ref */
 	uint64_t visit_owner[TPU_JOB_MAX_OPERANDS];
 	int64_t pid[TPU_JOB_MAX_GRID_RANK];
 	uint64_t step;			/* row-major number of the current step */
