@@ -71,14 +71,15 @@ PUBLISHED_TSV	= tools/v5e-published.tsv
 HOST_TESTS	= engine_config_test engine_copy_test engine_gemm_test \
 		  engine_model_test engine_matmul_test engine_pipeline_test \
 		  engine_scalar_test engine_errors_test engine_ops_test \
-		  engine_debug_test tpurt_open_test $(SIM_TESTS)
+		  engine_debug_test engine_cast_test engine_pool_test \
+		  engine_model_match_test tpurt_open_test $(SIM_TESTS)
 # Runtime tests on the in-process device (libtpurt-sim.a).
 SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 		  tpurt_matmul_test tpurt_analysis_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
-	model-table bench bench-gemm bench-dma bench-submit
+	model-table bench bench-gemm bench-engine bench-dma bench-submit
 
 all: userspace module qemu
 
@@ -147,7 +148,7 @@ BENCH_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine $(BLAS_CFLAGS)
 $(BUILD)/bench/%: bench/%.c $(ENGINE_LIB)
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $< $(ENGINE_LINK)
+	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $< $(BENCH_EXTRA) $(ENGINE_LINK) -lm
 
 bench-gemm: $(BUILD)/bench/bench_gemm
 	$(Q)$<
@@ -180,6 +181,13 @@ $(GUEST_BIN)/bench_submit: selftests/tpu_job_blob.h
 # Job submission paths in the VM: ioctl (the anchor) and io_uring batches.
 bench-submit: module userspace
 	$(Q)scripts/vm-run.sh --timeout 300 -- bench_submit
+
+# Engine jobs are the tests' matmul kernels, from the job builder.
+$(BUILD)/bench/bench_engine: $(TEST_HELPERS) tests/job_builder.h
+$(BUILD)/bench/bench_engine: BENCH_EXTRA = -Itests $(TEST_HELPERS)
+
+bench-engine: $(BUILD)/bench/bench_engine
+	$(Q)$<
 
 # The model reads the published table next to the tests; the path is fixed
 # at build time so the test runs from any directory.

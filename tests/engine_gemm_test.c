@@ -203,6 +203,7 @@ static const int64_t shapes[][3] = {
 	{ 1, 1, 1 }, { 7, 5, 3 }, { 1, 129, 7 }, { 129, 1, 255 },
 	{ 6, 16, 2 }, { 33, 47, 129 }, { 64, 255, 17 }, { 13, 37, 1100 },
 	{ 200, 21, 30 }, { 3, 2100, 5 }, { 97, 33, 513 },
+	{ 24, 32, 64 },		/* whole 12-row tiles of the zmm kernel */
 };
 
 /* Every shape, transpose combination and accumulate mode for one dtype pair. */
@@ -246,7 +247,7 @@ TEST(int8_all_signedness)
 TEST(int8_every_kernel)
 {
 	static const char *const names[] = { "portable", "avx2", "avxvnni-i16",
-						   "avxvnni" };
+						   "avxvnni", "avx512vnni" };
 
 	tpu_gemm_init();
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

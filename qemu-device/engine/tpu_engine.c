@@ -2,7 +2,9 @@
 /*
  * The engine's entry points: check a job, set up SMEM and the debug tables,
  * run one worker thread per core (the caller's thread is core 0), and merge
- * the cores' statistics and errors.
+ * the cores' statistics and errors. The worker threads and each core's VMEM
+ * live as long as the engine; a job that finds them taken by another runs
+ * on threads and buffers of its own.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -12,12 +14,15 @@
 
 #include "tpu_gemm.h"
 #include "tpu_plan.h"
+#include "tpu_pool.h"
 
 /* Owner tables of the debug mode are bounded: one word per output block. */
 #define MAX_TRACKED_BLOCKS	(1ull << 24)
 
 struct tpu_engine {
 	struct tpu_config cfg;
+	struct tpu_pool *pool;			/* cores - 1 workers */
+	struct tpu_vmem vmem[TPU_MAX_CORES];	/* with the pool */
 };
 
 static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
@@ -37,11 +42,23 @@ struct tpu_engine *tpu_engine_create(const struct tpu_config *cfg,
 	}
 	e->cfg = *cfg;
 	pthread_once(&gemm_once, tpu_gemm_init);
+	e->pool = tpu_pool_create(cfg->cores - 1);
+	if (!e->pool) {
+		if (err && errlen)
+			snprintf(err, errlen, "out of memory");
+		free(e);
+		return NULL;
+	}
 	return e;
 }
 
 void tpu_engine_destroy(struct tpu_engine *engine)
 {
+	if (!engine)
+		return;
+	tpu_pool_destroy(engine->pool);
+	for (unsigned int c = 0; c < TPU_MAX_CORES; c++)
+		tpu_vmem_release(&engine->vmem[c]);
 	free(engine);
 }
 
@@ -119,6 +136,28 @@ static void *core_thread(void *arg)
 	return NULL;
 }
 
+static void core_task(void *arg)
+{
+	tpu_core_run(arg);
+}
+
+/* Without the pool: a thread per core, as many as can be started. */
+static void run_on_threads(struct tpu_core *cores, unsigned int ncores)
+{
+	pthread_t tid[TPU_MAX_CORES];
+	bool started[TPU_MAX_CORES] = { false };
+
+	for (unsigned int c = 1; c < ncores; c++)
+		started[c] = !pthread_create(&tid[c], NULL, core_thread, &cores[c]);
+	for (unsigned int c = 1; c < ncores; c++)
+		if (!started[c])
+			tpu_core_run(&cores[c]);	/* no thread: run it here */
+	tpu_core_run(&cores[0]);
+	for (unsigned int c = 1; c < ncores; c++)
+		if (started[c])
+			pthread_join(tid[c], NULL);
+}
+
 static void sum_stats(struct tpu_job_stats *job, const struct tpu_job_stats *c)
 {
 	job->steps += c->steps;
@@ -135,24 +174,28 @@ static void sum_stats(struct tpu_job_stats *job, const struct tpu_job_stats *c)
  * so that a job failing on several cores reports the same error as far as
  * the schedule allows.
  */
-static int run_cores(struct tpu_run *run, unsigned int ncores,
-		     struct tpu_job_result *res)
+static int run_cores(struct tpu_engine *engine, struct tpu_run *run,
+		     unsigned int ncores, struct tpu_job_result *res)
 {
 	struct tpu_core *cores = calloc(ncores, sizeof(*cores));
 	struct tpu_model_stats model[TPU_MAX_CORES];
-	pthread_t tid[TPU_MAX_CORES];
-	bool started[TPU_MAX_CORES] = { false };
 	const struct tpu_core *failed = NULL;
 	uint64_t p = run->plan->parallel_iters;
+	bool pooled = tpu_pool_get(engine->pool);
 	int ret = 0;
 
-	if (!cores)
-		return tpu_job_fail(res, TPU_JOB_ERR_INTERNAL, "out of host memory");
+	if (!cores) {
+		ret = tpu_job_fail(res, TPU_JOB_ERR_INTERNAL, "out of host memory");
+		goto out;
+	}
 	for (unsigned int c = 0; c < ncores; c++) {
 		cores[c].run = run;
 		cores[c].id = c;
-		cores[c].pbegin = p * c / ncores;
-		cores[c].pend = p * (c + 1) / ncores;
+		/* the model's split, so the job's modeled time is the model's */
+		tpu_model_core_range(p, ncores, c, &cores[c].pbegin,
+				     &cores[c].pend);
+		if (pooled)
+			cores[c].vmem = &engine->vmem[c];
 		cores[c].res.error = res->error;
 		if (tpu_core_alloc(&cores[c])) {
 			ret = tpu_job_fail(res, TPU_JOB_ERR_INTERNAL,
@@ -160,15 +203,10 @@ static int run_cores(struct tpu_run *run, unsigned int ncores,
 			goto out;
 		}
 	}
-	for (unsigned int c = 1; c < ncores; c++)
-		started[c] = !pthread_create(&tid[c], NULL, core_thread, &cores[c]);
-	for (unsigned int c = 1; c < ncores; c++)
-		if (!started[c])
-			tpu_core_run(&cores[c]);	/* no thread: run it here */
-	tpu_core_run(&cores[0]);
-	for (unsigned int c = 1; c < ncores; c++)
-		if (started[c])
-			pthread_join(tid[c], NULL);
+	if (pooled)
+		tpu_pool_run(engine->pool, core_task, cores, sizeof(*cores), ncores);
+	else
+		run_on_threads(cores, ncores);
 
 	for (unsigned int c = 0; c < ncores; c++) {
 		const struct tpu_core *core = &cores[c];
@@ -187,9 +225,11 @@ static int run_cores(struct tpu_run *run, unsigned int ncores,
 		ret = (int)res->error.code;
 	}
 out:
-	for (unsigned int c = 0; c < ncores; c++)
+	for (unsigned int c = 0; cores && c < ncores; c++)
 		tpu_core_free(&cores[c]);
 	free(cores);
+	if (pooled)
+		tpu_pool_put(engine->pool);
 	return ret;
 }
 
@@ -225,7 +265,7 @@ int tpu_engine_run(struct tpu_engine *engine, const void *desc, size_t len,
 	ncores = engine->cfg.cores;
 	if (plan->parallel_iters < ncores)
 		ncores = (unsigned int)plan->parallel_iters;
-	ret = run_cores(&run, ncores, res);
+	ret = run_cores(engine, &run, ncores, res);
 out:
 	free_run(&run);
 	free(plan);

@@ -6,7 +6,8 @@
  * owns HBM, one host memory range, and the job's buffer table, which gives
  * each slot's range inside HBM. The engine never touches memory outside the
  * slots an operand names. A job runs on cfg->cores worker threads; its
- * results are bit-identical for any core count.
+ * results are bit-identical for any core count. The threads and each
+ * core's VMEM buffers are kept from job to job until tpu_engine_destroy().
  */
 #ifndef TPU_ENGINE_H
 #define TPU_ENGINE_H

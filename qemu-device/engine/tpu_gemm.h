@@ -44,7 +44,7 @@ void tpu_gemm_i8(bool a_unsigned, bool b_unsigned, bool trans_a, bool trans_b,
 		 const void *a, int64_t lda, const void *b, int64_t ldb,
 		 int32_t *c, int64_t ldc, bool accumulate);
 
-/* The int8 micro-kernel in use ("avxvnni", "avx2", "portable"), for logs. */
+/* The int8 micro-kernel in use ("avx512vnni", "avxvnni", ...), for logs. */
 const char *tpu_gemm_i8_kernel(void);
 
 /*

@@ -284,14 +284,19 @@ static void i8_naive(const struct i8_src *a, const struct i8_src *b, int64_t m,
 		}
 }
 
+/* vpdpbusd kernels (their own packing: tpu_gemm_i8_vnni.c) have no fn. */
+enum vnni { NO_VNNI, VNNI_YMM, VNNI_ZMM };
+
 static const struct {
 	const char *name;
 	i8_kernel_fn *fn;
+	enum vnni vnni;
 } i8_kernels[] = {
-	{ "avxvnni", NULL },	/* vpdpbusd, its own packing: tpu_gemm_i8_vnni.c */
-	{ "avxvnni-i16", kernel_avxvnni },
-	{ "avx2", kernel_avx2 },
-	{ "portable", kernel_portable },
+	{ "avx512vnni", NULL, VNNI_ZMM },
+	{ "avxvnni", NULL, VNNI_YMM },
+	{ "avxvnni-i16", kernel_avxvnni, NO_VNNI },
+	{ "avx2", kernel_avx2, NO_VNNI },
+	{ "portable", kernel_portable, NO_VNNI },
 };
 
 /* Index into i8_kernels of the one chosen by tpu_gemm_i8_use(), or -1. */
@@ -305,6 +310,10 @@ static bool kernel_runs_here(int i)
 		return false;
 	if (i8_kernels[i].fn == kernel_avx2)
 		return true;
+	if (i8_kernels[i].vnni == VNNI_ZMM)
+		return __builtin_cpu_supports("avx512f") &&
+		       __builtin_cpu_supports("avx512bw") &&
+		       __builtin_cpu_supports("avx512vnni");
 	return __builtin_cpu_supports("avxvnni");
 }
 
@@ -317,14 +326,14 @@ static int best_kernel(void)
 	return i;
 }
 
-static i8_kernel_fn *pick_kernel(void)
+static int picked(void)
 {
-	return i8_kernels[chosen_kernel >= 0 ? chosen_kernel : best_kernel()].fn;
+	return chosen_kernel >= 0 ? chosen_kernel : best_kernel();
 }
 
 const char *tpu_gemm_i8_kernel(void)
 {
-	return i8_kernels[chosen_kernel >= 0 ? chosen_kernel : best_kernel()].name;
+	return i8_kernels[picked()].name;
 }
 
 int tpu_gemm_i8_use(const char *name)
@@ -384,7 +393,8 @@ void tpu_gemm_i8(bool a_unsigned, bool b_unsigned, bool trans_a, bool trans_b,
 {
 	struct i8_src sa = { a, lda, a_unsigned, trans_a };
 	struct i8_src sb = { b, ldb, b_unsigned, trans_b };
-	i8_kernel_fn *kern = pick_kernel();
+	int pick = picked();
+	i8_kernel_fn *kern = i8_kernels[pick].fn;
 
 	if (m <= 0 || n <= 0)
 		return;
@@ -394,10 +404,13 @@ void tpu_gemm_i8(bool a_unsigned, bool b_unsigned, bool trans_a, bool trans_b,
 		return;
 	}
 	if (!kern) {
-		if (tpu_gemm_i8_vnni(a_unsigned, b_unsigned, trans_a, trans_b,
+		if (tpu_gemm_i8_vnni(i8_kernels[pick].vnni == VNNI_ZMM,
+				     a_unsigned, b_unsigned, trans_a, trans_b,
 				     m, n, k, a, lda, b, ldb, c, ldc, accumulate))
 			return;
-		kern = kernel_avxvnni;
+		/* out of scratch: an int16 kernel (AVX512-VNNI hosts may lack AVX-VNNI) */
+		kern = i8_kernels[pick].vnni == VNNI_ZMM ? kernel_avx2 :
+							   kernel_avxvnni;
 	}
 	i8_blocked(kern, &sa, &sb, m, n, k, c, ldc, accumulate);
 }

@@ -13,9 +13,13 @@
  * a row term and a column term added when the tile is stored. Everything
  * is modulo 2^32, so the result is exact with the same wrap-around.
  *
+ * Two micro-kernels share the packing: AVX-VNNI's (ymm, 6 x 16 tiles) and,
+ * where the host has AVX512-VNNI, one on zmm (12 x 16 tiles: one vpdpbusd
+ * covers a row's 16 columns), twice the products per instruction.
+ *
  * Packed layouts (kc4 = kc rounded up to 4, zero padded; zeros add nothing
  * to the products or to the sums):
- *  A block: MR-row micro-panels of kc4 bytes a row, then the row terms.
+ *  A block: rows of kc4 bytes (mr at a time), then the row terms.
  *  B panel: for each k quad, NR x {b'[p..p+3][j]}, then the NR column terms.
  */
 #include "tpu_gemm_int.h"
@@ -23,10 +27,12 @@
 #include <immintrin.h>
 #include <string.h>
 
-#define MR 6
+#define MR 6		/* AVX-VNNI tile rows */
+#define MR_WIDE 12	/* AVX512-VNNI tile rows */
+#define MR_MAX MR_WIDE
 #define NR 16
 #define KC 1024		/* k per block: an A row is 1 KiB, a B panel 16 KiB */
-#define MC 96
+#define MC 96		/* a multiple of both tile heights */
 #define NC 1024		/* B block: 1 MiB, stays in L2 */
 
 struct i8_src {
@@ -89,9 +95,9 @@ static int32_t row_sum(const uint8_t *row, int64_t kc4)
 /* Rows i0.. of op(A) x k-range [p0, p0 + kc); returns the row terms. */
 static int32_t *pack_a(uint8_t *dst, const struct i8_src *a, int64_t i0,
 		       int64_t mc, int64_t p0, int64_t kc, int64_t kc4,
-		       uint32_t beta)
+		       uint32_t beta, int64_t mr)
 {
-	int64_t rows = round_up(mc, MR);
+	int64_t rows = round_up(mc, mr);
 	int32_t *corr = (int32_t *)(dst + rows * kc4);
 
 	memset(dst, 0, rows * kc4);
@@ -224,18 +230,67 @@ static void kernel(int64_t kc4, const uint8_t *a, const int32_t *row_terms,
 	STORE(0); STORE(1); STORE(2); STORE(3); STORE(4); STORE(5);
 }
 
-/* A partial tile goes through a full one on the stack. */
-static void tile(int64_t kc4, const uint8_t *a, const int32_t *row_terms,
-		 const uint8_t *b, int32_t *c, int64_t ldc, int64_t mr,
-		 int64_t nr, bool acc)
-{
-	int32_t t[MR * NR];
+#define TARGET_WIDE __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
-	if (mr == MR && nr == NR) {
+/* One row of the zmm tile: a k quad of A broadcast against all 16 columns. */
+#define ROW_WIDE(r)							\
+	c##r = _mm512_dpbusd_epi32(c##r,				\
+		_mm512_set1_epi32(load_quad(a + (r) * kc4 + 4 * q)), b0)
+
+#define STORE_WIDE(r)							\
+	do {								\
+		int32_t *d = c + (r) * ldc;				\
+		c##r = _mm512_add_epi32(c##r, _mm512_add_epi32(		\
+			_mm512_set1_epi32(row_terms[r]), ct));		\
+		if (acc)						\
+			c##r = _mm512_add_epi32(c##r, _mm512_loadu_si512(d)); \
+		_mm512_storeu_si512(d, c##r);				\
+	} while (0)
+
+TARGET_WIDE
+static void kernel_wide(int64_t kc4, const uint8_t *a, const int32_t *row_terms,
+			const uint8_t *b, int32_t *c, int64_t ldc, bool acc)
+{
+	__m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0;
+	__m512i c4 = c0, c5 = c0, c6 = c0, c7 = c0, c8 = c0, c9 = c0;
+	__m512i c10 = c0, c11 = c0, ct;
+
+	for (int64_t q = 0; q < kc4 / 4; q++, b += 4 * NR) {
+		__m512i b0 = _mm512_loadu_si512(b);
+
+		ROW_WIDE(0); ROW_WIDE(1); ROW_WIDE(2); ROW_WIDE(3);
+		ROW_WIDE(4); ROW_WIDE(5); ROW_WIDE(6); ROW_WIDE(7);
+		ROW_WIDE(8); ROW_WIDE(9); ROW_WIDE(10); ROW_WIDE(11);
+	}
+	ct = _mm512_loadu_si512(b);	/* the column terms follow the panel */
+	STORE_WIDE(0); STORE_WIDE(1); STORE_WIDE(2); STORE_WIDE(3);
+	STORE_WIDE(4); STORE_WIDE(5); STORE_WIDE(6); STORE_WIDE(7);
+	STORE_WIDE(8); STORE_WIDE(9); STORE_WIDE(10); STORE_WIDE(11);
+}
+
+/* Full tiles of the kernel in use: MR x NR, or MR_WIDE x NR on zmm. */
+static void full_tile(bool wide, int64_t kc4, const uint8_t *a,
+		      const int32_t *row_terms, const uint8_t *b, int32_t *c,
+		      int64_t ldc, bool acc)
+{
+	if (wide)
+		kernel_wide(kc4, a, row_terms, b, c, ldc, acc);
+	else
 		kernel(kc4, a, row_terms, b, c, ldc, acc);
+}
+
+/* A partial tile goes through a full one on the stack. */
+static void tile(bool wide, int64_t kc4, const uint8_t *a,
+		 const int32_t *row_terms, const uint8_t *b, int32_t *c,
+		 int64_t ldc, int64_t mr, int64_t nr, bool acc)
+{
+	int32_t t[MR_MAX * NR];
+
+	if (mr == (wide ? MR_WIDE : MR) && nr == NR) {
+		full_tile(wide, kc4, a, row_terms, b, c, ldc, acc);
 		return;
 	}
-	kernel(kc4, a, row_terms, b, t, NR, false);
+	full_tile(wide, kc4, a, row_terms, b, t, NR, false);
 	for (int64_t r = 0; r < mr; r++)
 		for (int64_t j = 0; j < nr; j++) {
 			uint32_t old = acc ? (uint32_t)c[r * ldc + j] : 0;
@@ -244,27 +299,31 @@ static void tile(int64_t kc4, const uint8_t *a, const int32_t *row_terms,
 		}
 }
 
-static void macro_kernel(const uint8_t *pa, const int32_t *row_terms,
-			 const uint8_t *pb, int64_t mc, int64_t nc, int64_t kc4,
-			 int32_t *c, int64_t ldc, bool acc)
+static void macro_kernel(bool wide, const uint8_t *pa,
+			 const int32_t *row_terms, const uint8_t *pb,
+			 int64_t mc, int64_t nc, int64_t kc4, int32_t *c,
+			 int64_t ldc, bool acc)
 {
+	int64_t mr = wide ? MR_WIDE : MR;
+
 	/* A B panel stays in L1 while the A panels stream from L2. */
 	for (int64_t j = 0; j < nc; j += NR)
-		for (int64_t i = 0; i < mc; i += MR)
-			tile(kc4, pa + i * kc4, row_terms + i,
+		for (int64_t i = 0; i < mc; i += mr)
+			tile(wide, kc4, pa + i * kc4, row_terms + i,
 			     pb + (j / NR) * panel_bytes(kc4), c + i * ldc + j,
-			     ldc, min64(MR, mc - i), min64(NR, nc - j), acc);
+			     ldc, min64(mr, mc - i), min64(NR, nc - j), acc);
 }
 
-bool tpu_gemm_i8_vnni(bool a_unsigned, bool b_unsigned, bool trans_a,
-		      bool trans_b, int64_t m, int64_t n, int64_t k,
-		      const void *a, int64_t lda, const void *b, int64_t ldb,
-		      int32_t *c, int64_t ldc, bool accumulate)
+bool tpu_gemm_i8_vnni(bool wide, bool a_unsigned, bool b_unsigned,
+		      bool trans_a, bool trans_b, int64_t m, int64_t n,
+		      int64_t k, const void *a, int64_t lda, const void *b,
+		      int64_t ldb, int32_t *c, int64_t ldc, bool accumulate)
 {
 	struct i8_src sa = { a, lda, trans_a, a_unsigned ? 0 : 0x80 };
 	struct i8_src sb = { b, ldb, trans_b, b_unsigned ? 0x80 : 0 };
 	uint32_t alpha = sa.flip, beta = sb.flip;
-	int64_t kc4_max = round_up(min64(k, KC), 4), mc_max = round_up(min64(m, MC), MR);
+	int64_t mr = wide ? MR_WIDE : MR;
+	int64_t kc4_max = round_up(min64(k, KC), 4), mc_max = round_up(min64(m, MC), mr);
 	uint8_t *pa = tpu_gemm_scratch(TPU_GEMM_SLOT_A, mc_max * (kc4_max + 4));
 	uint8_t *pb = tpu_gemm_scratch(TPU_GEMM_SLOT_B, round_up(min64(n, NC), NR) /
 				       NR * panel_bytes(kc4_max));
@@ -284,9 +343,9 @@ bool tpu_gemm_i8_vnni(bool a_unsigned, bool b_unsigned, bool trans_a,
 			for (int64_t ic = 0; ic < m; ic += MC) {
 				int64_t mc = min64(MC, m - ic);
 				int32_t *rt = pack_a(pa, &sa, ic, mc, pc, kc,
-						     kc4, beta);
+						     kc4, beta, mr);
 
-				macro_kernel(pa, rt, pb, mc, nc, kc4,
+				macro_kernel(wide, pa, rt, pb, mc, nc, kc4,
 					     c + ic * ldc + jc, ldc,
 					     accumulate || pc > 0);
 			}

@@ -25,12 +25,13 @@ void *tpu_gemm_scratch(enum tpu_gemm_slot slot, size_t bytes);
 extern bool tpu_gemm_has_avx2;
 
 /*
- * tpu_gemm_i8() on AVX-VNNI's vpdpbusd (tpu_gemm_i8_vnni.c), for hosts with
- * avxvnni, m, n, k > 0. False if out of scratch memory (C is untouched).
+ * tpu_gemm_i8() on vpdpbusd (tpu_gemm_i8_vnni.c), m, n, k > 0: on AVX-VNNI's
+ * ymm form, or with @wide on AVX512-VNNI's zmm form; the host must have it.
+ * False if out of scratch memory (C is untouched).
  */
-bool tpu_gemm_i8_vnni(bool a_unsigned, bool b_unsigned, bool trans_a,
-		      bool trans_b, int64_t m, int64_t n, int64_t k,
-		      const void *a, int64_t lda, const void *b, int64_t ldb,
-		      int32_t *c, int64_t ldc, bool accumulate);
+bool tpu_gemm_i8_vnni(bool wide, bool a_unsigned, bool b_unsigned,
+		      bool trans_a, bool trans_b, int64_t m, int64_t n,
+		      int64_t k, const void *a, int64_t lda, const void *b,
+		      int64_t ldb, int32_t *c, int64_t ldc, bool accumulate);
 
 #endif /* TPU_GEMM_INT_H */

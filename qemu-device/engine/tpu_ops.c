@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "tpu_cast.h"
 #include "tpu_gemm.h"
 #include "tpu_plan.h"
 
@@ -54,12 +55,7 @@ static uint32_t f32_bits(float f)
 
 static uint16_t bf16_round(float f)
 {
-	uint32_t b = f32_bits(f);
-
-	if ((b & 0x7fffffff) > 0x7f800000)	/* NaN: keep it quiet and a NaN */
-		return (uint16_t)((b >> 16) | 0x40);
-	b += 0x7fff + ((b >> 16) & 1);		/* to nearest, ties to even */
-	return (uint16_t)(b >> 16);
+	return tpu_bf16_round(f32_bits(f));
 }
 
 static void load_row(const struct tpu_ref2d *r, int64_t row, double *out,
@@ -240,6 +236,16 @@ static void op_dot(const struct tpu_plan_op *op, const struct tpu_ref2d *a,
 	}
 }
 
+/* A plain cast or copy (the accumulator stored) without the double rows. */
+static bool cast_rows(const struct tpu_ref2d *d, const struct tpu_ref2d *s)
+{
+	for (int64_t i = 0; i < d->rows; i++)
+		if (!tpu_cast_row(row_ptr(d, i), d->dtype, row_ptr(s, i),
+				  s->dtype, d->cols))
+			return false;	/* no fast path: fails on row 0 */
+	return true;
+}
+
 static void op_elementwise(struct tpu_core *core, const struct tpu_plan_op *op,
 			   const struct tpu_ref2d *d, const struct tpu_ref2d *s0,
 			   double scalar)
@@ -250,6 +256,9 @@ static void op_elementwise(struct tpu_core *core, const struct tpu_plan_op *op,
 	bool bcast_scalar = op->bcast == TPU_BCAST_SMEM ||
 			    op->bcast == TPU_BCAST_IMM;
 
+	if (!binary && op->fn == TPU_UNARY_IDENTITY &&
+	    cast_rows(d, s0))
+		return;
 	if (binary && !bcast_scalar)
 		s1 = tpu_op_ref(core, op->src1);
 	if (binary && op->bcast == TPU_BCAST_ROW)

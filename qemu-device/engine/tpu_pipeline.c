@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "tpu_plan.h"
 
@@ -38,10 +39,40 @@ static uint64_t max_cols(const struct tpu_plan *plan)
 	return m;
 }
 
+/* Big buffers on huge pages: blocks are walked with strides of a page. */
+#define HUGE_PAGE	(2ull << 20)
+
 static void *vmem_alloc(uint64_t bytes)
 {
+	uint64_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 64;
+	void *p;
+
 	/* 64-byte aligned for the GEMM; rounded up as aligned_alloc wants */
-	return aligned_alloc(64, (bytes + 63) & ~63ull);
+	bytes = (bytes + align - 1) & ~(align - 1);
+	p = aligned_alloc(align, bytes);
+	if (p && align == HUGE_PAGE)
+		madvise(p, bytes, MADV_HUGEPAGE);
+	return p;
+}
+
+/* Buffer @slot of the core's VMEM, at least @bytes, reused when it fits. */
+static void *vmem_get(struct tpu_core *core, unsigned int slot, uint64_t bytes)
+{
+	struct tpu_vmem *v = core->vmem;
+
+	if (v->p[slot] && v->size[slot] >= bytes)
+		return v->p[slot];
+	free(v->p[slot]);
+	v->p[slot] = vmem_alloc(bytes);
+	v->size[slot] = v->p[slot] ? bytes : 0;
+	return v->p[slot];
+}
+
+void tpu_vmem_release(struct tpu_vmem *v)
+{
+	for (unsigned int i = 0; i < TPU_VMEM_BUFS; i++)
+		free(v->p[i]);
+	memset(v, 0, sizeof(*v));
 }
 
 int tpu_core_alloc(struct tpu_core *core)
@@ -49,6 +80,8 @@ int tpu_core_alloc(struct tpu_core *core)
 	const struct tpu_plan *plan = core->run->plan;
 	uint64_t cols = max_cols(plan);
 
+	if (!core->vmem)
+		core->vmem = &core->own_vmem;
 	if (core->run->model_only)
 		return 0;
 	for (unsigned int i = 0; i < plan->num_operands; i++) {
@@ -56,9 +89,10 @@ int tpu_core_alloc(struct tpu_core *core)
 
 		if (!is_output(o))
 			continue;	/* input buffers: on first copy */
-		core->block_buf[i] = vmem_alloc(o->block_bytes);
+		core->block_buf[i] = vmem_get(core, i, o->block_bytes);
 		if (!core->block_buf[i])
 			return -1;
+		/* zeros, not the last job's data: results depend on this job only */
 		memset(core->block_buf[i], 0, o->block_bytes);
 		core->block[i] = (struct tpu_ref2d){ core->block_buf[i], o->rows,
 						     o->cols, o->cols, o->dtype };
@@ -68,7 +102,8 @@ int tpu_core_alloc(struct tpu_core *core)
 
 		if (s->space != TPU_MEM_VMEM)
 			continue;
-		core->scratch_buf[i] = vmem_alloc(s->bytes);
+		core->scratch_buf[i] = vmem_get(core, TPU_VMEM_SCRATCH + i,
+						s->bytes);
 		if (!core->scratch_buf[i])
 			return -1;
 		if (core->run->debug)
@@ -78,21 +113,19 @@ int tpu_core_alloc(struct tpu_core *core)
 			memset(core->scratch_buf[i], 0, s->bytes);
 	}
 	for (int t = 0; t < 2; t++) {
-		core->row_tmp[t] = malloc(cols * sizeof(double));
+		core->row_tmp[t] = vmem_get(core, TPU_VMEM_ROWS + t,
+					    cols * sizeof(double));
 		if (!core->row_tmp[t])
 			return -1;
 	}
 	return 0;
 }
 
+/* The buffers stay with the core's VMEM; only a job's own are freed. */
 void tpu_core_free(struct tpu_core *core)
 {
-	for (unsigned int i = 0; i < TPU_JOB_MAX_OPERANDS; i++)
-		free(core->block_buf[i]);
-	for (unsigned int i = 0; i < TPU_JOB_MAX_SCRATCH; i++)
-		free(core->scratch_buf[i]);
-	free(core->row_tmp[0]);
-	free(core->row_tmp[1]);
+	if (core->vmem == &core->own_vmem)
+		tpu_vmem_release(&core->own_vmem);
 }
 
 struct tpu_ref2d tpu_op_ref(struct tpu_core *core, struct tpu_plan_ref ref)
@@ -261,6 +294,19 @@ static int locate_block(struct tpu_core *core, unsigned int i,
 	return 0;
 }
 
+/* The in-bounds part of block @i as a 2-D ref, for the useful FLOPs. */
+static void set_valid(struct tpu_core *core, unsigned int i,
+		      const struct block_span *sp)
+{
+	const struct tpu_plan_operand *o = &core->run->plan->operand[i];
+	int64_t rows = 1;
+
+	for (unsigned int d = 0; d + 1 < o->rank; d++)
+		rows *= (int64_t)sp->valid[d];
+	core->valid_rows[i] = rows;
+	core->valid_cols[i] = (int64_t)sp->valid[o->rank - 1];
+}
+
 static uint64_t span_bytes(const struct tpu_plan_operand *o,
 			   const struct block_span *sp)
 {
@@ -319,7 +365,7 @@ static int fetch_input(struct tpu_core *core, unsigned int i,
 		return 0;
 	}
 	if (!core->block_buf[i]) {
-		core->block_buf[i] = vmem_alloc(o->block_bytes);
+		core->block_buf[i] = vmem_get(core, i, o->block_bytes);
 		if (!core->block_buf[i])
 			return -1;
 	}
@@ -453,6 +499,7 @@ static int fetch_inputs(struct tpu_core *core, block_index idx,
 		}
 		if (locate_block(core, i, idx[i], core->step, &sp))
 			return -1;
+		set_valid(core, i, &sp);
 		if (!core->run->model_only && fetch_input(core, i, &sp)) {
 			tpu_job_fail(&core->res, TPU_JOB_ERR_INTERNAL,
 				     "out of host memory for a VMEM block");
@@ -487,6 +534,7 @@ static int open_outputs(struct tpu_core *core, block_index idx, uint64_t pflat)
 		}
 		if (locate_block(core, i, idx[i], core->step, &sp))
 			return -1;
+		set_valid(core, i, &sp);
 		memcpy(core->idx[i], idx[i], sizeof(idx[i]));
 		core->resident[i] = true;
 		if (!core->run->debug)
@@ -557,7 +605,34 @@ static uint64_t smem_elems(const struct tpu_plan *plan, struct tpu_plan_ref ref)
 	return plan->scratch[ref.index].bytes / 4;
 }
 
-static int run_body(struct tpu_core *core, double *compute_s, uint64_t *flops)
+/* In-bounds extent of @ref along dim @d (0 rows, 1 cols); scratch: all. */
+static int64_t valid_extent(const struct tpu_core *core, struct tpu_plan_ref ref,
+			    int d, int64_t whole)
+{
+	if (ref.kind != TPU_REF_OPERAND)
+		return whole;
+	return d ? core->valid_cols[ref.index] : core->valid_rows[ref.index];
+}
+
+/*
+ * FLOPs of a dot on the in-bounds parts of its operands: what the model
+ * counts as useful work (the MXU's time is still that of the whole block).
+ */
+static uint64_t useful_flops(const struct tpu_core *core,
+			     const struct tpu_plan_op *op)
+{
+	bool ta = op->dot & TPU_DOT_LHS_CONTRACT_0;
+	bool tb = op->dot & TPU_DOT_RHS_CONTRACT_1;
+	int64_t m = valid_extent(core, op->src0, ta, op->m);
+	int64_t ka = valid_extent(core, op->src0, !ta, op->k);
+	int64_t kb = valid_extent(core, op->src1, tb, op->k);
+	int64_t n = valid_extent(core, op->src1, !tb, op->n);
+
+	return 2ull * m * n * (ka < kb ? ka : kb);
+}
+
+static int run_body(struct tpu_core *core, double *compute_s, uint64_t *flops,
+		    uint64_t *useful)
 {
 	const struct tpu_plan *plan = core->run->plan;
 	struct tpu_scalar_fault f;
@@ -583,6 +658,7 @@ static int run_body(struct tpu_core *core, double *compute_s, uint64_t *flops)
 				    plan->operand[op->src0.index].dtype :
 				    plan->scratch[op->src0.index].dtype;
 			*flops += 2ull * op->m * op->n * op->k;
+			*useful += useful_flops(core, op);
 			*compute_s += tpu_model_dot_s(core->run->cfg, t, op->m,
 						      op->n, op->k);
 		}
@@ -629,7 +705,7 @@ void tpu_core_run(struct tpu_core *core)
 		goto out;
 	while (has_next && core->step < atomic_load_explicit(&core->run->fail_step,
 							     memory_order_relaxed)) {
-		uint64_t fetch = 0, flops = 0, out_bytes;
+		uint64_t fetch = 0, flops = 0, useful = 0, out_bytes;
 		double compute = 0;
 
 		memcpy(npid, core->pid, sizeof(npid));
@@ -639,10 +715,10 @@ void tpu_core_run(struct tpu_core *core)
 			break;
 		if (fetch_inputs(core, cur, &fetch) ||
 		    open_outputs(core, cur, parallel_index(plan, core->pid)) ||
-		    run_body(core, &compute, &flops))
+		    run_body(core, &compute, &flops, &useful))
 			break;
 		out_bytes = close_outputs(core, next, has_next);
-		tpu_model_step(&core->model, fetch, compute, flops, out_bytes);
+		tpu_model_step(&core->model, fetch, compute, useful, out_bytes);
 		core->stats.steps++;
 		core->stats.hbm_bytes_in += fetch;
 		core->stats.hbm_bytes_out += out_bytes;

@@ -119,10 +119,28 @@ struct tpu_ref2d {
 	uint8_t dtype;
 };
 
+/* Host buffers behind a core's VMEM: blocks, scratch, elementwise rows. */
+#define TPU_VMEM_SCRATCH	TPU_JOB_MAX_OPERANDS
+#define TPU_VMEM_ROWS		(TPU_VMEM_SCRATCH + TPU_JOB_MAX_SCRATCH)
+#define TPU_VMEM_BUFS		(TPU_VMEM_ROWS + 2)
+
+struct tpu_vmem {
+	void *p[TPU_VMEM_BUFS];
+	uint64_t size[TPU_VMEM_BUFS];
+};
+
+void tpu_vmem_release(struct tpu_vmem *v);
+
 struct tpu_core {
 	struct tpu_run *run;
 	unsigned int id;
 	uint64_t pbegin, pend;		/* its share of the parallel iterations */
+	/*
+	 * The engine's VMEM for this core when the job holds the worker pool,
+	 * kept from job to job (no page faults per job); else own_vmem.
+	 */
+	struct tpu_vmem *vmem;
+	struct tpu_vmem own_vmem;
 	/* VMEM: one buffer per block (double buffering is only modeled) */
 	void *block_buf[TPU_JOB_MAX_OPERANDS];
 	void *scratch_buf[TPU_JOB_MAX_SCRATCH];
@@ -131,6 +149,8 @@ struct tpu_core {
 	struct tpu_ref2d block[TPU_JOB_MAX_OPERANDS];
 	int64_t idx[TPU_JOB_MAX_OPERANDS][TPU_JOB_MAX_RANK];
 	bool resident[TPU_JOB_MAX_OPERANDS];
+	int64_t valid_rows[TPU_JOB_MAX_OPERANDS];	/* in bounds, of the */
+	int64_t valid_cols[TPU_JOB_MAX_OPERANDS];	/* block as a 2-D ref */
 	uint64_t visit_owner[TPU_JOB_MAX_OPERANDS];
 	int64_t pid[TPU_JOB_MAX_GRID_RANK];
 	uint64_t step;			/* row-major number of the current step */

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `make bench-engine`: whole matmul jobs (the guide's kernel, built by the
+ * tests' job builder) run by the engine on two cores, beside OpenBLAS's
+ * sgemm on two threads over the same arrays, in the same run.
+ *
+ * The host is shared and noisy: every round measures the anchor and every
+ * job once, interleaved, and each figure is the median of its rounds. Wall
+ * time is the host's; the modeled v5e figures come from the job report and
+ * are printed under their own names, never mixed with it.
+ */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "job_builder.h"
+#include "tpu_engine.h"
+#include "tpu_gemm.h"
+
+#define CORES		2
+#define MAX_SIZE	4096
+#define MAX_ROUNDS	7
+#define VMEM_LIMIT	(96ull << 20)
+
+enum { X, Y, Z, ARRAYS };
+
+struct kind {
+	const char *name;
+	unsigned int in, out;
+	const char *unit;
+};
+
+static const struct kind kinds[] = {
+	{ "f32", TPU_DTYPE_F32, TPU_DTYPE_F32, "GFLOP/s" },
+	{ "bf16", TPU_DTYPE_BF16, TPU_DTYPE_BF16, "GFLOP/s" },
+	{ "int8", TPU_DTYPE_INT8, TPU_DTYPE_INT32, "GOP/s" },
+};
+#define NKINDS	(sizeof(kinds) / sizeof(kinds[0]))
+
+static const uint32_t blocks[][3] = {	/* bm, bk, bn */
+	{ 512, 1024, 1024 },
+	{ 128, 128, 128 },
+};
+#define NBLOCKS	(sizeof(blocks) / sizeof(blocks[0]))
+
+/* A pretend device whose HBM is backed by huge pages, as QEMU's RAM is. */
+struct bench_dev {
+	struct tpu_config cfg;
+	struct tpu_engine *engine;
+	uint8_t *hbm;
+	uint64_t hbm_size, used;
+	struct tpu_buffer_slot slots[NKINDS * ARRAYS + 1];
+	unsigned int nslots;
+};
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "bench_engine: %s\n", what);
+	exit(1);
+}
+
+static void dev_init(struct bench_dev *d, uint64_t hbm_size)
+{
+	char err[256];
+
+	tpu_config_defaults(&d->cfg);
+	d->cfg.cores = CORES;
+	d->engine = tpu_engine_create(&d->cfg, err, sizeof(err));
+	if (!d->engine)
+		die(err);
+	d->hbm_size = hbm_size;
+	d->hbm = aligned_alloc(2 << 20, hbm_size);
+	if (!d->hbm)
+		die("out of memory for HBM");
+	madvise(d->hbm, hbm_size, MADV_HUGEPAGE);
+}
+
+static unsigned int dev_alloc(struct bench_dev *d, uint64_t bytes)
+{
+	unsigned int slot = d->nslots++;
+
+	if (d->used + bytes > d->hbm_size)
+		die("out of HBM");
+	d->slots[slot] = (struct tpu_buffer_slot){ d->used, bytes };
+	d->used = (d->used + bytes + 4095) & ~4095ull;
+	return slot;
+}
+
+static void *dev_ptr(struct bench_dev *d, unsigned int slot)
+{
+	return d->hbm + d->slots[slot].offset;
+}
+
+/* One size: the arrays of every kind and the anchor's output. */
+struct problem {
+	uint64_t size;
+	unsigned int slot[NKINDS][ARRAYS];
+	unsigned int anchor_c;
+};
+
+static void problem_init(struct bench_dev *d, struct problem *p, uint64_t size)
+{
+	uint64_t n = size * size;
+
+	d->used = 0;
+	d->nslots = 0;
+	p->size = size;
+	for (unsigned int t = 0; t < NKINDS; t++) {
+		unsigned int in = tpu_dtype_size(kinds[t].in);
+
+		p->slot[t][X] = dev_alloc(d, n * in);
+		p->slot[t][Y] = dev_alloc(d, n * in);
+		p->slot[t][Z] = dev_alloc(d, n * tpu_dtype_size(kinds[t].out));
+		/* small integers: exact in every dtype, so results can be checked */
+		ref_fill(dev_ptr(d, p->slot[t][X]), kinds[t].in, n, 1 + t, -4, 4);
+		ref_fill(dev_ptr(d, p->slot[t][Y]), kinds[t].in, n, 2 + t, -4, 4);
+	}
+	p->anchor_c = dev_alloc(d, n * 4);
+}
+
+static void *job_blob(const struct problem *p, unsigned int t,
+		      const uint32_t *b, size_t *len)
+{
+	struct mm_job j = {
+		.m = p->size, .k = p->size, .n = p->size,
+		.bm = b[0], .bk = b[1], .bn = b[2],
+		.in_dtype = kinds[t].in, .out_dtype = kinds[t].out,
+		.acc_scratch = true,
+		.x_slot = p->slot[t][X], .y_slot = p->slot[t][Y],
+		.z_slot = p->slot[t][Z],
+	};
+
+	void *blob = mm_build(&j, len);
+
+	/* as the guide raises vmem_limit_bytes for its large blocks */
+	jb_header(blob)->vmem_limit_bytes = VMEM_LIMIT;
+	return blob;
+}
+
+static double run_job(struct bench_dev *d, const void *blob, size_t len,
+		      struct tpu_job_result *res)
+{
+	double t = now();
+
+	if (tpu_engine_run(d->engine, blob, len, d->hbm, d->hbm_size, d->slots,
+			   d->nslots, 0, res))
+		die(res->message);
+	return now() - t;
+}
+
+static double run_anchor(struct bench_dev *d, const struct problem *p)
+{
+	int n = (int)p->size;
+	double t;
+
+	openblas_set_num_threads(CORES);
+	t = now();
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+		    dev_ptr(d, p->slot[0][X]), n, dev_ptr(d, p->slot[0][Y]), n,
+		    0.0f, dev_ptr(d, p->anchor_c), n);
+	t = now() - t;
+	openblas_set_num_threads(1);	/* the engine's GEMM runs one per core */
+	/*
+	 * OpenBLAS's idle workers spin (yielding) for about 2^28 cycles before
+	 * they sleep; let them, or they steal the next job's cores.
+	 */
+	nanosleep(&(struct timespec){ .tv_nsec = 250000000 }, NULL);
+	return t;
+}
+
+/* A few elements of the engine's result against a dot product in double. */
+static void check_result(struct bench_dev *d, const struct problem *p,
+			 unsigned int t)
+{
+	const void *x = dev_ptr(d, p->slot[t][X]), *y = dev_ptr(d, p->slot[t][Y]);
+	const void *z = dev_ptr(d, p->slot[t][Z]);
+	uint64_t n = p->size;
+
+	for (uint64_t s = 0; s < 16; s++) {
+		uint64_t r = (s * 2654435761u) % n, c = (s * 40503u + 7) % n;
+		double want = 0, got = ref_get(z, kinds[t].out, r * n + c);
+
+		for (uint64_t q = 0; q < n; q++)
+			want += ref_get(x, kinds[t].in, r * n + q) *
+				ref_get(y, kinds[t].in, q * n + c);
+		if (kinds[t].out == TPU_DTYPE_BF16)
+			want = ref_from_bf16(ref_bf16((float)want));
+		if (want != got) {
+			fprintf(stderr, "bench_engine: %s %llu: z[%llu][%llu] = %g, want %g\n",
+				kinds[t].name, (unsigned long long)n,
+				(unsigned long long)r, (unsigned long long)c,
+				got, want);
+			exit(1);
+		}
+	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Rounds: fewer where a job has tens of thousands of small steps. */
+static int rounds_for(uint64_t size, const uint32_t *b)
+{
+	return size >= 4096 && b[0] < 256 ? 3 : 5;
+}
+
+static double peak(const struct tpu_config *cfg, unsigned int dtype)
+{
+	if (dtype == TPU_DTYPE_BF16)
+		return (double)cfg->peak_flops_bf16;
+	if (dtype == TPU_DTYPE_INT8)
+		return (double)cfg->peak_ops_int8;
+	return (double)cfg->peak_flops_f32;
+}
+
+static void print_modeled(const struct bench_dev *d, const char *name,
+			  unsigned int t, const struct tpu_job_result *res)
+{
+	const struct tpu_model_stats *m = &res->stats.model;
+	double chip = peak(&d->cfg, kinds[t].in) * d->cfg.cores;
+
+	printf("bench: modeled_v5e_time_%s = %.6f s\n", name, m->time_s);
+	printf("bench: modeled_v5e_utilization_%s = %.1f %%\n", name,
+	       (double)m->flops / m->time_s / chip * 100);
+}
+
+struct figures {
+	double anchor;			/* s, median */
+	double job[NBLOCKS][NKINDS];	/* s, median */
+	double ratio[NBLOCKS][NKINDS];	/* anchor / job, median of rounds */
+};
+
+/* Median of each round's ratio: a burst of load hits both sides of one. */
+static double median_ratio(const double *anchor, const double *job, int n)
+{
+	double r[MAX_ROUNDS];
+
+	for (int i = 0; i < n; i++)
+		r[i] = anchor[i] / job[i];
+	return median(r, n);
+}
+
+static void bench_size(struct bench_dev *d, uint64_t size, struct figures *f)
+{
+	double ops = 2.0 * size * size * size;
+	double anchor[MAX_ROUNDS], t[NBLOCKS][NKINDS][MAX_ROUNDS];
+	struct tpu_job_result res[NBLOCKS][NKINDS];
+	void *blob[NBLOCKS][NKINDS];
+	size_t len[NBLOCKS][NKINDS];
+	struct problem p;
+	char name[96];
+
+	problem_init(d, &p, size);
+	for (unsigned int b = 0; b < NBLOCKS; b++)
+		for (unsigned int k = 0; k < NKINDS; k++)
+			blob[b][k] = job_blob(&p, k, blocks[b], &len[b][k]);
+	run_anchor(d, &p);				/* warm up */
+	for (int r = 0; r < MAX_ROUNDS; r++) {
+		if (r < 5)
+			anchor[r] = run_anchor(d, &p);
+		for (unsigned int b = 0; b < NBLOCKS; b++)
+			for (unsigned int k = 0; k < NKINDS; k++)
+				if (r < rounds_for(size, blocks[b]))
+					t[b][k][r] = run_job(d, blob[b][k],
+							     len[b][k], &res[b][k]);
+	}
+	for (unsigned int b = 0; b < NBLOCKS; b++)
+		for (unsigned int k = 0; k < NKINDS; k++)
+			f->ratio[b][k] = median_ratio(anchor, t[b][k],
+						      rounds_for(size, blocks[b]));
+	f->anchor = median(anchor, 5);
+	printf("bench: openblas_sgemm_%dt_%llu = %.1f GFLOP/s\n", CORES,
+	       (unsigned long long)size, ops / f->anchor / 1e9);
+	for (unsigned int b = 0; b < NBLOCKS; b++)
+		for (unsigned int k = 0; k < NKINDS; k++) {
+			check_result(d, &p, k);
+			f->job[b][k] = median(t[b][k], rounds_for(size, blocks[b]));
+			snprintf(name, sizeof(name), "%s_%llu_b%ux%ux%u",
+				 kinds[k].name, (unsigned long long)size,
+				 blocks[b][0], blocks[b][1], blocks[b][2]);
+			printf("bench: engine_%s = %.1f %s\n", name,
+			       ops / f->job[b][k] / 1e9, kinds[k].unit);
+			printf("bench: engine_vs_openblas_%s = %.2f x\n", name,
+			       f->ratio[b][k]);
+			print_modeled(d, name, k, &res[b][k]);
+			free(blob[b][k]);
+		}
+}
+
+/* The figures: blocks (512, 1024, 1024) at 4096^3. */
+static void print_headlines(const struct figures *f)
+{
+	printf("bench: engine_vs_openblas_f32_4096 = %.2f x\n", f->ratio[0][0]);
+	/* bf16 against the same f32 anchor: OpenBLAS has no bf16 sgemm */
+	printf("bench: engine_vs_openblas_bf16_4096 = %.2f x\n", f->ratio[0][1]);
+	printf("bench: engine_int8_vs_f32_4096 = %.2f x\n",
+	       f->ratio[0][2] / f->ratio[0][0]);
+}
+
+/* Arguments: the sizes to run (default all); the headlines need 4096. */
+int main(int argc, char **argv)
+{
+	static const uint64_t sizes[] = { 1024, 2048, MAX_SIZE };
+	struct bench_dev d = { 0 };
+	struct figures f = { 0 };
+	double start = now();
+	bool any = false;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* every kind's x, y and z plus the anchor's output, at the largest size */
+	dev_init(&d, (uint64_t)MAX_SIZE * MAX_SIZE * (4 * 4 + 2 * 3 + 1 * 2 + 4));
+	printf("# engine: %d cores; openblas %s; int8 kernel %s; median of rounds\n",
+	       CORES, openblas_get_corename(), tpu_gemm_i8_kernel());
+	for (unsigned int s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		bool wanted = argc < 2;
+
+		for (int a = 1; a < argc; a++)
+			wanted |= strtoull(argv[a], NULL, 0) == sizes[s];
+		if (wanted)
+			bench_size(&d, sizes[s], &f);
+		any |= wanted && sizes[s] == MAX_SIZE;
+	}
+	if (any)
+		print_headlines(&f);
+	printf("bench: bench_engine_wall_time = %.1f s\n", now() - start);
+	tpu_engine_destroy(d.engine);
+	free(d.hbm);
+	return 0;
+}
