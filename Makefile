@@ -72,7 +72,8 @@ HOST_TESTS	= engine_config_test engine_copy_test engine_gemm_test \
 		  engine_model_test engine_matmul_test engine_pipeline_test \
 		  engine_scalar_test engine_errors_test engine_ops_test \
 		  engine_debug_test engine_cast_test engine_pool_test \
-		  engine_model_match_test tpurt_open_test $(SIM_TESTS)
+		  engine_model_match_test engine_abort_test tpurt_open_test \
+		  $(SIM_TESTS)
 # Runtime tests on the in-process device (libtpurt-sim.a).
 SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 		  tpurt_matmul_test tpurt_analysis_test

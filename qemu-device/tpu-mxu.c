@@ -73,7 +73,7 @@ static void tpu_mxu_compute_exec(TpuQueue *q, const void *desc,
     struct tpu_copy_result res;
 
     tpu_compute_run(s->engine, desc, s->hbm_ptr, s->cfg.hbm_size,
-                    &s->guest_mem, &res);
+                    &s->guest_mem, &q->abort, &res);
     cpl->status = res.status;
     cpl->detail = res.detail;
     cpl->bytes = res.bytes;

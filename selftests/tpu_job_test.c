@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <xf86drm.h>
 
@@ -334,21 +335,30 @@ TEST_F(job, vmem_limit_is_enforced)
 	mm_free(&mm);
 }
 
-static int submit(int fd, const void *desc, size_t len, const uint32_t *handles,
-		  unsigned int nh, uint32_t in_sync, uint32_t out_sync,
-		  uint64_t *id)
+static int submit_timeout(int fd, const void *desc, size_t len,
+			  const uint32_t *handles, unsigned int nh,
+			  uint32_t in_sync, uint32_t out_sync, uint32_t timeout_ms,
+			  uint64_t *id)
 {
 	struct drm_tpu_submit s = {
 		.desc_ptr = (uintptr_t)desc, .desc_size = len,
 		.handles_ptr = (uintptr_t)handles, .handle_count = nh,
 		.in_syncobjs_ptr = (uintptr_t)&in_sync,
 		.in_syncobj_count = in_sync ? 1 : 0, .out_syncobj = out_sync,
+		.timeout_ms = timeout_ms,
 	};
 
 	if (drmIoctl(fd, DRM_IOCTL_TPU_SUBMIT, &s))
 		return -errno;
 	*id = s.job_id;
 	return 0;
+}
+
+static int submit(int fd, const void *desc, size_t len, const uint32_t *handles,
+		  unsigned int nh, uint32_t in_sync, uint32_t out_sync,
+		  uint64_t *id)
+{
+	return submit_timeout(fd, desc, len, handles, nh, in_sync, out_sync, 0, id);
 }
 
 static int job_status(int fd, uint64_t id, struct tpu_job_report *rep)
@@ -566,6 +576,49 @@ TEST_F(job, a_failed_dependency_cancels)
 	mm_free(&bad);
 	mm_free(&good);
 	tpurt_close(other);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/*
+ * A job past its time limit fails with -ETIMEDOUT soon after the limit (the
+ * device stops it at its next grid step); the compute queue is reset alone,
+ * and the next job runs normally.
+ */
+TEST_F(job, timeout_then_a_good_job)
+{
+	struct tpu_job_report rep;
+	uint32_t handles[3];
+	uint64_t id = 0;
+	struct mm slow, good;
+	double start, took;
+	void *desc;
+	size_t len;
+
+	/* 32768 steps of 128-blocks: seconds of host time. */
+	ASSERT_EQ(0, mm_make(self->dev, &slow, 4096, 4096, 4096, 128, 128, 128, NULL));
+	ASSERT_EQ(0, tpurt_pallas_call_build(slow.k, slow.gs, &ppa, slow.args, 3, &desc, &len));
+	for (int i = 0; i < 3; i++)
+		handles[i] = tpurt_buffer_handle(tpurt_array_buffer(slow.args[i]));
+	start = now_s();
+	ASSERT_EQ(0, submit_timeout(self->fd, desc, len, handles, 3, 0, 0, 300, &id));
+	EXPECT_EQ(-ETIMEDOUT, job_status(self->fd, id, &rep));
+	took = now_s() - start;
+	EXPECT_LT(took, 2.0) TH_LOG("the timed-out job took %.3f s to fail", took);
+	free(desc);
+	mm_free(&slow);
+
+	ASSERT_EQ(0, mm_make(self->dev, &good, 256, 256, 256, 128, 128, 128, NULL));
+	EXPECT_EQ(0, mm_run(&good, "parallel, parallel, arbitrary", NULL))
+		TH_LOG("%s", tpurt_last_error());
+	EXPECT_EQ(0, mm_matches(&good));
+	mm_free(&good);
 }
 
 TEST_HARNESS_MAIN

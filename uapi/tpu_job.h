@@ -504,6 +504,8 @@ struct tpu_job_insn {
  *	iterations of the parallel dimensions, or revisited after write-back
  * @TPU_JOB_ERR_INTERNAL: the device could not run the job (out of host
  *	memory, ...); not the job's fault
+ * @TPU_JOB_ERR_ABORTED: the device stopped the job part-way because its
+ *	queue was reset (a timeout); not the job's fault
  */
 enum tpu_job_error {
 	TPU_JOB_OK = 0,
@@ -517,6 +519,7 @@ enum tpu_job_error {
 	TPU_JOB_ERR_SMEM_RANGE = 8,
 	TPU_JOB_ERR_HAZARD = 9,
 	TPU_JOB_ERR_INTERNAL = 10,
+	TPU_JOB_ERR_ABORTED = 11,
 };
 
 /**

@@ -64,7 +64,7 @@ static int read_slots(const struct tpu_compute_desc *d, uint64_t hbm_size,
 void tpu_compute_run(struct tpu_engine *engine,
 		     const struct tpu_compute_desc *d, uint8_t *hbm,
 		     uint64_t hbm_size, const struct tpu_guest_mem *gm,
-		     struct tpu_copy_result *res)
+		     const atomic_bool *abort, struct tpu_copy_result *res)
 {
 	struct tpu_buffer_slot slots[TPU_JOB_MAX_SLOTS];
 	struct tpu_job_result *result;
@@ -87,15 +87,17 @@ void tpu_compute_run(struct tpu_engine *engine,
 		goto out;
 	}
 
-	tpu_engine_run(engine, job, d->job_size, hbm, hbm_size, slots,
-		       d->slot_count, 0, result);
+	tpu_engine_run_abortable(engine, job, d->job_size, hbm, hbm_size,
+				 slots, d->slot_count, 0, abort, result);
 	tpu_job_report_fill(result, &report);
 	if (tpu_guest_write(gm, d->report_addr, &report, sizeof(report))) {
 		fail(res, TPU_STATUS_DMA_FAULT, 1);
 		goto out;
 	}
 	res->bytes = report.hbm_bytes_in + report.hbm_bytes_out;
-	if (report.error.code)
+	if (report.error.code == TPU_JOB_ERR_ABORTED)
+		fail(res, TPU_STATUS_ABORTED, report.error.code);
+	else if (report.error.code)
 		fail(res, TPU_STATUS_JOB_FAILED, report.error.code);
 out:
 	free(result);

@@ -19,11 +19,12 @@ void tpu_job_report_fill(const struct tpu_job_result *res,
  * Execute @d. @res->status is TPU_STATUS_OK, TPU_STATUS_JOB_FAILED (the
  * report written to d->report_addr says why), or a descriptor-level error
  * (BAD_DESC, HBM_RANGE with the slot as detail, DMA_FAULT) when no report
- * could be written. @res->bytes counts HBM bytes the job moved.
+ * could be written, or TPU_STATUS_ABORTED once @abort stopped it. @res->bytes
+ * counts HBM bytes the job moved.
  */
 void tpu_compute_run(struct tpu_engine *engine,
 		     const struct tpu_compute_desc *d, uint8_t *hbm,
 		     uint64_t hbm_size, const struct tpu_guest_mem *gm,
-		     struct tpu_copy_result *res);
+		     const atomic_bool *abort, struct tpu_copy_result *res);
 
 #endif /* TPU_COMPUTE_H */

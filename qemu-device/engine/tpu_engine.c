@@ -238,11 +238,21 @@ int tpu_engine_run(struct tpu_engine *engine, const void *desc, size_t len,
 		   const struct tpu_buffer_slot *slots, unsigned int nslots,
 		   unsigned int flags, struct tpu_job_result *res)
 {
+	return tpu_engine_run_abortable(engine, desc, len, hbm, hbm_size, slots,
+					nslots, flags, NULL, res);
+}
+
+int tpu_engine_run_abortable(struct tpu_engine *engine, const void *desc,
+			     size_t len, void *hbm, uint64_t hbm_size,
+			     const struct tpu_buffer_slot *slots,
+			     unsigned int nslots, unsigned int flags,
+			     const atomic_bool *abort, struct tpu_job_result *res)
+{
 	uint64_t start = now_ns();
 	struct tpu_plan *plan = malloc(sizeof(*plan));
 	struct tpu_run run = { .cfg = &engine->cfg, .plan = plan,
 			       .hbm = hbm, .slots = slots,
-			       .fail_step = UINT64_MAX };
+			       .fail_step = UINT64_MAX, .abort = abort };
 	unsigned int ncores;
 	int ret;
 

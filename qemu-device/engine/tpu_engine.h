@@ -13,6 +13,7 @@
 #define TPU_ENGINE_H
 
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "tpu_config.h"
@@ -71,6 +72,16 @@ int tpu_engine_run(struct tpu_engine *engine, const void *desc, size_t len,
 		   void *hbm, uint64_t hbm_size,
 		   const struct tpu_buffer_slot *slots, unsigned int nslots,
 		   unsigned int flags, struct tpu_job_result *res);
+
+/*
+ * tpu_engine_run(), stopping at the next grid step once @abort is set (a
+ * reset of the device's queue) with TPU_JOB_ERR_ABORTED.
+ */
+int tpu_engine_run_abortable(struct tpu_engine *engine, const void *desc,
+			     size_t len, void *hbm, uint64_t hbm_size,
+			     const struct tpu_buffer_slot *slots,
+			     unsigned int nslots, unsigned int flags,
+			     const atomic_bool *abort, struct tpu_job_result *res);
 
 /* Bytes of one element of @dtype, 0 if unknown. */
 unsigned int tpu_dtype_size(unsigned int dtype);

@@ -65,6 +65,7 @@ const char *tpu_job_error_name(unsigned int code)
 		[TPU_JOB_ERR_SMEM_RANGE] = "SMEM load out of range",
 		[TPU_JOB_ERR_HAZARD] = "hazard",
 		[TPU_JOB_ERR_INTERNAL] = "internal",
+		[TPU_JOB_ERR_ABORTED] = "aborted",
 	};
 
 	return code < sizeof(name) / sizeof(name[0]) ? name[code] : "unknown";

@@ -708,6 +708,14 @@ void tpu_core_run(struct tpu_core *core)
 		uint64_t fetch = 0, flops = 0, useful = 0, out_bytes;
 		double compute = 0;
 
+		if (core->run->abort &&
+		    atomic_load_explicit(core->run->abort, memory_order_relaxed)) {
+			tpu_job_fail(&core->res, TPU_JOB_ERR_ABORTED,
+				     "stopped at step %llu: the queue was reset",
+				     (unsigned long long)core->step);
+			core->res.error.step = core->step;
+			break;
+		}
 		memcpy(npid, core->pid, sizeof(npid));
 		nstep = core->step;
 		has_next = next_step(core, npid, &nstep);

@@ -110,6 +110,7 @@ struct tpu_run {
 	int32_t *smem;				/* scalar prefetch + SMEM scratch */
 	_Atomic uint64_t *owner[TPU_JOB_MAX_OPERANDS];	/* debug: per block */
 	_Atomic uint64_t fail_step;	/* lowest failing step so far */
+	const atomic_bool *abort;	/* set: stop at the next step */
 };
 
 /* A 2-D view of a VMEM (or HBM, for read-only inputs) block. */
