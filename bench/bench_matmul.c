@@ -32,8 +32,10 @@ static struct tpurt_array *square(enum tpurt_dtype dt, int64_t n, double v)
 	int64_t shape[2] = { n, n };
 	struct tpurt_array *a;
 
-	if (tpurt_array_create(dev, dt, 2, shape, &a) || tpurt_array_fill(a, v))
+	if (tpurt_array_create(dev, dt, 2, shape, &a) || tpurt_array_fill(a, v)) {
+		fprintf(stderr, "bench_matmul: %s\n", tpurt_last_error());
 		return NULL;
+	}
 	return a;
 }
 

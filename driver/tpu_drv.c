@@ -2,6 +2,7 @@
 /*
  * tpu: DRM render-only driver for the emulated tpu-mxu accelerator.
  */
+#include <linux/dma-mapping.h>
 #include <linux/module.h>
 #include <linux/pci.h>
 #include <linux/slab.h>
@@ -178,6 +179,12 @@ static int tpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	tdev->regs = pcim_iomap_table(pdev)[TPU_BAR_REGS];
 	pci_set_master(pdev);
+	/* The device's DMA takes 64-bit addresses: no bounce buffers. */
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (ret) {
+		tpu_err(tdev, "no 64-bit DMA: %d\n", ret);
+		return ret;
+	}
 
 	ret = tpu_hw_init(tdev);
 	if (ret)

@@ -87,10 +87,10 @@ done
 for t in tpu_hw_test tpu_module_test; do echo "# guest: $t"; $t; done
 true'
 
-vm_pass() {	# vm_pass NAME OPTS
-	local name=$1 opts=$2 rc
+vm_pass() {	# vm_pass NAME OPTS [VM_MEM]
+	local name=$1 opts=$2 mem=${3:-2G} rc
 	echo "# vm: $name (tpu-mxu${opts:+,$opts})"
-	QEMU_DEVICE_OPTS=$opts VM_ENV="$(expectations "$opts")" \
+	QEMU_DEVICE_OPTS=$opts VM_MEM=$mem VM_ENV="$(expectations "$opts")" \
 		scripts/vm-run.sh --timeout 600 --log "$LOGS/vm-$name.console" -- "$GUEST_CMD" \
 		> "$LOGS/vm-$name.out" 2>&1
 	rc=$?
@@ -103,7 +103,8 @@ vm_pass() {	# vm_pass NAME OPTS
 	fi
 }
 vm_pass defaults ""
-vm_pass custom "hbm-size=2G,vmem-size=64M,vmem-limit=32M,smem-size=512K,cores=2,mxu-dim=256,mxu-count=2,peak-flops-bf16=918000000000000,peak-flops-f32=459000000000000,peak-ops-int8=1836000000000000,hbm-bandwidth=1640000000000,step-cost-ns=200,launch-cost-ns=50000"
+# 4G of guest RAM puts pages above 4 GiB: DMA must use 64-bit addresses.
+vm_pass custom "hbm-size=2G,vmem-size=64M,vmem-limit=32M,smem-size=512K,cores=2,mxu-dim=256,mxu-count=2,peak-flops-bf16=918000000000000,peak-flops-f32=459000000000000,peak-ops-int8=1836000000000000,hbm-bandwidth=1640000000000,step-cost-ns=200,launch-cost-ns=50000" 4G
 
 # --- summary ---
 cat "$LOGS"/*.tap | awk '
