@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "tpu_compute.h"
 #include "tpu_engine.h"
 #include "tpurt_private.h"
 
@@ -159,36 +160,6 @@ static int sim_buffer_copy(struct tpurt_buffer *dst, uint64_t dst_offset,
 	return 0;
 }
 
-static uint64_t to_ps(double s)
-{
-	return (uint64_t)(s * 1e12 + 0.5);
-}
-
-/* The engine's result as the render node's JOB_INFO would report it. */
-static void to_report(const struct tpu_job_result *res,
-		      struct tpu_job_report *r)
-{
-	const struct tpu_job_stats *st = &res->stats;
-
-	memset(r, 0, sizeof(*r));
-	r->error = res->error;
-	r->steps = st->steps;
-	r->blocks_fetched = st->blocks_fetched;
-	r->blocks_skipped = st->blocks_skipped;
-	r->blocks_written = st->blocks_written;
-	r->hbm_bytes_in = st->hbm_bytes_in;
-	r->hbm_bytes_out = st->hbm_bytes_out;
-	r->mxu_flops = st->mxu_flops;
-	r->wall_ns = st->wall_ns;
-	r->model_time_ps = to_ps(st->model.time_s);
-	r->model_mxu_busy_ps = to_ps(st->model.mxu_busy_s);
-	r->model_dma_busy_ps = to_ps(st->model.dma_busy_s);
-	r->model_bubble_ps = to_ps(st->model.bubble_s);
-	r->cores_used = st->cores_used;
-	snprintf(r->message, sizeof(r->message), "%.*s",
-		 (int)sizeof(r->message) - 1, res->message);
-}
-
 static int sim_job_submit(struct tpurt_job *job, const void *desc, size_t len,
 			  struct tpurt_buffer *const *bufs, unsigned int nbufs)
 {
@@ -203,7 +174,8 @@ static int sim_job_submit(struct tpurt_job *job, const void *desc, size_t len,
 						     bufs[i]->size };
 	tpu_engine_run(s->engine, desc, len, s->hbm, s->cfg.hbm_size, slots,
 		       nbufs, 0, res);
-	to_report(res, &job->report);
+	/* As the render node reports it: the device makes the same report. */
+	tpu_job_report_fill(res, &job->report);
 	job->status = res->error.code ? -EIO : 0;
 	job->id = ++s->next_handle;
 	free(res);
