@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "tpu_copy.h"
+#include "tpu_stream.h"
 
 #include <string.h>
 
@@ -7,7 +8,7 @@
 #define COPY_CHUNK	(4u << 20)
 
 static int guest_xfer(const struct tpu_guest_mem *gm, uint64_t addr,
-		      uint8_t *buf, uint64_t len, bool write)
+		      uint8_t *buf, uint64_t len, bool write, bool stream)
 {
 	while (len) {
 		uint64_t n = len;
@@ -15,7 +16,9 @@ static int guest_xfer(const struct tpu_guest_mem *gm, uint64_t addr,
 
 		if (!p || !n)
 			return -1;
-		if (write)
+		if (stream)
+			tpu_stream_copy(write ? p : buf, write ? buf : p, n);
+		else if (write)
 			memcpy(p, buf, n);
 		else
 			memcpy(buf, p, n);
@@ -30,13 +33,13 @@ static int guest_xfer(const struct tpu_guest_mem *gm, uint64_t addr,
 int tpu_guest_read(const struct tpu_guest_mem *gm, uint64_t addr, void *buf,
 		   uint64_t len)
 {
-	return guest_xfer(gm, addr, buf, len, false);
+	return guest_xfer(gm, addr, buf, len, false, false);
 }
 
 int tpu_guest_write(const struct tpu_guest_mem *gm, uint64_t addr,
 		    const void *buf, uint64_t len)
 {
-	return guest_xfer(gm, addr, (uint8_t *)buf, len, true);
+	return guest_xfer(gm, addr, (uint8_t *)buf, len, true, false);
 }
 
 static bool hbm_range_ok(uint64_t off, uint64_t len, uint64_t hbm_size)
@@ -148,7 +151,8 @@ static bool sg_check(struct sg_reader *r, uint64_t length,
 }
 
 static void copy_sg(struct sg_reader *r, uint8_t *hbm, bool to_guest,
-		    const atomic_bool *abort, struct tpu_copy_result *res)
+		    bool stream, const atomic_bool *abort,
+		    struct tpu_copy_result *res)
 {
 	sg_rewind(r);
 	while (r->seen < r->count) {
@@ -168,7 +172,7 @@ static void copy_sg(struct sg_reader *r, uint8_t *hbm, bool to_guest,
 				return;
 			}
 			if (guest_xfer(r->gm, e.addr + done, hbm + res->bytes, n,
-				       to_guest)) {
+				       to_guest, stream)) {
 				fail(res, TPU_STATUS_DMA_FAULT, r->seen - 1);
 				return;
 			}
@@ -240,10 +244,13 @@ void tpu_copy_run(const struct tpu_dma_desc *d, uint8_t *hbm,
 		struct sg_reader r = {
 			.gm = gm, .first = d->sg_addr, .count = d->sg_count,
 		};
+		bool stream = d->length >= TPU_STREAM_MIN;
 
 		if (sg_check(&r, d->length, res))
 			copy_sg(&r, hbm + d->hbm_offset, d->op == TPU_DMA_OP_D2H,
-				abort, res);
+				stream, abort, res);
+		if (stream)
+			tpu_stream_fence();	/* before the completion record */
 		return;
 	}
 	case TPU_DMA_OP_D2D:
