@@ -54,7 +54,8 @@ TEST_CFLAGS	= -std=gnu11 -D_GNU_SOURCE -Wall -Werror $(CFLAGS) -Iuapi \
 
 # --- programs that run in the guest ---
 SAMPLES		= tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse \
-		  analyze_matmul
+		  analyze_matmul matmul_transpose_rhs matmul_activation \
+		  matmul_input_fusion matmul_int8 matmul_vjp
 SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test \
 		  tpu_uring_test tpu_hw_test tpu_module_test
 GUEST_BENCH	= bench_dma bench_matmul bench_submit
