@@ -57,7 +57,7 @@ SAMPLES		= tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse \
 		  analyze_matmul matmul_transpose_rhs matmul_activation \
 		  matmul_input_fusion matmul_int8 matmul_vjp
 SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test \
-		  tpu_uring_test tpu_hw_test tpu_module_test
+		  tpu_uring_test tpu_template_test tpu_hw_test tpu_module_test
 GUEST_BENCH	= bench_dma bench_matmul bench_submit
 GUEST_BIN	= $(BUILD)/guest/bin
 GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%) \
@@ -133,6 +133,7 @@ $(GUEST_BIN)/%: selftests/%.c $(TPURT_SO) $(KSELFTEST)/kselftest_harness.h
 
 $(GUEST_BIN)/tpu_uring_test: selftests/tpu_job_blob.h
 $(GUEST_BIN)/tpu_uring_test: SELFTEST_LIBS = -luring
+$(GUEST_BIN)/tpu_template_test: SELFTEST_LIBS = -lm
 
 # Every host test may use the job builder (tests/job_builder.[ch]).
 TEST_HELPERS	= tests/job_builder.c
