@@ -56,6 +56,9 @@ static int row(enum tpurt_dtype dt, int64_t n, const int64_t *blocks,
 		opts.bm = blocks[0];
 		opts.bk = blocks[1];
 		opts.bn = blocks[2];
+		/* f32 at (512, 1024, 1024) needs 18 MiB: raise the scoped
+		 * limit as a Pallas user would (vmem_limit_bytes) */
+		opts.vmem_limit_bytes = info.vmem_size;
 	}
 	for (int r = 0; r < REPS; r++) {
 		if (tpurt_matmul(x, y, z, &opts, &st)) {
