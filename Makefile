@@ -54,9 +54,10 @@ TEST_CFLAGS	= -std=gnu11 -D_GNU_SOURCE -Wall -Werror $(CFLAGS) -Iuapi \
 
 # --- programs that run in the guest ---
 SAMPLES		= tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse \
-		  analyze_matmul
+		  analyze_matmul matmul_transpose_rhs matmul_activation \
+		  matmul_input_fusion matmul_int8 matmul_vjp
 SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test \
-		  tpu_uring_test tpu_hw_test tpu_module_test
+		  tpu_uring_test tpu_template_test tpu_hw_test tpu_module_test
 GUEST_BENCH	= bench_dma bench_matmul bench_submit
 GUEST_BIN	= $(BUILD)/guest/bin
 GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%) \
@@ -76,7 +77,7 @@ HOST_TESTS	= engine_config_test engine_copy_test engine_gemm_test \
 		  $(SIM_TESTS)
 # Runtime tests on the in-process device (libtpurt-sim.a).
 SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
-		  tpurt_matmul_test tpurt_analysis_test
+		  tpurt_matmul_test tpurt_analysis_test tpurt_template_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
@@ -132,6 +133,7 @@ $(GUEST_BIN)/%: selftests/%.c $(TPURT_SO) $(KSELFTEST)/kselftest_harness.h
 
 $(GUEST_BIN)/tpu_uring_test: selftests/tpu_job_blob.h
 $(GUEST_BIN)/tpu_uring_test: SELFTEST_LIBS = -luring
+$(GUEST_BIN)/tpu_template_test: SELFTEST_LIBS = -lm
 
 # Every host test may use the job builder (tests/job_builder.[ch]).
 TEST_HELPERS	= tests/job_builder.c

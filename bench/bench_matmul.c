@@ -5,7 +5,9 @@
  * choice, at 1024, 2048 and 4096 run on the device (host wall-clock,
  * median of 3), 8192 from the model only; and the round trip of a null
  * job (a 1-step grid) through SUBMIT + JOB_INFO(WAIT). Host wall time and
- * modeled chip time are separate lines, never mixed.
+ * modeled chip time are separate lines, never mixed. Then the templates
+ * at 4096 beside the plain bf16 kernel of the same run: the fused RHS
+ * transpose's and the fused relu's overheads, and int8's speed-up.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,8 +44,7 @@ static struct tpurt_array *square(enum tpurt_dtype dt, int64_t n, double v)
 static int row(enum tpurt_dtype dt, int64_t n, const int64_t *blocks,
 	       const char *label)
 {
-	/* f32 (512, 1024, 1024) blocks need 18 MiB: above the 16 MiB default. */
-	struct tpurt_matmul_opts opts = { .vmem_limit_bytes = 64 << 20 };
+	struct tpurt_matmul_opts opts = { 0 };
 	struct tpurt_array *x = square(dt, n, 0.5), *y = square(dt, n, 0.25);
 	struct tpurt_array *z = square(dt, n, 0);
 	uint64_t wall[REPS];
@@ -57,6 +58,9 @@ static int row(enum tpurt_dtype dt, int64_t n, const int64_t *blocks,
 		opts.bm = blocks[0];
 		opts.bk = blocks[1];
 		opts.bn = blocks[2];
+		/* f32 at (512, 1024, 1024) needs 18 MiB: raise the scoped
+		 * limit as a Pallas user would (vmem_limit_bytes) */
+		opts.vmem_limit_bytes = info.vmem_size;
 	}
 	for (int r = 0; r < REPS; r++) {
 		if (tpurt_matmul(x, y, z, &opts, &st)) {
@@ -99,6 +103,105 @@ static void model_row(enum tpurt_dtype dt, const int64_t *b, const char *label)
 	       tpurt_dtype_name(dt), label,
 	       100 * 2.0 * 8192 * 8192 * 8192 / an.est_time_s /
 	       tpurt_device_peak(&info, dt));
+}
+
+/*
+ * The templates beside the plain kernel at 4096, blocks (512, 1024, 1024):
+ * bf16 plain, x @ y.T through a transpose view, relu fused, int8 x int8
+ * into int32; and bf16 and int8 at the blocks the runtime picks for each
+ * (int8's bytes are half bf16's, so its best blocks differ: the speed-up
+ * is best against best). The variants take turns in each round, so drift
+ * on the host hits them alike; medians of REPS rounds.
+ */
+enum { T_PLAIN, T_TRANSPOSE, T_RELU, T_INT8, T_PLAIN_AUTO, T_INT8_AUTO, T_COUNT };
+
+struct template_run {
+	struct tpurt_array *x, *y, *z;
+	struct tpurt_matmul_opts o;
+	uint64_t wall[REPS], model;
+	int64_t blocks[3];	/* the runtime's, when it picks them */
+};
+
+static int template_setup(struct template_run *t, struct tpurt_array *yt_view)
+{
+	static const enum tpurt_dtype in[T_COUNT] = { TPURT_BF16, TPURT_BF16,
+						      TPURT_BF16, TPURT_INT8,
+						      TPURT_BF16, TPURT_INT8 };
+
+	for (int v = 0; v < T_COUNT; v++) {
+		int auto_blocks = v == T_PLAIN_AUTO || v == T_INT8_AUTO;
+
+		t[v].o = (struct tpurt_matmul_opts){ .bm = 512, .bk = 1024, .bn = 1024 };
+		if (auto_blocks)
+			t[v].o = (struct tpurt_matmul_opts){ 0 };
+		t[v].x = square(in[v], 4096, 0.5);
+		t[v].y = v == T_TRANSPOSE ? yt_view : square(in[v], 4096, 0.25);
+		t[v].z = square(in[v] == TPURT_INT8 ? TPURT_INT32 : TPURT_BF16, 4096, 0);
+		if (!t[v].x || !t[v].y || !t[v].z)
+			return -1;
+		if (auto_blocks && tpurt_matmul_choose_blocks(&info, 4096, 4096, 4096,
+							      in[v], 0, t[v].blocks))
+			return -1;
+	}
+	t[T_RELU].o.activation = TPURT_ACT_RELU;
+	return 0;
+}
+
+static void template_ratio(const char *name, const struct template_run *a,
+			   const struct template_run *b)
+{
+	printf("bench: %s_wall = %.3f x\n", name,
+	       (double)a->wall[REPS / 2] / b->wall[REPS / 2]);
+	printf("bench: %s_modeled = %.3f x\n", name, (double)a->model / b->model);
+}
+
+static int template_rows(void)
+{
+	static const char *const label[T_COUNT] = {
+		"bfloat16_plain", "bfloat16_transpose_rhs", "bfloat16_relu",
+		"int8_int32", "bfloat16_default", "int8_int32_default",
+	};
+	struct template_run t[T_COUNT] = { 0 };
+	struct tpurt_array *yt_store = square(TPURT_BF16, 4096, 0.25), *yt = NULL;
+	struct tpurt_job_stats st;
+	double flops = 2.0 * 4096 * 4096 * 4096;
+
+	if (!yt_store || tpurt_array_transpose_view(yt_store, &yt) || template_setup(t, yt))
+		return -1;
+	for (int r = 0; r < REPS; r++) {
+		for (int v = 0; v < T_COUNT; v++) {
+			if (tpurt_matmul(t[v].x, t[v].y, t[v].z, &t[v].o, &st))
+				return -1;
+			t[v].wall[r] = st.call_wall_ns;
+			t[v].model = st.model_time_ps;
+		}
+	}
+	for (int v = 0; v < T_COUNT; v++) {
+		qsort(t[v].wall, REPS, sizeof(t[v].wall[0]), cmp_u64);
+		printf("bench: vm_matmul_%s_4096_wall = %.6f s\n", label[v],
+		       t[v].wall[REPS / 2] * 1e-9);
+		printf("bench: vm_matmul_%s_4096 = %.1f GFLOP/s\n", label[v],
+		       flops / (t[v].wall[REPS / 2] * 1e-9) / 1e9);
+		printf("bench: modeled_matmul_%s_4096 = %.6f s\n", label[v],
+		       t[v].model * 1e-12);
+		if (t[v].blocks[0])
+			printf("# %s: the runtime picked blocks (%lld, %lld, %lld)\n",
+			       label[v], (long long)t[v].blocks[0],
+			       (long long)t[v].blocks[1], (long long)t[v].blocks[2]);
+	}
+	template_ratio("fused_transpose_overhead_4096", &t[T_TRANSPOSE], &t[T_PLAIN]);
+	template_ratio("fused_relu_overhead_4096", &t[T_RELU], &t[T_PLAIN]);
+	template_ratio("int8_vs_bf16_speedup_4096", &t[T_PLAIN_AUTO], &t[T_INT8_AUTO]);
+	template_ratio("int8_vs_bf16_speedup_4096_b512x1024x1024", &t[T_PLAIN], &t[T_INT8]);
+	for (int v = 0; v < T_COUNT; v++) {
+		tpurt_array_free(t[v].x);
+		if (v != T_TRANSPOSE)
+			tpurt_array_free(t[v].y);
+		tpurt_array_free(t[v].z);
+	}
+	tpurt_array_free(yt);
+	tpurt_array_free(yt_store);
+	return 0;
 }
 
 /* A 1-step job that zeroes one (8, 128) block: all submission overhead. */
@@ -155,6 +258,10 @@ int main(void)
 		model_row(dtypes[d], small, "b128");
 		model_row(dtypes[d], big, "b512x1024x1024");
 		model_row(dtypes[d], NULL, "default");
+	}
+	if (template_rows()) {
+		fprintf(stderr, "bench_matmul: templates: %s\n", tpurt_last_error());
+		return 1;
 	}
 	if (null_job_latency()) {
 		fprintf(stderr, "bench_matmul: %s\n", tpurt_last_error());

@@ -51,8 +51,46 @@ void tpurt_array_free(struct tpurt_array *a)
 {
 	if (!a)
 		return;
-	tpurt_buffer_free(a->buf);
+	if (!a->base)
+		tpurt_buffer_free(a->buf);
 	free(a);
+}
+
+/*
+ * The guide's y.swapaxes(0, 1): only the logical shape changes. A view of
+ * a view borrows the same base, untransposed: views never chain.
+ */
+int tpurt_array_transpose_view(const struct tpurt_array *a,
+			       struct tpurt_array **viewp)
+{
+	struct tpurt_array *v;
+
+	*viewp = NULL;
+	if (a->rank != 2)
+		return tpurt_fail(-EINVAL, "array: a transpose view needs rank 2, not %d",
+				  a->rank);
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return tpurt_fail(-ENOMEM, "out of memory");
+	*v = *a;
+	v->shape[0] = a->shape[1];
+	v->shape[1] = a->shape[0];
+	v->base = a->base ? a->base : a;
+	v->transposed = !a->transposed;
+	*viewp = v;
+	return 0;
+}
+
+const struct tpurt_array *tpurt_array_physical(const struct tpurt_array *a,
+					       int *transposed)
+{
+	*transposed = a->transposed;
+	return a->base ? a->base : a;
+}
+
+int tpurt_array_is_transposed(const struct tpurt_array *a)
+{
+	return a->transposed;
 }
 
 enum tpurt_dtype tpurt_array_dtype(const struct tpurt_array *a)

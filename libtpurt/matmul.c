@@ -7,6 +7,7 @@
  * bias, activation) and the cast into the output block.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tpurt_private.h"
@@ -16,6 +17,7 @@
 struct mm {
 	struct tpurt_array *x, *y, *out;
 	const struct tpurt_matmul_opts *o;
+	const struct tpurt_act_grad *xg, *yg;	/* vjp.c's fused gradients */
 	uint64_t m, k, n;
 	int64_t bm, bk, bn;
 	enum tpurt_dtype dot_dtype;	/* what the dot's operands are */
@@ -68,6 +70,9 @@ static int dot_dtypes(struct mm *mm)
 	enum tpurt_dtype a = o->x_fusion.enabled ? o->x_fusion.dtype : mm->x->dtype;
 	enum tpurt_dtype b = o->y_fusion.enabled ? o->y_fusion.dtype : mm->y->dtype;
 
+	a = mm->xg ? mm->xg->dtype : a;
+	b = mm->yg ? mm->yg->dtype : b;
+
 	if (!(a == b || (is_8bit(a) && is_8bit(b))))
 		return tpurt_fail(-EINVAL,
 				  "matmul: the dot would multiply %s by %s; inputs (after fusion) must both be float32, both bfloat16 or both 8-bit",
@@ -76,6 +81,19 @@ static int dot_dtypes(struct mm *mm)
 		return tpurt_fail(-EINVAL, "matmul: the MXU has no int32 x int32 routine");
 	mm->dot_dtype = a;
 	return 0;
+}
+
+/*
+ * The VMEM the sweep may plan for. A fused gradient keeps up to four more
+ * f32 blocks of its input and a second input (pre) in VMEM, which the
+ * sweep's model of the plain kernel does not count: give it a third.
+ */
+static uint64_t block_budget(const struct mm *mm, const struct tpurt_device_info *info)
+{
+	uint64_t limit = mm->o->vmem_limit_bytes ? mm->o->vmem_limit_bytes :
+			 info->vmem_limit;
+
+	return mm->xg || mm->yg ? limit / 3 : mm->o->vmem_limit_bytes;
 }
 
 static int choose_blocks(struct mm *mm)
@@ -89,8 +107,8 @@ static int choose_blocks(struct mm *mm)
 		ret = tpurt_device_cached_info(mm->x->buf->dev, &info);
 		if (!ret)
 			ret = tpurt_matmul_choose_blocks(info, mm->m, mm->k, mm->n,
-							 mm->dot_dtype,
-							 o->vmem_limit_bytes, b);
+							 mm->dot_dtype, block_budget(mm, info),
+							 b);
 		if (ret)
 			return ret;
 		b[0] = o->bm ? o->bm : b[0];
@@ -144,6 +162,44 @@ static int add_fusion(struct mm *mm, const struct tpurt_input_fusion *f,
 				   TPURT_BCAST_ROW);
 }
 
+/*
+ * A fused gradient: @name's block (dz) times act'(pre), pre's block read
+ * with the same spec, into "<name>_fused" for the dot. The derivative is
+ * computed in f32 and rounded once, by the product, into the dot's dtype.
+ */
+static int add_grad(struct mm *mm, const struct tpurt_act_grad *g,
+		    const char *name, int64_t rows, int64_t cols, const char *map)
+{
+	int64_t shape[2] = { rows, cols };
+	int need_t = g->act == TPURT_ACT_SIGMOID || g->act == TPURT_ACT_SILU ||
+		     g->act == TPURT_ACT_GELU;
+	char pre[TPURT_NAME_MAX], d[TPURT_NAME_MAX], t[TPURT_NAME_MAX];
+	char u[TPURT_NAME_MAX], fused[TPURT_NAME_MAX];
+	int ret;
+
+	snprintf(pre, sizeof(pre), "%s_pre", name);
+	snprintf(d, sizeof(d), "%s_dact", name);
+	snprintf(t, sizeof(t), "%s_t", name);
+	snprintf(u, sizeof(u), "%s_u", name);
+	snprintf(fused, sizeof(fused), "%s_fused", name);
+	ret = tpurt_grid_spec_add_scratch(mm->gs, fused, TPURT_VMEM, g->dtype, 2, shape);
+	if (ret || g->act == TPURT_ACT_IDENTITY)
+		return ret ? ret : tpurt_kernel_store(mm->kern, fused, name);
+	if (!g->pre)
+		return tpurt_fail(-EINVAL, "matmul: a fused gradient needs the pre-activation");
+	ret = add_input(mm, pre, g->pre, 2, rows, cols, map);
+	if (!ret)
+		ret = tpurt_grid_spec_add_scratch(mm->gs, d, TPURT_VMEM, TPURT_F32, 2, shape);
+	if (!ret && need_t)
+		ret = tpurt_grid_spec_add_scratch(mm->gs, t, TPURT_VMEM, TPURT_F32, 2, shape);
+	if (!ret && g->act == TPURT_ACT_GELU)
+		ret = tpurt_grid_spec_add_scratch(mm->gs, u, TPURT_VMEM, TPURT_F32, 2, shape);
+	if (!ret)
+		ret = tpurt_kernel_act_derivative(mm->kern, g->act, d, pre, t, u);
+	return ret ? ret : tpurt_kernel_binary(mm->kern, TPURT_MUL, fused, name, d,
+					       TPURT_BCAST_NONE);
+}
+
 static int add_operands(struct mm *mm)
 {
 	const struct tpurt_matmul_opts *o = mm->o;
@@ -151,15 +207,19 @@ static int add_operands(struct mm *mm)
 	int64_t xc = o->transpose_lhs ? mm->bm : mm->bk;
 	int64_t yr = o->transpose_rhs ? mm->bn : mm->bk;
 	int64_t yc = o->transpose_rhs ? mm->bk : mm->bn;
+	const char *xmap = o->transpose_lhs ? "i, j, k -> k, i" : "i, j, k -> i, k";
+	const char *ymap = o->transpose_rhs ? "i, j, k -> j, k" : "i, j, k -> k, j";
 	int ret;
 
-	ret = add_input(mm, "x", mm->x, 2, xr, xc,
-			o->transpose_lhs ? "i, j, k -> k, i" : "i, j, k -> i, k");
+	ret = add_input(mm, "x", mm->x, 2, xr, xc, xmap);
 	if (!ret)
-		ret = add_input(mm, "y", mm->y, 2, yr, yc,
-				o->transpose_rhs ? "i, j, k -> j, k" : "i, j, k -> k, j");
-	mm->lhs = "x";
-	mm->rhs = "y";
+		ret = add_input(mm, "y", mm->y, 2, yr, yc, ymap);
+	mm->lhs = mm->xg ? "x_fused" : "x";
+	mm->rhs = mm->yg ? "y_fused" : "y";
+	if (!ret && mm->xg)
+		ret = add_grad(mm, mm->xg, "x", xr, xc, xmap);
+	if (!ret && mm->yg)
+		ret = add_grad(mm, mm->yg, "y", yr, yc, ymap);
 	if (!ret && o->x_fusion.enabled) {
 		ret = add_fusion(mm, &o->x_fusion, "x", "x_fused", "x_columns", xr, xc,
 				 o->transpose_lhs ? "i, j, k -> i" : "i, j, k -> k");
@@ -236,22 +296,46 @@ static int build_kernel(struct mm *mm)
 	return ret ? ret : add_epilogue(mm, acc);
 }
 
-int tpurt_matmul(struct tpurt_array *x, struct tpurt_array *y,
-		 struct tpurt_array *out, const struct tpurt_matmul_opts *opts,
-		 struct tpurt_job_stats *stats)
+/*
+ * Transpose views become their base arrays read through the transposed
+ * paths: the kernel sees physical layouts only, as pallas_call does.
+ */
+static int resolve_views(struct mm *mm, struct tpurt_matmul_opts *o)
 {
-	static const struct tpurt_matmul_opts defaults;
-	struct mm mm = { .x = x, .y = y, .out = out,
-			 .o = opts ? opts : &defaults };
+	int tx, ty;
+
+	if (mm->out->transposed)
+		return tpurt_fail(-EINVAL, "matmul: out is a transpose view; outputs are written in their own layout only");
+	mm->x = (struct tpurt_array *)tpurt_array_physical(mm->x, &tx);
+	mm->y = (struct tpurt_array *)tpurt_array_physical(mm->y, &ty);
+	o->transpose_lhs = !!o->transpose_lhs ^ tx;
+	o->transpose_rhs = !!o->transpose_rhs ^ ty;
+	mm->o = o;
+	return 0;
+}
+
+int tpurt_matmul_fused(struct tpurt_array *x, struct tpurt_array *y,
+		       struct tpurt_array *out,
+		       const struct tpurt_matmul_opts *opts,
+		       const struct tpurt_act_grad *xg,
+		       const struct tpurt_act_grad *yg,
+		       struct tpurt_job_stats *stats)
+{
+	struct tpurt_matmul_opts o = { 0 };
+	struct mm mm = { .x = x, .y = y, .out = out, .xg = xg, .yg = yg };
 	struct tpurt_compiler_params params = {
 		.dimension_semantics = "parallel, parallel, arbitrary",
-		.vmem_limit_bytes = mm.o->vmem_limit_bytes,
-		.flags = mm.o->flags,
 	};
 	int64_t grid[3];
 	int ret;
 
-	ret = check_shapes(&mm);
+	if (opts)
+		o = *opts;
+	params.vmem_limit_bytes = o.vmem_limit_bytes;
+	params.flags = o.flags;
+	ret = resolve_views(&mm, &o);
+	if (!ret)
+		ret = check_shapes(&mm);
 	if (!ret)
 		ret = dot_dtypes(&mm);
 	if (!ret)
@@ -274,4 +358,11 @@ int tpurt_matmul(struct tpurt_array *x, struct tpurt_array *y,
 	tpurt_kernel_free(mm.kern);
 	tpurt_grid_spec_free(mm.gs);
 	return ret;
+}
+
+int tpurt_matmul(struct tpurt_array *x, struct tpurt_array *y,
+		 struct tpurt_array *out, const struct tpurt_matmul_opts *opts,
+		 struct tpurt_job_stats *stats)
+{
+	return tpurt_matmul_fused(x, y, out, opts, NULL, NULL, stats);
 }

@@ -225,9 +225,10 @@ static int format_header(const struct tpurt_array *a, char *out, size_t len)
 	char dict[256];
 	int n, i, total;
 
+	/* A transpose view's bytes are its logical shape in Fortran order. */
 	n = snprintf(dict, sizeof(dict),
-		     "{'descr': '%s', 'fortran_order': False, 'shape': (",
-		     descr_of(a->dtype));
+		     "{'descr': '%s', 'fortran_order': %s, 'shape': (",
+		     descr_of(a->dtype), a->transposed ? "True" : "False");
 	/* Python's tuple syntax: (3,) and (2, 3). */
 	for (i = 0; i < a->rank; i++)
 		n += snprintf(dict + n, sizeof(dict) - n, "%lld%s",

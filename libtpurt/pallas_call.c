@@ -45,6 +45,10 @@ static int check_args(struct call *c, int nargs)
 		if (!c->args[i])
 			return tpurt_fail(-EINVAL, "pallas_call: array for %s '%s' is NULL",
 					  role_name(gs->operand[i].role), gs->operand[i].name);
+		if (c->args[i]->transposed)
+			return tpurt_fail(-EINVAL,
+					  "pallas_call: %s '%s' is a transpose view; pass its base array with a transposed block spec (pallas_call takes arrays in their physical layout)",
+					  role_name(gs->operand[i].role), gs->operand[i].name);
 		if (c->args[i]->buf->dev != c->args[0]->buf->dev)
 			return tpurt_fail(-EINVAL,
 					  "pallas_call: %s '%s' is on another device than '%s'",

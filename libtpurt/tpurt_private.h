@@ -58,7 +58,19 @@ struct tpurt_array {
 	int rank;
 	int64_t shape[TPURT_MAX_RANK];
 	uint64_t size;		/* elements */
+	/*
+	 * A view borrows @base's buffer (NULL: the array owns it). Its
+	 * shape is logical; @transposed says the elements lie in @base's
+	 * layout, the shape reversed (a view of a view is not transposed).
+	 */
+	const struct tpurt_array *base;
+	int transposed;
 };
+
+/* The array whose buffer holds @a's elements, and whether @a reads them
+ * transposed (a transpose view). */
+const struct tpurt_array *tpurt_array_physical(const struct tpurt_array *a,
+					       int *transposed);
 
 #define TPURT_NAME_MAX	32
 
@@ -193,5 +205,32 @@ int tpurt_program_eval(const struct tpurt_program *prog, const int64_t *pid,
 /* Pallas TPU's block-shape rule for operand @o over an array of @shape. */
 int tpurt_check_block_shape(const struct tpurt_operand_spec *o, int rank,
 			    const int64_t *shape);
+
+/* --- matmul internals shared with the backward pass (vjp.c) --- */
+
+/*
+ * A gradient fused into one matmul input block (the cotangent dz): the dot
+ * reads dz * act'(pre), computed in VMEM into a block of @dtype, where pre
+ * is @pre's block at dz's block index. Identity: just dz cast to @dtype.
+ */
+struct tpurt_act_grad {
+	enum tpurt_activation act;
+	struct tpurt_array *pre;	/* NULL for identity */
+	enum tpurt_dtype dtype;		/* what the dot reads */
+};
+
+/* tpurt_matmul() with a gradient fused into x (@xg) or y (@yg), or neither. */
+int tpurt_matmul_fused(struct tpurt_array *x, struct tpurt_array *y,
+		       struct tpurt_array *out,
+		       const struct tpurt_matmul_opts *opts,
+		       const struct tpurt_act_grad *xg,
+		       const struct tpurt_act_grad *yg,
+		       struct tpurt_job_stats *stats);
+
+/* Emit dst = act'(pre) into kernel @k; @t and @u are f32 temporaries of
+ * dst's shape (gelu uses both; sigmoid and silu @t). */
+int tpurt_kernel_act_derivative(struct tpurt_kernel *k, enum tpurt_activation act,
+				const char *dst, const char *pre,
+				const char *t, const char *u);
 
 #endif /* TPURT_PRIVATE_H */

@@ -185,6 +185,25 @@ void sample_report(const char *what, const struct tpurt_device_info *info,
 	       info ? 100.0 * flops / model / tpurt_device_peak(info, dtype) : 0);
 }
 
+void sample_ratio(const char *what, const struct tpurt_job_stats *variant,
+		  const struct tpurt_job_stats *plain)
+{
+	printf("  %s / plain: wall %.3f x, modeled %.3f x\n", what,
+	       (double)variant->call_wall_ns / plain->call_wall_ns,
+	       (double)variant->model_time_ps / plain->model_time_ps);
+}
+
+void *sample_read(const struct tpurt_array *a)
+{
+	void *h = malloc(tpurt_array_nbytes(a));
+
+	if (h && tpurt_array_read(a, h)) {
+		free(h);
+		return NULL;
+	}
+	return h;
+}
+
 int sample_result(const char *name, bool ok)
 {
 	printf("%s: %s\n", name, ok ? "PASS" : "FAIL");

@@ -33,6 +33,16 @@ void sample_report(const char *what, const struct tpurt_device_info *info,
 		   const struct tpurt_job_stats *st, int64_t m, int64_t k,
 		   int64_t n, enum tpurt_dtype dtype);
 
+/*
+ * The variant's time over the plain kernel's, wall-clock and modeled,
+ * as "  NAME / plain: wall R x, modeled R x".
+ */
+void sample_ratio(const char *what, const struct tpurt_job_stats *variant,
+		  const struct tpurt_job_stats *plain);
+
+/* A malloc'd host copy of @a's elements (its storage order), or NULL. */
+void *sample_read(const struct tpurt_array *a);
+
 /* Print PASS or FAIL for the sample and return its exit code. */
 int sample_result(const char *name, bool ok);
 

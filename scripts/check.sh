@@ -80,8 +80,9 @@ expectations() {
 # The guest's script: selftests (TAP), samples (one result each), and last
 # the tests that unload the driver (the device's own robustness, reloads).
 GUEST_CMD='
-for t in tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test tpu_uring_test; do echo "# guest: $t"; $t; done
-for s in tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse analyze_matmul; do
+for t in tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test tpu_uring_test tpu_template_test; do echo "# guest: $t"; $t; done
+for s in tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse analyze_matmul \
+	matmul_transpose_rhs matmul_activation matmul_input_fusion matmul_int8 matmul_vjp; do
 	if $s > /tmp/$s.out 2>&1; then echo "ok - sample $s"; else cat /tmp/$s.out; echo "not ok - sample $s"; fi
 done
 for t in tpu_hw_test tpu_module_test; do echo "# guest: $t"; $t; done

@@ -163,6 +163,23 @@ int tpurt_array_fill(struct tpurt_array *a, double value);
 void *tpurt_array_map(struct tpurt_array *a);
 
 /*
+ * A transpose view (the guide's y.swapaxes(0, 1)): a rank-2 array whose
+ * logical shape is @a's reversed, over @a's buffer, with no copy. Handed to
+ * tpurt_matmul() or tpurt_matmul_vjp() as an operand, it makes the kernel
+ * read @a's blocks transposed through dot_general's contraction dims (the
+ * transpose_lhs/transpose_rhs paths). A view of a view is untransposed.
+ * The view borrows the buffer: free it (tpurt_array_free) before @a.
+ * Host copies, map, fill and tpurt_array_buffer() act on the storage in
+ * its physical (@a's) order; save_npy writes the logical shape in Fortran
+ * order. pallas_call refuses transposed views (pass @a and a transposed
+ * block spec) and no op writes into one.
+ */
+int tpurt_array_transpose_view(const struct tpurt_array *a,
+			       struct tpurt_array **viewp);
+/* 1 if @a is a transposed view, else 0. */
+int tpurt_array_is_transposed(const struct tpurt_array *a);
+
+/*
  * NumPy .npy files (format 1.0-3.0, C order, little-endian). bfloat16 is
  * saved as '<u2' holding the raw bits (ml_dtypes' bfloat16 has no portable
  * descr): load it in NumPy with np.load(p).view(ml_dtypes.bfloat16). On
@@ -470,13 +487,14 @@ struct tpurt_input_fusion {
 
 /*
  * Options of tpurt_matmul(); a zeroed struct (or NULL) is the guide's plain
- * kernel with the runtime's block sizes. Room is left for the backward pass
- * (tpurt_matmul_vjp, issue 6), which reuses transpose_lhs/transpose_rhs.
+ * kernel with the runtime's block sizes. transpose_lhs/transpose_rhs
+ * transpose the array given; a transpose view as x or y does the same, and
+ * the two cancel.
  */
 struct tpurt_matmul_opts {
 	int64_t bm, bk, bn;		/* 0: chosen by the runtime */
-	int transpose_lhs;		/* x is stored (k, m): x.T @ y */
-	int transpose_rhs;		/* y is stored (n, k): x @ y.T */
+	int transpose_lhs;		/* x given is (k, m): x.T @ y */
+	int transpose_rhs;		/* y given is (n, k): x @ y.T */
 	enum tpurt_activation activation;	/* at the last k step, before the cast */
 	struct tpurt_array *bias;	/* NULL, or (n,): added before the activation */
 	float out_scale;		/* 0: none; else acc * scale before bias */
@@ -494,6 +512,45 @@ struct tpurt_matmul_opts {
 int tpurt_matmul(struct tpurt_array *x, struct tpurt_array *y,
 		 struct tpurt_array *out, const struct tpurt_matmul_opts *opts,
 		 struct tpurt_job_stats *stats);
+
+/* The jobs of one tpurt_matmul_vjp(); a job not run has zeroed stats. */
+struct tpurt_vjp_stats {
+	struct tpurt_job_stats recompute;	/* the pre-activation, when not saved */
+	struct tpurt_job_stats dx, dy;
+};
+
+/*
+ * The backward pass of tpurt_matmul() (the guide's custom_vjp): for
+ * z = act(s * (x @ y) + bias), given the cotangent @dz of z, with
+ * g = dz * act'(pre) and pre = s * (x @ y) + bias:
+ *
+ *	dx = s * (g @ y.T)	(m, k), through the transpose_rhs path
+ *	dy = s * (x.T @ g)	(k, n), through the transposed-LHS path
+ *
+ * @x, @y and @opts are the forward call's (transposes, transpose views,
+ * activation, bias, out_scale; block sizes map onto each product's dims:
+ * dx's blocks are (bm, bn, bk), dy's (bk, bm, bn)). Neither y.T nor x.T is
+ * materialised; g is never written to HBM: act'(pre) and the product with
+ * dz are fused into the dz block after it lands in VMEM, computed from
+ * device ops alone (relu: a 0/1 mask from saturating multiplies; sigmoid
+ * s(1-s); tanh 1-t^2; silu s(1 + x(1-s)); gelu's tanh form, exactly
+ * differentiated). @pre, the saved pre-activation (m, n) f32 or bf16, may
+ * be NULL: with an activation it is then recomputed by one forward matmul
+ * into a temporary f32 array (stats->recompute). Identity needs no pre.
+ * @dz is (m, n) f32 or bf16; g takes the dtype of the operand it is
+ * multiplied with. @dx or @dy may be NULL to skip it; neither may be a
+ * transposed view. The bias gradient (column sums of g) is not computed.
+ * @stats may be NULL.
+ *
+ * Errors: -EINVAL for shapes, dtypes (8-bit inputs have no gradient here)
+ * or views as above; -EOPNOTSUPP for input fusions in @opts; those of
+ * tpurt_matmul().
+ */
+int tpurt_matmul_vjp(struct tpurt_array *x, struct tpurt_array *y,
+		     struct tpurt_array *dz, struct tpurt_array *pre,
+		     struct tpurt_array *dx, struct tpurt_array *dy,
+		     const struct tpurt_matmul_opts *opts,
+		     struct tpurt_vjp_stats *stats);
 
 /* --- Analysis: the guide's performance model --- */
 
