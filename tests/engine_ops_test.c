@@ -148,6 +148,39 @@ TEST(every_binary_function_and_broadcast)
 	tdev_free(e.d);
 }
 
+/* The f32 epilogue's fast path into bf16: the same bits as the double rows. */
+TEST(f32_ops_into_bf16)
+{
+	static const unsigned int bcasts[] = {
+		TPU_BCAST_NONE, TPU_BCAST_ROW, TPU_BCAST_SMEM, TPU_BCAST_IMM,
+	};
+	uint16_t want[R * C];
+	struct ew e;
+
+	ew_setup(&e);
+	e.av[5] = NAN;			/* relu(NaN) is 0; NaN + b stays NaN */
+	e.av[6] = -0.0f;
+	e.av[7] = INFINITY;
+	ASSERT_EQ(0, ew_run(&e, TPU_OP_UNARY, TPU_UNARY_RELU, 0, TPU_DTYPE_BF16));
+	for (int i = 0; i < R * C; i++)
+		ref_set(want, TPU_DTYPE_BF16, i, ref_unary(TPU_UNARY_RELU, e.av[i]));
+	EXPECT_EQ(0, memcmp(want, tdev_ptr(e.d, e.z), sizeof(want)));
+	for (unsigned int k = 0; k < 4; k++) {
+		for (unsigned int fn = 0; fn < TPU_BINARY_COUNT; fn++) {
+			ASSERT_EQ(0, ew_run(&e, TPU_OP_BINARY, fn, bcasts[k],
+					    TPU_DTYPE_BF16));
+			for (int i = 0; i < R; i++)
+				for (int j = 0; j < C; j++)
+					ref_set(want, TPU_DTYPE_BF16, i * C + j,
+						ref_binary(fn, e.av[i * C + j],
+							   operand_b(&e, bcasts[k], i, j)));
+			EXPECT_EQ(0, memcmp(want, tdev_ptr(e.d, e.z), sizeof(want)))
+				TH_LOG("binary %u bcast %u", fn, bcasts[k]);
+		}
+	}
+	tdev_free(e.d);
+}
+
 TEST(cast_rounds_to_nearest_even_and_saturates)
 {
 	static const float in[] = {

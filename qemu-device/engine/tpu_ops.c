@@ -246,6 +246,61 @@ static bool cast_rows(const struct tpu_ref2d *d, const struct tpu_ref2d *s)
 	return true;
 }
 
+/*
+ * relu of an f32 ref, and add/sub/mul/max/min of f32 refs (a bias row, a
+ * scalar): exact in float, so the same bits as the double rows give (a sum
+ * or product of two floats is exact in double and rounds once either way).
+ * Then one cast into the destination. The fused epilogue of a matmul.
+ */
+static bool f32_rows(struct tpu_core *core, const struct tpu_plan_op *op,
+		     const struct tpu_ref2d *d, const struct tpu_ref2d *s0,
+		     const struct tpu_ref2d *s1, double dscalar)
+{
+	float scalar = (float)dscalar;
+	float *t = (float *)core->row_tmp[0];
+	bool binary = op->opcode == TPU_OP_BINARY;
+	const float *b = NULL;
+	int64_t bstep = 1;
+
+	if (s0->dtype != TPU_DTYPE_F32 ||
+	    (d->dtype != TPU_DTYPE_F32 && d->dtype != TPU_DTYPE_BF16) ||
+	    (!binary && op->fn != TPU_UNARY_RELU))
+		return false;
+	if (binary && (op->bcast == TPU_BCAST_SMEM || op->bcast == TPU_BCAST_IMM)) {
+		if ((double)scalar != dscalar)
+			return false;	/* an int32 that float cannot hold */
+		b = &scalar;
+		bstep = 0;
+	} else if (binary && (op->bcast == TPU_BCAST_COL ||
+			      s1->dtype != TPU_DTYPE_F32)) {
+		return false;
+	}
+	for (int64_t i = 0; i < d->rows; i++) {
+		const float *a = row_ptr(s0, i);
+
+		if (binary && bstep)
+			b = row_ptr(s1, op->bcast == TPU_BCAST_ROW ? 0 : i);
+		for (int64_t j = 0; j < d->cols; j++) {
+			float x = a[j], y = binary ? b[j * bstep] : 0;
+
+			if (!binary)
+				t[j] = x > 0 ? x : 0;	/* NaN -> 0 */
+			else if (op->fn == TPU_BINARY_ADD)
+				t[j] = x + y;
+			else if (op->fn == TPU_BINARY_SUB)
+				t[j] = x - y;
+			else if (op->fn == TPU_BINARY_MUL)
+				t[j] = x * y;
+			else if (op->fn == TPU_BINARY_MAX)
+				t[j] = x >= y ? x : y;
+			else
+				t[j] = x <= y ? x : y;
+		}
+		tpu_cast_row(row_ptr(d, i), d->dtype, t, TPU_DTYPE_F32, d->cols);
+	}
+	return true;
+}
+
 static void op_elementwise(struct tpu_core *core, const struct tpu_plan_op *op,
 			   const struct tpu_ref2d *d, const struct tpu_ref2d *s0,
 			   double scalar)
@@ -261,6 +316,8 @@ static void op_elementwise(struct tpu_core *core, const struct tpu_plan_op *op,
 		return;
 	if (binary && !bcast_scalar)
 		s1 = tpu_op_ref(core, op->src1);
+	if (f32_rows(core, op, d, s0, &s1, scalar))
+		return;
 	if (binary && op->bcast == TPU_BCAST_ROW)
 		load_row(&s1, 0, b, d->cols);
 	if (bcast_scalar)
