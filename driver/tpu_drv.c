@@ -192,6 +192,7 @@ static int tpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = tpu_hw_irq_init(tdev);
 	if (ret)
 		return ret;
+	tdev->dep_fence_context = dma_fence_context_alloc(1);
 	ret = tpu_gem_init(tdev);
 	if (ret)
 		return ret;

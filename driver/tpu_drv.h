@@ -37,6 +37,8 @@
  * @compute_ring: the compute queue's ring
  * @compute_sched: the scheduler feeding @compute_ring
  * @report_pool: device-visible memory for job reports
+ * @dep_fence_context: fence context of dependencies wrapped by tpu_sched
+ * @dep_fence_seqno: their last sequence number
  * @reset_lock: serialises queue resets
  */
 struct tpu_device {
@@ -57,6 +59,8 @@ struct tpu_device {
 	struct tpu_ring compute_ring;
 	struct drm_gpu_scheduler compute_sched;
 	struct dma_pool *report_pool;
+	u64 dep_fence_context;
+	atomic_t dep_fence_seqno;
 	struct mutex reset_lock; /* one reset at a time */
 };
 

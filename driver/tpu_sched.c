@@ -3,6 +3,8 @@
  * What copy and compute jobs share: dependencies on syncobjs, buffer
  * references, submission to drm_sched, and recovery of a stuck queue.
  */
+#include <linux/dma-fence-array.h>
+#include <linux/slab.h>
 #include <drm/drm_gem.h>
 #include <drm/drm_syncobj.h>
 
@@ -33,6 +35,44 @@ int tpu_sched_job_add_syncobj(struct tpu_sched_job *job, struct drm_file *file,
 	return 0;
 }
 
+/*
+ * The fence the scheduler should wait for before running @job: dependency
+ * @i, made to count only once it has finished, so that its error is known
+ * (and @job cancelled) when @job runs. drm_sched would otherwise start the
+ * job as soon as a job of the same queue has merely started, and drop a
+ * dependency on the same entity altogether as satisfied by order.
+ */
+static struct dma_fence *tpu_sched_dep(struct tpu_sched_job *job,
+				       struct drm_sched_entity *entity,
+				       unsigned int i)
+{
+	struct dma_fence *dep = job->deps[i];
+	struct dma_fence_array *array;
+	struct dma_fence **one;
+
+	if (!to_drm_sched_fence(dep))
+		return dma_fence_get(dep);
+	if (dep->context != entity->fence_context &&
+	    dep->context != entity->fence_context + 1) {
+		set_bit(DRM_SCHED_FENCE_DONT_PIPELINE, &dep->flags);
+		return dma_fence_get(dep);
+	}
+	/* Same entity: hide it in an array, which drm_sched waits for. */
+	one = kmalloc(sizeof(*one), GFP_KERNEL);
+	if (!one)
+		return dma_fence_get(dep);	/* ordered still, not cancelled */
+	one[0] = dma_fence_get(dep);
+	array = dma_fence_array_create(1, one, job->tdev->dep_fence_context,
+				       atomic_inc_return(&job->tdev->dep_fence_seqno),
+				       false);
+	if (!array) {
+		dma_fence_put(one[0]);
+		kfree(one);
+		return dma_fence_get(dep);
+	}
+	return &array->base;
+}
+
 /**
  * tpu_sched_job_push() - hand a prepared job to the scheduler
  * @job: the job, with its buffers and dependencies
@@ -55,16 +95,9 @@ struct dma_fence *tpu_sched_job_push(struct tpu_sched_job *job,
 	if (ret)
 		return ERR_PTR(ret);
 	for (i = 0; i < job->ndeps; i++) {
-		/*
-		 * On its own queue drm_sched would start this job once the
-		 * dependency has merely started; wait for it to finish, so that
-		 * its error is known (and this job cancelled) before we run.
-		 */
-		if (to_drm_sched_fence(job->deps[i]))
-			set_bit(DRM_SCHED_FENCE_DONT_PIPELINE, &job->deps[i]->flags);
 		/* The scheduler consumes its reference; we keep ours. */
 		ret = drm_sched_job_add_dependency(&job->base,
-						   dma_fence_get(job->deps[i]));
+						   tpu_sched_dep(job, entity, i));
 		if (ret) {
 			drm_sched_job_cleanup(&job->base);
 			return ERR_PTR(ret);

@@ -532,50 +532,64 @@ TEST_F(job, syncobjs_order_jobs)
 }
 
 /*
- * Across files: a job waiting on another file's failed job is cancelled
- * and never runs. (Within one file, jobs already run in order and a failed
- * job's successors still run: drm_sched treats dependencies on the same
- * entity as satisfied by order.)
+ * A job waiting on a failed job is cancelled and never runs: across files,
+ * and within one file (where drm_sched alone would treat the dependency as
+ * met by order).
  */
-TEST_F(job, a_failed_dependency_cancels)
+static void failed_dependency(struct __test_metadata *_metadata,
+			      struct tpurt_device *dev, struct tpurt_device *other)
 {
-	struct tpurt_device *other;
 	struct tpu_job_report rep;
 	uint32_t handles[3], sync, osync;
 	uint64_t id[2] = { 0, 0 }, before;
+	int fd = tpurt_device_fd(dev), ofd = tpurt_device_fd(other), sfd = -1;
 	struct mm bad, good;
-	int ofd, sfd = -1;
 	void *desc[2];
 	size_t len[2];
 
-	ASSERT_EQ(0, tpurt_open(&other));
-	ofd = tpurt_device_fd(other);
-	ASSERT_EQ(0, mm_make(self->dev, &bad, 256, 256, 256, 128, 128, 128,
+	ASSERT_EQ(0, mm_make(dev, &bad, 256, 256, 256, 128, 128, 128,
 			     "i, j, k -> i + 1, k"));
 	ASSERT_EQ(0, mm_make(other, &good, 256, 256, 256, 128, 128, 128, NULL));
 	ASSERT_EQ(0, tpurt_pallas_call_build(bad.k, bad.gs, &ppa, bad.args, 3, &desc[0], &len[0]));
 	ASSERT_EQ(0, tpurt_pallas_call_build(good.k, good.gs, &ppa, good.args, 3, &desc[1], &len[1]));
-	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &sync));
-	ASSERT_EQ(0, drmSyncobjHandleToFD(self->fd, sync, &sfd));
-	ASSERT_EQ(0, drmSyncobjFDToHandle(ofd, sfd, &osync));
+	ASSERT_EQ(0, drmSyncobjCreate(fd, 0, &sync));
+	osync = sync;
+	if (other != dev) {
+		ASSERT_EQ(0, drmSyncobjHandleToFD(fd, sync, &sfd));
+		ASSERT_EQ(0, drmSyncobjFDToHandle(ofd, sfd, &osync));
+	}
 	before = checksum(good.z);
 	for (int i = 0; i < 3; i++)
 		handles[i] = tpurt_buffer_handle(tpurt_array_buffer(bad.args[i]));
-	ASSERT_EQ(0, submit(self->fd, desc[0], len[0], handles, 3, 0, sync, &id[0]));
+	ASSERT_EQ(0, submit(fd, desc[0], len[0], handles, 3, 0, sync, &id[0]));
 	for (int i = 0; i < 3; i++)
 		handles[i] = tpurt_buffer_handle(tpurt_array_buffer(good.args[i]));
 	/* On the same queue: it must wait for the failure, not just its start. */
 	ASSERT_EQ(0, submit(ofd, desc[1], len[1], handles, 3, osync, 0, &id[1]));
-	EXPECT_EQ(-EIO, job_status(self->fd, id[0], &rep));
+	EXPECT_EQ(-EIO, job_status(fd, id[0], &rep));
 	EXPECT_EQ(TPU_JOB_ERR_BLOCK_OOB, rep.error.code);
 	EXPECT_EQ(-ECANCELED, job_status(ofd, id[1], &rep));
 	EXPECT_EQ(before, checksum(good.z));	/* it never ran */
-	close(sfd);
+	if (sfd >= 0)
+		close(sfd);
 	free(desc[0]);
 	free(desc[1]);
 	mm_free(&bad);
 	mm_free(&good);
+}
+
+TEST_F(job, a_failed_dependency_cancels_across_files)
+{
+	struct tpurt_device *other;
+
+	ASSERT_EQ(0, tpurt_open(&other));
+	failed_dependency(_metadata, self->dev, other);
 	tpurt_close(other);
+}
+
+TEST_F(job, a_failed_dependency_cancels_within_a_file)
+{
+	failed_dependency(_metadata, self->dev, self->dev);
 }
 
 static double now_s(void)
