@@ -21,7 +21,8 @@
 
 #define TPU_COMPUTE_RING_SIZE		64
 #define TPU_JOB_DEFAULT_TIMEOUT_MS	10000
-#define TPU_JOB_MAX_TIMEOUT_MS		600000
+/* Below io_uring's 5-minute patience with commands at ring teardown. */
+#define TPU_JOB_MAX_TIMEOUT_MS		120000
 /* How often the scheduler asks whether the running job is past its limit. */
 #define TPU_JOB_TIMEOUT_TICK_MS		100
 

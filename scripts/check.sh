@@ -92,6 +92,7 @@ vm_pass() {	# vm_pass NAME OPTS [VM_MEM]
 	local name=$1 opts=$2 mem=${3:-2G} rc
 	echo "# vm: $name (tpu-mxu${opts:+,$opts})"
 	QEMU_DEVICE_OPTS=$opts VM_MEM=$mem VM_ENV="$(expectations "$opts")" \
+		QEMU_EXTRA_ARGS="-d guest_errors -D $LOGS/qemu-$name.log" \
 		scripts/vm-run.sh --timeout 600 --log "$LOGS/vm-$name.console" -- "$GUEST_CMD" \
 		> "$LOGS/vm-$name.out" 2>&1
 	rc=$?
@@ -101,6 +102,17 @@ vm_pass() {	# vm_pass NAME OPTS [VM_MEM]
 		result "$LOGS/vm-$name.tap" ok "vm $name: guest finished cleanly"
 	else
 		result "$LOGS/vm-$name.tap" fail "vm $name: guest exit $rc"
+	fi
+	# tpu_hw_test's bad accesses must each have been logged by QEMU: the
+	# device's own refusals, and the wrong access sizes its MemoryRegionOps
+	# declare invalid.
+	local refused sizes
+	refused=$(grep -c '^tpu-mxu' "$LOGS/qemu-$name.log" 2>/dev/null)
+	sizes=$(grep -c "region 'tpu-mxu.regs', reason: invalid size" "$LOGS/qemu-$name.log" 2>/dev/null)
+	if [ "${refused:-0}" -ge 10 ] && [ "${sizes:-0}" -ge 4 ]; then
+		result "$LOGS/vm-$name.tap" ok "vm $name: QEMU logged the guest errors ($refused refused, $sizes bad sizes)"
+	else
+		result "$LOGS/vm-$name.tap" fail "vm $name: QEMU logged ${refused:-0} refusals and ${sizes:-0} bad sizes; tpu_hw_test makes at least 10 and 4"
 	fi
 }
 vm_pass defaults ""

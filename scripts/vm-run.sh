@@ -12,7 +12,8 @@
 #
 # Environment: ACCEL=tcg (default) or kvm; QEMU_DEVICE_OPTS, extra tpu-mxu
 # properties (hbm-size=2G,cores=2); VM_MEM (default 2G); VM_SMP (default 2);
-# VM_ENV, "NAME=VALUE ..." exported to COMMAND; BUILD (default build);
+# VM_ENV, "NAME=VALUE ..." exported to COMMAND; QEMU_EXTRA_ARGS, more QEMU
+# options (e.g. "-d guest_errors -D FILE"); BUILD (default build);
 # TPUEMU_CACHE (default /var/cache/tpuemu).
 set -euo pipefail
 
@@ -147,7 +148,7 @@ QEMU_ARGS=(-M q35 -nodefaults -display none -no-reboot
 	-L /usr/share/seabios -L /usr/share/qemu
 	-kernel "$KERNEL" -initrd "$WORK/initramfs.gz"
 	-append "console=ttyS0 quiet loglevel=3 panic=-1 oops=panic"
-	-device "$DEVICE")
+	-device "$DEVICE" ${QEMU_EXTRA_ARGS:-})
 case "$ACCEL" in
 tcg) QEMU_ARGS+=(-accel tcg) ;;
 kvm) QEMU_ARGS+=(-accel kvm -cpu host,-arch-capabilities) ;;

@@ -199,7 +199,10 @@ struct drm_tpu_submit {
 	__u64 in_syncobjs_ptr;
 	/** @out_syncobj: in, syncobj to signal when the job is done, or 0. */
 	__u32 out_syncobj;
-	/** @timeout_ms: in, the job's run-time limit; 0 for the default (10 s). */
+	/**
+	 * @timeout_ms: in, the job's run-time limit from when it reaches the
+	 * device: 0 for the default (10 s), at most 120000.
+	 */
 	__u32 timeout_ms;
 	/**
 	 * @job_id: out, the job's id in this file, for JOB_INFO (never 0),
