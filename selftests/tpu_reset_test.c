@@ -101,7 +101,8 @@ TEST_F(reset, copies_in_flight_run_again)
 	ASSERT_NE(NULL, dst);
 	for (i = 0; i < COPIES; i++)
 		pattern(src + (size_t)i * LEN, LEN, i);
-	for (round = 0; round < 3; round++) {
+	/* At least 3 rounds, more until one reset found copies in flight. */
+	for (round = 0; round < 3 || (!busy && round < 10); round++) {
 		for (i = 0; i < COPIES; i++) {
 			struct drm_tpu_copy args = {
 				.op = DRM_TPU_COPY_TO_BO,
