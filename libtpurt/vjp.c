@@ -63,16 +63,23 @@ static int relu_mask(struct tpurt_kernel *k, const char *d, const char *pre)
 	return ret;
 }
 
-/* sigmoid'(x) = s (1 - s) */
-static int sigmoid_grad(struct tpurt_kernel *k, const char *d, const char *pre,
-			const char *t)
+/* d = s = sigmoid(x) and t = 1 - s: what sigmoid' and silu' start from. */
+static int sigmoid_and_complement(struct tpurt_kernel *k, const char *d,
+				  const char *pre, const char *t)
 {
 	int ret = tpurt_kernel_unary(k, TPURT_SIGMOID, d, pre);
 
 	if (!ret)
 		ret = tpurt_kernel_store(k, t, d);
-	if (!ret)
-		ret = one_minus(k, t);
+	return ret ? ret : one_minus(k, t);
+}
+
+/* sigmoid'(x) = s (1 - s) */
+static int sigmoid_grad(struct tpurt_kernel *k, const char *d, const char *pre,
+			const char *t)
+{
+	int ret = sigmoid_and_complement(k, d, pre, t);
+
 	return ret ? ret : mul(k, d, d, t);
 }
 
@@ -90,12 +97,8 @@ static int tanh_grad(struct tpurt_kernel *k, const char *d, const char *pre)
 static int silu_grad(struct tpurt_kernel *k, const char *d, const char *pre,
 		     const char *t)
 {
-	int ret = tpurt_kernel_unary(k, TPURT_SIGMOID, d, pre);
+	int ret = sigmoid_and_complement(k, d, pre, t);
 
-	if (!ret)
-		ret = tpurt_kernel_store(k, t, d);
-	if (!ret)
-		ret = one_minus(k, t);
 	if (!ret)
 		ret = mul(k, t, t, pre);
 	if (!ret)
