@@ -27,14 +27,22 @@ Q = @
 quiet = @printf '  %-7s %s\n'
 endif
 
+# --- the device's rules (rules/): job decode and checks, the scalar core,
+# dtypes, device parameters, the timing model. Plain C11, position
+# independent: the engine, libtpurt.so and the tools all link it. ---
+RULES_SRCS	= $(wildcard rules/*.c)
+RULES_OBJS	= $(RULES_SRCS:%.c=$(BUILD)/%.o)
+RULES_LIB	= $(BUILD)/lib/libtpurules.a
+RULES_CFLAGS	= $(BASE_CFLAGS) -fPIC -Irules
+
 # --- engine (qemu-device/engine): host build for tests and benchmarks ---
 ENGINE_SRCS	= $(wildcard qemu-device/engine/*.c)
 ENGINE_OBJS	= $(ENGINE_SRCS:%.c=$(BUILD)/%.o)
 ENGINE_LIB	= $(BUILD)/lib/libtpuengine.a
 BLAS_CFLAGS	= $(shell pkg-config --cflags openblas)
 BLAS_LIBS	= $(shell pkg-config --libs openblas)
-ENGINE_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine $(BLAS_CFLAGS)
-ENGINE_LINK	= $(ENGINE_LIB) $(BLAS_LIBS) -lpthread
+ENGINE_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine -Irules $(BLAS_CFLAGS)
+ENGINE_LINK	= $(ENGINE_LIB) $(RULES_LIB) $(BLAS_LIBS) -lpthread -lm
 
 # --- libtpurt ---
 # The shared library (what the guest loads) talks to the render node only;
@@ -45,7 +53,7 @@ TPURT_OBJS	= $(TPURT_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libtpurt/nosim.o
 TPURT_SIM_OBJS	= $(TPURT_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libtpurt/sim.o
 TPURT_SO	= $(BUILD)/lib/libtpurt.so.0
 TPURT_SIM_LIB	= $(BUILD)/lib/libtpurt-sim.a
-TPURT_CFLAGS	= $(BASE_CFLAGS) -fPIC -Ilibtpurt/include $(DRM_CFLAGS)
+TPURT_CFLAGS	= $(BASE_CFLAGS) -fPIC -Ilibtpurt/include -Irules $(DRM_CFLAGS)
 TPURT_LINK	= -L$(BUILD)/lib -l:libtpurt.so.0 -Wl,-rpath,'$$ORIGIN/../lib' $(DRM_LIBS)
 PROG_CFLAGS	= $(BASE_CFLAGS) -Ilibtpurt/include $(DRM_CFLAGS)
 # Tests build as the kernel's selftests do: the harness is clean at -Wall.
@@ -88,7 +96,17 @@ all: userspace module qemu
 deps:
 	$(Q)scripts/deps.sh
 
-userspace: $(TPURT_SO) $(TPURT_SIM_LIB) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS)
+userspace: $(TPURT_SO) $(TPURT_SIM_LIB) $(RULES_LIB) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS)
+
+$(BUILD)/rules/%.o: rules/%.c
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(RULES_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(RULES_LIB): $(RULES_OBJS)
+	$(quiet) AR $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/qemu-device/engine/%.o: qemu-device/engine/%.c
 	$(quiet) CC $@
@@ -112,12 +130,12 @@ $(TPURT_SIM_LIB): $(TPURT_SIM_OBJS)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(TPURT_SO): $(TPURT_OBJS) libtpurt/libtpurt.map
+$(TPURT_SO): $(TPURT_OBJS) $(RULES_LIB) libtpurt/libtpurt.map
 	$(quiet) LD $@
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -Wl,-soname,libtpurt.so.0 \
-		-Wl,--version-script,libtpurt/libtpurt.map -o $@ $(TPURT_OBJS) $(DRM_LIBS) \
-		-luring -lm
+		-Wl,--version-script,libtpurt/libtpurt.map -o $@ $(TPURT_OBJS) $(RULES_LIB) \
+		$(DRM_LIBS) -luring -lm
 	$(Q)ln -sf libtpurt.so.0 $(BUILD)/lib/libtpurt.so
 
 $(GUEST_BIN)/%: samples/%.c samples/sample_util.c samples/sample_util.h $(TPURT_SO)
@@ -139,16 +157,16 @@ $(GUEST_BIN)/tpu_template_test: SELFTEST_LIBS = -lm
 TEST_HELPERS	= tests/job_builder.c
 
 $(BUILD)/tests/%: tests/%.c $(TEST_HELPERS) tests/job_builder.h $(TPURT_SO) \
-		$(ENGINE_LIB) $(KSELFTEST)/kselftest_harness.h
+		$(ENGINE_LIB) $(RULES_LIB) $(KSELFTEST)/kselftest_harness.h
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(TEST_CFLAGS) -Iqemu-device/engine -o $@ $< $(TEST_HELPERS) \
+	$(Q)$(CC) $(TEST_CFLAGS) -Iqemu-device/engine -Irules -o $@ $< $(TEST_HELPERS) \
 		$(TEST_EXTRA) $(ENGINE_LINK) $(TPURT_LINK) -lm
 
 # --- host benchmarks (bench/): figures beside their anchors, never timed tests ---
-BENCH_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine $(BLAS_CFLAGS)
+BENCH_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine -Irules $(BLAS_CFLAGS)
 
-$(BUILD)/bench/%: bench/%.c $(ENGINE_LIB)
+$(BUILD)/bench/%: bench/%.c $(ENGINE_LIB) $(RULES_LIB)
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $< $(BENCH_EXTRA) $(ENGINE_LINK) -lm
@@ -198,7 +216,7 @@ $(BUILD)/tests/engine_model_test: tools/published.c tools/published.h $(PUBLISHE
 $(BUILD)/tests/engine_model_test: TEST_EXTRA = -Itools tools/published.c \
 	-DPUBLISHED_TSV='"$(CURDIR)/$(PUBLISHED_TSV)"' -lm
 
-$(TOOL_BIN)/%: tools/%.c tools/published.c tools/published.h $(ENGINE_LIB)
+$(TOOL_BIN)/%: tools/%.c tools/published.c tools/published.h $(ENGINE_LIB) $(RULES_LIB)
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(ENGINE_CFLAGS) -Itools -o $@ $< tools/published.c $(ENGINE_LINK) -lm
@@ -232,4 +250,4 @@ clean:
 	$(Q)rm -rf $(BUILD)
 	$(Q)$(MAKE) -C $(KDIR) M=$(CURDIR) clean -s 2>/dev/null || true
 
--include $(ENGINE_OBJS:.o=.d) $(TPURT_SIM_OBJS:.o=.d) $(BUILD)/libtpurt/nosim.d
+-include $(RULES_OBJS:.o=.d) $(ENGINE_OBJS:.o=.d) $(TPURT_SIM_OBJS:.o=.d) $(BUILD)/libtpurt/nosim.d

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "job_builder.h"
+#include "tpu_dtype.h"
 #include "tpu_engine.h"
 #include "tpu_gemm.h"
 

@@ -24,10 +24,10 @@ if ! patch -d "$SRC" -p1 -R --dry-run -s -f < "$TOP/qemu-device/qemu-tree.patch"
 	patch -d "$SRC" -p1 -s -f < "$TOP/qemu-device/qemu-tree.patch"
 fi
 
-# hw/tpu-mxu: one link per entry, so the tree follows whichever checkout
-# builds it.
+# hw/tpu-mxu: one link per entry (the device, the uAPI and the device's
+# rules), so the tree follows whichever checkout builds it.
 mkdir -p "$SRC/hw/tpu-mxu"
-for f in "$TOP"/qemu-device/* "$TOP/uapi"; do
+for f in "$TOP"/qemu-device/* "$TOP/uapi" "$TOP/rules"; do
 	case "$(basename "$f")" in
 	*.patch) continue ;;
 	esac

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "published.h"
+#include "tpu_dtype.h"
 #include "tpu_model_matmul.h"
 #include "kselftest_harness.h"
 
@@ -328,7 +329,7 @@ static uint64_t block_bytes(const struct tpu_matmul_desc *d, int op,
 	enum tpu_dtype t = op == 2 ? d->out_dtype : d->in_dtype;
 
 	return extent(idx[0], br[op], rows[op]) *
-	       extent(idx[1], bc[op], cols[op]) * tpu_model_dtype_size(t);
+	       extent(idx[1], bc[op], cols[op]) * tpu_dtype_size(t);
 }
 
 static void reference_core(const struct tpu_config *cfg,

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tpu_dtype.h"
 #include "tpu_engine.h"
 #include "tpu_job.h"
 

@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "tpu_gemm.h"
-#include "tpu_plan.h"
+#include "tpu_core.h"
 #include "tpu_pool.h"
 
 /* Owner tables of the debug mode are bounded: one word per output block. */

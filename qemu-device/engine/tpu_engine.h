@@ -18,42 +18,13 @@
 
 #include "tpu_config.h"
 #include "tpu_job.h"
-#include "tpu_model.h"
+#include "tpu_job_result.h"
+#include "tpu_plan.h"
 
 struct tpu_engine;
 
-/* One buffer-table slot: a byte range of HBM, filled by the driver. */
-struct tpu_buffer_slot {
-	uint64_t offset;
-	uint64_t size;
-};
-
 /* tpu_engine_run() flags */
 #define TPU_RUN_MODEL_ONLY	(1u << 0)	/* walk the schedule, no data */
-
-/*
- * Per-job statistics. Block counts and bytes are per core schedule: a block
- * is skipped when its index equals the previous step's on the same core, so
- * they may change with the core count (the results do not).
- */
-struct tpu_job_stats {
-	uint64_t steps;			/* grid steps run */
-	uint64_t blocks_fetched;	/* input blocks brought into VMEM */
-	uint64_t blocks_skipped;	/* input blocks reused from the last step */
-	uint64_t blocks_written;	/* output blocks written back */
-	uint64_t hbm_bytes_in;		/* in-bounds bytes of fetched blocks */
-	uint64_t hbm_bytes_out;		/* in-bounds bytes written back */
-	uint64_t mxu_flops;		/* 2*m*n*k of each dot run, padding incl. */
-	uint64_t wall_ns;		/* host time of tpu_engine_run */
-	unsigned int cores_used;
-	struct tpu_model_stats model;	/* modeled v5e figures, never wall time */
-};
-
-struct tpu_job_result {
-	struct tpu_job_error_info error;	/* error.code 0 on success */
-	char message[256];			/* names the field, operand, step */
-	struct tpu_job_stats stats;
-};
 
 /* NULL with a message in @err if @cfg fails tpu_config_check(). */
 struct tpu_engine *tpu_engine_create(const struct tpu_config *cfg,
@@ -82,11 +53,5 @@ int tpu_engine_run_abortable(struct tpu_engine *engine, const void *desc,
 			     const struct tpu_buffer_slot *slots,
 			     unsigned int nslots, unsigned int flags,
 			     const atomic_bool *abort, struct tpu_job_result *res);
-
-/* Bytes of one element of @dtype, 0 if unknown. */
-unsigned int tpu_dtype_size(unsigned int dtype);
-
-/* Short name of an enum tpu_job_error, for messages. */
-const char *tpu_job_error_name(unsigned int code);
 
 #endif /* TPU_ENGINE_H */

@@ -9,7 +9,7 @@
 
 #include "tpu_cast.h"
 #include "tpu_gemm.h"
-#include "tpu_plan.h"
+#include "tpu_core.h"
 
 #define POISON_F32	0x7fc0dead	/* a quiet NaN, recognisable in a dump */
 #define POISON_BF16	0x7fc1

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "tpu_plan.h"
+#include "tpu_core.h"
 
 #define CLOSED	(1ull << 63)	/* owner table: block written back */
 

@@ -1,34 +1,18 @@
 // SPDX-License-Identifier: MIT
 #include "tpu_model_matmul.h"
 
+#include "tpu_dtype.h"
+
 #include <errno.h>
 #include <string.h>
-
-unsigned int tpu_model_dtype_size(enum tpu_dtype dtype)
-{
-	switch (dtype) {
-	case TPU_DTYPE_BF16:
-		return 2;
-	case TPU_DTYPE_INT8:
-	case TPU_DTYPE_UINT8:
-		return 1;
-	default:
-		return 4;
-	}
-}
-
-static bool is_int8(enum tpu_dtype t)
-{
-	return t == TPU_DTYPE_INT8 || t == TPU_DTYPE_UINT8;
-}
 
 /* The MXU routines: f32/bf16 -> f32 and 8-bit -> int32, then a cast. */
 static bool dtypes_ok(enum tpu_dtype in, enum tpu_dtype out)
 {
 	if (in == TPU_DTYPE_F32 || in == TPU_DTYPE_BF16)
 		return out == TPU_DTYPE_F32 || out == TPU_DTYPE_BF16;
-	if (is_int8(in))
-		return is_int8(out) || out == TPU_DTYPE_INT32;
+	if (tpu_dtype_is_8bit(in))
+		return tpu_dtype_is_8bit(out) || out == TPU_DTYPE_INT32;
 	return false;
 }
 
@@ -47,8 +31,8 @@ static uint64_t clip(uint64_t idx, uint64_t b, uint64_t dim)
 
 uint64_t tpu_model_matmul_vmem(const struct tpu_matmul_desc *d)
 {
-	uint64_t in = tpu_model_dtype_size(d->in_dtype);
-	uint64_t out = tpu_model_dtype_size(d->out_dtype);
+	uint64_t in = tpu_dtype_size(d->in_dtype);
+	uint64_t out = tpu_dtype_size(d->out_dtype);
 	uint64_t blocks = d->bm * d->bk * in + d->bk * d->bn * in +
 			  d->bm * d->bn * out;
 
@@ -77,7 +61,7 @@ static uint64_t fetch(struct walk *w, uint64_t prev[2], uint64_t a,
 	prev[0] = a;
 	prev[1] = b;
 	w->res->blocks_fetched++;
-	return elems * tpu_model_dtype_size(w->d->in_dtype);
+	return elems * tpu_dtype_size(w->d->in_dtype);
 }
 
 static void walk_step(struct walk *w, uint64_t i, uint64_t j, uint64_t kk)
@@ -93,7 +77,7 @@ static void walk_step(struct walk *w, uint64_t i, uint64_t j, uint64_t kk)
 	w->have_prev = true;
 	/* z's index (i, j) changes after the last k step, or the core ends. */
 	if (kk == w->res->grid[2] - 1) {
-		wb = rows * cols * tpu_model_dtype_size(d->out_dtype);
+		wb = rows * cols * tpu_dtype_size(d->out_dtype);
 		w->res->blocks_written++;
 	}
 	tpu_model_step(&w->model, bytes,

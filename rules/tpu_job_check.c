@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tpu_dtype.h"
 #include "tpu_plan.h"
 
 _Static_assert(sizeof(struct tpu_job_header) == 88, "header layout");
@@ -27,49 +28,6 @@ _Static_assert(sizeof(struct tpu_job_error_info) == 72, "error layout");
 #define le32(x) (x)
 #define le64(x) (x)
 #endif
-
-int tpu_job_fail(struct tpu_job_result *res, unsigned int code,
-		 const char *fmt, ...)
-{
-	va_list ap;
-
-	res->error.code = code;
-	va_start(ap, fmt);
-	vsnprintf(res->message, sizeof(res->message), fmt, ap);
-	va_end(ap);
-	return (int)code;
-}
-
-unsigned int tpu_dtype_size(unsigned int dtype)
-{
-	static const unsigned int size[TPU_DTYPE_COUNT] = {
-		[TPU_DTYPE_F32] = 4, [TPU_DTYPE_BF16] = 2,
-		[TPU_DTYPE_INT8] = 1, [TPU_DTYPE_UINT8] = 1,
-		[TPU_DTYPE_INT32] = 4,
-	};
-
-	return dtype < TPU_DTYPE_COUNT ? size[dtype] : 0;
-}
-
-const char *tpu_job_error_name(unsigned int code)
-{
-	static const char *const name[] = {
-		[TPU_JOB_OK] = "ok",
-		[TPU_JOB_ERR_DESCRIPTOR] = "bad descriptor",
-		[TPU_JOB_ERR_BYTECODE] = "bad bytecode",
-		[TPU_JOB_ERR_BUFFER] = "buffer",
-		[TPU_JOB_ERR_VMEM_LIMIT] = "VMEM over limit",
-		[TPU_JOB_ERR_SMEM_LIMIT] = "SMEM over limit",
-		[TPU_JOB_ERR_BLOCK_OOB] = "block out of bounds",
-		[TPU_JOB_ERR_DIV_ZERO] = "division by zero",
-		[TPU_JOB_ERR_SMEM_RANGE] = "SMEM load out of range",
-		[TPU_JOB_ERR_HAZARD] = "hazard",
-		[TPU_JOB_ERR_INTERNAL] = "internal",
-		[TPU_JOB_ERR_ABORTED] = "aborted",
-	};
-
-	return code < sizeof(name) / sizeof(name[0]) ? name[code] : "unknown";
-}
 
 /* a * b, saturating: sizes past 2^64 are simply "too big" */
 static uint64_t mul_sat(uint64_t a, uint64_t b)
@@ -416,11 +374,6 @@ static bool same_ref(struct tpu_plan_ref a, struct tpu_plan_ref b)
 	return a.kind == b.kind && a.index == b.index;
 }
 
-static bool is_int8(uint8_t t)
-{
-	return t == TPU_DTYPE_INT8 || t == TPU_DTYPE_UINT8;
-}
-
 static int check_dot(struct tpu_plan *plan, unsigned int i,
 		     struct tpu_plan_op *op, struct tpu_job_result *res)
 {
@@ -436,7 +389,7 @@ static int check_dot(struct tpu_plan *plan, unsigned int i,
 	ref_shape(plan, op->src0, &ar, &ac, &at);
 	ref_shape(plan, op->src1, &br, &bc, &bt);
 	ref_shape(plan, op->dst, &cr, &cc, &ct);
-	if (is_int8(at) && is_int8(bt)) {
+	if (tpu_dtype_is_8bit(at) && tpu_dtype_is_8bit(bt)) {
 		if (ct != TPU_DTYPE_INT32)
 			return bad(res, "op %u: int8 dot accumulates into int32", i);
 	} else if (at == bt && (at == TPU_DTYPE_F32 || at == TPU_DTYPE_BF16)) {

@@ -36,9 +36,6 @@ struct tpu_matmul_result {
 	unsigned int cores;		/* cores that ran steps */
 };
 
-/* Bytes of one element of @dtype. */
-unsigned int tpu_model_dtype_size(enum tpu_dtype dtype);
-
 /*
  * VMEM the kernel needs: x, y and z blocks, each double-buffered, plus the
  * accumulator scratch. A caller rejects a configuration whose need exceeds

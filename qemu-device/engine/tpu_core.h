@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Engine internals: the state of a running job and of each core, and the
+ * functions the engine's files share. Not part of the engine's API.
+ */
+#ifndef TPU_CORE_H
+#define TPU_CORE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tpu_engine.h"
+#include "tpu_dtype.h"
+#include "tpu_plan.h"
+
+/* A running job, shared by its cores. */
+struct tpu_run {
+	const struct tpu_config *cfg;
+	const struct tpu_plan *plan;
+	uint8_t *hbm;
+	const struct tpu_buffer_slot *slots;
+	bool model_only, debug;
+	int32_t *smem;				/* scalar prefetch + SMEM scratch */
+	_Atomic uint64_t *owner[TPU_JOB_MAX_OPERANDS];	/* debug: per block */
+	_Atomic uint64_t fail_step;	/* lowest failing step so far */
+	const atomic_bool *abort;	/* set: stop at the next step */
+};
+
+/* A 2-D view of a VMEM (or HBM, for read-only inputs) block. */
+struct tpu_ref2d {
+	void *p;
+	int64_t rows, cols, ld;		/* ld: row stride in elements */
+	uint8_t dtype;
+};
+
+/* Host buffers behind a core's VMEM: blocks, scratch, elementwise rows. */
+#define TPU_VMEM_SCRATCH	TPU_JOB_MAX_OPERANDS
+#define TPU_VMEM_ROWS		(TPU_VMEM_SCRATCH + TPU_JOB_MAX_SCRATCH)
+#define TPU_VMEM_BUFS		(TPU_VMEM_ROWS + 2)
+
+struct tpu_vmem {
+	void *p[TPU_VMEM_BUFS];
+	uint64_t size[TPU_VMEM_BUFS];
+};
+
+void tpu_vmem_release(struct tpu_vmem *v);
+
+struct tpu_core {
+	struct tpu_run *run;
+	unsigned int id;
+	uint64_t pbegin, pend;		/* its share of the parallel iterations */
+	/*
+	 * The engine's VMEM for this core when the job holds the worker pool,
+	 * kept from job to job (no page faults per job); else own_vmem.
+	 */
+	struct tpu_vmem *vmem;
+	struct tpu_vmem own_vmem;
+	/* VMEM: one buffer per block (double buffering is only modeled) */
+	void *block_buf[TPU_JOB_MAX_OPERANDS];
+	void *scratch_buf[TPU_JOB_MAX_SCRATCH];
+	double *row_tmp[2];		/* elementwise work rows */
+	/* pipeline state */
+	struct tpu_ref2d block[TPU_JOB_MAX_OPERANDS];
+	int64_t idx[TPU_JOB_MAX_OPERANDS][TPU_JOB_MAX_RANK];
+	bool resident[TPU_JOB_MAX_OPERANDS];
+	int64_t valid_rows[TPU_JOB_MAX_OPERANDS];	/* in bounds, of the */
+	int64_t valid_cols[TPU_JOB_MAX_OPERANDS];	/* block as a 2-D ref */
+	uint64_t visit_owner[TPU_JOB_MAX_OPERANDS];
+	int64_t pid[TPU_JOB_MAX_GRID_RANK];
+	uint64_t step;			/* row-major number of the current step */
+	struct tpu_model model;
+	struct tpu_job_stats stats;
+	struct tpu_job_result res;	/* this core's first error */
+};
+
+/* tpu_pipeline.c */
+int tpu_core_alloc(struct tpu_core *core);
+void tpu_core_free(struct tpu_core *core);
+void tpu_core_run(struct tpu_core *core);
+
+/* tpu_ops.c: micro-ops; shapes and dtypes were checked by tpu_job_decode */
+void tpu_ops_poison(void *p, uint8_t dtype, uint64_t elems);
+void tpu_op_run(struct tpu_core *core, const struct tpu_plan_op *op,
+		double scalar);
+struct tpu_ref2d tpu_op_ref(struct tpu_core *core, struct tpu_plan_ref ref);
+
+#endif /* TPU_CORE_H */

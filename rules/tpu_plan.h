@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The device's rules for a grid job: the descriptor decoded into host byte
+ * order and checked (the "plan"), and the scalar core that runs its
+ * programs. The engine runs plans; libtpurt decodes the jobs it builds with
+ * the same code before it submits them.
+ */
+#ifndef TPU_PLAN_H
+#define TPU_PLAN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tpu_config.h"
+#include "tpu_job.h"
+#include "tpu_job_result.h"
+
+/* One buffer-table slot: a byte range of HBM, filled by the driver. */
+struct tpu_buffer_slot {
+	uint64_t offset;
+	uint64_t size;
+};
+
+struct tpu_plan_prog {
+	uint32_t offset;
+	uint32_t len;
+};
+
+struct tpu_plan_operand {
+	uint32_t slot;
+	uint8_t role, dtype, rank;
+	uint64_t offset;		/* of element 0 in the slot */
+	uint64_t shape[TPU_JOB_MAX_RANK];
+	uint32_t block[TPU_JOB_MAX_RANK];
+	struct tpu_plan_prog index_map;
+	/* derived */
+	uint64_t stride[TPU_JOB_MAX_RANK];	/* elements */
+	uint64_t nblocks[TPU_JOB_MAX_RANK];	/* cdiv(shape, block) */
+	uint64_t elems;				/* of the array */
+	uint64_t block_bytes;
+	int64_t rows, cols;			/* the block as a 2-D ref */
+	uint64_t smem_base;			/* scalar prefetch: in SMEM words */
+};
+
+struct tpu_plan_scratch {
+	uint8_t space, dtype, rank;
+	uint32_t shape[TPU_JOB_MAX_RANK];
+	int64_t rows, cols;
+	uint64_t bytes;
+	uint64_t smem_base;			/* SMEM scratch: in SMEM words */
+};
+
+struct tpu_plan_ref {
+	uint8_t kind, index;
+};
+
+struct tpu_plan_op {
+	uint8_t opcode, fn, bcast, dot;
+	struct tpu_plan_ref dst, src0, src1;
+	struct tpu_plan_prog pred, scalar_index;
+	uint32_t imm;
+	int64_t m, n, k;			/* TPU_OP_DOT */
+};
+
+struct tpu_plan_insn {
+	uint8_t op;
+	int32_t arg;
+};
+
+struct tpu_plan {
+	uint32_t flags;
+	uint64_t vmem_limit;
+	uint32_t grid_rank;
+	uint64_t grid[TPU_JOB_MAX_GRID_RANK];
+	uint8_t semantics[TPU_JOB_MAX_GRID_RANK];
+	uint32_t num_operands, num_scalar_prefetch, num_scratch, num_ops;
+	uint32_t num_insns;
+	struct tpu_plan_operand operand[TPU_JOB_MAX_OPERANDS];
+	struct tpu_plan_scratch scratch[TPU_JOB_MAX_SCRATCH];
+	struct tpu_plan_op op[TPU_JOB_MAX_OPS];
+	struct tpu_plan_insn insn[TPU_JOB_MAX_INSNS];
+	/* derived */
+	uint64_t steps;
+	uint64_t parallel_iters;		/* product of parallel extents */
+	uint64_t vmem_need;
+	uint64_t smem_words;			/* prefetch + SMEM scratch */
+};
+
+/* tpu_job_check.c */
+int tpu_job_decode(const void *desc, size_t len, const struct tpu_config *cfg,
+		   struct tpu_plan *plan, struct tpu_job_result *res);
+int tpu_job_check_buffers(const struct tpu_plan *plan, uint64_t hbm_size,
+			  const struct tpu_buffer_slot *slots,
+			  unsigned int nslots, struct tpu_job_result *res);
+
+/* tpu_scalar.c: the scalar core */
+struct tpu_scalar_fault {
+	unsigned int code;		/* enum tpu_job_error */
+	int32_t operand;		/* LOAD_SMEM's operand */
+	int64_t index;			/* the offending SMEM index */
+};
+
+int tpu_scalar_verify(const struct tpu_plan *plan, struct tpu_plan_prog prog,
+		      unsigned int nresults, char *why, size_t whylen);
+int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
+		   const int64_t *pid, const int32_t *smem, int64_t *out,
+		   unsigned int nout, struct tpu_scalar_fault *fault);
+
+#endif /* TPU_PLAN_H */
