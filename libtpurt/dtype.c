@@ -1,35 +1,26 @@
 // SPDX-License-Identifier: MIT
-/* Element types: sizes, NumPy names, bf16 conversion. */
+/* Element types: the device's (rules/tpu_dtype.h) sizes and names; bf16
+ * conversion. */
 #include <math.h>
 #include <string.h>
 
 #include "tpurt_private.h"
 
+_Static_assert(TPURT_F32 == (int)TPU_DTYPE_F32, "dtype values");
+_Static_assert(TPURT_BF16 == (int)TPU_DTYPE_BF16, "dtype values");
+_Static_assert(TPURT_INT8 == (int)TPU_DTYPE_INT8, "dtype values");
+_Static_assert(TPURT_UINT8 == (int)TPU_DTYPE_UINT8, "dtype values");
+_Static_assert(TPURT_INT32 == (int)TPU_DTYPE_INT32, "dtype values");
+
 size_t tpurt_dtype_size(enum tpurt_dtype dtype)
 {
-	switch (dtype) {
-	case TPURT_F32:
-	case TPURT_INT32:
-		return 4;
-	case TPURT_BF16:
-		return 2;
-	case TPURT_INT8:
-	case TPURT_UINT8:
-		return 1;
-	}
-	return 0;
+	return tpu_dtype_size((unsigned int)dtype);
 }
 
 const char *tpurt_dtype_name(enum tpurt_dtype dtype)
 {
-	switch (dtype) {
-	case TPURT_F32:		return "float32";
-	case TPURT_BF16:	return "bfloat16";
-	case TPURT_INT8:	return "int8";
-	case TPURT_UINT8:	return "uint8";
-	case TPURT_INT32:	return "int32";
-	}
-	return "unknown";
+	return tpu_dtype_size((unsigned int)dtype) ?
+	       tpu_dtype_name((unsigned int)dtype) : "unknown";
 }
 
 uint16_t tpurt_f32_to_bf16(float f)

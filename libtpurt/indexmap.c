@@ -4,7 +4,9 @@
  * k"), compiled by recursive descent straight into the scalar core's
  * postfix bytecode (uapi/tpu_job.h, enum tpu_insn_op). The syntax is in
  * tpurt.h. Errors carry the 1-based column and a caret line, because the
- * text is all the user wrote.
+ * text is all the user wrote. What the compiler emits passes the device's
+ * verifier, and runs on the host on the device's scalar core
+ * (rules/tpu_scalar.c): the runtime has no interpreter of its own.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tpu_plan.h"
 #include "tpurt_private.h"
 
 #define MAX_NAMES	(TPU_JOB_MAX_GRID_RANK + TPU_JOB_MAX_OPERANDS)
@@ -505,6 +508,29 @@ static void parse_results(struct parser *ps)
 			ps->t.start);
 }
 
+/* @prog's instructions as the scalar core takes them. */
+static void to_code(const struct tpurt_program *prog, struct tpu_plan_insn *code)
+{
+	for (unsigned int i = 0; i < prog->len; i++)
+		code[i] = (struct tpu_plan_insn){ prog->insn[i].op, prog->insn[i].arg };
+}
+
+/* What the compiler emitted, through the device's own verifier. */
+static int verify(const struct tpurt_program *prog,
+		  const struct tpurt_index_map_env *env, const char *what)
+{
+	struct tpu_plan_insn code[TPURT_PROGRAM_MAX_LEN];
+	char why[128];
+
+	to_code(prog, code);
+	if (tpu_scalar_verify_code(code, prog->len, (unsigned int)env->grid_rank,
+				   (unsigned int)env->num_prefetch, prog->nresults,
+				   why, sizeof(why)))
+		return tpurt_fail(-EINVAL, "%s: internal: the device's verifier rejects the compiled program: %s",
+				  what, why);
+	return 0;
+}
+
 int tpurt_index_map_compile_as(const char *text,
 			       const struct tpurt_index_map_env *env,
 			       int nresults, const char *what,
@@ -540,7 +566,7 @@ int tpurt_index_map_compile_as(const char *text,
 		fail_at(&ps, results, "gives %u value%s, expected %d",
 			prog->nresults, prog->nresults == 1 ? "" : "s",
 			nresults);
-	return ps.err;
+	return ps.err ? ps.err : verify(prog, env, what);
 }
 
 int tpurt_index_map_compile(const char *text,
@@ -592,67 +618,20 @@ int tpurt_program_format(const struct tpurt_program *prog, char *buf,
 	return 0;
 }
 
-static int64_t floor_div(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-
-	return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-/* One binary instruction on a and b. */
-static int64_t apply(uint8_t op, int64_t a, int64_t b)
-{
-	switch (op) {
-	case TPU_INSN_ADD:	return (int64_t)((uint64_t)a + (uint64_t)b);
-	case TPU_INSN_SUB:	return (int64_t)((uint64_t)a - (uint64_t)b);
-	case TPU_INSN_MUL:	return (int64_t)((uint64_t)a * (uint64_t)b);
-	case TPU_INSN_DIV:	return floor_div(a, b);
-	case TPU_INSN_MOD:	return a - b * floor_div(a, b);
-	case TPU_INSN_MIN:	return a < b ? a : b;
-	case TPU_INSN_MAX:	return a > b ? a : b;
-	case TPU_INSN_EQ:	return a == b;
-	case TPU_INSN_NE:	return a != b;
-	case TPU_INSN_LT:	return a < b;
-	case TPU_INSN_LE:	return a <= b;
-	case TPU_INSN_GT:	return a > b;
-	case TPU_INSN_GE:	return a >= b;
-	case TPU_INSN_AND:	return a && b;
-	default:		return a || b;
-	}
-}
-
 int tpurt_program_eval(const struct tpurt_program *prog, const int64_t *pid,
 		       const int64_t *grid, const int32_t *const *smem,
 		       const uint64_t *smem_len, int64_t *out)
 {
-	int64_t st[TPU_JOB_MAX_STACK + 1];
-	int sp = 0;
+	struct tpu_plan_insn code[TPURT_PROGRAM_MAX_LEN];
+	struct tpu_scalar_fault fault;
+	/* Extents are positive: read as uint64_t, as the device holds them. */
+	struct tpu_scalar_env env = {
+		.grid = (const uint64_t *)grid, .pid = pid, .smem = smem,
+		.smem_len = smem_len,
+	};
 
-	for (unsigned int i = 0; i < prog->len; i++) {
-		const struct tpurt_insn *in = &prog->insn[i];
-		int64_t idx;
-
-		switch (in->op) {
-		case TPU_INSN_PUSH_PID:   st[sp++] = pid[in->arg]; break;
-		case TPU_INSN_PUSH_NPROG: st[sp++] = grid[in->arg]; break;
-		case TPU_INSN_PUSH_CONST: st[sp++] = in->arg; break;
-		case TPU_INSN_LOAD_SMEM:
-			idx = st[sp - 1];
-			if (idx < 0 || (uint64_t)idx >= smem_len[in->arg])
-				return -ERANGE;
-			st[sp - 1] = smem[in->arg][idx];
-			break;
-		case TPU_INSN_NOT:
-			st[sp - 1] = !st[sp - 1];
-			break;
-		default:
-			if ((in->op == TPU_INSN_DIV || in->op == TPU_INSN_MOD) &&
-			    st[sp - 1] == 0)
-				return -EDOM;
-			st[sp - 2] = apply(in->op, st[sp - 2], st[sp - 1]);
-			sp--;
-		}
-	}
-	memcpy(out, st, prog->nresults * sizeof(*out));
-	return 0;
+	to_code(prog, code);
+	if (!tpu_scalar_run_code(code, prog->len, &env, out, prog->nresults, &fault))
+		return 0;
+	return fault.code == TPU_JOB_ERR_DIV_ZERO ? -EDOM : -ERANGE;
 }

@@ -1,20 +1,29 @@
 // SPDX-License-Identifier: MIT
 /*
  * pallas_call: check a kernel, grid spec and arrays the way Pallas TPU
- * would, build the job descriptor and submit it through the device's
- * backend. Every check names the operand or kernel operation it is about,
- * because the device's own checks can only name indices.
+ * would, build the job descriptor, run the device's own decoder on it
+ * (rules/tpu_job_check.c, the code the device runs) and submit it through
+ * the device's backend. The runtime checks what the device cannot see: the
+ * arguments against the grid spec, Pallas TPU's block shapes, the text of
+ * index maps and predicates, the kernel's ref names. The device's rules
+ * (dtypes, shapes and broadcasts of the kernel's ops, VMEM and SMEM) are
+ * the decoder's alone; its message is put in the call's words, with the
+ * names of the operands and scratch buffers and the kernel op's number and
+ * kind, because the device can only name indices.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tpu_plan.h"
 #include "tpurt_private.h"
 
-/* Everything a call needs, resolved. */
-struct call {
+/* One pallas_call's job as it is built: the call, resolved, and its
+ * descriptor. */
+struct pallas_build {
 	const struct tpurt_kernel *k;
 	const struct tpurt_grid_spec *gs;
 	struct tpurt_compiler_params params;
@@ -30,7 +39,7 @@ static const char *role_name(int role)
 	       role == TPU_ROLE_INPUT ? "input" : "output";
 }
 
-static int check_args(struct call *c, int nargs)
+static int check_args(struct pallas_build *c, int nargs)
 {
 	const struct tpurt_grid_spec *gs = c->gs;
 
@@ -100,104 +109,20 @@ int tpurt_check_block_shape(const struct tpurt_operand_spec *o, int rank,
 	return 0;
 }
 
-static int check_operand(struct call *c, int i)
+
+/* Pallas's block shapes; dtypes (scalar prefetch is int32) are the device's. */
+static int check_operand(struct pallas_build *c, int i)
 {
 	const struct tpurt_operand_spec *o = &c->gs->operand[i];
 	const struct tpurt_array *a = c->args[i];
 
-	if (o->role == TPU_ROLE_SCALAR_PREFETCH) {
-		if (a->dtype != TPURT_INT32)
-			return tpurt_fail(-EINVAL,
-					  "scalar prefetch '%s': the array is %s, must be int32",
-					  o->name, tpurt_dtype_name(a->dtype));
+	if (o->role == TPU_ROLE_SCALAR_PREFETCH)
 		return 0;
-	}
 	return tpurt_check_block_shape(o, a->rank, a->shape);
 }
 
-static uint64_t block_bytes(const struct tpurt_block_spec *b, enum tpurt_dtype t)
-{
-	uint64_t n = tpurt_dtype_size(t);
-
-	for (int d = 0; d < b->rank; d++)
-		n *= (uint64_t)b->shape[d];
-	return n;
-}
-
-static uint64_t scratch_bytes(const struct tpurt_scratch_spec *s)
-{
-	uint64_t n = tpurt_dtype_size(s->dtype);
-
-	for (int d = 0; d < s->rank; d++)
-		n *= (uint64_t)s->shape[d];
-	return n;
-}
-
-/* Double-buffered blocks plus VMEM scratch, against the scoped limit. */
-static int check_vmem(struct call *c)
-{
-	const struct tpurt_grid_spec *gs = c->gs;
-	uint64_t limit = c->params.vmem_limit_bytes ? c->params.vmem_limit_bytes :
-			 c->info->vmem_limit;
-	uint64_t need = 0;
-	char parts[256] = "";
-	size_t at = 0;
-
-	if (limit > c->info->vmem_size)
-		return tpurt_fail(-EINVAL,
-				  "vmem_limit_bytes %llu is over the device's %llu bytes of VMEM",
-				  (unsigned long long)limit,
-				  (unsigned long long)c->info->vmem_size);
-	for (int i = gs->num_prefetch; i < gs->num_operands; i++) {
-		uint64_t b = block_bytes(&gs->operand[i].spec, c->args[i]->dtype);
-
-		need += 2 * b;
-		if (at < sizeof(parts))
-			at += (size_t)snprintf(parts + at, sizeof(parts) - at, "%s'%s' 2 x %llu",
-					       at ? ", " : "", gs->operand[i].name,
-					       (unsigned long long)b);
-	}
-	for (int i = 0; i < gs->num_scratch; i++) {
-		if (gs->scratch[i].space != TPURT_VMEM)
-			continue;
-		need += scratch_bytes(&gs->scratch[i]);
-		if (at < sizeof(parts))
-			at += (size_t)snprintf(parts + at, sizeof(parts) - at, ", scratch '%s' %llu",
-					       gs->scratch[i].name,
-					       (unsigned long long)scratch_bytes(&gs->scratch[i]));
-	}
-	if (need > limit)
-		return tpurt_fail(-ENOSPC,
-				  "VMEM: the kernel needs %llu bytes (%s) but the limit is %llu (over by %llu); use smaller blocks or raise vmem_limit_bytes (the device has %llu)",
-				  (unsigned long long)need, parts,
-				  (unsigned long long)limit,
-				  (unsigned long long)(need - limit),
-				  (unsigned long long)c->info->vmem_size);
-	c->d->h.vmem_limit_bytes = c->params.vmem_limit_bytes;
-	return 0;
-}
-
-static int check_smem(struct call *c)
-{
-	const struct tpurt_grid_spec *gs = c->gs;
-	uint64_t need = 0;
-
-	for (int i = 0; i < gs->num_prefetch; i++)
-		need += tpurt_array_nbytes(c->args[i]);
-	for (int i = 0; i < gs->num_scratch; i++)
-		if (gs->scratch[i].space == TPURT_SMEM)
-			need += scratch_bytes(&gs->scratch[i]);
-	if (need > c->info->smem_size)
-		return tpurt_fail(-ENOSPC,
-				  "SMEM: scalar prefetch and SMEM scratch need %llu bytes, the device has %llu (over by %llu)",
-				  (unsigned long long)need,
-				  (unsigned long long)c->info->smem_size,
-				  (unsigned long long)(need - c->info->smem_size));
-	return 0;
-}
-
 /* "parallel, parallel, arbitrary" into the header. */
-static int parse_semantics(struct call *c)
+static int parse_semantics(struct pallas_build *c)
 {
 	const char *p = c->params.dimension_semantics;
 	struct tpu_job_header *h = &c->d->h;
@@ -235,7 +160,7 @@ static int parse_semantics(struct call *c)
 	return 0;
 }
 
-static int fill_operands(struct call *c)
+static int fill_operands(struct pallas_build *c)
 {
 	const struct tpurt_grid_spec *gs = c->gs;
 	struct tpu_job_header *h = &c->d->h;
@@ -272,7 +197,7 @@ static int fill_operands(struct call *c)
 	return 0;
 }
 
-static void fill_scratch(struct call *c)
+static void fill_scratch(struct pallas_build *c)
 {
 	const struct tpurt_grid_spec *gs = c->gs;
 
@@ -291,51 +216,21 @@ static void fill_scratch(struct call *c)
 
 /* --- the kernel's refs --- */
 
-struct ref {
-	struct tpu_job_ref jr;
-	const char *name;
-	int role;			/* operand role, or -1 for scratch */
-	int smem;			/* SMEM array: prefetch or SMEM scratch */
-	enum tpurt_dtype dtype;
-	uint64_t rows, cols;		/* the 2-D view of a block or scratch */
-};
-
 static const char *const opcode_names[] = { "zero", "dot", "unary", "binary" };
 
-static void view(int rank, const int64_t *shape, struct ref *r)
+/* Ref @index in Pallas's order (operands, then scratch) as the job names it. */
+static struct tpu_job_ref job_ref(const struct tpurt_grid_spec *gs, int index)
 {
-	r->rows = 1;
-	for (int d = 0; d < rank - 1; d++)
-		r->rows *= (uint64_t)shape[d];
-	r->cols = (uint64_t)shape[rank - 1];
+	if (index < gs->num_operands)
+		return (struct tpu_job_ref){ TPU_REF_OPERAND, (uint8_t)index };
+	return (struct tpu_job_ref){ TPU_REF_SCRATCH,
+				     (uint8_t)(index - gs->num_operands) };
 }
 
-static void ref_of(struct call *c, int index, struct ref *r)
+static const char *ref_name(const struct tpurt_grid_spec *gs, int index)
 {
-	const struct tpurt_grid_spec *gs = c->gs;
-
-	memset(r, 0, sizeof(*r));
-	if (index < gs->num_operands) {
-		const struct tpurt_operand_spec *o = &gs->operand[index];
-
-		r->jr = (struct tpu_job_ref){ TPU_REF_OPERAND, (uint8_t)index };
-		r->name = o->name;
-		r->role = o->role;
-		r->dtype = c->args[index]->dtype;
-		r->smem = o->role == TPU_ROLE_SCALAR_PREFETCH;
-		if (!r->smem)
-			view(o->spec.rank, o->spec.shape, r);
-	} else {
-		const struct tpurt_scratch_spec *s = &gs->scratch[index - gs->num_operands];
-
-		r->jr = (struct tpu_job_ref){ TPU_REF_SCRATCH,
-					      (uint8_t)(index - gs->num_operands) };
-		r->name = s->name;
-		r->role = -1;
-		r->dtype = s->dtype;
-		r->smem = s->space == TPURT_SMEM;
-		view(s->rank, s->shape, r);
-	}
+	return index < gs->num_operands ? gs->operand[index].name :
+	       gs->scratch[index - gs->num_operands].name;
 }
 
 static int op_fail(int n, const struct tpurt_kernel_op *op, const char *fmt, ...)
@@ -354,8 +249,9 @@ static int op_fail(int n, const struct tpurt_kernel_op *op, const char *fmt, ...
 }
 
 /* Resolve "name" or "#N" in Pallas's ref order. */
-static int resolve(struct call *c, int n, const struct tpurt_kernel_op *op,
-		   const char *text, struct ref *r)
+static int resolve(struct pallas_build *c, int n,
+		   const struct tpurt_kernel_op *op, const char *text,
+		   struct tpu_job_ref *r)
 {
 	const struct tpurt_grid_spec *gs = c->gs;
 	int nrefs = gs->num_operands + gs->num_scratch;
@@ -369,109 +265,24 @@ static int resolve(struct call *c, int n, const struct tpurt_kernel_op *op,
 		if (*end || end == text + 1 || i < 0 || i >= nrefs)
 			return op_fail(n, op, "ref '%s': refs are #0 to #%d", text,
 				       nrefs - 1);
-		ref_of(c, (int)i, r);
+		*r = job_ref(gs, (int)i);
 		return 0;
 	}
 	for (int i = 0; i < nrefs; i++) {
-		ref_of(c, i, r);
-		if (!strcmp(r->name, text))
+		if (!strcmp(ref_name(gs, i), text)) {
+			*r = job_ref(gs, i);
 			return 0;
+		}
 		if (at < sizeof(names))
 			at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s",
-					       i ? ", " : "", r->name);
+					       i ? ", " : "", ref_name(gs, i));
 	}
 	return op_fail(n, op, "no ref named '%s' (refs: %s)", text, names);
 }
 
-static int is_8bit(enum tpurt_dtype t)
-{
-	return t == TPURT_INT8 || t == TPURT_UINT8;
-}
-
-static int check_dst(struct call *c, int n, const struct tpurt_kernel_op *op,
-		     const struct ref *dst)
-{
-	if (dst->role == TPU_ROLE_INPUT)
-		return op_fail(n, op, "'%s' is an input: input blocks are read-only",
-			       dst->name);
-	if (dst->smem)
-		return op_fail(n, op, "'%s' is in SMEM: the body writes VMEM refs only",
-			       dst->name);
-	return 0;
-}
-
-static int check_vmem_src(int n, const struct tpurt_kernel_op *op,
-			  const struct ref *r)
-{
-	if (r->smem)
-		return op_fail(n, op, "'%s' is in SMEM; only SMEM broadcasts read it",
-			       r->name);
-	return 0;
-}
-
-static int check_dot(int n, const struct tpurt_kernel_op *op,
-		     const struct ref *dst, const struct ref *a,
-		     const struct ref *b)
-{
-	uint64_t m = op->dot & TPU_DOT_LHS_CONTRACT_0 ? a->cols : a->rows;
-	uint64_t ka = op->dot & TPU_DOT_LHS_CONTRACT_0 ? a->rows : a->cols;
-	uint64_t kb = op->dot & TPU_DOT_RHS_CONTRACT_1 ? b->cols : b->rows;
-	uint64_t nn = op->dot & TPU_DOT_RHS_CONTRACT_1 ? b->rows : b->cols;
-	int f = (a->dtype == TPURT_F32 && b->dtype == TPURT_F32) ||
-		(a->dtype == TPURT_BF16 && b->dtype == TPURT_BF16);
-
-	if (!f && !(is_8bit(a->dtype) && is_8bit(b->dtype)))
-		return op_fail(n, op, "no MXU routine for %s x %s (f32 x f32, bf16 x bf16, 8-bit x 8-bit)",
-			       tpurt_dtype_name(a->dtype), tpurt_dtype_name(b->dtype));
-	if (f && dst->dtype != TPURT_F32)
-		return op_fail(n, op, "%s x %s accumulates into float32 (preferred_element_type), but '%s' is %s; accumulate in an f32 scratch and cast at the last step",
-			       tpurt_dtype_name(a->dtype), tpurt_dtype_name(b->dtype),
-			       dst->name, tpurt_dtype_name(dst->dtype));
-	if (!f && dst->dtype != TPURT_INT32)
-		return op_fail(n, op, "8-bit inputs accumulate into int32, but '%s' is %s",
-			       dst->name, tpurt_dtype_name(dst->dtype));
-	if (ka != kb)
-		return op_fail(n, op, "contraction sizes differ: '%s' gives %llu, '%s' gives %llu",
-			       a->name, (unsigned long long)ka, b->name,
-			       (unsigned long long)kb);
-	if (dst->rows != m || dst->cols != nn)
-		return op_fail(n, op, "the product is %llu x %llu but '%s' is %llu x %llu",
-			       (unsigned long long)m, (unsigned long long)nn, dst->name,
-			       (unsigned long long)dst->rows,
-			       (unsigned long long)dst->cols);
-	return 0;
-}
-
-static int check_same_shape(int n, const struct tpurt_kernel_op *op,
-			    const struct ref *dst, const struct ref *a)
-{
-	if (dst->rows != a->rows || dst->cols != a->cols)
-		return op_fail(n, op, "'%s' is %llu x %llu but '%s' is %llu x %llu",
-			       a->name, (unsigned long long)a->rows,
-			       (unsigned long long)a->cols, dst->name,
-			       (unsigned long long)dst->rows,
-			       (unsigned long long)dst->cols);
-	return 0;
-}
-
-static int check_bcast(int n, const struct tpurt_kernel_op *op,
-		       const struct ref *dst, const struct ref *b)
-{
-	uint64_t rows = op->bcast == TPU_BCAST_ROW ? 1 : dst->rows;
-	uint64_t cols = op->bcast == TPU_BCAST_COL ? 1 : dst->cols;
-	static const char *const kind[] = { "elementwise", "row", "column" };
-
-	if (b->rows != rows || b->cols != cols)
-		return op_fail(n, op, "%s operand '%s' is %llu x %llu, expected %llu x %llu",
-			       kind[op->bcast], b->name, (unsigned long long)b->rows,
-			       (unsigned long long)b->cols, (unsigned long long)rows,
-			       (unsigned long long)cols);
-	return 0;
-}
-
 /* The op's predicates, and-ed, as one program. */
-static int compile_pred(struct call *c, int n, const struct tpurt_kernel_op *op,
-			struct tpu_job_prog *out)
+static int compile_pred(struct pallas_build *c, int n,
+			const struct tpurt_kernel_op *op, struct tpu_job_prog *out)
 {
 	struct tpurt_index_map_env env;
 	struct tpurt_program all = { .nresults = 1 }, one;
@@ -499,7 +310,7 @@ static int compile_pred(struct call *c, int n, const struct tpurt_kernel_op *op,
 	return tpurt_desc_add_program(c->d, &all, out);
 }
 
-static int compile_smem_index(struct call *c, int n,
+static int compile_smem_index(struct pallas_build *c, int n,
 			      const struct tpurt_kernel_op *op,
 			      struct tpu_job_prog *out)
 {
@@ -514,63 +325,30 @@ static int compile_smem_index(struct call *c, int n,
 	return ret ? ret : tpurt_desc_add_program(c->d, &prog, out);
 }
 
-static int check_op(struct call *c, int n, const struct tpurt_kernel_op *op,
-		    struct tpu_job_op *jo)
+/* The op's refs and programs into the descriptor; the device checks the rest. */
+static int fill_op(struct pallas_build *c, int n,
+		   const struct tpurt_kernel_op *op, struct tpu_job_op *jo)
 {
-	struct ref dst, a = { 0 }, b = { 0 };
-	int ret = resolve(c, n, op, op->dst, &dst);
+	int ret = resolve(c, n, op, op->dst, &jo->dst);
 
-	if (!ret)
-		ret = check_dst(c, n, op, &dst);
 	if (!ret && op->src0[0])
-		ret = resolve(c, n, op, op->src0, &a);
-	if (!ret && op->src0[0])
-		ret = check_vmem_src(n, op, &a);
+		ret = resolve(c, n, op, op->src0, &jo->src0);
 	if (!ret && op->src1[0])
-		ret = resolve(c, n, op, op->src1, &b);
-	if (ret)
-		return ret;
-	switch (op->opcode) {
-	case TPU_OP_DOT:
-		ret = check_vmem_src(n, op, &b);
-		if (!ret)
-			ret = check_dot(n, op, &dst, &a, &b);
-		break;
-	case TPU_OP_UNARY:
-		ret = check_same_shape(n, op, &dst, &a);
-		break;
-	case TPU_OP_BINARY:
-		ret = check_same_shape(n, op, &dst, &a);
-		if (ret || op->bcast == TPU_BCAST_IMM)
-			break;
-		if (op->bcast == TPU_BCAST_SMEM) {
-			if (!b.smem)
-				ret = op_fail(n, op, "'%s' is not in SMEM (a scalar-prefetch ref or SMEM scratch)",
-					      b.name);
-			else
-				ret = compile_smem_index(c, n, op, &jo->scalar_index);
-			break;
-		}
-		ret = check_vmem_src(n, op, &b);
-		if (!ret)
-			ret = check_bcast(n, op, &dst, &b);
-		break;
-	}
+		ret = resolve(c, n, op, op->src1, &jo->src1);
+	if (!ret && op->opcode == TPU_OP_BINARY && op->bcast == TPU_BCAST_SMEM)
+		ret = compile_smem_index(c, n, op, &jo->scalar_index);
 	if (ret)
 		return ret;
 	jo->opcode = op->opcode;
 	jo->fn = op->fn;
 	jo->bcast = op->bcast;
 	jo->dot = op->dot;
-	jo->dst = dst.jr;
-	jo->src0 = a.jr;
-	jo->src1 = b.jr;
 	if (op->bcast == TPU_BCAST_IMM && op->opcode == TPU_OP_BINARY)
 		memcpy(&jo->imm, &op->imm, sizeof(jo->imm));
 	return compile_pred(c, n, op, &jo->pred);
 }
 
-static int fill_ops(struct call *c)
+static int fill_ops(struct pallas_build *c)
 {
 	const struct tpurt_kernel *k = c->k;
 
@@ -580,7 +358,7 @@ static int fill_ops(struct call *c)
 		return tpurt_fail(-EINVAL, "kernel: %d when() block(s) not ended",
 				  k->nwhen);
 	for (int i = 0; i < k->nops; i++) {
-		int ret = check_op(c, i, &k->op[i], &c->d->op[i]);
+		int ret = fill_op(c, i, &k->op[i], &c->d->op[i]);
 
 		if (ret)
 			return ret;
@@ -589,20 +367,204 @@ static int fill_ops(struct call *c)
 	return 0;
 }
 
-static int build(struct call *c, int nargs, void **blobp, size_t *lenp)
+/* --- the device's decoder, in the call's words --- */
+
+/* A decimal index at @p: its value and end, or -1. */
+static long index_at(const char *p, const char **end)
+{
+	char *e;
+	long v;
+
+	if (!isdigit((unsigned char)*p))
+		return -1;
+	v = strtol(p, &e, 10);
+	*end = e;
+	return v;
+}
+
+/*
+ * The ref the decoder calls "operand N" or "scratch N" at @p (a word
+ * starting there), as the call names it: its index in Pallas's ref order
+ * and where the designation ends, or -1.
+ */
+static int ref_at(const struct pallas_build *c, const char *msg, const char *p,
+		  const char **end)
+{
+	const struct tpurt_grid_spec *gs = c->gs;
+	long i;
+
+	if (p > msg && (isalnum((unsigned char)p[-1]) || p[-1] == '_'))
+		return -1;
+	if (!strncmp(p, "operand ", 8)) {
+		i = index_at(p + 8, end);
+		return i >= 0 && i < gs->num_operands ? (int)i : -1;
+	}
+	if (!strncmp(p, "scratch ", 8)) {
+		i = index_at(p + 8, end);
+		return i >= 0 && i < gs->num_scratch ? gs->num_operands + (int)i : -1;
+	}
+	return -1;
+}
+
+static void append(char *out, size_t len, size_t *at, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void append(char *out, size_t len, size_t *at, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*at >= len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(out + *at, len - *at, fmt, ap);
+	va_end(ap);
+	*at = n < 0 ? len : *at + (size_t)n;
+}
+
+/*
+ * The decoder's @msg with the call's names: its subject ("op 3: ",
+ * "operand 1: ", "scratch 0: ") becomes "kernel op 3 (dot): ", "input 'y': ",
+ * "scratch 'acc': "; refs in the text ("dst operand 2") become their names
+ * ("dst 'z'").
+ */
+static void in_call_words(const struct pallas_build *c, const char *msg,
+			  char *out, size_t len)
+{
+	const struct tpurt_grid_spec *gs = c->gs;
+	const char *p = msg, *end;
+	size_t at = 0;
+	long n;
+	int r;
+
+	out[0] = 0;
+	if (!strncmp(p, "op ", 3) && (n = index_at(p + 3, &end)) >= 0 &&
+	    n < c->k->nops && !strncmp(end, ": ", 2)) {
+		append(out, len, &at, "kernel op %ld (%s): ", n,
+		       opcode_names[c->k->op[n].opcode]);
+		p = end + 2;
+	} else if ((r = ref_at(c, msg, p, &end)) >= 0 && !strncmp(end, ": ", 2)) {
+		if (r < gs->num_operands)
+			append(out, len, &at, "%s '%s': ",
+			       role_name(gs->operand[r].role), ref_name(gs, r));
+		else
+			append(out, len, &at, "scratch '%s': ", ref_name(gs, r));
+		p = end + 2;
+	} else {
+		append(out, len, &at, "pallas_call: ");
+	}
+	while (*p && at + 1 < len) {
+		r = ref_at(c, msg, p, &end);
+		if (r >= 0) {
+			append(out, len, &at, "'%s'", ref_name(gs, r));
+			p = end;
+		} else {
+			out[at++] = *p++;
+			out[at] = 0;
+		}
+	}
+}
+
+/* Double-buffered blocks plus VMEM scratch, as the device counted them. */
+static int vmem_fail(const struct pallas_build *c, const struct tpu_plan *plan,
+		     const struct tpu_job_result *res)
+{
+	const struct tpurt_grid_spec *gs = c->gs;
+	char parts[256] = "";
+	size_t at = 0;
+
+	for (unsigned int i = plan->num_scalar_prefetch; i < plan->num_operands; i++)
+		append(parts, sizeof(parts), &at, "%s'%s' 2 x %llu", at ? ", " : "",
+		       gs->operand[i].name,
+		       (unsigned long long)plan->operand[i].block_bytes);
+	for (unsigned int i = 0; i < plan->num_scratch; i++)
+		if (plan->scratch[i].space == TPU_MEM_VMEM)
+			append(parts, sizeof(parts), &at, "%sscratch '%s' %llu",
+			       at ? ", " : "", gs->scratch[i].name,
+			       (unsigned long long)plan->scratch[i].bytes);
+	return tpurt_fail(-ENOSPC,
+			  "VMEM: the kernel needs %llu bytes (%s) but the limit is %llu (over by %llu); use smaller blocks or raise vmem_limit_bytes (the device has %llu)",
+			  (unsigned long long)res->error.need, parts,
+			  (unsigned long long)res->error.limit,
+			  (unsigned long long)(res->error.need - res->error.limit),
+			  (unsigned long long)c->info->vmem_size);
+}
+
+/* Scalar-prefetch arrays plus SMEM scratch, as the device counted them. */
+static int smem_fail(const struct pallas_build *c, const struct tpu_plan *plan,
+		     const struct tpu_job_result *res)
+{
+	const struct tpurt_grid_spec *gs = c->gs;
+	char parts[256] = "";
+	size_t at = 0;
+
+	for (unsigned int i = 0; i < plan->num_scalar_prefetch; i++)
+		append(parts, sizeof(parts), &at, "%s'%s' %llu", at ? ", " : "",
+		       gs->operand[i].name,
+		       (unsigned long long)plan->operand[i].elems * 4);
+	for (unsigned int i = 0; i < plan->num_scratch; i++)
+		if (plan->scratch[i].space == TPU_MEM_SMEM)
+			append(parts, sizeof(parts), &at, "%sscratch '%s' %llu",
+			       at ? ", " : "", gs->scratch[i].name,
+			       (unsigned long long)plan->scratch[i].bytes);
+	return tpurt_fail(-ENOSPC,
+			  "SMEM: scalar prefetch and SMEM scratch need %llu bytes (%s), the device has %llu (over by %llu)",
+			  (unsigned long long)res->error.need, parts,
+			  (unsigned long long)res->error.limit,
+			  (unsigned long long)(res->error.need - res->error.limit));
+}
+
+/* Pallas's advice where a dot's accumulator has the wrong dtype. */
+static const char *hint(const struct tpu_job_result *res)
+{
+	if (strstr(res->message, "dot accumulates into float32"))
+		return "; accumulate in an f32 scratch (preferred_element_type) and cast at the last step";
+	if (strstr(res->message, "dot accumulates into int32"))
+		return "; accumulate in an int32 scratch and cast at the last step";
+	return "";
+}
+
+/*
+ * Run the device's decoder on @blob with the device's parameters, as the
+ * device will before it runs the job; its rejection, in the call's words.
+ */
+static int device_check(const struct pallas_build *c, const void *blob,
+			size_t len)
+{
+	struct tpu_job_result res = { 0 };
+	struct tpu_config cfg;
+	struct tpu_plan *plan = malloc(sizeof(*plan));
+	char msg[512];
+	int ret;
+
+	if (!plan)
+		return tpurt_fail(-ENOMEM, "out of memory");
+	tpurt_device_config(c->info, &cfg);
+	if (!tpu_job_decode(blob, len, &cfg, plan, &res)) {
+		ret = 0;
+	} else if (res.error.code == TPU_JOB_ERR_VMEM_LIMIT) {
+		ret = vmem_fail(c, plan, &res);
+	} else if (res.error.code == TPU_JOB_ERR_SMEM_LIMIT) {
+		ret = smem_fail(c, plan, &res);
+	} else {
+		in_call_words(c, res.message, msg, sizeof(msg));
+		ret = tpurt_fail(-EINVAL, "%s%s", msg, hint(&res));
+	}
+	free(plan);
+	return ret;
+}
+
+static int build(struct pallas_build *c, int nargs, void **blobp, size_t *lenp)
 {
 	int ret;
 
+	*blobp = NULL;
 	c->d = calloc(1, sizeof(*c->d));
 	if (!c->d)
 		return tpurt_fail(-ENOMEM, "out of memory");
 	ret = check_args(c, nargs);
 	if (!ret)
 		ret = fill_operands(c);
-	if (!ret)
-		ret = check_vmem(c);
-	if (!ret)
-		ret = check_smem(c);
 	if (!ret)
 		ret = parse_semantics(c);
 	if (!ret) {
@@ -611,13 +573,20 @@ static int build(struct call *c, int nargs, void **blobp, size_t *lenp)
 	}
 	if (!ret) {
 		c->d->h.flags = c->params.flags & TPURT_DEBUG ? TPU_JOB_F_DEBUG : 0;
+		c->d->h.vmem_limit_bytes = c->params.vmem_limit_bytes;
 		ret = tpurt_desc_finish(c->d, blobp, lenp);
+	}
+	if (!ret)
+		ret = device_check(c, *blobp, *lenp);
+	if (ret) {
+		free(*blobp);
+		*blobp = NULL;
 	}
 	free(c->d);
 	return ret;
 }
 
-static void init_call(struct call *c, const struct tpurt_kernel *k,
+static void init_build(struct pallas_build *c, const struct tpurt_kernel *k,
 		      const struct tpurt_grid_spec *gs,
 		      const struct tpurt_compiler_params *params,
 		      struct tpurt_array *const *args)
@@ -636,10 +605,10 @@ int tpurt_pallas_call_build(const struct tpurt_kernel *k,
 			    struct tpurt_array *const *args, int nargs,
 			    void **descp, size_t *lenp)
 {
-	struct call c;
+	struct pallas_build c;
 
 	*descp = NULL;
-	init_call(&c, k, gs, params, args);
+	init_build(&c, k, gs, params, args);
 	return build(&c, nargs, descp, lenp);
 }
 
@@ -651,13 +620,13 @@ int tpurt_pallas_call_async(const struct tpurt_kernel *k,
 {
 	struct tpurt_buffer *bufs[TPU_JOB_MAX_OPERANDS];
 	struct tpurt_job *job;
-	struct call c;
+	struct pallas_build c;
 	void *blob;
 	size_t len;
 	int ret;
 
 	*jobp = NULL;
-	init_call(&c, k, gs, params, args);
+	init_build(&c, k, gs, params, args);
 	ret = build(&c, nargs, &blob, &len);
 	if (ret)
 		return ret;

@@ -3,6 +3,8 @@
 #define TPURT_PRIVATE_H
 
 #include "tpurt.h"
+#include "tpu_config.h"
+#include "tpu_dtype.h"
 #include "tpu_job.h"
 
 struct tpurt_job;
@@ -115,6 +117,19 @@ uint64_t tpurt_now_ns(void);
 int tpurt_device_cached_info(struct tpurt_device *dev,
 			     const struct tpurt_device_info **infop);
 
+/*
+ * The device's parameters as the device's rules take them (rules/: the job
+ * decoder, the timing model), from its info (device_config.c).
+ */
+void tpurt_device_config(const struct tpurt_device_info *info,
+			 struct tpu_config *cfg);
+
+/*
+ * enum tpurt_dtype is enum tpu_dtype, value for value (dtype.c asserts it):
+ * libtpurt passes its dtypes to rules/tpu_dtype.h and the descriptor as
+ * they are.
+ */
+
 /* --- job descriptors (jobdesc.c) --- */
 
 struct tpurt_desc {
@@ -194,9 +209,11 @@ void tpurt_grid_spec_env(const struct tpurt_grid_spec *gs,
 			 struct tpurt_index_map_env *env);
 
 /*
- * Run @prog on the host as the scalar core would: @pid the grid index,
- * @smem/@smem_len the scalar-prefetch arrays. Leaves nresults values in
- * @out. -EDOM on a division by zero, -ERANGE on an SMEM index out of range.
+ * Run @prog on the device's scalar core (rules/tpu_scalar.c), on the host:
+ * @pid the grid index, @grid the extents, @smem/@smem_len the
+ * scalar-prefetch arrays. Leaves nresults values in @out. -EDOM on a
+ * division by zero, -ERANGE on an SMEM index out of range. @prog must come
+ * from the compiler, which verified it with the device's verifier.
  */
 int tpurt_program_eval(const struct tpurt_program *prog, const int64_t *pid,
 		       const int64_t *grid, const int32_t *const *smem,

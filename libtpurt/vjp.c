@@ -170,11 +170,6 @@ int tpurt_kernel_act_derivative(struct tpurt_kernel *k, enum tpurt_activation ac
 	return tpurt_fail(-EINVAL, "matmul: unknown activation %d", (int)act);
 }
 
-static int is_float(enum tpurt_dtype t)
-{
-	return t == TPURT_F32 || t == TPURT_BF16;
-}
-
 /* An (r, c) float array in its own layout, or NULL where allowed. */
 static int check_grad_array(const struct tpurt_array *a, const char *name,
 			    uint64_t r, uint64_t c)
@@ -186,7 +181,7 @@ static int check_grad_array(const struct tpurt_array *a, const char *name,
 	if (a->rank != 2 || (uint64_t)a->shape[0] != r || (uint64_t)a->shape[1] != c)
 		return tpurt_fail(-EINVAL, "matmul_vjp: %s must be (%llu, %llu)", name,
 				  (unsigned long long)r, (unsigned long long)c);
-	if (!is_float(a->dtype))
+	if (!tpu_dtype_is_float(a->dtype))
 		return tpurt_fail(-EINVAL, "matmul_vjp: %s is %s; gradients are float32 or bfloat16",
 				  name, tpurt_dtype_name(a->dtype));
 	return 0;
@@ -198,7 +193,7 @@ static int forward_dims(const struct tpurt_array *x, const struct tpurt_array *y
 {
 	if (x->rank != 2 || y->rank != 2)
 		return tpurt_fail(-EINVAL, "matmul_vjp: x and y must be rank 2");
-	if (!is_float(x->dtype) || !is_float(y->dtype))
+	if (!tpu_dtype_is_float(x->dtype) || !tpu_dtype_is_float(y->dtype))
 		return tpurt_fail(-EINVAL, "matmul_vjp: x and y are %s and %s; the backward pass is for float32 or bfloat16",
 				  tpurt_dtype_name(x->dtype), tpurt_dtype_name(y->dtype));
 	if (o->x_fusion.enabled || o->y_fusion.enabled)

@@ -42,10 +42,10 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 	return a + b < a ? UINT64_MAX : a + b;
 }
 
-static int bad(struct tpu_job_result *res, const char *fmt, ...)
+static int descriptor_error(struct tpu_job_result *res, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-static int bad(struct tpu_job_result *res, const char *fmt, ...)
+static int descriptor_error(struct tpu_job_result *res, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -74,12 +74,12 @@ static int check_section(struct tpu_job_result *res, const char *name,
 	uint64_t end = (uint64_t)offset + (uint64_t)count * size;
 
 	if (offset % 8)
-		return bad(res, "%s_offset %u: not 8-byte aligned", name, offset);
+		return descriptor_error(res, "%s_offset %u: not 8-byte aligned", name, offset);
 	if (count && offset < header_size)
-		return bad(res, "%s_offset %u: overlaps the header", name, offset);
+		return descriptor_error(res, "%s_offset %u: overlaps the header", name, offset);
 	if (end > len)
-		return bad(res, "%s_offset %u + %u entries: past total_size %zu",
-			   name, offset, count, len);
+		return descriptor_error(res, "%s_offset %u + %u entries: past total_size %zu",
+					name, offset, count, len);
 	return 0;
 }
 
@@ -102,20 +102,20 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 	int ret;
 
 	if (le32(h->magic) != TPU_JOB_MAGIC)
-		return bad(res, "magic %#x: not a job descriptor", le32(h->magic));
+		return descriptor_error(res, "magic %#x: not a job descriptor", le32(h->magic));
 	if (le16(h->version) != TPU_JOB_VERSION)
-		return bad(res, "version %u: this device runs version %u",
-			   le16(h->version), TPU_JOB_VERSION);
+		return descriptor_error(res, "version %u: this device runs version %u",
+					le16(h->version), TPU_JOB_VERSION);
 	if (le16(h->header_size) != sizeof(*h))
-		return bad(res, "header_size %u: expected %zu",
-			   le16(h->header_size), sizeof(*h));
+		return descriptor_error(res, "header_size %u: expected %zu",
+					le16(h->header_size), sizeof(*h));
 	if (le32(h->total_size) != len)
-		return bad(res, "total_size %u: descriptor is %zu bytes",
-			   le32(h->total_size), len);
+		return descriptor_error(res, "total_size %u: descriptor is %zu bytes",
+					le32(h->total_size), len);
 	if (le32(h->flags) & ~(uint32_t)TPU_JOB_F_ALL)
-		return bad(res, "flags %#x: unknown bits", le32(h->flags));
+		return descriptor_error(res, "flags %#x: unknown bits", le32(h->flags));
 	if (h->reserved0 || !all_zero(h->reserved1, sizeof(h->reserved1)))
-		return bad(res, "reserved: must be zero");
+		return descriptor_error(res, "reserved: must be zero");
 	plan->flags = le32(h->flags);
 	plan->vmem_limit = le64(h->vmem_limit_bytes);
 	plan->grid_rank = h->grid_rank;
@@ -125,23 +125,23 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 	plan->num_ops = le16(h->num_ops);
 	plan->num_insns = le16(h->num_insns);
 	if (plan->grid_rank < 1 || plan->grid_rank > TPU_JOB_MAX_GRID_RANK)
-		return bad(res, "grid_rank %u: must be 1 to %d", plan->grid_rank,
-			   TPU_JOB_MAX_GRID_RANK);
+		return descriptor_error(res, "grid_rank %u: must be 1 to %d", plan->grid_rank,
+					TPU_JOB_MAX_GRID_RANK);
 	if (plan->num_operands < 1 || plan->num_operands > TPU_JOB_MAX_OPERANDS)
-		return bad(res, "num_operands %u: must be 1 to %d",
-			   plan->num_operands, TPU_JOB_MAX_OPERANDS);
+		return descriptor_error(res, "num_operands %u: must be 1 to %d",
+					plan->num_operands, TPU_JOB_MAX_OPERANDS);
 	if (plan->num_scalar_prefetch > plan->num_operands)
-		return bad(res, "num_scalar_prefetch %u: more than num_operands %u",
-			   plan->num_scalar_prefetch, plan->num_operands);
+		return descriptor_error(res, "num_scalar_prefetch %u: more than num_operands %u",
+					plan->num_scalar_prefetch, plan->num_operands);
 	if (plan->num_scratch > TPU_JOB_MAX_SCRATCH)
-		return bad(res, "num_scratch %u: at most %d", plan->num_scratch,
-			   TPU_JOB_MAX_SCRATCH);
+		return descriptor_error(res, "num_scratch %u: at most %d", plan->num_scratch,
+					TPU_JOB_MAX_SCRATCH);
 	if (plan->num_ops < 1 || plan->num_ops > TPU_JOB_MAX_OPS)
-		return bad(res, "num_ops %u: must be 1 to %d", plan->num_ops,
-			   TPU_JOB_MAX_OPS);
+		return descriptor_error(res, "num_ops %u: must be 1 to %d", plan->num_ops,
+					TPU_JOB_MAX_OPS);
 	if (plan->num_insns > TPU_JOB_MAX_INSNS)
-		return bad(res, "num_insns %u: at most %d", plan->num_insns,
-			   TPU_JOB_MAX_INSNS);
+		return descriptor_error(res, "num_insns %u: at most %d", plan->num_insns,
+					TPU_JOB_MAX_INSNS);
 
 	plan->steps = 1;
 	plan->parallel_iters = 1;
@@ -151,14 +151,14 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 
 		if (d >= plan->grid_rank) {
 			if (g || sem)
-				return bad(res, "grid[%u]: must be zero beyond grid_rank", d);
+				return descriptor_error(res, "grid[%u]: must be zero beyond grid_rank", d);
 			continue;
 		}
 		if (g < 1 || g > TPU_JOB_MAX_DIM)
-			return bad(res, "grid[%u] %u: must be 1 to %u", d, g,
-				   TPU_JOB_MAX_DIM);
+			return descriptor_error(res, "grid[%u] %u: must be 1 to %u", d, g,
+						TPU_JOB_MAX_DIM);
 		if (sem != TPU_DIM_PARALLEL && sem != TPU_DIM_ARBITRARY)
-			return bad(res, "dim_semantics[%u] %u: unknown", d, sem);
+			return descriptor_error(res, "dim_semantics[%u] %u: unknown", d, sem);
 		plan->grid[d] = g;
 		plan->semantics[d] = sem;
 		plan->steps = mul_sat(plan->steps, g);
@@ -166,9 +166,9 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 			plan->parallel_iters *= g;
 	}
 	if (plan->steps > TPU_JOB_MAX_STEPS)
-		return bad(res, "grid: %llu steps, at most %llu",
-			   (unsigned long long)plan->steps,
-			   (unsigned long long)TPU_JOB_MAX_STEPS);
+		return descriptor_error(res, "grid: %llu steps, at most %llu",
+					(unsigned long long)plan->steps,
+					(unsigned long long)TPU_JOB_MAX_STEPS);
 
 	count[0] = plan->num_operands;
 	count[1] = plan->num_scratch;
@@ -182,27 +182,28 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 		for (int j = 0; j < i; j++)
 			if (overlap(off[i], count[i] * size[i],
 				    off[j], count[j] * size[j]))
-				return bad(res, "%s_offset %u: overlaps %s", name[i],
-					   off[i], name[j]);
+				return descriptor_error(res, "%s_offset %u: overlaps %s", name[i],
+							off[i], name[j]);
 	}
 	return 0;
 }
 
+/* @prog of "@owner @index: @what" ("operand 2: index map", "op 0: predicate"). */
 static int check_prog(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 		      unsigned int nresults, struct tpu_job_result *res,
-		      const char *what, unsigned int index)
+		      const char *owner, unsigned int index, const char *what)
 {
 	char why[128];
 
 	if (prog.len > TPU_JOB_MAX_PROG_LEN ||
 	    (uint64_t)prog.offset + prog.len > plan->num_insns)
 		return tpu_job_fail(res, TPU_JOB_ERR_BYTECODE,
-				    "%s %u: program [%u, +%u) outside the %u-insn code array (max length %d)",
-				    what, index, prog.offset, prog.len,
+				    "%s %u: %s: program [%u, +%u) outside the %u-insn code array (max length %d)",
+				    owner, index, what, prog.offset, prog.len,
 				    plan->num_insns, TPU_JOB_MAX_PROG_LEN);
 	if (tpu_scalar_verify(plan, prog, nresults, why, sizeof(why)))
-		return tpu_job_fail(res, TPU_JOB_ERR_BYTECODE, "%s %u: %s",
-				    what, index, why);
+		return tpu_job_fail(res, TPU_JOB_ERR_BYTECODE, "%s %u: %s: %s",
+				    owner, index, what, why);
 	return 0;
 }
 
@@ -245,49 +246,50 @@ static int decode_operand(struct tpu_plan *plan, unsigned int i,
 	o->index_map = decode_prog(&raw->index_map);
 	if (raw->reserved0 || raw->index_map.reserved ||
 	    !all_zero(raw->reserved1, sizeof(raw->reserved1)))
-		return bad(res, "operand %u: reserved fields must be zero", i);
+		return descriptor_error(res, "operand %u: reserved fields must be zero", i);
 	if (o->slot >= TPU_JOB_MAX_SLOTS)
-		return bad(res, "operand %u: slot %u, at most %d slots", i,
-			   o->slot, TPU_JOB_MAX_SLOTS);
+		return descriptor_error(res, "operand %u: slot %u, at most %d slots", i,
+					o->slot, TPU_JOB_MAX_SLOTS);
 	if (o->role > TPU_ROLE_OUTPUT)
-		return bad(res, "operand %u: role %u unknown", i, o->role);
+		return descriptor_error(res, "operand %u: role %u unknown", i, o->role);
 	if (prefetch != (o->role == TPU_ROLE_SCALAR_PREFETCH))
-		return bad(res, "operand %u: role %u, but the first num_scalar_prefetch (%u) operands and only they are scalar prefetch",
-			   i, o->role, plan->num_scalar_prefetch);
+		return descriptor_error(res, "operand %u: role %u, but the first num_scalar_prefetch (%u) operands and only they are scalar prefetch",
+					i, o->role, plan->num_scalar_prefetch);
 	if (!tpu_dtype_size(o->dtype))
-		return bad(res, "operand %u: dtype %u unknown", i, o->dtype);
+		return descriptor_error(res, "operand %u: dtype %u unknown", i, o->dtype);
 	if (prefetch && o->dtype != TPU_DTYPE_INT32)
-		return bad(res, "operand %u: scalar prefetch dtype must be int32", i);
+		return descriptor_error(res, "operand %u: dtype %s, scalar prefetch must be int32",
+					i, tpu_dtype_name(o->dtype));
 	if (o->rank < 1 || o->rank > TPU_JOB_MAX_RANK)
-		return bad(res, "operand %u: rank %u, must be 1 to %d", i, o->rank,
-			   TPU_JOB_MAX_RANK);
+		return descriptor_error(res, "operand %u: rank %u, must be 1 to %d", i, o->rank,
+					TPU_JOB_MAX_RANK);
 	for (unsigned int d = 0; d < TPU_JOB_MAX_RANK; d++) {
 		o->shape[d] = le64(raw->shape[d]);
 		o->block[d] = le32(raw->block[d]);
 		if (d >= o->rank) {
 			if (o->shape[d] || o->block[d])
-				return bad(res, "operand %u: shape[%u]/block[%u] must be zero beyond rank",
-					   i, d, d);
+				return descriptor_error(res, "operand %u: shape[%u]/block[%u] must be zero beyond rank",
+							i, d, d);
 			continue;
 		}
 		if (o->shape[d] < 1 || o->shape[d] > TPU_JOB_MAX_ARRAY_DIM)
-			return bad(res, "operand %u: shape[%u] %llu, must be 1 to %llu",
-				   i, d, (unsigned long long)o->shape[d],
-				   (unsigned long long)TPU_JOB_MAX_ARRAY_DIM);
+			return descriptor_error(res, "operand %u: shape[%u] %llu, must be 1 to %llu",
+						i, d, (unsigned long long)o->shape[d],
+						(unsigned long long)TPU_JOB_MAX_ARRAY_DIM);
 		if (prefetch ? o->block[d] != 0 :
 		    (o->block[d] < 1 || o->block[d] > TPU_JOB_MAX_DIM))
-			return bad(res, "operand %u: block[%u] %u, must be %s", i, d,
-				   o->block[d], prefetch ? "0 for scalar prefetch" :
-				   "1 to 2^31");
+			return descriptor_error(res, "operand %u: block[%u] %u, must be %s", i, d,
+						o->block[d], prefetch ? "0 for scalar prefetch" :
+						"1 to 2^31");
 	}
 	derive_operand(o);
 	if (prefetch) {
 		if (o->index_map.len)
-			return bad(res, "operand %u: scalar prefetch has no index map", i);
+			return descriptor_error(res, "operand %u: scalar prefetch has no index map", i);
 		return 0;
 	}
-	return check_prog(plan, o->index_map, o->rank, res, "operand index map",
-			  i);
+	return check_prog(plan, o->index_map, o->rank, res, "operand", i,
+			  "index map");
 }
 
 static int decode_scratch(struct tpu_plan *plan, unsigned int i,
@@ -301,22 +303,23 @@ static int decode_scratch(struct tpu_plan *plan, unsigned int i,
 	s->dtype = raw->dtype;
 	s->rank = raw->rank;
 	if (raw->reserved0 || !all_zero(raw->reserved1, sizeof(raw->reserved1)))
-		return bad(res, "scratch %u: reserved fields must be zero", i);
+		return descriptor_error(res, "scratch %u: reserved fields must be zero", i);
 	if (s->space > TPU_MEM_SMEM)
-		return bad(res, "scratch %u: space %u unknown", i, s->space);
+		return descriptor_error(res, "scratch %u: space %u unknown", i, s->space);
 	if (!tpu_dtype_size(s->dtype))
-		return bad(res, "scratch %u: dtype %u unknown", i, s->dtype);
+		return descriptor_error(res, "scratch %u: dtype %u unknown", i, s->dtype);
 	if (s->space == TPU_MEM_SMEM && tpu_dtype_size(s->dtype) != 4)
-		return bad(res, "scratch %u: SMEM holds 32-bit words (f32, int32)", i);
+		return descriptor_error(res, "scratch %u: dtype %s in SMEM, which holds 32-bit words (float32, int32)",
+					i, tpu_dtype_name(s->dtype));
 	if (s->rank < 1 || s->rank > TPU_JOB_MAX_RANK)
-		return bad(res, "scratch %u: rank %u, must be 1 to %d", i, s->rank,
-			   TPU_JOB_MAX_RANK);
+		return descriptor_error(res, "scratch %u: rank %u, must be 1 to %d", i, s->rank,
+					TPU_JOB_MAX_RANK);
 	for (unsigned int d = 0; d < TPU_JOB_MAX_RANK; d++) {
 		s->shape[d] = le32(raw->shape[d]);
 		if (d >= s->rank ? s->shape[d] != 0 :
 		    (s->shape[d] < 1 || s->shape[d] > TPU_JOB_MAX_DIM))
-			return bad(res, "scratch %u: shape[%u] %u out of range", i, d,
-				   s->shape[d]);
+			return descriptor_error(res, "scratch %u: shape[%u] %u out of range", i, d,
+						s->shape[d]);
 		if (d < s->rank)
 			elems = mul_sat(elems, s->shape[d]);
 	}
@@ -369,6 +372,33 @@ static bool is_smem_ref(const struct tpu_plan *plan, struct tpu_plan_ref r)
 	return false;
 }
 
+/*
+ * How messages name an op's refs: "operand 2", "scratch 0". libtpurt, which
+ * runs this decoder before it submits, puts its names on them.
+ */
+struct ref_names {
+	char dst[24], src0[24], src1[24];
+};
+
+static void ref_name(struct tpu_plan_ref r, char *buf, size_t len)
+{
+	if (r.kind == TPU_REF_OPERAND)
+		snprintf(buf, len, "operand %u", r.index);
+	else if (r.kind == TPU_REF_SCRATCH)
+		snprintf(buf, len, "scratch %u", r.index);
+	else if (r.kind == TPU_REF_NONE)
+		snprintf(buf, len, "(none)");
+	else
+		snprintf(buf, len, "(ref kind %u)", r.kind);
+}
+
+static void ref_names(const struct tpu_plan_op *op, struct ref_names *n)
+{
+	ref_name(op->dst, n->dst, sizeof(n->dst));
+	ref_name(op->src0, n->src0, sizeof(n->src0));
+	ref_name(op->src1, n->src1, sizeof(n->src1));
+}
+
 static bool same_ref(struct tpu_plan_ref a, struct tpu_plan_ref b)
 {
 	return a.kind == b.kind && a.index == b.index;
@@ -379,24 +409,35 @@ static int check_dot(struct tpu_plan *plan, unsigned int i,
 {
 	int64_t ar, ac, br, bc, cr, cc, ka, kb;
 	uint8_t at, bt, ct;
+	struct ref_names n;
 
+	ref_names(op, &n);
 	if (!is_vmem_ref(plan, op->src0) || !is_vmem_ref(plan, op->src1))
-		return bad(res, "op %u: dot sources must be VMEM refs", i);
+		return descriptor_error(res, "op %u: dot sources must be VMEM refs, %s %s is not",
+					i, is_vmem_ref(plan, op->src0) ? "src1" : "src0",
+					is_vmem_ref(plan, op->src0) ? n.src1 : n.src0);
 	if (same_ref(op->dst, op->src0) || same_ref(op->dst, op->src1))
-		return bad(res, "op %u: dot dst must not be one of its sources", i);
+		return descriptor_error(res, "op %u: dot dst %s must not be one of its sources",
+					i, n.dst);
 	if (op->dot & ~(unsigned int)TPU_DOT_ALL)
-		return bad(res, "op %u: dot flags %#x unknown", i, op->dot);
+		return descriptor_error(res, "op %u: dot flags %#x unknown", i, op->dot);
 	ref_shape(plan, op->src0, &ar, &ac, &at);
 	ref_shape(plan, op->src1, &br, &bc, &bt);
 	ref_shape(plan, op->dst, &cr, &cc, &ct);
 	if (tpu_dtype_is_8bit(at) && tpu_dtype_is_8bit(bt)) {
 		if (ct != TPU_DTYPE_INT32)
-			return bad(res, "op %u: int8 dot accumulates into int32", i);
-	} else if (at == bt && (at == TPU_DTYPE_F32 || at == TPU_DTYPE_BF16)) {
+			return descriptor_error(res, "op %u: %s x %s dot accumulates into int32, but dst %s is %s",
+						i, tpu_dtype_name(at), tpu_dtype_name(bt),
+						n.dst, tpu_dtype_name(ct));
+	} else if (at == bt && tpu_dtype_is_float(at)) {
 		if (ct != TPU_DTYPE_F32)
-			return bad(res, "op %u: f32/bf16 dot accumulates into f32", i);
+			return descriptor_error(res, "op %u: %s x %s dot accumulates into float32, but dst %s is %s",
+						i, tpu_dtype_name(at), tpu_dtype_name(bt),
+						n.dst, tpu_dtype_name(ct));
 	} else {
-		return bad(res, "op %u: dot of dtypes %u x %u unsupported", i, at, bt);
+		return descriptor_error(res, "op %u: dot of dtypes %s x %s (src0 %s, src1 %s) unsupported: the MXU multiplies float32 x float32, bfloat16 x bfloat16 or 8-bit x 8-bit",
+					i, tpu_dtype_name(at), tpu_dtype_name(bt), n.src0,
+					n.src1);
 	}
 	op->m = op->dot & TPU_DOT_LHS_CONTRACT_0 ? ac : ar;
 	ka = op->dot & TPU_DOT_LHS_CONTRACT_0 ? ar : ac;
@@ -404,58 +445,66 @@ static int check_dot(struct tpu_plan *plan, unsigned int i,
 	kb = op->dot & TPU_DOT_RHS_CONTRACT_1 ? bc : br;
 	op->k = ka;
 	if (ka != kb)
-		return bad(res, "op %u: contraction sizes differ (%lld vs %lld)", i,
-			   (long long)ka, (long long)kb);
+		return descriptor_error(res, "op %u: contraction sizes differ: src0 %s gives %lld, src1 %s gives %lld",
+					i, n.src0, (long long)ka, n.src1, (long long)kb);
 	if (cr != op->m || cc != op->n)
-		return bad(res, "op %u: dst is %lldx%lld, product is %lldx%lld", i,
-			   (long long)cr, (long long)cc, (long long)op->m,
-			   (long long)op->n);
+		return descriptor_error(res, "op %u: the product is %lldx%lld but dst %s is %lldx%lld",
+					i, (long long)op->m, (long long)op->n, n.dst,
+					(long long)cr, (long long)cc);
 	return 0;
 }
 
 static int check_elementwise(struct tpu_plan *plan, unsigned int i,
 			     struct tpu_plan_op *op, struct tpu_job_result *res)
 {
-	int64_t dr, dc, r0, c0, r1 = 0, c1 = 0;
+	static const char *const bcast_name[] = { "none", "row", "col" };
+	int64_t dr, dc, r0, c0, r1 = 0, c1 = 0, wr, wc;
 	uint8_t dt, t;
 	bool binary = op->opcode == TPU_OP_BINARY;
+	struct ref_names n;
 
+	ref_names(op, &n);
 	if (op->fn >= (binary ? TPU_BINARY_COUNT : TPU_UNARY_COUNT))
-		return bad(res, "op %u: fn %u unknown", i, op->fn);
+		return descriptor_error(res, "op %u: fn %u unknown", i, op->fn);
 	if (!is_vmem_ref(plan, op->src0))
-		return bad(res, "op %u: src0 must be a VMEM ref", i);
+		return descriptor_error(res, "op %u: src0 %s is not a VMEM ref (SMEM is read by bcast smem only)",
+					i, n.src0);
 	ref_shape(plan, op->dst, &dr, &dc, &dt);
 	ref_shape(plan, op->src0, &r0, &c0, &t);
 	if (r0 != dr || c0 != dc)
-		return bad(res, "op %u: src0 is %lldx%lld, dst %lldx%lld", i,
-			   (long long)r0, (long long)c0, (long long)dr,
-			   (long long)dc);
+		return descriptor_error(res, "op %u: src0 %s is %lldx%lld but dst %s is %lldx%lld",
+					i, n.src0, (long long)r0, (long long)c0, n.dst,
+					(long long)dr, (long long)dc);
 	if (!binary) {
 		if (op->bcast || op->src1.kind || op->imm)
-			return bad(res, "op %u: unary op with bcast/src1/imm", i);
+			return descriptor_error(res, "op %u: unary op with bcast/src1/imm", i);
 		return 0;
 	}
 	if (op->bcast >= TPU_BCAST_COUNT)
-		return bad(res, "op %u: bcast %u unknown", i, op->bcast);
+		return descriptor_error(res, "op %u: bcast %u unknown", i, op->bcast);
 	if (op->bcast == TPU_BCAST_IMM)
-		return op->src1.kind ? bad(res, "op %u: bcast imm takes no src1", i) : 0;
+		return op->src1.kind ?
+		       descriptor_error(res, "op %u: bcast imm takes no src1", i) : 0;
 	if (op->imm)
-		return bad(res, "op %u: imm must be zero unless bcast is imm", i);
+		return descriptor_error(res, "op %u: imm must be zero unless bcast is imm", i);
 	if (op->bcast == TPU_BCAST_SMEM) {
 		if (!is_smem_ref(plan, op->src1))
-			return bad(res, "op %u: bcast smem needs an SMEM src1", i);
-		return check_prog(plan, op->scalar_index, 1, res,
-				  "op scalar_index", i);
+			return descriptor_error(res, "op %u: bcast smem needs an SMEM src1 (scalar prefetch or SMEM scratch), src1 is %s",
+						i, n.src1);
+		return check_prog(plan, op->scalar_index, 1, res, "op", i,
+				  "scalar_index");
 	}
 	if (!is_vmem_ref(plan, op->src1))
-		return bad(res, "op %u: src1 must be a VMEM ref", i);
+		return descriptor_error(res, "op %u: src1 %s is not a VMEM ref (SMEM is read by bcast smem only)",
+					i, n.src1);
 	ref_shape(plan, op->src1, &r1, &c1, &t);
-	if ((op->bcast == TPU_BCAST_NONE && (r1 != dr || c1 != dc)) ||
-	    (op->bcast == TPU_BCAST_ROW && (r1 != 1 || c1 != dc)) ||
-	    (op->bcast == TPU_BCAST_COL && (r1 != dr || c1 != 1)))
-		return bad(res, "op %u: src1 is %lldx%lld, does not broadcast to %lldx%lld as bcast %u",
-			   i, (long long)r1, (long long)c1, (long long)dr,
-			   (long long)dc, op->bcast);
+	wr = op->bcast == TPU_BCAST_ROW ? 1 : dr;
+	wc = op->bcast == TPU_BCAST_COL ? 1 : dc;
+	if (r1 != wr || c1 != wc)
+		return descriptor_error(res, "op %u: src1 %s is %lldx%lld; bcast %s needs %lldx%lld for dst %s (%lldx%lld)",
+					i, n.src1, (long long)r1, (long long)c1,
+					bcast_name[op->bcast], (long long)wr, (long long)wc,
+					n.dst, (long long)dr, (long long)dc);
 	return 0;
 }
 
@@ -479,39 +528,43 @@ static int decode_op(struct tpu_plan *plan, unsigned int i,
 	};
 	if (raw->reserved0 || raw->pred.reserved || raw->scalar_index.reserved ||
 	    !all_zero(raw->reserved1, sizeof(raw->reserved1)))
-		return bad(res, "op %u: reserved fields must be zero", i);
+		return descriptor_error(res, "op %u: reserved fields must be zero", i);
 	if (op->opcode >= TPU_OP_COUNT)
-		return bad(res, "op %u: opcode %u unknown", i, op->opcode);
-	if (!is_vmem_ref(plan, op->dst))
-		return bad(res, "op %u: dst must be a VMEM ref (output block or VMEM scratch)",
-			   i);
+		return descriptor_error(res, "op %u: opcode %u unknown", i, op->opcode);
+	if (!is_vmem_ref(plan, op->dst)) {
+		char dst[24];
+
+		ref_name(op->dst, dst, sizeof(dst));
+		return descriptor_error(res, "op %u: dst %s is not a VMEM ref (an output block or VMEM scratch)",
+					i, dst);
+	}
 	if (op->dst.kind == TPU_REF_OPERAND &&
 	    plan->operand[op->dst.index].role == TPU_ROLE_INPUT)
-		return bad(res, "op %u: dst is input operand %u, which is read-only",
-			   i, op->dst.index);
+		return descriptor_error(res, "op %u: dst is input operand %u, which is read-only",
+					i, op->dst.index);
 	if (op->pred.len) {
-		ret = check_prog(plan, op->pred, 1, res, "op predicate", i);
+		ret = check_prog(plan, op->pred, 1, res, "op", i, "predicate");
 		if (ret)
 			return ret;
 	}
 	if (op->opcode != TPU_OP_BINARY || op->bcast != TPU_BCAST_SMEM) {
 		if (op->scalar_index.len)
-			return bad(res, "op %u: scalar_index only for bcast smem", i);
+			return descriptor_error(res, "op %u: scalar_index only for bcast smem", i);
 	}
 	switch (op->opcode) {
 	case TPU_OP_ZERO:
 		if (op->fn || op->bcast || op->dot || op->imm ||
 		    memcmp(&raw->src0, &none, sizeof(none)) ||
 		    memcmp(&raw->src1, &none, sizeof(none)))
-			return bad(res, "op %u: zero takes only dst", i);
+			return descriptor_error(res, "op %u: zero takes only dst", i);
 		return 0;
 	case TPU_OP_DOT:
 		if (op->fn || op->bcast || op->imm)
-			return bad(res, "op %u: dot with fn/bcast/imm", i);
+			return descriptor_error(res, "op %u: dot with fn/bcast/imm", i);
 		return check_dot(plan, i, op, res);
 	default:
 		if (op->dot)
-			return bad(res, "op %u: dot flags on an elementwise op", i);
+			return descriptor_error(res, "op %u: dot flags on an elementwise op", i);
 		return check_elementwise(plan, i, op, res);
 	}
 }
@@ -545,9 +598,9 @@ static int account_memory(struct tpu_plan *plan, const struct tpu_config *cfg,
 	plan->vmem_need = vmem;
 	plan->smem_words = smem;
 	if (plan->vmem_limit > cfg->vmem_size)
-		return bad(res, "vmem_limit_bytes %llu: above the device's VMEM (%llu bytes)",
-			   (unsigned long long)plan->vmem_limit,
-			   (unsigned long long)cfg->vmem_size);
+		return descriptor_error(res, "vmem_limit_bytes %llu: over the device's %llu bytes of VMEM",
+					(unsigned long long)plan->vmem_limit,
+					(unsigned long long)cfg->vmem_size);
 	if (!plan->vmem_limit)
 		plan->vmem_limit = cfg->vmem_limit;
 	res->error.operand = UINT32_MAX;
@@ -583,8 +636,8 @@ int tpu_job_decode(const void *desc, size_t len, const struct tpu_config *cfg,
 	res->error.op = UINT32_MAX;
 	res->error.step = UINT64_MAX;
 	if (len < sizeof(h) || len > TPU_JOB_MAX_SIZE)
-		return bad(res, "total_size %zu: must be %zu to %u bytes", len,
-			   sizeof(h), TPU_JOB_MAX_SIZE);
+		return descriptor_error(res, "total_size %zu: must be %zu to %u bytes", len,
+					sizeof(h), TPU_JOB_MAX_SIZE);
 	memcpy(&h, blob, sizeof(h));
 	ret = decode_header(&h, len, plan, res);
 	if (ret)

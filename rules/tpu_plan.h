@@ -94,13 +94,54 @@ int tpu_job_check_buffers(const struct tpu_plan *plan, uint64_t hbm_size,
 			  const struct tpu_buffer_slot *slots,
 			  unsigned int nslots, struct tpu_job_result *res);
 
-/* tpu_scalar.c: the scalar core */
+/*
+ * tpu_scalar.c: the scalar core, the one interpreter of the job's bytecode
+ * (uapi/tpu_job.h, enum tpu_insn_op). The engine runs a plan's programs
+ * through tpu_scalar_verify/tpu_scalar_run; libtpurt runs the programs it
+ * compiles from index-map text through tpu_scalar_verify_code and
+ * tpu_scalar_run_code, on a plain instruction array.
+ */
 struct tpu_scalar_fault {
 	unsigned int code;		/* enum tpu_job_error */
 	int32_t operand;		/* LOAD_SMEM's operand */
 	int64_t index;			/* the offending SMEM index */
 };
 
+/* What a program reads besides its code. */
+struct tpu_scalar_env {
+	const uint64_t *grid;		/* grid extents (PUSH_NPROG) */
+	const int64_t *pid;		/* the step's grid index (PUSH_PID) */
+	const int32_t *const *smem;	/* scalar-prefetch array of each operand
+					 * (LOAD_SMEM); NULL, or a NULL entry:
+					 * loads read 0 after the range check */
+	const uint64_t *smem_len;	/* elements of each array */
+};
+
+/*
+ * Check @len instructions at @insn before they run: known opcodes,
+ * arguments in range for a grid of @grid_rank dimensions and @num_smem
+ * scalar-prefetch operands, a stack that never underflows nor exceeds
+ * TPU_JOB_MAX_STACK, exactly @nresults values left. 0, or -1 with a
+ * message (instructions numbered from 0) in @why.
+ */
+int tpu_scalar_verify_code(const struct tpu_plan_insn *insn, unsigned int len,
+			   unsigned int grid_rank, unsigned int num_smem,
+			   unsigned int nresults, char *why, size_t whylen);
+
+/*
+ * Run a verified program: leaves its first @nout values in @out. Returns 0,
+ * or -1 with @fault filled: TPU_JOB_ERR_DIV_ZERO (// or % by zero) or
+ * TPU_JOB_ERR_SMEM_RANGE (a load outside its array). Values are 64-bit and
+ * wrap; // and % round as Python's, INT64_MIN // -1 wraps to INT64_MIN and
+ * x % -1 is 0.
+ */
+int tpu_scalar_run_code(const struct tpu_plan_insn *insn, unsigned int len,
+			const struct tpu_scalar_env *env, int64_t *out,
+			unsigned int nout, struct tpu_scalar_fault *fault);
+
+/* The same for @prog in @plan's code array, its grid and scalar prefetch;
+ * @smem holds the job's SMEM words (each prefetch array at its smem_base),
+ * or is NULL. */
 int tpu_scalar_verify(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 		      unsigned int nresults, char *why, size_t whylen);
 int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,

@@ -4,7 +4,10 @@
  * indices. Programs are verified once, before the job starts (opcodes,
  * arguments, stack depth, result count), so the interpreter that runs at
  * every grid step only checks what depends on data: division by zero and
- * SMEM indices.
+ * SMEM indices. This is the only interpreter: the engine runs plans through
+ * tpu_scalar_run, libtpurt its compiled index maps through
+ * tpu_scalar_run_code, so the runtime's predictions and the device agree
+ * by construction.
  */
 #include <stdio.h>
 
@@ -30,20 +33,21 @@ static int stack_effect(uint8_t op, int *pops, int *pushes)
 	}
 }
 
-static int check_arg(const struct tpu_plan *plan, const struct tpu_plan_insn *in,
-		     char *why, size_t whylen, unsigned int pc)
+static int check_arg(const struct tpu_plan_insn *in, unsigned int grid_rank,
+		     unsigned int num_smem, char *why, size_t whylen,
+		     unsigned int pc)
 {
 	switch (in->op) {
 	case TPU_INSN_PUSH_PID:
 	case TPU_INSN_PUSH_NPROG:
-		if (in->arg < 0 || (uint32_t)in->arg >= plan->grid_rank) {
+		if (in->arg < 0 || (uint32_t)in->arg >= grid_rank) {
 			snprintf(why, whylen, "insn %u: grid dimension %d, grid rank is %u",
-				 pc, in->arg, plan->grid_rank);
+				 pc, in->arg, grid_rank);
 			return -1;
 		}
 		return 0;
 	case TPU_INSN_LOAD_SMEM:
-		if (in->arg < 0 || (uint32_t)in->arg >= plan->num_scalar_prefetch) {
+		if (in->arg < 0 || (uint32_t)in->arg >= num_smem) {
 			snprintf(why, whylen, "insn %u: operand %d is not scalar prefetch",
 				 pc, in->arg);
 			return -1;
@@ -61,25 +65,25 @@ static int check_arg(const struct tpu_plan *plan, const struct tpu_plan_insn *in
 	}
 }
 
-int tpu_scalar_verify(const struct tpu_plan *plan, struct tpu_plan_prog prog,
-		      unsigned int nresults, char *why, size_t whylen)
+int tpu_scalar_verify_code(const struct tpu_plan_insn *insn, unsigned int len,
+			   unsigned int grid_rank, unsigned int num_smem,
+			   unsigned int nresults, char *why, size_t whylen)
 {
 	int depth = 0;
 
-	if (!prog.len) {
+	if (!len) {
 		snprintf(why, whylen, "empty program, %u results needed", nresults);
 		return -1;
 	}
-	for (unsigned int i = 0; i < prog.len; i++) {
-		unsigned int pc = prog.offset + i;
-		const struct tpu_plan_insn *in = &plan->insn[pc];
+	for (unsigned int pc = 0; pc < len; pc++) {
+		const struct tpu_plan_insn *in = &insn[pc];
 		int pops, pushes;
 
 		if (stack_effect(in->op, &pops, &pushes)) {
 			snprintf(why, whylen, "insn %u: unknown op %u", pc, in->op);
 			return -1;
 		}
-		if (check_arg(plan, in, why, whylen, pc))
+		if (check_arg(in, grid_rank, num_smem, why, whylen, pc))
 			return -1;
 		if (depth < pops) {
 			snprintf(why, whylen, "insn %u: stack underflow", pc);
@@ -97,6 +101,14 @@ int tpu_scalar_verify(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 		return -1;
 	}
 	return 0;
+}
+
+int tpu_scalar_verify(const struct tpu_plan *plan, struct tpu_plan_prog prog,
+		      unsigned int nresults, char *why, size_t whylen)
+{
+	return tpu_scalar_verify_code(&plan->insn[prog.offset], prog.len,
+				      plan->grid_rank, plan->num_scalar_prefetch,
+				      nresults, why, whylen);
 }
 
 static int64_t floor_div(int64_t a, int64_t b)
@@ -150,37 +162,37 @@ static int64_t binop(uint8_t op, int64_t a, int64_t b)
 	}
 }
 
-int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
-		   const int64_t *pid, const int32_t *smem, int64_t *out,
-		   unsigned int nout, struct tpu_scalar_fault *fault)
+int tpu_scalar_run_code(const struct tpu_plan_insn *insn, unsigned int len,
+			const struct tpu_scalar_env *env, int64_t *out,
+			unsigned int nout, struct tpu_scalar_fault *fault)
 {
 	int64_t stack[TPU_JOB_MAX_STACK];
 	int sp = 0;
 
-	for (unsigned int pc = prog.offset; pc < prog.offset + prog.len; pc++) {
-		const struct tpu_plan_insn *in = &plan->insn[pc];
-		const struct tpu_plan_operand *o;
+	for (unsigned int pc = 0; pc < len; pc++) {
+		const struct tpu_plan_insn *in = &insn[pc];
+		const int32_t *array;
 		int64_t a, b;
 
 		switch (in->op) {
 		case TPU_INSN_PUSH_PID:
-			stack[sp++] = pid[in->arg];
+			stack[sp++] = env->pid[in->arg];
 			break;
 		case TPU_INSN_PUSH_NPROG:
-			stack[sp++] = (int64_t)plan->grid[in->arg];
+			stack[sp++] = (int64_t)env->grid[in->arg];
 			break;
 		case TPU_INSN_PUSH_CONST:
 			stack[sp++] = in->arg;
 			break;
 		case TPU_INSN_LOAD_SMEM:
-			o = &plan->operand[in->arg];
 			a = stack[sp - 1];
-			if (a < 0 || (uint64_t)a >= o->elems) {
+			if (a < 0 || (uint64_t)a >= env->smem_len[in->arg]) {
 				*fault = (struct tpu_scalar_fault){
 					TPU_JOB_ERR_SMEM_RANGE, in->arg, a };
 				return -1;
 			}
-			stack[sp - 1] = smem ? smem[o->smem_base + a] : 0;
+			array = env->smem ? env->smem[in->arg] : NULL;
+			stack[sp - 1] = array ? array[a] : 0;
 			break;
 		case TPU_INSN_NOT:
 			stack[sp - 1] = !stack[sp - 1];
@@ -200,4 +212,23 @@ int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 	for (unsigned int i = 0; i < nout; i++)
 		out[i] = stack[i];
 	return 0;
+}
+
+int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
+		   const int64_t *pid, const int32_t *smem, int64_t *out,
+		   unsigned int nout, struct tpu_scalar_fault *fault)
+{
+	const int32_t *arrays[TPU_JOB_MAX_OPERANDS];
+	uint64_t lens[TPU_JOB_MAX_OPERANDS];
+	struct tpu_scalar_env env = {
+		.grid = plan->grid, .pid = pid, .smem = arrays, .smem_len = lens,
+	};
+
+	/* Scalar prefetch comes first: operand i's array is SMEM array i. */
+	for (unsigned int i = 0; i < plan->num_scalar_prefetch; i++) {
+		arrays[i] = smem ? smem + plan->operand[i].smem_base : NULL;
+		lens[i] = plan->operand[i].elems;
+	}
+	return tpu_scalar_run_code(&plan->insn[prog.offset], prog.len, &env, out,
+				   nout, fault);
 }

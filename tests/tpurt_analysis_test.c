@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Host test: the guide's performance helpers against its own numbers, and
- * the runtime's closed-form estimate and block choice against the device's
- * timing model (the engine's tpu_model_matmul).
+ * Host test: the guide's performance helpers against its own numbers; the
+ * runtime's estimate and block choice are the device's timing model
+ * (rules/tpu_model_matmul.h) run on the device's parameters, whatever the
+ * device is.
  */
 #include <errno.h>
 #include <math.h>
@@ -12,15 +13,22 @@
 #include "tpurt.h"
 #include "kselftest_harness.h"
 
-static void v5e(struct tpurt_device_info *info)
+/* The info of an in-process device of @cfg (NULL: a v5e). */
+static void device_info(const struct tpurt_sim_config *cfg,
+			struct tpurt_device_info *info)
 {
 	struct tpurt_device *dev;
 
 	memset(info, 0, sizeof(*info));
-	if (!tpurt_open_sim(NULL, &dev)) {
+	if (!tpurt_open_sim(cfg, &dev)) {
 		tpurt_device_info(dev, info);
 		tpurt_close(dev);
 	}
+}
+
+static void v5e(struct tpurt_device_info *info)
+{
+	device_info(NULL, info);
 }
 
 TEST(the_guides_numbers)
@@ -61,47 +69,89 @@ TEST(the_guides_numbers)
 	EXPECT_EQ(1, a.compute_bound);
 }
 
-static double engine_time(const struct tpu_config *cfg, uint64_t m, uint64_t k,
-			  uint64_t n, uint64_t bm, uint64_t bk, uint64_t bn,
-			  enum tpu_dtype t)
+static int model(const struct tpu_config *cfg, uint64_t m, uint64_t k, uint64_t n,
+		 uint64_t bm, uint64_t bk, uint64_t bn, enum tpu_dtype t,
+		 struct tpu_matmul_result *r)
 {
 	struct tpu_matmul_desc d = { .m = m, .k = k, .n = n, .bm = bm, .bk = bk,
 				     .bn = bn, .in_dtype = t,
 				     .out_dtype = t == TPU_DTYPE_INT8 ? TPU_DTYPE_INT32 : t };
-	struct tpu_matmul_result r;
 
-	return tpu_model_matmul(cfg, &d, &r) ? -1 : r.stats.time_s;
+	return tpu_model_matmul(cfg, &d, r);
 }
 
-TEST(estimate_follows_the_device_model)
+static const struct { uint64_t m, k, n, bm, bk, bn; int t; } cases[] = {
+	{ 1024, 1024, 1024, 128, 128, 128, TPU_DTYPE_BF16 },
+	{ 4096, 4096, 4096, 512, 1024, 1024, TPU_DTYPE_BF16 },
+	{ 4096, 4096, 4096, 128, 128, 128, TPU_DTYPE_F32 },
+	{ 2048, 1024, 512, 256, 512, 256, TPU_DTYPE_INT8 },
+	{ 1000, 700, 300, 256, 256, 128, TPU_DTYPE_F32 },	/* edges */
+	{ 1024, 128, 1024, 128, 128, 128, TPU_DTYPE_BF16 },	/* one k step */
+};
+
+/* The estimate and VMEM need are the model's, to the last bit. */
+static void expect_the_model(struct __test_metadata *_metadata,
+			     const struct tpurt_device_info *info,
+			     const struct tpu_config *cfg)
 {
-	static const struct { uint64_t m, k, n, bm, bk, bn; int t; } cases[] = {
-		{ 1024, 1024, 1024, 128, 128, 128, TPU_DTYPE_BF16 },
-		{ 4096, 4096, 4096, 512, 1024, 1024, TPU_DTYPE_BF16 },
-		{ 4096, 4096, 4096, 128, 128, 128, TPU_DTYPE_F32 },
-		{ 2048, 1024, 512, 256, 512, 256, TPU_DTYPE_INT8 },
-		{ 1000, 700, 300, 256, 256, 128, TPU_DTYPE_F32 },	/* edges */
-		{ 1024, 128, 1024, 128, 128, 128, TPU_DTYPE_BF16 },	/* one k step */
-	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tpurt_matmul_analysis a;
+		struct tpu_matmul_result r;
+
+		ASSERT_EQ(0, model(cfg, cases[i].m, cases[i].k, cases[i].n, cases[i].bm,
+				   cases[i].bk, cases[i].bn, cases[i].t, &r));
+		ASSERT_EQ(0, tpurt_matmul_analyze(info, cases[i].m, cases[i].k, cases[i].n,
+						  cases[i].bm, cases[i].bk, cases[i].bn,
+						  (enum tpurt_dtype)cases[i].t, &a));
+		EXPECT_EQ(0, memcmp(&a.est_time_s, &r.stats.time_s, sizeof(double)))
+			TH_LOG("case %zu: runtime %.17g s, device model %.17g s", i,
+			       a.est_time_s, r.stats.time_s);
+		EXPECT_EQ(r.vmem_bytes, a.vmem_bytes) TH_LOG("case %zu", i);
+	}
+}
+
+TEST(estimate_is_the_device_model)
+{
 	struct tpurt_device_info info;
 	struct tpu_config cfg;
 
 	v5e(&info);
 	tpu_config_defaults(&cfg);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct tpurt_matmul_analysis a;
-		double e = engine_time(&cfg, cases[i].m, cases[i].k, cases[i].n,
-				       cases[i].bm, cases[i].bk, cases[i].bn, cases[i].t);
-
-		ASSERT_EQ(0, tpurt_matmul_analyze(&info, cases[i].m, cases[i].k, cases[i].n,
-						  cases[i].bm, cases[i].bk, cases[i].bn,
-						  (enum tpurt_dtype)cases[i].t, &a));
-		EXPECT_LT(fabs(a.est_time_s / e - 1), 0.05)
-			TH_LOG("case %zu: runtime %g s, device model %g s", i, a.est_time_s, e);
-	}
+	expect_the_model(_metadata, &info, &cfg);
 }
 
-TEST(chosen_blocks_are_near_the_models_best)
+/* Another chip: the runtime follows the device's parameters, not a v5e's. */
+TEST(estimate_follows_the_devices_parameters)
+{
+	struct tpurt_sim_config sc = {
+		.cores = 2, .mxu_dim = 256, .hbm_bandwidth = 1600000000000ull,
+		.peak_flops_bf16 = 459000000000000ull, .step_cost_ns = 100,
+		.launch_cost_ns = 5000,
+	};
+	struct tpurt_device_info info, v5e_info;
+	struct tpurt_matmul_analysis a, b;
+	struct tpu_config cfg;
+
+	device_info(&sc, &info);
+	ASSERT_EQ(2, info.cores);
+	tpu_config_defaults(&cfg);
+	cfg.cores = sc.cores;
+	cfg.mxu_dim = sc.mxu_dim;
+	cfg.hbm_bandwidth = sc.hbm_bandwidth;
+	cfg.peak_flops_bf16 = sc.peak_flops_bf16;
+	cfg.step_cost_ns = sc.step_cost_ns;
+	cfg.launch_cost_ns = sc.launch_cost_ns;
+	expect_the_model(_metadata, &info, &cfg);
+	/* and differs from the v5e's */
+	v5e(&v5e_info);
+	ASSERT_EQ(0, tpurt_matmul_analyze(&info, 4096, 4096, 4096, 512, 1024, 1024,
+					  TPURT_BF16, &a));
+	ASSERT_EQ(0, tpurt_matmul_analyze(&v5e_info, 4096, 4096, 4096, 512, 1024, 1024,
+					  TPURT_BF16, &b));
+	EXPECT_LT(a.est_time_s, b.est_time_s);
+}
+
+TEST(chosen_blocks_are_the_models_best)
 {
 	static const uint64_t sizes[] = { 1024, 2048, 4096 };
 	struct tpurt_device_info info;
@@ -116,24 +166,38 @@ TEST(chosen_blocks_are_near_the_models_best)
 					     .out_dtype = TPU_DTYPE_BF16 };
 		struct tpu_matmul_result best;
 		int64_t b[3];
-		double mine;
 
 		ASSERT_EQ(0, tpu_model_matmul_best(&cfg, &d, cfg.vmem_limit, &best));
 		ASSERT_EQ(0, tpurt_matmul_choose_blocks(&info, s, s, s, TPURT_BF16, 0, b));
-		mine = engine_time(&cfg, s, s, s, b[0], b[1], b[2], TPU_DTYPE_BF16);
-		EXPECT_LT(mine / best.stats.time_s, 1.03)
-			TH_LOG("%llu: runtime (%lld, %lld, %lld) %g s, model's best (%llu, %llu, %llu) %g s",
-			       (unsigned long long)s, (long long)b[0], (long long)b[1],
-			       (long long)b[2], mine, (unsigned long long)d.bm,
-			       (unsigned long long)d.bk, (unsigned long long)d.bn,
-			       best.stats.time_s);
+		EXPECT_EQ(d.bm, b[0]) TH_LOG("%llu", (unsigned long long)s);
+		EXPECT_EQ(d.bk, b[1]) TH_LOG("%llu", (unsigned long long)s);
+		EXPECT_EQ(d.bn, b[2]) TH_LOG("%llu", (unsigned long long)s);
+		/* the best fits the limit, and is MXU-sized */
+		EXPECT_LE(best.vmem_bytes, cfg.vmem_limit);
+		EXPECT_EQ(0, b[0] % 128);
+		EXPECT_EQ(0, b[2] % 128);
 	}
 	{
 		int64_t b[3];
+		struct tpu_matmul_desc d = { .m = 4096, .k = 4096, .n = 4096,
+					     .in_dtype = TPU_DTYPE_INT8,
+					     .out_dtype = TPU_DTYPE_INT32 };
+		struct tpu_matmul_result best;
 
+		/* 8-bit inputs: int32 accumulator and output, as tpurt_matmul */
+		ASSERT_EQ(0, tpu_model_matmul_best(&cfg, &d, 4 << 20, &best));
+		ASSERT_EQ(0, tpurt_matmul_choose_blocks(&info, 4096, 4096, 4096,
+							TPURT_INT8, 4 << 20, b));
+		EXPECT_EQ(d.bm, b[0]);
+		EXPECT_EQ(d.bk, b[1]);
+		EXPECT_EQ(d.bn, b[2]);
 		EXPECT_EQ(-ENOSPC, tpurt_matmul_choose_blocks(&info, 4096, 4096, 4096,
 							       TPURT_F32, 1000, b));
 		EXPECT_NE(NULL, strstr(tpurt_last_error(), "fit in 1000 bytes of VMEM"));
+		EXPECT_EQ(-EINVAL, tpurt_matmul_choose_blocks(&info, 4096, 4096, 4096,
+							       TPURT_INT32, 0, b));
+		EXPECT_NE(NULL, strstr(tpurt_last_error(), "no routine for int32"))
+			TH_LOG("%s", tpurt_last_error());
 	}
 }
 

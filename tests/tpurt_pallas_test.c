@@ -394,12 +394,14 @@ static struct tpurt_kernel *one_op(int which)
 
 TEST_F(sim, kernel_errors_name_the_op)
 {
-	EXPECT_STREQ("-22: kernel op 0 (dot): bfloat16 x bfloat16 accumulates into float32 (preferred_element_type), but 'z' is bfloat16; accumulate in an f32 scratch and cast at the last step",
+	/* the device's rules, in the call's words */
+	EXPECT_STREQ("-22: kernel op 0 (dot): bfloat16 x bfloat16 dot accumulates into float32, but dst 'z' is bfloat16; accumulate in an f32 scratch (preferred_element_type) and cast at the last step",
 		     kernel_error(self->dev, one_op(0), TPURT_BF16, NULL));
+	EXPECT_STREQ("-22: kernel op 0 (zero): dst is input 'x', which is read-only",
+		     kernel_error(self->dev, one_op(2), TPURT_F32, NULL));
+	/* the runtime's own: names, text, the builder's state */
 	EXPECT_STREQ("-22: kernel op 0 (dot): no ref named 'acc' (refs: x, y, z)",
 		     kernel_error(self->dev, one_op(1), TPURT_F32, NULL));
-	EXPECT_STREQ("-22: kernel op 0 (zero): 'x' is an input: input blocks are read-only",
-		     kernel_error(self->dev, one_op(2), TPURT_F32, NULL));
 	EXPECT_NE(NULL, strstr(kernel_error(self->dev, one_op(3), TPURT_F32, NULL),
 			       "kernel op 0 (zero): predicate: unknown name 'q' at column 6"));
 	EXPECT_STREQ("-22: kernel op 0 (zero): ref '#7': refs are #0 to #2",
@@ -408,6 +410,108 @@ TEST_F(sim, kernel_errors_name_the_op)
 		     kernel_error(self->dev, one_op(5), TPURT_F32, NULL));
 	EXPECT_STREQ("-22: dimension_semantics 'parallel, sideways, arbitrary': 'sideways' is neither parallel nor arbitrary",
 		     kernel_error(self->dev, one_op(0), TPURT_F32, "parallel, sideways, arbitrary"));
+}
+
+/*
+ * The message pallas_call_build gives for @k over scalar prefetch s ((4,),
+ * of @st), inputs x (bf16 (128, 256)), y (bf16 (256, 128)), f (f32 (128,
+ * 128)), output z (f32 (128, 128)), scratch acc (VMEM f32 (128, 128)) and
+ * sm (SMEM int32 (16,)), every block the whole array.
+ */
+static const char *rules_error(struct tpurt_device *dev, struct tpurt_kernel *k,
+			       enum tpurt_dtype st)
+{
+	static const struct { const char *name; enum tpurt_dtype t; int64_t r, c; } in[] = {
+		{ "x", TPURT_BF16, 128, 256 }, { "y", TPURT_BF16, 256, 128 },
+		{ "f", TPURT_F32, 128, 128 }, { "z", TPURT_F32, 128, 128 },
+	};
+	int64_t grid[3] = { 1, 1, 1 }, sshape[1] = { 4 }, acc[2] = { 128, 128 };
+	int64_t sm[1] = { 16 };
+	struct tpurt_array *a[5] = { 0 };
+	struct tpurt_grid_spec *gs;
+	static char msg[512];
+	void *desc = NULL;
+	size_t len;
+
+	tpurt_array_create(dev, st, 1, sshape, &a[0]);
+	tpurt_grid_spec_create(3, grid, &gs);
+	tpurt_grid_spec_add_scalar_prefetch(gs, "s");
+	for (int i = 0; i < 4; i++) {
+		int64_t shape[2] = { in[i].r, in[i].c };
+		struct tpurt_block_spec b = { 2, { in[i].r, in[i].c }, "i, j, k -> 0, 0" };
+
+		tpurt_array_create(dev, in[i].t, 2, shape, &a[i + 1]);
+		if (i < 3)
+			tpurt_grid_spec_add_input(gs, in[i].name, &b);
+		else
+			tpurt_grid_spec_add_output(gs, in[i].name, &b);
+	}
+	tpurt_grid_spec_add_scratch(gs, "acc", TPURT_VMEM, TPURT_F32, 2, acc);
+	tpurt_grid_spec_add_scratch(gs, "sm", TPURT_SMEM, TPURT_INT32, 1, sm);
+	snprintf(msg, sizeof(msg), "%d: ",
+		 tpurt_pallas_call_build(k, gs, NULL, a, 5, &desc, &len));
+	strncat(msg, desc ? "built" : tpurt_last_error(), sizeof(msg) - strlen(msg) - 1);
+	free(desc);
+	tpurt_grid_spec_free(gs);
+	tpurt_kernel_free(k);
+	for (int i = 0; i < 5; i++)
+		tpurt_array_free(a[i]);
+	return msg;
+}
+
+static struct tpurt_kernel *rule_op(int which)
+{
+	struct tpurt_kernel *k;
+
+	tpurt_kernel_create(&k);
+	switch (which) {
+	case 0: tpurt_kernel_dot(k, "acc", "x", "f", 0); break;
+	case 1: tpurt_kernel_dot(k, "acc", "x", "x", 0); break;
+	case 2: tpurt_kernel_dot(k, "acc", "y", "x", 0); break;
+	case 3: tpurt_kernel_dot(k, "acc", "s", "y", 0); break;
+	case 4: tpurt_kernel_unary(k, TPURT_RELU, "z", "x"); break;
+	case 5: tpurt_kernel_store(k, "z", "s"); break;
+	case 6: tpurt_kernel_zero(k, "acc");
+		tpurt_kernel_binary(k, TPURT_ADD, "z", "acc", "f", TPURT_BCAST_ROW);
+		break;
+	case 7: tpurt_kernel_binary_smem(k, TPURT_MUL, "z", "f", "f", "0"); break;
+	case 8: tpurt_kernel_zero(k, "sm"); break;
+	default: tpurt_kernel_zero(k, "z"); break;
+	}
+	return k;
+}
+
+TEST_F(sim, device_rules_in_the_calls_words)
+{
+	struct tpurt_sim_config small = { .hbm_size = 64 << 20, .smem_size = 64 };
+	struct tpurt_device *dev;
+
+	EXPECT_STREQ("0: built", rules_error(self->dev, rule_op(-1), TPURT_INT32));
+	EXPECT_STREQ("-22: kernel op 0 (dot): dot of dtypes bfloat16 x float32 (src0 'x', src1 'f') unsupported: the MXU multiplies float32 x float32, bfloat16 x bfloat16 or 8-bit x 8-bit",
+		     rules_error(self->dev, rule_op(0), TPURT_INT32));
+	EXPECT_STREQ("-22: kernel op 0 (dot): contraction sizes differ: src0 'x' gives 256, src1 'x' gives 128",
+		     rules_error(self->dev, rule_op(1), TPURT_INT32));
+	EXPECT_STREQ("-22: kernel op 0 (dot): the product is 256x256 but dst 'acc' is 128x128",
+		     rules_error(self->dev, rule_op(2), TPURT_INT32));
+	EXPECT_STREQ("-22: kernel op 0 (dot): dot sources must be VMEM refs, src0 's' is not",
+		     rules_error(self->dev, rule_op(3), TPURT_INT32));
+	EXPECT_STREQ("-22: kernel op 0 (unary): src0 'x' is 128x256 but dst 'z' is 128x128",
+		     rules_error(self->dev, rule_op(4), TPURT_INT32));
+	EXPECT_STREQ("-22: kernel op 0 (unary): src0 's' is not a VMEM ref (SMEM is read by bcast smem only)",
+		     rules_error(self->dev, rule_op(5), TPURT_INT32));
+	EXPECT_STREQ("-22: kernel op 1 (binary): src1 'f' is 128x128; bcast row needs 1x128 for dst 'z' (128x128)",
+		     rules_error(self->dev, rule_op(6), TPURT_INT32));
+	EXPECT_STREQ("-22: kernel op 0 (binary): bcast smem needs an SMEM src1 (scalar prefetch or SMEM scratch), src1 is 'f'",
+		     rules_error(self->dev, rule_op(7), TPURT_INT32));
+	EXPECT_STREQ("-22: kernel op 0 (zero): dst 'sm' is not a VMEM ref (an output block or VMEM scratch)",
+		     rules_error(self->dev, rule_op(8), TPURT_INT32));
+	EXPECT_STREQ("-22: scalar prefetch 's': dtype float32, scalar prefetch must be int32",
+		     rules_error(self->dev, rule_op(-1), TPURT_F32));
+	/* 16 bytes of s and 64 of sm in a 64-byte SMEM */
+	ASSERT_EQ(0, tpurt_open_sim(&small, &dev)) TH_LOG("%s", tpurt_last_error());
+	EXPECT_STREQ("-28: SMEM: scalar prefetch and SMEM scratch need 80 bytes ('s' 16, scratch 'sm' 64), the device has 64 (over by 16)",
+		     rules_error(dev, rule_op(-1), TPURT_INT32));
+	tpurt_close(dev);
 }
 
 TEST_F(sim, device_errors_name_the_operand)
