@@ -109,7 +109,6 @@ int tpurt_check_block_shape(const struct tpurt_operand_spec *o, int rank,
 	return 0;
 }
 
-
 /* Pallas's block shapes; dtypes (scalar prefetch is int32) are the device's. */
 static int check_operand(struct pallas_build *c, int i)
 {

@@ -4,6 +4,8 @@
 
 #include "tpurt.h"
 #include "tpu_config.h"
+/* enum tpurt_dtype is enum tpu_dtype, value for value (dtype.c asserts it):
+ * its sizes, names and classes are rules/tpu_dtype.h's. */
 #include "tpu_dtype.h"
 #include "tpu_job.h"
 
@@ -123,12 +125,6 @@ int tpurt_device_cached_info(struct tpurt_device *dev,
  */
 void tpurt_device_config(const struct tpurt_device_info *info,
 			 struct tpu_config *cfg);
-
-/*
- * enum tpurt_dtype is enum tpu_dtype, value for value (dtype.c asserts it):
- * libtpurt passes its dtypes to rules/tpu_dtype.h and the descriptor as
- * they are.
- */
 
 /* --- job descriptors (jobdesc.c) --- */
 

@@ -74,9 +74,11 @@ static int check_section(struct tpu_job_result *res, const char *name,
 	uint64_t end = (uint64_t)offset + (uint64_t)count * size;
 
 	if (offset % 8)
-		return descriptor_error(res, "%s_offset %u: not 8-byte aligned", name, offset);
+		return descriptor_error(res, "%s_offset %u: not 8-byte aligned",
+					name, offset);
 	if (count && offset < header_size)
-		return descriptor_error(res, "%s_offset %u: overlaps the header", name, offset);
+		return descriptor_error(res, "%s_offset %u: overlaps the header",
+					name, offset);
 	if (end > len)
 		return descriptor_error(res, "%s_offset %u + %u entries: past total_size %zu",
 					name, offset, count, len);
@@ -102,7 +104,8 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 	int ret;
 
 	if (le32(h->magic) != TPU_JOB_MAGIC)
-		return descriptor_error(res, "magic %#x: not a job descriptor", le32(h->magic));
+		return descriptor_error(res, "magic %#x: not a job descriptor",
+					le32(h->magic));
 	if (le16(h->version) != TPU_JOB_VERSION)
 		return descriptor_error(res, "version %u: this device runs version %u",
 					le16(h->version), TPU_JOB_VERSION);
@@ -125,8 +128,8 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 	plan->num_ops = le16(h->num_ops);
 	plan->num_insns = le16(h->num_insns);
 	if (plan->grid_rank < 1 || plan->grid_rank > TPU_JOB_MAX_GRID_RANK)
-		return descriptor_error(res, "grid_rank %u: must be 1 to %d", plan->grid_rank,
-					TPU_JOB_MAX_GRID_RANK);
+		return descriptor_error(res, "grid_rank %u: must be 1 to %d",
+					plan->grid_rank, TPU_JOB_MAX_GRID_RANK);
 	if (plan->num_operands < 1 || plan->num_operands > TPU_JOB_MAX_OPERANDS)
 		return descriptor_error(res, "num_operands %u: must be 1 to %d",
 					plan->num_operands, TPU_JOB_MAX_OPERANDS);
@@ -134,14 +137,14 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 		return descriptor_error(res, "num_scalar_prefetch %u: more than num_operands %u",
 					plan->num_scalar_prefetch, plan->num_operands);
 	if (plan->num_scratch > TPU_JOB_MAX_SCRATCH)
-		return descriptor_error(res, "num_scratch %u: at most %d", plan->num_scratch,
-					TPU_JOB_MAX_SCRATCH);
+		return descriptor_error(res, "num_scratch %u: at most %d",
+					plan->num_scratch, TPU_JOB_MAX_SCRATCH);
 	if (plan->num_ops < 1 || plan->num_ops > TPU_JOB_MAX_OPS)
-		return descriptor_error(res, "num_ops %u: must be 1 to %d", plan->num_ops,
-					TPU_JOB_MAX_OPS);
+		return descriptor_error(res, "num_ops %u: must be 1 to %d",
+					plan->num_ops, TPU_JOB_MAX_OPS);
 	if (plan->num_insns > TPU_JOB_MAX_INSNS)
-		return descriptor_error(res, "num_insns %u: at most %d", plan->num_insns,
-					TPU_JOB_MAX_INSNS);
+		return descriptor_error(res, "num_insns %u: at most %d",
+					plan->num_insns, TPU_JOB_MAX_INSNS);
 
 	plan->steps = 1;
 	plan->parallel_iters = 1;
@@ -151,14 +154,16 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 
 		if (d >= plan->grid_rank) {
 			if (g || sem)
-				return descriptor_error(res, "grid[%u]: must be zero beyond grid_rank", d);
+				return descriptor_error(res, "grid[%u]: must be zero beyond grid_rank",
+							d);
 			continue;
 		}
 		if (g < 1 || g > TPU_JOB_MAX_DIM)
-			return descriptor_error(res, "grid[%u] %u: must be 1 to %u", d, g,
-						TPU_JOB_MAX_DIM);
+			return descriptor_error(res, "grid[%u] %u: must be 1 to %u",
+						d, g, TPU_JOB_MAX_DIM);
 		if (sem != TPU_DIM_PARALLEL && sem != TPU_DIM_ARBITRARY)
-			return descriptor_error(res, "dim_semantics[%u] %u: unknown", d, sem);
+			return descriptor_error(res, "dim_semantics[%u] %u: unknown",
+						d, sem);
 		plan->grid[d] = g;
 		plan->semantics[d] = sem;
 		plan->steps = mul_sat(plan->steps, g);
@@ -182,8 +187,8 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 		for (int j = 0; j < i; j++)
 			if (overlap(off[i], count[i] * size[i],
 				    off[j], count[j] * size[j]))
-				return descriptor_error(res, "%s_offset %u: overlaps %s", name[i],
-							off[i], name[j]);
+				return descriptor_error(res, "%s_offset %u: overlaps %s",
+							name[i], off[i], name[j]);
 	}
 	return 0;
 }
@@ -246,7 +251,8 @@ static int decode_operand(struct tpu_plan *plan, unsigned int i,
 	o->index_map = decode_prog(&raw->index_map);
 	if (raw->reserved0 || raw->index_map.reserved ||
 	    !all_zero(raw->reserved1, sizeof(raw->reserved1)))
-		return descriptor_error(res, "operand %u: reserved fields must be zero", i);
+		return descriptor_error(res, "operand %u: reserved fields must be zero",
+					i);
 	if (o->slot >= TPU_JOB_MAX_SLOTS)
 		return descriptor_error(res, "operand %u: slot %u, at most %d slots", i,
 					o->slot, TPU_JOB_MAX_SLOTS);
@@ -256,13 +262,14 @@ static int decode_operand(struct tpu_plan *plan, unsigned int i,
 		return descriptor_error(res, "operand %u: role %u, but the first num_scalar_prefetch (%u) operands and only they are scalar prefetch",
 					i, o->role, plan->num_scalar_prefetch);
 	if (!tpu_dtype_size(o->dtype))
-		return descriptor_error(res, "operand %u: dtype %u unknown", i, o->dtype);
+		return descriptor_error(res, "operand %u: dtype %u unknown",
+					i, o->dtype);
 	if (prefetch && o->dtype != TPU_DTYPE_INT32)
 		return descriptor_error(res, "operand %u: dtype %s, scalar prefetch must be int32",
 					i, tpu_dtype_name(o->dtype));
 	if (o->rank < 1 || o->rank > TPU_JOB_MAX_RANK)
-		return descriptor_error(res, "operand %u: rank %u, must be 1 to %d", i, o->rank,
-					TPU_JOB_MAX_RANK);
+		return descriptor_error(res, "operand %u: rank %u, must be 1 to %d",
+					i, o->rank, TPU_JOB_MAX_RANK);
 	for (unsigned int d = 0; d < TPU_JOB_MAX_RANK; d++) {
 		o->shape[d] = le64(raw->shape[d]);
 		o->block[d] = le32(raw->block[d]);
@@ -278,14 +285,16 @@ static int decode_operand(struct tpu_plan *plan, unsigned int i,
 						(unsigned long long)TPU_JOB_MAX_ARRAY_DIM);
 		if (prefetch ? o->block[d] != 0 :
 		    (o->block[d] < 1 || o->block[d] > TPU_JOB_MAX_DIM))
-			return descriptor_error(res, "operand %u: block[%u] %u, must be %s", i, d,
+			return descriptor_error(res, "operand %u: block[%u] %u, must be %s",
+						i, d,
 						o->block[d], prefetch ? "0 for scalar prefetch" :
 						"1 to 2^31");
 	}
 	derive_operand(o);
 	if (prefetch) {
 		if (o->index_map.len)
-			return descriptor_error(res, "operand %u: scalar prefetch has no index map", i);
+			return descriptor_error(res, "operand %u: scalar prefetch has no index map",
+						i);
 		return 0;
 	}
 	return check_prog(plan, o->index_map, o->rank, res, "operand", i,
@@ -303,23 +312,26 @@ static int decode_scratch(struct tpu_plan *plan, unsigned int i,
 	s->dtype = raw->dtype;
 	s->rank = raw->rank;
 	if (raw->reserved0 || !all_zero(raw->reserved1, sizeof(raw->reserved1)))
-		return descriptor_error(res, "scratch %u: reserved fields must be zero", i);
+		return descriptor_error(res, "scratch %u: reserved fields must be zero",
+					i);
 	if (s->space > TPU_MEM_SMEM)
-		return descriptor_error(res, "scratch %u: space %u unknown", i, s->space);
+		return descriptor_error(res, "scratch %u: space %u unknown",
+					i, s->space);
 	if (!tpu_dtype_size(s->dtype))
-		return descriptor_error(res, "scratch %u: dtype %u unknown", i, s->dtype);
+		return descriptor_error(res, "scratch %u: dtype %u unknown",
+					i, s->dtype);
 	if (s->space == TPU_MEM_SMEM && tpu_dtype_size(s->dtype) != 4)
 		return descriptor_error(res, "scratch %u: dtype %s in SMEM, which holds 32-bit words (float32, int32)",
 					i, tpu_dtype_name(s->dtype));
 	if (s->rank < 1 || s->rank > TPU_JOB_MAX_RANK)
-		return descriptor_error(res, "scratch %u: rank %u, must be 1 to %d", i, s->rank,
-					TPU_JOB_MAX_RANK);
+		return descriptor_error(res, "scratch %u: rank %u, must be 1 to %d",
+					i, s->rank, TPU_JOB_MAX_RANK);
 	for (unsigned int d = 0; d < TPU_JOB_MAX_RANK; d++) {
 		s->shape[d] = le32(raw->shape[d]);
 		if (d >= s->rank ? s->shape[d] != 0 :
 		    (s->shape[d] < 1 || s->shape[d] > TPU_JOB_MAX_DIM))
-			return descriptor_error(res, "scratch %u: shape[%u] %u out of range", i, d,
-						s->shape[d]);
+			return descriptor_error(res, "scratch %u: shape[%u] %u out of range",
+						i, d, s->shape[d]);
 		if (d < s->rank)
 			elems = mul_sat(elems, s->shape[d]);
 	}
@@ -420,24 +432,27 @@ static int check_dot(struct tpu_plan *plan, unsigned int i,
 		return descriptor_error(res, "op %u: dot dst %s must not be one of its sources",
 					i, n.dst);
 	if (op->dot & ~(unsigned int)TPU_DOT_ALL)
-		return descriptor_error(res, "op %u: dot flags %#x unknown", i, op->dot);
+		return descriptor_error(res, "op %u: dot flags %#x unknown",
+					i, op->dot);
 	ref_shape(plan, op->src0, &ar, &ac, &at);
 	ref_shape(plan, op->src1, &br, &bc, &bt);
 	ref_shape(plan, op->dst, &cr, &cc, &ct);
 	if (tpu_dtype_is_8bit(at) && tpu_dtype_is_8bit(bt)) {
 		if (ct != TPU_DTYPE_INT32)
 			return descriptor_error(res, "op %u: %s x %s dot accumulates into int32, but dst %s is %s",
-						i, tpu_dtype_name(at), tpu_dtype_name(bt),
-						n.dst, tpu_dtype_name(ct));
+						i, tpu_dtype_name(at),
+						tpu_dtype_name(bt), n.dst,
+						tpu_dtype_name(ct));
 	} else if (at == bt && tpu_dtype_is_float(at)) {
 		if (ct != TPU_DTYPE_F32)
 			return descriptor_error(res, "op %u: %s x %s dot accumulates into float32, but dst %s is %s",
-						i, tpu_dtype_name(at), tpu_dtype_name(bt),
-						n.dst, tpu_dtype_name(ct));
+						i, tpu_dtype_name(at),
+						tpu_dtype_name(bt), n.dst,
+						tpu_dtype_name(ct));
 	} else {
 		return descriptor_error(res, "op %u: dot of dtypes %s x %s (src0 %s, src1 %s) unsupported: the MXU multiplies float32 x float32, bfloat16 x bfloat16 or 8-bit x 8-bit",
-					i, tpu_dtype_name(at), tpu_dtype_name(bt), n.src0,
-					n.src1);
+					i, tpu_dtype_name(at), tpu_dtype_name(bt),
+					n.src0, n.src1);
 	}
 	op->m = op->dot & TPU_DOT_LHS_CONTRACT_0 ? ac : ar;
 	ka = op->dot & TPU_DOT_LHS_CONTRACT_0 ? ar : ac;
@@ -446,7 +461,8 @@ static int check_dot(struct tpu_plan *plan, unsigned int i,
 	op->k = ka;
 	if (ka != kb)
 		return descriptor_error(res, "op %u: contraction sizes differ: src0 %s gives %lld, src1 %s gives %lld",
-					i, n.src0, (long long)ka, n.src1, (long long)kb);
+					i, n.src0, (long long)ka, n.src1,
+					(long long)kb);
 	if (cr != op->m || cc != op->n)
 		return descriptor_error(res, "op %u: the product is %lldx%lld but dst %s is %lldx%lld",
 					i, (long long)op->m, (long long)op->n, n.dst,
@@ -477,7 +493,8 @@ static int check_elementwise(struct tpu_plan *plan, unsigned int i,
 					(long long)dr, (long long)dc);
 	if (!binary) {
 		if (op->bcast || op->src1.kind || op->imm)
-			return descriptor_error(res, "op %u: unary op with bcast/src1/imm", i);
+			return descriptor_error(res, "op %u: unary op with bcast/src1/imm",
+						i);
 		return 0;
 	}
 	if (op->bcast >= TPU_BCAST_COUNT)
@@ -486,7 +503,8 @@ static int check_elementwise(struct tpu_plan *plan, unsigned int i,
 		return op->src1.kind ?
 		       descriptor_error(res, "op %u: bcast imm takes no src1", i) : 0;
 	if (op->imm)
-		return descriptor_error(res, "op %u: imm must be zero unless bcast is imm", i);
+		return descriptor_error(res, "op %u: imm must be zero unless bcast is imm",
+					i);
 	if (op->bcast == TPU_BCAST_SMEM) {
 		if (!is_smem_ref(plan, op->src1))
 			return descriptor_error(res, "op %u: bcast smem needs an SMEM src1 (scalar prefetch or SMEM scratch), src1 is %s",
@@ -503,8 +521,9 @@ static int check_elementwise(struct tpu_plan *plan, unsigned int i,
 	if (r1 != wr || c1 != wc)
 		return descriptor_error(res, "op %u: src1 %s is %lldx%lld; bcast %s needs %lldx%lld for dst %s (%lldx%lld)",
 					i, n.src1, (long long)r1, (long long)c1,
-					bcast_name[op->bcast], (long long)wr, (long long)wc,
-					n.dst, (long long)dr, (long long)dc);
+					bcast_name[op->bcast], (long long)wr,
+					(long long)wc, n.dst, (long long)dr,
+					(long long)dc);
 	return 0;
 }
 
@@ -549,7 +568,8 @@ static int decode_op(struct tpu_plan *plan, unsigned int i,
 	}
 	if (op->opcode != TPU_OP_BINARY || op->bcast != TPU_BCAST_SMEM) {
 		if (op->scalar_index.len)
-			return descriptor_error(res, "op %u: scalar_index only for bcast smem", i);
+			return descriptor_error(res, "op %u: scalar_index only for bcast smem",
+						i);
 	}
 	switch (op->opcode) {
 	case TPU_OP_ZERO:
@@ -564,7 +584,8 @@ static int decode_op(struct tpu_plan *plan, unsigned int i,
 		return check_dot(plan, i, op, res);
 	default:
 		if (op->dot)
-			return descriptor_error(res, "op %u: dot flags on an elementwise op", i);
+			return descriptor_error(res, "op %u: dot flags on an elementwise op",
+						i);
 		return check_elementwise(plan, i, op, res);
 	}
 }
@@ -636,8 +657,8 @@ int tpu_job_decode(const void *desc, size_t len, const struct tpu_config *cfg,
 	res->error.op = UINT32_MAX;
 	res->error.step = UINT64_MAX;
 	if (len < sizeof(h) || len > TPU_JOB_MAX_SIZE)
-		return descriptor_error(res, "total_size %zu: must be %zu to %u bytes", len,
-					sizeof(h), TPU_JOB_MAX_SIZE);
+		return descriptor_error(res, "total_size %zu: must be %zu to %u bytes",
+					len, sizeof(h), TPU_JOB_MAX_SIZE);
 	memcpy(&h, blob, sizeof(h));
 	ret = decode_header(&h, len, plan, res);
 	if (ret)

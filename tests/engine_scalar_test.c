@@ -116,6 +116,39 @@ TEST(run_time_faults)
 	EXPECT_EQ(0, fault_of("2 smem0", &idx));
 }
 
+/* The plain entry point: code and an environment, no plan. Without SMEM
+ * data (a model-only run) loads read 0, still range-checked. */
+TEST(run_code_on_an_environment)
+{
+	static const struct tpu_plan_insn code[] = {
+		{ TPU_INSN_PUSH_PID, 1 }, { TPU_INSN_LOAD_SMEM, 1 },
+		{ TPU_INSN_PUSH_NPROG, 0 }, { TPU_INSN_ADD, 0 },
+	};
+	static const uint64_t grid[2] = { 7, 9 }, len[2] = { 0, 3 };
+	static const int32_t t[3] = { 100, 200, 300 };
+	const int32_t *arrays[2] = { NULL, t };
+	int64_t pid[2] = { 0, 2 }, v = -1;
+	struct tpu_scalar_env env = { grid, pid, arrays, len };
+	struct tpu_scalar_fault f = { 0 };
+	char why[128];
+
+	ASSERT_EQ(0, tpu_scalar_verify_code(code, 4, 2, 2, 1, why, sizeof(why)))
+		TH_LOG("%s", why);
+	EXPECT_EQ(0, tpu_scalar_run_code(code, 4, &env, &v, 1, &f));
+	EXPECT_EQ(307, v);
+	env.smem = NULL;
+	EXPECT_EQ(0, tpu_scalar_run_code(code, 4, &env, &v, 1, &f));
+	EXPECT_EQ(7, v);
+	pid[1] = 3;
+	EXPECT_EQ(-1, tpu_scalar_run_code(code, 4, &env, &v, 1, &f));
+	EXPECT_EQ(TPU_JOB_ERR_SMEM_RANGE, f.code);
+	EXPECT_EQ(1, f.operand);
+	EXPECT_EQ(3, f.index);
+	/* programs are numbered from their first instruction */
+	EXPECT_EQ(-1, tpu_scalar_verify_code(code, 4, 1, 2, 1, why, sizeof(why)));
+	EXPECT_STREQ("insn 0: grid dimension 1, grid rank is 1", why);
+}
+
 static int verify(const char *prog, unsigned int nresults)
 {
 	struct tpu_plan_prog p;
