@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: MIT
+/*
+ * The DMA queue's descriptors: host <-> HBM through scatter-gather lists in
+ * guest memory, HBM <-> HBM, and HBM fills, in chunks so a reset can stop
+ * them.
+ */
 #include "tpu_copy.h"
 #include "tpu_stream.h"
 
@@ -6,41 +11,6 @@
 
 /* Copies are split so that a reset never waits long for the worker. */
 #define COPY_CHUNK	(4u << 20)
-
-static int guest_xfer(const struct tpu_guest_mem *gm, uint64_t addr,
-		      uint8_t *buf, uint64_t len, bool write, bool stream)
-{
-	while (len) {
-		uint64_t n = len;
-		void *p = gm->map(gm->opaque, addr, &n, write);
-
-		if (!p || !n)
-			return -1;
-		if (stream)
-			tpu_stream_copy(write ? p : buf, write ? buf : p, n);
-		else if (write)
-			memcpy(p, buf, n);
-		else
-			memcpy(buf, p, n);
-		gm->unmap(gm->opaque, p, n, write);
-		addr += n;
-		buf += n;
-		len -= n;
-	}
-	return 0;
-}
-
-int tpu_guest_read(const struct tpu_guest_mem *gm, uint64_t addr, void *buf,
-		   uint64_t len)
-{
-	return guest_xfer(gm, addr, buf, len, false, false);
-}
-
-int tpu_guest_write(const struct tpu_guest_mem *gm, uint64_t addr,
-		    const void *buf, uint64_t len)
-{
-	return guest_xfer(gm, addr, (uint8_t *)buf, len, true, false);
-}
 
 static bool hbm_range_ok(uint64_t off, uint64_t len, uint64_t hbm_size)
 {
@@ -171,8 +141,8 @@ static void copy_sg(struct sg_reader *r, uint8_t *hbm, bool to_guest,
 				fail(res, TPU_STATUS_ABORTED, r->seen - 1);
 				return;
 			}
-			if (guest_xfer(r->gm, e.addr + done, hbm + res->bytes, n,
-				       to_guest, stream)) {
+			if (tpu_guest_xfer(r->gm, e.addr + done, hbm + res->bytes, n,
+					   to_guest, stream)) {
 				fail(res, TPU_STATUS_DMA_FAULT, r->seen - 1);
 				return;
 			}
