@@ -10,14 +10,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tpu_desc_result.h"
 #include "tpu_guest_mem.h"
 #include "tpu_hw.h"
-
-struct tpu_copy_result {
-	uint32_t status;	/* TPU_STATUS_* */
-	uint32_t detail;
-	uint64_t bytes;		/* moved before completion or failure */
-};
 
 /*
  * Execute @d. Nothing outside the HBM range and the SG entries it names is
@@ -28,6 +23,6 @@ struct tpu_copy_result {
  */
 void tpu_copy_run(const struct tpu_dma_desc *d, uint8_t *hbm,
 		  uint64_t hbm_size, const struct tpu_guest_mem *gm,
-		  const atomic_bool *abort, struct tpu_copy_result *res);
+		  const atomic_bool *abort, struct tpu_desc_result *res);
 
 #endif /* TPU_COPY_H */
