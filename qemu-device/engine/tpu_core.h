@@ -13,6 +13,7 @@
 #include "tpu_engine.h"
 #include "tpu_dtype.h"
 #include "tpu_plan.h"
+#include "tpu_ref2d.h"
 
 /* A running job, shared by its cores. */
 struct tpu_run {
@@ -25,13 +26,6 @@ struct tpu_run {
 	_Atomic uint64_t *owner[TPU_JOB_MAX_OPERANDS];	/* debug: per block */
 	_Atomic uint64_t fail_step;	/* lowest failing step so far */
 	const atomic_bool *abort;	/* set: stop at the next step */
-};
-
-/* A 2-D view of a VMEM (or HBM, for read-only inputs) block. */
-struct tpu_ref2d {
-	void *p;
-	int64_t rows, cols, ld;		/* ld: row stride in elements */
-	uint8_t dtype;
 };
 
 /* Host buffers behind a core's VMEM: blocks, scratch, elementwise rows. */
@@ -78,11 +72,5 @@ struct tpu_core {
 int tpu_core_alloc(struct tpu_core *core);
 void tpu_core_free(struct tpu_core *core);
 void tpu_core_run(struct tpu_core *core);
-
-/* tpu_ops.c: micro-ops; shapes and dtypes were checked by tpu_job_decode */
-void tpu_ops_poison(void *p, uint8_t dtype, uint64_t elems);
-void tpu_op_run(struct tpu_core *core, const struct tpu_plan_op *op,
-		double scalar);
-struct tpu_ref2d tpu_op_ref(struct tpu_core *core, struct tpu_plan_ref ref);
 
 #endif /* TPU_CORE_H */

@@ -14,6 +14,7 @@
 
 #include "tpu_gemm.h"
 #include "tpu_core.h"
+#include "tpu_poison.h"
 #include "tpu_pool.h"
 
 /* Owner tables of the debug mode are bounded: one word per output block. */
@@ -92,8 +93,8 @@ static int load_smem(struct tpu_run *run, struct tpu_job_result *res)
 			const struct tpu_plan_scratch *s = &plan->scratch[i];
 
 			if (s->space == TPU_MEM_SMEM)
-				tpu_ops_poison(run->smem + s->smem_base, s->dtype,
-					       s->bytes / 4);
+				tpu_poison_fill(run->smem + s->smem_base, s->dtype,
+						s->bytes / 4);
 		}
 	return 0;
 }

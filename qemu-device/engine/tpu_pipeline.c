@@ -18,6 +18,8 @@
 #include <sys/mman.h>
 
 #include "tpu_core.h"
+#include "tpu_ops.h"
+#include "tpu_poison.h"
 
 #define CLOSED	(1ull << 63)	/* owner table: block written back */
 
@@ -107,8 +109,8 @@ int tpu_core_alloc(struct tpu_core *core)
 		if (!core->scratch_buf[i])
 			return -1;
 		if (core->run->debug)
-			tpu_ops_poison(core->scratch_buf[i], s->dtype,
-				       s->bytes / tpu_dtype_size(s->dtype));
+			tpu_poison_fill(core->scratch_buf[i], s->dtype,
+					s->bytes / tpu_dtype_size(s->dtype));
 		else
 			memset(core->scratch_buf[i], 0, s->bytes);
 	}
@@ -128,7 +130,9 @@ void tpu_core_free(struct tpu_core *core)
 		tpu_vmem_release(&core->own_vmem);
 }
 
-struct tpu_ref2d tpu_op_ref(struct tpu_core *core, struct tpu_plan_ref ref)
+/* The 2-D ref an op's operand names: the block in VMEM or a scratch buffer. */
+static struct tpu_ref2d core_ref(const struct tpu_core *core,
+				 struct tpu_plan_ref ref)
 {
 	const struct tpu_plan_scratch *s;
 
@@ -542,8 +546,8 @@ static int open_outputs(struct tpu_core *core, block_index idx, uint64_t pflat)
 		if (claim_block(core, i, idx[i], pflat))
 			return -1;
 		if (!core->run->model_only)
-			tpu_ops_poison(core->block_buf[i], o->dtype,
-				       o->block_bytes / tpu_dtype_size(o->dtype));
+			tpu_poison_fill(core->block_buf[i], o->dtype,
+					o->block_bytes / tpu_dtype_size(o->dtype));
 	}
 	return 0;
 }
@@ -631,6 +635,22 @@ static uint64_t useful_flops(const struct tpu_core *core,
 	return 2ull * m * n * (ka < kb ? ka : kb);
 }
 
+static void run_op(const struct tpu_core *core, const struct tpu_plan_op *op,
+		   double scalar)
+{
+	struct tpu_op_args args = {
+		.dst = core_ref(core, op->dst),
+		.scalar = scalar,
+		.row_tmp = { core->row_tmp[0], core->row_tmp[1] },
+	};
+
+	if (tpu_op_reads_src0(op))
+		args.src0 = core_ref(core, op->src0);
+	if (tpu_op_reads_src1(op))
+		args.src1 = core_ref(core, op->src1);
+	tpu_op_run(op, &args);
+}
+
 static int run_body(struct tpu_core *core, double *compute_s, uint64_t *flops,
 		    uint64_t *useful)
 {
@@ -651,7 +671,7 @@ static int run_body(struct tpu_core *core, double *compute_s, uint64_t *flops,
 		if (!v)
 			continue;
 		if (op->opcode == TPU_OP_DOT) {
-			uint8_t t = tpu_op_ref(core, op->src0).dtype;
+			uint8_t t = core_ref(core, op->src0).dtype;
 
 			if (core->run->model_only)
 				t = op->src0.kind == TPU_REF_OPERAND ?
@@ -686,7 +706,7 @@ static int run_body(struct tpu_core *core, double *compute_s, uint64_t *flops,
 			scalar = imm;
 		}
 		if (!core->run->model_only)
-			tpu_op_run(core, op, scalar);
+			run_op(core, op, scalar);
 	}
 	return 0;
 }
