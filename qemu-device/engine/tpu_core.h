@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Engine internals: the state of a running job and of each core, and the
- * functions the engine's files share. Not part of the engine's API.
+ * Engine internals: the state of a running job and of each core, which the
+ * engine's files share (each declares its functions in its own header).
+ * Not part of the engine's API.
  */
 #ifndef TPU_CORE_H
 #define TPU_CORE_H
@@ -38,8 +39,6 @@ struct tpu_vmem {
 	uint64_t size[TPU_VMEM_BUFS];
 };
 
-void tpu_vmem_release(struct tpu_vmem *v);
-
 struct tpu_core {
 	struct tpu_run *run;
 	unsigned int id;
@@ -67,10 +66,5 @@ struct tpu_core {
 	struct tpu_job_stats stats;
 	struct tpu_job_result res;	/* this core's first error */
 };
-
-/* tpu_pipeline.c */
-int tpu_core_alloc(struct tpu_core *core);
-void tpu_core_free(struct tpu_core *core);
-void tpu_core_run(struct tpu_core *core);
 
 #endif /* TPU_CORE_H */
