@@ -52,28 +52,6 @@ int tpu_block_locate(struct tpu_core *core, unsigned int i, const int64_t *idx,
 	return 0;
 }
 
-void tpu_block_set_valid(struct tpu_core *core, unsigned int i,
-			 const struct tpu_block_span *sp)
-{
-	const struct tpu_plan_operand *o = &core->run->plan->operand[i];
-	int64_t rows = 1;
-
-	for (unsigned int d = 0; d + 1 < o->rank; d++)
-		rows *= (int64_t)sp->valid[d];
-	core->valid_rows[i] = rows;
-	core->valid_cols[i] = (int64_t)sp->valid[o->rank - 1];
-}
-
-uint64_t tpu_block_bytes(const struct tpu_plan_operand *o,
-			 const struct tpu_block_span *sp)
-{
-	uint64_t n = tpu_dtype_size(o->dtype);
-
-	for (unsigned int d = 0; d < o->rank; d++)
-		n *= sp->valid[d];
-	return n;
-}
-
 /*
  * HBM address of block row @r (a row of the flattened 2-D block) or NULL
  * when the row lies past the array's edge.

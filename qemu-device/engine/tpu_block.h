@@ -27,13 +27,32 @@ struct tpu_block_span {
 int tpu_block_locate(struct tpu_core *core, unsigned int i, const int64_t *idx,
 		     uint64_t step, struct tpu_block_span *sp);
 
-/* Record the in-bounds part of block @i as a 2-D ref, for the useful FLOPs. */
-void tpu_block_set_valid(struct tpu_core *core, unsigned int i,
-			 const struct tpu_block_span *sp);
+/*
+ * Record the in-bounds part of block @i as a 2-D ref, for the useful FLOPs.
+ * This and tpu_block_bytes() are inline: they run for every block and step.
+ */
+static inline void tpu_block_set_valid(struct tpu_core *core, unsigned int i,
+				       const struct tpu_block_span *sp)
+{
+	const struct tpu_plan_operand *o = &core->run->plan->operand[i];
+	int64_t rows = 1;
+
+	for (unsigned int d = 0; d + 1 < o->rank; d++)
+		rows *= (int64_t)sp->valid[d];
+	core->valid_rows[i] = rows;
+	core->valid_cols[i] = (int64_t)sp->valid[o->rank - 1];
+}
 
 /* Bytes of the in-bounds part: what moves between HBM and VMEM. */
-uint64_t tpu_block_bytes(const struct tpu_plan_operand *o,
-			 const struct tpu_block_span *sp);
+static inline uint64_t tpu_block_bytes(const struct tpu_plan_operand *o,
+				       const struct tpu_block_span *sp)
+{
+	uint64_t n = tpu_dtype_size(o->dtype);
+
+	for (unsigned int d = 0; d < o->rank; d++)
+		n *= sp->valid[d];
+	return n;
+}
 
 /*
  * Make input block @i readable at core->block[i]: in place in HBM when its
