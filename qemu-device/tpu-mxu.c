@@ -57,7 +57,7 @@ static void tpu_mxu_dma_exec(TpuQueue *q, const void *desc,
                              struct tpu_completion *cpl)
 {
     TpuMxuState *s = q->dev;
-    struct tpu_copy_result res;
+    struct tpu_desc_result res;
 
     tpu_copy_run(desc, s->hbm_ptr, s->cfg.hbm_size, &s->guest_mem,
                  &q->abort, &res);
@@ -70,7 +70,7 @@ static void tpu_mxu_compute_exec(TpuQueue *q, const void *desc,
                                  struct tpu_completion *cpl)
 {
     TpuMxuState *s = q->dev;
-    struct tpu_copy_result res;
+    struct tpu_desc_result res;
 
     tpu_compute_run(s->engine, desc, s->hbm_ptr, s->cfg.hbm_size,
                     &s->guest_mem, &q->abort, &res);

@@ -14,7 +14,7 @@
 #include "kselftest_harness.h"
 #include "tpu_cast.h"
 #include "tpu_gemm.h"
-#include "tpu_gemm_int.h"
+#include "tpu_gemm_internal.h"
 
 static const uint32_t specials[] = {
 	0x00000000, 0x80000000,			/* +-0 */

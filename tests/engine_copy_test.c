@@ -101,7 +101,7 @@ TEST_F(copy, round_trip_through_chained_sg)
 		.op = TPU_DMA_OP_H2D, .sg_count = n, .hbm_offset = 4096,
 		.length = n * each, .sg_addr = build_chain(self->g.mem, n, each),
 	};
-	struct tpu_copy_result res;
+	struct tpu_desc_result res;
 	uint64_t data = 0x80000;
 
 	for (unsigned int i = 0; i < n; i++, data += each + 3)
@@ -148,7 +148,7 @@ static size_t untouched_bytes(const uint8_t *p, size_t n)
 static uint32_t run(struct __test_metadata *_metadata, FIXTURE_DATA(copy) *self,
 		    struct tpu_dma_desc *d, uint32_t *detail)
 {
-	struct tpu_copy_result res;
+	struct tpu_desc_result res;
 
 	tpu_copy_run(d, self->hbm, HBM_SIZE, &self->gm, NULL, &res);
 	if (detail)
@@ -254,7 +254,7 @@ TEST_F(copy, abort_stops_the_copy)
 	struct tpu_dma_desc d = { .op = TPU_DMA_OP_FILL, .length = HBM_SIZE,
 				  .pattern = 1 };
 	atomic_bool abort = true;
-	struct tpu_copy_result res;
+	struct tpu_desc_result res;
 
 	tpu_copy_run(&d, self->hbm, HBM_SIZE, &self->gm, &abort, &res);
 	EXPECT_EQ(TPU_STATUS_ABORTED, res.status);

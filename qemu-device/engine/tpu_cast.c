@@ -10,7 +10,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "tpu_gemm_int.h"
+#include "tpu_gemm_internal.h"
 #include "tpu_job.h"
 
 #define F32_QUIET	0x00400000u

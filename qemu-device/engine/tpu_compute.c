@@ -30,29 +30,23 @@ void tpu_job_report_fill(const struct tpu_job_result *res,
 	snprintf(report->message, sizeof(report->message), "%s", res->message);
 }
 
-static void fail(struct tpu_copy_result *res, uint32_t status, uint32_t detail)
-{
-	res->status = status;
-	res->detail = detail;
-}
-
 /* The buffer table, each slot checked to lie inside HBM. */
 static int read_slots(const struct tpu_compute_desc *d, uint64_t hbm_size,
 		      const struct tpu_guest_mem *gm,
-		      struct tpu_buffer_slot *slots, struct tpu_copy_result *res)
+		      struct tpu_buffer_slot *slots, struct tpu_desc_result *res)
 {
 	struct tpu_hw_slot hw[TPU_JOB_MAX_SLOTS];
 	uint32_t i;
 
 	if (d->slot_count &&
 	    tpu_guest_read(gm, d->slots_addr, hw, d->slot_count * sizeof(hw[0]))) {
-		fail(res, TPU_STATUS_DMA_FAULT, 0);
+		tpu_desc_fail(res, TPU_STATUS_DMA_FAULT, 0);
 		return -1;
 	}
 	for (i = 0; i < d->slot_count; i++) {
 		if (hw[i].hbm_offset > hbm_size ||
 		    hw[i].size > hbm_size - hw[i].hbm_offset) {
-			fail(res, TPU_STATUS_HBM_RANGE, i);
+			tpu_desc_fail(res, TPU_STATUS_HBM_RANGE, i);
 			return -1;
 		}
 		slots[i].offset = hw[i].hbm_offset;
@@ -64,7 +58,7 @@ static int read_slots(const struct tpu_compute_desc *d, uint64_t hbm_size,
 void tpu_compute_run(struct tpu_engine *engine,
 		     const struct tpu_compute_desc *d, uint8_t *hbm,
 		     uint64_t hbm_size, const struct tpu_guest_mem *gm,
-		     const atomic_bool *abort, struct tpu_copy_result *res)
+		     const atomic_bool *abort, struct tpu_desc_result *res)
 {
 	struct tpu_buffer_slot slots[TPU_JOB_MAX_SLOTS];
 	struct tpu_job_result *result;
@@ -75,7 +69,7 @@ void tpu_compute_run(struct tpu_engine *engine,
 	if (d->op != TPU_COMPUTE_OP_RUN || d->reserved0 || d->reserved[0] ||
 	    d->reserved[1] || !d->job_size || d->job_size > TPU_JOB_MAX_SIZE ||
 	    d->slot_count > TPU_JOB_MAX_SLOTS) {
-		fail(res, TPU_STATUS_BAD_DESC, 0);
+		tpu_desc_fail(res, TPU_STATUS_BAD_DESC, 0);
 		return;
 	}
 	if (read_slots(d, hbm_size, gm, slots, res))
@@ -83,7 +77,7 @@ void tpu_compute_run(struct tpu_engine *engine,
 	job = malloc(d->job_size);
 	result = malloc(sizeof(*result));
 	if (!job || !result || tpu_guest_read(gm, d->job_addr, job, d->job_size)) {
-		fail(res, TPU_STATUS_DMA_FAULT, 0);
+		tpu_desc_fail(res, TPU_STATUS_DMA_FAULT, 0);
 		goto out;
 	}
 
@@ -91,14 +85,14 @@ void tpu_compute_run(struct tpu_engine *engine,
 				 slots, d->slot_count, 0, abort, result);
 	tpu_job_report_fill(result, &report);
 	if (tpu_guest_write(gm, d->report_addr, &report, sizeof(report))) {
-		fail(res, TPU_STATUS_DMA_FAULT, 1);
+		tpu_desc_fail(res, TPU_STATUS_DMA_FAULT, 1);
 		goto out;
 	}
 	res->bytes = report.hbm_bytes_in + report.hbm_bytes_out;
 	if (report.error.code == TPU_JOB_ERR_ABORTED)
-		fail(res, TPU_STATUS_ABORTED, report.error.code);
+		tpu_desc_fail(res, TPU_STATUS_ABORTED, report.error.code);
 	else if (report.error.code)
-		fail(res, TPU_STATUS_JOB_FAILED, report.error.code);
+		tpu_desc_fail(res, TPU_STATUS_JOB_FAILED, report.error.code);
 out:
 	free(result);
 	free(job);

@@ -6,8 +6,9 @@
 #ifndef TPU_COMPUTE_H
 #define TPU_COMPUTE_H
 
-#include "tpu_copy.h"
+#include "tpu_desc_result.h"
 #include "tpu_engine.h"
+#include "tpu_guest_mem.h"
 #include "tpu_hw.h"
 #include "tpu_job.h"
 
@@ -25,6 +26,6 @@ void tpu_job_report_fill(const struct tpu_job_result *res,
 void tpu_compute_run(struct tpu_engine *engine,
 		     const struct tpu_compute_desc *d, uint8_t *hbm,
 		     uint64_t hbm_size, const struct tpu_guest_mem *gm,
-		     const atomic_bool *abort, struct tpu_copy_result *res);
+		     const atomic_bool *abort, struct tpu_desc_result *res);
 
 #endif /* TPU_COMPUTE_H */

@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: MIT
+/*
+ * The DMA queue's descriptors: host <-> HBM through scatter-gather lists in
+ * guest memory, HBM <-> HBM, and HBM fills, in chunks so a reset can stop
+ * them.
+ */
 #include "tpu_copy.h"
 #include "tpu_stream.h"
 
@@ -7,50 +12,9 @@
 /* Copies are split so that a reset never waits long for the worker. */
 #define COPY_CHUNK	(4u << 20)
 
-static int guest_xfer(const struct tpu_guest_mem *gm, uint64_t addr,
-		      uint8_t *buf, uint64_t len, bool write, bool stream)
-{
-	while (len) {
-		uint64_t n = len;
-		void *p = gm->map(gm->opaque, addr, &n, write);
-
-		if (!p || !n)
-			return -1;
-		if (stream)
-			tpu_stream_copy(write ? p : buf, write ? buf : p, n);
-		else if (write)
-			memcpy(p, buf, n);
-		else
-			memcpy(buf, p, n);
-		gm->unmap(gm->opaque, p, n, write);
-		addr += n;
-		buf += n;
-		len -= n;
-	}
-	return 0;
-}
-
-int tpu_guest_read(const struct tpu_guest_mem *gm, uint64_t addr, void *buf,
-		   uint64_t len)
-{
-	return guest_xfer(gm, addr, buf, len, false, false);
-}
-
-int tpu_guest_write(const struct tpu_guest_mem *gm, uint64_t addr,
-		    const void *buf, uint64_t len)
-{
-	return guest_xfer(gm, addr, (uint8_t *)buf, len, true, false);
-}
-
 static bool hbm_range_ok(uint64_t off, uint64_t len, uint64_t hbm_size)
 {
 	return off <= hbm_size && len <= hbm_size - off;
-}
-
-static void fail(struct tpu_copy_result *res, uint32_t status, uint32_t detail)
-{
-	res->status = status;
-	res->detail = detail;
 }
 
 static bool aborted(const atomic_bool *abort)
@@ -121,13 +85,13 @@ static uint32_t sg_next(struct sg_reader *r, struct tpu_sg_entry *e)
 
 /* The list must be readable, with non-zero entries summing to @length. */
 static bool sg_check(struct sg_reader *r, uint64_t length,
-		     struct tpu_copy_result *res)
+		     struct tpu_desc_result *res)
 {
 	uint64_t total = 0;
 	uint32_t status;
 
 	if (!r->count || r->count > TPU_DMA_MAX_SG || r->first % 16) {
-		fail(res, TPU_STATUS_BAD_SG, 0);
+		tpu_desc_fail(res, TPU_STATUS_BAD_SG, 0);
 		return false;
 	}
 	sg_rewind(r);
@@ -138,13 +102,13 @@ static bool sg_check(struct sg_reader *r, uint64_t length,
 		if (!status && e.len > length - total)
 			status = TPU_STATUS_BAD_SG;
 		if (status) {
-			fail(res, status, r->seen);
+			tpu_desc_fail(res, status, r->seen);
 			return false;
 		}
 		total += e.len;
 	}
 	if (total != length) {
-		fail(res, TPU_STATUS_BAD_SG, r->count);
+		tpu_desc_fail(res, TPU_STATUS_BAD_SG, r->count);
 		return false;
 	}
 	return true;
@@ -152,7 +116,7 @@ static bool sg_check(struct sg_reader *r, uint64_t length,
 
 static void copy_sg(struct sg_reader *r, uint8_t *hbm, bool to_guest,
 		    bool stream, const atomic_bool *abort,
-		    struct tpu_copy_result *res)
+		    struct tpu_desc_result *res)
 {
 	sg_rewind(r);
 	while (r->seen < r->count) {
@@ -161,19 +125,19 @@ static void copy_sg(struct sg_reader *r, uint8_t *hbm, bool to_guest,
 		uint32_t status = sg_next(r, &e);
 
 		if (status) {
-			fail(res, status, r->seen);
+			tpu_desc_fail(res, status, r->seen);
 			return;
 		}
 		while (done < e.len) {
 			uint64_t n = e.len - done < COPY_CHUNK ? e.len - done : COPY_CHUNK;
 
 			if (aborted(abort)) {
-				fail(res, TPU_STATUS_ABORTED, r->seen - 1);
+				tpu_desc_fail(res, TPU_STATUS_ABORTED, r->seen - 1);
 				return;
 			}
-			if (guest_xfer(r->gm, e.addr + done, hbm + res->bytes, n,
-				       to_guest, stream)) {
-				fail(res, TPU_STATUS_DMA_FAULT, r->seen - 1);
+			if (tpu_guest_xfer(r->gm, e.addr + done, hbm + res->bytes, n,
+					   to_guest, stream)) {
+				tpu_desc_fail(res, TPU_STATUS_DMA_FAULT, r->seen - 1);
 				return;
 			}
 			done += n;
@@ -183,7 +147,7 @@ static void copy_sg(struct sg_reader *r, uint8_t *hbm, bool to_guest,
 }
 
 static void copy_hbm(uint8_t *dst, const uint8_t *src, uint64_t len,
-		     const atomic_bool *abort, struct tpu_copy_result *res)
+		     const atomic_bool *abort, struct tpu_desc_result *res)
 {
 	/* Overlapping ranges: copy in the direction that reads before writing. */
 	bool backwards = dst > src && dst < src + len;
@@ -193,7 +157,7 @@ static void copy_hbm(uint8_t *dst, const uint8_t *src, uint64_t len,
 		uint64_t off = backwards ? len - res->bytes - n : res->bytes;
 
 		if (aborted(abort)) {
-			fail(res, TPU_STATUS_ABORTED, 0);
+			tpu_desc_fail(res, TPU_STATUS_ABORTED, 0);
 			return;
 		}
 		memmove(dst + off, src + off, n);
@@ -202,13 +166,13 @@ static void copy_hbm(uint8_t *dst, const uint8_t *src, uint64_t len,
 }
 
 static void fill_hbm(uint8_t *dst, uint8_t pattern, uint64_t len,
-		     const atomic_bool *abort, struct tpu_copy_result *res)
+		     const atomic_bool *abort, struct tpu_desc_result *res)
 {
 	while (res->bytes < len) {
 		uint64_t n = len - res->bytes < COPY_CHUNK ? len - res->bytes : COPY_CHUNK;
 
 		if (aborted(abort)) {
-			fail(res, TPU_STATUS_ABORTED, 0);
+			tpu_desc_fail(res, TPU_STATUS_ABORTED, 0);
 			return;
 		}
 		memset(dst + res->bytes, pattern, n);
@@ -218,7 +182,7 @@ static void fill_hbm(uint8_t *dst, uint8_t pattern, uint64_t len,
 
 void tpu_copy_run(const struct tpu_dma_desc *d, uint8_t *hbm,
 		  uint64_t hbm_size, const struct tpu_guest_mem *gm,
-		  const atomic_bool *abort, struct tpu_copy_result *res)
+		  const atomic_bool *abort, struct tpu_desc_result *res)
 {
 	bool uses_sg = d->op == TPU_DMA_OP_H2D || d->op == TPU_DMA_OP_D2H;
 
@@ -226,15 +190,15 @@ void tpu_copy_run(const struct tpu_dma_desc *d, uint8_t *hbm,
 	if (d->reserved || (!uses_sg && (d->sg_count || d->sg_addr)) ||
 	    (d->op != TPU_DMA_OP_D2D && d->hbm_offset2) ||
 	    (d->op != TPU_DMA_OP_FILL && d->pattern)) {
-		fail(res, TPU_STATUS_BAD_DESC, 0);
+		tpu_desc_fail(res, TPU_STATUS_BAD_DESC, 0);
 		return;
 	}
 	if (!d->length) {
-		fail(res, TPU_STATUS_BAD_LENGTH, 0);
+		tpu_desc_fail(res, TPU_STATUS_BAD_LENGTH, 0);
 		return;
 	}
 	if (!hbm_range_ok(d->hbm_offset, d->length, hbm_size)) {
-		fail(res, TPU_STATUS_HBM_RANGE, 0);
+		tpu_desc_fail(res, TPU_STATUS_HBM_RANGE, 0);
 		return;
 	}
 
@@ -255,7 +219,7 @@ void tpu_copy_run(const struct tpu_dma_desc *d, uint8_t *hbm,
 	}
 	case TPU_DMA_OP_D2D:
 		if (!hbm_range_ok(d->hbm_offset2, d->length, hbm_size)) {
-			fail(res, TPU_STATUS_HBM_RANGE, 1);
+			tpu_desc_fail(res, TPU_STATUS_HBM_RANGE, 1);
 			return;
 		}
 		copy_hbm(hbm + d->hbm_offset2, hbm + d->hbm_offset, d->length,
@@ -266,7 +230,7 @@ void tpu_copy_run(const struct tpu_dma_desc *d, uint8_t *hbm,
 			 abort, res);
 		return;
 	default:
-		fail(res, TPU_STATUS_BAD_DESC, 0);
+		tpu_desc_fail(res, TPU_STATUS_BAD_DESC, 0);
 		return;
 	}
 }

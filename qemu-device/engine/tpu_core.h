@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Engine internals: the state of a running job and of each core, and the
- * functions the engine's files share. Not part of the engine's API.
+ * Engine internals: the state of a running job and of each core, which the
+ * engine's files share (each declares its functions in its own header).
+ * Not part of the engine's API.
  */
 #ifndef TPU_CORE_H
 #define TPU_CORE_H
@@ -13,6 +14,7 @@
 #include "tpu_engine.h"
 #include "tpu_dtype.h"
 #include "tpu_plan.h"
+#include "tpu_ref2d.h"
 
 /* A running job, shared by its cores. */
 struct tpu_run {
@@ -27,13 +29,6 @@ struct tpu_run {
 	const atomic_bool *abort;	/* set: stop at the next step */
 };
 
-/* A 2-D view of a VMEM (or HBM, for read-only inputs) block. */
-struct tpu_ref2d {
-	void *p;
-	int64_t rows, cols, ld;		/* ld: row stride in elements */
-	uint8_t dtype;
-};
-
 /* Host buffers behind a core's VMEM: blocks, scratch, elementwise rows. */
 #define TPU_VMEM_SCRATCH	TPU_JOB_MAX_OPERANDS
 #define TPU_VMEM_ROWS		(TPU_VMEM_SCRATCH + TPU_JOB_MAX_SCRATCH)
@@ -43,8 +38,6 @@ struct tpu_vmem {
 	void *p[TPU_VMEM_BUFS];
 	uint64_t size[TPU_VMEM_BUFS];
 };
-
-void tpu_vmem_release(struct tpu_vmem *v);
 
 struct tpu_core {
 	struct tpu_run *run;
@@ -73,16 +66,5 @@ struct tpu_core {
 	struct tpu_job_stats stats;
 	struct tpu_job_result res;	/* this core's first error */
 };
-
-/* tpu_pipeline.c */
-int tpu_core_alloc(struct tpu_core *core);
-void tpu_core_free(struct tpu_core *core);
-void tpu_core_run(struct tpu_core *core);
-
-/* tpu_ops.c: micro-ops; shapes and dtypes were checked by tpu_job_decode */
-void tpu_ops_poison(void *p, uint8_t dtype, uint64_t elems);
-void tpu_op_run(struct tpu_core *core, const struct tpu_plan_op *op,
-		double scalar);
-struct tpu_ref2d tpu_op_ref(struct tpu_core *core, struct tpu_plan_ref ref);
 
 #endif /* TPU_CORE_H */

@@ -12,12 +12,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "tpu_gemm.h"
 #include "tpu_core.h"
+#include "tpu_gemm.h"
+#include "tpu_hazard.h"
+#include "tpu_pipeline.h"
+#include "tpu_poison.h"
 #include "tpu_pool.h"
-
-/* Owner tables of the debug mode are bounded: one word per output block. */
-#define MAX_TRACKED_BLOCKS	(1ull << 24)
+#include "tpu_vmem.h"
 
 struct tpu_engine {
 	struct tpu_config cfg;
@@ -92,42 +93,16 @@ static int load_smem(struct tpu_run *run, struct tpu_job_result *res)
 			const struct tpu_plan_scratch *s = &plan->scratch[i];
 
 			if (s->space == TPU_MEM_SMEM)
-				tpu_ops_poison(run->smem + s->smem_base, s->dtype,
-					       s->bytes / 4);
+				tpu_poison_fill(run->smem + s->smem_base, s->dtype,
+						s->bytes / 4);
 		}
-	return 0;
-}
-
-static int alloc_owner_tables(struct tpu_run *run, struct tpu_job_result *res)
-{
-	const struct tpu_plan *plan = run->plan;
-
-	for (unsigned int i = 0; i < plan->num_operands; i++) {
-		const struct tpu_plan_operand *o = &plan->operand[i];
-		uint64_t n = 1;
-
-		if (o->role != TPU_ROLE_OUTPUT)
-			continue;
-		for (unsigned int d = 0; d < o->rank; d++)
-			n = n * o->nblocks[d] > MAX_TRACKED_BLOCKS ?
-			    MAX_TRACKED_BLOCKS + 1 : n * o->nblocks[d];
-		if (n > MAX_TRACKED_BLOCKS)
-			return tpu_job_fail(res, TPU_JOB_ERR_INTERNAL,
-					    "debug mode: output operand %u has more than %llu blocks to track",
-					    i, MAX_TRACKED_BLOCKS);
-		run->owner[i] = calloc(n, sizeof(*run->owner[i]));
-		if (!run->owner[i])
-			return tpu_job_fail(res, TPU_JOB_ERR_INTERNAL,
-					    "debug mode: out of host memory");
-	}
 	return 0;
 }
 
 static void free_run(struct tpu_run *run)
 {
 	free(run->smem);
-	for (unsigned int i = 0; i < TPU_JOB_MAX_OPERANDS; i++)
-		free(run->owner[i]);
+	tpu_hazard_tables_free(run);
 }
 
 static void *core_thread(void *arg)
@@ -269,7 +244,7 @@ int tpu_engine_run_abortable(struct tpu_engine *engine, const void *desc,
 	if (!run.model_only || hbm)
 		ret = load_smem(&run, res);
 	if (!ret && run.debug)
-		ret = alloc_owner_tables(&run, res);
+		ret = tpu_hazard_tables_alloc(&run, res);
 	if (ret)
 		goto out;
 	ncores = engine->cfg.cores;

@@ -8,7 +8,7 @@
  * on the caller's thread: its own pool would oversubscribe the host.
  */
 #include "tpu_gemm.h"
-#include "tpu_gemm_int.h"
+#include "tpu_gemm_internal.h"
 
 #include <cblas.h>
 #include <immintrin.h>

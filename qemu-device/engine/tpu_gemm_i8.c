@@ -17,7 +17,7 @@
  *  B: per NR-column panel, for each k pair, NR x {b[p][j], b[p+1][j]}.
  */
 #include "tpu_gemm.h"
-#include "tpu_gemm_int.h"
+#include "tpu_gemm_internal.h"
 
 #include <immintrin.h>
 #include <string.h>

@@ -22,7 +22,7 @@
  *  A block: rows of kc4 bytes (mr at a time), then the row terms.
  *  B panel: for each k quad, NR x {b'[p..p+3][j]}, then the NR column terms.
  */
-#include "tpu_gemm_int.h"
+#include "tpu_gemm_internal.h"
 
 #include <immintrin.h>
 #include <string.h>

@@ -8,29 +8,9 @@
 #include <string.h>
 
 #include "tpu_cast.h"
+#include "tpu_dtype.h"
 #include "tpu_gemm.h"
-#include "tpu_core.h"
-
-#define POISON_F32	0x7fc0dead	/* a quiet NaN, recognisable in a dump */
-#define POISON_BF16	0x7fc1
-#define POISON_BYTE	0xaa
-
-void tpu_ops_poison(void *p, uint8_t dtype, uint64_t elems)
-{
-	if (dtype == TPU_DTYPE_F32) {
-		uint32_t *w = p;
-
-		for (uint64_t i = 0; i < elems; i++)
-			w[i] = POISON_F32;
-	} else if (dtype == TPU_DTYPE_BF16) {
-		uint16_t *h = p;
-
-		for (uint64_t i = 0; i < elems; i++)
-			h[i] = POISON_BF16;
-	} else {
-		memset(p, POISON_BYTE, elems * tpu_dtype_size(dtype));
-	}
-}
+#include "tpu_ops.h"
 
 static void *row_ptr(const struct tpu_ref2d *r, int64_t row)
 {
@@ -252,12 +232,14 @@ static bool cast_rows(const struct tpu_ref2d *d, const struct tpu_ref2d *s)
  * or product of two floats is exact in double and rounds once either way).
  * Then one cast into the destination. The fused epilogue of a matmul.
  */
-static bool f32_rows(struct tpu_core *core, const struct tpu_plan_op *op,
-		     const struct tpu_ref2d *d, const struct tpu_ref2d *s0,
-		     const struct tpu_ref2d *s1, double dscalar)
+static bool f32_rows(const struct tpu_plan_op *op,
+		     const struct tpu_op_args *args)
 {
+	const struct tpu_ref2d *d = &args->dst, *s0 = &args->src0;
+	const struct tpu_ref2d *s1 = &args->src1;
+	double dscalar = args->scalar;
 	float scalar = (float)dscalar;
-	float *t = (float *)core->row_tmp[0];
+	float *t = (float *)args->row_tmp[0];
 	bool binary = op->opcode == TPU_OP_BINARY;
 	const float *b = NULL;
 	int64_t bstep = 1;
@@ -301,12 +283,12 @@ static bool f32_rows(struct tpu_core *core, const struct tpu_plan_op *op,
 	return true;
 }
 
-static void op_elementwise(struct tpu_core *core, const struct tpu_plan_op *op,
-			   const struct tpu_ref2d *d, const struct tpu_ref2d *s0,
-			   double scalar)
+static void op_elementwise(const struct tpu_plan_op *op,
+			   const struct tpu_op_args *args)
 {
-	double *a = core->row_tmp[0], *b = core->row_tmp[1];
-	struct tpu_ref2d s1 = { 0 };
+	const struct tpu_ref2d *d = &args->dst, *s0 = &args->src0;
+	const struct tpu_ref2d *s1 = &args->src1;
+	double *a = args->row_tmp[0], *b = args->row_tmp[1];
 	bool binary = op->opcode == TPU_OP_BINARY;
 	bool bcast_scalar = op->bcast == TPU_BCAST_SMEM ||
 			    op->bcast == TPU_BCAST_IMM;
@@ -314,25 +296,23 @@ static void op_elementwise(struct tpu_core *core, const struct tpu_plan_op *op,
 	if (!binary && op->fn == TPU_UNARY_IDENTITY &&
 	    cast_rows(d, s0))
 		return;
-	if (binary && !bcast_scalar)
-		s1 = tpu_op_ref(core, op->src1);
-	if (f32_rows(core, op, d, s0, &s1, scalar))
+	if (f32_rows(op, args))
 		return;
 	if (binary && op->bcast == TPU_BCAST_ROW)
-		load_row(&s1, 0, b, d->cols);
+		load_row(s1, 0, b, d->cols);
 	if (bcast_scalar)
-		b[0] = scalar;
+		b[0] = args->scalar;
 	for (int64_t i = 0; i < d->rows; i++) {
 		load_row(s0, i, a, d->cols);
 		if (!binary) {
 			unary_row(op->fn, a, d->cols);
 		} else if (op->bcast == TPU_BCAST_NONE) {
-			load_row(&s1, i, b, d->cols);
+			load_row(s1, i, b, d->cols);
 			binary_row(op->fn, a, b, 1, d->cols);
 		} else if (op->bcast == TPU_BCAST_ROW) {
 			binary_row(op->fn, a, b, 1, d->cols);
 		} else if (op->bcast == TPU_BCAST_COL) {
-			load_row(&s1, i, b, 1);
+			load_row(s1, i, b, 1);
 			binary_row(op->fn, a, b, 0, d->cols);
 		} else {
 			binary_row(op->fn, a, b, 0, d->cols);
@@ -341,24 +321,17 @@ static void op_elementwise(struct tpu_core *core, const struct tpu_plan_op *op,
 	}
 }
 
-void tpu_op_run(struct tpu_core *core, const struct tpu_plan_op *op,
-		double scalar)
+void tpu_op_run(const struct tpu_plan_op *op, const struct tpu_op_args *args)
 {
-	struct tpu_ref2d d = tpu_op_ref(core, op->dst);
-	struct tpu_ref2d s0, s1;
-
 	switch (op->opcode) {
 	case TPU_OP_ZERO:
-		op_zero(&d);
+		op_zero(&args->dst);
 		break;
 	case TPU_OP_DOT:
-		s0 = tpu_op_ref(core, op->src0);
-		s1 = tpu_op_ref(core, op->src1);
-		op_dot(op, &s0, &s1, &d);
+		op_dot(op, &args->src0, &args->src1, &args->dst);
 		break;
 	default:
-		s0 = tpu_op_ref(core, op->src0);
-		op_elementwise(core, op, &d, &s0, scalar);
+		op_elementwise(op, args);
 		break;
 	}
 }

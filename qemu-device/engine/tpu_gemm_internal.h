@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared between the GEMM files of the engine; not part of its interface. */
-#ifndef TPU_GEMM_INT_H
-#define TPU_GEMM_INT_H
+/*
+ * The GEMM kernels' internals, shared by tpu_gemm*.c: per-thread scratch,
+ * the host's vector extensions (tpu_cast.c reads them too), the VNNI int8
+ * kernel. Not part of the engine's interface.
+ */
+#ifndef TPU_GEMM_INTERNAL_H
+#define TPU_GEMM_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,4 +38,4 @@ bool tpu_gemm_i8_vnni(bool wide, bool a_unsigned, bool b_unsigned,
 		      int64_t k, const void *a, int64_t lda, const void *b,
 		      int64_t ldb, int32_t *c, int64_t ldc, bool accumulate);
 
-#endif /* TPU_GEMM_INT_H */
+#endif /* TPU_GEMM_INTERNAL_H */

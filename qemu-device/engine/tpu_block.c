@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+/*
+ * In-bounds input blocks are not copied: the ref points into HBM with the
+ * array's row stride, which reads the same values a copy would.
+ */
+#include <string.h>
+
+#include "tpu_block.h"
+#include "tpu_core_fail.h"
+#include "tpu_vmem.h"
+
+int tpu_block_locate(struct tpu_core *core, unsigned int i, const int64_t *idx,
+		     uint64_t step, struct tpu_block_span *sp)
+{
+	const struct tpu_plan_operand *o = &core->run->plan->operand[i];
+	uint64_t first = 0, last = 0, es = tpu_dtype_size(o->dtype);
+	char b[96], n[96];
+
+	sp->full = true;
+	for (unsigned int d = 0; d < o->rank; d++) {
+		if (idx[d] < 0 || (uint64_t)idx[d] >= o->nblocks[d]) {
+			tpu_format_index(b, sizeof(b), idx, o->rank);
+			tpu_format_index(n, sizeof(n), (const int64_t *)o->nblocks,
+					 o->rank);
+			tpu_job_fail(&core->res, TPU_JOB_ERR_BLOCK_OOB,
+				     "operand %u: block (%s) at step %llu outside the array's (%s) blocks",
+				     i, b, (unsigned long long)step, n);
+			tpu_core_fail_block(core, step, i, idx, o->rank);
+			return -1;
+		}
+		sp->start[d] = (uint64_t)idx[d] * o->block[d];
+		sp->valid[d] = o->shape[d] - sp->start[d];
+		if (sp->valid[d] >= o->block[d])
+			sp->valid[d] = o->block[d];
+		else
+			sp->full = false;
+		first += sp->start[d] * o->stride[d];
+		last += (sp->start[d] + sp->valid[d] - 1) * o->stride[d];
+	}
+	sp->first = o->offset + first * es;
+	sp->end = o->offset + (last + 1) * es;
+	if (sp->end > core->run->slots[o->slot].size) {
+		tpu_format_index(b, sizeof(b), idx, o->rank);
+		tpu_job_fail(&core->res, TPU_JOB_ERR_BUFFER,
+			     "operand %u: block (%s) at step %llu ends at byte %llu of slot %u (%llu bytes)",
+			     i, b, (unsigned long long)step,
+			     (unsigned long long)sp->end, o->slot,
+			     (unsigned long long)core->run->slots[o->slot].size);
+		tpu_core_fail_block(core, step, i, idx, o->rank);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * HBM address of block row @r (a row of the flattened 2-D block) or NULL
+ * when the row lies past the array's edge.
+ */
+static uint8_t *hbm_row(struct tpu_core *core, const struct tpu_plan_operand *o,
+			const struct tpu_block_span *sp, int64_t r)
+{
+	uint64_t off = 0, es = tpu_dtype_size(o->dtype);
+
+	for (int d = o->rank - 2; d >= 0; d--) {
+		uint64_t c = (uint64_t)r % o->block[d];
+
+		r /= o->block[d];
+		if (c >= sp->valid[d])
+			return NULL;
+		off += (sp->start[d] + c) * o->stride[d];
+	}
+	off += sp->start[o->rank - 1];
+	return core->run->hbm + core->run->slots[o->slot].offset + o->offset +
+	       off * es;
+}
+
+/* Rows of the block are equally spaced in HBM: it can be viewed in place. */
+static bool viewable(const struct tpu_plan_operand *o)
+{
+	for (int d = 0; d + 2 < o->rank; d++)
+		if (o->block[d] != 1)
+			return false;
+	return true;
+}
+
+int tpu_block_fetch(struct tpu_core *core, unsigned int i,
+		    const struct tpu_block_span *sp)
+{
+	const struct tpu_plan_operand *o = &core->run->plan->operand[i];
+	uint64_t es = tpu_dtype_size(o->dtype);
+	uint64_t valid_cols = sp->valid[o->rank - 1];
+	uint8_t *buf;
+
+	if (sp->full && !core->run->debug && viewable(o)) {
+		uint64_t ld = o->rank >= 2 ? o->stride[o->rank - 2] : (uint64_t)o->cols;
+
+		core->block[i] = (struct tpu_ref2d){
+			core->run->hbm + core->run->slots[o->slot].offset + sp->first,
+			o->rows, o->cols, (int64_t)ld, o->dtype };
+		return 0;
+	}
+	if (!core->block_buf[i]) {
+		core->block_buf[i] = tpu_vmem_get(core, i, o->block_bytes);
+		if (!core->block_buf[i])
+			return -1;
+	}
+	buf = core->block_buf[i];
+	for (int64_t r = 0; r < o->rows; r++) {
+		uint8_t *dst = buf + r * o->cols * es;
+		const uint8_t *src = hbm_row(core, o, sp, r);
+		uint64_t n = src ? valid_cols * es : 0;
+
+		if (n)
+			memcpy(dst, src, n);
+		memset(dst + n, 0, o->cols * es - n);
+	}
+	core->block[i] = (struct tpu_ref2d){ buf, o->rows, o->cols, o->cols,
+					     o->dtype };
+	return 0;
+}
+
+void tpu_block_write_back(struct tpu_core *core, unsigned int i,
+			  const struct tpu_block_span *sp)
+{
+	const struct tpu_plan_operand *o = &core->run->plan->operand[i];
+	uint64_t es = tpu_dtype_size(o->dtype);
+	const uint8_t *buf = core->block_buf[i];
+
+	for (int64_t r = 0; r < o->rows; r++) {
+		uint8_t *dst = hbm_row(core, o, sp, r);
+
+		if (dst)
+			memcpy(dst, buf + r * o->cols * es,
+			       sp->valid[o->rank - 1] * es);
+	}
+}
