@@ -33,9 +33,15 @@ sample fails (--single)|--single --name sample-fail $FAKE sample-fail|1|not ok -
 CASES
 }
 
+# The host's sh and tools; then busybox alone, as in the guest: its sh, and
+# only its applets on PATH (tee, awk, sed, mktemp... as tap-run uses them).
 shells="sh"
-if command -v busybox > /dev/null 2>&1; then
-	shells="$shells busybox_sh"
+if bb=$(command -v busybox); then
+	mkdir "$WORK/bb"
+	for applet in $(busybox --list); do
+		ln -s "$bb" "$WORK/bb/$applet"
+	done
+	shells="$shells busybox"
 fi
 ncases=$(cases | wc -l)
 nshells=$(echo "$shells" | wc -w)
@@ -54,11 +60,15 @@ check() {	# check OK DESCRIPTION
 }
 
 for shell in $shells; do
-	sh_cmd=$(echo "$shell" | tr _ ' ')
+	if [ "$shell" = busybox ]; then
+		path=$WORK/bb sh_cmd=$WORK/bb/sh
+	else
+		path=$PATH sh_cmd=sh
+	fi
 	cases > "$WORK/cases"
 	while IFS='|' read -r desc args want_rc want_line; do
 		# shellcheck disable=SC2086
-		$sh_cmd "$RUN" $args > "$WORK/out" 2>&1 < /dev/null
+		PATH=$path $sh_cmd "$RUN" $args > "$WORK/out" 2>&1 < /dev/null
 		rc=$?
 		line=$(tail -n 1 "$WORK/out")
 		ok=1
