@@ -90,7 +90,7 @@ SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
-	model-table bench bench-gemm bench-engine bench-dma bench-submit
+	list-host-tests model-table bench bench-gemm bench-engine bench-dma bench-submit
 
 all: userspace module qemu
 
@@ -246,6 +246,10 @@ shell: deps
 check: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/check.sh
+
+# The host tests scripts/check.sh runs (from $(BUILD)/tests).
+list-host-tests:
+	@echo $(HOST_TESTS)
 
 clean:
 	$(Q)rm -rf $(BUILD)

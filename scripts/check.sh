@@ -3,7 +3,10 @@
 # Run every test: driver style, host unit tests, and the selftests and
 # samples inside the VM (once with the device's defaults, once with other
 # properties). Prints TAP as it goes and ends with "N passed, N failed,
-# N skipped"; exits non-zero on any failure.
+# N skipped"; exits non-zero on any failure. Every test binary runs under
+# scripts/tap-run.sh, here and in the guest: its own results count, and so
+# does one more for the binary as a whole (not found, a non-zero exit, a
+# signal, no plan, fewer or more results than its plan fail it).
 set -uo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,11 +41,16 @@ for f in uapi/tpu_drm.h uapi/tpu_job.h; do
 	fi
 done
 
-# --- host unit tests ---
-for t in "$BUILD"/tests/*; do
-	[ -x "$t" ] || continue
-	echo "# host: $(basename "$t")"
-	"$t" 2>&1 | tee "$LOGS/host-$(basename "$t").tap"
+# --- the test runner's own test, then the host unit tests (the Makefile's
+# list: a listed test that was not built fails) ---
+echo "# host: tap-run-test.sh"
+scripts/tap-run.sh tests/runner/tap-run-test.sh | tee "$LOGS/host-runner.tap"
+host_tests=$(make -s --no-print-directory list-host-tests 2>&1) ||
+	{ echo "$host_tests"; host_tests=; }
+[ -n "$host_tests" ] || result "$LOGS/host-list.tap" fail "host tests: make list-host-tests listed none"
+for t in $host_tests; do
+	echo "# host: $t"
+	scripts/tap-run.sh "$BUILD/tests/$t" | tee "$LOGS/host-$t.tap"
 done
 
 # --- in the VM ---
@@ -79,13 +87,16 @@ expectations() {
 
 # The guest's script: selftests (TAP), samples (one result each), and last
 # the tests that unload the driver (the device's own robustness, reloads).
+# Each runs under tap-run (scripts/tap-run.sh, which vm-run.sh puts in the
+# guest), whose results count the failures; the script itself ends with
+# "true", so a guest exit code other than 0 means the guest did not finish.
 GUEST_CMD='
-for t in tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test tpu_uring_test tpu_template_test; do echo "# guest: $t"; $t; done
+for t in tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test tpu_uring_test tpu_template_test; do echo "# guest: $t"; tap-run $t; done
 for s in tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse analyze_matmul \
 	matmul_transpose_rhs matmul_activation matmul_input_fusion matmul_int8 matmul_vjp; do
-	if $s > /tmp/$s.out 2>&1; then echo "ok - sample $s"; else cat /tmp/$s.out; echo "not ok - sample $s"; fi
+	tap-run --single --name "sample $s" $s
 done
-for t in tpu_hw_test tpu_module_test; do echo "# guest: $t"; $t; done
+for t in tpu_hw_test tpu_module_test; do echo "# guest: $t"; tap-run $t; done
 true'
 
 vm_pass() {	# vm_pass NAME OPTS [VM_MEM]
@@ -120,11 +131,4 @@ vm_pass defaults ""
 vm_pass custom "hbm-size=2G,vmem-size=64M,vmem-limit=32M,smem-size=512K,cores=2,mxu-dim=256,mxu-count=2,peak-flops-bf16=918000000000000,peak-flops-f32=459000000000000,peak-ops-int8=1836000000000000,hbm-bandwidth=1640000000000,step-cost-ns=200,launch-cost-ns=50000" 4G
 
 # --- summary ---
-cat "$LOGS"/*.tap | awk '
-	/^ok .*# SKIP/ { skip++; next }
-	/^ok / { pass++; next }
-	/^not ok / { fail++ }
-	END {
-		printf "%d passed, %d failed, %d skipped\n", pass, fail, skip
-		exit fail > 0 || pass == 0
-	}'
+scripts/tap-run.sh --summary "$LOGS"/*.tap

@@ -5,7 +5,8 @@
 #   scripts/vm-run.sh [--shell] [--timeout SECONDS] [--log FILE] [-- COMMAND...]
 #
 # The initramfs holds busybox, the DRM modules tpu.ko needs, tpu.ko itself,
-# every program in $BUILD/guest/bin and the shared libraries they use. The
+# every program in $BUILD/guest/bin and the shared libraries they use, and
+# the test runner scripts/tap-run.sh as /bin/tap-run. The
 # guest loads the modules, runs COMMAND with /bin/sh, prints its exit code on
 # the serial console and powers off; this script exits with that code, or
 # 124 if the guest did not finish in time, 125 if it died without an answer.
@@ -101,6 +102,8 @@ done | sort -u | while read -r lib; do
 	*) cp -L "$lib" "$ROOT/lib/x86_64-linux-gnu/" ;;
 	esac
 done
+
+cp "$TOP/scripts/tap-run.sh" "$ROOT/bin/tap-run"
 
 cat > "$ROOT/init" <<'INIT'
 #!/bin/sh
