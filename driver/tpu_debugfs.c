@@ -9,8 +9,9 @@
 #include <drm/drm_file.h>
 
 #include "tpu_debugfs.h"
-#include "tpu_drv.h"
+#include "tpu_device.h"
 #include "tpu_hw.h"
+#include "tpu_ring.h"
 #include "tpu_sched.h"
 
 static void tpu_debugfs_show_ring(struct seq_file *m, struct tpu_ring *ring)

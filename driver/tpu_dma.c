@@ -10,12 +10,13 @@
 #include <drm/drm_file.h>
 #include <drm/drm_syncobj.h>
 
-#include "tpu_drv.h"
+#include "tpu_device.h"
 #include "tpu_dma.h"
 #include "tpu_gem.h"
-#include "tpu_hw.h"
+#include "tpu_ring.h"
 #include "tpu_sched.h"
 #include "../uapi/tpu_drm.h"
+#include "../uapi/tpu_hw.h"
 
 #define TPU_DMA_RING_SIZE	256
 #define TPU_DMA_TIMEOUT_MS	10000

@@ -12,13 +12,15 @@
 #include <drm/drm_ioctl.h>
 
 #include "tpu_debugfs.h"
-#include "tpu_drv.h"
+#include "tpu_device.h"
 #include "tpu_dma.h"
+#include "tpu_drv.h"
 #include "tpu_gem.h"
 #include "tpu_hw.h"
 #include "tpu_job.h"
 #include "tpu_uring.h"
 #include "../uapi/tpu_drm.h"
+#include "../uapi/tpu_hw.h"
 
 /* DRM_TPU_PARAM_* -> TPU_CAP_* for the parameters read from the device. */
 static const int tpu_param_cap[DRM_TPU_PARAM_LAUNCH_COST_NS + 1] = {

@@ -11,13 +11,15 @@
 #include <drm/drm_file.h>
 #include <drm/drm_syncobj.h>
 
-#include "tpu_drv.h"
-#include "tpu_dma.h"
+#include "tpu_device.h"
 #include "tpu_gem.h"
 #include "tpu_job.h"
 #include "tpu_job_check.h"
+#include "tpu_ring.h"
 #include "tpu_sched.h"
 #include "../uapi/tpu_drm.h"
+#include "../uapi/tpu_hw.h"
+#include "../uapi/tpu_job.h"
 
 #define TPU_COMPUTE_RING_SIZE		64
 #define TPU_JOB_DEFAULT_TIMEOUT_MS	10000

@@ -9,8 +9,9 @@
  */
 #include <linux/overflow.h>
 
-#include "tpu_drv.h"
+#include "tpu_device.h"
 #include "tpu_job_check.h"
+#include "../uapi/tpu_hw.h"
 #include "../uapi/tpu_job.h"
 
 /* Log why, for drm.debug users, and fail with -EINVAL. */

@@ -7,8 +7,11 @@
 #include <linux/interrupt.h>
 #include <linux/slab.h>
 
+#include "tpu_device.h"
 #include "tpu_drv.h"
 #include "tpu_hw.h"
+#include "tpu_ring.h"
+#include "../uapi/tpu_hw.h"
 
 struct tpu_fence {
 	struct dma_fence base;

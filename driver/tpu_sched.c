@@ -8,7 +8,7 @@
 #include <drm/drm_gem.h>
 #include <drm/drm_syncobj.h>
 
-#include "tpu_drv.h"
+#include "tpu_device.h"
 #include "tpu_ring.h"
 #include "tpu_sched.h"
 
