@@ -18,7 +18,7 @@
 #include <drm/gpu_scheduler.h>
 
 #include "../uapi/tpu_hw.h"
-#include "tpu_ring.h"
+#include "tpu_sched.h"
 
 /**
  * struct tpu_device - one tpu-mxu PCI function
@@ -31,11 +31,9 @@
  * @hbm_bus_addr: where BAR2 (HBM) sits in the CPU's physical address space
  * @hbm_mm: allocator of HBM ranges
  * @hbm_lock: protects @hbm_mm
- * @dma_ring: the DMA queue's ring
- * @dma_sched: the scheduler feeding @dma_ring
+ * @dma_queue: the DMA queue: copies
  * @kernel_entity: the driver's own DMA jobs (clearing new buffers)
- * @compute_ring: the compute queue's ring
- * @compute_sched: the scheduler feeding @compute_ring
+ * @compute_queue: the compute queue: grid jobs
  * @report_pool: device-visible memory for job reports
  * @dep_fence_context: fence context of dependencies wrapped by tpu_sched
  * @dep_fence_seqno: their last sequence number
@@ -53,11 +51,9 @@ struct tpu_device {
 	struct drm_mm hbm_mm;
 	struct mutex hbm_lock; /* protects hbm_mm */
 
-	struct tpu_ring dma_ring;
-	struct drm_gpu_scheduler dma_sched;
+	struct tpu_queue dma_queue;
 	struct drm_sched_entity kernel_entity;
-	struct tpu_ring compute_ring;
-	struct drm_gpu_scheduler compute_sched;
+	struct tpu_queue compute_queue;
 	struct dma_pool *report_pool;
 	u64 dep_fence_context;
 	atomic_t dep_fence_seqno;

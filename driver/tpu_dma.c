@@ -160,7 +160,7 @@ static struct dma_fence *tpu_dma_run_job(struct drm_sched_job *sched_job)
 
 	if (unlikely(tpu_sched_job_cancelled(&job->sjob)))
 		return NULL;
-	return tpu_ring_submit(&job->sjob.tdev->dma_ring, &job->desc,
+	return tpu_ring_submit(&job->sjob.tdev->dma_queue.ring, &job->desc,
 			       &sched_job->s_fence->finished);
 }
 
@@ -170,7 +170,7 @@ static enum drm_gpu_sched_stat tpu_dma_timedout_job(struct drm_sched_job *sched_
 
 	tpu_err(tdev, "copy timed out after %d ms; resetting the DMA queue\n",
 		TPU_DMA_TIMEOUT_MS);
-	tpu_sched_recover(tdev, &tdev->dma_sched, &tdev->dma_ring, sched_job);
+	tpu_sched_recover(&tdev->dma_queue, sched_job);
 	return DRM_GPU_SCHED_STAT_NOMINAL;
 }
 
@@ -184,6 +184,14 @@ static const struct drm_sched_backend_ops tpu_dma_sched_ops = {
 	.run_job = tpu_dma_run_job,
 	.timedout_job = tpu_dma_timedout_job,
 	.free_job = tpu_dma_free_job,
+};
+
+static const struct tpu_queue_config tpu_dma_queue_config = {
+	.hw_queue = TPU_QUEUE_DMA,
+	.ring_size = TPU_DMA_RING_SIZE,
+	.ops = &tpu_dma_sched_ops,
+	.timeout_ms = TPU_DMA_TIMEOUT_MS,
+	.name = "tpu-dma",
 };
 
 /* Push @job; on failure it is freed here. */
@@ -381,10 +389,8 @@ int tpu_ioctl_copy(struct drm_device *drm, void *data, struct drm_file *file)
 
 int tpu_dma_file_open(struct tpu_device *tdev, struct tpu_file *tfile)
 {
-	struct drm_gpu_scheduler *sched = &tdev->dma_sched;
-
-	return drm_sched_entity_init(&tfile->dma_entity,
-				     DRM_SCHED_PRIORITY_NORMAL, &sched, 1, NULL);
+	return tpu_queue_entity_init(&tdev->dma_queue, &tfile->dma_entity,
+				     DRM_SCHED_PRIORITY_NORMAL);
 }
 
 void tpu_dma_file_close(struct tpu_file *tfile)
@@ -400,38 +406,15 @@ void tpu_dma_file_close(struct tpu_file *tfile)
  */
 int tpu_dma_init(struct tpu_device *tdev)
 {
-	const struct drm_sched_init_args args = {
-		.ops = &tpu_dma_sched_ops,
-		/* One descriptor per job: never more jobs than ring slots. */
-		.credit_limit = TPU_DMA_RING_SIZE - 1,
-		.hang_limit = 0,
-		.timeout = msecs_to_jiffies(TPU_DMA_TIMEOUT_MS),
-		.name = "tpu-dma",
-		.dev = tdev->drm.dev,
-	};
-	struct drm_gpu_scheduler *sched = &tdev->dma_sched;
 	int ret;
 
-	mutex_init(&tdev->reset_lock);
-	ret = tpu_ring_init(tdev, &tdev->dma_ring, TPU_QUEUE_DMA,
-			    TPU_DMA_RING_SIZE);
+	ret = tpu_queue_init(tdev, &tdev->dma_queue, &tpu_dma_queue_config);
 	if (ret)
 		return ret;
-	ret = drm_sched_init(sched, &args);
-	if (ret) {
-		tpu_err(tdev, "cannot start the DMA scheduler: %d\n", ret);
-		goto err_ring;
-	}
-	ret = drm_sched_entity_init(&tdev->kernel_entity,
-				    DRM_SCHED_PRIORITY_KERNEL, &sched, 1, NULL);
+	ret = tpu_queue_entity_init(&tdev->dma_queue, &tdev->kernel_entity,
+				    DRM_SCHED_PRIORITY_KERNEL);
 	if (ret)
-		goto err_sched;
-	return 0;
-
-err_sched:
-	drm_sched_fini(sched);
-err_ring:
-	tpu_ring_fini(&tdev->dma_ring);
+		tpu_queue_fini(&tdev->dma_queue);
 	return ret;
 }
 
@@ -442,6 +425,5 @@ err_ring:
 void tpu_dma_fini(struct tpu_device *tdev)
 {
 	drm_sched_entity_destroy(&tdev->kernel_entity);
-	drm_sched_fini(&tdev->dma_sched);
-	tpu_ring_fini(&tdev->dma_ring);
+	tpu_queue_fini(&tdev->dma_queue);
 }

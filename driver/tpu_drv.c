@@ -195,6 +195,7 @@ static int tpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 	tdev->dep_fence_context = dma_fence_context_alloc(1);
+	mutex_init(&tdev->reset_lock);
 	ret = tpu_gem_init(tdev);
 	if (ret)
 		return ret;

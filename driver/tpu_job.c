@@ -121,7 +121,7 @@ static struct dma_fence *tpu_compute_run_job(struct drm_sched_job *sched_job)
 	if (unlikely(tpu_sched_job_cancelled(&job->sjob)))
 		return NULL;
 	job->run_at = jiffies;
-	return tpu_ring_submit(&job->sjob.tdev->compute_ring, &job->desc,
+	return tpu_ring_submit(&job->sjob.tdev->compute_queue.ring, &job->desc,
 			       &sched_job->s_fence->finished);
 }
 
@@ -144,7 +144,7 @@ tpu_compute_timedout_job(struct drm_sched_job *sched_job)
 	}
 	tpu_err(tdev, "job ran past its %u ms limit; resetting the compute queue\n",
 		jiffies_to_msecs(job->timeout));
-	tpu_sched_recover(tdev, sched, &tdev->compute_ring, sched_job);
+	tpu_sched_recover(&tdev->compute_queue, sched_job);
 	return DRM_GPU_SCHED_STAT_NOMINAL;
 }
 
@@ -158,6 +158,15 @@ static const struct drm_sched_backend_ops tpu_compute_sched_ops = {
 	.run_job = tpu_compute_run_job,
 	.timedout_job = tpu_compute_timedout_job,
 	.free_job = tpu_compute_free_job,
+};
+
+/* The scheduler's timeout is a tick: each job has its own limit. */
+static const struct tpu_queue_config tpu_compute_queue_config = {
+	.hw_queue = TPU_QUEUE_COMPUTE,
+	.ring_size = TPU_COMPUTE_RING_SIZE,
+	.ops = &tpu_compute_sched_ops,
+	.timeout_ms = TPU_JOB_TIMEOUT_TICK_MS,
+	.name = "tpu-compute",
 };
 
 static int tpu_submit_check_args(const struct drm_tpu_submit *args)
@@ -399,11 +408,9 @@ out:
 
 int tpu_job_file_open(struct tpu_device *tdev, struct tpu_file *tfile)
 {
-	struct drm_gpu_scheduler *sched = &tdev->compute_sched;
-
 	xa_init_flags(&tfile->jobs, XA_FLAGS_ALLOC1);
-	return drm_sched_entity_init(&tfile->compute_entity,
-				     DRM_SCHED_PRIORITY_NORMAL, &sched, 1, NULL);
+	return tpu_queue_entity_init(&tdev->compute_queue, &tfile->compute_entity,
+				     DRM_SCHED_PRIORITY_NORMAL);
 }
 
 void tpu_job_file_close(struct tpu_file *tfile)
@@ -425,35 +432,16 @@ void tpu_job_file_close(struct tpu_file *tfile)
  */
 int tpu_job_init(struct tpu_device *tdev)
 {
-	const struct drm_sched_init_args args = {
-		.ops = &tpu_compute_sched_ops,
-		.credit_limit = TPU_COMPUTE_RING_SIZE - 1,
-		.hang_limit = 0,
-		.timeout = msecs_to_jiffies(TPU_JOB_TIMEOUT_TICK_MS),
-		.name = "tpu-compute",
-		.dev = tdev->drm.dev,
-	};
 	int ret;
 
 	tdev->report_pool = dma_pool_create("tpu-job-report", &tdev->pdev->dev,
 					    sizeof(struct tpu_job_report), 64, 0);
 	if (!tdev->report_pool)
 		return -ENOMEM;
-	ret = tpu_ring_init(tdev, &tdev->compute_ring, TPU_QUEUE_COMPUTE,
-			    TPU_COMPUTE_RING_SIZE);
+	ret = tpu_queue_init(tdev, &tdev->compute_queue,
+			     &tpu_compute_queue_config);
 	if (ret)
-		goto err_pool;
-	ret = drm_sched_init(&tdev->compute_sched, &args);
-	if (ret) {
-		tpu_err(tdev, "cannot start the compute scheduler: %d\n", ret);
-		goto err_ring;
-	}
-	return 0;
-
-err_ring:
-	tpu_ring_fini(&tdev->compute_ring);
-err_pool:
-	dma_pool_destroy(tdev->report_pool);
+		dma_pool_destroy(tdev->report_pool);
 	return ret;
 }
 
@@ -463,7 +451,6 @@ err_pool:
  */
 void tpu_job_fini(struct tpu_device *tdev)
 {
-	drm_sched_fini(&tdev->compute_sched);
-	tpu_ring_fini(&tdev->compute_ring);
+	tpu_queue_fini(&tdev->compute_queue);
 	dma_pool_destroy(tdev->report_pool);
 }

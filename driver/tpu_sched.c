@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * What copy and compute jobs share: dependencies on syncobjs, buffer
- * references, submission to drm_sched, and recovery of a stuck queue.
+ * What copy and compute jobs share: a queue (a device ring and the
+ * scheduler that feeds it), dependencies on syncobjs, buffer references,
+ * submission to drm_sched, and recovery of a stuck queue.
  */
 #include <linux/dma-fence-array.h>
 #include <linux/slab.h>
@@ -152,9 +153,7 @@ void tpu_sched_job_release(struct tpu_sched_job *job)
 
 /**
  * tpu_sched_recover() - reset one queue, failing a stuck job if there is one
- * @tdev: the device
- * @sched: the queue's scheduler
- * @ring: the queue's ring
+ * @queue: the queue
  * @bad: the job that ran past its limit, or NULL
  *
  * Only this queue is reset: other queues, and so other kinds of work, go
@@ -162,18 +161,81 @@ void tpu_sched_job_release(struct tpu_sched_job *job)
  * run again from the start (copies and grid jobs compute their results
  * from their inputs, so a rerun gives the same result).
  */
-void tpu_sched_recover(struct tpu_device *tdev, struct drm_gpu_scheduler *sched,
-		       struct tpu_ring *ring, struct drm_sched_job *bad)
+void tpu_sched_recover(struct tpu_queue *queue, struct drm_sched_job *bad)
 {
+	struct tpu_device *tdev = queue->ring.tdev;
+
 	mutex_lock(&tdev->reset_lock);
-	drm_sched_stop(sched, bad);
+	drm_sched_stop(&queue->sched, bad);
 	if (bad) {
 		to_tpu_sched_job(bad)->timed_out = true;
 		dma_fence_set_error(&bad->s_fence->finished, -ETIMEDOUT);
 	}
-	if (tpu_ring_reset(ring))
-		tpu_err(tdev, "%s did not restart\n", ring->name);
-	drm_sched_resubmit_jobs(sched);
-	drm_sched_start(sched, true);
+	if (tpu_ring_reset(&queue->ring))
+		tpu_err(tdev, "%s did not restart\n", queue->ring.name);
+	drm_sched_resubmit_jobs(&queue->sched);
+	drm_sched_start(&queue->sched, true);
 	mutex_unlock(&tdev->reset_lock);
+}
+
+/**
+ * tpu_queue_init() - bring up a device queue and its scheduler
+ * @tdev: the device, with interrupts set up
+ * @queue: the queue to set up
+ * @config: which device queue, its size, and the scheduler's backend
+ *
+ * Return: 0 or a negative errno.
+ */
+int tpu_queue_init(struct tpu_device *tdev, struct tpu_queue *queue,
+		   const struct tpu_queue_config *config)
+{
+	const struct drm_sched_init_args args = {
+		.ops = config->ops,
+		/* One descriptor per job: never more jobs than ring slots. */
+		.credit_limit = config->ring_size - 1,
+		.hang_limit = 0,
+		.timeout = msecs_to_jiffies(config->timeout_ms),
+		.name = config->name,
+		.dev = tdev->drm.dev,
+	};
+	int ret;
+
+	ret = tpu_ring_init(tdev, &queue->ring, config->hw_queue,
+			    config->ring_size);
+	if (ret)
+		return ret;
+	ret = drm_sched_init(&queue->sched, &args);
+	if (ret) {
+		tpu_err(tdev, "cannot start the %s scheduler: %d\n",
+			config->name, ret);
+		tpu_ring_fini(&queue->ring);
+	}
+	return ret;
+}
+
+/**
+ * tpu_queue_fini() - tear down a queue and its scheduler
+ * @queue: the queue, whose device queue has been stopped by a reset
+ */
+void tpu_queue_fini(struct tpu_queue *queue)
+{
+	drm_sched_fini(&queue->sched);
+	tpu_ring_fini(&queue->ring);
+}
+
+/**
+ * tpu_queue_entity_init() - open a queue of jobs on @queue
+ * @queue: the queue
+ * @entity: the entity to set up, destroyed with drm_sched_entity_destroy()
+ * @priority: DRM_SCHED_PRIORITY_*
+ *
+ * Return: 0 or a negative errno.
+ */
+int tpu_queue_entity_init(struct tpu_queue *queue,
+			  struct drm_sched_entity *entity,
+			  enum drm_sched_priority priority)
+{
+	struct drm_gpu_scheduler *sched = &queue->sched;
+
+	return drm_sched_entity_init(entity, priority, &sched, 1, NULL);
 }
