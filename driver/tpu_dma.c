@@ -53,7 +53,7 @@ static struct tpu_copy_job *to_copy_job(struct drm_sched_job *job)
 	return container_of(job, struct tpu_copy_job, sjob.base);
 }
 
-static enum dma_data_direction copy_dir(struct tpu_copy_job *job)
+static enum dma_data_direction tpu_copy_job_dma_dir(struct tpu_copy_job *job)
 {
 	return job->device_writes_pages ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
 }
@@ -69,7 +69,7 @@ static void tpu_copy_job_free(struct tpu_copy_job *job)
 	kfree(job->segs);
 	kfree(job->seg_dma);
 	if (job->mapped)
-		dma_unmap_sgtable(dev, &job->sgt, copy_dir(job), 0);
+		dma_unmap_sgtable(dev, &job->sgt, tpu_copy_job_dma_dir(job), 0);
 	if (job->sgt.sgl)
 		sg_free_table(&job->sgt);
 	if (job->pages) {
@@ -86,22 +86,22 @@ static int tpu_copy_job_map_user(struct tpu_copy_job *job, u64 user_ptr,
 				 u64 length)
 {
 	struct device *dev = &job->sjob.tdev->pdev->dev;
-	unsigned long first = user_ptr >> PAGE_SHIFT;
-	unsigned long last = (user_ptr + length - 1) >> PAGE_SHIFT;
-	unsigned int gup = job->device_writes_pages ? FOLL_WRITE : 0;
-	unsigned int n, seg, slot, cap;
+	unsigned long first_page = user_ptr >> PAGE_SHIFT;
+	unsigned long last_page = (user_ptr + length - 1) >> PAGE_SHIFT;
+	unsigned int gup_flags = job->device_writes_pages ? FOLL_WRITE : 0;
+	unsigned int nents, seg, slot, capacity;
 	struct scatterlist *sg;
 	unsigned long pinned = 0;
 	int ret, i;
 
-	job->npages = last - first + 1;
+	job->npages = last_page - first_page + 1;
 	job->pages = kvmalloc_array(job->npages, sizeof(*job->pages), GFP_KERNEL);
 	if (!job->pages)
 		return -ENOMEM;
 	while (pinned < job->npages) {
-		ret = pin_user_pages_fast((first + pinned) << PAGE_SHIFT,
+		ret = pin_user_pages_fast((first_page + pinned) << PAGE_SHIFT,
 					  min_t(unsigned long, job->npages - pinned, INT_MAX),
-					  gup, job->pages + pinned);
+					  gup_flags, job->pages + pinned);
 		if (ret <= 0) {
 			job->npages = pinned;
 			return ret ? ret : -EFAULT;
@@ -114,15 +114,16 @@ static int tpu_copy_job_map_user(struct tpu_copy_job *job, u64 user_ptr,
 					GFP_KERNEL);
 	if (ret)
 		return ret;
-	ret = dma_map_sgtable(dev, &job->sgt, copy_dir(job), 0);
+	ret = dma_map_sgtable(dev, &job->sgt, tpu_copy_job_dma_dir(job), 0);
 	if (ret)
 		return ret;
 	job->mapped = true;
 
 	/* Each segment holds SG_PER_SEGMENT - 1 entries and a link. */
-	n = job->sgt.nents;
-	for (job->nsegs = 1, cap = SG_PER_SEGMENT; n > cap; job->nsegs++)
-		cap += SG_PER_SEGMENT - 1;
+	nents = job->sgt.nents;
+	for (job->nsegs = 1, capacity = SG_PER_SEGMENT; nents > capacity;
+	     job->nsegs++)
+		capacity += SG_PER_SEGMENT - 1;
 	job->segs = kcalloc(job->nsegs, sizeof(*job->segs), GFP_KERNEL);
 	job->seg_dma = kcalloc(job->nsegs, sizeof(*job->seg_dma), GFP_KERNEL);
 	if (!job->segs || !job->seg_dma)
@@ -139,7 +140,7 @@ static int tpu_copy_job_map_user(struct tpu_copy_job *job, u64 user_ptr,
 	seg = 0;
 	slot = 0;
 	for_each_sgtable_dma_sg(&job->sgt, sg, i) {
-		if (slot == SG_PER_SEGMENT - 1 && i < n - 1) {
+		if (slot == SG_PER_SEGMENT - 1 && i < nents - 1) {
 			job->segs[seg][slot].addr = job->seg_dma[seg + 1];
 			job->segs[seg][slot].len = TPU_SG_LINK;
 			seg++;
@@ -150,7 +151,7 @@ static int tpu_copy_job_map_user(struct tpu_copy_job *job, u64 user_ptr,
 		slot++;
 	}
 	job->desc.sg_addr = job->seg_dma[0];
-	job->desc.sg_count = n;
+	job->desc.sg_count = nents;
 	return 0;
 }
 
@@ -254,8 +255,8 @@ int tpu_dma_fill_sync(struct tpu_device *tdev, u64 hbm_offset, u64 length,
 }
 
 /* The buffer @handle, if [@offset, @offset + @length) lies inside it. */
-static int tpu_lookup_range(struct drm_file *file, u32 handle, u64 offset,
-			    u64 length, struct drm_gem_object **objp)
+static int tpu_lookup_bo_range(struct drm_file *file, u32 handle, u64 offset,
+			       u64 length, struct drm_gem_object **objp)
 {
 	struct drm_gem_object *obj = drm_gem_object_lookup(file, handle);
 
@@ -294,8 +295,8 @@ static int tpu_copy_job_prepare(struct tpu_copy_job *job, struct drm_file *file,
 	u64 dst;
 	int ret;
 
-	ret = tpu_lookup_range(file, args->handle, args->offset, args->length,
-			       &sjob->bos[0]);
+	ret = tpu_lookup_bo_range(file, args->handle, args->offset,
+				  args->length, &sjob->bos[0]);
 	if (ret)
 		return ret;
 	sjob->nbos = 1;
@@ -313,8 +314,9 @@ static int tpu_copy_job_prepare(struct tpu_copy_job *job, struct drm_file *file,
 		job->device_writes_pages = true;
 		return tpu_copy_job_map_user(job, args->user_ptr, args->length);
 	default:
-		ret = tpu_lookup_range(file, args->src_handle, args->src_offset,
-				       args->length, &sjob->bos[1]);
+		ret = tpu_lookup_bo_range(file, args->src_handle,
+					  args->src_offset, args->length,
+					  &sjob->bos[1]);
 		if (ret)
 			return ret;
 		sjob->nbos = 2;

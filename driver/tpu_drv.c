@@ -114,7 +114,7 @@ static int tpu_open(struct drm_device *drm, struct drm_file *file)
 	tfile->tdev = tdev;
 	ret = tpu_dma_file_open(tdev, tfile);
 	if (ret)
-		goto err_free;
+		goto err_free_tfile;
 	ret = tpu_job_file_open(tdev, tfile);
 	if (ret)
 		goto err_dma_close;
@@ -123,7 +123,7 @@ static int tpu_open(struct drm_device *drm, struct drm_file *file)
 
 err_dma_close:
 	tpu_dma_file_close(tfile);
-err_free:
+err_free_tfile:
 	kfree(tfile);
 	return ret;
 }

@@ -231,12 +231,12 @@ static int tpu_submit_prepare(struct tpu_compute_job *job, struct drm_file *file
 			      const struct drm_tpu_submit *args)
 {
 	struct tpu_device *tdev = job->sjob.tdev;
-	u32 table = ALIGN(args->desc_size, 16);
+	u32 table_offset = ALIGN(args->desc_size, 16);
 	u64 slot_sizes[TPU_JOB_MAX_SLOTS];
 	struct tpu_hw_slot *slots;
 	int ret;
 
-	job->mem_size = table + args->handle_count * sizeof(*slots);
+	job->mem_size = table_offset + args->handle_count * sizeof(*slots);
 	job->mem = dma_alloc_coherent(&tdev->pdev->dev, job->mem_size,
 				      &job->mem_dma, GFP_KERNEL);
 	if (!job->mem)
@@ -245,7 +245,7 @@ static int tpu_submit_prepare(struct tpu_compute_job *job, struct drm_file *file
 	if (copy_from_user(job->mem, u64_to_user_ptr(args->desc_ptr),
 			   args->desc_size))
 		return -EFAULT;
-	slots = job->mem + table;
+	slots = job->mem + table_offset;
 	ret = tpu_submit_fill_slots(job, file, args, slots, slot_sizes);
 	if (ret)
 		return ret;
@@ -264,7 +264,7 @@ static int tpu_submit_prepare(struct tpu_compute_job *job, struct drm_file *file
 		.op = TPU_COMPUTE_OP_RUN,
 		.job_size = args->desc_size,
 		.job_addr = job->mem_dma,
-		.slots_addr = job->mem_dma + table,
+		.slots_addr = job->mem_dma + table_offset,
 		.slot_count = args->handle_count,
 		.report_addr = job->record->report_dma,
 	};

@@ -43,13 +43,13 @@ int tpu_sched_job_add_syncobj(struct tpu_sched_job *job, struct drm_file *file,
  * job as soon as a job of the same queue has merely started, and drop a
  * dependency on the same entity altogether as satisfied by order.
  */
-static struct dma_fence *tpu_sched_dep(struct tpu_sched_job *job,
-				       struct drm_sched_entity *entity,
-				       unsigned int i)
+static struct dma_fence *tpu_sched_dep_fence(struct tpu_sched_job *job,
+					     struct drm_sched_entity *entity,
+					     unsigned int i)
 {
 	struct dma_fence *dep = job->deps[i];
 	struct dma_fence_array *array;
-	struct dma_fence **one;
+	struct dma_fence **wrapped;
 
 	if (!to_drm_sched_fence(dep))
 		return dma_fence_get(dep);
@@ -59,16 +59,16 @@ static struct dma_fence *tpu_sched_dep(struct tpu_sched_job *job,
 		return dma_fence_get(dep);
 	}
 	/* Same entity: hide it in an array, which drm_sched waits for. */
-	one = kmalloc(sizeof(*one), GFP_KERNEL);
-	if (!one)
+	wrapped = kmalloc(sizeof(*wrapped), GFP_KERNEL);
+	if (!wrapped)
 		return dma_fence_get(dep);	/* ordered still, not cancelled */
-	one[0] = dma_fence_get(dep);
-	array = dma_fence_array_create(1, one, job->tdev->dep_fence_context,
+	wrapped[0] = dma_fence_get(dep);
+	array = dma_fence_array_create(1, wrapped, job->tdev->dep_fence_context,
 				       atomic_inc_return(&job->tdev->dep_fence_seqno),
 				       false);
 	if (!array) {
-		dma_fence_put(one[0]);
-		kfree(one);
+		dma_fence_put(wrapped[0]);
+		kfree(wrapped);
 		return dma_fence_get(dep);
 	}
 	return &array->base;
@@ -98,7 +98,7 @@ struct dma_fence *tpu_sched_job_push(struct tpu_sched_job *job,
 	for (i = 0; i < job->ndeps; i++) {
 		/* The scheduler consumes its reference; we keep ours. */
 		ret = drm_sched_job_add_dependency(&job->base,
-						   tpu_sched_dep(job, entity, i));
+						   tpu_sched_dep_fence(job, entity, i));
 		if (ret) {
 			drm_sched_job_cleanup(&job->base);
 			return ERR_PTR(ret);
@@ -154,22 +154,23 @@ void tpu_sched_job_release(struct tpu_sched_job *job)
 /**
  * tpu_sched_recover() - reset one queue, failing a stuck job if there is one
  * @queue: the queue
- * @bad: the job that ran past its limit, or NULL
+ * @hung_job: the job that ran past its limit, or NULL
  *
  * Only this queue is reset: other queues, and so other kinds of work, go
- * on. @bad fails with -ETIMEDOUT; the other jobs in flight on the queue
+ * on. @hung_job fails with -ETIMEDOUT; the other jobs in flight on the queue
  * run again from the start (copies and grid jobs compute their results
  * from their inputs, so a rerun gives the same result).
  */
-void tpu_sched_recover(struct tpu_queue *queue, struct drm_sched_job *bad)
+void tpu_sched_recover(struct tpu_queue *queue,
+		       struct drm_sched_job *hung_job)
 {
 	struct tpu_device *tdev = queue->ring.tdev;
 
 	mutex_lock(&tdev->reset_lock);
-	drm_sched_stop(&queue->sched, bad);
-	if (bad) {
-		to_tpu_sched_job(bad)->timed_out = true;
-		dma_fence_set_error(&bad->s_fence->finished, -ETIMEDOUT);
+	drm_sched_stop(&queue->sched, hung_job);
+	if (hung_job) {
+		to_tpu_sched_job(hung_job)->timed_out = true;
+		dma_fence_set_error(&hung_job->s_fence->finished, -ETIMEDOUT);
 	}
 	if (tpu_ring_reset(&queue->ring))
 		tpu_err(tdev, "%s did not restart\n", queue->ring.name);

@@ -71,7 +71,8 @@ struct dma_fence *tpu_sched_job_push(struct tpu_sched_job *job,
 				     void *owner);
 bool tpu_sched_job_cancelled(struct tpu_sched_job *job);
 void tpu_sched_job_release(struct tpu_sched_job *job);
-void tpu_sched_recover(struct tpu_queue *queue, struct drm_sched_job *bad);
+void tpu_sched_recover(struct tpu_queue *queue,
+		       struct drm_sched_job *hung_job);
 
 int tpu_queue_init(struct tpu_device *tdev, struct tpu_queue *queue,
 		   const struct tpu_queue_config *config);
