@@ -132,6 +132,13 @@ static bool block_bytes(const u32 *dims, unsigned int rank, u8 dtype, u64 *bytes
 	return true;
 }
 
+/* Add @bytes to the job's VMEM need, saturating: no VMEM holds 2^64 bytes. */
+static void vmem_need_add(u64 *vmem, u64 bytes)
+{
+	if (check_add_overflow(*vmem, bytes, vmem))
+		*vmem = U64_MAX;
+}
+
 static int check_operand(struct tpu_device *tdev, const struct job_view *view,
 			 unsigned int i, const u64 *slot_sizes,
 			 unsigned int nslots, u64 *vmem)
@@ -179,7 +186,8 @@ static int check_operand(struct tpu_device *tdev, const struct job_view *view,
 		if (!block_bytes(operand->block, operand->rank, operand->dtype,
 				 &bytes))
 			return reject(tdev, "operand %u: block too large", i);
-		*vmem += 2 * bytes;	/* double-buffered */
+		vmem_need_add(vmem, bytes);	/* double-buffered */
+		vmem_need_add(vmem, bytes);
 	}
 	return 0;
 }
@@ -204,7 +212,7 @@ static int check_scratch(struct tpu_device *tdev,
 	if (!block_bytes(scratch->shape, scratch->rank, scratch->dtype, &bytes))
 		return reject(tdev, "scratch %u: too large", i);
 	if (scratch->space == TPU_MEM_VMEM)
-		*vmem += bytes;
+		vmem_need_add(vmem, bytes);
 	return 0;
 }
 
