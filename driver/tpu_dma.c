@@ -89,7 +89,7 @@ static int tpu_copy_job_map_user(struct tpu_copy_job *job, u64 user_ptr,
 	unsigned long first_page = user_ptr >> PAGE_SHIFT;
 	unsigned long last_page = (user_ptr + length - 1) >> PAGE_SHIFT;
 	unsigned int gup_flags = job->device_writes_pages ? FOLL_WRITE : 0;
-	unsigned int nents, seg, slot, capacity;
+	unsigned int nents, nsegs, seg, slot, capacity;
 	struct scatterlist *sg;
 	unsigned long pinned = 0;
 	int ret, i;
@@ -121,20 +121,19 @@ static int tpu_copy_job_map_user(struct tpu_copy_job *job, u64 user_ptr,
 
 	/* Each segment holds SG_PER_SEGMENT - 1 entries and a link. */
 	nents = job->sgt.nents;
-	for (job->nsegs = 1, capacity = SG_PER_SEGMENT; nents > capacity;
-	     job->nsegs++)
+	for (nsegs = 1, capacity = SG_PER_SEGMENT; nents > capacity; nsegs++)
 		capacity += SG_PER_SEGMENT - 1;
-	job->segs = kcalloc(job->nsegs, sizeof(*job->segs), GFP_KERNEL);
-	job->seg_dma = kcalloc(job->nsegs, sizeof(*job->seg_dma), GFP_KERNEL);
+	job->segs = kcalloc(nsegs, sizeof(*job->segs), GFP_KERNEL);
+	job->seg_dma = kcalloc(nsegs, sizeof(*job->seg_dma), GFP_KERNEL);
 	if (!job->segs || !job->seg_dma)
 		return -ENOMEM;
-	for (seg = 0; seg < job->nsegs; seg++) {
+	/* @job->nsegs counts what tpu_copy_job_free() has to free. */
+	for (seg = 0; seg < nsegs; seg++) {
 		job->segs[seg] = dma_alloc_coherent(dev, TPU_SG_SEGMENT_SIZE,
 						    &job->seg_dma[seg], GFP_KERNEL);
-		if (!job->segs[seg]) {
-			job->nsegs = seg;
+		if (!job->segs[seg])
 			return -ENOMEM;
-		}
+		job->nsegs++;
 	}
 
 	seg = 0;
