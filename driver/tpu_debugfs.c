@@ -9,8 +9,9 @@
 #include <drm/drm_file.h>
 
 #include "tpu_debugfs.h"
-#include "tpu_drv.h"
+#include "tpu_device.h"
 #include "tpu_hw.h"
+#include "tpu_ring.h"
 #include "tpu_sched.h"
 
 static void tpu_debugfs_show_ring(struct seq_file *m, struct tpu_ring *ring)
@@ -29,8 +30,8 @@ static int tpu_debugfs_queues_show(struct seq_file *m, void *unused)
 {
 	struct tpu_device *tdev = m->private;
 
-	tpu_debugfs_show_ring(m, &tdev->dma_ring);
-	tpu_debugfs_show_ring(m, &tdev->compute_ring);
+	tpu_debugfs_show_ring(m, &tdev->dma_queue.ring);
+	tpu_debugfs_show_ring(m, &tdev->compute_queue.ring);
 	seq_printf(m, "device resets: %u\n",
 		   tpu_reg_read(tdev, TPU_REG_RESET_COUNT));
 	return 0;
@@ -43,8 +44,8 @@ static ssize_t tpu_debugfs_reset_write(struct file *file, const char __user *buf
 {
 	struct tpu_device *tdev = file->private_data;
 
-	tpu_sched_recover(tdev, &tdev->dma_sched, &tdev->dma_ring, NULL);
-	tpu_sched_recover(tdev, &tdev->compute_sched, &tdev->compute_ring, NULL);
+	tpu_sched_recover(&tdev->dma_queue, NULL);
+	tpu_sched_recover(&tdev->compute_queue, NULL);
 	return len;
 }
 

@@ -10,12 +10,13 @@
 #include <drm/drm_file.h>
 #include <drm/drm_syncobj.h>
 
-#include "tpu_drv.h"
+#include "tpu_device.h"
 #include "tpu_dma.h"
 #include "tpu_gem.h"
-#include "tpu_hw.h"
+#include "tpu_ring.h"
 #include "tpu_sched.h"
 #include "../uapi/tpu_drm.h"
+#include "../uapi/tpu_hw.h"
 
 #define TPU_DMA_RING_SIZE	256
 #define TPU_DMA_TIMEOUT_MS	10000
@@ -52,7 +53,7 @@ static struct tpu_copy_job *to_copy_job(struct drm_sched_job *job)
 	return container_of(job, struct tpu_copy_job, sjob.base);
 }
 
-static enum dma_data_direction copy_dir(struct tpu_copy_job *job)
+static enum dma_data_direction tpu_copy_job_dma_dir(struct tpu_copy_job *job)
 {
 	return job->device_writes_pages ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
 }
@@ -68,7 +69,7 @@ static void tpu_copy_job_free(struct tpu_copy_job *job)
 	kfree(job->segs);
 	kfree(job->seg_dma);
 	if (job->mapped)
-		dma_unmap_sgtable(dev, &job->sgt, copy_dir(job), 0);
+		dma_unmap_sgtable(dev, &job->sgt, tpu_copy_job_dma_dir(job), 0);
 	if (job->sgt.sgl)
 		sg_free_table(&job->sgt);
 	if (job->pages) {
@@ -85,22 +86,22 @@ static int tpu_copy_job_map_user(struct tpu_copy_job *job, u64 user_ptr,
 				 u64 length)
 {
 	struct device *dev = &job->sjob.tdev->pdev->dev;
-	unsigned long first = user_ptr >> PAGE_SHIFT;
-	unsigned long last = (user_ptr + length - 1) >> PAGE_SHIFT;
-	unsigned int gup = job->device_writes_pages ? FOLL_WRITE : 0;
-	unsigned int n, seg, slot, cap;
+	unsigned long first_page = user_ptr >> PAGE_SHIFT;
+	unsigned long last_page = (user_ptr + length - 1) >> PAGE_SHIFT;
+	unsigned int gup_flags = job->device_writes_pages ? FOLL_WRITE : 0;
+	unsigned int nents, nsegs, seg, slot, capacity;
 	struct scatterlist *sg;
 	unsigned long pinned = 0;
 	int ret, i;
 
-	job->npages = last - first + 1;
+	job->npages = last_page - first_page + 1;
 	job->pages = kvmalloc_array(job->npages, sizeof(*job->pages), GFP_KERNEL);
 	if (!job->pages)
 		return -ENOMEM;
 	while (pinned < job->npages) {
-		ret = pin_user_pages_fast((first + pinned) << PAGE_SHIFT,
+		ret = pin_user_pages_fast((first_page + pinned) << PAGE_SHIFT,
 					  min_t(unsigned long, job->npages - pinned, INT_MAX),
-					  gup, job->pages + pinned);
+					  gup_flags, job->pages + pinned);
 		if (ret <= 0) {
 			job->npages = pinned;
 			return ret ? ret : -EFAULT;
@@ -113,32 +114,32 @@ static int tpu_copy_job_map_user(struct tpu_copy_job *job, u64 user_ptr,
 					GFP_KERNEL);
 	if (ret)
 		return ret;
-	ret = dma_map_sgtable(dev, &job->sgt, copy_dir(job), 0);
+	ret = dma_map_sgtable(dev, &job->sgt, tpu_copy_job_dma_dir(job), 0);
 	if (ret)
 		return ret;
 	job->mapped = true;
 
 	/* Each segment holds SG_PER_SEGMENT - 1 entries and a link. */
-	n = job->sgt.nents;
-	for (job->nsegs = 1, cap = SG_PER_SEGMENT; n > cap; job->nsegs++)
-		cap += SG_PER_SEGMENT - 1;
-	job->segs = kcalloc(job->nsegs, sizeof(*job->segs), GFP_KERNEL);
-	job->seg_dma = kcalloc(job->nsegs, sizeof(*job->seg_dma), GFP_KERNEL);
+	nents = job->sgt.nents;
+	for (nsegs = 1, capacity = SG_PER_SEGMENT; nents > capacity; nsegs++)
+		capacity += SG_PER_SEGMENT - 1;
+	job->segs = kcalloc(nsegs, sizeof(*job->segs), GFP_KERNEL);
+	job->seg_dma = kcalloc(nsegs, sizeof(*job->seg_dma), GFP_KERNEL);
 	if (!job->segs || !job->seg_dma)
 		return -ENOMEM;
-	for (seg = 0; seg < job->nsegs; seg++) {
+	/* @job->nsegs counts what tpu_copy_job_free() has to free. */
+	for (seg = 0; seg < nsegs; seg++) {
 		job->segs[seg] = dma_alloc_coherent(dev, TPU_SG_SEGMENT_SIZE,
 						    &job->seg_dma[seg], GFP_KERNEL);
-		if (!job->segs[seg]) {
-			job->nsegs = seg;
+		if (!job->segs[seg])
 			return -ENOMEM;
-		}
+		job->nsegs++;
 	}
 
 	seg = 0;
 	slot = 0;
 	for_each_sgtable_dma_sg(&job->sgt, sg, i) {
-		if (slot == SG_PER_SEGMENT - 1 && i < n - 1) {
+		if (slot == SG_PER_SEGMENT - 1 && i < nents - 1) {
 			job->segs[seg][slot].addr = job->seg_dma[seg + 1];
 			job->segs[seg][slot].len = TPU_SG_LINK;
 			seg++;
@@ -149,7 +150,7 @@ static int tpu_copy_job_map_user(struct tpu_copy_job *job, u64 user_ptr,
 		slot++;
 	}
 	job->desc.sg_addr = job->seg_dma[0];
-	job->desc.sg_count = n;
+	job->desc.sg_count = nents;
 	return 0;
 }
 
@@ -159,7 +160,7 @@ static struct dma_fence *tpu_dma_run_job(struct drm_sched_job *sched_job)
 
 	if (unlikely(tpu_sched_job_cancelled(&job->sjob)))
 		return NULL;
-	return tpu_ring_submit(&job->sjob.tdev->dma_ring, &job->desc,
+	return tpu_ring_submit(&job->sjob.tdev->dma_queue.ring, &job->desc,
 			       &sched_job->s_fence->finished);
 }
 
@@ -169,7 +170,7 @@ static enum drm_gpu_sched_stat tpu_dma_timedout_job(struct drm_sched_job *sched_
 
 	tpu_err(tdev, "copy timed out after %d ms; resetting the DMA queue\n",
 		TPU_DMA_TIMEOUT_MS);
-	tpu_sched_recover(tdev, &tdev->dma_sched, &tdev->dma_ring, sched_job);
+	tpu_sched_recover(&tdev->dma_queue, sched_job);
 	return DRM_GPU_SCHED_STAT_NOMINAL;
 }
 
@@ -183,6 +184,14 @@ static const struct drm_sched_backend_ops tpu_dma_sched_ops = {
 	.run_job = tpu_dma_run_job,
 	.timedout_job = tpu_dma_timedout_job,
 	.free_job = tpu_dma_free_job,
+};
+
+static const struct tpu_queue_config tpu_dma_queue_config = {
+	.hw_queue = TPU_QUEUE_DMA,
+	.ring_size = TPU_DMA_RING_SIZE,
+	.ops = &tpu_dma_sched_ops,
+	.timeout_ms = TPU_DMA_TIMEOUT_MS,
+	.name = "tpu-dma",
 };
 
 /* Push @job; on failure it is freed here. */
@@ -245,8 +254,8 @@ int tpu_dma_fill_sync(struct tpu_device *tdev, u64 hbm_offset, u64 length,
 }
 
 /* The buffer @handle, if [@offset, @offset + @length) lies inside it. */
-static int tpu_lookup_range(struct drm_file *file, u32 handle, u64 offset,
-			    u64 length, struct drm_gem_object **objp)
+static int tpu_lookup_bo_range(struct drm_file *file, u32 handle, u64 offset,
+			       u64 length, struct drm_gem_object **objp)
 {
 	struct drm_gem_object *obj = drm_gem_object_lookup(file, handle);
 
@@ -285,8 +294,8 @@ static int tpu_copy_job_prepare(struct tpu_copy_job *job, struct drm_file *file,
 	u64 dst;
 	int ret;
 
-	ret = tpu_lookup_range(file, args->handle, args->offset, args->length,
-			       &sjob->bos[0]);
+	ret = tpu_lookup_bo_range(file, args->handle, args->offset,
+				  args->length, &sjob->bos[0]);
 	if (ret)
 		return ret;
 	sjob->nbos = 1;
@@ -304,8 +313,9 @@ static int tpu_copy_job_prepare(struct tpu_copy_job *job, struct drm_file *file,
 		job->device_writes_pages = true;
 		return tpu_copy_job_map_user(job, args->user_ptr, args->length);
 	default:
-		ret = tpu_lookup_range(file, args->src_handle, args->src_offset,
-				       args->length, &sjob->bos[1]);
+		ret = tpu_lookup_bo_range(file, args->src_handle,
+					  args->src_offset, args->length,
+					  &sjob->bos[1]);
 		if (ret)
 			return ret;
 		sjob->nbos = 2;
@@ -380,10 +390,8 @@ int tpu_ioctl_copy(struct drm_device *drm, void *data, struct drm_file *file)
 
 int tpu_dma_file_open(struct tpu_device *tdev, struct tpu_file *tfile)
 {
-	struct drm_gpu_scheduler *sched = &tdev->dma_sched;
-
-	return drm_sched_entity_init(&tfile->dma_entity,
-				     DRM_SCHED_PRIORITY_NORMAL, &sched, 1, NULL);
+	return tpu_queue_entity_init(&tdev->dma_queue, &tfile->dma_entity,
+				     DRM_SCHED_PRIORITY_NORMAL);
 }
 
 void tpu_dma_file_close(struct tpu_file *tfile)
@@ -399,38 +407,15 @@ void tpu_dma_file_close(struct tpu_file *tfile)
  */
 int tpu_dma_init(struct tpu_device *tdev)
 {
-	const struct drm_sched_init_args args = {
-		.ops = &tpu_dma_sched_ops,
-		/* One descriptor per job: never more jobs than ring slots. */
-		.credit_limit = TPU_DMA_RING_SIZE - 1,
-		.hang_limit = 0,
-		.timeout = msecs_to_jiffies(TPU_DMA_TIMEOUT_MS),
-		.name = "tpu-dma",
-		.dev = tdev->drm.dev,
-	};
-	struct drm_gpu_scheduler *sched = &tdev->dma_sched;
 	int ret;
 
-	mutex_init(&tdev->reset_lock);
-	ret = tpu_ring_init(tdev, &tdev->dma_ring, TPU_QUEUE_DMA,
-			    TPU_DMA_RING_SIZE);
+	ret = tpu_queue_init(tdev, &tdev->dma_queue, &tpu_dma_queue_config);
 	if (ret)
 		return ret;
-	ret = drm_sched_init(sched, &args);
-	if (ret) {
-		tpu_err(tdev, "cannot start the DMA scheduler: %d\n", ret);
-		goto err_ring;
-	}
-	ret = drm_sched_entity_init(&tdev->kernel_entity,
-				    DRM_SCHED_PRIORITY_KERNEL, &sched, 1, NULL);
+	ret = tpu_queue_entity_init(&tdev->dma_queue, &tdev->kernel_entity,
+				    DRM_SCHED_PRIORITY_KERNEL);
 	if (ret)
-		goto err_sched;
-	return 0;
-
-err_sched:
-	drm_sched_fini(sched);
-err_ring:
-	tpu_ring_fini(&tdev->dma_ring);
+		tpu_queue_fini(&tdev->dma_queue);
 	return ret;
 }
 
@@ -441,6 +426,5 @@ err_ring:
 void tpu_dma_fini(struct tpu_device *tdev)
 {
 	drm_sched_entity_destroy(&tdev->kernel_entity);
-	drm_sched_fini(&tdev->dma_sched);
-	tpu_ring_fini(&tdev->dma_ring);
+	tpu_queue_fini(&tdev->dma_queue);
 }

@@ -12,13 +12,15 @@
 #include <drm/drm_ioctl.h>
 
 #include "tpu_debugfs.h"
-#include "tpu_drv.h"
+#include "tpu_device.h"
 #include "tpu_dma.h"
+#include "tpu_drv.h"
 #include "tpu_gem.h"
 #include "tpu_hw.h"
 #include "tpu_job.h"
 #include "tpu_uring.h"
 #include "../uapi/tpu_drm.h"
+#include "../uapi/tpu_hw.h"
 
 /* DRM_TPU_PARAM_* -> TPU_CAP_* for the parameters read from the device. */
 static const int tpu_param_cap[DRM_TPU_PARAM_LAUNCH_COST_NS + 1] = {
@@ -112,7 +114,7 @@ static int tpu_open(struct drm_device *drm, struct drm_file *file)
 	tfile->tdev = tdev;
 	ret = tpu_dma_file_open(tdev, tfile);
 	if (ret)
-		goto err_free;
+		goto err_free_tfile;
 	ret = tpu_job_file_open(tdev, tfile);
 	if (ret)
 		goto err_dma_close;
@@ -121,7 +123,7 @@ static int tpu_open(struct drm_device *drm, struct drm_file *file)
 
 err_dma_close:
 	tpu_dma_file_close(tfile);
-err_free:
+err_free_tfile:
 	kfree(tfile);
 	return ret;
 }
@@ -193,6 +195,7 @@ static int tpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 	tdev->dep_fence_context = dma_fence_context_alloc(1);
+	mutex_init(&tdev->reset_lock);
 	ret = tpu_gem_init(tdev);
 	if (ret)
 		return ret;

@@ -9,10 +9,12 @@
 #include <drm/drm_managed.h>
 #include <drm/drm_vma_manager.h>
 
-#include "tpu_drv.h"
+#include "tpu_device.h"
 #include "tpu_dma.h"
+#include "tpu_drv.h"
 #include "tpu_gem.h"
 #include "../uapi/tpu_drm.h"
+#include "../uapi/tpu_hw.h"
 
 static void tpu_gem_free(struct drm_gem_object *obj)
 {

@@ -5,7 +5,10 @@
 #include <linux/interrupt.h>
 #include <linux/iopoll.h>
 
+#include "tpu_device.h"
+#include "tpu_drv.h"
 #include "tpu_hw.h"
+#include "../uapi/tpu_hw.h"
 
 #define TPU_RESET_TIMEOUT_US	100000
 #define TPU_IRQ_TEST_TIMEOUT_MS	1000

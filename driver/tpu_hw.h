@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-#ifndef __TPU_HW_IO_H__
-#define __TPU_HW_IO_H__
+#ifndef __TPU_HW_H__
+#define __TPU_HW_H__
 
 #include <linux/io.h>
 
-#include "tpu_drv.h"
+#include "tpu_device.h"
 
 static inline u32 tpu_reg_read(struct tpu_device *tdev, u32 reg)
 {
@@ -20,4 +20,4 @@ int tpu_hw_init(struct tpu_device *tdev);
 int tpu_hw_reset(struct tpu_device *tdev);
 int tpu_hw_irq_init(struct tpu_device *tdev);
 
-#endif /* __TPU_HW_IO_H__ */
+#endif /* __TPU_HW_H__ */

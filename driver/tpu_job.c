@@ -11,13 +11,15 @@
 #include <drm/drm_file.h>
 #include <drm/drm_syncobj.h>
 
-#include "tpu_drv.h"
-#include "tpu_dma.h"
+#include "tpu_device.h"
 #include "tpu_gem.h"
 #include "tpu_job.h"
 #include "tpu_job_check.h"
+#include "tpu_ring.h"
 #include "tpu_sched.h"
 #include "../uapi/tpu_drm.h"
+#include "../uapi/tpu_hw.h"
+#include "../uapi/tpu_job.h"
 
 #define TPU_COMPUTE_RING_SIZE		64
 #define TPU_JOB_DEFAULT_TIMEOUT_MS	10000
@@ -119,7 +121,7 @@ static struct dma_fence *tpu_compute_run_job(struct drm_sched_job *sched_job)
 	if (unlikely(tpu_sched_job_cancelled(&job->sjob)))
 		return NULL;
 	job->run_at = jiffies;
-	return tpu_ring_submit(&job->sjob.tdev->compute_ring, &job->desc,
+	return tpu_ring_submit(&job->sjob.tdev->compute_queue.ring, &job->desc,
 			       &sched_job->s_fence->finished);
 }
 
@@ -142,7 +144,7 @@ tpu_compute_timedout_job(struct drm_sched_job *sched_job)
 	}
 	tpu_err(tdev, "job ran past its %u ms limit; resetting the compute queue\n",
 		jiffies_to_msecs(job->timeout));
-	tpu_sched_recover(tdev, sched, &tdev->compute_ring, sched_job);
+	tpu_sched_recover(&tdev->compute_queue, sched_job);
 	return DRM_GPU_SCHED_STAT_NOMINAL;
 }
 
@@ -156,6 +158,15 @@ static const struct drm_sched_backend_ops tpu_compute_sched_ops = {
 	.run_job = tpu_compute_run_job,
 	.timedout_job = tpu_compute_timedout_job,
 	.free_job = tpu_compute_free_job,
+};
+
+/* The scheduler's timeout is a tick: each job has its own limit. */
+static const struct tpu_queue_config tpu_compute_queue_config = {
+	.hw_queue = TPU_QUEUE_COMPUTE,
+	.ring_size = TPU_COMPUTE_RING_SIZE,
+	.ops = &tpu_compute_sched_ops,
+	.timeout_ms = TPU_JOB_TIMEOUT_TICK_MS,
+	.name = "tpu-compute",
 };
 
 static int tpu_submit_check_args(const struct drm_tpu_submit *args)
@@ -220,12 +231,12 @@ static int tpu_submit_prepare(struct tpu_compute_job *job, struct drm_file *file
 			      const struct drm_tpu_submit *args)
 {
 	struct tpu_device *tdev = job->sjob.tdev;
-	u32 table = ALIGN(args->desc_size, 16);
+	u32 table_offset = ALIGN(args->desc_size, 16);
 	u64 slot_sizes[TPU_JOB_MAX_SLOTS];
 	struct tpu_hw_slot *slots;
 	int ret;
 
-	job->mem_size = table + args->handle_count * sizeof(*slots);
+	job->mem_size = table_offset + args->handle_count * sizeof(*slots);
 	job->mem = dma_alloc_coherent(&tdev->pdev->dev, job->mem_size,
 				      &job->mem_dma, GFP_KERNEL);
 	if (!job->mem)
@@ -234,7 +245,7 @@ static int tpu_submit_prepare(struct tpu_compute_job *job, struct drm_file *file
 	if (copy_from_user(job->mem, u64_to_user_ptr(args->desc_ptr),
 			   args->desc_size))
 		return -EFAULT;
-	slots = job->mem + table;
+	slots = job->mem + table_offset;
 	ret = tpu_submit_fill_slots(job, file, args, slots, slot_sizes);
 	if (ret)
 		return ret;
@@ -253,7 +264,7 @@ static int tpu_submit_prepare(struct tpu_compute_job *job, struct drm_file *file
 		.op = TPU_COMPUTE_OP_RUN,
 		.job_size = args->desc_size,
 		.job_addr = job->mem_dma,
-		.slots_addr = job->mem_dma + table,
+		.slots_addr = job->mem_dma + table_offset,
 		.slot_count = args->handle_count,
 		.report_addr = job->record->report_dma,
 	};
@@ -397,11 +408,9 @@ out:
 
 int tpu_job_file_open(struct tpu_device *tdev, struct tpu_file *tfile)
 {
-	struct drm_gpu_scheduler *sched = &tdev->compute_sched;
-
 	xa_init_flags(&tfile->jobs, XA_FLAGS_ALLOC1);
-	return drm_sched_entity_init(&tfile->compute_entity,
-				     DRM_SCHED_PRIORITY_NORMAL, &sched, 1, NULL);
+	return tpu_queue_entity_init(&tdev->compute_queue, &tfile->compute_entity,
+				     DRM_SCHED_PRIORITY_NORMAL);
 }
 
 void tpu_job_file_close(struct tpu_file *tfile)
@@ -423,35 +432,16 @@ void tpu_job_file_close(struct tpu_file *tfile)
  */
 int tpu_job_init(struct tpu_device *tdev)
 {
-	const struct drm_sched_init_args args = {
-		.ops = &tpu_compute_sched_ops,
-		.credit_limit = TPU_COMPUTE_RING_SIZE - 1,
-		.hang_limit = 0,
-		.timeout = msecs_to_jiffies(TPU_JOB_TIMEOUT_TICK_MS),
-		.name = "tpu-compute",
-		.dev = tdev->drm.dev,
-	};
 	int ret;
 
 	tdev->report_pool = dma_pool_create("tpu-job-report", &tdev->pdev->dev,
 					    sizeof(struct tpu_job_report), 64, 0);
 	if (!tdev->report_pool)
 		return -ENOMEM;
-	ret = tpu_ring_init(tdev, &tdev->compute_ring, TPU_QUEUE_COMPUTE,
-			    TPU_COMPUTE_RING_SIZE);
+	ret = tpu_queue_init(tdev, &tdev->compute_queue,
+			     &tpu_compute_queue_config);
 	if (ret)
-		goto err_pool;
-	ret = drm_sched_init(&tdev->compute_sched, &args);
-	if (ret) {
-		tpu_err(tdev, "cannot start the compute scheduler: %d\n", ret);
-		goto err_ring;
-	}
-	return 0;
-
-err_ring:
-	tpu_ring_fini(&tdev->compute_ring);
-err_pool:
-	dma_pool_destroy(tdev->report_pool);
+		dma_pool_destroy(tdev->report_pool);
 	return ret;
 }
 
@@ -461,7 +451,6 @@ err_pool:
  */
 void tpu_job_fini(struct tpu_device *tdev)
 {
-	drm_sched_fini(&tdev->compute_sched);
-	tpu_ring_fini(&tdev->compute_ring);
+	tpu_queue_fini(&tdev->compute_queue);
 	dma_pool_destroy(tdev->report_pool);
 }

@@ -9,8 +9,9 @@
  */
 #include <linux/overflow.h>
 
-#include "tpu_drv.h"
+#include "tpu_device.h"
 #include "tpu_job_check.h"
+#include "../uapi/tpu_hw.h"
 #include "../uapi/tpu_job.h"
 
 /* Log why, for drm.debug users, and fail with -EINVAL. */
@@ -44,32 +45,35 @@ static bool ranges_overlap(u64 a, u64 alen, u64 b, u64 blen)
 	return alen && blen && a < b + blen && b < a + alen;
 }
 
-static int check_layout(struct tpu_device *tdev, const struct tpu_job_header *h,
-			u32 size)
+static int check_layout(struct tpu_device *tdev,
+			const struct tpu_job_header *hdr, u32 size)
 {
 	const struct {
 		u32 offset;
 		u32 count;
 		size_t size;
 	} arrays[] = {
-		{ h->operands_offset, h->num_operands, sizeof(struct tpu_job_operand) },
-		{ h->scratch_offset, h->num_scratch, sizeof(struct tpu_job_scratch) },
-		{ h->ops_offset, h->num_ops, sizeof(struct tpu_job_op) },
-		{ h->code_offset, h->num_insns, sizeof(struct tpu_job_insn) },
+		{ hdr->operands_offset, hdr->num_operands,
+		  sizeof(struct tpu_job_operand) },
+		{ hdr->scratch_offset, hdr->num_scratch,
+		  sizeof(struct tpu_job_scratch) },
+		{ hdr->ops_offset, hdr->num_ops, sizeof(struct tpu_job_op) },
+		{ hdr->code_offset, hdr->num_insns,
+		  sizeof(struct tpu_job_insn) },
 	};
 	unsigned int i, j;
 
-	if (h->magic != TPU_JOB_MAGIC || h->version != TPU_JOB_VERSION ||
-	    h->header_size != sizeof(*h) || h->total_size != size)
+	if (hdr->magic != TPU_JOB_MAGIC || hdr->version != TPU_JOB_VERSION ||
+	    hdr->header_size != sizeof(*hdr) || hdr->total_size != size)
 		return reject(tdev, "bad magic, version, header_size or total_size");
-	if (h->flags & ~TPU_JOB_F_ALL || h->reserved0 ||
-	    memchr_inv(h->reserved1, 0, sizeof(h->reserved1)))
+	if (hdr->flags & ~TPU_JOB_F_ALL || hdr->reserved0 ||
+	    memchr_inv(hdr->reserved1, 0, sizeof(hdr->reserved1)))
 		return reject(tdev, "unknown flags or non-zero reserved fields");
-	if (!h->num_operands || h->num_operands > TPU_JOB_MAX_OPERANDS ||
-	    h->num_scalar_prefetch > h->num_operands ||
-	    h->num_scratch > TPU_JOB_MAX_SCRATCH ||
-	    !h->num_ops || h->num_ops > TPU_JOB_MAX_OPS ||
-	    h->num_insns > TPU_JOB_MAX_INSNS)
+	if (!hdr->num_operands || hdr->num_operands > TPU_JOB_MAX_OPERANDS ||
+	    hdr->num_scalar_prefetch > hdr->num_operands ||
+	    hdr->num_scratch > TPU_JOB_MAX_SCRATCH ||
+	    !hdr->num_ops || hdr->num_ops > TPU_JOB_MAX_OPS ||
+	    hdr->num_insns > TPU_JOB_MAX_INSNS)
 		return reject(tdev, "a count is out of range");
 	for (i = 0; i < ARRAY_SIZE(arrays); i++) {
 		if (!array_fits(size, arrays[i].offset, arrays[i].count,
@@ -85,134 +89,153 @@ static int check_layout(struct tpu_device *tdev, const struct tpu_job_header *h,
 	return 0;
 }
 
-static int check_grid(struct tpu_device *tdev, const struct tpu_job_header *h)
+static int check_grid(struct tpu_device *tdev, const struct tpu_job_header *hdr)
 {
 	u64 steps = 1;
 	unsigned int d;
 
-	if (!h->grid_rank || h->grid_rank > TPU_JOB_MAX_GRID_RANK)
-		return reject(tdev, "grid rank %u", h->grid_rank);
+	if (!hdr->grid_rank || hdr->grid_rank > TPU_JOB_MAX_GRID_RANK)
+		return reject(tdev, "grid rank %u", hdr->grid_rank);
 	for (d = 0; d < TPU_JOB_MAX_GRID_RANK; d++) {
-		if (d >= h->grid_rank) {
-			if (h->grid[d] || h->dim_semantics[d])
+		if (d >= hdr->grid_rank) {
+			if (hdr->grid[d] || hdr->dim_semantics[d])
 				return reject(tdev, "grid dim %u beyond the rank", d);
 			continue;
 		}
-		if (!h->grid[d] || h->grid[d] > TPU_JOB_MAX_DIM ||
-		    h->dim_semantics[d] > TPU_DIM_ARBITRARY)
+		if (!hdr->grid[d] || hdr->grid[d] > TPU_JOB_MAX_DIM ||
+		    hdr->dim_semantics[d] > TPU_DIM_ARBITRARY)
 			return reject(tdev, "grid dim %u", d);
-		steps *= h->grid[d];
+		steps *= hdr->grid[d];
 		if (steps > TPU_JOB_MAX_STEPS)
 			return reject(tdev, "more than 2^40 grid steps");
 	}
 	return 0;
 }
 
-static bool prog_ok(const struct tpu_job_header *h, const struct tpu_job_prog *p)
+static bool prog_in_code(const struct tpu_job_header *hdr,
+			 const struct tpu_job_prog *prog)
 {
-	return !p->reserved && p->len <= TPU_JOB_MAX_PROG_LEN &&
-	       (u64)p->offset + p->len <= h->num_insns;
+	return !prog->reserved && prog->len <= TPU_JOB_MAX_PROG_LEN &&
+	       (u64)prog->offset + prog->len <= hdr->num_insns;
 }
 
 /* Bytes of a dense block of @rank dims; false on overflow. */
 static bool block_bytes(const u32 *dims, unsigned int rank, u8 dtype, u64 *bytes)
 {
-	u64 n = dtype_sizes[dtype];
+	u64 size = dtype_sizes[dtype];
 	unsigned int d;
 
 	for (d = 0; d < rank; d++)
-		if (check_mul_overflow(n, (u64)dims[d], &n))
+		if (check_mul_overflow(size, (u64)dims[d], &size))
 			return false;
-	*bytes = n;
+	*bytes = size;
 	return true;
 }
 
-static int check_operand(struct tpu_device *tdev, const struct job_view *v,
+/* Add @bytes to the job's VMEM need, saturating: no VMEM holds 2^64 bytes. */
+static void vmem_need_add(u64 *vmem, u64 bytes)
+{
+	if (check_add_overflow(*vmem, bytes, vmem))
+		*vmem = U64_MAX;
+}
+
+static int check_operand(struct tpu_device *tdev, const struct job_view *view,
 			 unsigned int i, const u64 *slot_sizes,
 			 unsigned int nslots, u64 *vmem)
 {
-	const struct tpu_job_operand *o = &v->operands[i];
-	bool prefetch = i < v->hdr->num_scalar_prefetch;
+	const struct tpu_job_operand *operand = &view->operands[i];
+	bool prefetch = i < view->hdr->num_scalar_prefetch;
 	u64 elems = 1, bytes;
 	unsigned int d;
 
-	if (o->slot >= nslots)
+	if (operand->slot >= nslots)
 		return reject(tdev, "operand %u: slot %u, but %u buffers given",
-			      i, o->slot, nslots);
-	if (prefetch ? o->role != TPU_ROLE_SCALAR_PREFETCH :
-	    o->role != TPU_ROLE_INPUT && o->role != TPU_ROLE_OUTPUT)
-		return reject(tdev, "operand %u: role %u", i, o->role);
-	if (o->dtype >= TPU_DTYPE_COUNT || (prefetch && o->dtype != TPU_DTYPE_INT32))
-		return reject(tdev, "operand %u: dtype %u", i, o->dtype);
-	if (!o->rank || o->rank > TPU_JOB_MAX_RANK || o->reserved0 ||
-	    memchr_inv(o->reserved1, 0, sizeof(o->reserved1)))
+			      i, operand->slot, nslots);
+	if (prefetch ? operand->role != TPU_ROLE_SCALAR_PREFETCH :
+	    operand->role != TPU_ROLE_INPUT && operand->role != TPU_ROLE_OUTPUT)
+		return reject(tdev, "operand %u: role %u", i, operand->role);
+	if (operand->dtype >= TPU_DTYPE_COUNT ||
+	    (prefetch && operand->dtype != TPU_DTYPE_INT32))
+		return reject(tdev, "operand %u: dtype %u", i, operand->dtype);
+	if (!operand->rank || operand->rank > TPU_JOB_MAX_RANK ||
+	    operand->reserved0 ||
+	    memchr_inv(operand->reserved1, 0, sizeof(operand->reserved1)))
 		return reject(tdev, "operand %u: rank or reserved fields", i);
 	for (d = 0; d < TPU_JOB_MAX_RANK; d++) {
-		bool in = d < o->rank;
+		bool in = d < operand->rank;
+		u64 shape = operand->shape[d];
+		u32 block = operand->block[d];
 
-		if (in ? !o->shape[d] || o->shape[d] > TPU_JOB_MAX_ARRAY_DIM : o->shape[d])
+		if (in ? !shape || shape > TPU_JOB_MAX_ARRAY_DIM : shape)
 			return reject(tdev, "operand %u: shape dim %u", i, d);
-		if (prefetch ? o->block[d] != 0 :
-		    in ? !o->block[d] || o->block[d] > TPU_JOB_MAX_DIM : o->block[d] != 0)
+		if (prefetch ? block != 0 :
+		    in ? !block || block > TPU_JOB_MAX_DIM : block != 0)
 			return reject(tdev, "operand %u: block dim %u", i, d);
-		if (in && check_mul_overflow(elems, o->shape[d], &elems))
+		if (in && check_mul_overflow(elems, shape, &elems))
 			return reject(tdev, "operand %u: array too large", i);
 	}
-	if (!prog_ok(v->hdr, &o->index_map) || (prefetch && o->index_map.len))
+	if (!prog_in_code(view->hdr, &operand->index_map) ||
+	    (prefetch && operand->index_map.len))
 		return reject(tdev, "operand %u: index map outside the code", i);
-	if (check_mul_overflow(elems, (u64)dtype_sizes[o->dtype], &bytes) ||
-	    o->offset > slot_sizes[o->slot] ||
-	    bytes > slot_sizes[o->slot] - o->offset)
+	if (check_mul_overflow(elems, (u64)dtype_sizes[operand->dtype],
+			       &bytes) ||
+	    operand->offset > slot_sizes[operand->slot] ||
+	    bytes > slot_sizes[operand->slot] - operand->offset)
 		return reject(tdev, "operand %u: array does not fit its buffer", i);
 	if (!prefetch) {
-		if (!block_bytes(o->block, o->rank, o->dtype, &bytes))
+		if (!block_bytes(operand->block, operand->rank, operand->dtype,
+				 &bytes))
 			return reject(tdev, "operand %u: block too large", i);
-		*vmem += 2 * bytes;	/* double-buffered */
+		vmem_need_add(vmem, bytes);	/* double-buffered */
+		vmem_need_add(vmem, bytes);
 	}
 	return 0;
 }
 
-static int check_scratch(struct tpu_device *tdev, const struct tpu_job_scratch *s,
-			 unsigned int i, u64 *vmem)
+static int check_scratch(struct tpu_device *tdev,
+			 const struct tpu_job_scratch *scratch, unsigned int i,
+			 u64 *vmem)
 {
 	u64 bytes;
 	unsigned int d;
 
-	if (s->space > TPU_MEM_SMEM || s->dtype >= TPU_DTYPE_COUNT ||
-	    !s->rank || s->rank > TPU_JOB_MAX_RANK || s->reserved0 ||
-	    memchr_inv(s->reserved1, 0, sizeof(s->reserved1)))
+	if (scratch->space > TPU_MEM_SMEM || scratch->dtype >= TPU_DTYPE_COUNT ||
+	    !scratch->rank || scratch->rank > TPU_JOB_MAX_RANK ||
+	    scratch->reserved0 ||
+	    memchr_inv(scratch->reserved1, 0, sizeof(scratch->reserved1)))
 		return reject(tdev, "scratch %u: space, dtype, rank or reserved", i);
 	for (d = 0; d < TPU_JOB_MAX_RANK; d++)
-		if (d < s->rank ? !s->shape[d] || s->shape[d] > TPU_JOB_MAX_DIM :
-		    s->shape[d] != 0)
+		if (d < scratch->rank ?
+		    !scratch->shape[d] || scratch->shape[d] > TPU_JOB_MAX_DIM :
+		    scratch->shape[d] != 0)
 			return reject(tdev, "scratch %u: shape dim %u", i, d);
-	if (!block_bytes(s->shape, s->rank, s->dtype, &bytes))
+	if (!block_bytes(scratch->shape, scratch->rank, scratch->dtype, &bytes))
 		return reject(tdev, "scratch %u: too large", i);
-	if (s->space == TPU_MEM_VMEM)
-		*vmem += bytes;
+	if (scratch->space == TPU_MEM_VMEM)
+		vmem_need_add(vmem, bytes);
 	return 0;
 }
 
-static bool ref_ok(const struct tpu_job_header *h, struct tpu_job_ref r,
-		   bool may_be_none)
+static bool ref_valid(const struct tpu_job_header *hdr, struct tpu_job_ref ref,
+		      bool may_be_none)
 {
-	switch (r.kind) {
+	switch (ref.kind) {
 	case TPU_REF_NONE:
-		return may_be_none && !r.index;
+		return may_be_none && !ref.index;
 	case TPU_REF_OPERAND:
-		return r.index < h->num_operands;
+		return ref.index < hdr->num_operands;
 	case TPU_REF_SCRATCH:
-		return r.index < h->num_scratch;
+		return ref.index < hdr->num_scratch;
 	default:
 		return false;
 	}
 }
 
-static int check_op(struct tpu_device *tdev, const struct job_view *v,
+static int check_op(struct tpu_device *tdev, const struct job_view *view,
 		    unsigned int i)
 {
-	const struct tpu_job_op *op = &v->ops[i];
-	const struct tpu_job_header *h = v->hdr;
+	const struct tpu_job_op *op = &view->ops[i];
+	const struct tpu_job_header *hdr = view->hdr;
 	bool fn_ok;
 
 	switch (op->opcode) {
@@ -234,14 +257,16 @@ static int check_op(struct tpu_device *tdev, const struct job_view *v,
 	    op->dot & ~TPU_DOT_ALL || (op->opcode != TPU_OP_DOT && op->dot) ||
 	    op->reserved0 || memchr_inv(op->reserved1, 0, sizeof(op->reserved1)))
 		return reject(tdev, "op %u: fn, bcast, dot flags or reserved", i);
-	if (!ref_ok(h, op->dst, false) || !ref_ok(h, op->src0, true) ||
-	    !ref_ok(h, op->src1, true))
+	if (!ref_valid(hdr, op->dst, false) ||
+	    !ref_valid(hdr, op->src0, true) ||
+	    !ref_valid(hdr, op->src1, true))
 		return reject(tdev, "op %u: a ref names nothing", i);
 	if (op->dst.kind == TPU_REF_OPERAND &&
-	    v->operands[op->dst.index].role != TPU_ROLE_OUTPUT)
+	    view->operands[op->dst.index].role != TPU_ROLE_OUTPUT)
 		return reject(tdev, "op %u: writes operand %u, not an output",
 			      i, op->dst.index);
-	if (!prog_ok(h, &op->pred) || !prog_ok(h, &op->scalar_index))
+	if (!prog_in_code(hdr, &op->pred) ||
+	    !prog_in_code(hdr, &op->scalar_index))
 		return reject(tdev, "op %u: program outside the code", i);
 	return 0;
 }
@@ -260,45 +285,46 @@ static int check_op(struct tpu_device *tdev, const struct job_view *v,
 int tpu_job_check(struct tpu_device *tdev, const void *blob, u32 size,
 		  const u64 *slot_sizes, unsigned int nslots)
 {
-	struct job_view v = { .hdr = blob };
-	const struct tpu_job_header *h = blob;
+	struct job_view view = { .hdr = blob };
+	const struct tpu_job_header *hdr = blob;
 	u64 vmem = 0;
 	unsigned int i;
 	int ret;
 
-	ret = check_layout(tdev, h, size);
+	ret = check_layout(tdev, hdr, size);
 	if (!ret)
-		ret = check_grid(tdev, h);
+		ret = check_grid(tdev, hdr);
 	if (ret)
 		return ret;
-	v.operands = blob + h->operands_offset;
-	v.scratch = blob + h->scratch_offset;
-	v.ops = blob + h->ops_offset;
-	v.insns = blob + h->code_offset;
+	view.operands = blob + hdr->operands_offset;
+	view.scratch = blob + hdr->scratch_offset;
+	view.ops = blob + hdr->ops_offset;
+	view.insns = blob + hdr->code_offset;
 
-	for (i = 0; i < h->num_operands; i++) {
-		ret = check_operand(tdev, &v, i, slot_sizes, nslots, &vmem);
+	for (i = 0; i < hdr->num_operands; i++) {
+		ret = check_operand(tdev, &view, i, slot_sizes, nslots, &vmem);
 		if (ret)
 			return ret;
 	}
-	for (i = 0; i < h->num_scratch; i++) {
-		ret = check_scratch(tdev, &v.scratch[i], i, &vmem);
+	for (i = 0; i < hdr->num_scratch; i++) {
+		ret = check_scratch(tdev, &view.scratch[i], i, &vmem);
 		if (ret)
 			return ret;
 	}
-	for (i = 0; i < h->num_ops; i++) {
-		ret = check_op(tdev, &v, i);
+	for (i = 0; i < hdr->num_ops; i++) {
+		ret = check_op(tdev, &view, i);
 		if (ret)
 			return ret;
 	}
-	for (i = 0; i < h->num_insns; i++)
-		if (v.insns[i].op >= TPU_INSN_COUNT ||
-		    memchr_inv(v.insns[i].reserved, 0, sizeof(v.insns[i].reserved)))
+	for (i = 0; i < hdr->num_insns; i++)
+		if (view.insns[i].op >= TPU_INSN_COUNT ||
+		    memchr_inv(view.insns[i].reserved, 0,
+			       sizeof(view.insns[i].reserved)))
 			return reject(tdev, "instruction %u", i);
 
-	if (h->vmem_limit_bytes > tdev->caps[TPU_CAP_VMEM_SIZE])
+	if (hdr->vmem_limit_bytes > tdev->caps[TPU_CAP_VMEM_SIZE])
 		return reject(tdev, "vmem_limit_bytes %llu above the %llu of VMEM",
-			      h->vmem_limit_bytes, tdev->caps[TPU_CAP_VMEM_SIZE]);
+			      hdr->vmem_limit_bytes, tdev->caps[TPU_CAP_VMEM_SIZE]);
 	if (vmem > tdev->caps[TPU_CAP_VMEM_SIZE]) {
 		tpu_dbg(tdev, "job rejected: needs %llu bytes of VMEM, the device has %llu\n",
 			vmem, tdev->caps[TPU_CAP_VMEM_SIZE]);

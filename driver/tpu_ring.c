@@ -7,8 +7,11 @@
 #include <linux/interrupt.h>
 #include <linux/slab.h>
 
+#include "tpu_device.h"
 #include "tpu_drv.h"
 #include "tpu_hw.h"
+#include "tpu_ring.h"
+#include "../uapi/tpu_hw.h"
 
 struct tpu_fence {
 	struct dma_fence base;
@@ -53,10 +56,11 @@ static int tpu_status_to_errno(u32 status)
 
 /*
  * Retire the oldest slot with @err. drm_sched does not pass a hardware
- * fence's error on to its finished fence, so with @to_job set it there too,
- * before the signal runs the scheduler's callback.
+ * fence's error on to its finished fence, so with @set_job_error set it
+ * there too, before the signal runs the scheduler's callback.
  */
-static void tpu_ring_retire_one(struct tpu_ring *ring, int err, bool to_job)
+static void tpu_ring_retire_one(struct tpu_ring *ring, int err,
+				bool set_job_error)
 {
 	u32 slot = ring->head & (ring->size - 1);
 	struct dma_fence *fence = ring->fences[slot];
@@ -64,7 +68,7 @@ static void tpu_ring_retire_one(struct tpu_ring *ring, int err, bool to_job)
 
 	if (err) {
 		dma_fence_set_error(fence, err);
-		if (to_job && finished && !dma_fence_is_signaled(finished))
+		if (set_job_error && finished && !dma_fence_is_signaled(finished))
 			dma_fence_set_error(finished, err);
 	}
 	dma_fence_signal_locked(fence);

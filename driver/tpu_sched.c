@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * What copy and compute jobs share: dependencies on syncobjs, buffer
- * references, submission to drm_sched, and recovery of a stuck queue.
+ * What copy and compute jobs share: a queue (a device ring and the
+ * scheduler that feeds it), dependencies on syncobjs, buffer references,
+ * submission to drm_sched, and recovery of a stuck queue.
  */
 #include <linux/dma-fence-array.h>
 #include <linux/slab.h>
 #include <drm/drm_gem.h>
 #include <drm/drm_syncobj.h>
 
-#include "tpu_drv.h"
+#include "tpu_device.h"
 #include "tpu_ring.h"
 #include "tpu_sched.h"
 
@@ -42,13 +43,13 @@ int tpu_sched_job_add_syncobj(struct tpu_sched_job *job, struct drm_file *file,
  * job as soon as a job of the same queue has merely started, and drop a
  * dependency on the same entity altogether as satisfied by order.
  */
-static struct dma_fence *tpu_sched_dep(struct tpu_sched_job *job,
-				       struct drm_sched_entity *entity,
-				       unsigned int i)
+static struct dma_fence *tpu_sched_dep_fence(struct tpu_sched_job *job,
+					     struct drm_sched_entity *entity,
+					     unsigned int i)
 {
 	struct dma_fence *dep = job->deps[i];
 	struct dma_fence_array *array;
-	struct dma_fence **one;
+	struct dma_fence **wrapped;
 
 	if (!to_drm_sched_fence(dep))
 		return dma_fence_get(dep);
@@ -58,16 +59,16 @@ static struct dma_fence *tpu_sched_dep(struct tpu_sched_job *job,
 		return dma_fence_get(dep);
 	}
 	/* Same entity: hide it in an array, which drm_sched waits for. */
-	one = kmalloc(sizeof(*one), GFP_KERNEL);
-	if (!one)
+	wrapped = kmalloc(sizeof(*wrapped), GFP_KERNEL);
+	if (!wrapped)
 		return dma_fence_get(dep);	/* ordered still, not cancelled */
-	one[0] = dma_fence_get(dep);
-	array = dma_fence_array_create(1, one, job->tdev->dep_fence_context,
+	wrapped[0] = dma_fence_get(dep);
+	array = dma_fence_array_create(1, wrapped, job->tdev->dep_fence_context,
 				       atomic_inc_return(&job->tdev->dep_fence_seqno),
 				       false);
 	if (!array) {
-		dma_fence_put(one[0]);
-		kfree(one);
+		dma_fence_put(wrapped[0]);
+		kfree(wrapped);
 		return dma_fence_get(dep);
 	}
 	return &array->base;
@@ -97,7 +98,7 @@ struct dma_fence *tpu_sched_job_push(struct tpu_sched_job *job,
 	for (i = 0; i < job->ndeps; i++) {
 		/* The scheduler consumes its reference; we keep ours. */
 		ret = drm_sched_job_add_dependency(&job->base,
-						   tpu_sched_dep(job, entity, i));
+						   tpu_sched_dep_fence(job, entity, i));
 		if (ret) {
 			drm_sched_job_cleanup(&job->base);
 			return ERR_PTR(ret);
@@ -152,28 +153,90 @@ void tpu_sched_job_release(struct tpu_sched_job *job)
 
 /**
  * tpu_sched_recover() - reset one queue, failing a stuck job if there is one
- * @tdev: the device
- * @sched: the queue's scheduler
- * @ring: the queue's ring
- * @bad: the job that ran past its limit, or NULL
+ * @queue: the queue
+ * @hung_job: the job that ran past its limit, or NULL
  *
  * Only this queue is reset: other queues, and so other kinds of work, go
- * on. @bad fails with -ETIMEDOUT; the other jobs in flight on the queue
+ * on. @hung_job fails with -ETIMEDOUT; the other jobs in flight on the queue
  * run again from the start (copies and grid jobs compute their results
  * from their inputs, so a rerun gives the same result).
  */
-void tpu_sched_recover(struct tpu_device *tdev, struct drm_gpu_scheduler *sched,
-		       struct tpu_ring *ring, struct drm_sched_job *bad)
+void tpu_sched_recover(struct tpu_queue *queue,
+		       struct drm_sched_job *hung_job)
 {
+	struct tpu_device *tdev = queue->ring.tdev;
+
 	mutex_lock(&tdev->reset_lock);
-	drm_sched_stop(sched, bad);
-	if (bad) {
-		to_tpu_sched_job(bad)->timed_out = true;
-		dma_fence_set_error(&bad->s_fence->finished, -ETIMEDOUT);
+	drm_sched_stop(&queue->sched, hung_job);
+	if (hung_job) {
+		to_tpu_sched_job(hung_job)->timed_out = true;
+		dma_fence_set_error(&hung_job->s_fence->finished, -ETIMEDOUT);
 	}
-	if (tpu_ring_reset(ring))
-		tpu_err(tdev, "%s did not restart\n", ring->name);
-	drm_sched_resubmit_jobs(sched);
-	drm_sched_start(sched, true);
+	if (tpu_ring_reset(&queue->ring))
+		tpu_err(tdev, "%s did not restart\n", queue->ring.name);
+	drm_sched_resubmit_jobs(&queue->sched);
+	drm_sched_start(&queue->sched, true);
 	mutex_unlock(&tdev->reset_lock);
+}
+
+/**
+ * tpu_queue_init() - bring up a device queue and its scheduler
+ * @tdev: the device, with interrupts set up
+ * @queue: the queue to set up
+ * @config: which device queue, its size, and the scheduler's backend
+ *
+ * Return: 0 or a negative errno.
+ */
+int tpu_queue_init(struct tpu_device *tdev, struct tpu_queue *queue,
+		   const struct tpu_queue_config *config)
+{
+	const struct drm_sched_init_args args = {
+		.ops = config->ops,
+		/* One descriptor per job: never more jobs than ring slots. */
+		.credit_limit = config->ring_size - 1,
+		.hang_limit = 0,
+		.timeout = msecs_to_jiffies(config->timeout_ms),
+		.name = config->name,
+		.dev = tdev->drm.dev,
+	};
+	int ret;
+
+	ret = tpu_ring_init(tdev, &queue->ring, config->hw_queue,
+			    config->ring_size);
+	if (ret)
+		return ret;
+	ret = drm_sched_init(&queue->sched, &args);
+	if (ret) {
+		tpu_err(tdev, "cannot start the %s scheduler: %d\n",
+			config->name, ret);
+		tpu_ring_fini(&queue->ring);
+	}
+	return ret;
+}
+
+/**
+ * tpu_queue_fini() - tear down a queue and its scheduler
+ * @queue: the queue, whose device queue has been stopped by a reset
+ */
+void tpu_queue_fini(struct tpu_queue *queue)
+{
+	drm_sched_fini(&queue->sched);
+	tpu_ring_fini(&queue->ring);
+}
+
+/**
+ * tpu_queue_entity_init() - open a queue of jobs on @queue
+ * @queue: the queue
+ * @entity: the entity to set up, destroyed with drm_sched_entity_destroy()
+ * @priority: DRM_SCHED_PRIORITY_*
+ *
+ * Return: 0 or a negative errno.
+ */
+int tpu_queue_entity_init(struct tpu_queue *queue,
+			  struct drm_sched_entity *entity,
+			  enum drm_sched_priority priority)
+{
+	struct drm_gpu_scheduler *sched = &queue->sched;
+
+	return drm_sched_entity_init(entity, priority, &sched, 1, NULL);
 }

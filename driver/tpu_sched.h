@@ -5,13 +5,39 @@
 #include <drm/gpu_scheduler.h>
 
 #include "../uapi/tpu_job.h"
+#include "tpu_ring.h"
 
 struct drm_file;
 struct drm_gem_object;
 struct tpu_device;
-struct tpu_ring;
 
 #define TPU_MAX_IN_SYNCOBJS	64
+
+/**
+ * struct tpu_queue - a device queue and the scheduler that feeds it
+ * @ring: the device queue's ring
+ * @sched: the scheduler, one descriptor per job
+ */
+struct tpu_queue {
+	struct tpu_ring ring;
+	struct drm_gpu_scheduler sched;
+};
+
+/**
+ * struct tpu_queue_config - what tells one queue from another
+ * @hw_queue: TPU_QUEUE_*
+ * @ring_size: ring entries, a power of two no larger than TPU_Q_MAX_SIZE
+ * @ops: the scheduler's backend for this kind of job
+ * @timeout_ms: how long a job runs before @ops->timedout_job is called
+ * @name: the scheduler's name
+ */
+struct tpu_queue_config {
+	unsigned int hw_queue;
+	u32 ring_size;
+	const struct drm_sched_backend_ops *ops;
+	unsigned int timeout_ms;
+	const char *name;
+};
 
 /**
  * struct tpu_sched_job - what copy and compute jobs share
@@ -45,7 +71,14 @@ struct dma_fence *tpu_sched_job_push(struct tpu_sched_job *job,
 				     void *owner);
 bool tpu_sched_job_cancelled(struct tpu_sched_job *job);
 void tpu_sched_job_release(struct tpu_sched_job *job);
-void tpu_sched_recover(struct tpu_device *tdev, struct drm_gpu_scheduler *sched,
-		       struct tpu_ring *ring, struct drm_sched_job *bad);
+void tpu_sched_recover(struct tpu_queue *queue,
+		       struct drm_sched_job *hung_job);
+
+int tpu_queue_init(struct tpu_device *tdev, struct tpu_queue *queue,
+		   const struct tpu_queue_config *config);
+void tpu_queue_fini(struct tpu_queue *queue);
+int tpu_queue_entity_init(struct tpu_queue *queue,
+			  struct drm_sched_entity *entity,
+			  enum drm_sched_priority priority);
 
 #endif /* __TPU_SCHED_H__ */

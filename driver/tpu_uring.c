@@ -11,7 +11,7 @@
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
 
-#include "tpu_drv.h"
+#include "tpu_device.h"
 #include "tpu_dma.h"
 #include "tpu_job.h"
 #include "tpu_uring.h"

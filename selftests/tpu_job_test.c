@@ -426,6 +426,12 @@ TEST_F(job, malformed_descriptors_never_reach_the_device)
 	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
 	CORRUPT(ops[0].block[0] = ops[0].block[1] = 1u << 20);	/* 4 TiB block */
 	EXPECT_EQ(-ENOSPC, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
+	/* VMEM needs past 2^64 bytes, which a wrapping sum would let through. */
+	CORRUPT(ops[0].block[0] = 1u << 31; ops[0].block[1] = 1u << 30);	/* 2^63 B, twice */
+	EXPECT_EQ(-ENOSPC, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
+	CORRUPT(ops[0].block[0] = ops[1].block[0] = 1u << 31;
+		ops[0].block[1] = ops[1].block[1] = 1u << 29);	/* 2 x 2^62 B, twice */
+	EXPECT_EQ(-ENOSPC, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
 	EXPECT_EQ(-E2BIG, submit(self->fd, bad, TPU_JOB_MAX_SIZE + 8, handles, 3, 0, 0, &id));
 	EXPECT_EQ(-EINVAL, submit(self->fd, bad, 8, handles, 3, 0, 0, &id));
 	handles[1] = 999;
