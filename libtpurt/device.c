@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <xf86drm.h>
 
+#include "tpu_config.h"
 #include "tpu_drm.h"
 #include "tpurt_private.h"
 
@@ -127,32 +128,24 @@ static int get_param(struct tpurt_device *dev, uint32_t param, uint64_t *value)
 	return 0;
 }
 
+/* GET_PARAM for each field of the device info, read by render_info(). */
+static const struct {
+	uint32_t param;
+	size_t offset;
+	size_t size;
+} info_params[] = {
+#define INFO_PARAM(param, field) \
+	{ param, offsetof(struct tpurt_device_info, field), \
+	  sizeof(((struct tpurt_device_info *)0)->field) },
+	INFO_PARAM(DRM_TPU_PARAM_HW_VERSION, hw_version)
+#define INFO_DEVICE_PARAM(id, field, ...) INFO_PARAM(DRM_TPU_PARAM_##id, field)
+	TPU_PARAMS(INFO_DEVICE_PARAM)
+#undef INFO_DEVICE_PARAM
+#undef INFO_PARAM
+};
+
 static int render_info(struct tpurt_device *dev, struct tpurt_device_info *info)
 {
-	static const struct {
-		uint32_t param;
-		size_t offset;
-		size_t size;
-	} fields[] = {
-#define FIELD(param, member) \
-	{ DRM_TPU_PARAM_##param, offsetof(struct tpurt_device_info, member), \
-	  sizeof(((struct tpurt_device_info *)0)->member) }
-		FIELD(HW_VERSION, hw_version),
-		FIELD(HBM_SIZE, hbm_size),
-		FIELD(VMEM_SIZE, vmem_size),
-		FIELD(VMEM_LIMIT, vmem_limit),
-		FIELD(SMEM_SIZE, smem_size),
-		FIELD(CORES, cores),
-		FIELD(MXU_DIM, mxu_dim),
-		FIELD(MXU_COUNT, mxu_count),
-		FIELD(PEAK_FLOPS_BF16, peak_flops_bf16),
-		FIELD(PEAK_FLOPS_F32, peak_flops_f32),
-		FIELD(PEAK_OPS_INT8, peak_ops_int8),
-		FIELD(HBM_BANDWIDTH, hbm_bandwidth),
-		FIELD(STEP_COST_NS, step_cost_ns),
-		FIELD(LAUNCH_COST_NS, launch_cost_ns),
-#undef FIELD
-	};
 	drmVersionPtr ver;
 	size_t i;
 	int ret;
@@ -166,14 +159,14 @@ static int render_info(struct tpurt_device *dev, struct tpurt_device_info *info)
 	snprintf(info->driver, sizeof(info->driver), "%s", ver->name);
 	drmFreeVersion(ver);
 
-	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-		char *dst = (char *)info + fields[i].offset;
+	for (i = 0; i < sizeof(info_params) / sizeof(info_params[0]); i++) {
+		char *dst = (char *)info + info_params[i].offset;
 		uint64_t v = 0;
 
-		ret = get_param(dev, fields[i].param, &v);
+		ret = get_param(dev, info_params[i].param, &v);
 		if (ret)
 			return ret;
-		if (fields[i].size == sizeof(uint32_t)) {
+		if (info_params[i].size == sizeof(uint32_t)) {
 			uint32_t v32 = (uint32_t)v;
 
 			memcpy(dst, &v32, sizeof(v32));
@@ -183,6 +176,28 @@ static int render_info(struct tpurt_device *dev, struct tpurt_device_info *info)
 	}
 	return 0;
 }
+
+/*
+ * The public structs spell out the device parameters of uapi/tpu_params.h
+ * for programs to read: each parameter is a field of the engine's width,
+ * in table order, and there are no others.
+ */
+#define SAME_FIELD(type, id, field, ...) \
+	_Static_assert(sizeof(((type *)0)->field) == \
+		       sizeof(((struct tpu_config *)0)->field) && \
+		       offsetof(type, field) - offsetof(type, hbm_size) == \
+		       offsetof(struct tpu_config, field), \
+		       #type "." #field " differs from the device parameter");
+#define DEVICE_INFO_FIELD(...) SAME_FIELD(struct tpurt_device_info, __VA_ARGS__)
+#define SIM_CONFIG_FIELD(...) SAME_FIELD(struct tpurt_sim_config, __VA_ARGS__)
+TPU_PARAMS(DEVICE_INFO_FIELD)
+TPU_PARAMS(SIM_CONFIG_FIELD)
+_Static_assert(sizeof(struct tpurt_device_info) ==
+	       offsetof(struct tpurt_device_info, hbm_size) + sizeof(struct tpu_config),
+	       "struct tpurt_device_info: a field after the device parameters");
+_Static_assert(sizeof(struct tpurt_sim_config) == sizeof(struct tpu_config) &&
+	       offsetof(struct tpurt_sim_config, hbm_size) == 0,
+	       "struct tpurt_sim_config: a field that is no device parameter");
 
 int tpurt_device_info(struct tpurt_device *dev, struct tpurt_device_info *info)
 {

@@ -55,19 +55,9 @@ static int sim_info(struct tpurt_device *dev, struct tpurt_device_info *info)
 	snprintf(info->node, sizeof(info->node), "%s", dev->node);
 	snprintf(info->driver, sizeof(info->driver), "tpu-sim");
 	info->hw_version = 1 << 16;
-	info->hbm_size = c->hbm_size;
-	info->vmem_size = c->vmem_size;
-	info->vmem_limit = c->vmem_limit;
-	info->smem_size = c->smem_size;
-	info->cores = c->cores;
-	info->mxu_dim = c->mxu_dim;
-	info->mxu_count = c->mxu_count;
-	info->peak_flops_bf16 = c->peak_flops_bf16;
-	info->peak_flops_f32 = c->peak_flops_f32;
-	info->peak_ops_int8 = c->peak_ops_int8;
-	info->hbm_bandwidth = c->hbm_bandwidth;
-	info->step_cost_ns = c->step_cost_ns;
-	info->launch_cost_ns = c->launch_cost_ns;
+#define INFO_FROM_CONFIG(id, field, ...) info->field = c->field;
+	TPU_PARAMS(INFO_FROM_CONFIG)
+#undef INFO_FROM_CONFIG
 	return 0;
 }
 
@@ -206,21 +196,11 @@ static void sim_config(const struct tpurt_sim_config *c, struct tpu_config *cfg)
 	tpu_config_defaults(cfg);
 	if (!c)
 		return;
-#define TAKE(f) do { if (c->f) cfg->f = c->f; } while (0)
-	TAKE(hbm_size);
-	TAKE(vmem_size);
-	TAKE(vmem_limit);
-	TAKE(smem_size);
-	TAKE(cores);
-	TAKE(mxu_dim);
-	TAKE(mxu_count);
-	TAKE(peak_flops_bf16);
-	TAKE(peak_flops_f32);
-	TAKE(peak_ops_int8);
-	TAKE(hbm_bandwidth);
-	TAKE(step_cost_ns);
-	TAKE(launch_cost_ns);
-#undef TAKE
+#define TAKE_GIVEN(id, field, ...) \
+	if (c->field) \
+		cfg->field = c->field;
+	TPU_PARAMS(TAKE_GIVEN)
+#undef TAKE_GIVEN
 }
 
 int tpurt_open_sim(const struct tpurt_sim_config *c, struct tpurt_device **devp)

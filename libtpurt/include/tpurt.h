@@ -23,7 +23,9 @@ struct tpurt_device;
  * struct tpurt_device_info - identity and capabilities of a device
  *
  * Sizes are in bytes, rates per second, costs in nanoseconds. The rates and
- * costs are those of the chip the device models, not of the host.
+ * costs are those of the chip the device models, not of the host. The fields
+ * from hbm_size on are the device's parameters, as uapi/tpu_params.h lists
+ * them (checked when libtpurt is built).
  */
 struct tpurt_device_info {
 	char node[64];			/* render node path */
@@ -59,7 +61,8 @@ int tpurt_open_path(const char *path, struct tpurt_device **devp);
  * host memory, copies by memcpy, jobs run on the calling thread. Buffers,
  * arrays and pallas_call work on it exactly as on a render node; host tests
  * use it to run real jobs without a VM. Each field left 0 takes the device's
- * default (a TPU v5e, as the QEMU device's properties). Only in
+ * default (a TPU v5e, as the QEMU device's properties); the fields are the
+ * device's parameters of uapi/tpu_params.h, in its order. Only in
  * libtpurt-sim.a (link it with the engine and OpenBLAS); the shared library
  * returns -EOPNOTSUPP.
  */
