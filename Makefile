@@ -195,7 +195,7 @@ $(GUEST_BIN)/%: bench/%.c $(TPURT_SO)
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< $(TPURT_LINK)
 
 $(SIM_TESTS:%=$(BUILD)/tests/%): $(TPURT_SIM_LIB)
-$(SIM_TESTS:%=$(BUILD)/tests/%): TEST_EXTRA = $(TPURT_SIM_LIB)
+$(SIM_TESTS:%=$(BUILD)/tests/%): TEST_EXTRA = $(TPURT_SIM_LIB) -luring
 
 $(GUEST_BIN)/bench_submit: selftests/tpu_job_blob.h
 

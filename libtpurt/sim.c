@@ -177,6 +177,30 @@ static int sim_job_wait(struct tpurt_job *job)
 	return 0;	/* it ran in submit */
 }
 
+/* Queues need the render node's io_uring or syncobjs; jobs here run at once. */
+static int sim_no_queues(struct tpurt_device *dev)
+{
+	return tpurt_fail(-EOPNOTSUPP,
+			  "%s: the in-process device has no queues or syncobjs (they are the render node's io_uring and ioctls); it runs each job as it is submitted: use tpurt_buffer_*, tpurt_job_* or tpurt_pallas_call",
+			  dev->node);
+}
+
+static int sim_submit_path(struct tpurt_device *dev,
+			   enum tpurt_submit_path want,
+			   enum tpurt_submit_path *path)
+{
+	return sim_no_queues(dev);
+}
+
+static int sim_sync_create(struct tpurt_device *dev, uint32_t *syncp)
+{
+	return sim_no_queues(dev);
+}
+
+static void sim_sync_destroy(struct tpurt_device *dev, uint32_t sync)
+{
+}
+
 static const struct tpurt_backend sim_backend = {
 	.close = sim_close,
 	.info = sim_info,
@@ -188,6 +212,9 @@ static const struct tpurt_backend sim_backend = {
 	.buffer_map = sim_buffer_map,
 	.job_submit = sim_job_submit,
 	.job_wait = sim_job_wait,
+	.submit_path = sim_submit_path,
+	.sync_create = sim_sync_create,
+	.sync_destroy = sim_sync_destroy,
 };
 
 /* The engine's defaults, overridden by the non-zero fields of @c. */
