@@ -35,8 +35,10 @@ static void format_value(char *buf, size_t len, uint64_t v, const char *unit)
 		snprintf(buf, len, "%.1f T%s", v / 1e12, unit);
 	else if (!strcmp(unit, "bytes/s"))
 		snprintf(buf, len, "%.1f GB/s", v / 1e9);
-	else
-		snprintf(buf, len, "%llu %s", (unsigned long long)v, unit);
+	else if (!strcmp(unit, "ns"))
+		snprintf(buf, len, "%llu ns", (unsigned long long)v);
+	else		/* a count: the description says of what */
+		snprintf(buf, len, "%llu", (unsigned long long)v);
 }
 
 static void print_params(const struct tpurt_device_info *info)
