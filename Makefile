@@ -71,9 +71,9 @@ GUEST_BIN	= $(BUILD)/guest/bin
 GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%) \
 		  $(GUEST_BENCH:%=$(GUEST_BIN)/%)
 
-# --- host tools (tools/): the timing model's CLI ---
+# --- host tools (tools/): the timing model's CLI, the parameter table ---
 TOOL_BIN	= $(BUILD)/bin
-TOOLS		= $(TOOL_BIN)/tpurt-model
+TOOLS		= $(TOOL_BIN)/tpurt-model $(TOOL_BIN)/tpurt-params
 PUBLISHED_TSV	= tools/v5e-published.tsv
 
 # --- host unit tests (tests/) ---
@@ -82,7 +82,7 @@ HOST_TESTS	= engine_config_test engine_copy_test engine_gemm_test \
 		  engine_scalar_test engine_errors_test engine_ops_test \
 		  engine_debug_test engine_cast_test engine_pool_test \
 		  engine_model_match_test engine_abort_test tpurt_open_test \
-		  $(SIM_TESTS)
+		  params_table_test $(SIM_TESTS)
 # Runtime tests on the in-process device (libtpurt-sim.a).
 SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 		  tpurt_matmul_test tpurt_analysis_test tpurt_template_test \
@@ -196,7 +196,7 @@ $(GUEST_BIN)/%: bench/%.c $(TPURT_SO)
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< $(TPURT_LINK)
 
 $(SIM_TESTS:%=$(BUILD)/tests/%): $(TPURT_SIM_LIB)
-$(SIM_TESTS:%=$(BUILD)/tests/%): TEST_EXTRA = $(TPURT_SIM_LIB)
+$(SIM_TESTS:%=$(BUILD)/tests/%): TEST_EXTRA = $(TPURT_SIM_LIB) -luring
 
 $(GUEST_BIN)/bench_submit: selftests/tpu_job_blob.h
 
@@ -221,6 +221,17 @@ $(TOOL_BIN)/%: tools/%.c tools/published.c tools/published.h $(ENGINE_LIB) $(RUL
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(ENGINE_CFLAGS) -Itools -o $@ $< tools/published.c $(ENGINE_LINK) -lm
+
+# The device parameters' table (uapi/tpu_params.h) as README and check.sh use it.
+$(TOOL_BIN)/tpurt-params: tools/tpurt-params.c uapi/tpu_params.h uapi/tpu_drm.h
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(DRM_CFLAGS) -o $@ $<
+
+# README's table of parameters is what tpurt-params prints.
+$(BUILD)/tests/params_table_test: $(TOOL_BIN)/tpurt-params README.md
+$(BUILD)/tests/params_table_test: TEST_EXTRA = \
+	-DPARAMS_TOOL='"$(CURDIR)/$(TOOL_BIN)/tpurt-params"' -DREADME='"$(CURDIR)/README.md"'
 
 # The published v5e table beside the model's figures (no VM, instant).
 model-table: $(TOOL_BIN)/tpurt-model

@@ -22,24 +22,6 @@
 #include "../uapi/tpu_drm.h"
 #include "../uapi/tpu_hw.h"
 
-/* DRM_TPU_PARAM_* -> TPU_CAP_* for the parameters read from the device. */
-static const int tpu_param_cap[DRM_TPU_PARAM_LAUNCH_COST_NS + 1] = {
-	[DRM_TPU_PARAM_HW_VERSION] = -1,
-	[DRM_TPU_PARAM_HBM_SIZE] = TPU_CAP_HBM_SIZE,
-	[DRM_TPU_PARAM_VMEM_SIZE] = TPU_CAP_VMEM_SIZE,
-	[DRM_TPU_PARAM_VMEM_LIMIT] = TPU_CAP_VMEM_LIMIT,
-	[DRM_TPU_PARAM_SMEM_SIZE] = TPU_CAP_SMEM_SIZE,
-	[DRM_TPU_PARAM_CORES] = TPU_CAP_CORES,
-	[DRM_TPU_PARAM_MXU_DIM] = TPU_CAP_MXU_DIM,
-	[DRM_TPU_PARAM_MXU_COUNT] = TPU_CAP_MXU_COUNT,
-	[DRM_TPU_PARAM_PEAK_FLOPS_BF16] = TPU_CAP_PEAK_FLOPS_BF16,
-	[DRM_TPU_PARAM_PEAK_FLOPS_F32] = TPU_CAP_PEAK_FLOPS_F32,
-	[DRM_TPU_PARAM_PEAK_OPS_INT8] = TPU_CAP_PEAK_OPS_INT8,
-	[DRM_TPU_PARAM_HBM_BANDWIDTH] = TPU_CAP_HBM_BANDWIDTH,
-	[DRM_TPU_PARAM_STEP_COST_NS] = TPU_CAP_STEP_COST_NS,
-	[DRM_TPU_PARAM_LAUNCH_COST_NS] = TPU_CAP_LAUNCH_COST_NS,
-};
-
 static u64 tpu_queue_reg64(struct tpu_device *tdev, unsigned int queue, u32 lo)
 {
 	u64 val = tpu_reg_read(tdev, TPU_REG_Q(queue, lo));
@@ -81,8 +63,8 @@ static int tpu_ioctl_get_param(struct drm_device *drm, void *data,
 	case DRM_TPU_PARAM_HW_VERSION:
 		args->value = tdev->hw_version;
 		return 0;
-	case DRM_TPU_PARAM_HBM_SIZE ... DRM_TPU_PARAM_LAUNCH_COST_NS:
-		args->value = tdev->caps[tpu_param_cap[args->param]];
+	case DRM_TPU_PARAM_OF_CAP(0) ... DRM_TPU_PARAM_OF_CAP(TPU_CAP_COUNT - 1):
+		args->value = tdev->caps[args->param - DRM_TPU_PARAM_OF_CAP(0)];
 		return 0;
 	case DRM_TPU_PARAM_DMA_DESCRIPTORS ... DRM_TPU_PARAM_COUNT - 1:
 		args->value = tpu_queue_stat(tdev, args->param);

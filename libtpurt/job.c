@@ -1,17 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
  * Jobs: waiting for a submitted grid job and turning the device's report
- * into statistics and a message. The render node's submit and wait
- * (DRM_IOCTL_TPU_SUBMIT, DRM_IOCTL_TPU_JOB_INFO) are here too.
+ * into statistics and a message. Submitting and waiting are the device's
+ * backend's (render.c, sim.c).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <xf86drm.h>
 
-#include "tpu_drm.h"
 #include "tpurt_private.h"
 
 uint64_t tpurt_now_ns(void)
@@ -20,63 +18,6 @@ uint64_t tpurt_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-int tpurt_render_job_submit(struct tpurt_job *job, const void *desc,
-			    size_t len, struct tpurt_buffer *const *bufs,
-			    unsigned int nbufs)
-{
-	struct tpurt_device *dev = job->dev;
-	uint32_t handles[TPU_JOB_MAX_SLOTS];
-	struct drm_tpu_submit args = {
-		.desc_ptr = (uintptr_t)desc, .desc_size = (uint32_t)len,
-		.handles_ptr = (uintptr_t)handles, .handle_count = nbufs,
-	};
-	int err;
-
-	for (unsigned int i = 0; i < nbufs; i++)
-		handles[i] = bufs[i]->handle;
-	/* The out syncobj is what io_uring users and other jobs wait on. */
-	if (drmSyncobjCreate(dev->fd, 0, &job->syncobj)) {
-		err = -errno;
-		return tpurt_fail(err, "%s: syncobj create: %s", dev->node,
-				  strerror(-err));
-	}
-	args.out_syncobj = job->syncobj;
-	if (drmIoctl(dev->fd, DRM_IOCTL_TPU_SUBMIT, &args)) {
-		err = -errno;
-		drmSyncobjDestroy(dev->fd, job->syncobj);
-		job->syncobj = 0;
-		return tpurt_fail(err, "%s: SUBMIT: %s%s", dev->node,
-				  strerror(-err),
-				  err == -ENOSPC ? " (VMEM need over the device's VMEM)" : "");
-	}
-	job->id = args.job_id;
-	return 0;
-}
-
-int tpurt_render_job_wait(struct tpurt_job *job)
-{
-	struct tpurt_device *dev = job->dev;
-	struct drm_tpu_job_info args = {
-		.job_id = job->id,
-		.report_ptr = (uintptr_t)&job->report,
-		.report_size = sizeof(job->report),
-		.flags = DRM_TPU_JOB_INFO_WAIT | DRM_TPU_JOB_INFO_RELEASE,
-	};
-
-	if (drmIoctl(dev->fd, DRM_IOCTL_TPU_JOB_INFO, &args)) {
-		int err = -errno;
-
-		return tpurt_fail(err, "%s: JOB_INFO of job %llu: %s", dev->node,
-				  (unsigned long long)job->id, strerror(-err));
-	}
-	job->status = args.status;
-	if (job->syncobj) {
-		drmSyncobjDestroy(dev->fd, job->syncobj);
-		job->syncobj = 0;
-	}
-	return 0;
 }
 
 static const char *ref_name(const struct tpurt_job *job, uint32_t index)

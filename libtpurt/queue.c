@@ -4,6 +4,9 @@
  * completed in batches. Over io_uring (DRM_TPU_URING_CMD_*, SQE128 and
  * CQE32 rings) or, where that is missing, over ioctls with one syncobj per
  * command exported as a sync_file to poll and to read the status from.
+ * Both are the render node's: a queue exists only on a device whose
+ * backend offers a submit path (the in-process device has none, and
+ * tpurt_queue_create says so).
  */
 #include <errno.h>
 #include <liburing.h>
@@ -56,70 +59,44 @@ struct tpurt_queue {
 
 /* --- paths --- */
 
-static struct io_uring_sqe *prep_uring_cmd(struct io_uring *ring, int fd,
-					   uint32_t op, const void *args,
-					   size_t size, uint64_t user_data)
+/* The path queues of @dev take, probed once; a failure if it has none. */
+static int device_path(struct tpurt_device *dev, enum tpurt_submit_path *path)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	if (dev->submit_path == TPURT_PATH_AUTO) {
+		enum tpurt_submit_path probed;
+		int ret = dev->ops->submit_path(dev, TPURT_PATH_AUTO, &probed);
 
-	if (!sqe)
-		return NULL;
-	/*
-	 * 128 bytes: the SQE and its payload, which must be zero past @args.
-	 * The offset is zero too: it shares its bytes with cmd_op, so it must
-	 * not be written after it.
-	 */
-	memset(sqe, 0, 2 * sizeof(*sqe));
-	sqe->opcode = IORING_OP_URING_CMD;
-	sqe->fd = fd;
-	sqe->cmd_op = op;
-	memcpy(sqe->cmd, args, size);
-	sqe->user_data = user_data;
-	return sqe;
-}
-
-/* Whether the driver takes io_uring commands: an unknown op gets -EINVAL. */
-static int probe_uring(int fd)
-{
-	struct io_uring_params p = {
-		.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32,
-	};
-	struct io_uring_cqe *cqe;
-	struct io_uring ring;
-	int ok = 0;
-
-	if (io_uring_queue_init_params(2, &ring, &p))
-		return 0;
-	if (prep_uring_cmd(&ring, fd, 0, NULL, 0, 1) &&
-	    io_uring_submit(&ring) == 1 && !io_uring_wait_cqe(&ring, &cqe)) {
-		ok = cqe->res == -EINVAL;
-		io_uring_cqe_seen(&ring, cqe);
+		if (ret)
+			return ret;
+		dev->submit_path = probed;
 	}
-	io_uring_queue_exit(&ring);
-	return ok;
+	*path = dev->submit_path;
+	return 0;
 }
 
 enum tpurt_submit_path tpurt_device_submit_path(struct tpurt_device *dev)
 {
-	if (dev->submit_path == TPURT_PATH_AUTO)
-		dev->submit_path = probe_uring(dev->fd) ? TPURT_PATH_URING :
-							  TPURT_PATH_IOCTL;
-	return dev->submit_path;
+	enum tpurt_submit_path path;
+
+	return device_path(dev, &path) ? TPURT_PATH_AUTO : path;
 }
 
 int tpurt_device_set_submit_path(struct tpurt_device *dev,
 				 enum tpurt_submit_path path)
 {
+	enum tpurt_submit_path got;
+	int ret;
+
 	switch (path) {
-	case TPURT_PATH_URING:
-		if (!probe_uring(dev->fd))
-			return tpurt_fail(-EOPNOTSUPP,
-					  "%s: no io_uring commands (kernel or driver too old, or io_uring disabled)",
-					  dev->node);
-		/* fall through */
 	case TPURT_PATH_AUTO:
-	case TPURT_PATH_IOCTL:
 		dev->submit_path = path;
+		return 0;
+	case TPURT_PATH_URING:
+	case TPURT_PATH_IOCTL:
+		ret = dev->ops->submit_path(dev, path, &got);
+		if (ret)
+			return ret;
+		dev->submit_path = got;
 		return 0;
 	default:
 		return tpurt_fail(-EINVAL, "unknown submit path %d", path);
@@ -128,16 +105,13 @@ int tpurt_device_set_submit_path(struct tpurt_device *dev,
 
 int tpurt_sync_create(struct tpurt_device *dev, uint32_t *syncp)
 {
-	if (drmSyncobjCreate(dev->fd, 0, syncp))
-		return tpurt_fail(-errno, "%s: SYNCOBJ_CREATE: %s", dev->node,
-				  strerror(errno));
-	return 0;
+	return dev->ops->sync_create(dev, syncp);
 }
 
 void tpurt_sync_destroy(struct tpurt_device *dev, uint32_t sync)
 {
 	if (sync)
-		drmSyncobjDestroy(dev->fd, sync);
+		dev->ops->sync_destroy(dev, sync);
 }
 
 /* --- queue life --- */
@@ -159,6 +133,7 @@ int tpurt_queue_create(struct tpurt_device *dev, unsigned int entries,
 	unsigned int i;
 	int ret;
 
+	*qp = NULL;
 	if (!entries || entries > 4096)
 		return tpurt_fail(-EINVAL, "queue of %u entries (1..4096)",
 				  entries);
@@ -166,7 +141,11 @@ int tpurt_queue_create(struct tpurt_device *dev, unsigned int entries,
 	if (!q)
 		return tpurt_fail(-ENOMEM, "out of memory");
 	q->dev = dev;
-	q->path = tpurt_device_submit_path(dev);
+	ret = device_path(dev, &q->path);
+	if (ret) {
+		free(q);
+		return ret;
+	}
 	q->entries = entries;
 	q->cmds = calloc(entries, sizeof(*q->cmds));
 	q->free_ids = calloc(entries, sizeof(unsigned int));
@@ -280,12 +259,12 @@ static int commit_cmd(struct tpurt_queue *q, struct qcmd *cmd)
 		else
 			cmd->args.submit.out_syncobj = cmd->signal;
 		/* Never full: each of the @entries commands takes one SQE. */
-		if (!prep_uring_cmd(&q->ring, q->dev->fd,
-				    copy ? DRM_TPU_URING_CMD_COPY :
-					   DRM_TPU_URING_CMD_SUBMIT,
-				    &cmd->args,
-				    copy ? sizeof(cmd->args.copy) :
-					   sizeof(cmd->args.submit), id))
+		if (!tpurt_uring_prep_cmd(&q->ring, q->dev->fd,
+					  copy ? DRM_TPU_URING_CMD_COPY :
+						 DRM_TPU_URING_CMD_SUBMIT,
+					  &cmd->args,
+					  copy ? sizeof(cmd->args.copy) :
+						 sizeof(cmd->args.submit), id))
 			return tpurt_fail(-EBUSY, "submission ring full");
 	}
 	q->queued[q->nqueued++] = id;

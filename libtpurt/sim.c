@@ -55,19 +55,9 @@ static int sim_info(struct tpurt_device *dev, struct tpurt_device_info *info)
 	snprintf(info->node, sizeof(info->node), "%s", dev->node);
 	snprintf(info->driver, sizeof(info->driver), "tpu-sim");
 	info->hw_version = 1 << 16;
-	info->hbm_size = c->hbm_size;
-	info->vmem_size = c->vmem_size;
-	info->vmem_limit = c->vmem_limit;
-	info->smem_size = c->smem_size;
-	info->cores = c->cores;
-	info->mxu_dim = c->mxu_dim;
-	info->mxu_count = c->mxu_count;
-	info->peak_flops_bf16 = c->peak_flops_bf16;
-	info->peak_flops_f32 = c->peak_flops_f32;
-	info->peak_ops_int8 = c->peak_ops_int8;
-	info->hbm_bandwidth = c->hbm_bandwidth;
-	info->step_cost_ns = c->step_cost_ns;
-	info->launch_cost_ns = c->launch_cost_ns;
+#define INFO_FROM_CONFIG(id, field, ...) info->field = c->field;
+	TPU_PARAMS(INFO_FROM_CONFIG)
+#undef INFO_FROM_CONFIG
 	return 0;
 }
 
@@ -187,6 +177,30 @@ static int sim_job_wait(struct tpurt_job *job)
 	return 0;	/* it ran in submit */
 }
 
+/* Queues need the render node's io_uring or syncobjs; jobs here run at once. */
+static int sim_no_queues(struct tpurt_device *dev)
+{
+	return tpurt_fail(-EOPNOTSUPP,
+			  "%s: the in-process device has no queues or syncobjs (they are the render node's io_uring and ioctls); it runs each job as it is submitted: use tpurt_buffer_*, tpurt_job_* or tpurt_pallas_call",
+			  dev->node);
+}
+
+static int sim_submit_path(struct tpurt_device *dev,
+			   enum tpurt_submit_path want,
+			   enum tpurt_submit_path *path)
+{
+	return sim_no_queues(dev);
+}
+
+static int sim_sync_create(struct tpurt_device *dev, uint32_t *syncp)
+{
+	return sim_no_queues(dev);
+}
+
+static void sim_sync_destroy(struct tpurt_device *dev, uint32_t sync)
+{
+}
+
 static const struct tpurt_backend sim_backend = {
 	.close = sim_close,
 	.info = sim_info,
@@ -198,6 +212,9 @@ static const struct tpurt_backend sim_backend = {
 	.buffer_map = sim_buffer_map,
 	.job_submit = sim_job_submit,
 	.job_wait = sim_job_wait,
+	.submit_path = sim_submit_path,
+	.sync_create = sim_sync_create,
+	.sync_destroy = sim_sync_destroy,
 };
 
 /* The engine's defaults, overridden by the non-zero fields of @c. */
@@ -206,21 +223,11 @@ static void sim_config(const struct tpurt_sim_config *c, struct tpu_config *cfg)
 	tpu_config_defaults(cfg);
 	if (!c)
 		return;
-#define TAKE(f) do { if (c->f) cfg->f = c->f; } while (0)
-	TAKE(hbm_size);
-	TAKE(vmem_size);
-	TAKE(vmem_limit);
-	TAKE(smem_size);
-	TAKE(cores);
-	TAKE(mxu_dim);
-	TAKE(mxu_count);
-	TAKE(peak_flops_bf16);
-	TAKE(peak_flops_f32);
-	TAKE(peak_ops_int8);
-	TAKE(hbm_bandwidth);
-	TAKE(step_cost_ns);
-	TAKE(launch_cost_ns);
-#undef TAKE
+#define TAKE_GIVEN(id, field, ...) \
+	if (c->field) \
+		cfg->field = c->field;
+	TPU_PARAMS(TAKE_GIVEN)
+#undef TAKE_GIVEN
 }
 
 int tpurt_open_sim(const struct tpurt_sim_config *c, struct tpurt_device **devp)

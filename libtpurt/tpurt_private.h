@@ -12,9 +12,9 @@
 struct tpurt_job;
 
 /*
- * A device's backend: the render node (device.c, buffer.c, job.c) or the
- * in-process engine (sim.c). Buffer and job calls are checked by the
- * public functions before they reach a backend.
+ * A device's backend: the render node (render.c) or the in-process engine
+ * (sim.c). Buffer and job calls are checked by the public functions
+ * (device.c, buffer.c, job.c, queue.c) before they reach a backend.
  */
 struct tpurt_backend {
 	void (*close)(struct tpurt_device *dev);
@@ -34,6 +34,16 @@ struct tpurt_backend {
 			  struct tpurt_buffer *const *bufs, unsigned int nbufs);
 	/* Wait; fill job->report and job->status. */
 	int (*job_wait)(struct tpurt_job *job);
+	/*
+	 * Queues (queue.c) run on the render node's io_uring commands or
+	 * ioctls with syncobjs. The path queues take for @want
+	 * (TPURT_PATH_AUTO: the best the device has), or a failure saying
+	 * why the device has no such path.
+	 */
+	int (*submit_path)(struct tpurt_device *dev, enum tpurt_submit_path want,
+			   enum tpurt_submit_path *path);
+	int (*sync_create)(struct tpurt_device *dev, uint32_t *syncp);
+	void (*sync_destroy)(struct tpurt_device *dev, uint32_t sync);
 };
 
 struct tpurt_device {
@@ -96,22 +106,16 @@ struct tpurt_job {
 int tpurt_fail(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* The render node's backend. */
-extern const struct tpurt_backend tpurt_render_backend;
-int tpurt_render_buffer_create(struct tpurt_buffer *buf);
-void tpurt_render_buffer_free(struct tpurt_buffer *buf);
-int tpurt_render_buffer_write(struct tpurt_buffer *buf, uint64_t offset,
-			      const void *src, uint64_t len);
-int tpurt_render_buffer_read(struct tpurt_buffer *buf, uint64_t offset,
-			     void *dst, uint64_t len);
-int tpurt_render_buffer_copy(struct tpurt_buffer *dst, uint64_t dst_offset,
-			     struct tpurt_buffer *src, uint64_t src_offset,
-			     uint64_t len);
-void *tpurt_render_buffer_map(struct tpurt_buffer *buf);
-int tpurt_render_job_submit(struct tpurt_job *job, const void *desc,
-			    size_t len, struct tpurt_buffer *const *bufs,
-			    unsigned int nbufs);
-int tpurt_render_job_wait(struct tpurt_job *job);
+struct io_uring;
+struct io_uring_sqe;
+
+/*
+ * An IORING_OP_URING_CMD SQE (128 bytes, SQE128 rings) carrying @size bytes
+ * of @args for the render node @fd; NULL when the ring is full.
+ */
+struct io_uring_sqe *tpurt_uring_prep_cmd(struct io_uring *ring, int fd,
+					  uint32_t op, const void *args,
+					  size_t size, uint64_t user_data);
 
 uint64_t tpurt_now_ns(void);
 

@@ -248,32 +248,17 @@ static void tpu_mxu_reset(DeviceState *dev)
     tpu_mxu_reset_state(TPU_MXU(dev));
 }
 
+/* One property per device parameter (uapi/tpu_params.h). */
+#define TPU_MXU_PROP(id, field, index, name, type, def, ...) \
+    DEFINE_PROP_##type(name, TpuMxuState, cfg.field, def),
+
+/* What `-device tpu-mxu,help` says of each. */
+#define TPU_MXU_PROP_DESCRIPTION(id, field, index, name, type, def, min, max, \
+                                 unit, desc)                              \
+    object_class_property_set_description(klass, name, desc " (" unit ")");
+
 static Property tpu_mxu_properties[] = {
-    DEFINE_PROP_SIZE("hbm-size", TpuMxuState, cfg.hbm_size,
-                     TPU_DEFAULT_HBM_SIZE),
-    DEFINE_PROP_SIZE("vmem-size", TpuMxuState, cfg.vmem_size,
-                     TPU_DEFAULT_VMEM_SIZE),
-    DEFINE_PROP_SIZE("vmem-limit", TpuMxuState, cfg.vmem_limit,
-                     TPU_DEFAULT_VMEM_LIMIT),
-    DEFINE_PROP_SIZE("smem-size", TpuMxuState, cfg.smem_size,
-                     TPU_DEFAULT_SMEM_SIZE),
-    DEFINE_PROP_UINT32("cores", TpuMxuState, cfg.cores, TPU_DEFAULT_CORES),
-    DEFINE_PROP_UINT32("mxu-dim", TpuMxuState, cfg.mxu_dim,
-                       TPU_DEFAULT_MXU_DIM),
-    DEFINE_PROP_UINT32("mxu-count", TpuMxuState, cfg.mxu_count,
-                       TPU_DEFAULT_MXU_COUNT),
-    DEFINE_PROP_UINT64("peak-flops-bf16", TpuMxuState, cfg.peak_flops_bf16,
-                       TPU_DEFAULT_PEAK_FLOPS_BF16),
-    DEFINE_PROP_UINT64("peak-flops-f32", TpuMxuState, cfg.peak_flops_f32,
-                       TPU_DEFAULT_PEAK_FLOPS_F32),
-    DEFINE_PROP_UINT64("peak-ops-int8", TpuMxuState, cfg.peak_ops_int8,
-                       TPU_DEFAULT_PEAK_OPS_INT8),
-    DEFINE_PROP_UINT64("hbm-bandwidth", TpuMxuState, cfg.hbm_bandwidth,
-                       TPU_DEFAULT_HBM_BANDWIDTH),
-    DEFINE_PROP_UINT64("step-cost-ns", TpuMxuState, cfg.step_cost_ns,
-                       TPU_DEFAULT_STEP_COST_NS),
-    DEFINE_PROP_UINT64("launch-cost-ns", TpuMxuState, cfg.launch_cost_ns,
-                       TPU_DEFAULT_LAUNCH_COST_NS),
+    TPU_PARAMS(TPU_MXU_PROP)
     DEFINE_PROP_END_OF_LIST(),
 };
 
@@ -298,6 +283,7 @@ static void tpu_mxu_class_init(ObjectClass *klass, void *data)
     dc->reset = tpu_mxu_reset;
     dc->vmsd = &tpu_mxu_vmstate;
     device_class_set_props(dc, tpu_mxu_properties);
+    TPU_PARAMS(TPU_MXU_PROP_DESCRIPTION)
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
 }
 

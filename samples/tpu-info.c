@@ -1,20 +1,55 @@
 // SPDX-License-Identifier: MIT
-/* tpu-info: print the identity and capabilities of the tpu device. */
+/*
+ * tpu-info: print the identity of the tpu device and each of its
+ * parameters (uapi/tpu_params.h), with its property name and meaning.
+ */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "tpu_params.h"
 #include "tpurt.h"
 
-static void print_size(const char *name, uint64_t bytes)
+static void format_size(char *buf, size_t len, uint64_t bytes)
 {
-	if (bytes >= (1ull << 30) && !(bytes % (1ull << 30)))
-		printf("  %-16s %llu GiB\n", name, (unsigned long long)(bytes >> 30));
-	else if (bytes >= (1ull << 20) && !(bytes % (1ull << 20)))
-		printf("  %-16s %llu MiB\n", name, (unsigned long long)(bytes >> 20));
-	else if (bytes >= (1ull << 10) && !(bytes % (1ull << 10)))
-		printf("  %-16s %llu KiB\n", name, (unsigned long long)(bytes >> 10));
-	else
-		printf("  %-16s %llu bytes\n", name, (unsigned long long)bytes);
+	static const char *const units[] = { "GiB", "MiB", "KiB" };
+
+	for (int i = 0; i < 3; i++) {
+		uint64_t scale = 1ull << (10 * (3 - i));
+
+		if (bytes >= scale && !(bytes % scale)) {
+			snprintf(buf, len, "%llu %s",
+				 (unsigned long long)(bytes / scale), units[i]);
+			return;
+		}
+	}
+	snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
+}
+
+/* A value in its unit, rates scaled to what a chip's data sheet says. */
+static void format_value(char *buf, size_t len, uint64_t v, const char *unit)
+{
+	if (!strcmp(unit, "bytes"))
+		format_size(buf, len, v);
+	else if (!strcmp(unit, "FLOP/s") || !strcmp(unit, "OP/s"))
+		snprintf(buf, len, "%.1f T%s", v / 1e12, unit);
+	else if (!strcmp(unit, "bytes/s"))
+		snprintf(buf, len, "%.1f GB/s", v / 1e9);
+	else if (!strcmp(unit, "ns"))
+		snprintf(buf, len, "%llu ns", (unsigned long long)v);
+	else		/* a count: the description says of what */
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+}
+
+static void print_params(const struct tpurt_device_info *info)
+{
+	char value[64];
+
+#define PRINT_PARAM(id, field, index, name, type, def, min, max, unit, desc) \
+	format_value(value, sizeof(value), info->field, unit);		\
+	printf("  %-16s %-18s %s\n", name, value, desc);
+	TPU_PARAMS(PRINT_PARAM)
+#undef PRINT_PARAM
 }
 
 int main(void)
@@ -37,22 +72,8 @@ int main(void)
 
 	printf("%s: driver %s, tpu-mxu register ABI %u.%u\n", info.node,
 	       info.driver, info.hw_version >> 16, info.hw_version & 0xffff);
-	print_size("HBM", info.hbm_size);
-	print_size("VMEM", info.vmem_size);
-	print_size("VMEM limit", info.vmem_limit);
-	print_size("SMEM", info.smem_size);
-	printf("  %-16s %u\n", "cores", info.cores);
-	printf("  %-16s %u x %ux%u\n", "MXUs per core", info.mxu_count,
-	       info.mxu_dim, info.mxu_dim);
-	printf("Modeled chip (timing model; not the host's speed):\n");
-	printf("  %-16s %.1f TFLOP/s\n", "peak bf16", info.peak_flops_bf16 / 1e12);
-	printf("  %-16s %.1f TFLOP/s\n", "peak f32", info.peak_flops_f32 / 1e12);
-	printf("  %-16s %.1f TOP/s\n", "peak int8", info.peak_ops_int8 / 1e12);
-	printf("  %-16s %.1f GB/s\n", "HBM bandwidth", info.hbm_bandwidth / 1e9);
-	printf("  %-16s %llu ns\n", "grid step cost",
-	       (unsigned long long)info.step_cost_ns);
-	printf("  %-16s %llu ns\n", "job launch cost",
-	       (unsigned long long)info.launch_cost_ns);
+	printf("Parameters (rates and costs: the modeled chip, not the host):\n");
+	print_params(&info);
 	printf("  %-16s %.0f FLOP/byte (bf16)\n", "ridge point",
 	       (double)info.peak_flops_bf16 / info.hbm_bandwidth);
 

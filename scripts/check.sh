@@ -68,7 +68,7 @@ to_bytes() {
 # TPU_EXPECT_* for a device given OPTS: QEMU's own defaults, then OPTS.
 expectations() {
 	declare -A val=()
-	local line name kv
+	local line name kv names
 	while read -r line; do
 		name=${line%%=*}
 		val[$name]=$(sed -n 's/.*(default: \([0-9]*\))$/\1/p' <<<"$line")
@@ -77,9 +77,9 @@ expectations() {
 	for kv in "${kvs[@]}"; do
 		[ -n "$kv" ] && val[${kv%%=*}]=$(to_bytes "${kv#*=}")
 	done
-	for name in hbm-size vmem-size vmem-limit smem-size cores mxu-dim \
-		mxu-count peak-flops-bf16 peak-flops-f32 peak-ops-int8 \
-		hbm-bandwidth step-cost-ns launch-cost-ns; do
+	# The parameters, as uapi/tpu_params.h lists them.
+	names=$("$BUILD/bin/tpurt-params" --names) || return 1
+	for name in $names; do
 		local env=TPU_EXPECT_$(tr 'a-z-' 'A-Z_' <<<"$name")
 		printf '%s=%s ' "$env" "${val[$name]:?no default for $name in QEMU}"
 	done

@@ -2,8 +2,8 @@
 /*
  * The render node and GET_PARAM: every parameter equals what the QEMU
  * device was configured with. The VM launcher passes the configuration as
- * TPU_EXPECT_<PARAM> variables (scripts/check.sh reads the defaults from
- * QEMU's own `-device tpu-mxu,help`).
+ * TPU_EXPECT_<PARAM> variables, one per parameter of uapi/tpu_params.h
+ * (scripts/check.sh reads the defaults from QEMU's own `-device tpu-mxu,help`).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -24,19 +24,9 @@ static const struct {
 	uint32_t param;
 	const char *env;
 } expected[] = {
-	{ DRM_TPU_PARAM_HBM_SIZE, "TPU_EXPECT_HBM_SIZE" },
-	{ DRM_TPU_PARAM_VMEM_SIZE, "TPU_EXPECT_VMEM_SIZE" },
-	{ DRM_TPU_PARAM_VMEM_LIMIT, "TPU_EXPECT_VMEM_LIMIT" },
-	{ DRM_TPU_PARAM_SMEM_SIZE, "TPU_EXPECT_SMEM_SIZE" },
-	{ DRM_TPU_PARAM_CORES, "TPU_EXPECT_CORES" },
-	{ DRM_TPU_PARAM_MXU_DIM, "TPU_EXPECT_MXU_DIM" },
-	{ DRM_TPU_PARAM_MXU_COUNT, "TPU_EXPECT_MXU_COUNT" },
-	{ DRM_TPU_PARAM_PEAK_FLOPS_BF16, "TPU_EXPECT_PEAK_FLOPS_BF16" },
-	{ DRM_TPU_PARAM_PEAK_FLOPS_F32, "TPU_EXPECT_PEAK_FLOPS_F32" },
-	{ DRM_TPU_PARAM_PEAK_OPS_INT8, "TPU_EXPECT_PEAK_OPS_INT8" },
-	{ DRM_TPU_PARAM_HBM_BANDWIDTH, "TPU_EXPECT_HBM_BANDWIDTH" },
-	{ DRM_TPU_PARAM_STEP_COST_NS, "TPU_EXPECT_STEP_COST_NS" },
-	{ DRM_TPU_PARAM_LAUNCH_COST_NS, "TPU_EXPECT_LAUNCH_COST_NS" },
+#define EXPECTED(id, ...) { DRM_TPU_PARAM_##id, "TPU_EXPECT_" #id },
+	TPU_PARAMS(EXPECTED)
+#undef EXPECTED
 };
 
 static int get_param(int fd, uint32_t param, uint32_t pad, uint64_t *value)
@@ -115,16 +105,11 @@ TEST_F(tpu, info_matches_params)
 	uint64_t v = 0;
 
 	ASSERT_EQ(0, tpurt_device_info(self->dev, &info));
-	ASSERT_EQ(0, get_param(self->fd, DRM_TPU_PARAM_HBM_SIZE, 0, &v));
-	EXPECT_EQ(v, info.hbm_size);
-	ASSERT_EQ(0, get_param(self->fd, DRM_TPU_PARAM_VMEM_LIMIT, 0, &v));
-	EXPECT_EQ(v, info.vmem_limit);
-	ASSERT_EQ(0, get_param(self->fd, DRM_TPU_PARAM_CORES, 0, &v));
-	EXPECT_EQ(v, info.cores);
-	ASSERT_EQ(0, get_param(self->fd, DRM_TPU_PARAM_PEAK_OPS_INT8, 0, &v));
-	EXPECT_EQ(v, info.peak_ops_int8);
-	ASSERT_EQ(0, get_param(self->fd, DRM_TPU_PARAM_LAUNCH_COST_NS, 0, &v));
-	EXPECT_EQ(v, info.launch_cost_ns);
+#define INFO_MATCHES(id, field, ...) \
+	ASSERT_EQ(0, get_param(self->fd, DRM_TPU_PARAM_##id, 0, &v)); \
+	EXPECT_EQ(v, info.field) TH_LOG("%s", #field);
+	TPU_PARAMS(INFO_MATCHES)
+#undef INFO_MATCHES
 }
 
 TEST_F(tpu, unknown_param_rejected)

@@ -90,6 +90,30 @@ TEST_F(config, zero_rates_rejected)
 	EXPECT_TRUE(check(&self->cfg, self->err, sizeof(self->err), "smem-size"));
 }
 
+/* Each parameter just outside its range (uapi/tpu_params.h) is refused by name. */
+TEST_F(config, ranges_from_the_table)
+{
+#define OUT_OF_RANGE(id, field, index, name, type, def, min, max, ...)	\
+	if (min > 0) {							\
+		tpu_config_defaults(&self->cfg);			\
+		self->cfg.field = min - 1;				\
+		EXPECT_TRUE(check(&self->cfg, self->err,		\
+				  sizeof(self->err), name))		\
+			TH_LOG("%s below %llu: %s", name,		\
+			       (unsigned long long)min, self->err);	\
+	}								\
+	if (max != TPU_PARAM_NO_MAX) {					\
+		tpu_config_defaults(&self->cfg);			\
+		self->cfg.field = max + 1;				\
+		EXPECT_TRUE(check(&self->cfg, self->err,		\
+				  sizeof(self->err), name))		\
+			TH_LOG("%s above %llu: %s", name,		\
+			       (unsigned long long)max, self->err);	\
+	}
+	TPU_PARAMS(OUT_OF_RANGE)
+#undef OUT_OF_RANGE
+}
+
 TEST_F(config, caps_report_each_field)
 {
 	struct tpu_config *c = &self->cfg;

@@ -35,6 +35,35 @@ TEST(bad_config_is_refused)
 	EXPECT_NE(NULL, strstr(tpurt_last_error(), "hbm")) TH_LOG("%s", tpurt_last_error());
 }
 
+/* Queues are the render node's; the in-process device says so. */
+TEST(queues_need_the_render_node)
+{
+	struct tpurt_queue *q = (void *)1;
+	struct tpurt_buffer *buf;
+	struct tpurt_device *dev;
+	uint32_t sync = 0;
+	char back[6];
+
+	ASSERT_EQ(0, tpurt_open_sim(NULL, &dev));
+	EXPECT_EQ(-EOPNOTSUPP, tpurt_queue_create(dev, 8, &q));
+	EXPECT_EQ(NULL, q);
+	EXPECT_NE(NULL, strstr(tpurt_last_error(), "in-process device has no queues"))
+		TH_LOG("%s", tpurt_last_error());
+	EXPECT_EQ(TPURT_PATH_AUTO, tpurt_device_submit_path(dev));
+	EXPECT_EQ(-EOPNOTSUPP, tpurt_device_set_submit_path(dev, TPURT_PATH_IOCTL));
+	EXPECT_EQ(-EOPNOTSUPP, tpurt_device_set_submit_path(dev, TPURT_PATH_URING));
+	EXPECT_EQ(0, tpurt_device_set_submit_path(dev, TPURT_PATH_AUTO));
+	EXPECT_EQ(-EOPNOTSUPP, tpurt_sync_create(dev, &sync));
+	tpurt_sync_destroy(dev, sync);
+	/* The device itself still works. */
+	ASSERT_EQ(0, tpurt_buffer_create(dev, 6, &buf));
+	EXPECT_EQ(0, tpurt_buffer_write(buf, 0, "queue", 6));
+	EXPECT_EQ(0, tpurt_buffer_read(buf, 0, back, 6));
+	EXPECT_STREQ("queue", back);
+	tpurt_buffer_free(buf);
+	tpurt_close(dev);
+}
+
 TEST(buffers_and_arrays)
 {
 	struct tpurt_sim_config cfg = { .hbm_size = 1 << 20 };

@@ -9,6 +9,7 @@
 #define TPU_DRM_H
 
 #include "drm.h"
+#include "tpu_params.h"
 
 #if defined(__cplusplus)
 extern "C" {
@@ -35,33 +36,31 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TPU_JOB_INFO, struct drm_tpu_job_info)
 
 /*
- * Parameters for DRM_IOCTL_TPU_GET_PARAM. Sizes are in bytes, rates per
- * second, costs in nanoseconds. The rates and costs parameterise the device's
- * timing model of a TPU-like chip; they say nothing about the host's speed.
+ * Parameters for DRM_IOCTL_TPU_GET_PARAM. DRM_TPU_PARAM_OF_CAP(index) is the
+ * device parameter of that index in tpu_params.h (DRM_TPU_PARAM_HBM_SIZE,
+ * DRM_TPU_PARAM_VMEM_SIZE, ... DRM_TPU_PARAM_LAUNCH_COST_NS): sizes in bytes,
+ * rates per second, costs in nanoseconds. The rates and costs parameterise
+ * the device's timing model of a TPU-like chip; they say nothing about the
+ * host's speed.
  */
-#define DRM_TPU_PARAM_HW_VERSION	0	/* major << 16 | minor */
-#define DRM_TPU_PARAM_HBM_SIZE		1	/* device memory */
-#define DRM_TPU_PARAM_VMEM_SIZE		2	/* physical VMEM per core */
-#define DRM_TPU_PARAM_VMEM_LIMIT	3	/* default scoped VMEM limit */
-#define DRM_TPU_PARAM_SMEM_SIZE		4	/* SMEM per core */
-#define DRM_TPU_PARAM_CORES		5	/* TensorCores */
-#define DRM_TPU_PARAM_MXU_DIM		6	/* MXU is MXU_DIM x MXU_DIM */
-#define DRM_TPU_PARAM_MXU_COUNT		7	/* MXUs per core */
-#define DRM_TPU_PARAM_PEAK_FLOPS_BF16	8	/* FLOP/s with bf16 inputs */
-#define DRM_TPU_PARAM_PEAK_FLOPS_F32	9	/* FLOP/s with f32 inputs */
-#define DRM_TPU_PARAM_PEAK_OPS_INT8	10	/* OP/s with int8 inputs */
-#define DRM_TPU_PARAM_HBM_BANDWIDTH	11	/* HBM bytes per second */
-#define DRM_TPU_PARAM_STEP_COST_NS	12	/* fixed cost of a grid step */
-#define DRM_TPU_PARAM_LAUNCH_COST_NS	13	/* fixed cost of a job */
-/* Queue statistics, counted by the device since the queue's last reset */
-#define DRM_TPU_PARAM_DMA_DESCRIPTORS	14	/* copies completed */
-#define DRM_TPU_PARAM_DMA_ERRORS	15	/* ...of which failed */
-#define DRM_TPU_PARAM_DMA_BYTES		16	/* bytes moved */
-#define DRM_TPU_PARAM_DMA_BUSY_NS	17	/* device time spent copying */
-#define DRM_TPU_PARAM_COMPUTE_JOBS	18	/* grid jobs completed */
-#define DRM_TPU_PARAM_COMPUTE_ERRORS	19	/* ...of which failed */
-#define DRM_TPU_PARAM_COMPUTE_BUSY_NS	20	/* device time spent on jobs */
-#define DRM_TPU_PARAM_COUNT		21
+#define DRM_TPU_PARAM_OF_CAP(index)	((index) + 1)
+
+enum drm_tpu_param {
+	DRM_TPU_PARAM_HW_VERSION = 0,		/* major << 16 | minor */
+#define DRM_TPU_PARAM_INDEX(id, field, index, ...) \
+	DRM_TPU_PARAM_##id = DRM_TPU_PARAM_OF_CAP(index),
+	TPU_PARAMS(DRM_TPU_PARAM_INDEX)
+#undef DRM_TPU_PARAM_INDEX
+	/* Queue statistics, counted by the device since the queue's last reset */
+	DRM_TPU_PARAM_DMA_DESCRIPTORS = 14,	/* copies completed */
+	DRM_TPU_PARAM_DMA_ERRORS = 15,		/* ...of which failed */
+	DRM_TPU_PARAM_DMA_BYTES = 16,		/* bytes moved */
+	DRM_TPU_PARAM_DMA_BUSY_NS = 17,		/* device time spent copying */
+	DRM_TPU_PARAM_COMPUTE_JOBS = 18,	/* grid jobs completed */
+	DRM_TPU_PARAM_COMPUTE_ERRORS = 19,	/* ...of which failed */
+	DRM_TPU_PARAM_COMPUTE_BUSY_NS = 20,	/* device time spent on jobs */
+	DRM_TPU_PARAM_COUNT = 21
+};
 
 /**
  * struct drm_tpu_get_param - query a device parameter

@@ -13,6 +13,8 @@
 
 #include <linux/types.h>
 
+#include "tpu_params.h"
+
 /*
  * PCI identity. 0x1234 is the vendor ID QEMU itself uses for its emulated
  * teaching and display devices (edu is 1234:11e8); it is not assigned to a
@@ -55,26 +57,19 @@
 #define TPU_REG_IRQ_RAISE	0x020	/* WO: write 1 to raise TPU_MSIX_VEC_TEST */
 
 /*
- * Capabilities: read-only 64-bit values at TPU_REG_CAP(index). Sizes are in
- * bytes, rates per second, costs in nanoseconds. The rates and costs are the
- * parameters of the device's timing model (a v5e-like chip by default).
+ * Capabilities: read-only 64-bit values at TPU_REG_CAP(index), one per
+ * device parameter of tpu_params.h (its property's value): TPU_CAP_HBM_SIZE,
+ * TPU_CAP_VMEM_SIZE, ... TPU_CAP_LAUNCH_COST_NS.
  */
 #define TPU_REG_CAP_BASE	0x100
 #define TPU_REG_CAP(index)	(TPU_REG_CAP_BASE + 8 * (index))
-#define TPU_CAP_HBM_SIZE		0	/* HBM bytes (BAR2 size) */
-#define TPU_CAP_VMEM_SIZE		1	/* physical VMEM bytes */
-#define TPU_CAP_VMEM_LIMIT		2	/* default scoped VMEM limit */
-#define TPU_CAP_SMEM_SIZE		3	/* SMEM bytes */
-#define TPU_CAP_CORES			4	/* TensorCores */
-#define TPU_CAP_MXU_DIM			5	/* MXU is MXU_DIM x MXU_DIM */
-#define TPU_CAP_MXU_COUNT		6	/* MXUs per core */
-#define TPU_CAP_PEAK_FLOPS_BF16		7	/* FLOP/s, bf16 inputs */
-#define TPU_CAP_PEAK_FLOPS_F32		8	/* FLOP/s, f32 inputs */
-#define TPU_CAP_PEAK_OPS_INT8		9	/* OP/s, int8 inputs */
-#define TPU_CAP_HBM_BANDWIDTH		10	/* HBM bytes/s */
-#define TPU_CAP_STEP_COST_NS		11	/* fixed cost per grid step */
-#define TPU_CAP_LAUNCH_COST_NS		12	/* fixed cost per job */
-#define TPU_CAP_COUNT			13
+
+enum tpu_cap {
+#define TPU_CAP_INDEX(id, field, index, ...) TPU_CAP_##id = (index),
+	TPU_PARAMS(TPU_CAP_INDEX)
+#undef TPU_CAP_INDEX
+	TPU_CAP_COUNT
+};
 
 /*
  * Queues: rings of 64-byte descriptors in guest memory, consumed in order

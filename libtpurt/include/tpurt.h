@@ -23,7 +23,9 @@ struct tpurt_device;
  * struct tpurt_device_info - identity and capabilities of a device
  *
  * Sizes are in bytes, rates per second, costs in nanoseconds. The rates and
- * costs are those of the chip the device models, not of the host.
+ * costs are those of the chip the device models, not of the host. The fields
+ * from hbm_size on are the device's parameters, as uapi/tpu_params.h lists
+ * them (checked when libtpurt is built).
  */
 struct tpurt_device_info {
 	char node[64];			/* render node path */
@@ -59,7 +61,8 @@ int tpurt_open_path(const char *path, struct tpurt_device **devp);
  * host memory, copies by memcpy, jobs run on the calling thread. Buffers,
  * arrays and pallas_call work on it exactly as on a render node; host tests
  * use it to run real jobs without a VM. Each field left 0 takes the device's
- * default (a TPU v5e, as the QEMU device's properties). Only in
+ * default (a TPU v5e, as the QEMU device's properties); the fields are the
+ * device's parameters of uapi/tpu_params.h, in its order. Only in
  * libtpurt-sim.a (link it with the engine and OpenBLAS); the shared library
  * returns -EOPNOTSUPP.
  */
@@ -655,14 +658,17 @@ enum tpurt_submit_path {
 
 /*
  * Choose the path of queues created on @dev from now on. -EOPNOTSUPP if
- * TPURT_PATH_URING is asked for and the kernel cannot do it.
+ * TPURT_PATH_URING is asked for and the kernel cannot do it, or if @dev has
+ * no queues (the in-process device).
  */
 int tpurt_device_set_submit_path(struct tpurt_device *dev,
 				 enum tpurt_submit_path path);
-/* The path new queues of @dev take: TPURT_PATH_URING or TPURT_PATH_IOCTL. */
+/* The path new queues of @dev take: TPURT_PATH_URING or TPURT_PATH_IOCTL;
+ * TPURT_PATH_AUTO if it has none (the in-process device). */
 enum tpurt_submit_path tpurt_device_submit_path(struct tpurt_device *dev);
 
-/* Syncobjs: dependency tokens between commands, on tpurt_device_fd(). */
+/* Syncobjs: dependency tokens between commands, on tpurt_device_fd().
+ * -EOPNOTSUPP on the in-process device. */
 int tpurt_sync_create(struct tpurt_device *dev, uint32_t *syncp);
 void tpurt_sync_destroy(struct tpurt_device *dev, uint32_t sync);
 
@@ -689,7 +695,9 @@ struct tpurt_queue;
 
 /*
  * A queue of up to @entries (1..4096) commands enqueued or in flight at
- * once. Errors: -EINVAL, -ENOMEM, and those of io_uring_queue_init().
+ * once. Errors: -EINVAL, -ENOMEM, those of io_uring_queue_init(), and
+ * -EOPNOTSUPP on a device without queues (the in-process device, which
+ * runs each job as it is submitted).
  */
 int tpurt_queue_create(struct tpurt_device *dev, unsigned int entries,
 		       struct tpurt_queue **qp);
