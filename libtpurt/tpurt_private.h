@@ -186,11 +186,39 @@ int tpurt_index_map_compile_as(const char *text,
 
 struct tpurt_kernel_op {
 	uint8_t opcode, fn, bcast, dot;		/* as in struct tpu_job_op */
+	uint8_t axis, bcast2;
 	char dst[TPURT_NAME_MAX], src0[TPURT_NAME_MAX], src1[TPURT_NAME_MAX];
-	char index[TPURT_TEXT_MAX];		/* TPU_BCAST_SMEM */
-	float imm;				/* TPU_BCAST_IMM */
+	char src2[TPURT_NAME_MAX];
+	/* TPU_BCAST_SMEM's index, TPU_BCAST_SCALAR's value, IOTA's offset */
+	char scalar[TPURT_TEXT_MAX];
+	float imm, imm2;			/* TPU_BCAST_IMM, clamp's bounds */
 	int npred;
 	char pred[TPURT_WHEN_DEPTH][TPURT_TEXT_MAX];
+};
+
+/*
+ * A VMEM temporary of statements (a local value or an intermediate),
+ * appended to the job's scratch by pallas_call. Rank 2, as the body sees
+ * every ref.
+ */
+#define TPURT_KERNEL_MAX_TEMPS	TPU_JOB_MAX_SCRATCH
+
+struct tpurt_kernel_temp {
+	char name[TPURT_NAME_MAX];
+	enum tpurt_dtype dtype;
+	int64_t rows, cols;
+	int bound;			/* holds a statement variable */
+	int busy;			/* holds an intermediate being lowered */
+};
+
+/* A name bound by a statement: a temporary or a constant. */
+#define TPURT_KERNEL_MAX_LOCALS	32
+
+struct tpurt_kernel_local {
+	char name[TPURT_NAME_MAX];
+	int temp;			/* index into temp[], or -1: a constant */
+	double value;
+	int is_int;
 };
 
 struct tpurt_kernel {
@@ -198,7 +226,15 @@ struct tpurt_kernel {
 	int nops;
 	char when[TPURT_WHEN_DEPTH][TPURT_TEXT_MAX];
 	int nwhen;
+	struct tpurt_kernel_temp temp[TPURT_KERNEL_MAX_TEMPS];
+	int ntemps;
+	struct tpurt_kernel_local local[TPURT_KERNEL_MAX_LOCALS];
+	int nlocals;
+	int nstmts;			/* statements added, for messages */
 };
+
+/* Name of opcode @opcode for messages ("dot", "reduce"). */
+const char *tpurt_kernel_opcode_name(unsigned int opcode);
 
 /* The environment index maps and predicates of @gs compile in. */
 void tpurt_grid_spec_env(const struct tpurt_grid_spec *gs,
