@@ -73,7 +73,9 @@ static void format_shape(char *buf, size_t len, int rank, const int64_t *shape)
 	size_t at = (size_t)snprintf(buf, len, "(");
 
 	for (int d = 0; d < rank && at < len; d++)
-		at += (size_t)snprintf(buf + at, len - at, "%s%lld", d ? ", " : "",
+		at += shape[d] == TPURT_SQUEEZED ?
+		      (size_t)snprintf(buf + at, len - at, "%sNone", d ? ", " : "") :
+		      (size_t)snprintf(buf + at, len - at, "%s%lld", d ? ", " : "",
 				       (long long)shape[d]);
 	if (at < len)
 		snprintf(buf + at, len - at, "%s)", rank == 1 ? "," : "");
@@ -99,6 +101,8 @@ int tpurt_check_block_shape(const struct tpurt_operand_spec *o, int rank,
 	for (int d = rank >= 2 ? rank - 2 : rank - 1; d < rank; d++) {
 		int64_t t = tile[d == rank - 1 ? 1 : 0];
 
+		if (b->shape[d] == TPURT_SQUEEZED)
+			continue;
 		if (b->shape[d] % t && b->shape[d] != shape[d])
 			return tpurt_fail(-EINVAL,
 					  "%s '%s': block shape %s: dimension %d is %lld, which is neither a multiple of %lld nor the array's %lld (array %s); Pallas TPU tiles the last two dimensions by (8, 128)",
@@ -114,10 +118,23 @@ static int check_operand(struct pallas_build *c, int i)
 {
 	const struct tpurt_operand_spec *o = &c->gs->operand[i];
 	const struct tpurt_array *a = c->args[i];
+	char as[96], ds[96];
 
-	if (o->role == TPU_ROLE_SCALAR_PREFETCH)
-		return 0;
-	return tpurt_check_block_shape(o, a->rank, a->shape);
+	if (o->has_dtype && a->dtype != o->dtype)
+		return tpurt_fail(-EINVAL, "%s '%s': the array is %s, the grid spec declares %s",
+				  role_name(o->role), o->name, tpurt_dtype_name(a->dtype),
+				  tpurt_dtype_name(o->dtype));
+	if (o->role != TPU_ROLE_SCALAR_PREFETCH)
+		return tpurt_check_block_shape(o, a->rank, a->shape);
+	if (o->prefetch_rank && (a->rank != o->prefetch_rank ||
+				 memcmp(a->shape, o->prefetch_shape,
+					sizeof(a->shape[0]) * (size_t)a->rank))) {
+		format_shape(as, sizeof(as), a->rank, a->shape);
+		format_shape(ds, sizeof(ds), o->prefetch_rank, o->prefetch_shape);
+		return tpurt_fail(-EINVAL, "scalar prefetch '%s': the array's shape is %s, the grid spec declares %s",
+				  o->name, as, ds);
+	}
+	return 0;
 }
 
 /* "parallel, parallel, arbitrary" into the header. */
@@ -185,7 +202,8 @@ static int fill_operands(struct pallas_build *c)
 		for (int d = 0; d < a->rank; d++) {
 			jo->shape[d] = (uint64_t)a->shape[d];
 			if (o->role != TPU_ROLE_SCALAR_PREFETCH)
-				jo->block[d] = (uint32_t)o->spec.shape[d];
+				jo->block[d] = o->spec.shape[d] == TPURT_SQUEEZED ?
+					       1 : (uint32_t)o->spec.shape[d];
 		}
 		if (o->role != TPU_ROLE_SCALAR_PREFETCH) {
 			ret = tpurt_desc_add_program(c->d, &o->map, &jo->index_map);

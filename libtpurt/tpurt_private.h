@@ -149,6 +149,11 @@ struct tpurt_operand_spec {
 	char name[TPURT_NAME_MAX];
 	int role;				/* enum tpu_operand_role */
 	struct tpurt_block_spec spec;		/* index_map points at map_text */
+	int has_dtype;				/* tpurt_grid_spec_set_dtype() */
+	enum tpurt_dtype dtype;
+	/* scalar prefetch: the shape declared, for s[i, j] (rank 0: 1-D) */
+	int prefetch_rank;
+	int64_t prefetch_shape[2];
 	char map_text[256];
 	struct tpurt_program map;
 };
@@ -171,6 +176,7 @@ struct tpurt_grid_spec {
 	int num_operands;
 	struct tpurt_scratch_spec scratch[TPU_JOB_MAX_SCRATCH];
 	const char *prefetch_names[TPU_JOB_MAX_OPERANDS];
+	int64_t prefetch_cols[TPU_JOB_MAX_OPERANDS];	/* 2-D: row length */
 };
 
 /* Compile @text expecting @nresults values (-1: any); @what for messages. */
@@ -211,14 +217,25 @@ struct tpurt_kernel_temp {
 	int busy;			/* holds an intermediate being lowered */
 };
 
-/* A name bound by a statement: a temporary or a constant. */
+/* A name bound by a statement: a value in a temporary, an input's block
+ * (read-only, so no copy), a constant or a scalar-core expression. */
 #define TPURT_KERNEL_MAX_LOCALS	32
+
+enum tpurt_local_kind {
+	TPURT_LOCAL_TEMP,		/* temp[] holds it */
+	TPURT_LOCAL_INPUT,		/* the input ref @ref, read whole */
+	TPURT_LOCAL_CONST,		/* @value */
+	TPURT_LOCAL_SCALAR,		/* @text, index-map syntax */
+};
 
 struct tpurt_kernel_local {
 	char name[TPURT_NAME_MAX];
-	int temp;			/* index into temp[], or -1: a constant */
+	enum tpurt_local_kind kind;
+	int temp;
+	char ref[TPURT_NAME_MAX];
 	double value;
 	int is_int;
+	char text[TPURT_TEXT_MAX];
 };
 
 struct tpurt_kernel {

@@ -208,7 +208,8 @@ int tpurt_array_save_npy(const struct tpurt_array *a, const char *path);
  * i, j, k, l). A scalar-prefetch operand can always be named by the name it
  * was added under. Right of "->": comma-separated expressions, one per
  * block dimension (one for a predicate), over
- *	integers (32-bit), grid index names, ref[expr] (an SMEM load),
+ *	integers (32-bit), grid index names, ref[expr] (an SMEM load;
+ *	ref[i, j] for a 2-D ref, see prefetch_cols),
  *	num_programs(d) and program_id(d) (d a grid index name or number),
  *	min(a, b), max(a, b), unary -, * // % (Python's floor division and
  *	modulo), + -, == != < <= > >= (not chained), not, and, or,
@@ -235,6 +236,9 @@ struct tpurt_index_map_env {
 	const char *index_names;	/* for text without "->"; NULL: i, j, k, l */
 	int num_prefetch;
 	const char *const *prefetch_names;
+	/* per scalar-prefetch ref, the row length of a 2-D one (read as
+	 * s[i, j]) or 0; NULL: all 1-D */
+	const int64_t *prefetch_cols;
 };
 
 /*
@@ -249,6 +253,14 @@ int tpurt_program_format(const struct tpurt_program *prog, char *buf,
 			 size_t len);
 
 /* --- Block specs and grid specs (pl.BlockSpec, PrefetchScalarGridSpec) --- */
+
+/*
+ * A block dimension of extent 1 that the kernel's ref drops (None or
+ * pl.Squeezed() in block_shape): a (TPURT_SQUEEZED, bq, d) block of a
+ * (batch * heads, seq, d) array is a (bq, d) ref in statements. Its index
+ * map gives the element index, as for a block of 1.
+ */
+#define TPURT_SQUEEZED	(-1)
 
 /* pl.BlockSpec(block_shape, index_map); a value, cheap to copy. */
 struct tpurt_block_spec {
@@ -279,10 +291,24 @@ int tpurt_grid_spec_set_index_names(struct tpurt_grid_spec *gs,
  */
 int tpurt_grid_spec_add_scalar_prefetch(struct tpurt_grid_spec *gs,
 					const char *name);
+/*
+ * A scalar-prefetch operand of @rank 1 or 2 and @shape: index maps and
+ * statements read a 2-D one as name[i, j] (row-major). pallas_call checks
+ * that the array given has this shape.
+ */
+int tpurt_grid_spec_add_scalar_prefetch_shaped(struct tpurt_grid_spec *gs,
+					       const char *name, int rank,
+					       const int64_t *shape);
 int tpurt_grid_spec_add_input(struct tpurt_grid_spec *gs, const char *name,
 			      const struct tpurt_block_spec *spec);
 int tpurt_grid_spec_add_output(struct tpurt_grid_spec *gs, const char *name,
 			       const struct tpurt_block_spec *spec);
+/*
+ * The dtype of input or output @name: what kernel statements read and
+ * write (tpurt_kernel_stmt). pallas_call checks the array given has it.
+ */
+int tpurt_grid_spec_set_dtype(struct tpurt_grid_spec *gs, const char *name,
+			      enum tpurt_dtype dtype);
 /* scratch_shapes: pltpu.VMEM(shape, dtype) or pltpu.SMEM(shape, dtype). */
 int tpurt_grid_spec_add_scratch(struct tpurt_grid_spec *gs, const char *name,
 				enum tpurt_memory_space space,
