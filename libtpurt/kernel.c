@@ -316,3 +316,55 @@ const char *tpurt_kernel_opcode_name(unsigned int opcode)
 
 	return opcode < TPU_OP_COUNT ? names[opcode] : "?";
 }
+
+static int names_ref(const struct tpurt_kernel_op *op, const char *name)
+{
+	return !strcmp(op->dst, name) || !strcmp(op->src0, name) ||
+	       !strcmp(op->src1, name) || !strcmp(op->src2, name);
+}
+
+/* The first and last op naming temporary @t (-1, -1 if none does). */
+static void live_range(const struct tpurt_kernel *k, int t, int *first, int *last)
+{
+	*first = *last = -1;
+	for (int i = 0; i < k->nops; i++)
+		if (names_ref(&k->op[i], k->temp[t].name)) {
+			if (*first < 0)
+				*first = i;
+			*last = i;
+		}
+}
+
+static int same_type(const struct tpurt_kernel_temp *a,
+		     const struct tpurt_kernel_temp *b)
+{
+	return a->dtype == b->dtype && a->rows == b->rows && a->cols == b->cols;
+}
+
+/* Temporaries hold values within a step only, so a slot whose last user
+ * comes before a temporary's first can hold it. */
+int tpurt_kernel_temp_slots(const struct tpurt_kernel *k, int *slot,
+			    int *slot_temp)
+{
+	int first[TPURT_KERNEL_MAX_TEMPS], last[TPURT_KERNEL_MAX_TEMPS];
+	int slot_end[TPURT_KERNEL_MAX_TEMPS], nslots = 0;
+
+	for (int t = 0; t < k->ntemps; t++)
+		live_range(k, t, &first[t], &last[t]);
+	for (int t = 0; t < k->ntemps; t++) {
+		int s;
+
+		slot[t] = -1;
+		if (first[t] < 0)
+			continue;	/* no op names it */
+		for (s = 0; s < nslots; s++)
+			if (same_type(&k->temp[slot_temp[s]], &k->temp[t]) &&
+			    slot_end[s] < first[t])
+				break;
+		if (s == nslots)
+			slot_temp[nslots++] = t;
+		slot[t] = s;
+		slot_end[s] = last[t];
+	}
+	return nslots;
+}

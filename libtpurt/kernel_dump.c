@@ -122,12 +122,16 @@ static void put_pred(FILE *out, const struct tpurt_kernel_op *op)
 
 int tpurt_kernel_dump(const struct tpurt_kernel *k, FILE *out)
 {
+	int slot[TPURT_KERNEL_MAX_TEMPS], slot_temp[TPURT_KERNEL_MAX_TEMPS];
+
 	if (!k || !out)
 		return tpurt_fail(-EINVAL, "kernel dump: no kernel or no file");
+	tpurt_kernel_temp_slots(k, slot, slot_temp);
 	for (int i = 0; i < k->ntemps; i++)
-		fprintf(out, "temp %s: %s[%lld, %lld]\n", k->temp[i].name,
+		fprintf(out, "temp %s: %s[%lld, %lld] in slot %d\n", k->temp[i].name,
 			tpurt_stmt_dtype_name(k->temp[i].dtype),
-			(long long)k->temp[i].rows, (long long)k->temp[i].cols);
+			(long long)k->temp[i].rows, (long long)k->temp[i].cols,
+			slot[i]);
 	for (int i = 0; i < k->nops; i++) {
 		put_pred(out, &k->op[i]);
 		put_op(out, &k->op[i]);

@@ -31,6 +31,9 @@ struct pallas_build {
 	struct tpurt_device *dev;
 	const struct tpurt_device_info *info;
 	struct tpurt_desc *d;
+	/* the kernel's temporaries in the job's scratch, after the grid spec's */
+	int slot[TPURT_KERNEL_MAX_TEMPS], slot_temp[TPURT_KERNEL_MAX_TEMPS];
+	int nslots;
 };
 
 static const char *role_name(int role)
@@ -220,11 +223,12 @@ static int fill_scratch(struct pallas_build *c)
 	const struct tpurt_grid_spec *gs = c->gs;
 	const struct tpurt_kernel *k = c->k;
 
-	if (gs->num_scratch + k->ntemps > TPU_JOB_MAX_SCRATCH)
+	c->nslots = tpurt_kernel_temp_slots(k, c->slot, c->slot_temp);
+	if (gs->num_scratch + c->nslots > TPU_JOB_MAX_SCRATCH)
 		return tpurt_fail(-E2BIG,
-				  "pallas_call: %d scratch buffers and %d kernel temporaries exceed the job's %d",
-				  gs->num_scratch, k->ntemps, TPU_JOB_MAX_SCRATCH);
-	c->d->h.num_scratch = (uint8_t)(gs->num_scratch + k->ntemps);
+				  "pallas_call: %d scratch buffers and %d for the kernel's temporaries exceed the job's %d",
+				  gs->num_scratch, c->nslots, TPU_JOB_MAX_SCRATCH);
+	c->d->h.num_scratch = (uint8_t)(gs->num_scratch + c->nslots);
 	for (int i = 0; i < gs->num_scratch; i++) {
 		const struct tpurt_scratch_spec *s = &gs->scratch[i];
 		struct tpu_job_scratch *js = &c->d->scratch[i];
@@ -235,14 +239,15 @@ static int fill_scratch(struct pallas_build *c)
 		for (int d = 0; d < s->rank; d++)
 			js->shape[d] = (uint32_t)s->shape[d];
 	}
-	for (int i = 0; i < k->ntemps; i++) {
-		struct tpu_job_scratch *js = &c->d->scratch[gs->num_scratch + i];
+	for (int s = 0; s < c->nslots; s++) {
+		const struct tpurt_kernel_temp *t = &k->temp[c->slot_temp[s]];
+		struct tpu_job_scratch *js = &c->d->scratch[gs->num_scratch + s];
 
 		js->space = TPU_MEM_VMEM;
-		js->dtype = (uint8_t)k->temp[i].dtype;
+		js->dtype = (uint8_t)t->dtype;
 		js->rank = 2;
-		js->shape[0] = (uint32_t)k->temp[i].rows;
-		js->shape[1] = (uint32_t)k->temp[i].cols;
+		js->shape[0] = (uint32_t)t->rows;
+		js->shape[1] = (uint32_t)t->cols;
 	}
 	return 0;
 }
@@ -250,12 +255,16 @@ static int fill_scratch(struct pallas_build *c)
 /* --- the kernel's refs --- */
 
 /* Ref @index in Pallas's order (operands, then scratch) as the job names it. */
-static struct tpu_job_ref job_ref(const struct tpurt_grid_spec *gs, int index)
+static struct tpu_job_ref job_ref(const struct pallas_build *c, int index)
 {
+	const struct tpurt_grid_spec *gs = c->gs;
+
 	if (index < gs->num_operands)
 		return (struct tpu_job_ref){ TPU_REF_OPERAND, (uint8_t)index };
-	return (struct tpu_job_ref){ TPU_REF_SCRATCH,
-				     (uint8_t)(index - gs->num_operands) };
+	index -= gs->num_operands;
+	if (index >= gs->num_scratch)	/* a temporary: its slot */
+		index = gs->num_scratch + c->slot[index - gs->num_scratch];
+	return (struct tpu_job_ref){ TPU_REF_SCRATCH, (uint8_t)index };
 }
 
 /* Refs in Pallas's order, then the kernel's temporaries. */
@@ -295,7 +304,6 @@ static int resolve(struct pallas_build *c, int n,
 		   const struct tpurt_kernel_op *op, const char *text,
 		   struct tpu_job_ref *r)
 {
-	const struct tpurt_grid_spec *gs = c->gs;
 	int nrefs = num_refs(c);
 	char names[256] = "";
 	size_t at = 0;
@@ -307,12 +315,12 @@ static int resolve(struct pallas_build *c, int n,
 		if (*end || end == text + 1 || i < 0 || i >= nrefs)
 			return op_fail(n, op, "ref '%s': refs are #0 to #%d", text,
 				       nrefs - 1);
-		*r = job_ref(gs, (int)i);
+		*r = job_ref(c, (int)i);
 		return 0;
 	}
 	for (int i = 0; i < nrefs; i++) {
 		if (!strcmp(ref_name(c, i), text)) {
-			*r = job_ref(gs, i);
+			*r = job_ref(c, i);
 			return 0;
 		}
 		if (at < sizeof(names))
@@ -470,8 +478,10 @@ static int ref_at(const struct pallas_build *c, const char *msg, const char *p,
 	}
 	if (!strncmp(p, "scratch ", 8)) {
 		i = index_at(p + 8, end);
-		return i >= 0 && i < gs->num_scratch + c->k->ntemps ?
-		       gs->num_operands + (int)i : -1;
+		if (i >= gs->num_scratch && i < gs->num_scratch + c->nslots)
+			return gs->num_operands + gs->num_scratch +
+			       c->slot_temp[i - gs->num_scratch];
+		return i >= 0 && i < gs->num_scratch ? gs->num_operands + (int)i : -1;
 	}
 	return -1;
 }
@@ -550,7 +560,9 @@ static int vmem_fail(const struct pallas_build *c, const struct tpu_plan *plan,
 	for (unsigned int i = 0; i < plan->num_scratch; i++)
 		if (plan->scratch[i].space == TPU_MEM_VMEM)
 			append(parts, sizeof(parts), &at, "%sscratch '%s' %llu",
-			       at ? ", " : "", ref_name(c, gs->num_operands + (int)i),
+			       at ? ", " : "", i < (unsigned int)gs->num_scratch ?
+			       gs->scratch[i].name :
+			       c->k->temp[c->slot_temp[i - gs->num_scratch]].name,
 			       (unsigned long long)plan->scratch[i].bytes);
 	return tpurt_fail(-ENOSPC,
 			  "VMEM: the kernel needs %llu bytes (%s) but the limit is %llu (over by %llu); use smaller blocks or raise vmem_limit_bytes (the device has %llu)",

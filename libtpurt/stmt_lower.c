@@ -217,9 +217,9 @@ static int temp_alloc(struct stmt_ctx *c, enum tpurt_dtype dtype, int64_t rows,
 			return 0;
 		}
 	}
-	if (k->ntemps + c->gs->num_scratch >= TPU_JOB_MAX_SCRATCH)
-		return stmt_fail(c, col, "needs a temporary beyond the job's %d scratch buffers",
-				 TPU_JOB_MAX_SCRATCH);
+	if (k->ntemps == TPURT_KERNEL_MAX_TEMPS)
+		return stmt_fail(c, col, "needs more than %d temporaries",
+				 TPURT_KERNEL_MAX_TEMPS);
 	t = &k->temp[k->ntemps];
 	memset(t, 0, sizeof(*t));
 	snprintf(t->name, sizeof(t->name), "%%%d", k->ntemps);
@@ -1638,9 +1638,9 @@ static int local_temp(struct stmt_ctx *c, struct tpurt_kernel_local *l,
 			return 0;
 		t->bound = 0;
 	}
-	if (k->ntemps + c->gs->num_scratch >= TPU_JOB_MAX_SCRATCH)
-		return stmt_fail(c, col, "'%s' needs a temporary beyond the job's %d scratch buffers",
-				 l->name, TPU_JOB_MAX_SCRATCH);
+	if (k->ntemps == TPURT_KERNEL_MAX_TEMPS)
+		return stmt_fail(c, col, "'%s' needs a temporary beyond the kernel's %d",
+				 l->name, TPURT_KERNEL_MAX_TEMPS);
 	snprintf(name, sizeof(name), "%s", l->name);
 	for (int i = 0, n = 1; i < k->ntemps; i++)
 		if (!strcmp(k->temp[i].name, name)) {

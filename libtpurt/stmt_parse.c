@@ -164,6 +164,7 @@ static int is_module(const struct parser *ps)
 static struct stmt_node *parse_name(struct parser *ps)
 {
 	struct stmt_node *n;
+	int col = col_of(ps);
 
 	while (is_module(ps)) {
 		next(ps);
@@ -173,7 +174,7 @@ static struct stmt_node *parse_name(struct parser *ps)
 			return NULL;
 		}
 	}
-	n = new_node(ps, SN_NAME, col_of(ps));
+	n = new_node(ps, SN_NAME, col);
 	if (!n)
 		return NULL;
 	n->name = ps->start;

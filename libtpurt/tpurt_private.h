@@ -207,7 +207,7 @@ struct tpurt_kernel_op {
  * appended to the job's scratch by pallas_call. Rank 2, as the body sees
  * every ref.
  */
-#define TPURT_KERNEL_MAX_TEMPS	TPU_JOB_MAX_SCRATCH
+#define TPURT_KERNEL_MAX_TEMPS	32	/* they share the job's scratch slots */
 
 struct tpurt_kernel_temp {
 	char name[TPURT_NAME_MAX];
@@ -249,6 +249,15 @@ struct tpurt_kernel {
 	int nlocals;
 	int nstmts;			/* statements added, for messages */
 };
+
+/*
+ * The job's scratch slots for @k's temporaries: temporaries of one type
+ * whose live ranges (first to last op naming them) do not overlap share
+ * one. slot[t] for temporary t; slot_temp[s] a temporary of slot s.
+ * Returns the number of slots.
+ */
+int tpurt_kernel_temp_slots(const struct tpurt_kernel *k, int *slot,
+			    int *slot_temp);
 
 /* Name of opcode @opcode for messages ("dot", "reduce"). */
 const char *tpurt_kernel_opcode_name(unsigned int opcode);
