@@ -562,12 +562,12 @@ static int tile_binary(struct stmt_ctx *c, int fn, struct value a,
 	}
 	if (binary_dtype(c, fn, &a, &b, col, &t))
 		return c->err;
-	if (is_tile(&b)) {
+	if (is_tile(&a) && is_tile(&b)) {
 		if (broadcast(c, &a, &b, col, &rows, &cols))
 			return c->err;
 	} else {
-		rows = a.rows;
-		cols = a.cols;
+		rows = is_tile(&a) ? a.rows : b.rows;
+		cols = is_tile(&a) ? a.cols : b.cols;
 	}
 	if (is_tile(&a) && (a.rows != rows || a.cols != cols) && is_tile(&b) &&
 	    b.rows == rows && b.cols == cols && swapped(fn) >= 0) {
@@ -966,7 +966,8 @@ static int dot_types(struct stmt_ctx *c, struct value *a, struct value *b,
 				 dtype_str(a->dtype), dtype_str(b->dtype));
 	*acc = TPURT_F32;
 	if (a->dtype != b->dtype)	/* jnp promotes to float32 */
-		return dot_cast(c, a, TPURT_F32, col) || dot_cast(c, b, TPURT_F32, col);
+		return dot_cast(c, a, TPURT_F32, col) ? c->err :
+		       dot_cast(c, b, TPURT_F32, col);
 	return 0;
 }
 
@@ -1163,10 +1164,13 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 
 	if (f->kind == SN_ATTR && name_is(f, "astype")) {
 		if (nargs_are(c, call, 1, 1, "astype") ||
-		    lower(c, f->base, NULL, &x) || lower(c, call->arg[0], NULL, &t))
+		    lower(c, call->arg[0], NULL, &t))
 			return c->err;
 		if (t.kind != V_DTYPE)
 			return stmt_fail(c, call->arg[0]->col, "expected a dtype");
+		/* x written into the target only if it has the target's dtype */
+		if (lower(c, f->base, d && d->dtype == t.dtype ? d : NULL, &x))
+			return c->err;
 		return lower_cast(c, &x, t.dtype, d, call->col, v);
 	}
 	if (f->kind != SN_NAME)
@@ -1257,14 +1261,17 @@ static int lower_binop(struct stmt_ctx *c, const struct stmt_node *n,
 
 	if (name_is(n, "@"))
 		return lower_dot(c, NULL, n->arg[0], n->arg[1], d, 0, v);
-	if (lower(c, n->arg[1], NULL, &b))
-		return c->err;
 	/* iota(...) + offset: the offset is the op's own */
-	if (fn == TPU_BINARY_ADD && is_iota_call(n->arg[0]) &&
-	    (b.kind == V_SCALAR || (b.kind == V_IMM && b.imm == floor(b.imm))))
-		return lower_iota(c, n->arg[0], &b, d, v);
-	if (lower(c, n->arg[0], NULL, &a))
+	if (fn == TPU_BINARY_ADD && is_iota_call(n->arg[0])) {
+		if (lower(c, n->arg[1], NULL, &b))
+			return c->err;
+		if (b.kind == V_SCALAR || (b.kind == V_IMM && b.imm == floor(b.imm)))
+			return lower_iota(c, n->arg[0], &b, d, v);
+		if (lower(c, n->arg[0], NULL, &a))
+			return c->err;
+	} else if (lower(c, n->arg[0], NULL, &a) || lower(c, n->arg[1], NULL, &b)) {
 		return c->err;
+	}
 	if ((name_is(n, "and") || name_is(n, "or")) && (is_tile(&a) || is_tile(&b)))
 		return stmt_fail(c, n->col, "'%.*s' of arrays: use & or |", n->len,
 				 n->name);
@@ -1575,7 +1582,7 @@ static int assign(struct stmt_ctx *c, const struct stmt *st, const struct dest *
 			return c->err;
 	}
 	if (!st->aug)
-		return lower(c, n, d, &v) || store(c, d, &v, n->col);
+		return lower(c, n, d, &v) ? c->err : store(c, d, &v, n->col);
 	if (lower(c, n, NULL, &rhs) ||
 	    lower_binary(c, aug_fn(st->aug), 0, &old, &rhs, d, n->col, &v))
 		return c->err;
@@ -1689,7 +1696,7 @@ static int bind_local(struct stmt_ctx *c, const struct stmt *st)
 	if (st->aug) {
 		struct value rhs;
 
-		ret = lower(c, st->value, NULL, &rhs) ||
+		ret = lower(c, st->value, NULL, &rhs) ? c->err :
 		      lower_binary(c, aug_fn(st->aug), 0, &cur, &rhs, NULL,
 				   st->value->col, &v);
 	} else {
