@@ -180,9 +180,10 @@ int tpurt_kernel_binary_scalar(struct tpurt_kernel *k, enum tpurt_binary fn,
 	return 0;
 }
 
-int tpurt_kernel_binary_smem(struct tpurt_kernel *k, enum tpurt_binary fn,
-			     const char *dst, const char *a, const char *smem,
-			     const char *index)
+/* fn(a, b) with b a scalar from a program: an SMEM element or its value. */
+static int binary_program(struct tpurt_kernel *k, enum tpurt_binary fn,
+			  const char *dst, const char *a, const char *smem,
+			  const char *text, uint8_t bcast, const char *what)
 {
 	struct tpurt_kernel_op *op = NULL;
 	int ret = check_binary(fn);
@@ -190,29 +191,27 @@ int tpurt_kernel_binary_smem(struct tpurt_kernel *k, enum tpurt_binary fn,
 	if (!ret)
 		ret = add_op(k, TPU_OP_BINARY, dst, a, smem, &op);
 	if (!ret)
-		ret = set_scalar(k, op, index, "SMEM index");
+		ret = set_scalar(k, op, text, what);
 	if (ret)
 		return ret;
 	op->fn = (uint8_t)fn;
-	op->bcast = TPU_BCAST_SMEM;
+	op->bcast = bcast;
 	return 0;
+}
+
+int tpurt_kernel_binary_smem(struct tpurt_kernel *k, enum tpurt_binary fn,
+			     const char *dst, const char *a, const char *smem,
+			     const char *index)
+{
+	return binary_program(k, fn, dst, a, smem, index, TPU_BCAST_SMEM,
+			      "SMEM index");
 }
 
 int tpurt_kernel_binary_expr(struct tpurt_kernel *k, enum tpurt_binary fn,
 			     const char *dst, const char *a, const char *expr)
 {
-	struct tpurt_kernel_op *op = NULL;
-	int ret = check_binary(fn);
-
-	if (!ret)
-		ret = add_op(k, TPU_OP_BINARY, dst, a, NULL, &op);
-	if (!ret)
-		ret = set_scalar(k, op, expr, "scalar expression");
-	if (ret)
-		return ret;
-	op->fn = (uint8_t)fn;
-	op->bcast = TPU_BCAST_SCALAR;
-	return 0;
+	return binary_program(k, fn, dst, a, NULL, expr, TPU_BCAST_SCALAR,
+			      "scalar expression");
 }
 
 static int check_axis(int axis, const char *what)

@@ -179,6 +179,18 @@ static void imm_of(struct value *v, double x, int is_int)
 	v->dtype = is_int ? TPURT_INT32 : TPURT_F32;
 }
 
+/* A scalar-core value: @text in the index-map syntax. */
+static void scalar_of(struct value *v, const char *text, int compound)
+{
+	memset(v, 0, sizeof(*v));
+	v->kind = V_SCALAR;
+	v->temp = -1;
+	v->weak = 1;
+	v->dtype = TPURT_INT32;
+	v->compound = compound;
+	snprintf(v->text, sizeof(v->text), "%s", text);
+}
+
 static int is_tile(const struct value *v)
 {
 	return v->kind == V_TILE;
@@ -386,12 +398,7 @@ static int scalar_binary(struct stmt_ctx *c, int fn, int floor_div,
 	    scalar_text(c, a, col, ta, sizeof(ta), 1) ||
 	    scalar_text(c, b, col, tb, sizeof(tb), 1))
 		return c->err;
-	memset(v, 0, sizeof(*v));
-	v->kind = V_SCALAR;
-	v->temp = -1;
-	v->weak = 1;
-	v->dtype = TPURT_INT32;
-	v->compound = 1;
+	scalar_of(v, "", 1);
 	if (fn == TPU_BINARY_MAX || fn == TPU_BINARY_MIN) {
 		v->compound = 0;
 		if (snprintf(v->text, sizeof(v->text), "%s(%s, %s)", op, ta, tb) >=
@@ -1115,6 +1122,7 @@ static int lower_fill(struct stmt_ctx *c, const struct stmt_node *call,
 static int lower_grid_fn(struct stmt_ctx *c, const struct stmt_node *call,
 			 const char *name, struct value *v)
 {
+	char text[32];
 	int64_t dim;
 
 	if (check_kwargs(c, call, NULL) || nargs_are(c, call, 1, 1, name) ||
@@ -1123,12 +1131,8 @@ static int lower_grid_fn(struct stmt_ctx *c, const struct stmt_node *call,
 	if (dim < 0 || dim >= c->gs->rank)
 		return stmt_fail(c, call->arg[0]->col, "the grid has dimensions 0 to %d",
 				 c->gs->rank - 1);
-	memset(v, 0, sizeof(*v));
-	v->kind = V_SCALAR;
-	v->temp = -1;
-	v->weak = 1;
-	v->dtype = TPURT_INT32;
-	snprintf(v->text, sizeof(v->text), "%s(%lld)", name, (long long)dim);
+	snprintf(text, sizeof(text), "%s(%lld)", name, (long long)dim);
+	scalar_of(v, text, 0);
 	return 0;
 }
 
@@ -1319,13 +1323,7 @@ static int lower_local(struct stmt_ctx *c, const struct tpurt_kernel_local *l,
 		imm_of(v, l->value, l->is_int);
 		return 0;
 	case TPURT_LOCAL_SCALAR:
-		memset(v, 0, sizeof(*v));
-		v->kind = V_SCALAR;
-		v->temp = -1;
-		v->weak = 1;
-		v->dtype = TPURT_INT32;
-		v->compound = 1;
-		snprintf(v->text, sizeof(v->text), "%s", l->text);
+		scalar_of(v, l->text, 1);
 		return 0;
 	case TPURT_LOCAL_INPUT:
 		find_ref(c, l->ref, (int)strlen(l->ref), &r);
