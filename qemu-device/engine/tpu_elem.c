@@ -24,31 +24,21 @@ void tpu_elem_load(const struct tpu_ref2d *r, int64_t row, double *out,
 {
 	const void *p = tpu_elem_row(r, row);
 
-	switch (r->dtype) {
-	case TPU_DTYPE_F32:
+	if (r->dtype == TPU_DTYPE_F32) {
 		for (int64_t j = 0; j < n; j++)
 			out[j] = ((const float *)p)[j];
-		break;
-	case TPU_DTYPE_BF16:
+	} else if (r->dtype == TPU_DTYPE_BF16) {
 		for (int64_t j = 0; j < n; j++)
 			out[j] = f32_from_bits((uint32_t)((const uint16_t *)p)[j] << 16);
-		break;
-	case TPU_DTYPE_INT8:
-		for (int64_t j = 0; j < n; j++)
-			out[j] = ((const int8_t *)p)[j];
-		break;
-	case TPU_DTYPE_UINT8:
-		for (int64_t j = 0; j < n; j++)
-			out[j] = ((const uint8_t *)p)[j];
-		break;
-	case TPU_DTYPE_BOOL:
-		for (int64_t j = 0; j < n; j++)
-			out[j] = ((const uint8_t *)p)[j] != 0;
-		break;
-	default:
-		for (int64_t j = 0; j < n; j++)
-			out[j] = ((const int32_t *)p)[j];
-		break;
+	} else {
+		/* integers: as int64s, then widened in place */
+		tpu_elem_load_i64(r, row, (int64_t *)out, n);
+		for (int64_t j = 0; j < n; j++) {
+			int64_t v;
+
+			memcpy(&v, &out[j], sizeof(v));
+			out[j] = (double)v;
+		}
 	}
 }
 
