@@ -70,7 +70,6 @@ static inline V vlog1p(V x) { return Sleef_log1pf8_u10avx2(x); }
 static inline V vexp2(V x) { return Sleef_exp2f8_u10avx2(x); }
 static inline V vtanh(V x) { return Sleef_tanhf8_u10avx2(x); }
 static inline V vpow(V a, V b) { return Sleef_powf8_u10avx2(a, b); }
-static inline V vfmod(V a, V b) { return Sleef_fmodf8_avx2(a, b); }
 
 static inline M vmask_bytes(const uint8_t *p)
 {
@@ -91,6 +90,7 @@ static inline D dadd(D a, D b) { return _mm256_add_pd(a, b); }
 static inline D dmul(D a, D b) { return _mm256_mul_pd(a, b); }
 static inline D ddiv(D a, D b) { return _mm256_div_pd(a, b); }
 static inline D dsqrt(D x) { return _mm256_sqrt_pd(x); }
+static inline D dfmod(D a, D b) { return Sleef_fmodd4_avx2(a, b); }
 static inline D dexp(D x) { return Sleef_expd4_u10avx2(x); }
 static inline D dload(const double *p) { return _mm256_loadu_pd(p); }
 static inline void dstore(double *p, D x) { _mm256_storeu_pd(p, x); }

@@ -70,7 +70,6 @@ static inline V vlog1p(V x) { return Sleef_log1pf16_u10avx512f(x); }
 static inline V vexp2(V x) { return Sleef_exp2f16_u10avx512f(x); }
 static inline V vtanh(V x) { return Sleef_tanhf16_u10avx512f(x); }
 static inline V vpow(V a, V b) { return Sleef_powf16_u10avx512f(a, b); }
-static inline V vfmod(V a, V b) { return Sleef_fmodf16_avx512f(a, b); }
 
 static inline M vmask_bytes(const uint8_t *p)
 {
@@ -91,6 +90,7 @@ static inline D dadd(D a, D b) { return _mm512_add_pd(a, b); }
 static inline D dmul(D a, D b) { return _mm512_mul_pd(a, b); }
 static inline D ddiv(D a, D b) { return _mm512_div_pd(a, b); }
 static inline D dsqrt(D x) { return _mm512_sqrt_pd(x); }
+static inline D dfmod(D a, D b) { return Sleef_fmodd8_avx512f(a, b); }
 static inline D dexp(D x) { return Sleef_expd8_u10avx512f(x); }
 static inline D dload(const double *p) { return _mm512_loadu_pd(p); }
 static inline void dstore(double *p, D x) { _mm512_storeu_pd(p, x); }

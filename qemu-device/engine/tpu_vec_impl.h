@@ -10,9 +10,9 @@
  *   vand vor vxor vmax_raw vmin_raw (a > b ? a : b, as x86's maxps)
  *   veq vlt vle vgt vge (ordered) vne vunord (true on NaN) mand mor
  *   vblend(m, f, t) (m ? t : f)
- *   vexp vlog vlog1p vexp2 vtanh vpow vfmod (SLEEF)
+ *   vexp vlog vlog1p vexp2 vtanh vpow (SLEEF)
  *   vmask_bytes (VW bytes, non-zero) vbf16 (VW bf16 widened)
- *   dset1 dadd dmul ddiv dsqrt dexp dload dstore dload_f (DW floats)
+ *   dset1 dadd dmul ddiv dsqrt dexp dfmod dload dstore dload_f (DW floats)
  *   dmax_raw dmin_raw dand dor deq dunord dblend vsplit vjoin
  *   KERNELS   the name of the struct tpu_vec_kernels to define
  *
@@ -47,19 +47,25 @@ static ALWAYS_INLINE V quiet(V x)
 	return vblend(vunord(x, x), x, vadd(x, x));
 }
 
-/* jnp.maximum: NaN propagates (a + b picks it, quiet), +0 above -0. */
+/*
+ * r where a and b are numbers, else a's NaN, else b's, made quiet: the
+ * compiler may swap the operands of a + b, so that cannot choose.
+ */
+static ALWAYS_INLINE V nan_first(V a, V b, V r)
+{
+	r = vblend(vunord(b, b), r, quiet(b));
+	return vblend(vunord(a, a), r, quiet(a));
+}
+
+/* jnp.maximum: NaN propagates, +0 above -0. */
 static ALWAYS_INLINE V max_nan(V a, V b)
 {
-	V r = vblend(veq(a, b), vmax_raw(a, b), vand(a, b));
-
-	return vblend(vunord(a, b), r, vadd(a, b));
+	return nan_first(a, b, vblend(veq(a, b), vmax_raw(a, b), vand(a, b)));
 }
 
 static ALWAYS_INLINE V min_nan(V a, V b)
 {
-	V r = vblend(veq(a, b), vmin_raw(a, b), vor(a, b));
-
-	return vblend(vunord(a, b), r, vadd(a, b));
+	return nan_first(a, b, vblend(veq(a, b), vmin_raw(a, b), vor(a, b)));
 }
 
 static ALWAYS_INLINE V bool01(M m)
@@ -74,11 +80,23 @@ static ALWAYS_INLINE V sign(V x)
 	return quiet(vblend(vlt(x, vset1(0.0f)), r, vset1(-1.0f)));
 }
 
-/* Python's %: fmod (exact), moved into b's sign; a zero takes b's sign. */
+/* fmod in double: exact, and a subnormal b is a normal double there */
+static ALWAYS_INLINE V fmod_exact(V a, V b)
+{
+	D ha[NDH], hb[NDH];
+
+	vsplit(a, ha);
+	vsplit(b, hb);
+	for (int k = 0; k < NDH; k++)
+		ha[k] = dfmod(ha[k], hb[k]);
+	return vjoin(ha);
+}
+
+/* Python's %: fmod, moved into b's sign; a zero takes b's sign. */
 static ALWAYS_INLINE V py_mod(V a, V b)
 {
 	const V zero = vset1(0.0f);
-	V r = vfmod(a, b);
+	V r = fmod_exact(a, b);
 	M flip = mor(mand(vlt(r, zero), vgt(b, zero)),
 		     mand(vgt(r, zero), vlt(b, zero)));
 
@@ -137,6 +155,20 @@ static ALWAYS_INLINE V at_minus_inf_zero(V x, V r)
 	return vblend(veq(x, vset1(-INFINITY)), r, vset1(-0.0f));
 }
 
+/* where |x| < @tiny, f(x) rounds to x: SLEEF is a hair past 1 ulp there */
+static ALWAYS_INLINE V tiny_is_x(V x, V fx, float tiny)
+{
+	return vblend(vlt(vand(x, vbits(0x7fffffff)), vset1(tiny)), fx, x);
+}
+
+/* SLEEF's log1pf overflows to inf above ~1e38; log(x) is as good there */
+static ALWAYS_INLINE V log1p_wide(V x)
+{
+	V r = vblend(vgt(x, vset1(1e30f)), vlog1p(x), vlog(x));
+
+	return tiny_is_x(x, r, 0x1p-24f);
+}
+
 #define UNARY(name, expr)						\
 static void name(float *dst, const float *src, int64_t n, float lo_,	\
 		 float hi_)						\
@@ -163,7 +195,7 @@ UNARY(u_relu, vblend(vgt(x, vset1(0.0f)), vset1(0.0f), x))	/* NaN -> 0 */
 UNARY(u_gelu, at_minus_inf_zero(x, via_double(x, d_gelu)))
 UNARY(u_silu, at_minus_inf_zero(x, via_double(x, d_silu)))
 UNARY(u_sigmoid, via_double(x, d_sigmoid))
-UNARY(u_tanh, vtanh(x))
+UNARY(u_tanh, tiny_is_x(x, vtanh(x), 0x1p-12f))
 UNARY(u_exp, vexp(x))
 UNARY(u_neg, quiet(vxor(x, vset1(-0.0f))))
 UNARY(u_abs, quiet(vand(x, vbits(0x7fffffff))))
@@ -171,7 +203,7 @@ UNARY(u_reciprocal, vdiv(vset1(1.0f), x))
 UNARY(u_sqrt, vsqrt(x))
 UNARY(u_rsqrt, via_double(x, d_rsqrt))
 UNARY(u_log, vlog(x))
-UNARY(u_log1p, vlog1p(x))
+UNARY(u_log1p, log1p_wide(x))
 UNARY(u_exp2, vexp2(x))
 UNARY(u_square, vmul(x, x))
 UNARY(u_floor, vfloor(x))
@@ -289,12 +321,13 @@ static ALWAYS_INLINE D col_step(uint8_t fn, D acc, D x)
 	D r;
 
 	if (fn == TPU_REDUCE_SUM)
-		return dadd(acc, x);
-	if (fn == TPU_REDUCE_MAX)
+		r = dadd(acc, x);
+	else if (fn == TPU_REDUCE_MAX)
 		r = dblend(deq(acc, x), dmax_raw(acc, x), dand(acc, x));
 	else
 		r = dblend(deq(acc, x), dmin_raw(acc, x), dor(acc, x));
-	r = dblend(dunord(x, x), r, x);	/* x is quiet: widened to double */
+	/* a NaN: acc's, else x's (quiet: widened to double), never a + b's choice */
+	r = dblend(dunord(x, x), r, x);
 	return dblend(dunord(acc, acc), r, acc);
 }
 

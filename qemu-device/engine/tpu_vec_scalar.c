@@ -64,8 +64,9 @@ static inline V vsub(V a, V b) { return a - b; }
 static inline V vmul(V a, V b) { return a * b; }
 static inline V vdiv(V a, V b) { return a / b; }
 static inline V vsqrt(V x) { return sqrtf(x); }
-static inline V vfloor(V x) { return floorf(x); }
-static inline V vceil(V x) { return ceilf(x); }
+/* glibc's floorf and ceilf hand a signalling NaN back as it came */
+static inline V vfloor(V x) { return isnan(x) ? x + x : floorf(x); }
+static inline V vceil(V x) { return isnan(x) ? x + x : ceilf(x); }
 static inline V vrint(V x) { return nearbyintf(x); }	/* ties to even */
 static inline V vand(V a, V b) { return float_of(bits_of(a) & bits_of(b)); }
 static inline V vor(V a, V b) { return float_of(bits_of(a) | bits_of(b)); }
@@ -90,7 +91,6 @@ static inline V vlog1p(V x) { return Sleef_log1pf_u10(x); }
 static inline V vexp2(V x) { return Sleef_exp2f_u10(x); }
 static inline V vtanh(V x) { return Sleef_tanhf_u10(x); }
 static inline V vpow(V a, V b) { return Sleef_powf_u10(a, b); }
-static inline V vfmod(V a, V b) { return Sleef_fmodf(a, b); }
 
 static inline M vmask_bytes(const uint8_t *p) { return *p != 0; }
 static inline V vbf16(const uint16_t *p) { return float_of((uint32_t)*p << 16); }
@@ -100,6 +100,7 @@ static inline D dadd(D a, D b) { return a + b; }
 static inline D dmul(D a, D b) { return a * b; }
 static inline D ddiv(D a, D b) { return a / b; }
 static inline D dsqrt(D x) { return sqrt(x); }
+static inline D dfmod(D a, D b) { return Sleef_fmod(a, b); }
 static inline D dexp(D x) { return Sleef_exp_u10(x); }
 static inline D dload(const double *p) { return *p; }
 static inline void dstore(double *p, D x) { *p = x; }
