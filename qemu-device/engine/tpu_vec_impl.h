@@ -285,19 +285,38 @@ static ALWAYS_INLINE V extreme(V a, V b, bool is_max)
 	return is_max ? max_nan(a, b) : min_nan(a, b);
 }
 
+/* max or min of two numbers, +0 above -0; NaNs are the caller's business */
+static ALWAYS_INLINE V extreme_num(V a, V b, bool is_max)
+{
+	if (is_max)
+		return vblend(veq(a, b), vmax_raw(a, b), vand(a, b));
+	return vblend(veq(a, b), vmin_raw(a, b), vor(a, b));
+}
+
+/*
+ * The loop only notes that it met a NaN (tpu_vec.c then finds the row's
+ * first): half the work of carrying it.
+ */
 static ALWAYS_INLINE float extreme_row(const float *src, int64_t n,
 				       bool is_max)
 {
 	const float fill = is_max ? -INFINITY : INFINITY;
-	V acc = vset1(fill);
+	V acc = vset1(fill), x;
+	M nan = vunord(acc, acc);	/* none */
 	float t[VW];
 	int64_t i = 0;
 
-	for (; i + VW <= n; i += VW)
-		acc = extreme(acc, vload(src + i), is_max);
-	if (i < n)
-		acc = extreme(acc, load_tail(src + i, n - i, fill), is_max);
-	vstore(t, acc);
+	for (; i + VW <= n; i += VW) {
+		x = vload(src + i);
+		nan = mor(nan, vunord(x, x));
+		acc = extreme_num(acc, x, is_max);
+	}
+	if (i < n) {
+		x = load_tail(src + i, n - i, fill);
+		nan = mor(nan, vunord(x, x));
+		acc = extreme_num(acc, x, is_max);
+	}
+	vstore(t, vblend(nan, acc, vset1(NAN)));
 	acc = vset1(t[0]);
 	for (int k = 1; k < VW; k++)
 		acc = extreme(acc, vset1(t[k]), is_max);
