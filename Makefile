@@ -42,7 +42,8 @@ ENGINE_LIB	= $(BUILD)/lib/libtpuengine.a
 BLAS_CFLAGS	= $(shell pkg-config --cflags openblas)
 BLAS_LIBS	= $(shell pkg-config --libs openblas)
 ENGINE_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine -Irules $(BLAS_CFLAGS)
-ENGINE_LINK	= $(ENGINE_LIB) $(RULES_LIB) $(BLAS_LIBS) -lpthread -lm
+ENGINE_LINK	= $(ENGINE_LIB) $(RULES_LIB) $(BLAS_LIBS) $(shell pkg-config --libs sleef) \
+		  -lpthread -lm
 
 # --- libtpurt ---
 # The shared library (what the guest loads) talks to the render node only;
@@ -81,8 +82,8 @@ HOST_TESTS	= engine_vector_test engine_config_test engine_copy_test engine_gemm_
 		  engine_model_test engine_matmul_test engine_pipeline_test \
 		  engine_scalar_test engine_errors_test engine_ops_test \
 		  engine_debug_test engine_cast_test engine_pool_test \
-		  engine_model_match_test engine_abort_test tpurt_open_test \
-		  params_table_test $(SIM_TESTS)
+		  engine_model_match_test engine_abort_test engine_vec_test \
+		  tpurt_open_test params_table_test $(SIM_TESTS)
 # Runtime tests on the in-process device (libtpurt-sim.a).
 SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 		  tpurt_matmul_test tpurt_analysis_test tpurt_template_test \
@@ -209,6 +210,11 @@ $(BUILD)/bench/bench_engine: $(TEST_HELPERS) tests/job_builder.h
 $(BUILD)/bench/bench_engine: BENCH_EXTRA = -Itests $(TEST_HELPERS)
 
 bench-engine: $(BUILD)/bench/bench_engine
+	$(Q)$<
+
+# The vector unit's row kernels beside the host's memcpy of the same bytes.
+.PHONY: bench-vec
+bench-vec: $(BUILD)/bench/bench_vec
 	$(Q)$<
 
 # The model reads the published table next to the tests; the path is fixed

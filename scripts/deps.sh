@@ -43,7 +43,7 @@ PKGS=(
 	# guest image and VM
 	busybox-static cpio kmod seabios qemu-system-data
 	# userspace libraries of the runtime, samples and selftests
-	libdrm-dev liburing-dev libopenblas-dev
+	libdrm-dev liburing-dev libopenblas-dev libsleef-dev
 	# driver style checks
 	perl
 )
