@@ -108,6 +108,22 @@ static bool same_f(float a, float b)
 	return a == b || (a != a && b != b);
 }
 
+/*
+ * The engine's result for a unary function into f32: the double
+ * reference rounded once, except exp, whose vector kernel is within the
+ * 1.001 ulp doc/numerics.md promises.
+ */
+static bool unary_ok(unsigned int fn, float got, double want)
+{
+	float w = (float)want;
+
+	if (same_f(got, w))
+		return true;
+	if (fn != TPU_UNARY_EXP || !isfinite(w))
+		return false;
+	return fabs(got - want) <= 1.001 * (nextafterf(fabsf(w), INFINITY) - fabsf(w));
+}
+
 TEST(every_unary_function)
 {
 	struct ew e;
@@ -119,7 +135,7 @@ TEST(every_unary_function)
 
 		ASSERT_EQ(0, ew_run(&e, TPU_OP_UNARY, fn, 0, TPU_DTYPE_F32));
 		for (int i = 0; i < R * C; i++)
-			bad += !same_f(z[i], (float)ref_unary(fn, e.av[i]));
+			bad += !unary_ok(fn, z[i], ref_unary(fn, e.av[i]));
 		EXPECT_EQ(0, bad) TH_LOG("unary %u", fn);
 	}
 	tdev_free(e.d);

@@ -125,7 +125,7 @@ static double unary_ref(int fn, float xf, float lo, float hi)
 
 	switch (fn) {
 	case TPU_UNARY_IDENTITY:	return x;
-	case TPU_UNARY_RELU:		return x > 0 ? x : 0;
+	case TPU_UNARY_RELU:		return x > 0 || x != x ? x : 0;
 	case TPU_UNARY_GELU:
 		u = 0.7978845608028654L * (x + 0.044715L * x * x * x);
 		return logistic_ref(x, x, 2 * u);

@@ -2,7 +2,7 @@
 /*
  * Micro-ops of the kernel body on 2-D refs: matmuls go to tpu_gemm, the
  * vector unit's ops to a fast path for their data if there is one
- * (tpu_cast.c, tpu_ops_f32.c), else to the reference path
+ * (tpu_cast.c, tpu_ops_f32.c on tpu_vec), else to the reference path
  * (tpu_ops_ew.c, tpu_ops_reduce.c), which rounds once into dst.
  */
 #include <string.h>
@@ -78,7 +78,7 @@ int tpu_op_run(const struct tpu_plan_op *op, const struct tpu_op_args *args,
 		if (op->opcode == TPU_OP_UNARY && op->fn == TPU_UNARY_IDENTITY &&
 		    cast_rows(&args->dst, &args->src0))
 			return 0;
-		if (tpu_op_f32(op, args))
+		if (tpu_op_fast(op, args))
 			return 0;
 		return tpu_op_elementwise(op, args, fault);
 	}

@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * f32 fast paths of the hot elementwise ops (the epilogue of a matmul,
- * softmax's exp, masks): plain loops the compiler vectorises, giving the
- * reference path's bits. Exact float results (relu, neg, abs, max, min,
- * compares, select) may go to an f32 or bf16 dst; add, sub, mul and div
- * are correctly rounded in binary32 as the reference rounds the exact
- * result once, and exp is the reference's own double exp, so those go to
- * an f32 dst only (into bf16 they would round twice). Every row ends in
- * tpu_cast_row(), which quiets NaNs as the trip through a double does.
+ * Fast paths of the vector unit's elementwise ops: f32 data through the
+ * vectorised row kernels (tpu_vec.h), int32 data (iotas, masks made from
+ * them, offsets) through plain loops the compiler vectorises.
+ *
+ * f32 results are the reference path's bits (exact or correctly rounded:
+ * +, -, *, /, sqrt, max, compares, select, ...), except exp, within 1 ulp
+ * (SLEEF's, doc/numerics.md). They go to an f32
+ * dst, or to a bf16 or bool dst where the f32 result is exact (relu,
+ * floor, max, compares, select, ...) so that dst still sees one rounding;
+ * other results into bf16 take the reference path (tpu_ops_ew.c). int32
+ * results are exact: sums and products in 64 bits, saturated into int32
+ * as the reference path does. Every f32 row ends in tpu_cast_row(), which
+ * quiets NaNs as the reference's trip through a double does.
  */
 #include <math.h>
 #include <string.h>
@@ -16,6 +21,7 @@
 #include "tpu_dtype.h"
 #include "tpu_elem.h"
 #include "tpu_ops_int.h"
+#include "tpu_vec.h"
 
 /* A broadcast operand as floats: a row (step 1) or one value (step 0). */
 struct fsrc {
@@ -40,139 +46,246 @@ static bool fsrc_of(const struct tpu_ref2d *ref, unsigned int bcast,
 static const float *fsrc_row(const struct fsrc *b, int64_t i, int64_t *step)
 {
 	*step = b->bcast == TPU_BCAST_NONE || b->bcast == TPU_BCAST_ROW;
-	if (b->bcast == TPU_BCAST_NONE || b->bcast == TPU_BCAST_COL)
+	if (b->bcast == TPU_BCAST_NONE)
 		return tpu_elem_row(b->ref, i);
 	if (b->bcast == TPU_BCAST_ROW)
 		return tpu_elem_row(b->ref, 0);
+	if (b->bcast == TPU_BCAST_COL)
+		return tpu_elem_row(b->ref, i);	/* this row's one element */
 	return &b->scalar;
 }
 
+/* An f32 result that is exact, so it may be stored in any float dst. */
 static bool exact_in_f32(const struct tpu_plan_op *op)
 {
 	if (op->opcode == TPU_OP_SELECT)
 		return true;
-	if (op->opcode == TPU_OP_UNARY)
-		return op->fn == TPU_UNARY_RELU || op->fn == TPU_UNARY_NEG ||
-		       op->fn == TPU_UNARY_ABS;
+	if (op->opcode == TPU_OP_UNARY) {
+		switch (op->fn) {
+		case TPU_UNARY_RELU: case TPU_UNARY_NEG: case TPU_UNARY_ABS:
+		case TPU_UNARY_FLOOR: case TPU_UNARY_CEIL: case TPU_UNARY_SIGN:
+		case TPU_UNARY_NOT: case TPU_UNARY_CLAMP: case TPU_UNARY_ROUND:
+			return true;
+		default:
+			return false;
+		}
+	}
 	return op->fn == TPU_BINARY_MAX || op->fn == TPU_BINARY_MIN ||
-	       (op->fn >= TPU_BINARY_EQ && op->fn <= TPU_BINARY_GE);
+	       (op->fn >= TPU_BINARY_EQ && op->fn <= TPU_BINARY_OR);
 }
 
-static bool has_f32_path(const struct tpu_plan_op *op)
+/* A result of 0 or 1 (a mask). */
+static bool is_mask_result(const struct tpu_plan_op *op)
 {
 	if (op->opcode == TPU_OP_UNARY)
-		return exact_in_f32(op) || op->fn == TPU_UNARY_EXP;
-	if (op->opcode == TPU_OP_BINARY)
-		return op->fn != TPU_BINARY_POW && op->fn != TPU_BINARY_MOD &&
-		       op->fn != TPU_BINARY_AND && op->fn != TPU_BINARY_OR;
-	return op->opcode == TPU_OP_SELECT;
+		return op->fn == TPU_UNARY_NOT;
+	return op->opcode == TPU_OP_BINARY && op->fn >= TPU_BINARY_EQ &&
+	       op->fn <= TPU_BINARY_OR;
 }
 
-static void unary_row(uint8_t fn, float *t, const float *a, int64_t n)
+static bool f32_dst_ok(const struct tpu_plan_op *op, uint8_t dt)
 {
-	switch (fn) {
-	case TPU_UNARY_RELU:
-		for (int64_t j = 0; j < n; j++)
-			t[j] = a[j] != a[j] ? a[j] : a[j] > 0 ? a[j] : 0;
-		break;
-	case TPU_UNARY_NEG:
-		for (int64_t j = 0; j < n; j++)
-			t[j] = -a[j];
-		break;
-	case TPU_UNARY_ABS:
-		for (int64_t j = 0; j < n; j++)
-			t[j] = fabsf(a[j]);
-		break;
-	default:	/* EXP: the reference's double exp, rounded once */
-		for (int64_t j = 0; j < n; j++)
-			t[j] = (float)exp(a[j]);
-		break;
+	if (dt == TPU_DTYPE_F32)
+		return true;
+	if (dt == TPU_DTYPE_BF16)
+		return exact_in_f32(op);
+	return dt == TPU_DTYPE_BOOL && is_mask_result(op);
+}
+
+static void store_row(const struct tpu_ref2d *d, int64_t i, const float *t)
+{
+	if (d->dtype == TPU_DTYPE_BOOL) {
+		uint8_t *o = tpu_elem_row(d, i);
+
+		for (int64_t j = 0; j < d->cols; j++)
+			o[j] = t[j] != 0;
+		return;
+	}
+	tpu_cast_row(tpu_elem_row(d, i), d->dtype, t, TPU_DTYPE_F32, d->cols);
+}
+
+/*
+ * The functions whose vector kernel gives the reference path's bits
+ * (exact, or one correct rounding either way), and exp, within 1 ulp
+ * (doc/numerics.md): softmax and attention live on it. The others
+ * (tanh, log, pow, gelu, ...) stay on the reference path, so their
+ * results do not depend on the data's dtype.
+ */
+static bool vec_fn(const struct tpu_plan_op *op)
+{
+	if (op->opcode == TPU_OP_SELECT || exact_in_f32(op))
+		return true;
+	if (op->opcode == TPU_OP_UNARY)
+		return op->fn == TPU_UNARY_EXP || op->fn == TPU_UNARY_SQUARE ||
+		       op->fn == TPU_UNARY_RECIPROCAL || op->fn == TPU_UNARY_SQRT;
+	return op->opcode == TPU_OP_BINARY &&
+	       (op->fn == TPU_BINARY_ADD || op->fn == TPU_BINARY_SUB ||
+		op->fn == TPU_BINARY_MUL || op->fn == TPU_BINARY_DIV);
+}
+
+static bool f32_sources(const struct tpu_plan_op *op,
+			const struct tpu_op_args *args,
+			struct fsrc *x, struct fsrc *y)
+{
+	const struct tpu_ref2d *s0 = &args->src0;
+
+	if (!vec_fn(op))
+		return false;
+	switch (op->opcode) {
+	case TPU_OP_UNARY:
+		return s0->dtype == TPU_DTYPE_F32;
+	case TPU_OP_BINARY:
+		return s0->dtype == TPU_DTYPE_F32 &&
+		       fsrc_of(&args->src1, op->bcast, &args->scalar, op->imm, x);
+	case TPU_OP_SELECT:
+		return (s0->dtype == TPU_DTYPE_F32 ||
+			tpu_dtype_size(s0->dtype) == 1) &&
+		       fsrc_of(&args->src1, op->bcast, &args->scalar, op->imm, x) &&
+		       fsrc_of(&args->src2, op->bcast2, &args->scalar, op->imm2, y);
+	default:
+		return false;
 	}
 }
 
-#define ROW_LOOP(expr)						\
-	do {							\
-		for (int64_t j = 0; j < n; j++) {		\
-			float x = a[j], y = b[j * step];	\
-			t[j] = (expr);				\
-		}						\
-	} while (0)
-
-static void binary_row(uint8_t fn, float *t, const float *a, const float *b,
-		       int64_t step, int64_t n)
-{
-	switch (fn) {
-	case TPU_BINARY_ADD:	ROW_LOOP(x + y); break;
-	case TPU_BINARY_SUB:	ROW_LOOP(x - y); break;
-	case TPU_BINARY_MUL:	ROW_LOOP(x * y); break;
-	case TPU_BINARY_DIV:	ROW_LOOP(x / y); break;
-	case TPU_BINARY_MAX:	ROW_LOOP(x != x ? x : y != y ? y : x >= y ? x : y); break;
-	case TPU_BINARY_MIN:	ROW_LOOP(x != x ? x : y != y ? y : x <= y ? x : y); break;
-	case TPU_BINARY_EQ:	ROW_LOOP(x == y); break;
-	case TPU_BINARY_NE:	ROW_LOOP(x != y); break;
-	case TPU_BINARY_LT:	ROW_LOOP(x < y); break;
-	case TPU_BINARY_LE:	ROW_LOOP(x <= y); break;
-	case TPU_BINARY_GT:	ROW_LOOP(x > y); break;
-	default:		ROW_LOOP(x >= y); break;	/* GE */
-	}
-}
-
-static bool mask_is_fast(uint8_t dtype)
-{
-	return dtype == TPU_DTYPE_F32 || tpu_dtype_size(dtype) == 1;
-}
-
-static void select_row(float *t, const struct tpu_ref2d *mask, int64_t i,
-		       const float *a, int64_t sa, const float *b, int64_t sb,
-		       int64_t n)
-{
-	if (mask->dtype == TPU_DTYPE_F32) {
-		const float *m = tpu_elem_row(mask, i);
-
-		for (int64_t j = 0; j < n; j++)
-			t[j] = m[j] != 0 ? a[j * sa] : b[j * sb];
-	} else {
-		const uint8_t *m = tpu_elem_row(mask, i);
-
-		for (int64_t j = 0; j < n; j++)
-			t[j] = m[j] ? a[j * sa] : b[j * sb];
-	}
-}
-
-bool tpu_op_f32(const struct tpu_plan_op *op, const struct tpu_op_args *args)
+static bool op_f32(const struct tpu_plan_op *op, const struct tpu_op_args *args)
 {
 	const struct tpu_ref2d *d = &args->dst, *s0 = &args->src0;
 	float *t = (float *)args->row_tmp[3];
+	float lo = (float)tpu_op_imm(op->imm), hi = (float)tpu_op_imm(op->imm2);
 	struct fsrc x = { 0 }, y = { 0 };
 	int64_t sa, sb;
 
-	if (!has_f32_path(op) || (d->dtype != TPU_DTYPE_F32 &&
-				  !(d->dtype == TPU_DTYPE_BF16 && exact_in_f32(op))))
-		return false;
-	if (op->opcode == TPU_OP_SELECT ?
-	    !mask_is_fast(s0->dtype) ||
-	    !fsrc_of(&args->src1, op->bcast, &args->scalar, op->imm, &x) ||
-	    !fsrc_of(&args->src2, op->bcast2, &args->scalar, op->imm2, &y) :
-	    s0->dtype != TPU_DTYPE_F32 || (op->opcode == TPU_OP_BINARY &&
-	    !fsrc_of(&args->src1, op->bcast, &args->scalar, op->imm, &x)))
+	if (!f32_dst_ok(op, d->dtype) || !f32_sources(op, args, &x, &y))
 		return false;
 	for (int64_t i = 0; i < d->rows; i++) {
-		const float *a = tpu_elem_row(s0, i);
+		const void *a = tpu_elem_row(s0, i);
 
 		if (op->opcode == TPU_OP_UNARY) {
-			unary_row(op->fn, t, a, d->cols);
+			tpu_vec_unary(op->fn, t, a, d->cols, lo, hi);
 		} else if (op->opcode == TPU_OP_BINARY) {
 			const float *b = fsrc_row(&x, i, &sa);
 
-			binary_row(op->fn, t, a, b, sa, d->cols);
+			tpu_vec_binary(op->fn, t, a, b, sa, d->cols);
 		} else {
 			const float *av = fsrc_row(&x, i, &sa);
 			const float *bv = fsrc_row(&y, i, &sb);
 
-			select_row(t, s0, i, av, sa, bv, sb, d->cols);
+			tpu_vec_select(t, a, s0->dtype, av, sa, bv, sb, d->cols);
 		}
-		tpu_cast_row(tpu_elem_row(d, i), d->dtype, t, TPU_DTYPE_F32,
-			     d->cols);
+		store_row(d, i, t);
 	}
 	return true;
+}
+
+/* --- int32 --- */
+
+static int64_t sat32(int64_t v)
+{
+	return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : v;
+}
+
+static bool int_binary_fn(uint8_t fn)
+{
+	return fn == TPU_BINARY_ADD || fn == TPU_BINARY_SUB ||
+	       fn == TPU_BINARY_MUL || fn == TPU_BINARY_MAX ||
+	       fn == TPU_BINARY_MIN || (fn >= TPU_BINARY_EQ && fn <= TPU_BINARY_GE);
+}
+
+#define INT_LOOP(expr)						\
+	do {							\
+		for (int64_t j = 0; j < n; j++) {		\
+			int64_t x = a[j], y = b[j * step];	\
+			t[j] = (expr);				\
+		}						\
+	} while (0)
+
+static void int_row(uint8_t fn, int64_t *t, const int32_t *a,
+		    const int32_t *b, int64_t step, int64_t n)
+{
+	switch (fn) {
+	case TPU_BINARY_ADD:	INT_LOOP(x + y); break;
+	case TPU_BINARY_SUB:	INT_LOOP(x - y); break;
+	case TPU_BINARY_MUL:	INT_LOOP(x * y); break;
+	case TPU_BINARY_MAX:	INT_LOOP(x > y ? x : y); break;
+	case TPU_BINARY_MIN:	INT_LOOP(x < y ? x : y); break;
+	case TPU_BINARY_EQ:	INT_LOOP(x == y); break;
+	case TPU_BINARY_NE:	INT_LOOP(x != y); break;
+	case TPU_BINARY_LT:	INT_LOOP(x < y); break;
+	case TPU_BINARY_LE:	INT_LOOP(x <= y); break;
+	case TPU_BINARY_GT:	INT_LOOP(x > y); break;
+	default:		INT_LOOP(x >= y); break;	/* GE */
+	}
+}
+
+static void store_int_row(const struct tpu_ref2d *d, int64_t i,
+			  const int64_t *t)
+{
+	void *o = tpu_elem_row(d, i);
+
+	for (int64_t j = 0; j < d->cols; j++) {
+		switch (d->dtype) {
+		case TPU_DTYPE_INT32:
+			((int32_t *)o)[j] = (int32_t)sat32(t[j]);
+			break;
+		case TPU_DTYPE_BOOL:
+			((uint8_t *)o)[j] = t[j] != 0;
+			break;
+		default:	/* F32: 0 or 1 */
+			((float *)o)[j] = (float)t[j];
+			break;
+		}
+	}
+}
+
+/* int32 binary ops and iotas into int32 (or compares into bool or f32). */
+static bool op_int32(const struct tpu_plan_op *op,
+		     const struct tpu_op_args *args)
+{
+	const struct tpu_ref2d *d = &args->dst, *s0 = &args->src0;
+	int64_t *t = (int64_t *)args->row_tmp[3];
+	bool mask = is_mask_result(op);
+	int32_t scalar;
+
+	if (op->opcode == TPU_OP_IOTA) {
+		if (d->dtype != TPU_DTYPE_INT32 || !args->scalar.is_int ||
+		    args->scalar.i != (int32_t)args->scalar.i)
+			return false;
+		for (int64_t i = 0; i < d->rows; i++) {
+			for (int64_t j = 0; j < d->cols; j++)
+				t[j] = (op->axis ? j : i) + args->scalar.i;
+			store_int_row(d, i, t);
+		}
+		return true;
+	}
+	if (op->opcode != TPU_OP_BINARY || !int_binary_fn(op->fn) ||
+	    s0->dtype != TPU_DTYPE_INT32 ||
+	    !(d->dtype == TPU_DTYPE_INT32 || (mask && (d->dtype == TPU_DTYPE_BOOL ||
+						       d->dtype == TPU_DTYPE_F32))))
+		return false;
+	if (op->bcast <= TPU_BCAST_COL) {
+		if (args->src1.dtype != TPU_DTYPE_INT32)
+			return false;
+	} else if (!args->scalar.is_int || op->bcast == TPU_BCAST_IMM ||
+		   args->scalar.i != (int32_t)args->scalar.i) {
+		return false;
+	}
+	scalar = (int32_t)args->scalar.i;
+	for (int64_t i = 0; i < d->rows; i++) {
+		const int32_t *b = &scalar;
+		int64_t step = 0;
+
+		if (op->bcast == TPU_BCAST_NONE || op->bcast == TPU_BCAST_COL)
+			b = tpu_elem_row(&args->src1, i);
+		else if (op->bcast == TPU_BCAST_ROW)
+			b = tpu_elem_row(&args->src1, 0);
+		step = op->bcast == TPU_BCAST_NONE || op->bcast == TPU_BCAST_ROW;
+		int_row(op->fn, t, tpu_elem_row(s0, i), b, step, d->cols);
+		store_int_row(d, i, t);
+	}
+	return true;
+}
+
+bool tpu_op_fast(const struct tpu_plan_op *op, const struct tpu_op_args *args)
+{
+	return op_f32(op, args) || op_int32(op, args);
 }

@@ -15,10 +15,11 @@ void tpu_op_reduce(const struct tpu_plan_op *op,
 		   const struct tpu_op_args *args);
 
 /*
- * The same bits as the reference path for f32 data, without the rows of
- * doubles (tpu_ops_f32.c). False, doing nothing, when @op has none.
+ * The fast path for f32 data (the vector kernels) and int32 data, without
+ * the rows of doubles (tpu_ops_f32.c). False, doing nothing, when @op's
+ * data has none.
  */
-bool tpu_op_f32(const struct tpu_plan_op *op, const struct tpu_op_args *args);
+bool tpu_op_fast(const struct tpu_plan_op *op, const struct tpu_op_args *args);
 
 /* binary32 bits as a double (imm, imm2). */
 double tpu_op_imm(uint32_t bits);

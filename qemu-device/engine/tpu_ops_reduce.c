@@ -2,8 +2,9 @@
 /*
  * TPU_OP_REDUCE: sum, max or min over the rows (axis 0) or columns
  * (axis 1) of the in-bounds part of src0; rows or columns wholly out of
- * bounds give the identity. Float data accumulates in double, in order,
- * and rounds once into dst; integer data in 64-bit integers. max and min
+ * bounds give the identity. Float data accumulates in double and rounds
+ * once into dst (f32 rows through the vector kernels, in their fixed
+ * order; others in element order); integer data in 64-bit integers. max and min
  * propagate NaN (the first one met).
  */
 #include <math.h>
@@ -11,6 +12,7 @@
 #include "tpu_dtype.h"
 #include "tpu_elem.h"
 #include "tpu_ops_int.h"
+#include "tpu_vec.h"
 
 static double identity_f(uint8_t fn)
 {
@@ -49,6 +51,29 @@ static int64_t combine_i(uint8_t fn, int64_t acc, int64_t x)
 	if (fn == TPU_REDUCE_SUM)
 		return tpu_elem_sat_add(acc, x);
 	return fn == TPU_REDUCE_MAX ? (x > acc ? x : acc) : (x < acc ? x : acc);
+}
+
+/* f32 data: the vector kernels, in double, in their fixed order. */
+static void reduce_f32(const struct tpu_plan_op *op,
+		       const struct tpu_op_args *args)
+{
+	const struct tpu_ref2d *d = &args->dst;
+	double *acc = args->row_tmp[0];
+	int64_t vr = args->valid_rows, vc = args->valid_cols;
+
+	if (op->axis == 1) {
+		for (int64_t i = 0; i < d->rows; i++) {
+			acc[0] = i < vr ? tpu_vec_reduce_row(op->fn,
+					tpu_elem_row(&args->src0, i), vc) :
+				 identity_f(op->fn);
+			tpu_elem_store(d, i, acc, 1, TPU_ROUND_NEAREST);
+		}
+		return;
+	}
+	tpu_vec_reduce_init(op->fn, acc, d->cols);
+	for (int64_t i = 0; i < vr; i++)
+		tpu_vec_reduce_cols(op->fn, acc, tpu_elem_row(&args->src0, i), vc);
+	tpu_elem_store(d, 0, acc, d->cols, TPU_ROUND_NEAREST);
 }
 
 /* One double-precision accumulator per dst element, then one store. */
@@ -113,6 +138,8 @@ void tpu_op_reduce(const struct tpu_plan_op *op, const struct tpu_op_args *args)
 {
 	if (tpu_dtype_is_int(args->src0.dtype))
 		reduce_i(op, args);
+	else if (args->src0.dtype == TPU_DTYPE_F32)
+		reduce_f32(op, args);
 	else
 		reduce_f(op, args);
 }

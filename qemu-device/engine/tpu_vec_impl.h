@@ -191,7 +191,8 @@ static void name(float *dst, const float *src, int64_t n, float lo_,	\
 }
 
 UNARY(u_identity, quiet(x))
-UNARY(u_relu, vblend(vgt(x, vset1(0.0f)), vset1(0.0f), x))	/* NaN -> 0 */
+UNARY(u_relu, quiet(vblend(mor(vgt(x, vset1(0.0f)), vunord(x, x)),
+			   vset1(0.0f), x)))	/* max(x, 0): NaN stays */
 UNARY(u_gelu, at_minus_inf_zero(x, via_double(x, d_gelu)))
 UNARY(u_silu, at_minus_inf_zero(x, via_double(x, d_silu)))
 UNARY(u_sigmoid, via_double(x, d_sigmoid))
