@@ -331,6 +331,7 @@ int tpurt_matmul_fused(struct tpurt_array *x, struct tpurt_array *y,
 		o = *opts;
 	params.vmem_limit_bytes = o.vmem_limit_bytes;
 	params.flags = o.flags;
+	params.timeout_ms = o.timeout_ms;
 	ret = resolve_views(&mb, &o);
 	if (!ret)
 		ret = check_shapes(&mb);

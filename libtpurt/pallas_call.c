@@ -718,6 +718,7 @@ int tpurt_pallas_call_async(const struct tpurt_kernel *k,
 		return tpurt_fail(-ENOMEM, "out of memory");
 	}
 	job->dev = c.dev;
+	job->timeout_ms = c.params.timeout_ms;
 	job->nrefs = (unsigned int)gs->num_operands;
 	for (int i = 0; i < nargs; i++) {
 		bufs[i] = args[i]->buf;

@@ -300,6 +300,7 @@ static int render_job_submit(struct tpurt_job *job, const void *desc,
 	struct drm_tpu_submit args = {
 		.desc_ptr = (uintptr_t)desc, .desc_size = (uint32_t)len,
 		.handles_ptr = (uintptr_t)handles, .handle_count = nbufs,
+		.timeout_ms = job->timeout_ms,
 	};
 	int err;
 

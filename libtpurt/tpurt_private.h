@@ -90,6 +90,7 @@ const struct tpurt_array *tpurt_array_physical(const struct tpurt_array *a,
 
 struct tpurt_job {
 	struct tpurt_device *dev;
+	uint32_t timeout_ms;	/* run-time limit on the device, 0: default */
 	uint64_t id;
 	uint32_t syncobj;
 	int waited;

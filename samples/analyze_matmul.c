@@ -49,7 +49,13 @@ static void operands_free(struct operands *o)
 static bool run_row(const char *label, struct operands *o, int64_t bm,
 		    int64_t bk, int64_t bn)
 {
-	struct tpurt_matmul_opts opts = { .bm = bm, .bk = bk, .bn = bn };
+	/*
+	 * A 4096^3 job is a few seconds of host time, more on a busy host
+	 * under TCG: allow a minute rather than the driver's 10 s.
+	 */
+	struct tpurt_matmul_opts opts = {
+		.bm = bm, .bk = bk, .bn = bn, .timeout_ms = 60000,
+	};
 	struct tpurt_job_stats st;
 	int64_t chosen[3] = { bm, bk, bn };
 	char what[96];

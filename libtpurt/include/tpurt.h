@@ -326,6 +326,8 @@ struct tpurt_compiler_params {
 	const char *dimension_semantics;
 	uint64_t vmem_limit_bytes;	/* 0: the device's default limit */
 	unsigned int flags;		/* TPURT_DEBUG */
+	/* the job's run-time limit on the device, 0: the driver's (10 s) */
+	uint32_t timeout_ms;
 };
 
 /* --- Kernels: the body, as a list of operations on refs --- */
@@ -633,6 +635,7 @@ struct tpurt_matmul_opts {
 	struct tpurt_input_fusion x_fusion, y_fusion;
 	uint64_t vmem_limit_bytes;	/* 0: the device's default limit */
 	unsigned int flags;		/* TPURT_DEBUG */
+	uint32_t timeout_ms;		/* 0: the driver's default (10 s) */
 };
 
 /*
