@@ -171,6 +171,9 @@ static void encode(enum tpurt_dtype dtype, double value, void *out)
 		memcpy(out, &v, sizeof(v));
 		break;
 	}
+	case TPURT_BOOL:
+		*(uint8_t *)out = value != 0;
+		break;
 	}
 }
 

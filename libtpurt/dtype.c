@@ -11,6 +11,8 @@ _Static_assert(TPURT_BF16 == (int)TPU_DTYPE_BF16, "dtype values");
 _Static_assert(TPURT_INT8 == (int)TPU_DTYPE_INT8, "dtype values");
 _Static_assert(TPURT_UINT8 == (int)TPU_DTYPE_UINT8, "dtype values");
 _Static_assert(TPURT_INT32 == (int)TPU_DTYPE_INT32, "dtype values");
+_Static_assert(TPURT_BOOL == (int)TPU_DTYPE_BOOL, "dtype values");
+_Static_assert(TPURT_BOOL + 1 == (int)TPU_DTYPE_COUNT, "every device dtype");
 
 size_t tpurt_dtype_size(enum tpurt_dtype dtype)
 {

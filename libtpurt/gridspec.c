@@ -51,6 +51,7 @@ void tpurt_grid_spec_env(const struct tpurt_grid_spec *gs,
 	env->index_names = gs->index_names[0] ? gs->index_names : NULL;
 	env->num_prefetch = gs->num_prefetch;
 	env->prefetch_names = gs->prefetch_names;
+	env->prefetch_cols = gs->prefetch_cols;
 }
 
 int tpurt_grid_spec_set_index_names(struct tpurt_grid_spec *gs,
@@ -76,9 +77,10 @@ int tpurt_grid_spec_set_index_names(struct tpurt_grid_spec *gs,
 static int check_name(const struct tpurt_grid_spec *gs, const char *name,
 		      const char *kind)
 {
-	if (!name || !*name || strlen(name) >= TPURT_NAME_MAX || name[0] == '#')
+	if (!name || !*name || strlen(name) >= TPURT_NAME_MAX || name[0] == '#' ||
+	    name[0] == '%')
 		return tpurt_fail(-EINVAL,
-				  "%s: name '%s' must be 1..%d characters, not starting with '#'",
+				  "%s: name '%s' must be 1..%d characters, not starting with '#' or '%%' (kernel temporaries)",
 				  kind, name ? name : "(null)", TPURT_NAME_MAX - 1);
 	for (int i = 0; i < gs->num_operands; i++)
 		if (!strcmp(gs->operand[i].name, name))
@@ -100,8 +102,9 @@ static int check_room(const struct tpurt_grid_spec *gs, const char *kind,
 	return 0;
 }
 
-int tpurt_grid_spec_add_scalar_prefetch(struct tpurt_grid_spec *gs,
-					const char *name)
+int tpurt_grid_spec_add_scalar_prefetch_shaped(struct tpurt_grid_spec *gs,
+					       const char *name, int rank,
+					       const int64_t *shape)
 {
 	struct tpurt_operand_spec *o;
 	int ret = check_name(gs, name, "scalar prefetch");
@@ -114,11 +117,50 @@ int tpurt_grid_spec_add_scalar_prefetch(struct tpurt_grid_spec *gs,
 		return tpurt_fail(-EINVAL,
 				  "scalar prefetch '%s': add scalar-prefetch operands before inputs and outputs (their index maps may read them)",
 				  name);
+	if (rank < 0 || rank > 2 || (rank && !shape))
+		return tpurt_fail(-EINVAL, "scalar prefetch '%s': rank %d, must be 1 or 2",
+				  name, rank);
+	for (int d = 0; d < rank; d++)
+		if (shape[d] < 1 || (uint64_t)shape[d] > TPU_JOB_MAX_DIM)
+			return tpurt_fail(-EINVAL, "scalar prefetch '%s': dimension %d is %lld",
+					  name, d, (long long)shape[d]);
 	o = &gs->operand[gs->num_operands++];
+	memset(o, 0, sizeof(*o));
 	strcpy(o->name, name);
 	o->role = TPU_ROLE_SCALAR_PREFETCH;
+	o->prefetch_rank = rank;
+	for (int d = 0; d < rank; d++)
+		o->prefetch_shape[d] = shape[d];
+	gs->prefetch_cols[gs->num_prefetch] = rank == 2 ? shape[1] : 0;
 	gs->prefetch_names[gs->num_prefetch++] = o->name;
 	return 0;
+}
+
+int tpurt_grid_spec_add_scalar_prefetch(struct tpurt_grid_spec *gs,
+					const char *name)
+{
+	return tpurt_grid_spec_add_scalar_prefetch_shaped(gs, name, 0, NULL);
+}
+
+int tpurt_grid_spec_set_dtype(struct tpurt_grid_spec *gs, const char *name,
+			      enum tpurt_dtype dtype)
+{
+	if (!tpurt_dtype_size(dtype) && dtype != TPURT_BOOL)
+		return tpurt_fail(-EINVAL, "grid spec: '%s': unknown dtype %d",
+				  name ? name : "(null)", (int)dtype);
+	for (int i = 0; name && i < gs->num_operands; i++) {
+		struct tpurt_operand_spec *o = &gs->operand[i];
+
+		if (strcmp(o->name, name))
+			continue;
+		if (o->role == TPU_ROLE_SCALAR_PREFETCH && dtype != TPURT_INT32)
+			return tpurt_fail(-EINVAL, "scalar prefetch '%s' is int32", name);
+		o->has_dtype = 1;
+		o->dtype = dtype;
+		return 0;
+	}
+	return tpurt_fail(-EINVAL, "grid spec: no operand named '%s'",
+			  name ? name : "(null)");
 }
 
 /* Outputs follow inputs in Pallas's order: make room for an input. */
@@ -150,9 +192,10 @@ static int add_blocked(struct tpurt_grid_spec *gs, const char *name,
 		return tpurt_fail(-EINVAL, "%s '%s': block rank %d not in 1..%d",
 				  kind, name, spec->rank, TPU_JOB_MAX_RANK);
 	for (int d = 0; d < spec->rank; d++)
-		if (spec->shape[d] < 1 || (uint64_t)spec->shape[d] > TPU_JOB_MAX_DIM)
+		if (spec->shape[d] != TPURT_SQUEEZED &&
+		    (spec->shape[d] < 1 || (uint64_t)spec->shape[d] > TPU_JOB_MAX_DIM))
 			return tpurt_fail(-EINVAL,
-					  "%s '%s': block dimension %d is %lld, must be 1..%u",
+					  "%s '%s': block dimension %d is %lld, must be 1..%u or TPURT_SQUEEZED",
 					  kind, name, d, (long long)spec->shape[d],
 					  TPU_JOB_MAX_DIM);
 	if (!spec->index_map || strlen(spec->index_map) >= sizeof(o.map_text))

@@ -225,6 +225,24 @@ static void parse_minmax(struct parser *ps, uint8_t op)
 	emit(ps, op, 0, -1);
 }
 
+/* s[i, j] of a 2-D ref: the flat index i * cols + j. */
+static void parse_second_index(struct parser *ps, const struct tok *t, int s)
+{
+	const int64_t *cols = ps->env->prefetch_cols;
+
+	if (!cols || cols[s] < 1 || cols[s] > INT32_MAX) {
+		fail_at(ps, ps->t.start,
+			"'%.*s' is indexed [i, j] but is not declared 2-D (tpurt_grid_spec_add_scalar_prefetch_shaped)",
+			(int)t->len, t->start);
+		return;
+	}
+	next(ps);
+	emit(ps, TPU_INSN_PUSH_CONST, (int32_t)cols[s], 1);
+	emit(ps, TPU_INSN_MUL, 0, -1);
+	parse_expr(ps);
+	emit(ps, TPU_INSN_ADD, 0, -1);
+}
+
 static void parse_name(struct parser *ps)
 {
 	struct tok t = ps->t;
@@ -256,6 +274,8 @@ static void parse_name(struct parser *ps)
 		}
 		next(ps);
 		parse_expr(ps);
+		if (is(ps, ","))
+			parse_second_index(ps, &t, s);
 		expect(ps, "]");
 		emit(ps, TPU_INSN_LOAD_SMEM, s, 0);
 	} else {

@@ -31,6 +31,9 @@ struct pallas_build {
 	struct tpurt_device *dev;
 	const struct tpurt_device_info *info;
 	struct tpurt_desc *d;
+	/* the kernel's temporaries in the job's scratch, after the grid spec's */
+	int slot[TPURT_KERNEL_MAX_TEMPS], slot_temp[TPURT_KERNEL_MAX_TEMPS];
+	int nslots;
 };
 
 static const char *role_name(int role)
@@ -73,7 +76,9 @@ static void format_shape(char *buf, size_t len, int rank, const int64_t *shape)
 	size_t at = (size_t)snprintf(buf, len, "(");
 
 	for (int d = 0; d < rank && at < len; d++)
-		at += (size_t)snprintf(buf + at, len - at, "%s%lld", d ? ", " : "",
+		at += shape[d] == TPURT_SQUEEZED ?
+		      (size_t)snprintf(buf + at, len - at, "%sNone", d ? ", " : "") :
+		      (size_t)snprintf(buf + at, len - at, "%s%lld", d ? ", " : "",
 				       (long long)shape[d]);
 	if (at < len)
 		snprintf(buf + at, len - at, "%s)", rank == 1 ? "," : "");
@@ -99,6 +104,8 @@ int tpurt_check_block_shape(const struct tpurt_operand_spec *o, int rank,
 	for (int d = rank >= 2 ? rank - 2 : rank - 1; d < rank; d++) {
 		int64_t t = tile[d == rank - 1 ? 1 : 0];
 
+		if (b->shape[d] == TPURT_SQUEEZED)
+			continue;
 		if (b->shape[d] % t && b->shape[d] != shape[d])
 			return tpurt_fail(-EINVAL,
 					  "%s '%s': block shape %s: dimension %d is %lld, which is neither a multiple of %lld nor the array's %lld (array %s); Pallas TPU tiles the last two dimensions by (8, 128)",
@@ -114,10 +121,23 @@ static int check_operand(struct pallas_build *c, int i)
 {
 	const struct tpurt_operand_spec *o = &c->gs->operand[i];
 	const struct tpurt_array *a = c->args[i];
+	char as[96], ds[96];
 
-	if (o->role == TPU_ROLE_SCALAR_PREFETCH)
-		return 0;
-	return tpurt_check_block_shape(o, a->rank, a->shape);
+	if (o->has_dtype && a->dtype != o->dtype)
+		return tpurt_fail(-EINVAL, "%s '%s': the array is %s, the grid spec declares %s",
+				  role_name(o->role), o->name, tpurt_dtype_name(a->dtype),
+				  tpurt_dtype_name(o->dtype));
+	if (o->role != TPU_ROLE_SCALAR_PREFETCH)
+		return tpurt_check_block_shape(o, a->rank, a->shape);
+	if (o->prefetch_rank && (a->rank != o->prefetch_rank ||
+				 memcmp(a->shape, o->prefetch_shape,
+					sizeof(a->shape[0]) * (size_t)a->rank))) {
+		format_shape(as, sizeof(as), a->rank, a->shape);
+		format_shape(ds, sizeof(ds), o->prefetch_rank, o->prefetch_shape);
+		return tpurt_fail(-EINVAL, "scalar prefetch '%s': the array's shape is %s, the grid spec declares %s",
+				  o->name, as, ds);
+	}
+	return 0;
 }
 
 /* "parallel, parallel, arbitrary" into the header. */
@@ -185,7 +205,8 @@ static int fill_operands(struct pallas_build *c)
 		for (int d = 0; d < a->rank; d++) {
 			jo->shape[d] = (uint64_t)a->shape[d];
 			if (o->role != TPU_ROLE_SCALAR_PREFETCH)
-				jo->block[d] = (uint32_t)o->spec.shape[d];
+				jo->block[d] = o->spec.shape[d] == TPURT_SQUEEZED ?
+					       1 : (uint32_t)o->spec.shape[d];
 		}
 		if (o->role != TPU_ROLE_SCALAR_PREFETCH) {
 			ret = tpurt_desc_add_program(c->d, &o->map, &jo->index_map);
@@ -196,11 +217,18 @@ static int fill_operands(struct pallas_build *c)
 	return 0;
 }
 
-static void fill_scratch(struct pallas_build *c)
+/* The grid spec's scratch, then the kernel's temporaries (VMEM, 2-D). */
+static int fill_scratch(struct pallas_build *c)
 {
 	const struct tpurt_grid_spec *gs = c->gs;
+	const struct tpurt_kernel *k = c->k;
 
-	c->d->h.num_scratch = (uint8_t)gs->num_scratch;
+	c->nslots = tpurt_kernel_temp_slots(k, c->slot, c->slot_temp);
+	if (gs->num_scratch + c->nslots > TPU_JOB_MAX_SCRATCH)
+		return tpurt_fail(-E2BIG,
+				  "pallas_call: %d scratch buffers and %d for the kernel's temporaries exceed the job's %d",
+				  gs->num_scratch, c->nslots, TPU_JOB_MAX_SCRATCH);
+	c->d->h.num_scratch = (uint8_t)(gs->num_scratch + c->nslots);
 	for (int i = 0; i < gs->num_scratch; i++) {
 		const struct tpurt_scratch_spec *s = &gs->scratch[i];
 		struct tpu_job_scratch *js = &c->d->scratch[i];
@@ -211,25 +239,49 @@ static void fill_scratch(struct pallas_build *c)
 		for (int d = 0; d < s->rank; d++)
 			js->shape[d] = (uint32_t)s->shape[d];
 	}
+	for (int s = 0; s < c->nslots; s++) {
+		const struct tpurt_kernel_temp *t = &k->temp[c->slot_temp[s]];
+		struct tpu_job_scratch *js = &c->d->scratch[gs->num_scratch + s];
+
+		js->space = TPU_MEM_VMEM;
+		js->dtype = (uint8_t)t->dtype;
+		js->rank = 2;
+		js->shape[0] = (uint32_t)t->rows;
+		js->shape[1] = (uint32_t)t->cols;
+	}
+	return 0;
 }
 
 /* --- the kernel's refs --- */
 
-static const char *const opcode_names[] = { "zero", "dot", "unary", "binary" };
-
 /* Ref @index in Pallas's order (operands, then scratch) as the job names it. */
-static struct tpu_job_ref job_ref(const struct tpurt_grid_spec *gs, int index)
+static struct tpu_job_ref job_ref(const struct pallas_build *c, int index)
 {
+	const struct tpurt_grid_spec *gs = c->gs;
+
 	if (index < gs->num_operands)
 		return (struct tpu_job_ref){ TPU_REF_OPERAND, (uint8_t)index };
-	return (struct tpu_job_ref){ TPU_REF_SCRATCH,
-				     (uint8_t)(index - gs->num_operands) };
+	index -= gs->num_operands;
+	if (index >= gs->num_scratch)	/* a temporary: its slot */
+		index = gs->num_scratch + c->slot[index - gs->num_scratch];
+	return (struct tpu_job_ref){ TPU_REF_SCRATCH, (uint8_t)index };
 }
 
-static const char *ref_name(const struct tpurt_grid_spec *gs, int index)
+/* Refs in Pallas's order, then the kernel's temporaries. */
+static int num_refs(const struct pallas_build *c)
 {
-	return index < gs->num_operands ? gs->operand[index].name :
-	       gs->scratch[index - gs->num_operands].name;
+	return c->gs->num_operands + c->gs->num_scratch + c->k->ntemps;
+}
+
+static const char *ref_name(const struct pallas_build *c, int index)
+{
+	const struct tpurt_grid_spec *gs = c->gs;
+
+	if (index < gs->num_operands)
+		return gs->operand[index].name;
+	index -= gs->num_operands;
+	return index < gs->num_scratch ? gs->scratch[index].name :
+	       c->k->temp[index - gs->num_scratch].name;
 }
 
 static int op_fail(int n, const struct tpurt_kernel_op *op, const char *fmt, ...)
@@ -244,7 +296,7 @@ static int op_fail(int n, const struct tpurt_kernel_op *op, const char *fmt, ...
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	return tpurt_fail(-EINVAL, "kernel op %d (%s): %s", n,
-			  opcode_names[op->opcode], msg);
+			  tpurt_kernel_opcode_name(op->opcode), msg);
 }
 
 /* Resolve "name" or "#N" in Pallas's ref order. */
@@ -252,8 +304,7 @@ static int resolve(struct pallas_build *c, int n,
 		   const struct tpurt_kernel_op *op, const char *text,
 		   struct tpu_job_ref *r)
 {
-	const struct tpurt_grid_spec *gs = c->gs;
-	int nrefs = gs->num_operands + gs->num_scratch;
+	int nrefs = num_refs(c);
 	char names[256] = "";
 	size_t at = 0;
 
@@ -264,17 +315,17 @@ static int resolve(struct pallas_build *c, int n,
 		if (*end || end == text + 1 || i < 0 || i >= nrefs)
 			return op_fail(n, op, "ref '%s': refs are #0 to #%d", text,
 				       nrefs - 1);
-		*r = job_ref(gs, (int)i);
+		*r = job_ref(c, (int)i);
 		return 0;
 	}
 	for (int i = 0; i < nrefs; i++) {
-		if (!strcmp(ref_name(gs, i), text)) {
-			*r = job_ref(gs, i);
+		if (!strcmp(ref_name(c, i), text)) {
+			*r = job_ref(c, i);
 			return 0;
 		}
 		if (at < sizeof(names))
 			at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s",
-					       i ? ", " : "", ref_name(gs, i));
+					       i ? ", " : "", ref_name(c, i));
 	}
 	return op_fail(n, op, "no ref named '%s' (refs: %s)", text, names);
 }
@@ -292,7 +343,7 @@ static int compile_pred(struct pallas_build *c, int n,
 		return 0;
 	tpurt_grid_spec_env(c->gs, &env);
 	snprintf(what, sizeof(what), "kernel op %d (%s): predicate", n,
-		 opcode_names[op->opcode]);
+		 tpurt_kernel_opcode_name(op->opcode));
 	for (int i = 0; i < op->npred; i++) {
 		int ret = tpurt_index_map_compile_as(op->pred[i], &env, 1, what, &one);
 
@@ -309,9 +360,10 @@ static int compile_pred(struct pallas_build *c, int n,
 	return tpurt_desc_add_program(c->d, &all, out);
 }
 
-static int compile_smem_index(struct pallas_build *c, int n,
-			      const struct tpurt_kernel_op *op,
-			      struct tpu_job_prog *out)
+/* The op's scalar program: an SMEM index, a scalar or an iota offset. */
+static int compile_scalar(struct pallas_build *c, int n,
+			  const struct tpurt_kernel_op *op,
+			  struct tpu_job_prog *out)
 {
 	struct tpurt_index_map_env env;
 	struct tpurt_program prog;
@@ -319,9 +371,32 @@ static int compile_smem_index(struct pallas_build *c, int n,
 	int ret;
 
 	tpurt_grid_spec_env(c->gs, &env);
-	snprintf(what, sizeof(what), "kernel op %d (binary): SMEM index", n);
-	ret = tpurt_index_map_compile_as(op->index, &env, 1, what, &prog);
+	snprintf(what, sizeof(what), "kernel op %d (%s): %s", n,
+		 tpurt_kernel_opcode_name(op->opcode),
+		 op->bcast == TPU_BCAST_SMEM ? "SMEM index" :
+		 op->opcode == TPU_OP_IOTA ? "iota offset" : "scalar");
+	ret = tpurt_index_map_compile_as(op->scalar, &env, 1, what, &prog);
 	return ret ? ret : tpurt_desc_add_program(c->d, &prog, out);
+}
+
+static uint32_t float_bits(float f)
+{
+	uint32_t bits;
+
+	memcpy(&bits, &f, sizeof(bits));
+	return bits;
+}
+
+/* Immediates where the op reads them: uapi's imm and imm2 rules. */
+static void fill_imms(const struct tpurt_kernel_op *op, struct tpu_job_op *jo)
+{
+	int clamp = op->opcode == TPU_OP_UNARY && op->fn == TPU_UNARY_CLAMP;
+	int has_bcast = op->opcode == TPU_OP_BINARY || op->opcode == TPU_OP_SELECT;
+
+	if (clamp || (has_bcast && op->bcast == TPU_BCAST_IMM))
+		jo->imm = float_bits(op->imm);
+	if (clamp || (op->opcode == TPU_OP_SELECT && op->bcast2 == TPU_BCAST_IMM))
+		jo->imm2 = float_bits(op->imm2);
 }
 
 /* The op's refs and programs into the descriptor; the device checks the rest. */
@@ -334,16 +409,19 @@ static int fill_op(struct pallas_build *c, int n,
 		ret = resolve(c, n, op, op->src0, &jo->src0);
 	if (!ret && op->src1[0])
 		ret = resolve(c, n, op, op->src1, &jo->src1);
-	if (!ret && op->opcode == TPU_OP_BINARY && op->bcast == TPU_BCAST_SMEM)
-		ret = compile_smem_index(c, n, op, &jo->scalar_index);
+	if (!ret && op->src2[0])
+		ret = resolve(c, n, op, op->src2, &jo->src2);
+	if (!ret && op->scalar[0])
+		ret = compile_scalar(c, n, op, &jo->scalar_index);
 	if (ret)
 		return ret;
 	jo->opcode = op->opcode;
 	jo->fn = op->fn;
 	jo->bcast = op->bcast;
+	jo->bcast2 = op->bcast2;
 	jo->dot = op->dot;
-	if (op->bcast == TPU_BCAST_IMM && op->opcode == TPU_OP_BINARY)
-		memcpy(&jo->imm, &op->imm, sizeof(jo->imm));
+	jo->axis = op->axis;
+	fill_imms(op, jo);
 	return compile_pred(c, n, op, &jo->pred);
 }
 
@@ -400,6 +478,9 @@ static int ref_at(const struct pallas_build *c, const char *msg, const char *p,
 	}
 	if (!strncmp(p, "scratch ", 8)) {
 		i = index_at(p + 8, end);
+		if (i >= gs->num_scratch && i < gs->num_scratch + c->nslots)
+			return gs->num_operands + gs->num_scratch +
+			       c->slot_temp[i - gs->num_scratch];
 		return i >= 0 && i < gs->num_scratch ? gs->num_operands + (int)i : -1;
 	}
 	return -1;
@@ -440,14 +521,14 @@ static void in_call_words(const struct pallas_build *c, const char *msg,
 	if (!strncmp(p, "op ", 3) && (n = index_at(p + 3, &end)) >= 0 &&
 	    n < c->k->nops && !strncmp(end, ": ", 2)) {
 		append(out, len, &at, "kernel op %ld (%s): ", n,
-		       opcode_names[c->k->op[n].opcode]);
+		       tpurt_kernel_opcode_name(c->k->op[n].opcode));
 		p = end + 2;
 	} else if ((r = ref_at(c, msg, p, &end)) >= 0 && !strncmp(end, ": ", 2)) {
 		if (r < gs->num_operands)
 			append(out, len, &at, "%s '%s': ",
-			       role_name(gs->operand[r].role), ref_name(gs, r));
+			       role_name(gs->operand[r].role), ref_name(c, r));
 		else
-			append(out, len, &at, "scratch '%s': ", ref_name(gs, r));
+			append(out, len, &at, "scratch '%s': ", ref_name(c, r));
 		p = end + 2;
 	} else {
 		append(out, len, &at, "pallas_call: ");
@@ -455,7 +536,7 @@ static void in_call_words(const struct pallas_build *c, const char *msg,
 	while (*p && at + 1 < len) {
 		r = ref_at(c, msg, p, &end);
 		if (r >= 0) {
-			append(out, len, &at, "'%s'", ref_name(gs, r));
+			append(out, len, &at, "'%s'", ref_name(c, r));
 			p = end;
 		} else {
 			out[at++] = *p++;
@@ -479,7 +560,9 @@ static int vmem_fail(const struct pallas_build *c, const struct tpu_plan *plan,
 	for (unsigned int i = 0; i < plan->num_scratch; i++)
 		if (plan->scratch[i].space == TPU_MEM_VMEM)
 			append(parts, sizeof(parts), &at, "%sscratch '%s' %llu",
-			       at ? ", " : "", gs->scratch[i].name,
+			       at ? ", " : "", i < (unsigned int)gs->num_scratch ?
+			       gs->scratch[i].name :
+			       c->k->temp[c->slot_temp[i - gs->num_scratch]].name,
 			       (unsigned long long)plan->scratch[i].bytes);
 	return tpurt_fail(-ENOSPC,
 			  "VMEM: the kernel needs %llu bytes (%s) but the limit is %llu (over by %llu); use smaller blocks or raise vmem_limit_bytes (the device has %llu)",
@@ -566,10 +649,10 @@ static int build(struct pallas_build *c, int nargs, void **blobp, size_t *lenp)
 		ret = fill_operands(c);
 	if (!ret)
 		ret = parse_semantics(c);
-	if (!ret) {
-		fill_scratch(c);
+	if (!ret)
+		ret = fill_scratch(c);
+	if (!ret)
 		ret = fill_ops(c);
-	}
 	if (!ret) {
 		c->d->h.flags = c->params.flags & TPURT_DEBUG ? TPU_JOB_F_DEBUG : 0;
 		c->d->h.vmem_limit_bytes = c->params.vmem_limit_bytes;

@@ -153,6 +153,11 @@ struct tpurt_operand_spec {
 	char name[TPURT_NAME_MAX];
 	int role;				/* enum tpu_operand_role */
 	struct tpurt_block_spec spec;		/* index_map points at map_text */
+	int has_dtype;				/* tpurt_grid_spec_set_dtype() */
+	enum tpurt_dtype dtype;
+	/* scalar prefetch: the shape declared, for s[i, j] (rank 0: 1-D) */
+	int prefetch_rank;
+	int64_t prefetch_shape[2];
 	char map_text[256];
 	struct tpurt_program map;
 };
@@ -175,6 +180,7 @@ struct tpurt_grid_spec {
 	int num_operands;
 	struct tpurt_scratch_spec scratch[TPU_JOB_MAX_SCRATCH];
 	const char *prefetch_names[TPU_JOB_MAX_OPERANDS];
+	int64_t prefetch_cols[TPU_JOB_MAX_OPERANDS];	/* 2-D: row length */
 };
 
 /* Compile @text expecting @nresults values (-1: any); @what for messages. */
@@ -190,11 +196,50 @@ int tpurt_index_map_compile_as(const char *text,
 
 struct tpurt_kernel_op {
 	uint8_t opcode, fn, bcast, dot;		/* as in struct tpu_job_op */
+	uint8_t axis, bcast2;
 	char dst[TPURT_NAME_MAX], src0[TPURT_NAME_MAX], src1[TPURT_NAME_MAX];
-	char index[TPURT_TEXT_MAX];		/* TPU_BCAST_SMEM */
-	float imm;				/* TPU_BCAST_IMM */
+	char src2[TPURT_NAME_MAX];
+	/* TPU_BCAST_SMEM's index, TPU_BCAST_SCALAR's value, IOTA's offset */
+	char scalar[TPURT_TEXT_MAX];
+	float imm, imm2;			/* TPU_BCAST_IMM, clamp's bounds */
 	int npred;
 	char pred[TPURT_WHEN_DEPTH][TPURT_TEXT_MAX];
+};
+
+/*
+ * A VMEM temporary of statements (a local value or an intermediate),
+ * appended to the job's scratch by pallas_call. Rank 2, as the body sees
+ * every ref.
+ */
+#define TPURT_KERNEL_MAX_TEMPS	32	/* they share the job's scratch slots */
+
+struct tpurt_kernel_temp {
+	char name[TPURT_NAME_MAX];
+	enum tpurt_dtype dtype;
+	int64_t rows, cols;
+	int bound;			/* holds a statement variable */
+	int busy;			/* holds an intermediate being lowered */
+};
+
+/* A name bound by a statement: a value in a temporary, an input's block
+ * (read-only, so no copy), a constant or a scalar-core expression. */
+#define TPURT_KERNEL_MAX_LOCALS	32
+
+enum tpurt_local_kind {
+	TPURT_LOCAL_TEMP,		/* temp[] holds it */
+	TPURT_LOCAL_INPUT,		/* the input ref @ref, read whole */
+	TPURT_LOCAL_CONST,		/* @value */
+	TPURT_LOCAL_SCALAR,		/* @text, index-map syntax */
+};
+
+struct tpurt_kernel_local {
+	char name[TPURT_NAME_MAX];
+	enum tpurt_local_kind kind;
+	int temp;
+	char ref[TPURT_NAME_MAX];
+	double value;
+	int is_int;
+	char text[TPURT_TEXT_MAX];
 };
 
 struct tpurt_kernel {
@@ -202,7 +247,24 @@ struct tpurt_kernel {
 	int nops;
 	char when[TPURT_WHEN_DEPTH][TPURT_TEXT_MAX];
 	int nwhen;
+	struct tpurt_kernel_temp temp[TPURT_KERNEL_MAX_TEMPS];
+	int ntemps;
+	struct tpurt_kernel_local local[TPURT_KERNEL_MAX_LOCALS];
+	int nlocals;
+	int nstmts;			/* statements added, for messages */
 };
+
+/*
+ * The job's scratch slots for @k's temporaries: temporaries of one type
+ * whose live ranges (first to last op naming them) do not overlap share
+ * one. slot[t] for temporary t; slot_temp[s] a temporary of slot s.
+ * Returns the number of slots.
+ */
+int tpurt_kernel_temp_slots(const struct tpurt_kernel *k, int *slot,
+			    int *slot_temp);
+
+/* Name of opcode @opcode for messages ("dot", "reduce"). */
+const char *tpurt_kernel_opcode_name(unsigned int opcode);
 
 /* The environment index maps and predicates of @gs compile in. */
 void tpurt_grid_spec_env(const struct tpurt_grid_spec *gs,

@@ -38,6 +38,9 @@ void sample_fill(void *p, enum tpurt_dtype dtype, size_t n, uint32_t seed)
 		case TPURT_INT32:
 			((int32_t *)p)[i] = v;
 			break;
+		case TPURT_BOOL:
+			((uint8_t *)p)[i] = (uint8_t)(v & 1);
+			break;
 		}
 	}
 }
@@ -55,6 +58,8 @@ double sample_get(const void *p, enum tpurt_dtype dtype, size_t i)
 		return ((const uint8_t *)p)[i];
 	case TPURT_INT32:
 		return ((const int32_t *)p)[i];
+	case TPURT_BOOL:
+		return ((const uint8_t *)p)[i] != 0;
 	}
 	return NAN;
 }

@@ -45,6 +45,8 @@ typedef uint64_t __u64;
  * @TPU_DTYPE_INT8: signed 8-bit integer
  * @TPU_DTYPE_UINT8: unsigned 8-bit integer
  * @TPU_DTYPE_INT32: signed 32-bit integer
+ * @TPU_DTYPE_BOOL: a mask element, one byte: 0 is false, anything else
+ *	true; ops writing it store 0 or 1 (compare results, where's condition)
  * @TPU_DTYPE_COUNT: number of element types
  */
 enum tpu_dtype {
@@ -53,6 +55,7 @@ enum tpu_dtype {
 	TPU_DTYPE_INT8 = 2,
 	TPU_DTYPE_UINT8 = 3,
 	TPU_DTYPE_INT32 = 4,
+	TPU_DTYPE_BOOL = 5,
 	TPU_DTYPE_COUNT
 };
 
@@ -75,12 +78,15 @@ enum tpu_dtype {
 
 /**
  * enum tpu_job_flags - &tpu_job_header.flags
- * @TPU_JOB_F_DEBUG: debug mode, beyond Pallas: scratch VMEM and every output
- *	block on its first visit are filled with a poison pattern (quiet NaN
- *	for f32 and bf16, 0xAA bytes for integers), inputs are always copied,
- *	and an output block written from two different iterations of the
- *	parallel dimensions, or revisited after it was written back, fails the
- *	job with %TPU_JOB_ERR_HAZARD.
+ * @TPU_JOB_F_DEBUG: debug mode, beyond Pallas: what a kernel must not read
+ *	is poisoned with the values Pallas's interpret mode uses for
+ *	uninitialised memory (NaN for f32 and bf16, the type's minimum for
+ *	integers: INT32_MIN, -128, 0 for uint8; true for bool): scratch VMEM,
+ *	every output block on its first visit, and the padding of edge input
+ *	blocks (which reads as zeros otherwise); inputs are always copied; and
+ *	an output block written from two different iterations of the parallel
+ *	dimensions, or revisited after it was written back, fails the job with
+ *	%TPU_JOB_ERR_HAZARD.
  * @TPU_JOB_F_ALL: every defined flag; other bits must be zero.
  */
 enum tpu_job_flags {
@@ -283,19 +289,42 @@ struct tpu_job_ref {
  *	&enum tpu_unary; with %TPU_UNARY_IDENTITY this is cast/store
  * @TPU_OP_BINARY: dst[...] = fn(src0[...], b).astype(dst.dtype), fn from
  *	&enum tpu_binary, b is src1 broadcast as &tpu_job_op.bcast says
+ * @TPU_OP_REDUCE: dst[...] = fn(src0[...], axis=@axis, keepdims=True), fn
+ *	from &enum tpu_reduce (jnp.sum, jnp.max, jnp.min); @axis 1 reduces each
+ *	row over its columns (dst is rows x 1), @axis 0 each column over the
+ *	rows (dst is 1 x cols). Only the in-bounds part of an edge block is
+ *	reduced (Pallas on a TPU would read its padding: see
+ *	%TPU_JOB_F_DEBUG); rows or columns wholly outside the array give the
+ *	fn's identity.
+ * @TPU_OP_SELECT: dst[...] = jnp.where(src0[...], a, b): src0 is a mask of
+ *	dst's shape (any dtype, non-zero is true), a is src1 broadcast as
+ *	@bcast says, b is src2 broadcast as @bcast2 says
+ * @TPU_OP_IOTA: dst[...] = lax.broadcasted_iota(dst.dtype, dst.shape,
+ *	@axis) + s: each element's row (@axis 0) or column (@axis 1) index
+ *	plus the value s of the program @scalar_index (0 if it has zero
+ *	length); no sources
  * @TPU_OP_COUNT: number of opcodes
  *
  * dst is never an input operand (input blocks are read-only). Elementwise
- * ops compute in double precision from exact conversions of their inputs,
- * then round into dst: to nearest even for f32; for bf16 to nearest even f32
- * and then to nearest even bf16; for integer types to nearest even with
- * saturation (NaN becomes 0). src0 has dst's shape.
+ * ops (UNARY, BINARY, SELECT, IOTA) compute from exact conversions of their
+ * inputs, then round into dst: to nearest even for f32; to nearest even
+ * bf16 for bf16; for integer types, casts (%TPU_UNARY_IDENTITY) from
+ * floating point truncate toward zero as jnp's astype does, other results
+ * round to nearest even, both saturating (NaN becomes 0); for
+ * %TPU_DTYPE_BOOL, non-zero (NaN included) becomes 1. Integer inputs with
+ * an integer dst compute exactly in 64-bit integers where the fn is
+ * integer arithmetic (add, sub, mul, div, mod, min, max, compares).
+ * src0 has dst's shape unless the opcode says otherwise. Each function's
+ * accuracy is documented in doc/numerics.md.
  */
 enum tpu_opcode {
 	TPU_OP_ZERO = 0,
 	TPU_OP_DOT = 1,
 	TPU_OP_UNARY = 2,
 	TPU_OP_BINARY = 3,
+	TPU_OP_REDUCE = 4,
+	TPU_OP_SELECT = 5,
+	TPU_OP_IOTA = 6,
 	TPU_OP_COUNT
 };
 
@@ -311,6 +340,21 @@ enum tpu_opcode {
  * @TPU_UNARY_EXP: exp(x)
  * @TPU_UNARY_NEG: -x
  * @TPU_UNARY_ABS: |x|
+ * @TPU_UNARY_RECIPROCAL: 1 / x (pl.reciprocal)
+ * @TPU_UNARY_SQRT: sqrt(x)
+ * @TPU_UNARY_RSQRT: 1 / sqrt(x) (lax.rsqrt)
+ * @TPU_UNARY_LOG: natural logarithm
+ * @TPU_UNARY_LOG1P: log(1 + x)
+ * @TPU_UNARY_EXP2: 2^x
+ * @TPU_UNARY_SQUARE: x * x
+ * @TPU_UNARY_FLOOR: floor(x)
+ * @TPU_UNARY_CEIL: ceil(x)
+ * @TPU_UNARY_SIGN: -1, 0 or 1 with x's sign (NaN stays NaN, -0 stays -0)
+ * @TPU_UNARY_NOT: logical not: 1 where x is zero, else 0
+ * @TPU_UNARY_CLAMP: jnp.clip(x, lo, hi) with lo the binary32 bits in
+ *	&tpu_job_op.imm and hi those in &tpu_job_op.imm2
+ * @TPU_UNARY_ROUND: x rounded to the nearest integer, ties to even
+ *	(jnp.round)
  * @TPU_UNARY_COUNT: number of functions
  */
 enum tpu_unary {
@@ -323,6 +367,19 @@ enum tpu_unary {
 	TPU_UNARY_EXP = 6,
 	TPU_UNARY_NEG = 7,
 	TPU_UNARY_ABS = 8,
+	TPU_UNARY_RECIPROCAL = 9,
+	TPU_UNARY_SQRT = 10,
+	TPU_UNARY_RSQRT = 11,
+	TPU_UNARY_LOG = 12,
+	TPU_UNARY_LOG1P = 13,
+	TPU_UNARY_EXP2 = 14,
+	TPU_UNARY_SQUARE = 15,
+	TPU_UNARY_FLOOR = 16,
+	TPU_UNARY_CEIL = 17,
+	TPU_UNARY_SIGN = 18,
+	TPU_UNARY_NOT = 19,
+	TPU_UNARY_CLAMP = 20,
+	TPU_UNARY_ROUND = 21,
 	TPU_UNARY_COUNT
 };
 
@@ -333,7 +390,23 @@ enum tpu_unary {
  * @TPU_BINARY_MUL: a * b
  * @TPU_BINARY_MAX: max(a, b)
  * @TPU_BINARY_MIN: min(a, b)
+ * @TPU_BINARY_DIV: a / b; IEEE division (x / 0 is inf or NaN) unless a, b
+ *	and dst are all integer types: then floor division (Python's //), and
+ *	b == 0 fails the job with %TPU_JOB_ERR_DIV_ZERO naming the op and step
+ * @TPU_BINARY_POW: a ** b (jnp.power)
+ * @TPU_BINARY_MOD: a - b * floor(a / b) (Python's %, the sign of b); for
+ *	integer types b == 0 fails as for %TPU_BINARY_DIV
+ * @TPU_BINARY_EQ: a == b (1 or 0; usually into a %TPU_DTYPE_BOOL dst)
+ * @TPU_BINARY_NE: a != b
+ * @TPU_BINARY_LT: a < b
+ * @TPU_BINARY_LE: a <= b
+ * @TPU_BINARY_GT: a > b
+ * @TPU_BINARY_GE: a >= b
+ * @TPU_BINARY_AND: logical and of masks (non-zero is true), 1 or 0
+ * @TPU_BINARY_OR: logical or of masks, 1 or 0
  * @TPU_BINARY_COUNT: number of functions
+ *
+ * max and min propagate NaN, as jnp.maximum and jnp.minimum do.
  */
 enum tpu_binary {
 	TPU_BINARY_ADD = 0,
@@ -341,7 +414,35 @@ enum tpu_binary {
 	TPU_BINARY_MUL = 2,
 	TPU_BINARY_MAX = 3,
 	TPU_BINARY_MIN = 4,
+	TPU_BINARY_DIV = 5,
+	TPU_BINARY_POW = 6,
+	TPU_BINARY_MOD = 7,
+	TPU_BINARY_EQ = 8,
+	TPU_BINARY_NE = 9,
+	TPU_BINARY_LT = 10,
+	TPU_BINARY_LE = 11,
+	TPU_BINARY_GT = 12,
+	TPU_BINARY_GE = 13,
+	TPU_BINARY_AND = 14,
+	TPU_BINARY_OR = 15,
 	TPU_BINARY_COUNT
+};
+
+/**
+ * enum tpu_reduce - reductions of %TPU_OP_REDUCE
+ * @TPU_REDUCE_SUM: sum; float types accumulate in double and round once
+ *	into dst, integer types in 64-bit integers (then saturate into dst)
+ * @TPU_REDUCE_MAX: maximum (NaN propagates; identity -inf, or the
+ *	integer type's minimum)
+ * @TPU_REDUCE_MIN: minimum (NaN propagates; identity +inf, or the
+ *	integer type's maximum)
+ * @TPU_REDUCE_COUNT: number of reductions
+ */
+enum tpu_reduce {
+	TPU_REDUCE_SUM = 0,
+	TPU_REDUCE_MAX = 1,
+	TPU_REDUCE_MIN = 2,
+	TPU_REDUCE_COUNT
 };
 
 /**
@@ -352,7 +453,14 @@ enum tpu_binary {
  * @TPU_BCAST_SMEM: src1 is a scalar-prefetch operand or SMEM scratch; the
  *	element at flat index &tpu_job_op.scalar_index (a program) is used
  * @TPU_BCAST_IMM: no src1; the scalar is &tpu_job_op.imm, binary32 bits
+ * @TPU_BCAST_SCALAR: no src1; the scalar is the value the program
+ *	&tpu_job_op.scalar_index leaves (pl.program_id, pl.num_programs, SMEM
+ *	reads and arithmetic on them), a 64-bit integer
  * @TPU_BCAST_COUNT: number of broadcast modes
+ *
+ * %TPU_OP_SELECT reads its a (src1) with &tpu_job_op.bcast and its b (src2)
+ * with &tpu_job_op.bcast2, where %TPU_BCAST_IMM means &tpu_job_op.imm2 and
+ * %TPU_BCAST_SMEM and %TPU_BCAST_SCALAR are not allowed.
  */
 enum tpu_bcast {
 	TPU_BCAST_NONE = 0,
@@ -360,6 +468,7 @@ enum tpu_bcast {
 	TPU_BCAST_COL = 2,
 	TPU_BCAST_SMEM = 3,
 	TPU_BCAST_IMM = 4,
+	TPU_BCAST_SCALAR = 5,
 	TPU_BCAST_COUNT
 };
 
@@ -382,19 +491,29 @@ enum tpu_dot_flags {
 /**
  * struct tpu_job_op - one micro-op of the kernel body
  * @opcode: &enum tpu_opcode
- * @fn: &enum tpu_unary or &enum tpu_binary; zero for other opcodes
- * @bcast: &enum tpu_bcast for %TPU_OP_BINARY; zero otherwise
+ * @fn: &enum tpu_unary, &enum tpu_binary or &enum tpu_reduce; zero for
+ *	other opcodes
+ * @bcast: &enum tpu_bcast for %TPU_OP_BINARY and %TPU_OP_SELECT's src1;
+ *	zero otherwise
  * @dot: &enum tpu_dot_flags for %TPU_OP_DOT; zero otherwise
  * @dst: the ref written
- * @src0: first source (%TPU_REF_NONE for %TPU_OP_ZERO)
- * @src1: second source (%TPU_REF_NONE unless DOT, or BINARY with a
- *	broadcast other than %TPU_BCAST_IMM)
- * @reserved0: must be zero
+ * @src0: first source (%TPU_REF_NONE for %TPU_OP_ZERO and %TPU_OP_IOTA)
+ * @src1: second source (%TPU_REF_NONE unless DOT, or BINARY or SELECT with
+ *	a @bcast that reads a ref)
+ * @axis: 0 or 1 for %TPU_OP_REDUCE and %TPU_OP_IOTA; zero otherwise
+ * @bcast2: &enum tpu_bcast for %TPU_OP_SELECT's src2; zero otherwise
  * @pred: predicate program leaving one value: the op runs at a step where
  *	it is non-zero (pl.when); zero length runs it at every step
- * @scalar_index: for %TPU_BCAST_SMEM, program leaving the flat element
- *	index into src1; zero length otherwise
- * @imm: for %TPU_BCAST_IMM, the scalar as binary32 bits; zero otherwise
+ * @scalar_index: program leaving the flat element index into src1 for
+ *	%TPU_BCAST_SMEM, the scalar itself for %TPU_BCAST_SCALAR, the offset
+ *	of %TPU_OP_IOTA; zero length otherwise
+ * @imm: binary32 bits: the scalar for %TPU_BCAST_IMM, lo for
+ *	%TPU_UNARY_CLAMP; zero otherwise
+ * @src2: third source: %TPU_OP_SELECT's b when @bcast2 reads a ref;
+ *	%TPU_REF_NONE otherwise
+ * @reserved0: must be zero
+ * @imm2: binary32 bits: %TPU_OP_SELECT's b for @bcast2 %TPU_BCAST_IMM, hi
+ *	for %TPU_UNARY_CLAMP; zero otherwise
  * @reserved1: must be zero
  */
 struct tpu_job_op {
@@ -405,11 +524,15 @@ struct tpu_job_op {
 	struct tpu_job_ref dst;
 	struct tpu_job_ref src0;
 	struct tpu_job_ref src1;
-	__u16 reserved0;
+	__u8 axis;
+	__u8 bcast2;
 	struct tpu_job_prog pred;
 	struct tpu_job_prog scalar_index;
 	__u32 imm;
-	__u32 reserved1[4];
+	struct tpu_job_ref src2;
+	__u16 reserved0;
+	__u32 imm2;
+	__u32 reserved1[2];
 };
 
 /**
@@ -497,7 +620,8 @@ struct tpu_job_insn {
  * @TPU_JOB_ERR_SMEM_LIMIT: scalar-prefetch arrays plus SMEM scratch exceed
  *	the device's SMEM
  * @TPU_JOB_ERR_BLOCK_OOB: an index map gave a block outside its array
- * @TPU_JOB_ERR_DIV_ZERO: a program divided by zero
+ * @TPU_JOB_ERR_DIV_ZERO: a program divided by zero, or an integer
+ *	%TPU_BINARY_DIV or %TPU_BINARY_MOD did
  * @TPU_JOB_ERR_SMEM_RANGE: a program loaded outside a scalar-prefetch array,
  *	or a scalar broadcast indexed outside its SMEM array
  * @TPU_JOB_ERR_HAZARD: debug mode: an output block written from two

@@ -132,13 +132,14 @@ enum tpurt_dtype {
 	TPURT_INT8 = 2,
 	TPURT_UINT8 = 3,
 	TPURT_INT32 = 4,
+	TPURT_BOOL = 5,			/* a mask: one byte, 0 false, else true */
 };
 
 #define TPURT_MAX_RANK 4
 
 /* Bytes per element, or 0 for an unknown dtype. */
 size_t tpurt_dtype_size(enum tpurt_dtype dtype);
-/* "float32", "bfloat16", "int8", "uint8", "int32" (NumPy's names). */
+/* "float32", "bfloat16", "int8", "uint8", "int32", "bool" (NumPy's names). */
 const char *tpurt_dtype_name(enum tpurt_dtype dtype);
 /* bf16 <-> f32, rounding to nearest even (NaN stays NaN). */
 uint16_t tpurt_f32_to_bf16(float f);
@@ -210,7 +211,8 @@ int tpurt_array_save_npy(const struct tpurt_array *a, const char *path);
  * i, j, k, l). A scalar-prefetch operand can always be named by the name it
  * was added under. Right of "->": comma-separated expressions, one per
  * block dimension (one for a predicate), over
- *	integers (32-bit), grid index names, ref[expr] (an SMEM load),
+ *	integers (32-bit), grid index names, ref[expr] (an SMEM load;
+ *	ref[i, j] for a 2-D ref, see prefetch_cols),
  *	num_programs(d) and program_id(d) (d a grid index name or number),
  *	min(a, b), max(a, b), unary -, * // % (Python's floor division and
  *	modulo), + -, == != < <= > >= (not chained), not, and, or,
@@ -237,6 +239,9 @@ struct tpurt_index_map_env {
 	const char *index_names;	/* for text without "->"; NULL: i, j, k, l */
 	int num_prefetch;
 	const char *const *prefetch_names;
+	/* per scalar-prefetch ref, the row length of a 2-D one (read as
+	 * s[i, j]) or 0; NULL: all 1-D */
+	const int64_t *prefetch_cols;
 };
 
 /*
@@ -251,6 +256,14 @@ int tpurt_program_format(const struct tpurt_program *prog, char *buf,
 			 size_t len);
 
 /* --- Block specs and grid specs (pl.BlockSpec, PrefetchScalarGridSpec) --- */
+
+/*
+ * A block dimension of extent 1 that the kernel's ref drops (None or
+ * pl.Squeezed() in block_shape): a (TPURT_SQUEEZED, bq, d) block of a
+ * (batch * heads, seq, d) array is a (bq, d) ref in statements. Its index
+ * map gives the element index, as for a block of 1.
+ */
+#define TPURT_SQUEEZED	(-1)
 
 /* pl.BlockSpec(block_shape, index_map); a value, cheap to copy. */
 struct tpurt_block_spec {
@@ -281,10 +294,24 @@ int tpurt_grid_spec_set_index_names(struct tpurt_grid_spec *gs,
  */
 int tpurt_grid_spec_add_scalar_prefetch(struct tpurt_grid_spec *gs,
 					const char *name);
+/*
+ * A scalar-prefetch operand of @rank 1 or 2 and @shape: index maps and
+ * statements read a 2-D one as name[i, j] (row-major). pallas_call checks
+ * that the array given has this shape.
+ */
+int tpurt_grid_spec_add_scalar_prefetch_shaped(struct tpurt_grid_spec *gs,
+					       const char *name, int rank,
+					       const int64_t *shape);
 int tpurt_grid_spec_add_input(struct tpurt_grid_spec *gs, const char *name,
 			      const struct tpurt_block_spec *spec);
 int tpurt_grid_spec_add_output(struct tpurt_grid_spec *gs, const char *name,
 			       const struct tpurt_block_spec *spec);
+/*
+ * The dtype of input or output @name: what kernel statements read and
+ * write (tpurt_kernel_stmt). pallas_call checks the array given has it.
+ */
+int tpurt_grid_spec_set_dtype(struct tpurt_grid_spec *gs, const char *name,
+			      enum tpurt_dtype dtype);
 /* scratch_shapes: pltpu.VMEM(shape, dtype) or pltpu.SMEM(shape, dtype). */
 int tpurt_grid_spec_add_scratch(struct tpurt_grid_spec *gs, const char *name,
 				enum tpurt_memory_space space,
@@ -322,6 +349,19 @@ enum tpurt_unary {
 	TPURT_EXP = 6,
 	TPURT_NEG = 7,
 	TPURT_ABS = 8,
+	TPURT_RECIPROCAL = 9,		/* pl.reciprocal */
+	TPURT_SQRT = 10,
+	TPURT_RSQRT = 11,		/* lax.rsqrt */
+	TPURT_LOG = 12,
+	TPURT_LOG1P = 13,
+	TPURT_EXP2 = 14,
+	TPURT_SQUARE = 15,
+	TPURT_FLOOR = 16,
+	TPURT_CEIL = 17,
+	TPURT_SIGN = 18,
+	TPURT_NOT = 19,			/* logical not of a mask */
+	TPURT_CLAMP = 20,		/* jnp.clip: tpurt_kernel_clamp() */
+	TPURT_ROUND = 21,		/* to nearest, ties to even */
 };
 
 enum tpurt_binary {
@@ -330,12 +370,41 @@ enum tpurt_binary {
 	TPURT_MUL = 2,
 	TPURT_MAX = 3,
 	TPURT_MIN = 4,
+	TPURT_DIV = 5,			/* integers: floor division */
+	TPURT_POW = 6,
+	TPURT_MOD = 7,			/* Python's %: the sign of b */
+	TPURT_EQ = 8,			/* compares give 1 or 0: a mask */
+	TPURT_NE = 9,
+	TPURT_LT = 10,
+	TPURT_LE = 11,
+	TPURT_GT = 12,
+	TPURT_GE = 13,
+	TPURT_AND = 14,			/* logical, of masks */
+	TPURT_OR = 15,
+};
+
+enum tpurt_reduce {
+	TPURT_REDUCE_SUM = 0,		/* jnp.sum */
+	TPURT_REDUCE_MAX = 1,		/* jnp.max */
+	TPURT_REDUCE_MIN = 2,		/* jnp.min */
 };
 
 enum tpurt_broadcast {
 	TPURT_BCAST_NONE = 0,		/* b has a's shape */
 	TPURT_BCAST_ROW = 1,		/* b is 1 x cols, for every row (a bias) */
 	TPURT_BCAST_COL = 2,		/* b is rows x 1, for every column */
+	TPURT_BCAST_IMM = 4,		/* no ref: an immediate (struct tpurt_value) */
+};
+
+/*
+ * One side of tpurt_kernel_select(): a ref read whole, as a row or as a
+ * column (@bcast NONE, ROW, COL), or the immediate @imm (@bcast IMM, @ref
+ * NULL).
+ */
+struct tpurt_value {
+	const char *ref;
+	enum tpurt_broadcast bcast;
+	float imm;
 };
 
 /* tpurt_kernel_dot() flags; the contraction dims of lax.dot_general. */
@@ -379,6 +448,66 @@ int tpurt_kernel_binary_scalar(struct tpurt_kernel *k, enum tpurt_binary fn,
 int tpurt_kernel_binary_smem(struct tpurt_kernel *k, enum tpurt_binary fn,
 			     const char *dst, const char *a, const char *smem,
 			     const char *index);
+/*
+ * dst[...] = fn(a[...], s) with s a scalar the scalar core computes at each
+ * step, @expr in the index-map syntax: "program_id(2) * 128",
+ * "num_programs(k) - 1", "lens[i] - k * 128" (a 64-bit integer).
+ */
+int tpurt_kernel_binary_expr(struct tpurt_kernel *k, enum tpurt_binary fn,
+			     const char *dst, const char *a, const char *expr);
+/*
+ * dst[...] = fn(src[...], axis=@axis, keepdims=True): @axis 1 reduces each
+ * row (dst is rows x 1), @axis 0 each column (dst is 1 x cols).
+ */
+int tpurt_kernel_reduce(struct tpurt_kernel *k, enum tpurt_reduce fn,
+			const char *dst, const char *src, int axis);
+/* dst[...] = jnp.clip(src[...], @lo, @hi) */
+int tpurt_kernel_clamp(struct tpurt_kernel *k, const char *dst,
+		       const char *src, float lo, float hi);
+/*
+ * dst[...] = jnp.where(cond[...], a, b): @cond a mask (any dtype, non-zero
+ * is true) of dst's shape; @a and @b refs (whole, a row or a column) or
+ * immediates.
+ */
+int tpurt_kernel_select(struct tpurt_kernel *k, const char *dst,
+			const char *cond, const struct tpurt_value *a,
+			const struct tpurt_value *b);
+/*
+ * dst[...] = lax.broadcasted_iota(dst.dtype, dst.shape, @axis) + offset:
+ * @offset an index-map expression ("program_id(2) * 128"), or NULL for 0.
+ */
+int tpurt_kernel_iota(struct tpurt_kernel *k, const char *dst, int axis,
+		      const char *offset);
+
+/*
+ * A statement of a Pallas kernel body, as text (grammar in doc/libtpurt.md):
+ *
+ *	"acc[...] += jnp.dot(x[...], y[...].T)"
+ *	"m_new = jnp.maximum(m[...], jnp.max(s, axis=1, keepdims=True))"
+ *	"pl.when(pl.program_id(2) == 0): acc[...] = jnp.zeros_like(acc)"
+ *
+ * lowered at once to the device's ops. Refs are those @gs declares; names
+ * bound by "name = expr" are local values, held in VMEM temporaries that
+ * pallas_call adds to the job's scratch (counted against the VMEM limit);
+ * "name = 0.125" binds a constant. Shapes, dtypes and names are checked
+ * here, against @gs: pass pallas_call a grid spec with the same refs.
+ * Errors name the statement (numbered from 1 in the kernel) and point at
+ * the column. Statements and builder calls may be mixed.
+ */
+int tpurt_kernel_stmt(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs,
+		      const char *text);
+/* Each line of @text (newline-separated) as tpurt_kernel_stmt(); blank
+ * lines and '#' comments are skipped. */
+int tpurt_kernel_stmts(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs,
+		       const char *text);
+
+/*
+ * What @k became: its temporaries, then one line per op in the statement
+ * syntax (refs as name[...], broadcasts as row(b[...]) and col(b[...]),
+ * scalars the scalar core computes as scalar(expr), SMEM reads as s[expr],
+ * predicates as a "when(pred): " prefix).
+ */
+int tpurt_kernel_dump(const struct tpurt_kernel *k, FILE *out);
 
 /* --- pallas_call and jobs --- */
 

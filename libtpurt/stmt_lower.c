@@ -1,0 +1,1769 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Kernel statements, lowered: each node of a statement's tree becomes a
+ * value (a 2-D tile in a ref or temporary, an immediate, a scalar the
+ * scalar core computes, or an SMEM element) and, for tiles, the device ops
+ * that compute it. Shapes broadcast as NumPy's do, through the ops' ROW,
+ * COL, IMM, SCALAR and SMEM modes; dtypes promote as jnp's do where the
+ * device can follow. The last op of an expression writes straight into
+ * the statement's target when its shape and dtype are the target's;
+ * intermediates live in temporaries that later intermediates reuse.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stmt.h"
+
+enum value_kind {
+	V_TILE,		/* @ref (a ref or temporary), rows x cols of dtype */
+	V_IMM,		/* @imm */
+	V_SCALAR,	/* @text: index-map syntax, a 64-bit integer */
+	V_SMEM,		/* @ref[@text]: one element of an SMEM ref */
+	V_DTYPE,	/* @dtype: an argument of astype, iota, zeros */
+	V_REF,		/* a bare ref: only its shape and dtype are read */
+	V_TUPLE,	/* a shape (rows, cols) */
+};
+
+struct value {
+	enum value_kind kind;
+	char ref[TPURT_NAME_MAX];
+	int temp;		/* an intermediate to release after use, or -1 */
+	int64_t rows, cols;
+	enum tpurt_dtype dtype;
+	int weak;		/* a Python scalar: takes the other side's dtype */
+	double imm;
+	char text[TPURT_TEXT_MAX];
+	int compound;		/* @text needs parentheses as an operand */
+	int transposed;		/* read through .T (a dot operand) */
+};
+
+/* Where the last op of an expression may write: the statement's target. */
+struct dest {
+	const char *name;
+	int64_t rows, cols;
+	enum tpurt_dtype dtype;
+};
+
+/* What a name of the grid spec is to the body. */
+enum ref_kind { R_PREFETCH, R_INPUT, R_OUTPUT, R_VMEM, R_SMEM };
+
+struct ref_info {
+	enum ref_kind kind;
+	const char *name;
+	int64_t rows, cols;	/* the body's 2-D view; SMEM: its flat shape */
+	int has_dtype;
+	enum tpurt_dtype dtype;
+	int rank2;		/* SMEM: indexed s[i, j] with rows x cols */
+};
+
+static int lower(struct stmt_ctx *c, const struct stmt_node *n,
+		 const struct dest *d, struct value *v);
+static int lower_ref_ok(struct stmt_ctx *c, const struct stmt_node *n,
+			struct value *v);
+
+static const char *shape_str(const struct value *v, char *buf)
+{
+	snprintf(buf, 48, "(%lld, %lld)", (long long)v->rows, (long long)v->cols);
+	return buf;
+}
+
+static const char *dtype_str(enum tpurt_dtype t)
+{
+	return tpurt_stmt_dtype_name(t);
+}
+
+static int name_is(const struct stmt_node *n, const char *s)
+{
+	return n->len == (int)strlen(s) && !strncmp(n->name, s, (size_t)n->len);
+}
+
+/* --- names: the grid spec's refs and the kernel's locals --- */
+
+/* The 2-D view of a block: the last dim the columns, the rest the rows. */
+static void block_view(const struct tpurt_operand_spec *o, struct ref_info *r)
+{
+	const struct tpurt_block_spec *b = &o->spec;
+
+	r->rows = 1;
+	for (int d = 0; d + 1 < b->rank; d++)
+		r->rows *= b->shape[d] == TPURT_SQUEEZED ? 1 : b->shape[d];
+	r->cols = b->shape[b->rank - 1] == TPURT_SQUEEZED ? 1 : b->shape[b->rank - 1];
+}
+
+static void operand_info(const struct tpurt_operand_spec *o, struct ref_info *r)
+{
+	r->name = o->name;
+	if (o->role == TPU_ROLE_SCALAR_PREFETCH) {
+		r->kind = R_PREFETCH;
+		r->has_dtype = 1;
+		r->dtype = TPURT_INT32;
+		r->rank2 = o->prefetch_rank == 2;
+		r->rows = r->rank2 ? o->prefetch_shape[0] : 1;
+		r->cols = r->rank2 ? o->prefetch_shape[1] : 0;
+		return;
+	}
+	r->kind = o->role == TPU_ROLE_INPUT ? R_INPUT : R_OUTPUT;
+	r->has_dtype = o->has_dtype;
+	r->dtype = o->dtype;
+	block_view(o, r);
+}
+
+static void scratch_info(const struct tpurt_scratch_spec *s, struct ref_info *r)
+{
+	r->name = s->name;
+	r->kind = s->space == TPURT_SMEM ? R_SMEM : R_VMEM;
+	r->has_dtype = 1;
+	r->dtype = s->dtype;
+	r->cols = s->shape[s->rank - 1];
+	r->rows = 1;
+	for (int d = 0; d + 1 < s->rank; d++)
+		r->rows *= s->shape[d];
+	r->rank2 = s->rank == 2;
+}
+
+static int find_ref(const struct stmt_ctx *c, const char *name, int len,
+		    struct ref_info *r)
+{
+	const struct tpurt_grid_spec *gs = c->gs;
+
+	memset(r, 0, sizeof(*r));
+	for (int i = 0; i < gs->num_operands; i++)
+		if ((int)strlen(gs->operand[i].name) == len &&
+		    !strncmp(gs->operand[i].name, name, (size_t)len)) {
+			operand_info(&gs->operand[i], r);
+			return 1;
+		}
+	for (int i = 0; i < gs->num_scratch; i++)
+		if ((int)strlen(gs->scratch[i].name) == len &&
+		    !strncmp(gs->scratch[i].name, name, (size_t)len)) {
+			scratch_info(&gs->scratch[i], r);
+			return 1;
+		}
+	return 0;
+}
+
+static struct tpurt_kernel_local *find_local(struct stmt_ctx *c,
+					     const char *name, int len)
+{
+	for (int i = 0; i < c->k->nlocals; i++)
+		if ((int)strlen(c->k->local[i].name) == len &&
+		    !strncmp(c->k->local[i].name, name, (size_t)len))
+			return &c->k->local[i];
+	return NULL;
+}
+
+/* --- values --- */
+
+static void tile_of(struct value *v, const char *ref, int64_t rows,
+		    int64_t cols, enum tpurt_dtype dtype)
+{
+	memset(v, 0, sizeof(*v));
+	v->kind = V_TILE;
+	v->temp = -1;
+	snprintf(v->ref, sizeof(v->ref), "%s", ref);
+	v->rows = rows;
+	v->cols = cols;
+	v->dtype = dtype;
+}
+
+static void imm_of(struct value *v, double x, int is_int)
+{
+	memset(v, 0, sizeof(*v));
+	v->kind = V_IMM;
+	v->temp = -1;
+	v->imm = x;
+	v->weak = 1;
+	v->dtype = is_int ? TPURT_INT32 : TPURT_F32;
+}
+
+/* A scalar-core value: @text in the index-map syntax. */
+static void scalar_of(struct value *v, const char *text, int compound)
+{
+	memset(v, 0, sizeof(*v));
+	v->kind = V_SCALAR;
+	v->temp = -1;
+	v->weak = 1;
+	v->dtype = TPURT_INT32;
+	v->compound = compound;
+	snprintf(v->text, sizeof(v->text), "%s", text);
+}
+
+static int is_tile(const struct value *v)
+{
+	return v->kind == V_TILE;
+}
+
+static int is_scalar(const struct value *v)
+{
+	return v->kind == V_IMM || v->kind == V_SCALAR || v->kind == V_SMEM;
+}
+
+static int is_float(enum tpurt_dtype t)
+{
+	return t == TPURT_F32 || t == TPURT_BF16;
+}
+
+static void release(struct stmt_ctx *c, const struct value *v)
+{
+	if (v->temp >= 0 && !c->k->temp[v->temp].bound)
+		c->k->temp[v->temp].busy = 0;
+}
+
+/* A free temporary of this type, or a new one named "%N". */
+static int temp_alloc(struct stmt_ctx *c, enum tpurt_dtype dtype, int64_t rows,
+		      int64_t cols, int col, struct value *v)
+{
+	struct tpurt_kernel *k = c->k;
+	struct tpurt_kernel_temp *t;
+
+	for (int i = 0; i < k->ntemps; i++) {
+		t = &k->temp[i];
+		if (!t->bound && !t->busy && t->dtype == dtype && t->rows == rows &&
+		    t->cols == cols) {
+			t->busy = 1;
+			tile_of(v, t->name, rows, cols, dtype);
+			v->temp = i;
+			return 0;
+		}
+	}
+	if (k->ntemps == TPURT_KERNEL_MAX_TEMPS)
+		return stmt_fail(c, col, "needs more than %d temporaries",
+				 TPURT_KERNEL_MAX_TEMPS);
+	t = &k->temp[k->ntemps];
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "%%%d", k->ntemps);
+	t->dtype = dtype;
+	t->rows = rows;
+	t->cols = cols;
+	t->busy = 1;
+	tile_of(v, t->name, rows, cols, dtype);
+	v->temp = k->ntemps++;
+	return 0;
+}
+
+/* Where an op producing @dtype rows x cols writes: the target if it fits. */
+static int result(struct stmt_ctx *c, const struct dest *d, enum tpurt_dtype dtype,
+		  int64_t rows, int64_t cols, int col, struct value *v)
+{
+	if (d && d->dtype == dtype && d->rows == rows && d->cols == cols) {
+		tile_of(v, d->name, rows, cols, dtype);
+		return 0;
+	}
+	return temp_alloc(c, dtype, rows, cols, col, v);
+}
+
+/* A builder call's failure, at the column of the term it lowers. */
+static int emitted(struct stmt_ctx *c, int ret, int col)
+{
+	return ret ? stmt_fail(c, col, "%s", tpurt_last_error()) : 0;
+}
+
+/* --- dtypes, as jnp promotes them --- */
+
+static enum tpurt_dtype promote_strong(enum tpurt_dtype a, enum tpurt_dtype b)
+{
+	if (a == b)
+		return a;
+	if (a == TPURT_BOOL)
+		return b;
+	if (b == TPURT_BOOL)
+		return a;
+	if (is_float(a) && is_float(b))
+		return TPURT_F32;
+	if (is_float(a) || is_float(b))
+		return is_float(a) ? a : b;
+	return TPURT_INT32;	/* int8 with uint8 or int32 (jnp: int16 or int32) */
+}
+
+/* A Python scalar keeps the array's dtype unless it is a float and the
+ * array is not. */
+static enum tpurt_dtype promote(const struct value *a, const struct value *b)
+{
+	const struct value *weak = a->weak ? a : b, *strong = a->weak ? b : a;
+
+	if (a->weak && b->weak)
+		return a->dtype == TPURT_F32 || b->dtype == TPURT_F32 ?
+		       TPURT_F32 : TPURT_INT32;
+	if (!a->weak && !b->weak)
+		return promote_strong(a->dtype, b->dtype);
+	if (weak->dtype == TPURT_F32 && !is_float(strong->dtype))
+		return TPURT_F32;
+	if (strong->dtype == TPURT_BOOL)
+		return TPURT_INT32;
+	return strong->dtype;
+}
+
+/* --- scalars: constants folded, scalar-core expressions as text --- */
+
+static int scalar_text(struct stmt_ctx *c, const struct value *v, int col,
+		       char *buf, size_t len, int parens)
+{
+	const char *fmt = parens && v->compound ? "(%s)" : "%s";
+	int n;
+
+	if (v->kind == V_IMM) {
+		if (v->imm != floor(v->imm) || fabs(v->imm) > INT32_MAX)
+			return stmt_fail(c, col, "the scalar core computes in integers; %g is not a 32-bit integer",
+					 v->imm);
+		n = snprintf(buf, len, v->imm < 0 && parens ? "(%lld)" : "%lld",
+			     (long long)v->imm);
+	} else if (v->kind == V_SCALAR) {
+		n = snprintf(buf, len, fmt, v->text);
+	} else if (v->kind == V_SMEM) {
+		n = snprintf(buf, len, "%s[%s]", v->ref, v->text);
+	} else {
+		return stmt_fail(c, col, "expected a scalar (pl.program_id, pl.num_programs, an SMEM element, an integer)");
+	}
+	if (n < 0 || (size_t)n >= len)
+		return stmt_fail(c, col, "scalar expression longer than %zu characters",
+				 len - 1);
+	return 0;
+}
+
+static int smem_scalar_ok(struct stmt_ctx *c, const struct value *v, int col)
+{
+	struct ref_info r;
+
+	if (v->kind == V_SMEM && find_ref(c, v->ref, (int)strlen(v->ref), &r) &&
+	    r.kind != R_PREFETCH)
+		return stmt_fail(c, col, "'%s' is SMEM scratch: the scalar core reads only scalar-prefetch refs in arithmetic",
+				 v->ref);
+	return 0;
+}
+
+/* Index-map operators for the device's binary functions. */
+static const char *scalar_op(int fn)
+{
+	static const char *const ops[TPU_BINARY_COUNT] = {
+		[TPU_BINARY_ADD] = "+", [TPU_BINARY_SUB] = "-",
+		[TPU_BINARY_MUL] = "*", [TPU_BINARY_DIV] = "//",
+		[TPU_BINARY_MOD] = "%", [TPU_BINARY_EQ] = "==",
+		[TPU_BINARY_NE] = "!=", [TPU_BINARY_LT] = "<",
+		[TPU_BINARY_LE] = "<=", [TPU_BINARY_GT] = ">",
+		[TPU_BINARY_GE] = ">=", [TPU_BINARY_AND] = "and",
+		[TPU_BINARY_OR] = "or",
+	};
+
+	return fn >= 0 && fn < TPU_BINARY_COUNT ? ops[fn] : NULL;
+}
+
+static double fold_binary(int fn, double a, double b, int ints)
+{
+	switch (fn) {
+	case TPU_BINARY_ADD: return a + b;
+	case TPU_BINARY_SUB: return a - b;
+	case TPU_BINARY_MUL: return a * b;
+	case TPU_BINARY_MAX: return a > b ? a : b;
+	case TPU_BINARY_MIN: return a < b ? a : b;
+	case TPU_BINARY_DIV: return ints ? floor(a / b) : a / b;
+	case TPU_BINARY_POW: return pow(a, b);
+	case TPU_BINARY_MOD: return a - b * floor(a / b);
+	case TPU_BINARY_EQ: return a == b;
+	case TPU_BINARY_NE: return a != b;
+	case TPU_BINARY_LT: return a < b;
+	case TPU_BINARY_LE: return a <= b;
+	case TPU_BINARY_GT: return a > b;
+	case TPU_BINARY_GE: return a >= b;
+	case TPU_BINARY_AND: return a && b;
+	default: return a || b;
+	}
+}
+
+/* Two scalars: constants fold; otherwise a scalar-core expression. */
+static int scalar_binary(struct stmt_ctx *c, int fn, int floor_div,
+			 const struct value *a, const struct value *b, int col,
+			 struct value *v)
+{
+	char ta[TPURT_TEXT_MAX], tb[TPURT_TEXT_MAX];
+	const char *op = scalar_op(fn);
+	int ints = a->dtype != TPURT_F32 && b->dtype != TPURT_F32;
+
+	if (a->kind == V_IMM && b->kind == V_IMM) {
+		if ((fn == TPU_BINARY_DIV && floor_div) || fn != TPU_BINARY_DIV)
+			imm_of(v, fold_binary(fn, a->imm, b->imm, floor_div), ints &&
+			       fn != TPU_BINARY_POW);
+		else
+			imm_of(v, a->imm / b->imm, 0);
+		return 0;
+	}
+	if (fn == TPU_BINARY_MAX || fn == TPU_BINARY_MIN)
+		op = fn == TPU_BINARY_MAX ? "max" : "min";
+	if (!op || fn == TPU_BINARY_POW || (fn == TPU_BINARY_DIV && !floor_div))
+		return stmt_fail(c, col, "the scalar core has no '%s'; it computes + - * // %% min max and compares on integers",
+				 tpurt_stmt_binary_name((unsigned int)fn));
+	if (smem_scalar_ok(c, a, col) || smem_scalar_ok(c, b, col) ||
+	    scalar_text(c, a, col, ta, sizeof(ta), 1) ||
+	    scalar_text(c, b, col, tb, sizeof(tb), 1))
+		return c->err;
+	scalar_of(v, "", 1);
+	if (fn == TPU_BINARY_MAX || fn == TPU_BINARY_MIN) {
+		v->compound = 0;
+		if (snprintf(v->text, sizeof(v->text), "%s(%s, %s)", op, ta, tb) >=
+		    (int)sizeof(v->text))
+			return stmt_fail(c, col, "scalar expression too long");
+		return 0;
+	}
+	if (snprintf(v->text, sizeof(v->text), "%s %s %s", ta, op, tb) >=
+	    (int)sizeof(v->text))
+		return stmt_fail(c, col, "scalar expression too long");
+	return 0;
+}
+
+/* --- tiles --- */
+
+/* An immediate as the device holds it: binary32, exactly. */
+static int imm_bits_ok(struct stmt_ctx *c, double x, int col)
+{
+	if (!isnan(x) && !isinf(x) && (double)(float)x != x &&
+	    x == floor(x))
+		return stmt_fail(c, col, "%.17g is not exact in float32, the device's immediates", x);
+	return 0;
+}
+
+/* @x (a scalar or a row or column) broadcast to rows x cols of @dtype. */
+static int materialize(struct stmt_ctx *c, const struct value *x,
+		       enum tpurt_dtype dtype, int64_t rows, int64_t cols,
+		       int col, const struct dest *d, struct value *v)
+{
+	struct tpurt_kernel *k = c->k;
+	int ret = result(c, d, dtype, rows, cols, col, v);
+
+	if (ret)
+		return ret;
+	ret = emitted(c, tpurt_kernel_zero(k, v->ref), col);
+	if (ret || (x->kind == V_IMM && x->imm == 0))
+		return ret;
+	if (x->kind == V_IMM)
+		ret = imm_bits_ok(c, x->imm, col) ? c->err :
+		      tpurt_kernel_binary_scalar(k, TPURT_ADD, v->ref, v->ref,
+						 (float)x->imm);
+	else if (x->kind == V_SCALAR)
+		ret = tpurt_kernel_binary_expr(k, TPURT_ADD, v->ref, v->ref, x->text);
+	else if (x->kind == V_SMEM)
+		ret = tpurt_kernel_binary_smem(k, TPURT_ADD, v->ref, v->ref, x->ref,
+					       x->text);
+	else
+		ret = tpurt_kernel_binary(k, TPURT_ADD, v->ref, v->ref, x->ref,
+					  x->rows == rows ? TPURT_BCAST_COL :
+					  TPURT_BCAST_ROW);
+	release(c, x);
+	return c->err ? c->err : emitted(c, ret, col);
+}
+
+/* NumPy's broadcast of two 2-D shapes. */
+static int broadcast(struct stmt_ctx *c, const struct value *a,
+		     const struct value *b, int col, int64_t *rows, int64_t *cols)
+{
+	char sa[48], sb[48];
+
+	if ((a->rows != b->rows && a->rows != 1 && b->rows != 1) ||
+	    (a->cols != b->cols && a->cols != 1 && b->cols != 1))
+		return stmt_fail(c, col, "shapes %s and %s do not broadcast",
+				 shape_str(a, sa), shape_str(b, sb));
+	*rows = a->rows > b->rows ? a->rows : b->rows;
+	*cols = a->cols > b->cols ? a->cols : b->cols;
+	if ((a->rows == 1 && a->cols == 1 && (*rows > 1 || *cols > 1)) ||
+	    (b->rows == 1 && b->cols == 1 && (*rows > 1 || *cols > 1)))
+		if (*rows > 1 && *cols > 1)
+			return stmt_fail(c, col, "a (1, 1) tile broadcast over %s: the device broadcasts rows, columns and scalars only; read it as a scalar",
+					 shape_str(a->rows > 1 ? a : b, sa));
+	return 0;
+}
+
+/* How @b is read against rows x cols, or -1 if it must be broadcast first. */
+static int bcast_mode(const struct value *b, int64_t rows, int64_t cols)
+{
+	if (b->rows == rows && b->cols == cols)
+		return TPU_BCAST_NONE;
+	if (b->rows == 1 && b->cols == cols)
+		return TPU_BCAST_ROW;
+	if (b->cols == 1 && b->rows == rows)
+		return TPU_BCAST_COL;
+	return -1;
+}
+
+static int commutes(int fn)
+{
+	return fn == TPU_BINARY_ADD || fn == TPU_BINARY_MUL ||
+	       fn == TPU_BINARY_MAX || fn == TPU_BINARY_MIN ||
+	       fn == TPU_BINARY_EQ || fn == TPU_BINARY_NE ||
+	       fn == TPU_BINARY_AND || fn == TPU_BINARY_OR;
+}
+
+/* fn(a, b) as fn'(b, a), or -1. */
+static int swapped(int fn)
+{
+	switch (fn) {
+	case TPU_BINARY_LT: return TPU_BINARY_GT;
+	case TPU_BINARY_LE: return TPU_BINARY_GE;
+	case TPU_BINARY_GT: return TPU_BINARY_LT;
+	case TPU_BINARY_GE: return TPU_BINARY_LE;
+	default: return commutes(fn) ? fn : -1;
+	}
+}
+
+static int is_compare(int fn)
+{
+	return fn >= TPU_BINARY_EQ && fn <= TPU_BINARY_GE;
+}
+
+static int binary_dtype(struct stmt_ctx *c, int fn, const struct value *a,
+			const struct value *b, int col, enum tpurt_dtype *t)
+{
+	if (is_compare(fn)) {
+		*t = TPURT_BOOL;
+		return 0;
+	}
+	if (fn == TPU_BINARY_AND || fn == TPU_BINARY_OR) {
+		if ((!a->weak && a->dtype != TPURT_BOOL) ||
+		    (!b->weak && b->dtype != TPURT_BOOL))
+			return stmt_fail(c, col, "& and | combine masks (bool), not %s and %s",
+					 dtype_str(a->dtype), dtype_str(b->dtype));
+		*t = TPURT_BOOL;
+		return 0;
+	}
+	*t = promote(a, b);
+	return 0;
+}
+
+/* The op itself: @a a tile of the result's shape, @b read by @mode. */
+static int emit_binary(struct stmt_ctx *c, int fn, const struct value *a,
+		       const struct value *b, int mode, const struct value *v,
+		       int col)
+{
+	struct tpurt_kernel *k = c->k;
+	enum tpurt_binary f = (enum tpurt_binary)fn;
+
+	if (b->kind == V_IMM)
+		return imm_bits_ok(c, b->imm, col) ? c->err :
+		       emitted(c, tpurt_kernel_binary_scalar(k, f, v->ref, a->ref,
+							     (float)b->imm), col);
+	if (b->kind == V_SCALAR)
+		return emitted(c, tpurt_kernel_binary_expr(k, f, v->ref, a->ref,
+							   b->text), col);
+	if (b->kind == V_SMEM)
+		return emitted(c, tpurt_kernel_binary_smem(k, f, v->ref, a->ref,
+							   b->ref, b->text), col);
+	return emitted(c, tpurt_kernel_binary(k, f, v->ref, a->ref, b->ref,
+					      (enum tpurt_broadcast)mode), col);
+}
+
+/* fn(a, b) with at least one tile. */
+static int tile_binary(struct stmt_ctx *c, int fn, struct value a,
+		       struct value b, const struct dest *d, int col,
+		       struct value *v)
+{
+	enum tpurt_dtype t = TPURT_F32;
+	int64_t rows, cols;
+	int mode;
+
+	if (!is_tile(&a) && swapped(fn) >= 0) {
+		struct value x = a;
+
+		a = b;
+		b = x;
+		fn = swapped(fn);
+	}
+	if (binary_dtype(c, fn, &a, &b, col, &t))
+		return c->err;
+	if (is_tile(&a) && is_tile(&b)) {
+		if (broadcast(c, &a, &b, col, &rows, &cols))
+			return c->err;
+	} else {
+		rows = is_tile(&a) ? a.rows : b.rows;
+		cols = is_tile(&a) ? a.cols : b.cols;
+	}
+	if (is_tile(&a) && (a.rows != rows || a.cols != cols) && is_tile(&b) &&
+	    b.rows == rows && b.cols == cols && swapped(fn) >= 0) {
+		struct value x = a;
+
+		a = b;
+		b = x;
+		fn = swapped(fn);
+	}
+	if (!is_tile(&a) || a.rows != rows || a.cols != cols) {
+		struct value full;
+
+		if (materialize(c, &a, a.weak ? t : a.dtype, rows, cols, col, NULL,
+				&full))
+			return c->err;
+		a = full;
+	}
+	mode = is_tile(&b) ? bcast_mode(&b, rows, cols) : TPU_BCAST_NONE;
+	release(c, &a);
+	release(c, &b);
+	if (result(c, d, t, rows, cols, col, v))
+		return c->err;
+	return emit_binary(c, fn, &a, &b, mode, v, col);
+}
+
+static int lower_binary(struct stmt_ctx *c, int fn, int floor_div,
+			struct value *a, struct value *b, const struct dest *d,
+			int col, struct value *v)
+{
+	if (!is_tile(a) && !is_scalar(a))
+		return stmt_fail(c, col, "expected an array or a scalar operand");
+	if (!is_tile(b) && !is_scalar(b))
+		return stmt_fail(c, col, "expected an array or a scalar operand");
+	if (!is_tile(a) && !is_tile(b))
+		return scalar_binary(c, fn, floor_div, a, b, col, v);
+	/* x / y of integers is a float in jnp; x // y of floats floors */
+	if (fn == TPU_BINARY_DIV && !floor_div && !is_float(promote(a, b))) {
+		struct value fa;
+
+		if (is_tile(a)) {
+			if (result(c, NULL, TPURT_F32, a->rows, a->cols, col, &fa) ||
+			    emitted(c, tpurt_kernel_store(c->k, fa.ref, a->ref), col))
+				return c->err;
+			release(c, a);
+			*a = fa;
+		} else {
+			a->dtype = TPURT_F32;
+		}
+	}
+	if (tile_binary(c, fn, *a, *b, floor_div && is_float(promote(a, b)) ? NULL : d,
+			col, v))
+		return c->err;
+	if (floor_div && is_float(v->dtype)) {
+		struct value f;
+
+		release(c, v);
+		if (result(c, d, v->dtype, v->rows, v->cols, col, &f) ||
+		    emitted(c, tpurt_kernel_unary(c->k, TPURT_FLOOR, f.ref, v->ref), col))
+			return c->err;
+		*v = f;
+	}
+	return 0;
+}
+
+/* --- unary functions --- */
+
+static int transcendental(int fn)
+{
+	return fn == TPU_UNARY_GELU || fn == TPU_UNARY_SILU ||
+	       fn == TPU_UNARY_SIGMOID || fn == TPU_UNARY_TANH ||
+	       fn == TPU_UNARY_EXP || fn == TPU_UNARY_RECIPROCAL ||
+	       fn == TPU_UNARY_SQRT || fn == TPU_UNARY_RSQRT ||
+	       fn == TPU_UNARY_LOG || fn == TPU_UNARY_LOG1P ||
+	       fn == TPU_UNARY_EXP2;
+}
+
+static int fold_unary(int fn, double x, double *out)
+{
+	switch (fn) {
+	case TPU_UNARY_NEG: *out = -x; break;
+	case TPU_UNARY_ABS: *out = fabs(x); break;
+	case TPU_UNARY_EXP: *out = exp(x); break;
+	case TPU_UNARY_EXP2: *out = exp2(x); break;
+	case TPU_UNARY_LOG: *out = log(x); break;
+	case TPU_UNARY_LOG1P: *out = log1p(x); break;
+	case TPU_UNARY_SQRT: *out = sqrt(x); break;
+	case TPU_UNARY_RSQRT: *out = 1 / sqrt(x); break;
+	case TPU_UNARY_RECIPROCAL: *out = 1 / x; break;
+	case TPU_UNARY_SQUARE: *out = x * x; break;
+	case TPU_UNARY_FLOOR: *out = floor(x); break;
+	case TPU_UNARY_CEIL: *out = ceil(x); break;
+	case TPU_UNARY_ROUND: *out = nearbyint(x); break;
+	case TPU_UNARY_TANH: *out = tanh(x); break;
+	case TPU_UNARY_SIGMOID: *out = 1 / (1 + exp(-x)); break;
+	case TPU_UNARY_RELU: *out = x > 0 ? x : 0; break;
+	case TPU_UNARY_NOT: *out = !x; break;
+	default: return -1;
+	}
+	return 0;
+}
+
+static int lower_unary(struct stmt_ctx *c, int fn, struct value *x,
+		       const struct dest *d, int col, struct value *v)
+{
+	enum tpurt_dtype t;
+	double y;
+
+	if (x->kind == V_IMM) {
+		if (fold_unary(fn, x->imm, &y))
+			return stmt_fail(c, col, "%s of a constant is not supported",
+					 tpurt_stmt_unary_name((unsigned int)fn));
+		imm_of(v, y, x->dtype == TPURT_INT32 && !transcendental(fn));
+		return 0;
+	}
+	if (x->kind == V_SCALAR && fn == TPU_UNARY_NEG) {
+		*v = *x;
+		if (snprintf(v->text, sizeof(v->text), x->compound ? "-(%s)" : "-%s",
+			     x->text) >= (int)sizeof(v->text))
+			return stmt_fail(c, col, "scalar expression too long");
+		v->compound = 1;
+		return 0;
+	}
+	if (!is_tile(x))
+		return stmt_fail(c, col, "%s takes an array here",
+				 tpurt_stmt_unary_name((unsigned int)fn));
+	t = fn == TPU_UNARY_NOT ? TPURT_BOOL :
+	    transcendental(fn) && !is_float(x->dtype) ? TPURT_F32 : x->dtype;
+	release(c, x);
+	if (result(c, d, t, x->rows, x->cols, col, v))
+		return c->err;
+	return emitted(c, tpurt_kernel_unary(c->k, (enum tpurt_unary)fn, v->ref,
+					     x->ref), col);
+}
+
+/* x.astype(t) */
+static int lower_cast(struct stmt_ctx *c, struct value *x, enum tpurt_dtype t,
+		      const struct dest *d, int col, struct value *v)
+{
+	if (x->kind == V_IMM) {
+		*v = *x;
+		v->weak = 0;
+		v->dtype = t;
+		return 0;
+	}
+	if (!is_tile(x))
+		return stmt_fail(c, col, "astype of a scalar-core value is not supported");
+	if (x->dtype == t) {
+		*v = *x;
+		return 0;
+	}
+	release(c, x);
+	if (result(c, d, t, x->rows, x->cols, col, v))
+		return c->err;
+	return emitted(c, tpurt_kernel_store(c->k, v->ref, x->ref), col);
+}
+
+/* --- calls --- */
+
+static const struct stmt_node *kwarg(const struct stmt_node *call,
+				     const char *name)
+{
+	for (int i = 0; i < call->nkw; i++)
+		if (call->kwlen[i] == (int)strlen(name) &&
+		    !strncmp(call->kw[i], name, (size_t)call->kwlen[i]))
+			return call->kwval[i];
+	return NULL;
+}
+
+static int check_kwargs(struct stmt_ctx *c, const struct stmt_node *call,
+			const char *const *allowed)
+{
+	for (int i = 0; i < call->nkw; i++) {
+		int ok = 0;
+
+		for (int j = 0; allowed && allowed[j]; j++)
+			ok |= call->kwlen[i] == (int)strlen(allowed[j]) &&
+			      !strncmp(call->kw[i], allowed[j], (size_t)call->kwlen[i]);
+		if (!ok)
+			return stmt_fail(c, call->kwval[i]->col - call->kwlen[i] - 1,
+					 "unknown keyword argument '%.*s'",
+					 call->kwlen[i], call->kw[i]);
+	}
+	return 0;
+}
+
+static int nargs_are(struct stmt_ctx *c, const struct stmt_node *call,
+		     int lo, int hi, const char *fn)
+{
+	if (call->nargs < lo || call->nargs > hi)
+		return stmt_fail(c, call->col, lo == hi ?
+				 "%s takes %d arguments, %d given" :
+				 "%s takes %d to %d arguments, %d given",
+				 fn, lo, hi, call->nargs);
+	return 0;
+}
+
+/* A constant integer argument (an axis, a dimension, a shape entry). */
+static int const_int(struct stmt_ctx *c, const struct stmt_node *n, int64_t *out)
+{
+	struct value v;
+
+	if (lower(c, n, NULL, &v))
+		return c->err;
+	if (v.kind != V_IMM || v.imm != floor(v.imm))
+		return stmt_fail(c, n->col, "expected a constant integer");
+	*out = (int64_t)v.imm;
+	return 0;
+}
+
+static int const_bool(struct stmt_ctx *c, const struct stmt_node *n, int *out)
+{
+	int64_t x = 0;
+
+	if (n && const_int(c, n, &x))
+		return c->err;
+	*out = x != 0;
+	return 0;
+}
+
+/* axis=1, -1 (columns of each row) or 0, -2 */
+static int const_axis(struct stmt_ctx *c, const struct stmt_node *n, int *axis)
+{
+	int64_t a;
+
+	if (const_int(c, n, &a))
+		return c->err;
+	if (a < -2 || a > 1)
+		return stmt_fail(c, n->col, "axis %lld: the body's arrays are 2-D",
+				 (long long)a);
+	*axis = (int)(a < 0 ? a + 2 : a);
+	return 0;
+}
+
+static int lower_tile_arg(struct stmt_ctx *c, const struct stmt_node *n,
+			  struct value *v, const char *fn)
+{
+	if (lower(c, n, NULL, v))
+		return c->err;
+	if (!is_tile(v))
+		return stmt_fail(c, n->col, "%s takes an array here", fn);
+	return 0;
+}
+
+static int lower_reduce(struct stmt_ctx *c, const struct stmt_node *call, int fn,
+			const struct dest *d, struct value *v)
+{
+	static const char *const kws[] = { "axis", "keepdims", NULL };
+	const char *name = tpurt_stmt_reduce_name((unsigned int)fn);
+	const struct stmt_node *axis_node = kwarg(call, "axis");
+	struct value x, y;
+	enum tpurt_dtype t;
+	int axis = 0, keep = 0;
+
+	if (call->nargs == 2 && !call->nkw && fn != TPU_REDUCE_SUM) {
+		/* Python's max(a, b) on scalars: a pl.when condition's */
+		if (lower(c, call->arg[0], NULL, &x) || lower(c, call->arg[1], NULL, &y))
+			return c->err;
+		if (!is_scalar(&x) || !is_scalar(&y))
+			return stmt_fail(c, call->col, "%s(a, b) of arrays: use jnp.%s",
+					 name, fn == TPU_REDUCE_MAX ? "maximum" : "minimum");
+		return scalar_binary(c, fn == TPU_REDUCE_MAX ? TPU_BINARY_MAX :
+				     TPU_BINARY_MIN, 0, &x, &y, call->col, v);
+	}
+	if (check_kwargs(c, call, kws) || nargs_are(c, call, 1, 2, name))
+		return c->err;
+	if (call->nargs == 2)
+		axis_node = call->arg[1];
+	if (!axis_node)
+		return stmt_fail(c, call->col, "%s over the whole array is not supported: give axis=1 (each row) or axis=0 (each column)",
+				 name);
+	if (const_axis(c, axis_node, &axis) ||
+	    const_bool(c, kwarg(call, "keepdims"), &keep) ||
+	    lower_tile_arg(c, call->arg[0], &x, name))
+		return c->err;
+	if (axis == 1 && !keep)
+		return stmt_fail(c, call->col, "%s(axis=1) without keepdims=True gives a (rows,) vector, which broadcasts along rows; write keepdims=True",
+				 name);
+	t = fn == TPU_REDUCE_SUM && x.dtype == TPURT_BOOL ? TPURT_INT32 : x.dtype;
+	if (d && !strcmp(d->name, x.ref))
+		d = NULL;
+	if (result(c, d, t, axis ? x.rows : 1, axis ? 1 : x.cols, call->col, v))
+		return c->err;
+	release(c, &x);
+	return emitted(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn, v->ref,
+					      x.ref, axis), call->col);
+}
+
+/* One side of where(): a ref whole, a row, a column or an immediate. */
+static int select_side(struct stmt_ctx *c, struct value *x, enum tpurt_dtype t,
+		       int64_t rows, int64_t cols, int col, struct tpurt_value *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (x->kind == V_IMM) {
+		s->bcast = TPURT_BCAST_IMM;
+		s->imm = (float)x->imm;
+		return imm_bits_ok(c, x->imm, col);
+	}
+	if (!is_tile(x) || bcast_mode(x, rows, cols) < 0) {
+		struct value full;
+
+		if (materialize(c, x, x->weak ? t : x->dtype, rows, cols, col, NULL,
+				&full))
+			return c->err;
+		*x = full;
+	}
+	s->ref = x->ref;
+	s->bcast = (enum tpurt_broadcast)bcast_mode(x, rows, cols);
+	return 0;
+}
+
+static int lower_where(struct stmt_ctx *c, const struct stmt_node *call,
+		       const struct dest *d, struct value *v)
+{
+	struct value m, a, b;
+	struct tpurt_value sa, sb;
+	int64_t rows, cols;
+	enum tpurt_dtype t;
+
+	if (check_kwargs(c, call, NULL) || nargs_are(c, call, 3, 3, "where") ||
+	    lower(c, call->arg[0], NULL, &m) || lower(c, call->arg[1], NULL, &a) ||
+	    lower(c, call->arg[2], NULL, &b))
+		return c->err;
+	if (m.kind == V_IMM) {
+		*v = m.imm ? a : b;
+		release(c, m.imm ? &b : &a);
+		return 0;
+	}
+	rows = m.rows, cols = m.cols;
+	if (!is_tile(&m))
+		rows = cols = 1;
+	if (is_tile(&a) && broadcast(c, &(struct value){ .rows = rows, .cols = cols },
+				     &a, call->col, &rows, &cols))
+		return c->err;
+	if (is_tile(&b) && broadcast(c, &(struct value){ .rows = rows, .cols = cols },
+				     &b, call->col, &rows, &cols))
+		return c->err;
+	t = promote(&a, &b);
+	if (!is_tile(&m) || m.rows != rows || m.cols != cols) {
+		struct value full;
+
+		if (materialize(c, &m, TPURT_BOOL, rows, cols, call->col, NULL, &full))
+			return c->err;
+		m = full;
+	}
+	if (select_side(c, &a, t, rows, cols, call->col, &sa) ||
+	    select_side(c, &b, t, rows, cols, call->col, &sb))
+		return c->err;
+	release(c, &m), release(c, &a), release(c, &b);
+	if (result(c, d, t, rows, cols, call->col, v))
+		return c->err;
+	return emitted(c, tpurt_kernel_select(c->k, v->ref, m.ref, &sa, &sb),
+		       call->col);
+}
+
+/* A dot operand: a tile, maybe read through .T, in a ref of dtype @t. */
+static int dot_operand(struct stmt_ctx *c, const struct stmt_node *n,
+		       struct value *v)
+{
+	int t = n->kind == SN_ATTR && name_is(n, "T");
+
+	if (lower_tile_arg(c, t ? n->base : n, v, "dot"))
+		return c->err;
+	if (v->transposed)
+		return stmt_fail(c, n->col, "dot operand transposed twice");
+	v->transposed = t;
+	return 0;
+}
+
+static int dot_cast(struct stmt_ctx *c, struct value *x, enum tpurt_dtype t,
+		    int col)
+{
+	struct value y;
+	int tr = x->transposed;
+
+	if (x->dtype == t)
+		return 0;
+	if (lower_cast(c, x, t, NULL, col, &y))
+		return c->err;
+	*x = y;
+	x->transposed = tr;
+	return 0;
+}
+
+static int dot_types(struct stmt_ctx *c, struct value *a, struct value *b,
+		     int col, enum tpurt_dtype *acc)
+{
+	int int8a = a->dtype == TPURT_INT8 || a->dtype == TPURT_UINT8;
+	int int8b = b->dtype == TPURT_INT8 || b->dtype == TPURT_UINT8;
+
+	if (int8a && int8b) {
+		*acc = TPURT_INT32;
+		return 0;
+	}
+	if (!is_float(a->dtype) || !is_float(b->dtype))
+		return stmt_fail(c, col, "dot of %s and %s: the MXU multiplies float32, bfloat16 or 8-bit integers",
+				 dtype_str(a->dtype), dtype_str(b->dtype));
+	*acc = TPURT_F32;
+	if (a->dtype != b->dtype)	/* jnp promotes to float32 */
+		return dot_cast(c, a, TPURT_F32, col) ? c->err :
+		       dot_cast(c, b, TPURT_F32, col);
+	return 0;
+}
+
+/*
+ * dot(a, b), a @ b. Its dtype is preferred_element_type, else jnp's
+ * promotion; but written or added straight into a ref of the MXU's
+ * accumulator type it is that type, as the MXU accumulates.
+ */
+static int lower_dot(struct stmt_ctx *c, const struct stmt_node *call,
+		     const struct stmt_node *ln, const struct stmt_node *rn,
+		     const struct dest *d, int accumulate, struct value *v)
+{
+	static const char *const kws[] = { "preferred_element_type", "precision", NULL };
+	const struct stmt_node *pref = call ? kwarg(call, "preferred_element_type") : NULL;
+	int col = call ? call->col : ln->col;
+	struct value a, b, p, acc;
+	enum tpurt_dtype acc_t = TPURT_F32, t;
+	int64_t m, ka, kb, n;
+	unsigned int flags;
+	char sa[48], sb[48];
+
+	if (call && check_kwargs(c, call, kws))
+		return c->err;
+	if (dot_operand(c, ln, &a) || dot_operand(c, rn, &b) ||
+	    dot_types(c, &a, &b, col, &acc_t))
+		return c->err;
+	m = a.transposed ? a.cols : a.rows;
+	ka = a.transposed ? a.rows : a.cols;
+	kb = b.transposed ? b.cols : b.rows;
+	n = b.transposed ? b.rows : b.cols;
+	if (ka != kb)
+		return stmt_fail(c, col, "dot of %s%s and %s%s: contraction sizes %lld and %lld differ",
+				 shape_str(&a, sa), a.transposed ? ".T" : "",
+				 shape_str(&b, sb), b.transposed ? ".T" : "",
+				 (long long)ka, (long long)kb);
+	t = promote(&a, &b);
+	if (pref) {
+		if (lower(c, pref, NULL, &p))
+			return c->err;
+		if (p.kind != V_DTYPE)
+			return stmt_fail(c, pref->col, "expected a dtype");
+		t = p.dtype;
+	}
+	if (d && (!strcmp(d->name, a.ref) || !strcmp(d->name, b.ref)))
+		d = NULL;	/* the MXU does not write what it reads */
+	if (d && d->dtype == acc_t && (!pref || t == acc_t))
+		t = acc_t;
+	if (accumulate && (!d || t != acc_t || d->rows != m || d->cols != n))
+		return 1;	/* not the MXU's +=; the caller adds */
+	flags = (accumulate ? TPURT_DOT_ACCUMULATE : 0) |
+		(a.transposed ? TPURT_DOT_TRANSPOSE_LHS : 0) |
+		(b.transposed ? TPURT_DOT_TRANSPOSE_RHS : 0);
+	if (result(c, t == acc_t ? d : NULL, acc_t, m, n, col, &acc) ||
+	    emitted(c, tpurt_kernel_dot(c->k, acc.ref, a.ref, b.ref, flags), col))
+		return c->err;
+	release(c, &a), release(c, &b);
+	if (t == acc_t) {
+		*v = acc;
+		return 0;
+	}
+	return lower_cast(c, &acc, t, d, col, v);
+}
+
+static int lower_iota(struct stmt_ctx *c, const struct stmt_node *call,
+		      const struct value *offset, const struct dest *d,
+		      struct value *v)
+{
+	static const char *const kws[] = { "dtype", "shape", "dimension", NULL };
+	const struct stmt_node *arg[3];
+	struct value t, shape;
+	int64_t dim;
+	char text[TPURT_TEXT_MAX] = "";
+
+	for (int i = 0; i < 3; i++)
+		arg[i] = i < call->nargs ? call->arg[i] : kwarg(call, kws[i]);
+	if (check_kwargs(c, call, kws))
+		return c->err;
+	if (!arg[0] || !arg[1] || !arg[2])
+		return stmt_fail(c, call->col, "iota takes (dtype, shape, dimension)");
+	if (lower(c, arg[0], NULL, &t) || lower(c, arg[1], NULL, &shape) ||
+	    const_int(c, arg[2], &dim))
+		return c->err;
+	if (t.kind != V_DTYPE)
+		return stmt_fail(c, arg[0]->col, "expected a dtype");
+	if (shape.kind != V_TUPLE)
+		return stmt_fail(c, arg[1]->col, "expected a shape (rows, cols)");
+	if (dim != 0 && dim != 1)
+		return stmt_fail(c, arg[2]->col, "iota dimension %lld: 0 (rows) or 1 (columns)",
+				 (long long)dim);
+	if (offset && scalar_text(c, offset, call->col, text, sizeof(text), 0))
+		return c->err;
+	if (result(c, d, t.dtype, shape.rows, shape.cols, call->col, v))
+		return c->err;
+	return emitted(c, tpurt_kernel_iota(c->k, v->ref, (int)dim,
+					    offset ? text : NULL), call->col);
+}
+
+/* The shape and dtype of zeros_like's and full_like's argument. */
+static int like(struct stmt_ctx *c, const struct stmt_node *n, struct value *x)
+{
+	if (lower_ref_ok(c, n, x))
+		return c->err;
+	release(c, x);
+	if (x->kind != V_TILE && x->kind != V_REF)
+		return stmt_fail(c, n->col, "expected an array or a ref");
+	return 0;
+}
+
+static int lower_fill(struct stmt_ctx *c, const struct stmt_node *call,
+		      enum stmt_fn_kind kind, const struct dest *d,
+		      struct value *v)
+{
+	struct value x, fill, t;
+	int shaped = kind == FN_ZEROS || kind == FN_FULL;
+	int nfill = kind == FN_FULL || kind == FN_FULL_LIKE;
+	const struct stmt_node *dt = call->nargs > 1 + nfill ? call->arg[1 + nfill] :
+				     kwarg(call, "dtype");
+	static const char *const kws[] = { "dtype", NULL };
+
+	if (check_kwargs(c, call, kws) ||
+	    nargs_are(c, call, 1 + nfill, 2 + nfill, "zeros/full"))
+		return c->err;
+	if (shaped ? lower(c, call->arg[0], NULL, &x) : like(c, call->arg[0], &x))
+		return c->err;
+	if (shaped && x.kind != V_TUPLE)
+		return stmt_fail(c, call->arg[0]->col, "expected a shape (rows, cols)");
+	imm_of(&fill, kind == FN_ONES_LIKE ? 1 : 0, 1);
+	if (nfill && lower(c, call->arg[1], NULL, &fill))
+		return c->err;
+	if (shaped)	/* jnp.zeros: float32; jnp.full: the fill's */
+		x.dtype = kind == FN_FULL ? fill.dtype : TPURT_F32;
+	if (dt) {
+		if (lower(c, dt, NULL, &t))
+			return c->err;
+		if (t.kind != V_DTYPE)
+			return stmt_fail(c, dt->col, "expected a dtype");
+		x.dtype = t.dtype;
+	}
+	if (!is_scalar(&fill))
+		return stmt_fail(c, call->col, "the fill value must be a scalar");
+	return materialize(c, &fill, x.dtype, x.rows, x.cols, call->col, d, v);
+}
+
+/* pl.program_id(d), pl.num_programs(d) */
+static int lower_grid_fn(struct stmt_ctx *c, const struct stmt_node *call,
+			 const char *name, struct value *v)
+{
+	char text[32];
+	int64_t dim;
+
+	if (check_kwargs(c, call, NULL) || nargs_are(c, call, 1, 1, name) ||
+	    const_int(c, call->arg[0], &dim))
+		return c->err;
+	if (dim < 0 || dim >= c->gs->rank)
+		return stmt_fail(c, call->arg[0]->col, "the grid has dimensions 0 to %d",
+				 c->gs->rank - 1);
+	snprintf(text, sizeof(text), "%s(%lld)", name, (long long)dim);
+	scalar_of(v, text, 0);
+	return 0;
+}
+
+/* clip(x, lo, hi) or lax.clamp(lo, x, hi) */
+static int lower_clamp(struct stmt_ctx *c, const struct stmt_node *call,
+		       int lax_order, const struct dest *d, struct value *v)
+{
+	struct value x, lo, hi;
+	int xi = lax_order ? 1 : 0;
+
+	if (check_kwargs(c, call, NULL) || nargs_are(c, call, 3, 3, "clip") ||
+	    lower_tile_arg(c, call->arg[xi], &x, "clip") ||
+	    lower(c, call->arg[lax_order ? 0 : 1], NULL, &lo) ||
+	    lower(c, call->arg[2], NULL, &hi))
+		return c->err;
+	if (lo.kind != V_IMM || hi.kind != V_IMM)
+		return stmt_fail(c, call->col, "clip's bounds must be constants");
+	if (imm_bits_ok(c, lo.imm, call->col) || imm_bits_ok(c, hi.imm, call->col))
+		return c->err;
+	release(c, &x);
+	if (result(c, d, x.dtype, x.rows, x.cols, call->col, v))
+		return c->err;
+	return emitted(c, tpurt_kernel_clamp(c->k, v->ref, x.ref, (float)lo.imm,
+					     (float)hi.imm), call->col);
+}
+
+static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
+		      const struct dest *d, struct value *v)
+{
+	const struct stmt_node *f = call->base;
+	struct stmt_fn fn;
+	struct value x, t;
+
+	if (f->kind == SN_ATTR && name_is(f, "astype")) {
+		if (nargs_are(c, call, 1, 1, "astype") ||
+		    lower(c, call->arg[0], NULL, &t))
+			return c->err;
+		if (t.kind != V_DTYPE)
+			return stmt_fail(c, call->arg[0]->col, "expected a dtype");
+		/* x written into the target only if it has the target's dtype */
+		if (lower(c, f->base, d && d->dtype == t.dtype ? d : NULL, &x))
+			return c->err;
+		return lower_cast(c, &x, t.dtype, d, call->col, v);
+	}
+	if (f->kind != SN_NAME)
+		return stmt_fail(c, f->col, "not a function");
+	fn = tpurt_stmt_function(f->name, f->len);
+	switch (fn.kind) {
+	case FN_UNARY:
+		if (check_kwargs(c, call, NULL) ||
+		    nargs_are(c, call, 1, 1, tpurt_stmt_unary_name((unsigned int)fn.fn)) ||
+		    lower(c, call->arg[0], NULL, &x))
+			return c->err;
+		return lower_unary(c, fn.fn, &x, d, call->col, v);
+	case FN_BINARY: {
+		struct value y;
+
+		if (check_kwargs(c, call, NULL) ||
+		    nargs_are(c, call, 2, 2, tpurt_stmt_binary_name((unsigned int)fn.fn)) ||
+		    lower(c, call->arg[0], NULL, &x) || lower(c, call->arg[1], NULL, &y))
+			return c->err;
+		return lower_binary(c, fn.fn, 0, &x, &y, d, call->col, v);
+	}
+	case FN_REDUCE:
+		return lower_reduce(c, call, fn.fn, d, v);
+	case FN_WHERE:
+		return lower_where(c, call, d, v);
+	case FN_DOT:
+		if (nargs_are(c, call, 2, 2, "dot"))
+			return c->err;
+		return lower_dot(c, call, call->arg[0], call->arg[1], d, 0, v);
+	case FN_IOTA:
+		return lower_iota(c, call, NULL, d, v);
+	case FN_CLIP:
+	case FN_CLAMP:
+		return lower_clamp(c, call, fn.kind == FN_CLAMP, d, v);
+	case FN_ZEROS_LIKE:
+	case FN_ONES_LIKE:
+	case FN_FULL_LIKE:
+	case FN_ZEROS:
+	case FN_FULL:
+		return lower_fill(c, call, fn.kind, d, v);
+	case FN_PROGRAM_ID:
+		return lower_grid_fn(c, call, "program_id", v);
+	case FN_NUM_PROGRAMS:
+		return lower_grid_fn(c, call, "num_programs", v);
+	default:
+		return stmt_fail(c, f->col, "unknown function '%.*s'", f->len, f->name);
+	}
+}
+
+/* --- operators --- */
+
+struct op_entry {
+	const char *op;
+	int fn;
+};
+
+static int operator_fn(const struct stmt_node *n)
+{
+	static const struct op_entry ops[] = {
+		{ "+", TPU_BINARY_ADD }, { "-", TPU_BINARY_SUB },
+		{ "*", TPU_BINARY_MUL }, { "/", TPU_BINARY_DIV },
+		{ "//", TPU_BINARY_DIV }, { "%", TPU_BINARY_MOD },
+		{ "**", TPU_BINARY_POW }, { "==", TPU_BINARY_EQ },
+		{ "!=", TPU_BINARY_NE }, { "<", TPU_BINARY_LT },
+		{ "<=", TPU_BINARY_LE }, { ">", TPU_BINARY_GT },
+		{ ">=", TPU_BINARY_GE }, { "&", TPU_BINARY_AND },
+		{ "|", TPU_BINARY_OR }, { "and", TPU_BINARY_AND },
+		{ "or", TPU_BINARY_OR },
+	};
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (name_is(n, ops[i].op))
+			return ops[i].fn;
+	return -1;
+}
+
+static int is_iota_call(const struct stmt_node *n)
+{
+	return n->kind == SN_CALL && n->base->kind == SN_NAME &&
+	       tpurt_stmt_function(n->base->name, n->base->len).kind == FN_IOTA;
+}
+
+static int lower_binop(struct stmt_ctx *c, const struct stmt_node *n,
+		       const struct dest *d, struct value *v)
+{
+	struct value a, b;
+	int fn = operator_fn(n);
+
+	if (name_is(n, "@"))
+		return lower_dot(c, NULL, n->arg[0], n->arg[1], d, 0, v);
+	/* iota(...) + offset: the offset is the op's own */
+	if (fn == TPU_BINARY_ADD && is_iota_call(n->arg[0])) {
+		if (lower(c, n->arg[1], NULL, &b))
+			return c->err;
+		if (b.kind == V_SCALAR || (b.kind == V_IMM && b.imm == floor(b.imm)))
+			return lower_iota(c, n->arg[0], &b, d, v);
+		if (lower(c, n->arg[0], NULL, &a))
+			return c->err;
+	} else if (lower(c, n->arg[0], NULL, &a) || lower(c, n->arg[1], NULL, &b)) {
+		return c->err;
+	}
+	if ((name_is(n, "and") || name_is(n, "or")) && (is_tile(&a) || is_tile(&b)))
+		return stmt_fail(c, n->col, "'%.*s' of arrays: use & or |", n->len,
+				 n->name);
+	return lower_binary(c, fn, name_is(n, "//"), &a, &b, d, n->col, v);
+}
+
+static int lower_unop(struct stmt_ctx *c, const struct stmt_node *n,
+		      const struct dest *d, struct value *v)
+{
+	struct value x;
+
+	if (lower(c, n->arg[0], NULL, &x))
+		return c->err;
+	if (name_is(n, "+"))
+		return *v = x, 0;
+	if (name_is(n, "-"))
+		return lower_unary(c, TPU_UNARY_NEG, &x, d, n->col, v);
+	if (is_tile(&x) && x.dtype != TPURT_BOOL)
+		return stmt_fail(c, n->col, "~ of %s: only masks (bool) are negated",
+				 dtype_str(x.dtype));
+	if (is_scalar(&x) && x.kind != V_IMM) {
+		char t[TPURT_TEXT_MAX - 4];
+
+		if (scalar_text(c, &x, n->col, t, sizeof(t), 1))
+			return c->err;
+		*v = x;
+		v->kind = V_SCALAR;
+		v->compound = 1;
+		snprintf(v->text, sizeof(v->text), "not %s", t);
+		return 0;
+	}
+	return lower_unary(c, TPU_UNARY_NOT, &x, d, n->col, v);
+}
+
+/* --- names, refs and subscripts --- */
+
+static int lower_local(struct stmt_ctx *c, const struct tpurt_kernel_local *l,
+		       struct value *v)
+{
+	const struct tpurt_kernel_temp *t;
+	struct ref_info r;
+
+	switch (l->kind) {
+	case TPURT_LOCAL_CONST:
+		imm_of(v, l->value, l->is_int);
+		return 0;
+	case TPURT_LOCAL_SCALAR:
+		scalar_of(v, l->text, 1);
+		return 0;
+	case TPURT_LOCAL_INPUT:
+		find_ref(c, l->ref, (int)strlen(l->ref), &r);
+		tile_of(v, r.name, r.rows, r.cols, r.dtype);
+		return 0;
+	default:
+		t = &c->k->temp[l->temp];
+		tile_of(v, t->name, t->rows, t->cols, t->dtype);
+		return 0;
+	}
+}
+
+static int lower_name(struct stmt_ctx *c, const struct stmt_node *n,
+		      struct value *v)
+{
+	const struct tpurt_kernel_local *l = find_local(c, n->name, n->len);
+	struct ref_info r;
+	int dt;
+
+	if (l)
+		return lower_local(c, l, v);
+	if (find_ref(c, n->name, n->len, &r)) {
+		memset(v, 0, sizeof(*v));
+		v->kind = V_REF;
+		v->temp = -1;
+		snprintf(v->ref, sizeof(v->ref), "%s", r.name);
+		v->rows = r.rows;
+		v->cols = r.cols;
+		v->dtype = r.dtype;
+		if (!r.has_dtype)
+			return stmt_fail(c, n->col, "the dtype of '%s' is not declared: tpurt_grid_spec_set_dtype()",
+					 r.name);
+		return 0;
+	}
+	dt = tpurt_stmt_dtype(n->name, n->len);
+	if (dt >= 0) {
+		memset(v, 0, sizeof(*v));
+		v->kind = V_DTYPE;
+		v->temp = -1;
+		v->dtype = (enum tpurt_dtype)dt;
+		return 0;
+	}
+	if (name_is(n, "inf") || name_is(n, "nan")) {
+		imm_of(v, name_is(n, "inf") ? INFINITY : NAN, 0);
+		return 0;
+	}
+	if (name_is(n, "True") || name_is(n, "False")) {
+		imm_of(v, name_is(n, "True"), 1);
+		return 0;
+	}
+	if (tpurt_stmt_function(n->name, n->len).kind != FN_NONE)
+		return stmt_fail(c, n->col, "'%.*s' is a function: call it", n->len, n->name);
+	return stmt_fail(c, n->col, "unknown name '%.*s'", n->len, n->name);
+}
+
+/* An SMEM element: s[i] or s[i, j] (row-major in s's declared shape). */
+static int lower_smem_read(struct stmt_ctx *c, const struct stmt_node *n,
+			   const struct ref_info *r, struct value *v)
+{
+	struct value i, j;
+	char ti[TPURT_TEXT_MAX], tj[TPURT_TEXT_MAX];
+
+	if (n->nargs == 2 && !r->rank2)
+		return stmt_fail(c, n->col, "'%s' is indexed [i, j] but is not declared 2-D", r->name);
+	if (n->nargs == 1 && r->rank2)
+		return stmt_fail(c, n->col, "'%s' is 2-D: index it [i, j]", r->name);
+	if (lower(c, n->arg[0], NULL, &i) ||
+	    scalar_text(c, &i, n->arg[0]->col, ti, sizeof(ti), n->nargs == 2))
+		return c->err;
+	memset(v, 0, sizeof(*v));
+	v->kind = V_SMEM;
+	v->temp = -1;
+	v->weak = 1;
+	v->dtype = r->dtype;
+	snprintf(v->ref, sizeof(v->ref), "%s", r->name);
+	if (n->nargs == 1) {
+		snprintf(v->text, sizeof(v->text), "%s", ti);
+		return 0;
+	}
+	if (lower(c, n->arg[1], NULL, &j) ||
+	    scalar_text(c, &j, n->arg[1]->col, tj, sizeof(tj), 1))
+		return c->err;
+	if (snprintf(v->text, sizeof(v->text), "%s * %lld + %s", ti,
+		     (long long)r->cols, tj) >= (int)sizeof(v->text))
+		return stmt_fail(c, n->col, "SMEM index too long");
+	return 0;
+}
+
+static int lower_index(struct stmt_ctx *c, const struct stmt_node *n,
+		       struct value *v)
+{
+	const struct stmt_node *b = n->base;
+	struct ref_info r;
+
+	if (b->kind == SN_NAME && !find_local(c, b->name, b->len) &&
+	    find_ref(c, b->name, b->len, &r)) {
+		if (r.kind == R_PREFETCH || r.kind == R_SMEM) {
+			if (!n->nargs)
+				return stmt_fail(c, n->col, "'%s' is in SMEM: read one element, %s[index]",
+						 r.name, r.name);
+			return lower_smem_read(c, n, &r, v);
+		}
+		if (n->nargs)
+			return stmt_fail(c, n->col, "only whole-ref reads of VMEM refs are supported: %s[...]",
+					 r.name);
+		if (!r.has_dtype)
+			return stmt_fail(c, n->col, "the dtype of '%s' is not declared: tpurt_grid_spec_set_dtype()",
+					 r.name);
+		tile_of(v, r.name, r.rows, r.cols, r.dtype);
+		return 0;
+	}
+	if (lower(c, b, NULL, v))
+		return c->err;
+	if (n->nargs || !is_tile(v))
+		return stmt_fail(c, n->col, "only [...] of an array is supported");
+	return 0;
+}
+
+static int lower_attr(struct stmt_ctx *c, const struct stmt_node *n,
+		      struct value *v)
+{
+	if (name_is(n, "T"))
+		return stmt_fail(c, n->col, "transposes (.T) are supported on dot operands only");
+	if (!name_is(n, "dtype"))
+		return stmt_fail(c, n->col, "unknown attribute '.%.*s'", n->len, n->name);
+	if (lower_ref_ok(c, n->base, v))
+		return c->err;
+	if (v->kind != V_TILE && v->kind != V_REF)
+		return stmt_fail(c, n->col, ".dtype of something that is not an array");
+	release(c, v);
+	v->kind = V_DTYPE;
+	return 0;
+}
+
+static int lower_tuple(struct stmt_ctx *c, const struct stmt_node *n,
+		       struct value *v)
+{
+	int64_t dim[2];
+
+	if (n->nargs != 2)
+		return stmt_fail(c, n->col, "a shape is (rows, cols)");
+	if (const_int(c, n->arg[0], &dim[0]) || const_int(c, n->arg[1], &dim[1]))
+		return c->err;
+	if (dim[0] < 1 || dim[1] < 1)
+		return stmt_fail(c, n->col, "shape (%lld, %lld) is empty",
+				 (long long)dim[0], (long long)dim[1]);
+	memset(v, 0, sizeof(*v));
+	v->kind = V_TUPLE;
+	v->temp = -1;
+	v->rows = dim[0];
+	v->cols = dim[1];
+	return 0;
+}
+
+static int lower(struct stmt_ctx *c, const struct stmt_node *n,
+		 const struct dest *d, struct value *v)
+{
+	if (c->err)
+		return c->err;
+	switch (n->kind) {
+	case SN_NUM:
+		imm_of(v, n->num, n->is_int);
+		return 0;
+	case SN_NAME:
+		if (lower_name(c, n, v))
+			return c->err;
+		if (v->kind == V_REF)
+			return stmt_fail(c, n->col + n->len, "'%s' is a ref: read it with %s[...]",
+					 v->ref, v->ref);
+		return 0;
+	case SN_CALL:
+		return lower_call(c, n, d, v);
+	case SN_ATTR:
+		return lower_attr(c, n, v);
+	case SN_INDEX:
+		return lower_index(c, n, v);
+	case SN_BINOP:
+		return lower_binop(c, n, d, v);
+	case SN_UNOP:
+		return lower_unop(c, n, d, v);
+	default:
+		return lower_tuple(c, n, v);
+	}
+}
+
+/* Inside like() and .dtype a bare ref is fine: lower_name's V_REF. */
+static int lower_ref_ok(struct stmt_ctx *c, const struct stmt_node *n,
+			struct value *v)
+{
+	return n->kind == SN_NAME ? lower_name(c, n, v) : lower(c, n, NULL, v);
+}
+
+/* --- statements --- */
+
+/* @v into the target @d: a copy or cast if it is elsewhere. */
+static int store(struct stmt_ctx *c, const struct dest *d, struct value *v,
+		 int col)
+{
+	struct value out;
+	char sv[48], sd[48];
+
+	if (is_tile(v) && !strcmp(v->ref, d->name))
+		return 0;
+	if (is_scalar(v))
+		return materialize(c, v, d->dtype, d->rows, d->cols, col, d, &out);
+	if (!is_tile(v))
+		return stmt_fail(c, col, "expected an array");
+	if (v->rows != d->rows || v->cols != d->cols)
+		return stmt_fail(c, col, "a value of shape %s stored into '%s' of shape %s",
+				 shape_str(v, sv), d->name,
+				 shape_str(&(struct value){ .rows = d->rows, .cols = d->cols }, sd));
+	if (v->dtype != d->dtype)
+		return stmt_fail(c, col, "a %s value stored into '%s' of %s: write .astype(%s)",
+				 dtype_str(v->dtype), d->name, dtype_str(d->dtype),
+				 dtype_str(d->dtype));
+	release(c, v);
+	return emitted(c, tpurt_kernel_store(c->k, d->name, v->ref), col);
+}
+
+static int aug_fn(char aug)
+{
+	return aug == '+' ? TPU_BINARY_ADD : aug == '-' ? TPU_BINARY_SUB :
+	       aug == '*' ? TPU_BINARY_MUL : TPU_BINARY_DIV;
+}
+
+static int is_dot(const struct stmt_node *n)
+{
+	return (n->kind == SN_BINOP && name_is(n, "@")) ||
+	       (n->kind == SN_CALL && n->base->kind == SN_NAME &&
+		tpurt_stmt_function(n->base->name, n->base->len).kind == FN_DOT &&
+		n->nargs == 2);
+}
+
+/* The value of @st, written into @d (x op= value reads @cur first). */
+static int assign(struct stmt_ctx *c, const struct stmt *st, const struct dest *d,
+		  const struct value *cur)
+{
+	struct value v, rhs, old = *cur;
+	const struct stmt_node *n = st->value;
+
+	if (st->aug == '+' && is_dot(n)) {
+		struct tpurt_kernel *saved = malloc(sizeof(*saved));
+		int ret;
+
+		if (!saved)
+			return stmt_fail(c, n->col, "out of memory");
+		*saved = *c->k;
+		ret = lower_dot(c, n->kind == SN_CALL ? n : NULL, n->arg[0],
+				n->arg[1], d, 1, &v);
+		if (ret > 0 && !c->err)
+			*c->k = *saved;	/* not the MXU's +=: add below */
+		free(saved);
+		if (ret <= 0 || c->err)
+			return c->err;
+	}
+	if (!st->aug)
+		return lower(c, n, d, &v) ? c->err : store(c, d, &v, n->col);
+	if (lower(c, n, NULL, &rhs) ||
+	    lower_binary(c, aug_fn(st->aug), 0, &old, &rhs, d, n->col, &v))
+		return c->err;
+	return store(c, d, &v, n->col);
+}
+
+static int store_to_ref(struct stmt_ctx *c, const struct stmt *st,
+			const struct ref_info *r)
+{
+	struct dest d = { r->name, r->rows, r->cols, r->dtype };
+	struct value cur;
+
+	if (r->kind == R_INPUT)
+		return stmt_fail(c, st->tcol, "'%s' is an input: its block is read-only",
+				 r->name);
+	if (r->kind == R_PREFETCH || r->kind == R_SMEM)
+		return stmt_fail(c, st->tcol, "'%s' is in SMEM: statements store to VMEM refs",
+				 r->name);
+	if (!r->has_dtype)
+		return stmt_fail(c, st->tcol, "the dtype of '%s' is not declared: tpurt_grid_spec_set_dtype()",
+				 r->name);
+	tile_of(&cur, r->name, r->rows, r->cols, r->dtype);
+	return assign(c, st, &d, &cur);
+}
+
+static struct tpurt_kernel_local *new_local(struct stmt_ctx *c,
+					    const struct stmt *st)
+{
+	struct tpurt_kernel_local *l = find_local(c, st->target, st->tlen);
+
+	if (l)
+		return l;
+	if (c->k->nlocals == TPURT_KERNEL_MAX_LOCALS) {
+		stmt_fail(c, st->tcol, "more than %d local names", TPURT_KERNEL_MAX_LOCALS);
+		return NULL;
+	}
+	if (st->tlen >= TPURT_NAME_MAX) {
+		stmt_fail(c, st->tcol, "name longer than %d characters", TPURT_NAME_MAX - 1);
+		return NULL;
+	}
+	l = &c->k->local[c->k->nlocals++];
+	memset(l, 0, sizeof(*l));
+	memcpy(l->name, st->target, (size_t)st->tlen);
+	l->temp = -1;
+	return l;
+}
+
+/* A temporary for local @l of @v's type: its own if that fits, else a new
+ * one named after it. */
+static int local_temp(struct stmt_ctx *c, struct tpurt_kernel_local *l,
+		      const struct value *v, int col)
+{
+	struct tpurt_kernel *k = c->k;
+	struct tpurt_kernel_temp *t;
+	char name[TPURT_NAME_MAX];
+
+	if (l->kind == TPURT_LOCAL_TEMP && l->temp >= 0) {
+		t = &k->temp[l->temp];
+		if (t->dtype == v->dtype && t->rows == v->rows && t->cols == v->cols)
+			return 0;
+		t->bound = 0;
+	}
+	if (k->ntemps == TPURT_KERNEL_MAX_TEMPS)
+		return stmt_fail(c, col, "'%s' needs a temporary beyond the kernel's %d",
+				 l->name, TPURT_KERNEL_MAX_TEMPS);
+	snprintf(name, sizeof(name), "%s", l->name);
+	for (int i = 0, n = 1; i < k->ntemps; i++)
+		if (!strcmp(k->temp[i].name, name)) {
+			snprintf(name, sizeof(name), "%.20s_%d", l->name, n++);
+			i = -1;
+		}
+	t = &k->temp[k->ntemps];
+	memset(t, 0, sizeof(*t));
+	strcpy(t->name, name);
+	t->dtype = v->dtype;
+	t->rows = v->rows;
+	t->cols = v->cols;
+	t->bound = 1;
+	l->kind = TPURT_LOCAL_TEMP;
+	l->temp = k->ntemps++;
+	return 0;
+}
+
+/*
+ * name = value: lowered once to learn its type (then undone), then into
+ * the local's temporary. Constants, scalar-core values and inputs read
+ * whole are bound without ops.
+ */
+static int bind_local(struct stmt_ctx *c, const struct stmt *st)
+{
+	struct tpurt_kernel *saved = malloc(sizeof(*saved));
+	struct tpurt_kernel_local *l;
+	struct ref_info r;
+	struct value v, cur;
+	struct dest d;
+	int ret;
+
+	if (!saved)
+		return stmt_fail(c, st->tcol, "out of memory");
+	*saved = *c->k;
+	l = find_local(c, st->target, st->tlen);
+	if (st->aug && !l) {
+		free(saved);
+		return stmt_fail(c, st->tcol, "unknown name '%.*s'", st->tlen, st->target);
+	}
+	memset(&cur, 0, sizeof(cur));
+	if (l && lower_local(c, l, &cur)) {
+		free(saved);
+		return c->err;
+	}
+	if (st->aug) {
+		struct value rhs;
+
+		ret = lower(c, st->value, NULL, &rhs) ? c->err :
+		      lower_binary(c, aug_fn(st->aug), 0, &cur, &rhs, NULL,
+				   st->value->col, &v);
+	} else {
+		ret = lower(c, st->value, NULL, &v);
+	}
+	*c->k = *saved;
+	free(saved);
+	if (ret)
+		return c->err;
+	l = new_local(c, st);
+	if (!l)
+		return c->err;
+	if (v.kind == V_IMM || v.kind == V_SCALAR || v.kind == V_SMEM) {
+		if (v.kind != V_IMM && scalar_text(c, &v, st->value->col, l->text,
+						   sizeof(l->text), 0))
+			return c->err;
+		if (smem_scalar_ok(c, &v, st->value->col))
+			return c->err;
+		l->kind = v.kind == V_IMM ? TPURT_LOCAL_CONST : TPURT_LOCAL_SCALAR;
+		l->value = v.imm;
+		l->is_int = v.dtype == TPURT_INT32;
+		return 0;
+	}
+	if (!is_tile(&v))
+		return stmt_fail(c, st->value->col, "expected an array or a scalar");
+	if (v.temp < 0 && find_ref(c, v.ref, (int)strlen(v.ref), &r) &&
+	    r.kind == R_INPUT && !st->aug) {
+		l->kind = TPURT_LOCAL_INPUT;	/* read-only: no copy needed */
+		snprintf(l->ref, sizeof(l->ref), "%s", v.ref);
+		return 0;
+	}
+	if (local_temp(c, l, &v, st->tcol))
+		return c->err;
+	d = (struct dest){ c->k->temp[l->temp].name, v.rows, v.cols, v.dtype };
+	return assign(c, st, &d, &cur);
+}
+
+int stmt_lower(struct stmt_ctx *c, const struct stmt *st)
+{
+	struct ref_info r;
+
+	if (find_ref(c, st->target, st->tlen, &r)) {
+		if (!st->target_indexed)
+			return stmt_fail(c, st->tcol + st->tlen,
+					 "'%s' is a ref: store into it with %s[...] %s= ...",
+					 r.name, r.name, st->aug ? (char[2]){ st->aug, 0 } : "");
+		return store_to_ref(c, st, &r);
+	}
+	if (st->target_indexed)
+		return stmt_fail(c, st->tcol, find_local(c, st->target, st->tlen) ?
+				 "'%.*s' is a local value, not a ref: assign it without [...]" :
+				 "unknown ref '%.*s'", st->tlen, st->target);
+	if (tpurt_stmt_dtype(st->target, st->tlen) >= 0 ||
+	    tpurt_stmt_function(st->target, st->tlen).kind != FN_NONE)
+		return stmt_fail(c, st->tcol, "'%.*s' is a function or dtype name",
+				 st->tlen, st->target);
+	return bind_local(c, st);
+}
+
+int stmt_lower_pred(struct stmt_ctx *c, const struct stmt_node *cond,
+		    char *text, size_t len)
+{
+	struct value v;
+
+	if (lower(c, cond, NULL, &v))
+		return c->err;
+	if (v.kind == V_TILE)
+		return stmt_fail(c, cond->col, "pl.when takes a scalar condition (pl.program_id, SMEM reads), not an array");
+	if (smem_scalar_ok(c, &v, cond->col))
+		return c->err;
+	return scalar_text(c, &v, cond->col, text, len, 0);
+}

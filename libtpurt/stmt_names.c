@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The names kernel statements use: jnp / lax / pl functions (their module
+ * prefix dropped by the parser) and dtypes. The dump prints ops with the
+ * first name of each function, so what it prints parses again.
+ */
+#include <string.h>
+
+#include "stmt.h"
+
+struct name_entry {
+	const char *name;
+	enum stmt_fn_kind kind;
+	int fn;
+};
+
+static const struct name_entry functions[] = {
+	{ "relu", FN_UNARY, TPU_UNARY_RELU },
+	{ "gelu", FN_UNARY, TPU_UNARY_GELU },
+	{ "silu", FN_UNARY, TPU_UNARY_SILU },
+	{ "swish", FN_UNARY, TPU_UNARY_SILU },
+	{ "sigmoid", FN_UNARY, TPU_UNARY_SIGMOID },
+	{ "logistic", FN_UNARY, TPU_UNARY_SIGMOID },
+	{ "tanh", FN_UNARY, TPU_UNARY_TANH },
+	{ "exp", FN_UNARY, TPU_UNARY_EXP },
+	{ "negative", FN_UNARY, TPU_UNARY_NEG },
+	{ "abs", FN_UNARY, TPU_UNARY_ABS },
+	{ "absolute", FN_UNARY, TPU_UNARY_ABS },
+	{ "reciprocal", FN_UNARY, TPU_UNARY_RECIPROCAL },
+	{ "sqrt", FN_UNARY, TPU_UNARY_SQRT },
+	{ "rsqrt", FN_UNARY, TPU_UNARY_RSQRT },
+	{ "log", FN_UNARY, TPU_UNARY_LOG },
+	{ "log1p", FN_UNARY, TPU_UNARY_LOG1P },
+	{ "exp2", FN_UNARY, TPU_UNARY_EXP2 },
+	{ "square", FN_UNARY, TPU_UNARY_SQUARE },
+	{ "floor", FN_UNARY, TPU_UNARY_FLOOR },
+	{ "ceil", FN_UNARY, TPU_UNARY_CEIL },
+	{ "sign", FN_UNARY, TPU_UNARY_SIGN },
+	{ "logical_not", FN_UNARY, TPU_UNARY_NOT },
+	{ "round", FN_UNARY, TPU_UNARY_ROUND },
+	{ "clip", FN_CLIP, TPU_UNARY_CLAMP },
+	{ "clamp", FN_CLAMP, TPU_UNARY_CLAMP },	/* lax.clamp(lo, x, hi) */
+	{ "add", FN_BINARY, TPU_BINARY_ADD },
+	{ "subtract", FN_BINARY, TPU_BINARY_SUB },
+	{ "multiply", FN_BINARY, TPU_BINARY_MUL },
+	{ "maximum", FN_BINARY, TPU_BINARY_MAX },
+	{ "minimum", FN_BINARY, TPU_BINARY_MIN },
+	{ "divide", FN_BINARY, TPU_BINARY_DIV },
+	{ "true_divide", FN_BINARY, TPU_BINARY_DIV },
+	{ "power", FN_BINARY, TPU_BINARY_POW },
+	{ "pow", FN_BINARY, TPU_BINARY_POW },
+	{ "mod", FN_BINARY, TPU_BINARY_MOD },
+	{ "remainder", FN_BINARY, TPU_BINARY_MOD },
+	{ "equal", FN_BINARY, TPU_BINARY_EQ },
+	{ "not_equal", FN_BINARY, TPU_BINARY_NE },
+	{ "less", FN_BINARY, TPU_BINARY_LT },
+	{ "less_equal", FN_BINARY, TPU_BINARY_LE },
+	{ "greater", FN_BINARY, TPU_BINARY_GT },
+	{ "greater_equal", FN_BINARY, TPU_BINARY_GE },
+	{ "logical_and", FN_BINARY, TPU_BINARY_AND },
+	{ "logical_or", FN_BINARY, TPU_BINARY_OR },
+	{ "sum", FN_REDUCE, TPU_REDUCE_SUM },
+	{ "max", FN_REDUCE, TPU_REDUCE_MAX },
+	{ "amax", FN_REDUCE, TPU_REDUCE_MAX },
+	{ "min", FN_REDUCE, TPU_REDUCE_MIN },
+	{ "amin", FN_REDUCE, TPU_REDUCE_MIN },
+	{ "where", FN_WHERE, 0 },
+	{ "select", FN_WHERE, 0 },
+	{ "dot", FN_DOT, 0 },
+	{ "matmul", FN_DOT, 0 },
+	{ "iota", FN_IOTA, 0 },
+	{ "broadcasted_iota", FN_IOTA, 0 },
+	{ "zeros_like", FN_ZEROS_LIKE, 0 },
+	{ "ones_like", FN_ONES_LIKE, 0 },
+	{ "full_like", FN_FULL_LIKE, 0 },
+	{ "zeros", FN_ZEROS, 0 },
+	{ "full", FN_FULL, 0 },
+	{ "program_id", FN_PROGRAM_ID, 0 },
+	{ "num_programs", FN_NUM_PROGRAMS, 0 },
+};
+
+struct stmt_fn tpurt_stmt_function(const char *name, int len)
+{
+	for (size_t i = 0; i < sizeof(functions) / sizeof(functions[0]); i++)
+		if ((int)strlen(functions[i].name) == len &&
+		    !strncmp(functions[i].name, name, (size_t)len))
+			return (struct stmt_fn){ functions[i].kind, functions[i].fn };
+	return (struct stmt_fn){ FN_NONE, 0 };
+}
+
+/* The first entry of @kind and @fn. */
+static const char *function_name(enum stmt_fn_kind kind, unsigned int fn)
+{
+	for (size_t i = 0; i < sizeof(functions) / sizeof(functions[0]); i++)
+		if (functions[i].kind == kind && functions[i].fn == (int)fn)
+			return functions[i].name;
+	return "?";
+}
+
+const char *tpurt_stmt_unary_name(unsigned int fn)
+{
+	return fn == TPU_UNARY_CLAMP ? "clip" : function_name(FN_UNARY, fn);
+}
+
+const char *tpurt_stmt_binary_name(unsigned int fn)
+{
+	return function_name(FN_BINARY, fn);
+}
+
+const char *tpurt_stmt_reduce_name(unsigned int fn)
+{
+	return function_name(FN_REDUCE, fn);
+}
+
+static const struct {
+	const char *name;
+	enum tpurt_dtype dtype;
+} dtypes[] = {
+	{ "float32", TPURT_F32 }, { "f32", TPURT_F32 },
+	{ "bfloat16", TPURT_BF16 }, { "bf16", TPURT_BF16 },
+	{ "int8", TPURT_INT8 }, { "uint8", TPURT_UINT8 },
+	{ "int32", TPURT_INT32 }, { "bool", TPURT_BOOL },
+	{ "bool_", TPURT_BOOL },
+};
+
+int tpurt_stmt_dtype(const char *name, int len)
+{
+	for (size_t i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
+		if ((int)strlen(dtypes[i].name) == len &&
+		    !strncmp(dtypes[i].name, name, (size_t)len))
+			return (int)dtypes[i].dtype;
+	return -1;
+}
+
+/* NumPy's names, which statements accept too. */
+const char *tpurt_stmt_dtype_name(enum tpurt_dtype dtype)
+{
+	for (size_t i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
+		if (dtypes[i].dtype == dtype)
+			return dtypes[i].name;
+	return "?";
+}
