@@ -77,7 +77,7 @@ TOOLS		= $(TOOL_BIN)/tpurt-model $(TOOL_BIN)/tpurt-params
 PUBLISHED_TSV	= tools/v5e-published.tsv
 
 # --- host unit tests (tests/) ---
-HOST_TESTS	= engine_config_test engine_copy_test engine_gemm_test \
+HOST_TESTS	= engine_vector_test engine_config_test engine_copy_test engine_gemm_test \
 		  engine_model_test engine_matmul_test engine_pipeline_test \
 		  engine_scalar_test engine_errors_test engine_ops_test \
 		  engine_debug_test engine_cast_test engine_pool_test \

@@ -28,7 +28,7 @@ struct job_view {
 
 static const u8 dtype_sizes[TPU_DTYPE_COUNT] = {
 	[TPU_DTYPE_F32] = 4, [TPU_DTYPE_BF16] = 2, [TPU_DTYPE_INT8] = 1,
-	[TPU_DTYPE_UINT8] = 1, [TPU_DTYPE_INT32] = 4,
+	[TPU_DTYPE_UINT8] = 1, [TPU_DTYPE_INT32] = 4, [TPU_DTYPE_BOOL] = 1,
 };
 
 /* [offset, offset + count * size) inside the blob, 8-byte aligned. */
@@ -236,11 +236,14 @@ static int check_op(struct tpu_device *tdev, const struct job_view *view,
 {
 	const struct tpu_job_op *op = &view->ops[i];
 	const struct tpu_job_header *hdr = view->hdr;
+	bool select = op->opcode == TPU_OP_SELECT;
 	bool fn_ok;
 
 	switch (op->opcode) {
 	case TPU_OP_ZERO:
 	case TPU_OP_DOT:
+	case TPU_OP_SELECT:
+	case TPU_OP_IOTA:
 		fn_ok = !op->fn;
 		break;
 	case TPU_OP_UNARY:
@@ -249,17 +252,24 @@ static int check_op(struct tpu_device *tdev, const struct job_view *view,
 	case TPU_OP_BINARY:
 		fn_ok = op->fn < TPU_BINARY_COUNT;
 		break;
+	case TPU_OP_REDUCE:
+		fn_ok = op->fn < TPU_REDUCE_COUNT;
+		break;
 	default:
 		return reject(tdev, "op %u: opcode %u", i, op->opcode);
 	}
 	if (!fn_ok || op->bcast >= TPU_BCAST_COUNT ||
-	    (op->opcode != TPU_OP_BINARY && op->bcast) ||
-	    op->dot & ~TPU_DOT_ALL || (op->opcode != TPU_OP_DOT && op->dot) ||
+	    (op->opcode != TPU_OP_BINARY && !select && op->bcast) ||
+	    op->bcast2 >= TPU_BCAST_COUNT || (!select && op->bcast2) ||
+	    op->axis > 1 || op->dot & ~TPU_DOT_ALL ||
+	    (op->opcode != TPU_OP_DOT && op->dot) ||
 	    op->reserved0 || memchr_inv(op->reserved1, 0, sizeof(op->reserved1)))
-		return reject(tdev, "op %u: fn, bcast, dot flags or reserved", i);
+		return reject(tdev, "op %u: fn, bcast, axis, dot flags or reserved",
+			      i);
 	if (!ref_valid(hdr, op->dst, false) ||
 	    !ref_valid(hdr, op->src0, true) ||
-	    !ref_valid(hdr, op->src1, true))
+	    !ref_valid(hdr, op->src1, true) ||
+	    !ref_valid(hdr, op->src2, true))
 		return reject(tdev, "op %u: a ref names nothing", i);
 	if (op->dst.kind == TPU_REF_OPERAND &&
 	    view->operands[op->dst.index].role != TPU_ROLE_OUTPUT)

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tpu_check.h"
 #include "tpu_dtype.h"
-#include "tpu_plan.h"
 
 _Static_assert(sizeof(struct tpu_job_header) == 88, "header layout");
 _Static_assert(sizeof(struct tpu_job_operand) == 88, "operand layout");
@@ -18,16 +18,6 @@ _Static_assert(sizeof(struct tpu_job_scratch) == 32, "scratch layout");
 _Static_assert(sizeof(struct tpu_job_op) == 48, "op layout");
 _Static_assert(sizeof(struct tpu_job_insn) == 8, "insn layout");
 _Static_assert(sizeof(struct tpu_job_error_info) == 72, "error layout");
-
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define le16(x) __builtin_bswap16(x)
-#define le32(x) __builtin_bswap32(x)
-#define le64(x) __builtin_bswap64(x)
-#else
-#define le16(x) (x)
-#define le32(x) (x)
-#define le64(x) (x)
-#endif
 
 /* a * b, saturating: sizes past 2^64 are simply "too big" */
 static uint64_t mul_sat(uint64_t a, uint64_t b)
@@ -42,10 +32,7 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 	return a + b < a ? UINT64_MAX : a + b;
 }
 
-static int descriptor_error(struct tpu_job_result *res, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int descriptor_error(struct tpu_job_result *res, const char *fmt, ...)
+int tpu_check_error(struct tpu_job_result *res, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -56,7 +43,7 @@ static int descriptor_error(struct tpu_job_result *res, const char *fmt, ...)
 	return TPU_JOB_ERR_DESCRIPTOR;
 }
 
-static bool all_zero(const void *p, size_t n)
+bool tpu_check_all_zero(const void *p, size_t n)
 {
 	const uint8_t *b = p;
 
@@ -74,13 +61,13 @@ static int check_section(struct tpu_job_result *res, const char *name,
 	uint64_t end = (uint64_t)offset + (uint64_t)count * size;
 
 	if (offset % 8)
-		return descriptor_error(res, "%s_offset %u: not 8-byte aligned",
+		return tpu_check_error(res, "%s_offset %u: not 8-byte aligned",
 					name, offset);
 	if (count && offset < header_size)
-		return descriptor_error(res, "%s_offset %u: overlaps the header",
+		return tpu_check_error(res, "%s_offset %u: overlaps the header",
 					name, offset);
 	if (end > len)
-		return descriptor_error(res, "%s_offset %u + %u entries: past total_size %zu",
+		return tpu_check_error(res, "%s_offset %u + %u entries: past total_size %zu",
 					name, offset, count, len);
 	return 0;
 }
@@ -104,21 +91,21 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 	int ret;
 
 	if (le32(h->magic) != TPU_JOB_MAGIC)
-		return descriptor_error(res, "magic %#x: not a job descriptor",
+		return tpu_check_error(res, "magic %#x: not a job descriptor",
 					le32(h->magic));
 	if (le16(h->version) != TPU_JOB_VERSION)
-		return descriptor_error(res, "version %u: this device runs version %u",
+		return tpu_check_error(res, "version %u: this device runs version %u",
 					le16(h->version), TPU_JOB_VERSION);
 	if (le16(h->header_size) != sizeof(*h))
-		return descriptor_error(res, "header_size %u: expected %zu",
+		return tpu_check_error(res, "header_size %u: expected %zu",
 					le16(h->header_size), sizeof(*h));
 	if (le32(h->total_size) != len)
-		return descriptor_error(res, "total_size %u: descriptor is %zu bytes",
+		return tpu_check_error(res, "total_size %u: descriptor is %zu bytes",
 					le32(h->total_size), len);
 	if (le32(h->flags) & ~(uint32_t)TPU_JOB_F_ALL)
-		return descriptor_error(res, "flags %#x: unknown bits", le32(h->flags));
-	if (h->reserved0 || !all_zero(h->reserved1, sizeof(h->reserved1)))
-		return descriptor_error(res, "reserved: must be zero");
+		return tpu_check_error(res, "flags %#x: unknown bits", le32(h->flags));
+	if (h->reserved0 || !tpu_check_all_zero(h->reserved1, sizeof(h->reserved1)))
+		return tpu_check_error(res, "reserved: must be zero");
 	plan->flags = le32(h->flags);
 	plan->vmem_limit = le64(h->vmem_limit_bytes);
 	plan->grid_rank = h->grid_rank;
@@ -128,22 +115,22 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 	plan->num_ops = le16(h->num_ops);
 	plan->num_insns = le16(h->num_insns);
 	if (plan->grid_rank < 1 || plan->grid_rank > TPU_JOB_MAX_GRID_RANK)
-		return descriptor_error(res, "grid_rank %u: must be 1 to %d",
+		return tpu_check_error(res, "grid_rank %u: must be 1 to %d",
 					plan->grid_rank, TPU_JOB_MAX_GRID_RANK);
 	if (plan->num_operands < 1 || plan->num_operands > TPU_JOB_MAX_OPERANDS)
-		return descriptor_error(res, "num_operands %u: must be 1 to %d",
+		return tpu_check_error(res, "num_operands %u: must be 1 to %d",
 					plan->num_operands, TPU_JOB_MAX_OPERANDS);
 	if (plan->num_scalar_prefetch > plan->num_operands)
-		return descriptor_error(res, "num_scalar_prefetch %u: more than num_operands %u",
+		return tpu_check_error(res, "num_scalar_prefetch %u: more than num_operands %u",
 					plan->num_scalar_prefetch, plan->num_operands);
 	if (plan->num_scratch > TPU_JOB_MAX_SCRATCH)
-		return descriptor_error(res, "num_scratch %u: at most %d",
+		return tpu_check_error(res, "num_scratch %u: at most %d",
 					plan->num_scratch, TPU_JOB_MAX_SCRATCH);
 	if (plan->num_ops < 1 || plan->num_ops > TPU_JOB_MAX_OPS)
-		return descriptor_error(res, "num_ops %u: must be 1 to %d",
+		return tpu_check_error(res, "num_ops %u: must be 1 to %d",
 					plan->num_ops, TPU_JOB_MAX_OPS);
 	if (plan->num_insns > TPU_JOB_MAX_INSNS)
-		return descriptor_error(res, "num_insns %u: at most %d",
+		return tpu_check_error(res, "num_insns %u: at most %d",
 					plan->num_insns, TPU_JOB_MAX_INSNS);
 
 	plan->steps = 1;
@@ -154,15 +141,15 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 
 		if (d >= plan->grid_rank) {
 			if (g || sem)
-				return descriptor_error(res, "grid[%u]: must be zero beyond grid_rank",
+				return tpu_check_error(res, "grid[%u]: must be zero beyond grid_rank",
 							d);
 			continue;
 		}
 		if (g < 1 || g > TPU_JOB_MAX_DIM)
-			return descriptor_error(res, "grid[%u] %u: must be 1 to %u",
+			return tpu_check_error(res, "grid[%u] %u: must be 1 to %u",
 						d, g, TPU_JOB_MAX_DIM);
 		if (sem != TPU_DIM_PARALLEL && sem != TPU_DIM_ARBITRARY)
-			return descriptor_error(res, "dim_semantics[%u] %u: unknown",
+			return tpu_check_error(res, "dim_semantics[%u] %u: unknown",
 						d, sem);
 		plan->grid[d] = g;
 		plan->semantics[d] = sem;
@@ -171,7 +158,7 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 			plan->parallel_iters *= g;
 	}
 	if (plan->steps > TPU_JOB_MAX_STEPS)
-		return descriptor_error(res, "grid: %llu steps, at most %llu",
+		return tpu_check_error(res, "grid: %llu steps, at most %llu",
 					(unsigned long long)plan->steps,
 					(unsigned long long)TPU_JOB_MAX_STEPS);
 
@@ -187,16 +174,16 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 		for (int j = 0; j < i; j++)
 			if (overlap(off[i], count[i] * size[i],
 				    off[j], count[j] * size[j]))
-				return descriptor_error(res, "%s_offset %u: overlaps %s",
+				return tpu_check_error(res, "%s_offset %u: overlaps %s",
 							name[i], off[i], name[j]);
 	}
 	return 0;
 }
 
 /* @prog of "@owner @index: @what" ("operand 2: index map", "op 0: predicate"). */
-static int check_prog(const struct tpu_plan *plan, struct tpu_plan_prog prog,
-		      unsigned int nresults, struct tpu_job_result *res,
-		      const char *owner, unsigned int index, const char *what)
+int tpu_check_prog(const struct tpu_plan *plan, struct tpu_plan_prog prog,
+		   unsigned int nresults, struct tpu_job_result *res,
+		   const char *owner, unsigned int index, const char *what)
 {
 	char why[128];
 
@@ -212,7 +199,7 @@ static int check_prog(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 	return 0;
 }
 
-static struct tpu_plan_prog decode_prog(const struct tpu_job_prog *p)
+struct tpu_plan_prog tpu_check_decode_prog(const struct tpu_job_prog *p)
 {
 	return (struct tpu_plan_prog){ le32(p->offset), le16(p->len) };
 }
@@ -248,44 +235,44 @@ static int decode_operand(struct tpu_plan *plan, unsigned int i,
 	o->dtype = raw->dtype;
 	o->rank = raw->rank;
 	o->offset = le64(raw->offset);
-	o->index_map = decode_prog(&raw->index_map);
+	o->index_map = tpu_check_decode_prog(&raw->index_map);
 	if (raw->reserved0 || raw->index_map.reserved ||
-	    !all_zero(raw->reserved1, sizeof(raw->reserved1)))
-		return descriptor_error(res, "operand %u: reserved fields must be zero",
+	    !tpu_check_all_zero(raw->reserved1, sizeof(raw->reserved1)))
+		return tpu_check_error(res, "operand %u: reserved fields must be zero",
 					i);
 	if (o->slot >= TPU_JOB_MAX_SLOTS)
-		return descriptor_error(res, "operand %u: slot %u, at most %d slots", i,
+		return tpu_check_error(res, "operand %u: slot %u, at most %d slots", i,
 					o->slot, TPU_JOB_MAX_SLOTS);
 	if (o->role > TPU_ROLE_OUTPUT)
-		return descriptor_error(res, "operand %u: role %u unknown", i, o->role);
+		return tpu_check_error(res, "operand %u: role %u unknown", i, o->role);
 	if (prefetch != (o->role == TPU_ROLE_SCALAR_PREFETCH))
-		return descriptor_error(res, "operand %u: role %u, but the first num_scalar_prefetch (%u) operands and only they are scalar prefetch",
+		return tpu_check_error(res, "operand %u: role %u, but the first num_scalar_prefetch (%u) operands and only they are scalar prefetch",
 					i, o->role, plan->num_scalar_prefetch);
 	if (!tpu_dtype_size(o->dtype))
-		return descriptor_error(res, "operand %u: dtype %u unknown",
+		return tpu_check_error(res, "operand %u: dtype %u unknown",
 					i, o->dtype);
 	if (prefetch && o->dtype != TPU_DTYPE_INT32)
-		return descriptor_error(res, "operand %u: dtype %s, scalar prefetch must be int32",
+		return tpu_check_error(res, "operand %u: dtype %s, scalar prefetch must be int32",
 					i, tpu_dtype_name(o->dtype));
 	if (o->rank < 1 || o->rank > TPU_JOB_MAX_RANK)
-		return descriptor_error(res, "operand %u: rank %u, must be 1 to %d",
+		return tpu_check_error(res, "operand %u: rank %u, must be 1 to %d",
 					i, o->rank, TPU_JOB_MAX_RANK);
 	for (unsigned int d = 0; d < TPU_JOB_MAX_RANK; d++) {
 		o->shape[d] = le64(raw->shape[d]);
 		o->block[d] = le32(raw->block[d]);
 		if (d >= o->rank) {
 			if (o->shape[d] || o->block[d])
-				return descriptor_error(res, "operand %u: shape[%u]/block[%u] must be zero beyond rank",
+				return tpu_check_error(res, "operand %u: shape[%u]/block[%u] must be zero beyond rank",
 							i, d, d);
 			continue;
 		}
 		if (o->shape[d] < 1 || o->shape[d] > TPU_JOB_MAX_ARRAY_DIM)
-			return descriptor_error(res, "operand %u: shape[%u] %llu, must be 1 to %llu",
+			return tpu_check_error(res, "operand %u: shape[%u] %llu, must be 1 to %llu",
 						i, d, (unsigned long long)o->shape[d],
 						(unsigned long long)TPU_JOB_MAX_ARRAY_DIM);
 		if (prefetch ? o->block[d] != 0 :
 		    (o->block[d] < 1 || o->block[d] > TPU_JOB_MAX_DIM))
-			return descriptor_error(res, "operand %u: block[%u] %u, must be %s",
+			return tpu_check_error(res, "operand %u: block[%u] %u, must be %s",
 						i, d,
 						o->block[d], prefetch ? "0 for scalar prefetch" :
 						"1 to 2^31");
@@ -293,11 +280,11 @@ static int decode_operand(struct tpu_plan *plan, unsigned int i,
 	derive_operand(o);
 	if (prefetch) {
 		if (o->index_map.len)
-			return descriptor_error(res, "operand %u: scalar prefetch has no index map",
+			return tpu_check_error(res, "operand %u: scalar prefetch has no index map",
 						i);
 		return 0;
 	}
-	return check_prog(plan, o->index_map, o->rank, res, "operand", i,
+	return tpu_check_prog(plan, o->index_map, o->rank, res, "operand", i,
 			  "index map");
 }
 
@@ -311,26 +298,26 @@ static int decode_scratch(struct tpu_plan *plan, unsigned int i,
 	s->space = raw->space;
 	s->dtype = raw->dtype;
 	s->rank = raw->rank;
-	if (raw->reserved0 || !all_zero(raw->reserved1, sizeof(raw->reserved1)))
-		return descriptor_error(res, "scratch %u: reserved fields must be zero",
+	if (raw->reserved0 || !tpu_check_all_zero(raw->reserved1, sizeof(raw->reserved1)))
+		return tpu_check_error(res, "scratch %u: reserved fields must be zero",
 					i);
 	if (s->space > TPU_MEM_SMEM)
-		return descriptor_error(res, "scratch %u: space %u unknown",
+		return tpu_check_error(res, "scratch %u: space %u unknown",
 					i, s->space);
 	if (!tpu_dtype_size(s->dtype))
-		return descriptor_error(res, "scratch %u: dtype %u unknown",
+		return tpu_check_error(res, "scratch %u: dtype %u unknown",
 					i, s->dtype);
 	if (s->space == TPU_MEM_SMEM && tpu_dtype_size(s->dtype) != 4)
-		return descriptor_error(res, "scratch %u: dtype %s in SMEM, which holds 32-bit words (float32, int32)",
+		return tpu_check_error(res, "scratch %u: dtype %s in SMEM, which holds 32-bit words (float32, int32)",
 					i, tpu_dtype_name(s->dtype));
 	if (s->rank < 1 || s->rank > TPU_JOB_MAX_RANK)
-		return descriptor_error(res, "scratch %u: rank %u, must be 1 to %d",
+		return tpu_check_error(res, "scratch %u: rank %u, must be 1 to %d",
 					i, s->rank, TPU_JOB_MAX_RANK);
 	for (unsigned int d = 0; d < TPU_JOB_MAX_RANK; d++) {
 		s->shape[d] = le32(raw->shape[d]);
 		if (d >= s->rank ? s->shape[d] != 0 :
 		    (s->shape[d] < 1 || s->shape[d] > TPU_JOB_MAX_DIM))
-			return descriptor_error(res, "scratch %u: shape[%u] %u out of range",
+			return tpu_check_error(res, "scratch %u: shape[%u] %u out of range",
 						i, d, s->shape[d]);
 		if (d < s->rank)
 			elems = mul_sat(elems, s->shape[d]);
@@ -339,255 +326,6 @@ static int decode_scratch(struct tpu_plan *plan, unsigned int i,
 	s->rows = (int64_t)(elems / (uint64_t)s->cols);
 	s->bytes = mul_sat(elems, tpu_dtype_size(s->dtype));
 	return 0;
-}
-
-/* Shape and dtype of a ref as the body sees it. */
-static bool ref_shape(const struct tpu_plan *plan, struct tpu_plan_ref r,
-		      int64_t *rows, int64_t *cols, uint8_t *dtype)
-{
-	if (r.kind == TPU_REF_OPERAND && r.index < plan->num_operands) {
-		const struct tpu_plan_operand *o = &plan->operand[r.index];
-
-		*rows = o->rows;
-		*cols = o->cols;
-		*dtype = o->dtype;
-		return true;
-	}
-	if (r.kind == TPU_REF_SCRATCH && r.index < plan->num_scratch) {
-		*rows = plan->scratch[r.index].rows;
-		*cols = plan->scratch[r.index].cols;
-		*dtype = plan->scratch[r.index].dtype;
-		return true;
-	}
-	return false;
-}
-
-static bool is_vmem_ref(const struct tpu_plan *plan, struct tpu_plan_ref r)
-{
-	if (r.kind == TPU_REF_OPERAND)
-		return r.index < plan->num_operands &&
-		       plan->operand[r.index].role != TPU_ROLE_SCALAR_PREFETCH;
-	if (r.kind == TPU_REF_SCRATCH)
-		return r.index < plan->num_scratch &&
-		       plan->scratch[r.index].space == TPU_MEM_VMEM;
-	return false;
-}
-
-static bool is_smem_ref(const struct tpu_plan *plan, struct tpu_plan_ref r)
-{
-	if (r.kind == TPU_REF_OPERAND)
-		return r.index < plan->num_operands &&
-		       plan->operand[r.index].role == TPU_ROLE_SCALAR_PREFETCH;
-	if (r.kind == TPU_REF_SCRATCH)
-		return r.index < plan->num_scratch &&
-		       plan->scratch[r.index].space == TPU_MEM_SMEM;
-	return false;
-}
-
-/*
- * How messages name an op's refs: "operand 2", "scratch 0". libtpurt, which
- * runs this decoder before it submits, puts its names on them.
- */
-struct ref_names {
-	char dst[24], src0[24], src1[24];
-};
-
-static void ref_name(struct tpu_plan_ref r, char *buf, size_t len)
-{
-	if (r.kind == TPU_REF_OPERAND)
-		snprintf(buf, len, "operand %u", r.index);
-	else if (r.kind == TPU_REF_SCRATCH)
-		snprintf(buf, len, "scratch %u", r.index);
-	else if (r.kind == TPU_REF_NONE)
-		snprintf(buf, len, "(none)");
-	else
-		snprintf(buf, len, "(ref kind %u)", r.kind);
-}
-
-static void ref_names(const struct tpu_plan_op *op, struct ref_names *n)
-{
-	ref_name(op->dst, n->dst, sizeof(n->dst));
-	ref_name(op->src0, n->src0, sizeof(n->src0));
-	ref_name(op->src1, n->src1, sizeof(n->src1));
-}
-
-static bool same_ref(struct tpu_plan_ref a, struct tpu_plan_ref b)
-{
-	return a.kind == b.kind && a.index == b.index;
-}
-
-static int check_dot(struct tpu_plan *plan, unsigned int i,
-		     struct tpu_plan_op *op, struct tpu_job_result *res)
-{
-	int64_t ar, ac, br, bc, cr, cc, ka, kb;
-	uint8_t at, bt, ct;
-	struct ref_names n;
-
-	ref_names(op, &n);
-	if (!is_vmem_ref(plan, op->src0) || !is_vmem_ref(plan, op->src1))
-		return descriptor_error(res, "op %u: dot sources must be VMEM refs, %s %s is not",
-					i, is_vmem_ref(plan, op->src0) ? "src1" : "src0",
-					is_vmem_ref(plan, op->src0) ? n.src1 : n.src0);
-	if (same_ref(op->dst, op->src0) || same_ref(op->dst, op->src1))
-		return descriptor_error(res, "op %u: dot dst %s must not be one of its sources",
-					i, n.dst);
-	if (op->dot & ~(unsigned int)TPU_DOT_ALL)
-		return descriptor_error(res, "op %u: dot flags %#x unknown",
-					i, op->dot);
-	ref_shape(plan, op->src0, &ar, &ac, &at);
-	ref_shape(plan, op->src1, &br, &bc, &bt);
-	ref_shape(plan, op->dst, &cr, &cc, &ct);
-	if (tpu_dtype_is_8bit(at) && tpu_dtype_is_8bit(bt)) {
-		if (ct != TPU_DTYPE_INT32)
-			return descriptor_error(res, "op %u: %s x %s dot accumulates into int32, but dst %s is %s",
-						i, tpu_dtype_name(at),
-						tpu_dtype_name(bt), n.dst,
-						tpu_dtype_name(ct));
-	} else if (at == bt && tpu_dtype_is_float(at)) {
-		if (ct != TPU_DTYPE_F32)
-			return descriptor_error(res, "op %u: %s x %s dot accumulates into float32, but dst %s is %s",
-						i, tpu_dtype_name(at),
-						tpu_dtype_name(bt), n.dst,
-						tpu_dtype_name(ct));
-	} else {
-		return descriptor_error(res, "op %u: dot of dtypes %s x %s (src0 %s, src1 %s) unsupported: the MXU multiplies float32 x float32, bfloat16 x bfloat16 or 8-bit x 8-bit",
-					i, tpu_dtype_name(at), tpu_dtype_name(bt),
-					n.src0, n.src1);
-	}
-	op->m = op->dot & TPU_DOT_LHS_CONTRACT_0 ? ac : ar;
-	ka = op->dot & TPU_DOT_LHS_CONTRACT_0 ? ar : ac;
-	op->n = op->dot & TPU_DOT_RHS_CONTRACT_1 ? br : bc;
-	kb = op->dot & TPU_DOT_RHS_CONTRACT_1 ? bc : br;
-	op->k = ka;
-	if (ka != kb)
-		return descriptor_error(res, "op %u: contraction sizes differ: src0 %s gives %lld, src1 %s gives %lld",
-					i, n.src0, (long long)ka, n.src1,
-					(long long)kb);
-	if (cr != op->m || cc != op->n)
-		return descriptor_error(res, "op %u: the product is %lldx%lld but dst %s is %lldx%lld",
-					i, (long long)op->m, (long long)op->n, n.dst,
-					(long long)cr, (long long)cc);
-	return 0;
-}
-
-static int check_elementwise(struct tpu_plan *plan, unsigned int i,
-			     struct tpu_plan_op *op, struct tpu_job_result *res)
-{
-	static const char *const bcast_name[] = { "none", "row", "col" };
-	int64_t dr, dc, r0, c0, r1 = 0, c1 = 0, wr, wc;
-	uint8_t dt, t;
-	bool binary = op->opcode == TPU_OP_BINARY;
-	struct ref_names n;
-
-	ref_names(op, &n);
-	if (op->fn >= (binary ? TPU_BINARY_COUNT : TPU_UNARY_COUNT))
-		return descriptor_error(res, "op %u: fn %u unknown", i, op->fn);
-	if (!is_vmem_ref(plan, op->src0))
-		return descriptor_error(res, "op %u: src0 %s is not a VMEM ref (SMEM is read by bcast smem only)",
-					i, n.src0);
-	ref_shape(plan, op->dst, &dr, &dc, &dt);
-	ref_shape(plan, op->src0, &r0, &c0, &t);
-	if (r0 != dr || c0 != dc)
-		return descriptor_error(res, "op %u: src0 %s is %lldx%lld but dst %s is %lldx%lld",
-					i, n.src0, (long long)r0, (long long)c0, n.dst,
-					(long long)dr, (long long)dc);
-	if (!binary) {
-		if (op->bcast || op->src1.kind || op->imm)
-			return descriptor_error(res, "op %u: unary op with bcast/src1/imm",
-						i);
-		return 0;
-	}
-	if (op->bcast >= TPU_BCAST_COUNT)
-		return descriptor_error(res, "op %u: bcast %u unknown", i, op->bcast);
-	if (op->bcast == TPU_BCAST_IMM)
-		return op->src1.kind ?
-		       descriptor_error(res, "op %u: bcast imm takes no src1", i) : 0;
-	if (op->imm)
-		return descriptor_error(res, "op %u: imm must be zero unless bcast is imm",
-					i);
-	if (op->bcast == TPU_BCAST_SMEM) {
-		if (!is_smem_ref(plan, op->src1))
-			return descriptor_error(res, "op %u: bcast smem needs an SMEM src1 (scalar prefetch or SMEM scratch), src1 is %s",
-						i, n.src1);
-		return check_prog(plan, op->scalar_index, 1, res, "op", i,
-				  "scalar_index");
-	}
-	if (!is_vmem_ref(plan, op->src1))
-		return descriptor_error(res, "op %u: src1 %s is not a VMEM ref (SMEM is read by bcast smem only)",
-					i, n.src1);
-	ref_shape(plan, op->src1, &r1, &c1, &t);
-	wr = op->bcast == TPU_BCAST_ROW ? 1 : dr;
-	wc = op->bcast == TPU_BCAST_COL ? 1 : dc;
-	if (r1 != wr || c1 != wc)
-		return descriptor_error(res, "op %u: src1 %s is %lldx%lld; bcast %s needs %lldx%lld for dst %s (%lldx%lld)",
-					i, n.src1, (long long)r1, (long long)c1,
-					bcast_name[op->bcast], (long long)wr,
-					(long long)wc, n.dst, (long long)dr,
-					(long long)dc);
-	return 0;
-}
-
-static int decode_op(struct tpu_plan *plan, unsigned int i,
-		     const struct tpu_job_op *raw, struct tpu_job_result *res)
-{
-	struct tpu_plan_op *op = &plan->op[i];
-	const struct tpu_job_ref none = { 0 };
-	int ret;
-
-	res->error.op = i;
-	*op = (struct tpu_plan_op){
-		.opcode = raw->opcode, .fn = raw->fn, .bcast = raw->bcast,
-		.dot = raw->dot,
-		.dst = { raw->dst.kind, raw->dst.index },
-		.src0 = { raw->src0.kind, raw->src0.index },
-		.src1 = { raw->src1.kind, raw->src1.index },
-		.pred = decode_prog(&raw->pred),
-		.scalar_index = decode_prog(&raw->scalar_index),
-		.imm = le32(raw->imm),
-	};
-	if (raw->reserved0 || raw->pred.reserved || raw->scalar_index.reserved ||
-	    !all_zero(raw->reserved1, sizeof(raw->reserved1)))
-		return descriptor_error(res, "op %u: reserved fields must be zero", i);
-	if (op->opcode >= TPU_OP_COUNT)
-		return descriptor_error(res, "op %u: opcode %u unknown", i, op->opcode);
-	if (!is_vmem_ref(plan, op->dst)) {
-		char dst[24];
-
-		ref_name(op->dst, dst, sizeof(dst));
-		return descriptor_error(res, "op %u: dst %s is not a VMEM ref (an output block or VMEM scratch)",
-					i, dst);
-	}
-	if (op->dst.kind == TPU_REF_OPERAND &&
-	    plan->operand[op->dst.index].role == TPU_ROLE_INPUT)
-		return descriptor_error(res, "op %u: dst is input operand %u, which is read-only",
-					i, op->dst.index);
-	if (op->pred.len) {
-		ret = check_prog(plan, op->pred, 1, res, "op", i, "predicate");
-		if (ret)
-			return ret;
-	}
-	if (op->opcode != TPU_OP_BINARY || op->bcast != TPU_BCAST_SMEM) {
-		if (op->scalar_index.len)
-			return descriptor_error(res, "op %u: scalar_index only for bcast smem",
-						i);
-	}
-	switch (op->opcode) {
-	case TPU_OP_ZERO:
-		if (op->fn || op->bcast || op->dot || op->imm ||
-		    memcmp(&raw->src0, &none, sizeof(none)) ||
-		    memcmp(&raw->src1, &none, sizeof(none)))
-			return descriptor_error(res, "op %u: zero takes only dst", i);
-		return 0;
-	case TPU_OP_DOT:
-		if (op->fn || op->bcast || op->imm)
-			return descriptor_error(res, "op %u: dot with fn/bcast/imm", i);
-		return check_dot(plan, i, op, res);
-	default:
-		if (op->dot)
-			return descriptor_error(res, "op %u: dot flags on an elementwise op",
-						i);
-		return check_elementwise(plan, i, op, res);
-	}
 }
 
 static int account_memory(struct tpu_plan *plan, const struct tpu_config *cfg,
@@ -619,7 +357,7 @@ static int account_memory(struct tpu_plan *plan, const struct tpu_config *cfg,
 	plan->vmem_need = vmem;
 	plan->smem_words = smem;
 	if (plan->vmem_limit > cfg->vmem_size)
-		return descriptor_error(res, "vmem_limit_bytes %llu: over the device's %llu bytes of VMEM",
+		return tpu_check_error(res, "vmem_limit_bytes %llu: over the device's %llu bytes of VMEM",
 					(unsigned long long)plan->vmem_limit,
 					(unsigned long long)cfg->vmem_size);
 	if (!plan->vmem_limit)
@@ -657,7 +395,7 @@ int tpu_job_decode(const void *desc, size_t len, const struct tpu_config *cfg,
 	res->error.op = UINT32_MAX;
 	res->error.step = UINT64_MAX;
 	if (len < sizeof(h) || len > TPU_JOB_MAX_SIZE)
-		return descriptor_error(res, "total_size %zu: must be %zu to %u bytes",
+		return tpu_check_error(res, "total_size %zu: must be %zu to %u bytes",
 					len, sizeof(h), TPU_JOB_MAX_SIZE);
 	memcpy(&h, blob, sizeof(h));
 	ret = decode_header(&h, len, plan, res);
@@ -697,7 +435,7 @@ int tpu_job_decode(const void *desc, size_t len, const struct tpu_config *cfg,
 		struct tpu_job_op raw;
 
 		memcpy(&raw, blob + le32(h.ops_offset) + i * sizeof(raw), sizeof(raw));
-		ret = decode_op(plan, i, &raw, res);
+		ret = tpu_check_op(plan, i, &raw, res);
 		if (ret)
 			return ret;
 	}

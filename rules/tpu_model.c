@@ -101,6 +101,16 @@ void tpu_model_step(struct tpu_model *m, uint64_t fetch_bytes,
 	m->prev_writeback_bytes = writeback_bytes;
 }
 
+void tpu_model_step_work(struct tpu_model *m, uint64_t fetch_bytes,
+			 const struct tpu_model_work *w, uint64_t flops,
+			 uint64_t writeback_bytes)
+{
+	tpu_model_step(m, fetch_bytes, tpu_model_compute_s(w), flops,
+		       writeback_bytes);
+	m->stats.vpu_busy_s += w->vpu_s;
+	m->stats.eup_busy_s += w->eup_s;
+}
+
 void tpu_model_end(struct tpu_model *m, struct tpu_model_stats *out)
 {
 	struct tpu_model_stats *s = &m->stats;
@@ -130,6 +140,8 @@ void tpu_model_job(const struct tpu_config *cfg,
 		job->mxu_busy_s += cores[i].mxu_busy_s;
 		job->dma_busy_s += cores[i].dma_busy_s;
 		job->bubble_s += cores[i].bubble_s;
+		job->vpu_busy_s += cores[i].vpu_busy_s;
+		job->eup_busy_s += cores[i].eup_busy_s;
 		job->hbm_bytes_in += cores[i].hbm_bytes_in;
 		job->hbm_bytes_out += cores[i].hbm_bytes_out;
 		job->flops += cores[i].flops;

@@ -15,9 +15,19 @@
  * same figures for the same job as long as it passes the same per-step
  * numbers: the bytes actually moved (edge blocks clipped to the array),
  * and for compute tpu_model_dot_s of the whole block shape (the MXU runs
- * on the padded block). Elementwise work (zeroing, activations, casts) is
- * not charged: the VPU runs beside the MXU and the published figures show
- * no measurable cost for a fused activation.
+ * on the padded block).
+ *
+ * The vector unit: each micro-op that is not a dot is charged to the VPU
+ * (vector ALUs) and, for transcendentals, the EUP, at elements / throughput,
+ * its elements padded to whole (8 x 128) vregs as the hardware lays them
+ * out (tpu_model_vector_op). Within a step the MXU, VPU and EUP are issued
+ * from the same VLIW bundles and run concurrently with each other, while
+ * the EUP's results come back through the VPU's slots, so a step's compute
+ * is max(MXU, VPU + EUP) (tpu_model_compute_s): a matmul whose only vector
+ * work is zeroing, casting or a fused activation of its block stays
+ * MXU-bound, as the published figures show (no measurable cost for a fused
+ * activation), while softmax or layer norm steps are VPU/EUP-bound. DMA
+ * overlaps compute as above.
  */
 #ifndef TPU_MODEL_H
 #define TPU_MODEL_H
@@ -27,9 +37,35 @@
 #include "tpu_config.h"
 #include "tpu_job.h"
 
+/*
+ * The vector unit of a v5e TensorCore, an estimate (no published figure
+ * found): the clock is 197e12 / (4 MXUs x 128 x 128 x 2) = 1.5 GHz; a vreg
+ * is 8 x 128 lanes; the VPU issues 4 vector ALU ops a cycle and the EUP
+ * one transcendental vreg a cycle. Per core. Candidates for device
+ * parameters (vpu_elems_per_s, eup_elems_per_s) in tpu_config.
+ */
+#define TPU_MODEL_CLOCK_HZ		1.5e9
+#define TPU_MODEL_VREG_ROWS		8
+#define TPU_MODEL_VREG_COLS		128
+#define TPU_MODEL_VALU_SLOTS		4
+#define TPU_MODEL_EUP_SLOTS		1
+#define TPU_MODEL_VPU_ELEMS_PER_S	(TPU_MODEL_CLOCK_HZ * TPU_MODEL_VREG_ROWS * \
+					 TPU_MODEL_VREG_COLS * TPU_MODEL_VALU_SLOTS)
+#define TPU_MODEL_EUP_ELEMS_PER_S	(TPU_MODEL_CLOCK_HZ * TPU_MODEL_VREG_ROWS * \
+					 TPU_MODEL_VREG_COLS * TPU_MODEL_EUP_SLOTS)
+
+/* One step's work per unit, in seconds. */
+struct tpu_model_work {
+	double mxu_s;
+	double vpu_s;
+	double eup_s;
+};
+
 struct tpu_model_stats {
 	double time_s;		/* modeled wall time */
-	double mxu_busy_s;	/* MXU compute time */
+	double mxu_busy_s;	/* compute time: MXU, or vector work beyond it */
+	double vpu_busy_s;	/* VPU time (vector ALUs) */
+	double eup_busy_s;	/* EUP time (transcendentals) */
 	double dma_busy_s;	/* HBM <-> VMEM transfer time */
 	double bubble_s;	/* MXU idle for DMA: stalls, prologue, epilogue */
 	uint64_t hbm_bytes_in;
@@ -58,6 +94,17 @@ double tpu_model_dot_s(const struct tpu_config *cfg, enum tpu_dtype dtype,
 		       uint64_t m, uint64_t n, uint64_t k);
 
 /*
+ * Add the vector work of a micro-op (@opcode, @fn: not a dot) on a
+ * @rows x @cols ref (a reduction's source, else its dst) to @w: VPU and
+ * EUP passes per element by function, over whole vregs.
+ */
+void tpu_model_vector_op(unsigned int opcode, unsigned int fn, uint64_t rows,
+			 uint64_t cols, struct tpu_model_work *w);
+
+/* A step's compute time: max(MXU, VPU + EUP). */
+double tpu_model_compute_s(const struct tpu_model_work *w);
+
+/*
  * Account one grid step: @fetch_bytes of input blocks it needed fetched
  * (0 when every block index repeated), its @compute_s (sum of
  * tpu_model_dot_s and other work), @flops of useful work, and the
@@ -65,6 +112,11 @@ double tpu_model_dot_s(const struct tpu_config *cfg, enum tpu_dtype dtype,
  */
 void tpu_model_step(struct tpu_model *m, uint64_t fetch_bytes,
 		    double compute_s, uint64_t flops, uint64_t writeback_bytes);
+
+/* The same with the step's work per unit (compute: tpu_model_compute_s). */
+void tpu_model_step_work(struct tpu_model *m, uint64_t fetch_bytes,
+			 const struct tpu_model_work *w, uint64_t flops,
+			 uint64_t writeback_bytes);
 
 /* Close the timeline (epilogue) and return the core's statistics. */
 void tpu_model_end(struct tpu_model *m, struct tpu_model_stats *out);

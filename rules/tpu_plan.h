@@ -56,10 +56,10 @@ struct tpu_plan_ref {
 };
 
 struct tpu_plan_op {
-	uint8_t opcode, fn, bcast, dot;
-	struct tpu_plan_ref dst, src0, src1;
+	uint8_t opcode, fn, bcast, dot, axis, bcast2;
+	struct tpu_plan_ref dst, src0, src1, src2;
 	struct tpu_plan_prog pred, scalar_index;
-	uint32_t imm;
+	uint32_t imm, imm2;
 	int64_t m, n, k;			/* TPU_OP_DOT */
 };
 

@@ -277,7 +277,7 @@ TEST_F(err, bad_descriptor_fields)
 	o[1] = osaved1;
 	op[1] = opsaved, op[1].opcode = 42;
 	EXPECT_ERROR(TPU_JOB_ERR_DESCRIPTOR, "opcode 42");
-	op[1] = opsaved, op[1].reserved1[3] = 1;
+	op[1] = opsaved, op[1].reserved1[1] = 1;
 	EXPECT_ERROR(TPU_JOB_ERR_DESCRIPTOR, "op 1: reserved");
 	op[1] = opsaved;
 	EXPECT_EQ(0, run(self)) TH_LOG("%s", self->res.message);

@@ -71,10 +71,12 @@ static int ew_run(struct ew *e, unsigned int opcode, unsigned int fn,
 		jb_unary(b, fn, JB_OPND(z), JB_OPND(a), NULL);
 	} else {
 		op = jb_binary(b, fn, bcast, JB_OPND(z), JB_OPND(a),
-			       bcast == TPU_BCAST_IMM ? JB_NONE :
+			       bcast == TPU_BCAST_IMM || bcast == TPU_BCAST_SCALAR ? JB_NONE :
 			       JB_OPND(bcast == TPU_BCAST_SMEM ? 0 : src1), NULL);
 		if (bcast == TPU_BCAST_SMEM)
 			op->scalar_index = jb_prog(b, "1");
+		if (bcast == TPU_BCAST_SCALAR)
+			op->scalar_index = jb_prog(b, "nprog1 nprog0 -");	/* 3 - 2 */
 		if (bcast == TPU_BCAST_IMM) {
 			float imm = 0.375f;
 
@@ -95,19 +97,15 @@ static double operand_b(const struct ew *e, unsigned int bcast, int i, int j)
 	case TPU_BCAST_ROW:	return e->rowv[j];
 	case TPU_BCAST_COL:	return e->colv[i];
 	case TPU_BCAST_SMEM:	return -7;
+	case TPU_BCAST_SCALAR:	return 1;
 	default:		return 0.375;
 	}
 }
 
-static double ref_binary(unsigned int fn, double a, double b)
+/* The same float, NaN matching NaN. */
+static bool same_f(float a, float b)
 {
-	switch (fn) {
-	case TPU_BINARY_ADD:	return a + b;
-	case TPU_BINARY_SUB:	return a - b;
-	case TPU_BINARY_MUL:	return a * b;
-	case TPU_BINARY_MAX:	return a > b ? a : b;
-	default:		return a < b ? a : b;
-	}
+	return a == b || (a != a && b != b);
 }
 
 TEST(every_unary_function)
@@ -121,7 +119,7 @@ TEST(every_unary_function)
 
 		ASSERT_EQ(0, ew_run(&e, TPU_OP_UNARY, fn, 0, TPU_DTYPE_F32));
 		for (int i = 0; i < R * C; i++)
-			bad += z[i] != (float)ref_unary(fn, e.av[i]);
+			bad += !same_f(z[i], (float)ref_unary(fn, e.av[i]));
 		EXPECT_EQ(0, bad) TH_LOG("unary %u", fn);
 	}
 	tdev_free(e.d);
@@ -140,9 +138,9 @@ TEST(every_binary_function_and_broadcast)
 			ASSERT_EQ(0, ew_run(&e, TPU_OP_BINARY, fn, bc, TPU_DTYPE_F32));
 			for (int i = 0; i < R; i++)
 				for (int j = 0; j < C; j++)
-					bad += z[i * C + j] !=
-					       (float)ref_binary(fn, e.av[i * C + j],
-								 operand_b(&e, bc, i, j));
+					bad += !same_f(z[i * C + j],
+						       (float)ref_binary(fn, e.av[i * C + j],
+									 operand_b(&e, bc, i, j)));
 			EXPECT_EQ(0, bad) TH_LOG("binary %u bcast %u", fn, bc);
 		}
 	tdev_free(e.d);
@@ -158,7 +156,7 @@ TEST(f32_ops_into_bf16)
 	struct ew e;
 
 	ew_setup(&e);
-	e.av[5] = NAN;			/* relu(NaN) is 0; NaN + b stays NaN */
+	e.av[5] = NAN;			/* relu(NaN) and NaN + b stay NaN */
 	e.av[6] = -0.0f;
 	e.av[7] = INFINITY;
 	ASSERT_EQ(0, ew_run(&e, TPU_OP_UNARY, TPU_UNARY_RELU, 0, TPU_DTYPE_BF16));
@@ -181,7 +179,12 @@ TEST(f32_ops_into_bf16)
 	tdev_free(e.d);
 }
 
-TEST(cast_rounds_to_nearest_even_and_saturates)
+/*
+ * Casts round to nearest even into bf16; into integers they truncate
+ * toward zero (astype) and saturate; the results of arithmetic round to
+ * nearest even.
+ */
+TEST(cast_rounds_bf16_truncates_ints_and_saturates)
 {
 	static const float in[] = {
 		1.0f + 0x1p-8f,		/* bf16 tie: down to even 1.0 */
@@ -206,11 +209,18 @@ TEST(cast_rounds_to_nearest_even_and_saturates)
 	ASSERT_EQ(0, ew_run(&e, TPU_OP_UNARY, TPU_UNARY_IDENTITY, 0, TPU_DTYPE_INT8));
 	iz = tdev_ptr(e.d, e.z);
 	EXPECT_EQ(2, iz[3]);
-	EXPECT_EQ(4, iz[4]);
+	EXPECT_EQ(3, iz[4]);
 	EXPECT_EQ(-2, iz[5]);
 	EXPECT_EQ(127, iz[6]);
 	EXPECT_EQ(-128, iz[7]);
 	EXPECT_EQ(127, iz[8]);
+	EXPECT_EQ(0, iz[9]);
+	/* x * 1.0 is arithmetic: 2.5 -> 2, 3.5 -> 4, -2.5 -> -2 */
+	ASSERT_EQ(0, ew_run(&e, TPU_OP_BINARY, TPU_BINARY_MUL, TPU_BCAST_SCALAR,
+			    TPU_DTYPE_INT8));
+	EXPECT_EQ(2, iz[3]);
+	EXPECT_EQ(4, iz[4]);
+	EXPECT_EQ(-2, iz[5]);
 	EXPECT_EQ(0, iz[9]);
 	tdev_free(e.d);
 }

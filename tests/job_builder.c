@@ -400,6 +400,7 @@ double ref_get(const void *p, unsigned int dtype, uint64_t i)
 	case TPU_DTYPE_BF16:	return ref_from_bf16(((const uint16_t *)p)[i]);
 	case TPU_DTYPE_INT8:	return ((const int8_t *)p)[i];
 	case TPU_DTYPE_UINT8:	return ((const uint8_t *)p)[i];
+	case TPU_DTYPE_BOOL:	return ((const uint8_t *)p)[i] != 0;
 	default:		return ((const int32_t *)p)[i];
 	}
 }
@@ -427,6 +428,9 @@ void ref_set(void *p, unsigned int dtype, uint64_t i, double v)
 	case TPU_DTYPE_UINT8:
 		((uint8_t *)p)[i] = (uint8_t)sat(v, 0, 255);
 		break;
+	case TPU_DTYPE_BOOL:
+		((uint8_t *)p)[i] = v != 0;
+		break;
 	default:
 		((int32_t *)p)[i] = (int32_t)sat(v, INT32_MIN, INT32_MAX);
 		break;
@@ -450,11 +454,21 @@ void ref_fill(void *p, unsigned int dtype, uint64_t n, uint32_t seed,
 	}
 }
 
-double ref_unary(unsigned int fn, double x)
+static double ref_max(double a, double b)
+{
+	return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+}
+
+static double ref_min(double a, double b)
+{
+	return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+}
+
+double ref_unary_clamp(unsigned int fn, double x, double lo, double hi)
 {
 	switch (fn) {
 	case TPU_UNARY_IDENTITY:	return x;
-	case TPU_UNARY_RELU:		return x > 0 ? x : 0;
+	case TPU_UNARY_RELU:		return ref_max(x, 0);
 	case TPU_UNARY_GELU:
 		return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
 	case TPU_UNARY_SILU:		return x / (1 + exp(-x));
@@ -462,7 +476,53 @@ double ref_unary(unsigned int fn, double x)
 	case TPU_UNARY_TANH:		return tanh(x);
 	case TPU_UNARY_EXP:		return exp(x);
 	case TPU_UNARY_NEG:		return -x;
-	default:			return fabs(x);
+	case TPU_UNARY_ABS:		return fabs(x);
+	case TPU_UNARY_RECIPROCAL:	return 1 / x;
+	case TPU_UNARY_SQRT:		return sqrt(x);
+	case TPU_UNARY_RSQRT:		return 1 / sqrt(x);
+	case TPU_UNARY_LOG:		return log(x);
+	case TPU_UNARY_LOG1P:		return log1p(x);
+	case TPU_UNARY_EXP2:		return exp2(x);
+	case TPU_UNARY_SQUARE:		return x * x;
+	case TPU_UNARY_FLOOR:		return floor(x);
+	case TPU_UNARY_CEIL:		return ceil(x);
+	case TPU_UNARY_SIGN:		return isnan(x) || x == 0 ? x : x > 0 ? 1 : -1;
+	case TPU_UNARY_NOT:		return x == 0;
+	case TPU_UNARY_CLAMP:		return ref_min(ref_max(x, lo), hi);
+	default:			return rint(x);
+	}
+}
+
+double ref_unary(unsigned int fn, double x)
+{
+	return ref_unary_clamp(fn, x, 0, 0);
+}
+
+double ref_binary(unsigned int fn, double a, double b)
+{
+	double r;
+
+	switch (fn) {
+	case TPU_BINARY_ADD:	return a + b;
+	case TPU_BINARY_SUB:	return a - b;
+	case TPU_BINARY_MUL:	return a * b;
+	case TPU_BINARY_MAX:	return ref_max(a, b);
+	case TPU_BINARY_MIN:	return ref_min(a, b);
+	case TPU_BINARY_DIV:	return a / b;
+	case TPU_BINARY_POW:	return pow(a, b);
+	case TPU_BINARY_MOD:
+		r = fmod(a, b);
+		if (r == 0)
+			return copysign(0, b);
+		return (r < 0) != (b < 0) ? r + b : r;
+	case TPU_BINARY_EQ:	return a == b;
+	case TPU_BINARY_NE:	return a != b;
+	case TPU_BINARY_LT:	return a < b;
+	case TPU_BINARY_LE:	return a <= b;
+	case TPU_BINARY_GT:	return a > b;
+	case TPU_BINARY_GE:	return a >= b;
+	case TPU_BINARY_AND:	return a != 0 && b != 0;
+	default:		return a != 0 || b != 0;
 	}
 }
 

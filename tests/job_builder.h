@@ -114,13 +114,18 @@ void *mm_build(const struct mm_job *j, size_t *len);
 uint16_t ref_bf16(float f);		/* round to nearest even */
 float ref_from_bf16(uint16_t h);
 double ref_get(const void *p, unsigned int dtype, uint64_t i);
-/* Store @v as the engine does: f32 RNE; bf16 via f32; ints RNE+saturate. */
+/* Store @v as the engine stores an op's result: f32 RNE; bf16 via f32; ints
+ * RNE+saturate; bool non-zero. */
 void ref_set(void *p, unsigned int dtype, uint64_t i, double v);
 /* Small integers in [lo, hi] (exact sums in any order), or uniform floats
  * in [-1, 1) when lo > hi. Deterministic in @seed. */
 void ref_fill(void *p, unsigned int dtype, uint64_t n, uint32_t seed,
 	      int lo, int hi);
+/* fn in double (clamp's bounds 0, 0); max/min propagate NaN. */
 double ref_unary(unsigned int fn, double x);
+double ref_unary_clamp(unsigned int fn, double x, double lo, double hi);
+/* fn in double; mod with Python's sign. */
+double ref_binary(unsigned int fn, double a, double b);
 /* The guide's matmul in double, activation and bias included, stored into
  * @z as @j->out_dtype would be. */
 void ref_matmul(const struct mm_job *j, const void *x, const void *y,

@@ -7,6 +7,7 @@
 
 #include "tpu_block.h"
 #include "tpu_core_fail.h"
+#include "tpu_poison.h"
 #include "tpu_vmem.h"
 
 int tpu_block_locate(struct tpu_core *core, unsigned int i, const int64_t *idx,
@@ -112,7 +113,10 @@ int tpu_block_fetch(struct tpu_core *core, unsigned int i,
 
 		if (n)
 			memcpy(dst, src, n);
-		memset(dst + n, 0, o->cols * es - n);
+		if (core->run->debug)	/* padding a kernel must not read */
+			tpu_poison_fill(dst + n, o->dtype, o->cols - n / es);
+		else
+			memset(dst + n, 0, o->cols * es - n);
 	}
 	core->block[i] = (struct tpu_ref2d){ buf, o->rows, o->cols, o->cols,
 					     o->dtype };

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Blocks of an operand in HBM: where block @idx lies, its in-bounds part
- * (edge blocks are zero-padded on read and written only in bounds), and
+ * (edge blocks are zero-padded on read, poisoned in debug mode, and
+ * written only in bounds), and
  * the copies between HBM and the core's VMEM.
  */
 #ifndef TPU_BLOCK_H

@@ -3,6 +3,7 @@
 
 #include "tpu_body.h"
 #include "tpu_core_fail.h"
+#include "tpu_elem.h"
 #include "tpu_ops.h"
 
 /* The 2-D ref an op's operand names: the block in VMEM or a scratch buffer. */
@@ -41,6 +42,12 @@ static double smem_scalar(const struct tpu_run *run, struct tpu_plan_ref ref,
 	return f;
 }
 
+static bool smem_is_int(const struct tpu_plan *plan, struct tpu_plan_ref ref)
+{
+	return ref.kind == TPU_REF_OPERAND ||
+	       plan->scratch[ref.index].dtype == TPU_DTYPE_INT32;
+}
+
 static uint64_t smem_elems(const struct tpu_plan *plan, struct tpu_plan_ref ref)
 {
 	if (ref.kind == TPU_REF_OPERAND)
@@ -74,28 +81,118 @@ static uint64_t useful_flops(const struct tpu_core *core,
 	return 2ull * m * n * (ka < kb ? ka : kb);
 }
 
-static void run_op(const struct tpu_core *core, const struct tpu_plan_op *op,
-		   double scalar)
+/* The ref's shape and dtype from the plan (model-only jobs have no refs). */
+static void plan_ref(const struct tpu_plan *plan, struct tpu_plan_ref ref,
+		     int64_t *rows, int64_t *cols, uint8_t *dtype)
 {
-	struct tpu_op_args args = {
-		.dst = core_ref(core, op->dst),
-		.scalar = scalar,
-		.row_tmp = { core->row_tmp[0], core->row_tmp[1] },
-	};
-
-	if (tpu_op_reads_src0(op))
-		args.src0 = core_ref(core, op->src0);
-	if (tpu_op_reads_src1(op))
-		args.src1 = core_ref(core, op->src1);
-	tpu_op_run(op, &args);
+	if (ref.kind == TPU_REF_OPERAND) {
+		*rows = plan->operand[ref.index].rows;
+		*cols = plan->operand[ref.index].cols;
+		*dtype = plan->operand[ref.index].dtype;
+	} else {
+		*rows = plan->scratch[ref.index].rows;
+		*cols = plan->scratch[ref.index].cols;
+		*dtype = plan->scratch[ref.index].dtype;
+	}
 }
 
-int tpu_body_run(struct tpu_core *core, double *compute_s, uint64_t *flops,
-		 uint64_t *useful)
+/* Add @op's modeled time on the MXU or the vector unit to @w. */
+static void charge_op(struct tpu_core *core, const struct tpu_plan_op *op,
+		      struct tpu_model_work *w, uint64_t *flops,
+		      uint64_t *useful)
+{
+	const struct tpu_plan *plan = core->run->plan;
+	int64_t rows, cols;
+	uint8_t t;
+
+	if (op->opcode != TPU_OP_DOT) {
+		plan_ref(plan, op->opcode == TPU_OP_REDUCE ? op->src0 : op->dst,
+			 &rows, &cols, &t);
+		tpu_model_vector_op(op->opcode, op->fn, rows, cols, w);
+		return;
+	}
+	plan_ref(plan, op->src0, &rows, &cols, &t);
+	*flops += 2ull * op->m * op->n * op->k;
+	*useful += useful_flops(core, op);
+	w->mxu_s += tpu_model_dot_s(core->run->cfg, t, op->m, op->n, op->k);
+}
+
+static int fail_scalar(struct tpu_core *core, unsigned int n,
+		       const char *what, struct tpu_scalar_fault *f)
+{
+	core->res.error.op = n;
+	return tpu_core_fail_scalar(core, core->step, what, n, f);
+}
+
+/* The scalar of bcast smem or scalar, or iota's offset, at this step. */
+static int op_scalar(struct tpu_core *core, unsigned int n,
+		     const struct tpu_plan_op *op, struct tpu_op_scalar *s)
 {
 	const struct tpu_plan *plan = core->run->plan;
 	struct tpu_scalar_fault f;
-	double scalar = 0;
+	int64_t v = 0;
+
+	*s = (struct tpu_op_scalar){ 0 };
+	if (!op->scalar_index.len)
+		return 0;
+	if (tpu_scalar_run(plan, op->scalar_index, core->pid, core->run->smem,
+			   &v, 1, &f))
+		return fail_scalar(core, n, "op scalar_index", &f);
+	if (op->bcast != TPU_BCAST_SMEM) {
+		*s = (struct tpu_op_scalar){ tpu_elem_from_i64(v), v, true };
+		return 0;
+	}
+	if (v < 0 || (uint64_t)v >= smem_elems(plan, op->src1)) {
+		f = (struct tpu_scalar_fault){ TPU_JOB_ERR_SMEM_RANGE,
+					       op->src1.index, v };
+		return fail_scalar(core, n, "op scalar_index", &f);
+	}
+	s->f = smem_scalar(core->run, op->src1, v);
+	s->is_int = smem_is_int(plan, op->src1);
+	s->i = s->is_int ? (int64_t)s->f : 0;
+	return 0;
+}
+
+static int run_op(struct tpu_core *core, unsigned int n,
+		  const struct tpu_plan_op *op, const struct tpu_op_scalar *s)
+{
+	static const char *const fn_name[TPU_BINARY_COUNT] = {
+		[TPU_BINARY_DIV] = "div", [TPU_BINARY_MOD] = "mod",
+	};
+	struct tpu_op_args args = {
+		.dst = core_ref(core, op->dst),
+		.scalar = *s,
+		.row_tmp = { core->row_tmp[0], core->row_tmp[1],
+			     core->row_tmp[2], core->row_tmp[3] },
+	};
+	struct tpu_op_fault f;
+
+	if (tpu_op_reads_src(op, 0)) {
+		args.src0 = core_ref(core, op->src0);
+		args.valid_rows = valid_extent(core, op->src0, 0, args.src0.rows);
+		args.valid_cols = valid_extent(core, op->src0, 1, args.src0.cols);
+	}
+	if (tpu_op_reads_src(op, 1))
+		args.src1 = core_ref(core, op->src1);
+	if (tpu_op_reads_src(op, 2))
+		args.src2 = core_ref(core, op->src2);
+	if (!tpu_op_run(op, &args, &f))
+		return 0;
+	core->res.error.op = n;
+	tpu_job_fail(&core->res, f.code,
+		     "op %u at step %llu: integer %s by zero (dst row %lld, col %lld)",
+		     n, (unsigned long long)core->step, fn_name[op->fn],
+		     (long long)f.row, (long long)f.col);
+	tpu_core_fail_step(core, core->step);
+	return -1;
+}
+
+int tpu_body_run(struct tpu_core *core, struct tpu_model_work *work,
+		 uint64_t *flops, uint64_t *useful)
+{
+	const struct tpu_plan *plan = core->run->plan;
+	struct tpu_scalar_fault f;
+	struct tpu_op_scalar s;
 
 	for (unsigned int n = 0; n < plan->num_ops; n++) {
 		const struct tpu_plan_op *op = &plan->op[n];
@@ -103,52 +200,15 @@ int tpu_body_run(struct tpu_core *core, double *compute_s, uint64_t *flops,
 
 		if (op->pred.len &&
 		    tpu_scalar_run(plan, op->pred, core->pid, core->run->smem,
-				   &v, 1, &f)) {
-			core->res.error.op = n;
-			return tpu_core_fail_scalar(core, core->step,
-						    "op predicate", n, &f);
-		}
+				   &v, 1, &f))
+			return fail_scalar(core, n, "op predicate", &f);
 		if (!v)
 			continue;
-		if (op->opcode == TPU_OP_DOT) {
-			uint8_t t = core_ref(core, op->src0).dtype;
-
-			if (core->run->model_only)
-				t = op->src0.kind == TPU_REF_OPERAND ?
-				    plan->operand[op->src0.index].dtype :
-				    plan->scratch[op->src0.index].dtype;
-			*flops += 2ull * op->m * op->n * op->k;
-			*useful += useful_flops(core, op);
-			*compute_s += tpu_model_dot_s(core->run->cfg, t, op->m,
-						      op->n, op->k);
-		}
-		if (op->bcast == TPU_BCAST_SMEM) {
-			int64_t at;
-
-			if (tpu_scalar_run(plan, op->scalar_index, core->pid,
-					   core->run->smem, &at, 1, &f)) {
-				core->res.error.op = n;
-				return tpu_core_fail_scalar(core, core->step,
-							    "op scalar_index",
-							    n, &f);
-			}
-			if (at < 0 || (uint64_t)at >= smem_elems(plan, op->src1)) {
-				f = (struct tpu_scalar_fault){
-					TPU_JOB_ERR_SMEM_RANGE, op->src1.index, at };
-				core->res.error.op = n;
-				return tpu_core_fail_scalar(core, core->step,
-							    "op scalar_index",
-							    n, &f);
-			}
-			scalar = smem_scalar(core->run, op->src1, at);
-		} else if (op->bcast == TPU_BCAST_IMM) {
-			float imm;
-
-			memcpy(&imm, &op->imm, sizeof(imm));
-			scalar = imm;
-		}
-		if (!core->run->model_only)
-			run_op(core, op, scalar);
+		charge_op(core, op, work, flops, useful);
+		if (op_scalar(core, n, op, &s))
+			return -1;
+		if (!core->run->model_only && run_op(core, n, op, &s))
+			return -1;
 	}
 	return 0;
 }

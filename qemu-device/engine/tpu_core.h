@@ -32,7 +32,7 @@ struct tpu_run {
 /* Host buffers behind a core's VMEM: blocks, scratch, elementwise rows. */
 #define TPU_VMEM_SCRATCH	TPU_JOB_MAX_OPERANDS
 #define TPU_VMEM_ROWS		(TPU_VMEM_SCRATCH + TPU_JOB_MAX_SCRATCH)
-#define TPU_VMEM_BUFS		(TPU_VMEM_ROWS + 2)
+#define TPU_VMEM_BUFS		(TPU_VMEM_ROWS + 4)
 
 struct tpu_vmem {
 	void *p[TPU_VMEM_BUFS];
@@ -52,7 +52,7 @@ struct tpu_core {
 	/* VMEM: one buffer per block (double buffering is only modeled) */
 	void *block_buf[TPU_JOB_MAX_OPERANDS];
 	void *scratch_buf[TPU_JOB_MAX_SCRATCH];
-	double *row_tmp[2];		/* elementwise work rows */
+	double *row_tmp[4];		/* elementwise work rows */
 	/* pipeline state */
 	struct tpu_ref2d block[TPU_JOB_MAX_OPERANDS];
 	int64_t idx[TPU_JOB_MAX_OPERANDS][TPU_JOB_MAX_RANK];

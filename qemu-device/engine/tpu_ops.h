@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The micro-ops of a kernel body (enum tpu_op) on 2-D refs the caller has
- * resolved; shapes and dtypes were checked by tpu_job_decode().
+ * The micro-ops of a kernel body (enum tpu_opcode) on 2-D refs the caller
+ * has resolved; shapes and dtypes were checked by tpu_job_decode().
  */
 #ifndef TPU_OPS_H
 #define TPU_OPS_H
@@ -11,27 +11,60 @@
 #include "tpu_plan.h"
 #include "tpu_ref2d.h"
 
-struct tpu_op_args {
-	struct tpu_ref2d dst;
-	struct tpu_ref2d src0;		/* if tpu_op_reads_src0() */
-	struct tpu_ref2d src1;		/* if tpu_op_reads_src1() */
-	double scalar;			/* TPU_BCAST_SMEM or _IMM: its value */
-	double *row_tmp[2];		/* work rows, as wide as any block */
+/* A scalar operand: bcast smem/imm/scalar's value, or iota's offset. */
+struct tpu_op_scalar {
+	double f;		/* the value (rounded to odd if a huge int) */
+	int64_t i;		/* the value, if is_int */
+	bool is_int;		/* an integer: int32 SMEM or a program's */
 };
 
-/* Whether @op reads its sources as VMEM refs (not SMEM, not an immediate). */
-static inline bool tpu_op_reads_src0(const struct tpu_plan_op *op)
+struct tpu_op_args {
+	struct tpu_ref2d dst;
+	struct tpu_ref2d src0;		/* if tpu_op_reads_src(op, 0) */
+	struct tpu_ref2d src1;		/* if tpu_op_reads_src(op, 1) */
+	struct tpu_ref2d src2;		/* if tpu_op_reads_src(op, 2) */
+	struct tpu_op_scalar scalar;
+	int64_t valid_rows, valid_cols;	/* in-bounds part of src0 (REDUCE) */
+	double *row_tmp[4];		/* work rows, as wide as any block */
+};
+
+/* Where an op failed (integer division by zero). */
+struct tpu_op_fault {
+	unsigned int code;		/* enum tpu_job_error */
+	int64_t row, col;		/* the element, in dst */
+};
+
+/* Whether @op reads source @k as a VMEM ref (not SMEM, not a scalar). */
+static inline bool tpu_op_reads_src(const struct tpu_plan_op *op, int k)
 {
-	return op->opcode != TPU_OP_ZERO;
+	static const uint8_t reads_ref[TPU_BCAST_COUNT] = {
+		[TPU_BCAST_NONE] = 1, [TPU_BCAST_ROW] = 1, [TPU_BCAST_COL] = 1,
+	};
+
+	switch (op->opcode) {
+	case TPU_OP_ZERO:
+	case TPU_OP_IOTA:
+		return false;
+	case TPU_OP_DOT:
+		return k < 2;
+	case TPU_OP_BINARY:
+		return k == 0 || (k == 1 && reads_ref[op->bcast]);
+	case TPU_OP_SELECT:
+		return k == 0 || reads_ref[k == 1 ? op->bcast : op->bcast2];
+	default:	/* UNARY, REDUCE */
+		return k == 0;
+	}
 }
 
-static inline bool tpu_op_reads_src1(const struct tpu_plan_op *op)
+/* Whether @op takes a scalar computed at each step (by its scalar_index). */
+static inline bool tpu_op_has_scalar(const struct tpu_plan_op *op)
 {
-	return op->opcode == TPU_OP_DOT ||
-	       (op->opcode == TPU_OP_BINARY && op->bcast != TPU_BCAST_SMEM &&
-		op->bcast != TPU_BCAST_IMM);
+	return op->bcast == TPU_BCAST_SMEM || op->bcast == TPU_BCAST_IMM ||
+	       op->bcast == TPU_BCAST_SCALAR || op->opcode == TPU_OP_IOTA;
 }
 
-void tpu_op_run(const struct tpu_plan_op *op, const struct tpu_op_args *args);
+/* Run @op: 0, or -1 with @fault filled (integer div/mod by zero). */
+int tpu_op_run(const struct tpu_plan_op *op, const struct tpu_op_args *args,
+	       struct tpu_op_fault *fault);
 
 #endif /* TPU_OPS_H */

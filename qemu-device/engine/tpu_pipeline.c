@@ -203,7 +203,7 @@ void tpu_core_run(struct tpu_core *core)
 	while (has_next && core->step < atomic_load_explicit(&core->run->fail_step,
 							     memory_order_relaxed)) {
 		uint64_t fetch = 0, flops = 0, useful = 0, out_bytes;
-		double compute = 0;
+		struct tpu_model_work work = { 0 };
 
 		if (core->run->abort &&
 		    atomic_load_explicit(core->run->abort, memory_order_relaxed)) {
@@ -220,10 +220,10 @@ void tpu_core_run(struct tpu_core *core)
 			break;
 		if (fetch_inputs(core, cur, &fetch) ||
 		    open_outputs(core, cur, parallel_index(plan, core->pid)) ||
-		    tpu_body_run(core, &compute, &flops, &useful))
+		    tpu_body_run(core, &work, &flops, &useful))
 			break;
 		out_bytes = close_outputs(core, next, has_next);
-		tpu_model_step(&core->model, fetch, compute, useful, out_bytes);
+		tpu_model_step_work(&core->model, fetch, &work, useful, out_bytes);
 		core->stats.steps++;
 		core->stats.hbm_bytes_in += fetch;
 		core->stats.hbm_bytes_out += out_bytes;

@@ -4,23 +4,34 @@
 #include "tpu_dtype.h"
 #include "tpu_poison.h"
 
-#define POISON_F32	0x7fc0dead	/* a quiet NaN, recognisable in a dump */
-#define POISON_BF16	0x7fc1
-#define POISON_BYTE	0xaa
+#define POISON_F32	0x7fc00000	/* interpret mode's NaN */
+#define POISON_BF16	0x7fc0
 
 void tpu_poison_fill(void *p, uint8_t dtype, uint64_t elems)
 {
-	if (dtype == TPU_DTYPE_F32) {
-		uint32_t *w = p;
+	static const int32_t i32 = INT32_MIN;
+	static const uint32_t f32 = POISON_F32;
 
+	switch (dtype) {
+	case TPU_DTYPE_F32:
+	case TPU_DTYPE_INT32:
 		for (uint64_t i = 0; i < elems; i++)
-			w[i] = POISON_F32;
-	} else if (dtype == TPU_DTYPE_BF16) {
-		uint16_t *h = p;
-
+			memcpy((uint8_t *)p + 4 * i,
+			       dtype == TPU_DTYPE_F32 ? (const void *)&f32 :
+			       (const void *)&i32, 4);
+		break;
+	case TPU_DTYPE_BF16:
 		for (uint64_t i = 0; i < elems; i++)
-			h[i] = POISON_BF16;
-	} else {
-		memset(p, POISON_BYTE, elems * tpu_dtype_size(dtype));
+			((uint16_t *)p)[i] = POISON_BF16;
+		break;
+	case TPU_DTYPE_INT8:
+		memset(p, 0x80, elems);			/* -128 */
+		break;
+	case TPU_DTYPE_BOOL:
+		memset(p, 1, elems);			/* true */
+		break;
+	default:
+		memset(p, 0, elems);			/* uint8's minimum */
+		break;
 	}
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Debug mode's poison: uninitialised VMEM and SMEM scratch, and output
- * blocks on their first visit, hold a pattern no kernel computes by
- * accident (a quiet NaN for floats), so that a kernel that forgets to zero
- * its accumulator fails visibly.
+ * Debug mode's poison: uninitialised VMEM and SMEM scratch, output blocks
+ * on their first visit and the padding of edge input blocks hold the
+ * values Pallas's interpret mode gives uninitialised memory (NaN for f32
+ * and bf16, INT32_MIN, -128, 0 for uint8, true for bool), so that a kernel
+ * that forgets to zero its accumulator or reads padding fails visibly.
  */
 #ifndef TPU_POISON_H
 #define TPU_POISON_H

@@ -91,7 +91,7 @@ int tpu_core_alloc(struct tpu_core *core)
 		else
 			memset(core->scratch_buf[i], 0, s->bytes);
 	}
-	for (int t = 0; t < 2; t++) {
+	for (int t = 0; t < 4; t++) {
 		core->row_tmp[t] = tpu_vmem_get(core, TPU_VMEM_ROWS + t,
 						cols * sizeof(double));
 		if (!core->row_tmp[t])

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* The micro-ops' files (tpu_ops*.c) to each other. Internal. */
+#ifndef TPU_OPS_INT_H
+#define TPU_OPS_INT_H
+
+#include "tpu_ops.h"
+
+/* UNARY, BINARY, SELECT, IOTA: the reference path (tpu_ops_ew.c). */
+int tpu_op_elementwise(const struct tpu_plan_op *op,
+		       const struct tpu_op_args *args,
+		       struct tpu_op_fault *fault);
+
+/* REDUCE over the in-bounds part of src0 (tpu_ops_reduce.c). */
+void tpu_op_reduce(const struct tpu_plan_op *op,
+		   const struct tpu_op_args *args);
+
+/*
+ * The same bits as the reference path for f32 data, without the rows of
+ * doubles (tpu_ops_f32.c). False, doing nothing, when @op has none.
+ */
+bool tpu_op_f32(const struct tpu_plan_op *op, const struct tpu_op_args *args);
+
+/* binary32 bits as a double (imm, imm2). */
+double tpu_op_imm(uint32_t bits);
+
+#endif /* TPU_OPS_INT_H */

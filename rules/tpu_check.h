@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the descriptor's checks share between their files: tpu_job_check.c
+ * decodes the header, operands and scratch, tpu_op_check.c each micro-op.
+ * Internal to rules/.
+ */
+#ifndef TPU_CHECK_H
+#define TPU_CHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tpu_plan.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define le16(x) __builtin_bswap16(x)
+#define le32(x) __builtin_bswap32(x)
+#define le64(x) __builtin_bswap64(x)
+#else
+#define le16(x) (x)
+#define le32(x) (x)
+#define le64(x) (x)
+#endif
+
+/* Fail with TPU_JOB_ERR_DESCRIPTOR and the message; returns the code. */
+int tpu_check_error(struct tpu_job_result *res, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+bool tpu_check_all_zero(const void *p, size_t n);
+
+struct tpu_plan_prog tpu_check_decode_prog(const struct tpu_job_prog *p);
+
+/*
+ * Verify @prog leaves @nresults values; fails with TPU_JOB_ERR_BYTECODE
+ * naming "@owner @index: @what" ("operand 2: index map").
+ */
+int tpu_check_prog(const struct tpu_plan *plan, struct tpu_plan_prog prog,
+		   unsigned int nresults, struct tpu_job_result *res,
+		   const char *owner, unsigned int index, const char *what);
+
+/* Decode and check micro-op @i (tpu_op_check.c). */
+int tpu_check_op(struct tpu_plan *plan, unsigned int i,
+		 const struct tpu_job_op *raw, struct tpu_job_result *res);
+
+#endif /* TPU_CHECK_H */
