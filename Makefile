@@ -63,9 +63,14 @@ TEST_CFLAGS	= -std=gnu11 -D_GNU_SOURCE -Wall -Werror $(CFLAGS) -Iuapi \
 # --- programs that run in the guest ---
 SAMPLES		= tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse \
 		  analyze_matmul matmul_transpose_rhs matmul_activation \
-		  matmul_input_fusion matmul_int8 matmul_vjp
+		  matmul_input_fusion matmul_int8 matmul_vjp softmax layer_norm \
+		  flash_attention
 SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test \
 		  tpu_uring_test tpu_template_test tpu_hw_test tpu_module_test
+# Samples that also build for the host, on the in-process device
+# (sample_open() with TPUEMU_SAMPLE_SIM=1): `make host-samples`.
+HOST_SAMPLES	= softmax layer_norm flash_attention
+HOST_SAMPLE_BIN	= $(BUILD)/host/bin
 GUEST_BENCH	= bench_dma bench_matmul bench_submit
 GUEST_BIN	= $(BUILD)/guest/bin
 GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%) \
@@ -90,14 +95,16 @@ SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
-	list-host-tests model-table bench bench-gemm bench-engine bench-dma bench-submit
+	list-host-tests model-table bench bench-gemm bench-engine bench-dma bench-submit \
+	host-samples bench-attention
 
 all: userspace module qemu
 
 deps:
 	$(Q)scripts/deps.sh
 
-userspace: $(TPURT_SO) $(TPURT_SIM_LIB) $(RULES_LIB) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS)
+userspace: $(TPURT_SO) $(TPURT_SIM_LIB) $(RULES_LIB) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS) \
+	$(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%)
 
 $(BUILD)/rules/%.o: rules/%.c
 	$(quiet) CC $@
@@ -143,6 +150,18 @@ $(GUEST_BIN)/%: samples/%.c samples/sample_util.c samples/sample_util.h $(TPURT_
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< samples/sample_util.c $(TPURT_LINK) -lm
+
+# The same source linked with libtpurt-sim.a, the engine and OpenBLAS.
+$(HOST_SAMPLE_BIN)/%: samples/%.c samples/sample_util.c samples/sample_util.h \
+		$(TPURT_SIM_LIB) $(ENGINE_LIB) $(RULES_LIB)
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< samples/sample_util.c $(TPURT_SIM_LIB) \
+		$(ENGINE_LINK) $(DRM_LIBS) -luring -lm
+
+host-samples: $(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%)
+	$(Q)rc=0; for s in $(HOST_SAMPLES); do \
+		TPUEMU_SAMPLE_SIM=1 $(HOST_SAMPLE_BIN)/$$s || rc=1; done; exit $$rc
 
 # The harness is the kernel's own, from Debian's linux-source (make deps).
 $(GUEST_BIN)/%: selftests/%.c $(TPURT_SO) $(KSELFTEST)/kselftest_harness.h

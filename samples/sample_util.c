@@ -8,6 +8,15 @@
 
 #define SPOT_CHECKS 64
 
+int sample_open(struct tpurt_device **devp)
+{
+	const char *sim = getenv("TPUEMU_SAMPLE_SIM");
+
+	if (sim && !strcmp(sim, "1"))
+		return tpurt_open_sim(NULL, devp);
+	return tpurt_open(devp);
+}
+
 static uint32_t next(uint32_t *s)
 {
 	*s = *s * 1664525u + 1013904223u;
@@ -90,6 +99,63 @@ struct tpurt_array *sample_array(struct tpurt_device *dev,
 	else
 		free(h);
 	return a;
+}
+
+struct tpurt_array *sample_array_of(struct tpurt_device *dev,
+				    enum tpurt_dtype dtype, int rank,
+				    const int64_t *shape, const float *vals,
+				    void **host)
+{
+	struct tpurt_array *a;
+	void *h;
+	size_t n;
+
+	if (tpurt_array_create(dev, dtype, rank, shape, &a))
+		return NULL;
+	n = tpurt_array_size(a);
+	h = malloc(tpurt_array_nbytes(a));
+	for (size_t i = 0; h && i < n; i++) {
+		if (dtype == TPURT_BF16)
+			((uint16_t *)h)[i] = tpurt_f32_to_bf16(vals[i]);
+		else
+			((float *)h)[i] = vals[i];
+	}
+	if (!h || tpurt_array_write(a, h)) {
+		free(h);
+		tpurt_array_free(a);
+		return NULL;
+	}
+	if (host)
+		*host = h;
+	else
+		free(h);
+	return a;
+}
+
+bool sample_check_close(const char *what, const void *got,
+			enum tpurt_dtype dtype, const double *want, size_t n,
+			double atol, double rtol)
+{
+	double worst = 0;
+	size_t bad = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double g = sample_get(got, dtype, i);
+		double err = fabs(g - want[i]);
+
+		if (isfinite(g) && err <= atol + rtol * fabs(want[i])) {
+			worst = fmax(worst, err);
+			continue;
+		}
+		if (!bad++)
+			printf("  %s: element %zu = %g, want %.9g\n", what, i, g,
+			       want[i]);
+	}
+	printf("  %s: %zu elements, max abs error %.3g%s", what, n, worst,
+	       bad ? "" : "\n");
+	if (bad)
+		printf(", %zu off or not finite\n", bad);
+	return !bad;
 }
 
 static double y_at(const void *y, enum tpurt_dtype in, int64_t k, int64_t n,
