@@ -146,17 +146,20 @@ $(TPURT_SO): $(TPURT_OBJS) $(RULES_LIB) libtpurt/libtpurt.map
 		$(DRM_LIBS) -luring -lm
 	$(Q)ln -sf libtpurt.so.0 $(BUILD)/lib/libtpurt.so
 
-$(GUEST_BIN)/%: samples/%.c samples/sample_util.c samples/sample_util.h $(TPURT_SO)
+# Every sample may use sample_util and the shared kernels (samples/kernels.[ch]).
+SAMPLE_HELPERS	= samples/sample_util.c samples/kernels.c
+SAMPLE_DEPS	= $(SAMPLE_HELPERS) samples/sample_util.h samples/kernels.h
+
+$(GUEST_BIN)/%: samples/%.c $(SAMPLE_DEPS) $(TPURT_SO)
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< samples/sample_util.c $(TPURT_LINK) -lm
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< $(SAMPLE_HELPERS) $(TPURT_LINK) -lm
 
 # The same source linked with libtpurt-sim.a, the engine and OpenBLAS.
-$(HOST_SAMPLE_BIN)/%: samples/%.c samples/sample_util.c samples/sample_util.h \
-		$(TPURT_SIM_LIB) $(ENGINE_LIB) $(RULES_LIB)
+$(HOST_SAMPLE_BIN)/%: samples/%.c $(SAMPLE_DEPS) $(TPURT_SIM_LIB) $(ENGINE_LIB) $(RULES_LIB)
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< samples/sample_util.c $(TPURT_SIM_LIB) \
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< $(SAMPLE_HELPERS) $(TPURT_SIM_LIB) \
 		$(ENGINE_LINK) $(DRM_LIBS) -luring -lm
 
 host-samples: $(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%)
