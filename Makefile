@@ -66,7 +66,8 @@ SAMPLES		= tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse \
 		  matmul_input_fusion matmul_int8 matmul_vjp softmax layer_norm \
 		  flash_attention
 SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test \
-		  tpu_uring_test tpu_template_test tpu_hw_test tpu_module_test
+		  tpu_uring_test tpu_template_test tpu_attention_test tpu_hw_test \
+		  tpu_module_test
 # Samples that also build for the host, on the in-process device
 # (sample_open() with TPUEMU_SAMPLE_SIM=1): `make host-samples`.
 HOST_SAMPLES	= softmax layer_norm flash_attention
@@ -104,7 +105,7 @@ deps:
 	$(Q)scripts/deps.sh
 
 userspace: $(TPURT_SO) $(TPURT_SIM_LIB) $(RULES_LIB) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS) \
-	$(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%)
+	$(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(HOST_SAMPLE_BIN)/tpu_attention_test
 
 $(BUILD)/rules/%.o: rules/%.c
 	$(quiet) CC $@
@@ -162,8 +163,26 @@ $(HOST_SAMPLE_BIN)/%: samples/%.c $(SAMPLE_DEPS) $(TPURT_SIM_LIB) $(ENGINE_LIB) 
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< $(SAMPLE_HELPERS) $(TPURT_SIM_LIB) \
 		$(ENGINE_LINK) $(DRM_LIBS) -luring -lm
 
-host-samples: $(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%)
-	$(Q)rc=0; for s in $(HOST_SAMPLES); do \
+# tpu_attention_test runs the samples' kernels (samples/kernels.c); its
+# host build, like the samples', takes TPUEMU_SAMPLE_SIM=1.
+ATTN_TEST_SRCS	= selftests/tpu_attention_test.c $(SAMPLE_HELPERS)
+
+$(GUEST_BIN)/tpu_attention_test: $(ATTN_TEST_SRCS) $(SAMPLE_DEPS) $(TPURT_SO) \
+		$(KSELFTEST)/kselftest_harness.h
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(TEST_CFLAGS) -Isamples -o $@ $(ATTN_TEST_SRCS) $(TPURT_LINK) -lm
+
+$(HOST_SAMPLE_BIN)/tpu_attention_test: $(ATTN_TEST_SRCS) $(SAMPLE_DEPS) \
+		$(TPURT_SIM_LIB) $(ENGINE_LIB) $(RULES_LIB) $(KSELFTEST)/kselftest_harness.h
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(TEST_CFLAGS) -Isamples -o $@ $(ATTN_TEST_SRCS) $(TPURT_SIM_LIB) \
+		$(ENGINE_LINK) $(DRM_LIBS) -luring -lm
+
+# The new samples and tpu_attention_test on the in-process device.
+host-samples: $(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(HOST_SAMPLE_BIN)/tpu_attention_test
+	$(Q)rc=0; for s in $(HOST_SAMPLES) tpu_attention_test; do \
 		TPUEMU_SAMPLE_SIM=1 $(HOST_SAMPLE_BIN)/$$s || rc=1; done; exit $$rc
 
 # The harness is the kernel's own, from Debian's linux-source (make deps).
