@@ -252,6 +252,15 @@ $(BUILD)/bench/bench_engine: BENCH_EXTRA = -Itests $(TEST_HELPERS)
 bench-engine: $(BUILD)/bench/bench_engine
 	$(Q)$<
 
+# Flash attention and softmax (the samples' kernels) on the in-process
+# device, beside host OpenBLAS and memcpy in the same run.
+$(BUILD)/bench/bench_attention: $(SAMPLE_DEPS) $(TPURT_SIM_LIB)
+$(BUILD)/bench/bench_attention: BENCH_EXTRA = -Ilibtpurt/include -Isamples \
+	$(SAMPLE_HELPERS) $(TPURT_SIM_LIB) $(DRM_LIBS) -luring
+
+bench-attention: $(BUILD)/bench/bench_attention
+	$(Q)$<
+
 # The model reads the published table next to the tests; the path is fixed
 # at build time so the test runs from any directory.
 $(BUILD)/tests/engine_model_test: tools/published.c tools/published.h $(PUBLISHED_TSV)

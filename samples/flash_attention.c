@@ -114,7 +114,7 @@ static bool run_case(struct tpurt_device *dev,
 {
 	struct tpurt_compiler_params params = attn_params(0);
 	int64_t shape[3] = { s->bh, s->seq, s->d };
-	int64_t step = s->seq >= 512 ? 5 : 1;	/* the guest's CPU is emulated */
+	int64_t step = s->seq >= 512 ? 7 : 1;	/* the guest's CPU is emulated */
 	float *hq = input(s, 4.0f, 31), *hk = input(s, 1.0f, 32);
 	float *hv = input(s, 1.0f, 33);
 	struct tpurt_array *q = NULL, *k = NULL, *v = NULL, *o = NULL;
