@@ -12,8 +12,8 @@
  * of each round's ratio. Wall time is the host's; the modeled v5e figures
  * come from the job's report, under their own names.
  *
- * Usage: bench_attention [SEQ BQ BK] (one configuration, one round: for
- * choosing block sizes).
+ * Usage: bench_attention [SEQ BQ BK | softmax] (one configuration, one
+ * round: for choosing block sizes, or for a profile).
  */
 #include <cblas.h>
 #include <math.h>
@@ -360,7 +360,9 @@ int main(int argc, char **argv)
 
 	if (tpurt_open_sim(&cfg, &dev) || tpurt_device_info(dev, &info))
 		die("open");
-	if (argc == 4) {
+	if (argc == 2 && !strcmp(argv[1], "softmax")) {
+		bench_softmax(dev, 1);
+	} else if (argc == 4) {
 		bench_attention(dev, &info, atoll(argv[1]), atoll(argv[2]),
 				atoll(argv[3]), 1);
 	} else {
