@@ -109,9 +109,9 @@ static void report(const struct tpurt_device_info *info,
 }
 
 static bool run_case(struct tpurt_device *dev,
-		     const struct tpurt_device_info *info,
-		     const struct attn_shape *s)
+		     const struct tpurt_device_info *info, size_t i)
 {
+	const struct attn_shape *s = &cases[i];
 	struct tpurt_compiler_params params = attn_params(0);
 	int64_t shape[3] = { s->bh, s->seq, s->d };
 	int64_t step = s->seq >= 512 ? 7 : 1;	/* the guest's CPU is emulated */
@@ -160,14 +160,5 @@ out:
 
 int main(void)
 {
-	struct tpurt_device_info info;
-	struct tpurt_device *dev;
-	bool ok = true;
-
-	if (sample_open(&dev) || tpurt_device_info(dev, &info))
-		return sample_fail(NAME, "open");
-	for (size_t i = 0; i < NCASES; i++)
-		ok = run_case(dev, &info, &cases[i]) && ok;
-	tpurt_close(dev);
-	return sample_result(NAME, ok);
+	return sample_run_cases(NAME, NCASES, run_case);
 }

@@ -26,12 +26,7 @@
 #define NAME "layer_norm"
 #define EPS 1e-5
 
-struct layer_norm_case {
-	enum tpurt_dtype dtype;
-	int64_t rows, cols, br;
-};
-
-static const struct layer_norm_case cases[] = {
+static const struct sample_rows_case cases[] = {
 	{ TPURT_F32, 1024, 512, 128 },
 	{ TPURT_BF16, 1024, 512, 128 },
 	{ TPURT_F32, 1000, 768, 64 },	/* edge block: 1000 = 15 * 64 + 40 */
@@ -56,7 +51,7 @@ static int build_kernel(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs
 	return tpurt_kernel_stmts(k, gs, text);
 }
 
-static struct tpurt_grid_spec *layer_norm_spec(const struct layer_norm_case *c)
+static struct tpurt_grid_spec *layer_norm_spec(const struct sample_rows_case *c)
 {
 	int64_t grid[1] = { (c->rows + c->br - 1) / c->br };
 	struct tpurt_block_spec xs = { 2, { c->br, c->cols }, "i -> i, 0" };
@@ -119,8 +114,10 @@ static double *reference(const void *x, const void *gamma, const void *beta,
 	return want;
 }
 
-static bool run_case(struct tpurt_device *dev, const struct layer_norm_case *c)
+static bool run_case(struct tpurt_device *dev,
+		     const struct tpurt_device_info *info, size_t i)
 {
+	const struct sample_rows_case *c = &cases[i];
 	const struct tpurt_compiler_params params = {
 		.dimension_semantics = "parallel",
 	};
@@ -175,13 +172,5 @@ out:
 
 int main(void)
 {
-	struct tpurt_device *dev;
-	bool ok = true;
-
-	if (sample_open(&dev))
-		return sample_fail(NAME, "open");
-	for (size_t i = 0; i < NCASES; i++)
-		ok = run_case(dev, &cases[i]) && ok;
-	tpurt_close(dev);
-	return sample_result(NAME, ok);
+	return sample_run_cases(NAME, NCASES, run_case);
 }

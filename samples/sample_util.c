@@ -73,6 +73,21 @@ double sample_get(const void *p, enum tpurt_dtype dtype, size_t i)
 	return NAN;
 }
 
+/* Write @h into @a; hand @h to *@host or free it. @a, or NULL (freed). */
+static struct tpurt_array *upload(struct tpurt_array *a, void *h, void **host)
+{
+	if (!h || tpurt_array_write(a, h)) {
+		free(h);
+		tpurt_array_free(a);
+		return NULL;
+	}
+	if (host)
+		*host = h;
+	else
+		free(h);
+	return a;
+}
+
 struct tpurt_array *sample_array(struct tpurt_device *dev,
 				 enum tpurt_dtype dtype, int64_t r, int64_t c,
 				 uint32_t seed, void **host)
@@ -84,21 +99,9 @@ struct tpurt_array *sample_array(struct tpurt_device *dev,
 	if (tpurt_array_create(dev, dtype, 2, shape, &a))
 		return NULL;
 	h = malloc(tpurt_array_nbytes(a));
-	if (!h) {
-		tpurt_array_free(a);
-		return NULL;
-	}
-	sample_fill(h, dtype, tpurt_array_size(a), seed);
-	if (tpurt_array_write(a, h)) {
-		free(h);
-		tpurt_array_free(a);
-		return NULL;
-	}
-	if (host)
-		*host = h;
-	else
-		free(h);
-	return a;
+	if (h)
+		sample_fill(h, dtype, tpurt_array_size(a), seed);
+	return upload(a, h, host);
 }
 
 struct tpurt_array *sample_array_of(struct tpurt_device *dev,
@@ -120,16 +123,7 @@ struct tpurt_array *sample_array_of(struct tpurt_device *dev,
 		else
 			((float *)h)[i] = vals[i];
 	}
-	if (!h || tpurt_array_write(a, h)) {
-		free(h);
-		tpurt_array_free(a);
-		return NULL;
-	}
-	if (host)
-		*host = h;
-	else
-		free(h);
-	return a;
+	return upload(a, h, host);
 }
 
 bool sample_check_close(const char *what, const void *got,
@@ -273,6 +267,23 @@ void *sample_read(const struct tpurt_array *a)
 		return NULL;
 	}
 	return h;
+}
+
+int sample_run_cases(const char *name, size_t ncases,
+		     bool (*run_case)(struct tpurt_device *dev,
+				      const struct tpurt_device_info *info,
+				      size_t i))
+{
+	struct tpurt_device_info info;
+	struct tpurt_device *dev;
+	bool ok = true;
+
+	if (sample_open(&dev) || tpurt_device_info(dev, &info))
+		return sample_fail(name, "open");
+	for (size_t i = 0; i < ncases; i++)
+		ok = run_case(dev, &info, i) && ok;
+	tpurt_close(dev);
+	return sample_result(name, ok);
 }
 
 int sample_result(const char *name, bool ok)

@@ -70,6 +70,22 @@ void sample_ratio(const char *what, const struct tpurt_job_stats *variant,
 /* A malloc'd host copy of @a's elements (its storage order), or NULL. */
 void *sample_read(const struct tpurt_array *a);
 
+/*
+ * A sample of several cases: open the device (sample_open), run each case
+ * (@run_case false: it failed, and said why), print PASS or FAIL; the exit
+ * code.
+ */
+int sample_run_cases(const char *name, size_t ncases,
+		     bool (*run_case)(struct tpurt_device *dev,
+				      const struct tpurt_device_info *info,
+				      size_t i));
+
+/* A case of a row-wise kernel: (rows, cols) of @dtype, blocks of @br rows. */
+struct sample_rows_case {
+	enum tpurt_dtype dtype;
+	int64_t rows, cols, br;
+};
+
 /* Print PASS or FAIL for the sample and return its exit code. */
 int sample_result(const char *name, bool ok);
 

@@ -24,12 +24,7 @@
 
 #define NAME "softmax"
 
-struct softmax_case {
-	enum tpurt_dtype dtype;
-	int64_t rows, cols, br;
-};
-
-static const struct softmax_case cases[] = {
+static const struct sample_rows_case cases[] = {
 	{ TPURT_F32, 1024, 512, 128 },
 	{ TPURT_BF16, 1024, 512, 128 },
 	{ TPURT_F32, 1000, 384, 128 },	/* edge block: 1000 = 7 * 128 + 104 */
@@ -54,9 +49,9 @@ static float *logits(int64_t rows, int64_t cols)
 
 /* Run one case on the device; false on a failure or a wrong result. */
 static bool run_case(struct tpurt_device *dev,
-		     const struct tpurt_device_info *info,
-		     const struct softmax_case *c)
+		     const struct tpurt_device_info *info, size_t i)
 {
+	const struct sample_rows_case *c = &cases[i];
 	const struct tpurt_compiler_params params = {
 		.dimension_semantics = "parallel",
 	};
@@ -110,14 +105,5 @@ out:
 
 int main(void)
 {
-	struct tpurt_device_info info;
-	struct tpurt_device *dev;
-	bool ok = true;
-
-	if (sample_open(&dev) || tpurt_device_info(dev, &info))
-		return sample_fail(NAME, "open");
-	for (size_t i = 0; i < NCASES; i++)
-		ok = run_case(dev, &info, &cases[i]) && ok;
-	tpurt_close(dev);
-	return sample_result(NAME, ok);
+	return sample_run_cases(NAME, NCASES, run_case);
 }
