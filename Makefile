@@ -64,9 +64,15 @@ TEST_CFLAGS	= -std=gnu11 -D_GNU_SOURCE -Wall -Werror $(CFLAGS) -Iuapi \
 # --- programs that run in the guest ---
 SAMPLES		= tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse \
 		  analyze_matmul matmul_transpose_rhs matmul_activation \
-		  matmul_input_fusion matmul_int8 matmul_vjp
+		  matmul_input_fusion matmul_int8 matmul_vjp softmax layer_norm \
+		  flash_attention
 SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test \
-		  tpu_uring_test tpu_template_test tpu_hw_test tpu_module_test
+		  tpu_uring_test tpu_template_test tpu_attention_test tpu_hw_test \
+		  tpu_module_test
+# Samples that also build for the host, on the in-process device
+# (sample_open() with TPUEMU_SAMPLE_SIM=1): `make host-samples`.
+HOST_SAMPLES	= softmax layer_norm flash_attention
+HOST_SAMPLE_BIN	= $(BUILD)/host/bin
 GUEST_BENCH	= bench_dma bench_matmul bench_submit
 GUEST_BIN	= $(BUILD)/guest/bin
 GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%) \
@@ -91,14 +97,16 @@ SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
-	list-host-tests model-table bench bench-gemm bench-engine bench-dma bench-submit
+	list-host-tests model-table bench bench-gemm bench-engine bench-dma bench-submit \
+	host-samples bench-attention
 
 all: userspace module qemu
 
 deps:
 	$(Q)scripts/deps.sh
 
-userspace: $(TPURT_SO) $(TPURT_SIM_LIB) $(RULES_LIB) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS)
+userspace: $(TPURT_SO) $(TPURT_SIM_LIB) $(RULES_LIB) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS) \
+	$(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(HOST_SAMPLE_BIN)/tpu_attention_test
 
 $(BUILD)/rules/%.o: rules/%.c
 	$(quiet) CC $@
@@ -140,10 +148,43 @@ $(TPURT_SO): $(TPURT_OBJS) $(RULES_LIB) libtpurt/libtpurt.map
 		$(DRM_LIBS) -luring -lm
 	$(Q)ln -sf libtpurt.so.0 $(BUILD)/lib/libtpurt.so
 
-$(GUEST_BIN)/%: samples/%.c samples/sample_util.c samples/sample_util.h $(TPURT_SO)
+# Every sample may use sample_util and the shared kernels (samples/kernels.[ch]).
+SAMPLE_HELPERS	= samples/sample_util.c samples/kernels.c
+SAMPLE_DEPS	= $(SAMPLE_HELPERS) samples/sample_util.h samples/kernels.h
+
+$(GUEST_BIN)/%: samples/%.c $(SAMPLE_DEPS) $(TPURT_SO)
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< samples/sample_util.c $(TPURT_LINK) -lm
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< $(SAMPLE_HELPERS) $(TPURT_LINK) -lm
+
+# The same source linked with libtpurt-sim.a, the engine and OpenBLAS.
+$(HOST_SAMPLE_BIN)/%: samples/%.c $(SAMPLE_DEPS) $(TPURT_SIM_LIB) $(ENGINE_LIB) $(RULES_LIB)
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< $(SAMPLE_HELPERS) $(TPURT_SIM_LIB) \
+		$(ENGINE_LINK) $(DRM_LIBS) -luring -lm
+
+# tpu_attention_test runs the samples' kernels (samples/kernels.c); its
+# host build, like the samples', takes TPUEMU_SAMPLE_SIM=1.
+ATTN_TEST_SRCS	= selftests/tpu_attention_test.c $(SAMPLE_HELPERS)
+
+$(GUEST_BIN)/tpu_attention_test: $(ATTN_TEST_SRCS) $(SAMPLE_DEPS) $(TPURT_SO) \
+		$(KSELFTEST)/kselftest_harness.h
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(TEST_CFLAGS) -Isamples -o $@ $(ATTN_TEST_SRCS) $(TPURT_LINK) -lm
+
+$(HOST_SAMPLE_BIN)/tpu_attention_test: $(ATTN_TEST_SRCS) $(SAMPLE_DEPS) \
+		$(TPURT_SIM_LIB) $(ENGINE_LIB) $(RULES_LIB) $(KSELFTEST)/kselftest_harness.h
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(TEST_CFLAGS) -Isamples -o $@ $(ATTN_TEST_SRCS) $(TPURT_SIM_LIB) \
+		$(ENGINE_LINK) $(DRM_LIBS) -luring -lm
+
+# The new samples and tpu_attention_test on the in-process device.
+host-samples: $(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(HOST_SAMPLE_BIN)/tpu_attention_test
+	$(Q)rc=0; for s in $(HOST_SAMPLES) tpu_attention_test; do \
+		TPUEMU_SAMPLE_SIM=1 $(HOST_SAMPLE_BIN)/$$s || rc=1; done; exit $$rc
 
 # The harness is the kernel's own, from Debian's linux-source (make deps).
 $(GUEST_BIN)/%: selftests/%.c $(TPURT_SO) $(KSELFTEST)/kselftest_harness.h
@@ -215,6 +256,15 @@ bench-engine: $(BUILD)/bench/bench_engine
 # The vector unit's row kernels beside the host's memcpy of the same bytes.
 .PHONY: bench-vec
 bench-vec: $(BUILD)/bench/bench_vec
+	$(Q)$<
+
+# Flash attention and softmax (the samples' kernels) on the in-process
+# device, beside host OpenBLAS and memcpy in the same run.
+$(BUILD)/bench/bench_attention: $(SAMPLE_DEPS) $(TPURT_SIM_LIB)
+$(BUILD)/bench/bench_attention: BENCH_EXTRA = -Ilibtpurt/include -Isamples \
+	$(SAMPLE_HELPERS) $(TPURT_SIM_LIB) $(DRM_LIBS) -luring
+
+bench-attention: $(BUILD)/bench/bench_attention
 	$(Q)$<
 
 # The model reads the published table next to the tests; the path is fixed

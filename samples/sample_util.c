@@ -8,6 +8,15 @@
 
 #define SPOT_CHECKS 64
 
+int sample_open(struct tpurt_device **devp)
+{
+	const char *sim = getenv("TPUEMU_SAMPLE_SIM");
+
+	if (sim && !strcmp(sim, "1"))
+		return tpurt_open_sim(NULL, devp);
+	return tpurt_open(devp);
+}
+
 static uint32_t next(uint32_t *s)
 {
 	*s = *s * 1664525u + 1013904223u;
@@ -64,6 +73,21 @@ double sample_get(const void *p, enum tpurt_dtype dtype, size_t i)
 	return NAN;
 }
 
+/* Write @h into @a; hand @h to *@host or free it. @a, or NULL (freed). */
+static struct tpurt_array *upload(struct tpurt_array *a, void *h, void **host)
+{
+	if (!h || tpurt_array_write(a, h)) {
+		free(h);
+		tpurt_array_free(a);
+		return NULL;
+	}
+	if (host)
+		*host = h;
+	else
+		free(h);
+	return a;
+}
+
 struct tpurt_array *sample_array(struct tpurt_device *dev,
 				 enum tpurt_dtype dtype, int64_t r, int64_t c,
 				 uint32_t seed, void **host)
@@ -75,21 +99,57 @@ struct tpurt_array *sample_array(struct tpurt_device *dev,
 	if (tpurt_array_create(dev, dtype, 2, shape, &a))
 		return NULL;
 	h = malloc(tpurt_array_nbytes(a));
-	if (!h) {
-		tpurt_array_free(a);
+	if (h)
+		sample_fill(h, dtype, tpurt_array_size(a), seed);
+	return upload(a, h, host);
+}
+
+struct tpurt_array *sample_array_of(struct tpurt_device *dev,
+				    enum tpurt_dtype dtype, int rank,
+				    const int64_t *shape, const float *vals,
+				    void **host)
+{
+	struct tpurt_array *a;
+	void *h;
+	size_t n;
+
+	if (tpurt_array_create(dev, dtype, rank, shape, &a))
 		return NULL;
+	n = tpurt_array_size(a);
+	h = malloc(tpurt_array_nbytes(a));
+	for (size_t i = 0; h && i < n; i++) {
+		if (dtype == TPURT_BF16)
+			((uint16_t *)h)[i] = tpurt_f32_to_bf16(vals[i]);
+		else
+			((float *)h)[i] = vals[i];
 	}
-	sample_fill(h, dtype, tpurt_array_size(a), seed);
-	if (tpurt_array_write(a, h)) {
-		free(h);
-		tpurt_array_free(a);
-		return NULL;
+	return upload(a, h, host);
+}
+
+bool sample_check_close(const char *what, const void *got,
+			enum tpurt_dtype dtype, const double *want, size_t n,
+			double atol, double rtol)
+{
+	double worst = 0;
+	size_t bad = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double g = sample_get(got, dtype, i);
+		double err = fabs(g - want[i]);
+
+		if (isfinite(g) && err <= atol + rtol * fabs(want[i])) {
+			worst = fmax(worst, err);
+			continue;
+		}
+		if (!bad++)
+			printf("  %s: element %zu = %g, want %.9g\n", what, i, g,
+			       want[i]);
 	}
-	if (host)
-		*host = h;
-	else
-		free(h);
-	return a;
+	printf("  %s: %zu elements, max abs error %.3g%s", what, n, worst,
+	       bad ? "" : "\n");
+	if (bad)
+		printf(", %zu off or not finite\n", bad);
+	return !bad;
 }
 
 static double y_at(const void *y, enum tpurt_dtype in, int64_t k, int64_t n,
@@ -207,6 +267,23 @@ void *sample_read(const struct tpurt_array *a)
 		return NULL;
 	}
 	return h;
+}
+
+int sample_run_cases(const char *name, size_t ncases,
+		     bool (*run_case)(struct tpurt_device *dev,
+				      const struct tpurt_device_info *info,
+				      size_t i))
+{
+	struct tpurt_device_info info;
+	struct tpurt_device *dev;
+	bool ok = true;
+
+	if (sample_open(&dev) || tpurt_device_info(dev, &info))
+		return sample_fail(name, "open");
+	for (size_t i = 0; i < ncases; i++)
+		ok = run_case(dev, &info, i) && ok;
+	tpurt_close(dev);
+	return sample_result(name, ok);
 }
 
 int sample_result(const char *name, bool ok)

@@ -9,6 +9,14 @@
 
 #include "tpurt.h"
 
+/*
+ * Open the device: the render node, or with TPUEMU_SAMPLE_SIM=1 in the
+ * environment the in-process device with its defaults. The latter works
+ * only in a build linked with libtpurt-sim.a (`make host-samples`); the
+ * guest's build links libtpurt.so, whose tpurt_open_sim() fails.
+ */
+int sample_open(struct tpurt_device **devp);
+
 /* Uniform values in [-1, 1) (rounded to bf16 for bf16), ints in [-8, 8). */
 void sample_fill(void *p, enum tpurt_dtype dtype, size_t n, uint32_t seed);
 double sample_get(const void *p, enum tpurt_dtype dtype, size_t i);
@@ -17,6 +25,25 @@ double sample_get(const void *p, enum tpurt_dtype dtype, size_t i);
 struct tpurt_array *sample_array(struct tpurt_device *dev,
 				 enum tpurt_dtype dtype, int64_t r, int64_t c,
 				 uint32_t seed, void **host);
+
+/*
+ * A new array of @dtype (f32 or bf16) and @shape holding @vals (rounded to
+ * bf16 for bf16); *@host, if given, gets a malloc'd copy of the elements
+ * as stored.
+ */
+struct tpurt_array *sample_array_of(struct tpurt_device *dev,
+				    enum tpurt_dtype dtype, int rank,
+				    const int64_t *shape, const float *vals,
+				    void **host);
+
+/*
+ * Check @n elements of @got (of @dtype) against a double-precision
+ * reference: each within @atol + @rtol * |want|, and finite. Prints the
+ * largest error and, on failure, the first element that is off.
+ */
+bool sample_check_close(const char *what, const void *got,
+			enum tpurt_dtype dtype, const double *want, size_t n,
+			double atol, double rtol);
 
 /*
  * Check z ~= x @ y (y stored (n, k) when @transpose_rhs) without an O(n^3)
@@ -42,6 +69,22 @@ void sample_ratio(const char *what, const struct tpurt_job_stats *variant,
 
 /* A malloc'd host copy of @a's elements (its storage order), or NULL. */
 void *sample_read(const struct tpurt_array *a);
+
+/*
+ * A sample of several cases: open the device (sample_open), run each case
+ * (@run_case false: it failed, and said why), print PASS or FAIL; the exit
+ * code.
+ */
+int sample_run_cases(const char *name, size_t ncases,
+		     bool (*run_case)(struct tpurt_device *dev,
+				      const struct tpurt_device_info *info,
+				      size_t i));
+
+/* A case of a row-wise kernel: (rows, cols) of @dtype, blocks of @br rows. */
+struct sample_rows_case {
+	enum tpurt_dtype dtype;
+	int64_t rows, cols, br;
+};
 
 /* Print PASS or FAIL for the sample and return its exit code. */
 int sample_result(const char *name, bool ok);

@@ -77,6 +77,11 @@ static void bf16_row_avx2(uint16_t *dst, const uint32_t *src, int64_t n)
 		r = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
 		_mm_storeu_si128((__m128i *)(dst + j), _mm256_castsi256_si128(r));
 	}
+	/*
+	 * Leave no dirty upper YMM state for the SSE code that follows on
+	 * this thread (OpenBLAS's kernels ran several times slower after it).
+	 */
+	_mm256_zeroupper();
 	bf16_row(dst + j, src + j, n - j);
 }
 
