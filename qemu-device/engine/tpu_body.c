@@ -74,6 +74,29 @@ static uint64_t useful_flops(const struct tpu_core *core,
 	return 2ull * m * n * (ka < kb ? ka : kb);
 }
 
+/* The broadcast's SMEM ref, operand or scratch, is named as what it is. */
+static int fail_bcast_index(struct tpu_core *core, const struct tpu_plan_op *op,
+			    unsigned int n, int64_t at)
+{
+	bool scratch = op->src1.kind != TPU_REF_OPERAND;
+
+	core->res.error.op = n;
+	tpu_job_fail(&core->res, TPU_JOB_ERR_SMEM_RANGE,
+		     "op scalar_index %u at step %llu: SMEM index %lld outside %s %u (%llu elements)",
+		     n, (unsigned long long)core->step, (long long)at,
+		     scratch ? "SMEM scratch" : "scalar-prefetch operand",
+		     op->src1.index,
+		     (unsigned long long)smem_elems(core->run->plan, op->src1));
+	tpu_core_fail_step(core, core->step);
+	return -1;
+}
+
+static bool aborted(const struct tpu_core *core)
+{
+	return core->run->abort &&
+	       atomic_load_explicit(core->run->abort, memory_order_relaxed);
+}
+
 static void run_op(const struct tpu_core *core, const struct tpu_plan_op *op,
 		   double scalar)
 {
@@ -81,6 +104,7 @@ static void run_op(const struct tpu_core *core, const struct tpu_plan_op *op,
 		.dst = core_ref(core, op->dst),
 		.scalar = scalar,
 		.row_tmp = { core->row_tmp[0], core->row_tmp[1] },
+		.abort = core->run->abort,
 	};
 
 	if (tpu_op_reads_src0(op))
@@ -132,14 +156,8 @@ int tpu_body_run(struct tpu_core *core, double *compute_s, uint64_t *flops,
 							    "op scalar_index",
 							    n, &f);
 			}
-			if (at < 0 || (uint64_t)at >= smem_elems(plan, op->src1)) {
-				f = (struct tpu_scalar_fault){
-					TPU_JOB_ERR_SMEM_RANGE, op->src1.index, at };
-				core->res.error.op = n;
-				return tpu_core_fail_scalar(core, core->step,
-							    "op scalar_index",
-							    n, &f);
-			}
+			if (at < 0 || (uint64_t)at >= smem_elems(plan, op->src1))
+				return fail_bcast_index(core, op, n, at);
 			scalar = smem_scalar(core->run, op->src1, at);
 		} else if (op->bcast == TPU_BCAST_IMM) {
 			float imm;
@@ -149,6 +167,14 @@ int tpu_body_run(struct tpu_core *core, double *compute_s, uint64_t *flops,
 		}
 		if (!core->run->model_only)
 			run_op(core, op, scalar);
+		/* An op cut short by a reset leaves its results unfinished. */
+		if (aborted(core)) {
+			tpu_job_fail(&core->res, TPU_JOB_ERR_ABORTED,
+				     "stopped in op %u of step %llu: the queue was reset",
+				     n, (unsigned long long)core->step);
+			tpu_core_fail_step(core, core->step);
+			return -1;
+		}
 	}
 	return 0;
 }

@@ -6,6 +6,7 @@
 #ifndef TPU_OPS_H
 #define TPU_OPS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "tpu_plan.h"
@@ -17,6 +18,8 @@ struct tpu_op_args {
 	struct tpu_ref2d src1;		/* if tpu_op_reads_src1() */
 	double scalar;			/* TPU_BCAST_SMEM or _IMM: its value */
 	double *row_tmp[2];		/* work rows, as wide as any block */
+	/* set: stop early (a reset); the caller sees the flag and fails */
+	const atomic_bool *abort;
 };
 
 /* Whether @op reads its sources as VMEM refs (not SMEM, not an immediate). */
