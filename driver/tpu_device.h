@@ -9,8 +9,10 @@
  */
 
 #include <linux/completion.h>
+#include <linux/kref.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
+#include <linux/wait.h>
 #include <linux/xarray.h>
 #include <drm/drm_device.h>
 #include <drm/drm_mm.h>
@@ -38,6 +40,8 @@
  * @dep_fence_context: fence context of dependencies wrapped by tpu_sched
  * @dep_fence_seqno: their last sequence number
  * @reset_lock: serialises queue resets
+ * @jobs_alive: jobs pushed to a scheduler and not yet freed
+ * @jobs_idle: woken when @jobs_alive drops to 0
  */
 struct tpu_device {
 	struct drm_device drm;
@@ -58,6 +62,8 @@ struct tpu_device {
 	u64 dep_fence_context;
 	atomic_t dep_fence_seqno;
 	struct mutex reset_lock; /* one reset at a time */
+	atomic_t jobs_alive;
+	wait_queue_head_t jobs_idle;
 };
 
 /**
@@ -67,6 +73,12 @@ struct tpu_device {
  * @compute_entity: this file's queue of grid jobs
  * @jobs: records of this file's grid jobs, by id
  * @next_job_id: where the id search starts
+ * @ref: held by the open file and by each of its jobs until freed, so the
+ *	counts below outlive a close (DRM_TPU_MAX_* of uapi/tpu_drm.h)
+ * @queued_jobs: grid jobs submitted and not yet freed
+ * @queued_copies: copies submitted and not yet freed
+ * @queued_desc_bytes: descriptor memory of @queued_jobs
+ * @records: job records in @jobs
  */
 struct tpu_file {
 	struct tpu_device *tdev;
@@ -74,7 +86,14 @@ struct tpu_file {
 	struct drm_sched_entity compute_entity;
 	struct xarray jobs;
 	u32 next_job_id;
+	struct kref ref;
+	atomic_t queued_jobs;
+	atomic_t queued_copies;
+	atomic64_t queued_desc_bytes;
+	atomic_t records;
 };
+
+void tpu_file_put(struct tpu_file *tfile);
 
 static inline struct tpu_device *to_tpu_device(struct drm_device *drm)
 {

@@ -206,18 +206,40 @@ static struct dma_fence *tpu_copy_job_push(struct tpu_copy_job *job,
 	return done;
 }
 
+struct tpu_fence_waiter {
+	struct dma_fence_cb cb;
+	struct completion done;
+};
+
+static void tpu_fence_waiter_wake(struct dma_fence *fence,
+				  struct dma_fence_cb *cb)
+{
+	complete(&container_of(cb, struct tpu_fence_waiter, cb)->done);
+}
+
 /**
- * tpu_wait_fence() - wait for a job, interruptibly
+ * tpu_wait_fence() - wait for a queued job; only a fatal signal stops it
  * @fence: the job's finished fence
  *
- * Return: the job's error, or -ERESTARTSYS.
+ * An interruptible wait would return -ERESTARTSYS on any signal, and the
+ * restarted ioctl would queue the job again: a copy between overlapping
+ * ranges would then run twice. The wait is bounded by the queue's time
+ * limit, after which recovery fails the job.
+ *
+ * Return: the job's error, or -EINTR if the caller is being killed.
  */
 int tpu_wait_fence(struct dma_fence *fence)
 {
-	long ret = dma_fence_wait(fence, true);
+	struct tpu_fence_waiter w;
 
-	if (ret)
-		return ret;
+	init_completion(&w.done);
+	if (dma_fence_add_callback(fence, &w.cb, tpu_fence_waiter_wake))
+		return fence->error;	/* already signalled */
+	if (wait_for_completion_killable(&w.done)) {
+		/* Removed, or the callback has run: @w is unused either way. */
+		dma_fence_remove_callback(fence, &w.cb);
+		return -EINTR;
+	}
 	return fence->error;
 }
 
@@ -352,6 +374,12 @@ struct dma_fence *tpu_copy_submit(struct drm_file *file,
 	if (!job)
 		return ERR_PTR(-ENOMEM);
 	job->sjob.tdev = tfile->tdev;
+	ret = tpu_sched_job_charge(&job->sjob, tfile, &tfile->queued_copies,
+				   DRM_TPU_MAX_QUEUED_COPIES, 0);
+	if (ret) {
+		kfree(job);
+		return ERR_PTR(ret);
+	}
 	ret = tpu_copy_job_prepare(job, file, args);
 	if (!ret && args->in_syncobj)
 		ret = tpu_sched_job_add_syncobj(&job->sjob, file, args->in_syncobj);

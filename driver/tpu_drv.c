@@ -94,6 +94,7 @@ static int tpu_open(struct drm_device *drm, struct drm_file *file)
 	if (!tfile)
 		return -ENOMEM;
 	tfile->tdev = tdev;
+	kref_init(&tfile->ref);
 	ret = tpu_dma_file_open(tdev, tfile);
 	if (ret)
 		goto err_free_tfile;
@@ -110,13 +111,27 @@ err_free_tfile:
 	return ret;
 }
 
+static void tpu_file_free(struct kref *ref)
+{
+	kfree(container_of(ref, struct tpu_file, ref));
+}
+
+/**
+ * tpu_file_put() - drop a reference to a file's state
+ * @tfile: the file's state; freed with the last reference
+ */
+void tpu_file_put(struct tpu_file *tfile)
+{
+	kref_put(&tfile->ref, tpu_file_free);
+}
+
 static void tpu_postclose(struct drm_device *drm, struct drm_file *file)
 {
 	struct tpu_file *tfile = file->driver_priv;
 
 	tpu_job_file_close(tfile);
 	tpu_dma_file_close(tfile);
-	kfree(tfile);
+	tpu_file_put(tfile);
 }
 
 /* DEFINE_DRM_GEM_FOPS() plus io_uring commands. */
@@ -178,6 +193,7 @@ static int tpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return ret;
 	tdev->dep_fence_context = dma_fence_context_alloc(1);
 	mutex_init(&tdev->reset_lock);
+	init_waitqueue_head(&tdev->jobs_idle);
 	ret = tpu_gem_init(tdev);
 	if (ret)
 		return ret;
@@ -219,6 +235,7 @@ static void tpu_remove(struct pci_dev *pdev)
 	drm_dev_unplug(&tdev->drm);
 	/* Stop the device touching memory before the queues are freed. */
 	tpu_hw_reset(tdev);
+	tpu_sched_drain(tdev);
 	tpu_job_fini(tdev);
 	tpu_dma_fini(tdev);
 }

@@ -10,7 +10,9 @@
 #include "tpu_hw.h"
 #include "../uapi/tpu_hw.h"
 
-#define TPU_RESET_TIMEOUT_US	100000
+/* The device stops a running descriptor within milliseconds. */
+#define TPU_RESET_TIMEOUT_US	5000000
+#define TPU_RESET_POLL_US	1000
 #define TPU_IRQ_TEST_TIMEOUT_MS	1000
 
 static u64 tpu_cap_read(struct tpu_device *tdev, unsigned int index)
@@ -25,6 +27,9 @@ static u64 tpu_cap_read(struct tpu_device *tdev, unsigned int index)
  * tpu_hw_reset() - reset the device and wait until it is ready
  * @tdev: the device
  *
+ * The device resets asynchronously: the register write returns at once and
+ * the wait, for the queues' workers to stop, sleeps here.
+ *
  * Return: 0, or -ETIMEDOUT if the device does not come back.
  */
 int tpu_hw_reset(struct tpu_device *tdev)
@@ -34,7 +39,7 @@ int tpu_hw_reset(struct tpu_device *tdev)
 
 	tpu_reg_write(tdev, TPU_REG_RESET, TPU_RESET_KEY);
 	ret = readl_poll_timeout(tdev->regs + TPU_REG_STATUS, status,
-				 status & TPU_STATUS_READY, 10,
+				 status & TPU_STATUS_READY, TPU_RESET_POLL_US,
 				 TPU_RESET_TIMEOUT_US);
 	if (ret)
 		tpu_err(tdev, "device not ready after reset (status 0x%x)\n",

@@ -51,8 +51,7 @@ struct tpu_job_record {
  * @mem_dma: its bus address
  * @mem_size: its size
  * @record: where the outcome goes
- * @run_at: when the job was handed to the device (jiffies)
- * @timeout: how long it may run (jiffies)
+ * @timeout: how long it may run once the device starts it (jiffies)
  * @desc: the compute queue descriptor
  */
 struct tpu_compute_job {
@@ -61,7 +60,6 @@ struct tpu_compute_job {
 	dma_addr_t mem_dma;
 	size_t mem_size;
 	struct tpu_job_record *record;
-	unsigned long run_at;
 	unsigned long timeout;
 	struct tpu_compute_desc desc;
 };
@@ -120,7 +118,6 @@ static struct dma_fence *tpu_compute_run_job(struct drm_sched_job *sched_job)
 
 	if (unlikely(tpu_sched_job_cancelled(&job->sjob)))
 		return NULL;
-	job->run_at = jiffies;
 	return tpu_ring_submit(&job->sjob.tdev->compute_queue.ring, &job->desc,
 			       &sched_job->s_fence->finished);
 }
@@ -131,11 +128,19 @@ tpu_compute_timedout_job(struct drm_sched_job *sched_job)
 	struct tpu_compute_job *job = to_compute_job(sched_job);
 	struct tpu_device *tdev = job->sjob.tdev;
 	struct drm_gpu_scheduler *sched = sched_job->sched;
+	unsigned long started;
 
-	if (time_before(jiffies, job->run_at + job->timeout)) {
+	/*
+	 * The limit runs from when the device starts the job: time behind
+	 * another file's long job does not count against it.
+	 */
+	if (!tpu_ring_started(&tdev->compute_queue.ring,
+			      &sched_job->s_fence->finished, &started) ||
+	    time_before(jiffies, started + job->timeout)) {
 		/*
-		 * Within its own limit: the scheduler took the job off its
-		 * pending list to look at it; put it back and keep waiting.
+		 * Not started, or within its own limit: the scheduler took the
+		 * job off its pending list to look at it; put it back and
+		 * keep waiting.
 		 */
 		spin_lock(&sched->job_list_lock);
 		list_add(&sched_job->list, &sched->pending_list);
@@ -168,6 +173,14 @@ static const struct tpu_queue_config tpu_compute_queue_config = {
 	.timeout_ms = TPU_JOB_TIMEOUT_TICK_MS,
 	.name = "tpu-compute",
 };
+
+/* What the job's device-visible copy costs: a power-of-two page block. */
+static u64 tpu_submit_mem_cost(const struct drm_tpu_submit *args)
+{
+	return PAGE_SIZE << get_order(ALIGN(args->desc_size, 16) +
+				      args->handle_count *
+				      sizeof(struct tpu_hw_slot));
+}
 
 static int tpu_submit_check_args(const struct drm_tpu_submit *args)
 {
@@ -298,6 +311,13 @@ struct dma_fence *tpu_job_submit(struct drm_file *file,
 	if (!job)
 		return ERR_PTR(-ENOMEM);
 	job->sjob.tdev = tfile->tdev;
+	ret = tpu_sched_job_charge(&job->sjob, tfile, &tfile->queued_jobs,
+				   DRM_TPU_MAX_QUEUED_JOBS,
+				   tpu_submit_mem_cost(args));
+	if (ret) {
+		kfree(job);
+		return ERR_PTR(ret);
+	}
 	ret = tpu_submit_prepare(job, file, args);
 	if (!ret && args->out_syncobj) {
 		out_sync = drm_syncobj_find(file, args->out_syncobj);
@@ -314,10 +334,17 @@ struct dma_fence *tpu_job_submit(struct drm_file *file,
 	 */
 	rec = job->record;
 	if (!(args->flags & DRM_TPU_SUBMIT_NO_RECORD)) {
+		if (!atomic_add_unless(&tfile->records, 1,
+				       DRM_TPU_MAX_JOB_RECORDS)) {
+			ret = -ENOSPC;
+			goto err_free_job;
+		}
 		ret = xa_alloc_cyclic(&tfile->jobs, &id, NULL, xa_limit_32b,
 				      &tfile->next_job_id, GFP_KERNEL);
-		if (ret < 0)
+		if (ret < 0) {
+			atomic_dec(&tfile->records);
 			goto err_free_job;
+		}
 		kref_get(&rec->ref);
 	}
 
@@ -326,6 +353,7 @@ struct dma_fence *tpu_job_submit(struct drm_file *file,
 		ret = PTR_ERR(done);
 		if (id) {
 			xa_erase(&tfile->jobs, id);
+			atomic_dec(&tfile->records);
 			tpu_job_record_put(rec);
 		}
 		goto err_free_job;
@@ -399,8 +427,10 @@ int tpu_ioctl_job_info(struct drm_device *drm, void *data,
 		}
 	}
 	if (args->flags & DRM_TPU_JOB_INFO_RELEASE &&
-	    xa_erase(&tfile->jobs, args->job_id))
+	    xa_erase(&tfile->jobs, args->job_id)) {
+		atomic_dec(&tfile->records);
 		tpu_job_record_put(rec);
+	}
 out:
 	tpu_job_record_put(rec);
 	return ret;

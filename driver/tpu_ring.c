@@ -5,6 +5,7 @@
  */
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
+#include <linux/iopoll.h>
 #include <linux/slab.h>
 
 #include "tpu_device.h"
@@ -12,6 +13,9 @@
 #include "tpu_hw.h"
 #include "tpu_ring.h"
 #include "../uapi/tpu_hw.h"
+
+#define TPU_RING_RESET_POLL_US		1000
+#define TPU_RING_RESET_TIMEOUT_US	5000000
 
 struct tpu_fence {
 	struct dma_fence base;
@@ -77,6 +81,34 @@ static void tpu_ring_retire_one(struct tpu_ring *ring, int err,
 	ring->fences[slot] = NULL;
 	ring->finished[slot] = NULL;
 	ring->head++;
+	ring->head_since = jiffies;
+}
+
+/**
+ * tpu_ring_started() - whether the device has started a job, and when
+ * @ring: the ring
+ * @finished: the job's scheduler fence, as passed to tpu_ring_submit()
+ * @since: set to when it started (jiffies), if it has
+ *
+ * The device runs a queue's descriptors one at a time, in order: the
+ * oldest in flight started when the one before it completed (or when it
+ * was queued, on an idle ring). A job behind others has not started.
+ *
+ * Return: true if @finished is the descriptor the device is running.
+ */
+bool tpu_ring_started(struct tpu_ring *ring, struct dma_fence *finished,
+		      unsigned long *since)
+{
+	unsigned long flags;
+	bool running;
+
+	spin_lock_irqsave(&ring->lock, flags);
+	running = ring->head != ring->tail &&
+		  ring->finished[ring->head & (ring->size - 1)] == finished;
+	if (running)
+		*since = ring->head_since;
+	spin_unlock_irqrestore(&ring->lock, flags);
+	return running;
 }
 
 /* Signal the fences of every descriptor the device has completed. */
@@ -140,6 +172,8 @@ struct dma_fence *tpu_ring_submit(struct tpu_ring *ring, const void *desc,
 	}
 	dma_fence_init(&fence->base, &tpu_fence_ops, &ring->lock,
 		       ring->fence_context, ++ring->seqno);
+	if (ring->head == ring->tail)
+		ring->head_since = jiffies;
 	slot = ring->tail & (ring->size - 1);
 	hdr = ring->desc + slot * TPU_DESC_SIZE;
 	memcpy(hdr, desc, TPU_DESC_SIZE);
@@ -205,13 +239,27 @@ int tpu_ring_start(struct tpu_ring *ring)
  * @ring: the ring; its scheduler is stopped
  *
  * The descriptor the device was running is aborted; every fence still in
- * flight fails with -ECANCELED. Other queues are not disturbed.
+ * flight fails with -ECANCELED once the device has stopped it, so nothing
+ * of a failed job is written afterwards. Other queues are not disturbed.
  *
- * Return: 0, or -EIO if the queue does not restart.
+ * Return: 0, or -EIO if the queue does not stop or restart.
  */
 int tpu_ring_reset(struct tpu_ring *ring)
 {
+	u32 status;
+	int ret;
+
 	tpu_ring_write_reg(ring, TPU_Q_CTRL, TPU_Q_CTRL_RESET);
+	/* Asynchronous: the device's worker stops within milliseconds. */
+	ret = readl_poll_timeout(ring->tdev->regs +
+				 TPU_REG_Q(ring->queue, TPU_Q_STATUS), status,
+				 !(status & TPU_Q_STATUS_RESETTING),
+				 TPU_RING_RESET_POLL_US, TPU_RING_RESET_TIMEOUT_US);
+	if (ret) {
+		tpu_err(ring->tdev, "%s: reset did not finish (status 0x%x)\n",
+			ring->name, status);
+		return -EIO;
+	}
 	tpu_ring_fail_all(ring, -ECANCELED);
 	return tpu_ring_start(ring);
 }

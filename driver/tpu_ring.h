@@ -21,6 +21,8 @@ struct tpu_device;
  * @finished: per slot, the scheduler fence that shares its slot's error
  * @tail: next index to fill (free-running, as TPU_Q_TAIL)
  * @head: next index to retire (free-running, as TPU_Q_HEAD)
+ * @head_since: when the descriptor at @head reached the device's front
+ *	(jiffies): the previous one completed, or it came to an empty ring
  * @lock: protects the indices and @fences; also the fences' lock
  * @fence_context: dma_fence context of this ring
  * @seqno: last fence sequence number
@@ -39,6 +41,7 @@ struct tpu_ring {
 	struct dma_fence **finished;
 	u32 tail;
 	u32 head;
+	unsigned long head_since;
 	spinlock_t lock; /* indices, fences[] and the fences themselves */
 	u64 fence_context;
 	u64 seqno;
@@ -53,6 +56,8 @@ int tpu_ring_start(struct tpu_ring *ring);
 struct dma_fence *tpu_ring_submit(struct tpu_ring *ring, const void *desc,
 				  struct dma_fence *finished);
 void tpu_ring_fail_all(struct tpu_ring *ring, int error);
+bool tpu_ring_started(struct tpu_ring *ring, struct dma_fence *finished,
+		      unsigned long *since);
 int tpu_ring_reset(struct tpu_ring *ring);
 
 #endif /* __TPU_RING_H__ */

@@ -6,12 +6,17 @@
  */
 #include <linux/dma-fence-array.h>
 #include <linux/slab.h>
+#include <drm/drm_drv.h>
 #include <drm/drm_gem.h>
 #include <drm/drm_syncobj.h>
 
 #include "tpu_device.h"
 #include "tpu_ring.h"
 #include "tpu_sched.h"
+#include "../uapi/tpu_drm.h"
+
+/* Killed jobs wait for their queue's previous job; that ends at once. */
+#define TPU_SCHED_DRAIN_TIMEOUT_MS	10000
 
 /**
  * tpu_sched_job_add_syncobj() - make the job wait for a syncobj's fence
@@ -106,8 +111,39 @@ struct dma_fence *tpu_sched_job_push(struct tpu_sched_job *job,
 	}
 	drm_sched_job_arm(&job->base);
 	done = dma_fence_get(&job->base.s_fence->finished);
+	atomic_inc(&job->tdev->jobs_alive);
+	job->alive = true;
 	drm_sched_entity_push_job(&job->base);
 	return done;
+}
+
+/**
+ * tpu_sched_job_charge() - count the job against its file's limits
+ * @job: the job, not yet pushed; tpu_sched_job_release() uncharges it
+ * @tfile: the submitting file
+ * @queued: the file's count of jobs of this kind in flight
+ * @limit: how many may be in flight
+ * @desc_bytes: descriptor memory the job holds, against
+ *	DRM_TPU_MAX_QUEUED_DESC_BYTES
+ *
+ * Return: 0, or -EAGAIN when the file is at a limit.
+ */
+int tpu_sched_job_charge(struct tpu_sched_job *job, struct tpu_file *tfile,
+			 atomic_t *queued, int limit, u64 desc_bytes)
+{
+	if (!atomic_add_unless(queued, 1, limit))
+		return -EAGAIN;
+	if (atomic64_add_return(desc_bytes, &tfile->queued_desc_bytes) >
+	    DRM_TPU_MAX_QUEUED_DESC_BYTES) {
+		atomic64_sub(desc_bytes, &tfile->queued_desc_bytes);
+		atomic_dec(queued);
+		return -EAGAIN;
+	}
+	kref_get(&tfile->ref);
+	job->tfile = tfile;
+	job->queued = queued;
+	job->desc_bytes = desc_bytes;
+	return 0;
 }
 
 /**
@@ -126,6 +162,11 @@ bool tpu_sched_job_cancelled(struct tpu_sched_job *job)
 
 	if (job->timed_out || finished->error)
 		return true;
+	if (drm_dev_is_unplugged(&job->tdev->drm)) {
+		/* The device is reset and its queues are going away. */
+		dma_fence_set_error(finished, -ENODEV);
+		return true;
+	}
 	for (i = 0; i < job->ndeps; i++) {
 		if (job->deps[i]->error) {
 			dma_fence_set_error(finished, -ECANCELED);
@@ -149,6 +190,34 @@ void tpu_sched_job_release(struct tpu_sched_job *job)
 		dma_fence_put(job->deps[i]);
 	job->nbos = 0;
 	job->ndeps = 0;
+	if (job->tfile) {
+		atomic64_sub(job->desc_bytes, &job->tfile->queued_desc_bytes);
+		atomic_dec(job->queued);
+		tpu_file_put(job->tfile);
+		job->tfile = NULL;
+	}
+	if (job->alive && atomic_dec_and_test(&job->tdev->jobs_alive))
+		wake_up_all(&job->tdev->jobs_idle);
+	job->alive = false;
+}
+
+/**
+ * tpu_sched_drain() - end every job before the queues are torn down
+ * @tdev: the device, unplugged and reset: it no longer runs descriptors
+ *
+ * Jobs still on the rings fail with -ENODEV, jobs not yet run are cancelled
+ * when the scheduler picks them, and the schedulers free them all (with
+ * their buffers) before this returns, so nothing is left to leak at
+ * drm_sched_fini().
+ */
+void tpu_sched_drain(struct tpu_device *tdev)
+{
+	tpu_ring_fail_all(&tdev->compute_queue.ring, -ENODEV);
+	tpu_ring_fail_all(&tdev->dma_queue.ring, -ENODEV);
+	if (!wait_event_timeout(tdev->jobs_idle, !atomic_read(&tdev->jobs_alive),
+				msecs_to_jiffies(TPU_SCHED_DRAIN_TIMEOUT_MS)))
+		tpu_err(tdev, "%d jobs still alive at unload\n",
+			atomic_read(&tdev->jobs_alive));
 }
 
 /**

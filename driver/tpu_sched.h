@@ -10,6 +10,7 @@
 struct drm_file;
 struct drm_gem_object;
 struct tpu_device;
+struct tpu_file;
 
 #define TPU_MAX_IN_SYNCOBJS	64
 
@@ -48,6 +49,10 @@ struct tpu_queue_config {
  * @deps: fences the job waits for, kept to check their errors at run time
  * @ndeps: entries of @deps
  * @timed_out: recovery failed this job; it must not run again
+ * @tfile: the submitting file, referenced while @queued counts the job
+ * @queued: the file's count of such jobs in flight, or NULL
+ * @desc_bytes: what the job adds to the file's queued_desc_bytes
+ * @alive: counted in the device's jobs_alive
  */
 struct tpu_sched_job {
 	struct drm_sched_job base;
@@ -57,6 +62,10 @@ struct tpu_sched_job {
 	struct dma_fence *deps[TPU_MAX_IN_SYNCOBJS];
 	unsigned int ndeps;
 	bool timed_out;
+	struct tpu_file *tfile;
+	atomic_t *queued;
+	u64 desc_bytes;
+	bool alive;
 };
 
 static inline struct tpu_sched_job *to_tpu_sched_job(struct drm_sched_job *job)
@@ -69,7 +78,10 @@ int tpu_sched_job_add_syncobj(struct tpu_sched_job *job, struct drm_file *file,
 struct dma_fence *tpu_sched_job_push(struct tpu_sched_job *job,
 				     struct drm_sched_entity *entity,
 				     void *owner);
+int tpu_sched_job_charge(struct tpu_sched_job *job, struct tpu_file *tfile,
+			 atomic_t *queued, int limit, u64 desc_bytes);
 bool tpu_sched_job_cancelled(struct tpu_sched_job *job);
+void tpu_sched_drain(struct tpu_device *tdev);
 void tpu_sched_job_release(struct tpu_sched_job *job);
 void tpu_sched_recover(struct tpu_queue *queue,
 		       struct drm_sched_job *hung_job);

@@ -5,8 +5,10 @@
  * own worker thread, so that copies and jobs never run on a vCPU thread.
  *
  * The worker touches guest memory only where it is RAM (see
- * tpu_guest_map), so it never needs the BQL; a reset, which holds the BQL,
- * can therefore wait for the worker to finish its current chunk.
+ * tpu_guest_map), so it never needs the BQL. A guest reset never waits for
+ * it inside the MMIO write: it raises the abort flag and, if a descriptor
+ * is running, leaves the clearing to the worker, which finishes the reset
+ * when the descriptor stops and raises the queue's vector.
  */
 
 #include "qemu/osdep.h"
@@ -73,6 +75,8 @@ static void tpu_queue_irq_bh(void *opaque)
     }
 }
 
+static void tpu_queue_clear(TpuQueue *q);
+
 static bool tpu_queue_has_work(TpuQueue *q)
 {
     return !q->abort && (q->ctrl & TPU_Q_CTRL_ENABLE) && q->head != q->tail;
@@ -128,8 +132,11 @@ static void *tpu_queue_worker(void *opaque)
         qemu_mutex_lock(&q->lock);
         q->busy = false;
         qemu_cond_broadcast(&q->cond);
-        if (q->abort) {
-            continue;   /* a reset is clearing the queue */
+        if (q->resetting) {
+            tpu_queue_clear(q);
+            trace_tpu_mxu_queue_reset_done(q->index);
+            qemu_bh_schedule(q->irq_bh);
+            continue;
         }
         q->head = idx + 1;
         q->done++;
@@ -149,7 +156,7 @@ static bool tpu_queue_config_ok(TpuQueue *q)
            !(q->ring % TPU_DESC_SIZE) && !(q->cpl % TPU_CPL_SIZE);
 }
 
-static void tpu_queue_clear(TpuQueue *q);
+static void tpu_queue_start_reset(TpuQueue *q);
 
 static void tpu_queue_write_ctrl(TpuQueue *q, uint32_t val)
 {
@@ -163,10 +170,16 @@ static void tpu_queue_write_ctrl(TpuQueue *q, uint32_t val)
             return;
         }
         trace_tpu_mxu_queue_reset(q->index);
-        tpu_queue_clear(q);
+        tpu_queue_start_reset(q);
         return;
     }
     if ((val & TPU_Q_CTRL_ENABLE) && !(q->ctrl & TPU_Q_CTRL_ENABLE)) {
+        if (q->busy) {
+            /* Its end would advance HEAD past the new TAIL. */
+            tpu_queue_guest_error(q, "enable while a descriptor still runs");
+            q->status |= TPU_Q_STATUS_BAD_CONFIG;
+            return;
+        }
         if (!tpu_queue_config_ok(q)) {
             tpu_queue_guest_error(q, "enable with a bad RING, CPL or SIZE");
             q->status |= TPU_Q_STATUS_BAD_CONFIG;
@@ -224,6 +237,10 @@ void tpu_queue_write(TpuQueue *q, hwaddr reg, uint32_t val)
 {
     QEMU_LOCK_GUARD(&q->lock);
 
+    if (q->resetting) {
+        tpu_queue_guest_error(q, "write while a reset is in progress");
+        return;
+    }
     switch (reg) {
     case TPU_Q_RING_LO:
     case TPU_Q_RING_HI:
@@ -258,8 +275,10 @@ uint32_t tpu_queue_read(TpuQueue *q, hwaddr reg)
     case TPU_Q_TAIL:        return q->tail;
     case TPU_Q_HEAD:        return q->head;
     case TPU_Q_STATUS:
-        return q->status | ((q->ctrl & TPU_Q_CTRL_ENABLE) ?
-                            TPU_Q_STATUS_ENABLED : 0);
+        return q->status |
+               ((q->ctrl & TPU_Q_CTRL_ENABLE) ? TPU_Q_STATUS_ENABLED : 0) |
+               (q->busy ? TPU_Q_STATUS_BUSY : 0) |
+               (q->resetting ? TPU_Q_STATUS_RESETTING : 0);
     case TPU_Q_DONE:        return q->done;
     case TPU_Q_ERRORS:      return q->errors;
     case TPU_Q_BYTES_LO:    return q->bytes;
@@ -272,29 +291,64 @@ uint32_t tpu_queue_read(TpuQueue *q, hwaddr reg)
     }
 }
 
-/*
- * Stop the queue: the running descriptor aborts, the rest are dropped.
- * Called with @lock held; the worker never needs the BQL, so waiting for
- * it here (under the BQL too) cannot deadlock.
- */
+/* Return the queue's registers to 0; called with @lock held, worker idle. */
 static void tpu_queue_clear(TpuQueue *q)
 {
-    atomic_store(&q->abort, true);
-    while (q->busy) {
-        qemu_cond_wait(&q->cond, &q->lock);
-    }
     q->ring = q->cpl = 0;
     q->size = q->ctrl = q->tail = q->head = q->status = 0;
     q->done = q->errors = 0;
     q->bytes = q->busy_ns = 0;
+    q->resetting = false;
     atomic_store(&q->abort, false);
 }
 
+/*
+ * Stop the queue: the running descriptor aborts, the rest are dropped.
+ * Called with @lock held, from an MMIO write: an idle queue is cleared at
+ * once, a busy one by its worker when the descriptor has stopped.
+ */
+static void tpu_queue_start_reset(TpuQueue *q)
+{
+    if (!q->busy) {
+        tpu_queue_clear(q);
+        qemu_bh_schedule(q->irq_bh);
+        return;
+    }
+    q->resetting = true;
+    atomic_store(&q->abort, true);
+}
+
+/* Start resetting the queue; tpu_queue_resetting() says when it is done. */
+void tpu_queue_reset_async(TpuQueue *q)
+{
+    QEMU_LOCK_GUARD(&q->lock);
+
+    if (!q->resetting) {
+        tpu_queue_start_reset(q);
+    }
+}
+
+bool tpu_queue_resetting(TpuQueue *q)
+{
+    QEMU_LOCK_GUARD(&q->lock);
+
+    return q->resetting;
+}
+
+/*
+ * Reset and wait for the worker: for the machine's reset, not a guest's
+ * register write. The engine stops within milliseconds of the abort.
+ */
 void tpu_queue_reset(TpuQueue *q)
 {
     QEMU_LOCK_GUARD(&q->lock);
 
-    tpu_queue_clear(q);
+    if (!q->resetting) {
+        tpu_queue_start_reset(q);
+    }
+    while (q->resetting) {
+        qemu_cond_wait(&q->cond, &q->lock);
+    }
 }
 
 void tpu_queue_init(TpuQueue *q, TpuMxuState *s, unsigned int index,

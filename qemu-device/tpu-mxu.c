@@ -36,16 +36,37 @@ QEMU_BUILD_BUG_ON(sizeof(struct tpu_completion) != TPU_CPL_SIZE);
         trace_tpu_mxu_err_access(addr);                                     \
     } while (0)
 
-static void tpu_mxu_reset_state(TpuMxuState *s)
+/*
+ * Reset the device. From a guest's register write (@wait false) the
+ * queues stop asynchronously, TPU_STATUS_READY clear until they have; the
+ * machine's reset waits for them.
+ */
+static void tpu_mxu_reset_state(TpuMxuState *s, bool wait)
 {
     unsigned int i;
 
     for (i = 0; i < TPU_NUM_QUEUES; i++) {
-        tpu_queue_reset(&s->queues[i]);
+        if (wait) {
+            tpu_queue_reset(&s->queues[i]);
+        } else {
+            tpu_queue_reset_async(&s->queues[i]);
+        }
     }
     s->scratch = 0;
     s->reset_count++;
     trace_tpu_mxu_reset(s->reset_count);
+}
+
+static uint32_t tpu_mxu_status(TpuMxuState *s)
+{
+    unsigned int i;
+
+    for (i = 0; i < TPU_NUM_QUEUES; i++) {
+        if (tpu_queue_resetting(&s->queues[i])) {
+            return 0;
+        }
+    }
+    return TPU_STATUS_READY;
 }
 
 static TpuQueue *tpu_mxu_queue_at(TpuMxuState *s, hwaddr addr)
@@ -103,7 +124,7 @@ static uint64_t tpu_mxu_mmio_read(void *opaque, hwaddr addr, unsigned size)
         val = s->scratch;
         break;
     case TPU_REG_STATUS:
-        val = TPU_STATUS_READY;
+        val = tpu_mxu_status(s);
         break;
     case TPU_REG_RESET_COUNT:
         val = s->reset_count;
@@ -140,7 +161,7 @@ static void tpu_mxu_mmio_write(void *opaque, hwaddr addr, uint64_t val,
                                 val);
             break;
         }
-        tpu_mxu_reset_state(s);
+        tpu_mxu_reset_state(s, false);
         break;
     case TPU_REG_IRQ_RAISE:
         if (val != 1) {
@@ -245,7 +266,7 @@ static void tpu_mxu_exit(PCIDevice *pdev)
 
 static void tpu_mxu_reset(DeviceState *dev)
 {
-    tpu_mxu_reset_state(TPU_MXU(dev));
+    tpu_mxu_reset_state(TPU_MXU(dev), true);
 }
 
 /* One property per device parameter (uapi/tpu_params.h). */

@@ -47,6 +47,7 @@ struct TpuQueue {
     uint64_t bytes;
     uint64_t busy_ns;
     bool busy;              /* the worker is executing a descriptor */
+    bool resetting;         /* a reset waits for the worker to stop */
     bool stopping;
 
     /* Polled by long copies, without @lock, to stop early on reset. */
@@ -73,6 +74,8 @@ void tpu_queue_init(TpuQueue *q, TpuMxuState *s, unsigned int index,
                     TpuQueueExec *exec);
 void tpu_queue_fini(TpuQueue *q);
 void tpu_queue_reset(TpuQueue *q);
+void tpu_queue_reset_async(TpuQueue *q);
+bool tpu_queue_resetting(TpuQueue *q);
 uint32_t tpu_queue_read(TpuQueue *q, hwaddr reg);
 void tpu_queue_write(TpuQueue *q, hwaddr reg, uint32_t val);
 

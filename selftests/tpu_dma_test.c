@@ -5,9 +5,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xf86drm.h>
@@ -417,6 +419,73 @@ TEST_F(dma, close_while_in_flight)
 	ASSERT_EQ(0, bo_create_settled(self->fd, hbm_size(self->fd), &h));
 	EXPECT_EQ(0, gem_close(self->fd, h));
 	free(src);
+}
+
+static volatile sig_atomic_t alarms;
+
+static void count_alarm(int sig)
+{
+	alarms++;
+}
+
+/*
+ * COPY with DRM_TPU_COPY_WAIT under a storm of signals (a 1 ms timer),
+ * with SA_RESTART off and on: an overlapping copy inside one buffer
+ * (each byte moved @shift up) must run exactly once per ioctl, which
+ * returns 0. It used to be queued again on every restart, and libdrm's
+ * drmIoctl retries EINTR too.
+ */
+static void copy_wait_under_signals(struct __test_metadata *_metadata,
+				    int fd, struct tpurt_device *dev,
+				    int sa_flags)
+{
+	const uint64_t len = 32 * MiB, shift = 4096;
+	struct itimerval tv = { { 0, 1000 }, { 0, 1000 } }, off = { 0 };
+	struct sigaction sa = { .sa_handler = count_alarm, .sa_flags = sa_flags };
+	struct tpurt_buffer *buf;
+	uint8_t *src = malloc(len + shift), *dst = malloc(len + shift);
+	int round;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	ASSERT_EQ(0, tpurt_buffer_create(dev, len + shift, &buf));
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+	alarms = 0;
+	for (round = 0; round < 4; round++) {
+		struct drm_tpu_copy c = {
+			.op = DRM_TPU_COPY_BO_TO_BO, .flags = DRM_TPU_COPY_WAIT,
+			.handle = tpurt_buffer_handle(buf), .offset = shift,
+			.src_handle = tpurt_buffer_handle(buf), .length = len,
+		};
+		int ret;
+
+		pattern(src, len + shift, round);
+		ASSERT_EQ(0, tpurt_buffer_write(buf, 0, src, len + shift));
+		setitimer(ITIMER_REAL, &tv, NULL);
+		ret = copy_ioctl(fd, &c);
+		setitimer(ITIMER_REAL, &off, NULL);
+		ASSERT_EQ(0, ret);
+		ASSERT_EQ(0, tpurt_buffer_read(buf, 0, dst, len + shift));
+		/* Once: [shift, shift + len) holds the old [0, len). */
+		EXPECT_EQ(0, memcmp(dst, src, shift));
+		EXPECT_EQ(0, memcmp(dst + shift, src, len))
+			TH_LOG("round %d: the copy ran more than once", round);
+	}
+	EXPECT_LT(0, alarms) TH_LOG("no signal arrived during the waits");
+	signal(SIGALRM, SIG_DFL);
+	tpurt_buffer_free(buf);
+	free(src);
+	free(dst);
+}
+
+TEST_F(dma, copy_wait_runs_once_under_signals)
+{
+	copy_wait_under_signals(_metadata, self->fd, self->dev, 0);
+}
+
+TEST_F(dma, copy_wait_runs_once_under_restarting_signals)
+{
+	copy_wait_under_signals(_metadata, self->fd, self->dev, SA_RESTART);
 }
 
 TEST_HARNESS_MAIN

@@ -290,4 +290,84 @@ TEST_F(hw, bad_descriptors_complete_with_their_error)
 	EXPECT_EQ(3, rd(self, QREG(TPU_Q_ERRORS)));
 }
 
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/*
+ * A looping SG list of 2^24 entries (each segment one entry and a link to
+ * itself) takes seconds to walk. A queue reset written meanwhile must not
+ * hold the vCPU (the whole guest, under QEMU's big lock) until the walk
+ * ends: the write returns at once, and the reset finishes within ms.
+ */
+TEST_F(hw, reset_during_a_looping_sg_walk_does_not_block)
+{
+	struct tpu_dma_desc *ring = (void *)self->page;
+	struct tpu_sg_entry *sg = (void *)(self->page + 2048);
+	uint64_t pa = self->page_pa;
+	double t0, write_ms, done_ms;
+
+	sg[0] = (struct tpu_sg_entry){ pa + 3072, 1 };
+	sg[1] = (struct tpu_sg_entry){ pa + 2048, TPU_SG_LINK };
+	ring[0] = (struct tpu_dma_desc){ .op = TPU_DMA_OP_H2D,
+					 .sg_count = TPU_DMA_MAX_SG,
+					 .length = TPU_DMA_MAX_SG,
+					 .sg_addr = pa + 2048 };
+	start_queue(self, pa, pa + 1024);
+	wr(self, QREG(TPU_Q_TAIL), 1);
+	usleep(20000);
+	t0 = now_ms();
+	wr(self, QREG(TPU_Q_CTRL), TPU_Q_CTRL_RESET);
+	write_ms = now_ms() - t0;
+	while (rd(self, QREG(TPU_Q_STATUS)) & TPU_Q_STATUS_RESETTING &&
+	       now_ms() - t0 < 5000)
+		usleep(100);
+	done_ms = now_ms() - t0;
+	EXPECT_GT(50, write_ms) TH_LOG("the reset write took %.1f ms", write_ms);
+	EXPECT_GT(200, done_ms) TH_LOG("the reset took %.1f ms", done_ms);
+	EXPECT_EQ(0, rd(self, QREG(TPU_Q_CTRL)));
+	EXPECT_EQ(0, rd(self, QREG(TPU_Q_HEAD)));
+}
+
+/*
+ * Disable, then enable, a queue whose worker is still busy (a hostile
+ * driver): the enable restarted HEAD and TAIL at 0 and the worker's end
+ * then moved HEAD to 1, ahead of TAIL, running stale descriptors. Now the
+ * enable is refused while busy, and HEAD and TAIL stay consistent.
+ */
+TEST_F(hw, enable_while_busy_keeps_head_and_tail_consistent)
+{
+	struct tpu_dma_desc *ring = (void *)self->page;
+	uint64_t hbm = rd(self, TPU_REG_CAP(TPU_CAP_HBM_SIZE)) |
+		       (uint64_t)rd(self, TPU_REG_CAP(TPU_CAP_HBM_SIZE) + 4) << 32;
+	double t0;
+
+	ring[0] = (struct tpu_dma_desc){ .op = TPU_DMA_OP_FILL,
+					 .length = hbm < (1ull << 30) ? hbm : 1ull << 30,
+					 .pattern = 0x5a };
+	start_queue(self, self->page_pa, self->page_pa + 1024);
+	wr(self, QREG(TPU_Q_TAIL), 1);
+	usleep(2000);
+	wr(self, QREG(TPU_Q_CTRL), 0);
+	if (rd(self, QREG(TPU_Q_DONE)))
+		SKIP(return, "the fill ended before the disable");
+	wr(self, QREG(TPU_Q_CTRL), TPU_Q_CTRL_ENABLE);
+	EXPECT_TRUE(rd(self, QREG(TPU_Q_STATUS)) & TPU_Q_STATUS_BAD_CONFIG);
+	t0 = now_ms();
+	while (!rd(self, QREG(TPU_Q_DONE)) && now_ms() - t0 < 5000)
+		usleep(1000);
+	EXPECT_EQ(1, rd(self, QREG(TPU_Q_DONE)));
+	EXPECT_EQ(rd(self, QREG(TPU_Q_TAIL)), rd(self, QREG(TPU_Q_HEAD)));
+	/* Enabled now, it starts afresh and runs nothing stale. */
+	wr(self, QREG(TPU_Q_CTRL), TPU_Q_CTRL_ENABLE);
+	EXPECT_TRUE(rd(self, QREG(TPU_Q_STATUS)) & TPU_Q_STATUS_ENABLED);
+	settle();
+	EXPECT_EQ(0, rd(self, QREG(TPU_Q_HEAD)));
+	EXPECT_EQ(0, rd(self, QREG(TPU_Q_TAIL)));
+}
+
 TEST_HARNESS_MAIN

@@ -10,6 +10,7 @@
 #ifndef TPU_JOB_BLOB_H
 #define TPU_JOB_BLOB_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 

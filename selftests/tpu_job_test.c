@@ -16,6 +16,7 @@
 
 #include "tpu_drm.h"
 #include "tpu_job.h"
+#include "tpu_job_blob.h"
 #include "tpurt.h"
 #include "kselftest_harness.h"
 
@@ -639,6 +640,84 @@ TEST_F(job, timeout_then_a_good_job)
 		TH_LOG("%s", tpurt_last_error());
 	EXPECT_EQ(0, mm_matches(&good));
 	mm_free(&good);
+}
+
+/*
+ * A job's limit runs from when the device starts it: a short job with a
+ * 500 ms limit queued behind a job of seconds completes normally (it used
+ * to fail with -ETIMEDOUT and reset the queue under its neighbour).
+ */
+TEST_F(job, limit_runs_from_device_start)
+{
+	struct tpu_job_report rep;
+	uint32_t slow_h[3], fast_h[3];
+	uint64_t slow_id = 0, fast_id = 0;
+	struct mm slow, fast;
+	void *slow_desc, *fast_desc;
+	size_t slow_len, fast_len;
+	double start, slow_took;
+
+	/* 16384 steps of 128-blocks: seconds of host time, within 10 s. */
+	ASSERT_EQ(0, mm_make(self->dev, &slow, 4096, 4096, 2048, 128, 128, 128, NULL));
+	ASSERT_EQ(0, tpurt_pallas_call_build(slow.k, slow.gs, &ppa, slow.args, 3,
+					     &slow_desc, &slow_len));
+	ASSERT_EQ(0, mm_make(self->dev, &fast, 256, 256, 256, 128, 128, 128, NULL));
+	ASSERT_EQ(0, tpurt_pallas_call_build(fast.k, fast.gs, &ppa, fast.args, 3,
+					     &fast_desc, &fast_len));
+	for (int i = 0; i < 3; i++) {
+		slow_h[i] = tpurt_buffer_handle(tpurt_array_buffer(slow.args[i]));
+		fast_h[i] = tpurt_buffer_handle(tpurt_array_buffer(fast.args[i]));
+	}
+	start = now_s();
+	ASSERT_EQ(0, submit(self->fd, slow_desc, slow_len, slow_h, 3, 0, 0, &slow_id));
+	ASSERT_EQ(0, submit_timeout(self->fd, fast_desc, fast_len, fast_h, 3, 0, 0,
+				    500, &fast_id));
+	EXPECT_EQ(0, job_status(self->fd, slow_id, &rep));
+	slow_took = now_s() - start;
+	EXPECT_EQ(0, job_status(self->fd, fast_id, &rep));
+	EXPECT_EQ(0, mm_matches(&fast));
+	if (slow_took < 1.0)
+		TH_LOG("the job in front took only %.3f s", slow_took);
+	free(slow_desc);
+	free(fast_desc);
+	mm_free(&slow);
+	mm_free(&fast);
+}
+
+/*
+ * Unreleased job records are limited per file: beyond
+ * DRM_TPU_MAX_JOB_RECORDS, SUBMIT fails with -ENOSPC until one is released;
+ * jobs without a record still run.
+ */
+TEST_F(job, unreleased_records_are_limited)
+{
+	struct tpurt_buffer *in, *out;
+	struct tpu_job_report rep;
+	struct tpu_add_job j;
+	uint32_t h[2];
+	uint64_t id = 0, first = 0;
+	int i, ret = 0;
+
+	ASSERT_EQ(0, tpurt_buffer_create(self->dev, 64, &in));
+	ASSERT_EQ(0, tpurt_buffer_create(self->dev, 64, &out));
+	h[TPU_BLOB_IN_SLOT] = tpurt_buffer_handle(in);
+	h[TPU_BLOB_OUT_SLOT] = tpurt_buffer_handle(out);
+	tpu_add_job_init(&j, 16, 0, 1.0f, 0);
+	for (i = 0; i <= DRM_TPU_MAX_JOB_RECORDS; i++) {
+		do
+			ret = submit(self->fd, &j, sizeof(j), h, 2, 0, 0, &id);
+		while (ret == -EAGAIN);
+		if (ret)
+			break;
+		if (!first)
+			first = id;
+	}
+	EXPECT_EQ(DRM_TPU_MAX_JOB_RECORDS, i);
+	EXPECT_EQ(-ENOSPC, ret);
+	EXPECT_EQ(0, job_status(self->fd, first, &rep));	/* releases it */
+	EXPECT_EQ(0, submit(self->fd, &j, sizeof(j), h, 2, 0, 0, &id));
+	tpurt_buffer_free(in);
+	tpurt_buffer_free(out);
 }
 
 TEST_HARNESS_MAIN

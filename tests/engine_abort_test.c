@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Host test: a job stops at the next grid step once its queue's abort flag
- * is set (a reset after a timeout), reporting TPU_JOB_ERR_ABORTED.
+ * Host test: a job stops soon once its queue's abort flag is set (a reset
+ * after a timeout), reporting TPU_JOB_ERR_ABORTED: at the next grid step,
+ * inside a long op, and while a core skips the other cores' steps.
  */
 #include <pthread.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,6 +95,110 @@ TEST_F(abort, flag_set_mid_job_stops_it_early)
 		pthread_join(t, NULL);
 	}
 	EXPECT_TRUE(stopped);
+}
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+struct late_abort {
+	atomic_bool flag;
+	unsigned int delay_us;
+	double set_at;		/* now_ms() when set */
+};
+
+static void *abort_later(void *arg)
+{
+	struct late_abort *a = arg;
+
+	usleep(a->delay_us);
+	a->set_at = now_ms();
+	atomic_store(&a->flag, true);
+	return NULL;
+}
+
+/* Run @blob on @d, aborting after @delay_us; ms from the abort to the end. */
+static double abort_latency(struct tdev *d, const void *blob, size_t len,
+			    unsigned int delay_us, int *ret)
+{
+	struct late_abort a = { .delay_us = delay_us };
+	struct tpu_job_result res;
+	pthread_t t;
+	double end;
+
+	atomic_init(&a.flag, false);
+	pthread_create(&t, NULL, abort_later, &a);
+	*ret = tpu_engine_run_abortable(d->engine, blob, len, d->hbm,
+					d->hbm_size, d->slots, d->nslots, 0,
+					&a.flag, &res);
+	end = now_ms();
+	pthread_join(t, NULL);
+	return a.set_at ? end - a.set_at : 0;
+}
+
+/* One grid step with one 2048^3 f32 matmul: stopped between row panels. */
+TEST(abort_inside_a_long_op)
+{
+	struct mm_job j = {
+		.m = 2048, .k = 2048, .n = 2048, .bm = 2048, .bk = 2048, .bn = 2048,
+		.in_dtype = TPU_DTYPE_F32, .out_dtype = TPU_DTYPE_F32,
+	};
+	struct tdev *d = tdev_new(64ull << 20, 1);
+	struct tpu_job_result res;
+	double full, late;
+	size_t len;
+	void *blob;
+	int ret;
+
+	j.x_slot = tdev_alloc(d, 2048 * 2048 * 4);
+	j.y_slot = tdev_alloc(d, 2048 * 2048 * 4);
+	j.z_slot = tdev_alloc(d, 2048 * 2048 * 4);
+	blob = mm_build(&j, &len);
+	jb_header(blob)->vmem_limit_bytes = 120ull << 20;
+	full = now_ms();
+	ASSERT_EQ(0, tdev_run(d, blob, len, 0, &res));
+	full = now_ms() - full;
+	/* Abort a third of the way in: inside the op, after the fetches. */
+	late = abort_latency(d, blob, len, (unsigned int)(full * 1000 / 3), &ret);
+	EXPECT_EQ(TPU_JOB_ERR_ABORTED, ret);
+	EXPECT_GT(full / 4, late)
+		TH_LOG("stopped %.1f ms after the abort; the op takes %.1f ms",
+		       late, full);
+	free(blob);
+	tdev_free(d);
+}
+
+/*
+ * A legal (2, 2^31, 2) grid split over two cores: the second core's steps
+ * come after 2^32 steps of the first's, which it must skip in one jump.
+ */
+TEST(abort_while_a_core_skips_steps)
+{
+	struct jb *b = jb_new();
+	struct tdev *d = tdev_new(1 << 20, 2);
+	uint32_t grid[3] = { 2, 1u << 31, 2 }, blk[1] = { 16 };
+	uint64_t xs[1] = { 16 }, zs[1] = { 32 };
+	unsigned int x = tdev_alloc(d, 64), z = tdev_alloc(d, 128);
+	double late;
+	size_t len;
+	void *blob;
+	int ret;
+
+	jb_grid(b, 3, grid, "paa");
+	jb_operand(b, TPU_ROLE_INPUT, x, TPU_DTYPE_F32, 1, xs, blk, "0");
+	jb_operand(b, TPU_ROLE_OUTPUT, z, TPU_DTYPE_F32, 1, zs, blk, "pid0");
+	jb_unary(b, TPU_UNARY_IDENTITY, JB_OPND(1), JB_OPND(0), NULL);
+	blob = jb_finish(b, &len);
+	jb_free(b);
+	late = abort_latency(d, blob, len, 20000, &ret);
+	EXPECT_EQ(TPU_JOB_ERR_ABORTED, ret);
+	EXPECT_GT(500, late) TH_LOG("stopped %.1f ms after the abort", late);
+	free(blob);
+	tdev_free(d);
 }
 
 TEST_HARNESS_MAIN

@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tpu_copy.h"
 #include "tpu_stream.h"
@@ -289,6 +290,34 @@ TEST(stream_copy_matches_memcpy)
 	free(src);
 	free(dst);
 	free(want);
+}
+
+/*
+ * A looping list (a hostile driver's): every segment holds one data entry
+ * and links back to its own start, so the walk rereads a whole 4 KiB page
+ * per entry for 2^20 entries. A reset must stop it at once, not after the
+ * whole list has been checked.
+ */
+TEST_F(copy, reset_stops_a_looping_sg_list_at_once)
+{
+	atomic_bool abort = true;
+	struct tpu_dma_desc d = {
+		.op = TPU_DMA_OP_H2D, .sg_count = HBM_SIZE, .length = HBM_SIZE,
+		.sg_addr = 0x2000,
+	};
+	struct tpu_desc_result res;
+	struct timespec t0, t1;
+	double ms;
+
+	put_sg(self->g.mem, 0x2000, 0x80000, 1);
+	put_sg(self->g.mem, 0x2010, 0x2000, TPU_SG_LINK);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	tpu_copy_run(&d, self->hbm, HBM_SIZE, &self->gm, &abort, &res);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+	EXPECT_EQ(TPU_STATUS_ABORTED, res.status);
+	EXPECT_EQ(0, res.bytes);
+	EXPECT_GT(20, ms) TH_LOG("the walk took %.1f ms before the abort", ms);
 }
 
 TEST_HARNESS_MAIN

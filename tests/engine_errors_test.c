@@ -185,6 +185,33 @@ TEST_F(err, smem_load_out_of_range)
 	EXPECT_EQ(2, self->res.error.operand);
 }
 
+/* A broadcast index past an SMEM scratch names the scratch, not an operand. */
+TEST_F(err, bcast_index_outside_smem_scratch)
+{
+	struct jb *b = jb_new();
+	uint64_t xs[1] = { 64 };
+	uint32_t xb[1] = { 16 }, grid[1] = { 4 }, ss[1] = { 8 };
+	uint64_t s1[1] = { 2 };
+	unsigned int s = tdev_alloc(self->d, 8), x = tdev_alloc(self->d, 256);
+	unsigned int z = tdev_alloc(self->d, 256);
+	struct tpu_job_op *op;
+
+	jb_grid(b, 1, grid, "p");
+	jb_operand(b, TPU_ROLE_SCALAR_PREFETCH, s, TPU_DTYPE_INT32, 1, s1, NULL, NULL);
+	jb_operand(b, TPU_ROLE_INPUT, x, TPU_DTYPE_F32, 1, xs, xb, "pid0");
+	jb_operand(b, TPU_ROLE_OUTPUT, z, TPU_DTYPE_F32, 1, xs, xb, "pid0");
+	jb_scratch(b, TPU_MEM_SMEM, TPU_DTYPE_F32, 1, ss);
+	op = jb_binary(b, TPU_BINARY_ADD, TPU_BCAST_SMEM, JB_OPND(2), JB_OPND(1),
+		       JB_SCR(0), NULL);
+	op->scalar_index = jb_prog(b, "8");
+	free(self->blob);
+	self->blob = jb_finish(b, &self->len);
+	jb_free(b);
+	EXPECT_ERROR(TPU_JOB_ERR_SMEM_RANGE, "SMEM index 8 outside SMEM scratch 0 (8 elements)");
+	EXPECT_EQ(NULL, strstr(self->res.message, "scalar-prefetch"));
+	EXPECT_EQ(0, self->res.error.op);
+}
+
 TEST_F(err, buffers_checked_against_the_table)
 {
 	self->d->slots[self->j.y_slot].size -= 1;

@@ -111,13 +111,37 @@ struct drm_tpu_bo_info {
 	__u64 mmap_offset;
 };
 
+/*
+ * Per-file limits. Work queued or running on the device (not yet
+ * completed and freed) and job records not yet released are bounded per
+ * open file, so one process cannot hold unbounded kernel memory; all of it
+ * is freed when the file is closed, also by a killed process.
+ * DRM_TPU_MAX_QUEUED_JOBS grid jobs, DRM_TPU_MAX_QUEUED_COPIES copies and
+ * DRM_TPU_MAX_QUEUED_DESC_BYTES of job descriptors (with their buffer
+ * tables) may be in flight: beyond them SUBMIT and COPY fail with -EAGAIN
+ * (wait for some to complete, then submit again). At most
+ * DRM_TPU_MAX_JOB_RECORDS records may be kept for JOB_INFO: beyond that
+ * SUBMIT without DRM_TPU_SUBMIT_NO_RECORD fails with -ENOSPC until some
+ * are released (DRM_TPU_JOB_INFO_RELEASE).
+ */
+#define DRM_TPU_MAX_QUEUED_JOBS		1024
+#define DRM_TPU_MAX_QUEUED_COPIES	1024
+#define DRM_TPU_MAX_QUEUED_DESC_BYTES	(64u << 20)
+#define DRM_TPU_MAX_JOB_RECORDS		8192
+
 /* Operations of struct drm_tpu_copy */
 #define DRM_TPU_COPY_TO_BO	1	/* user memory -> buffer */
 #define DRM_TPU_COPY_FROM_BO	2	/* buffer -> user memory */
 #define DRM_TPU_COPY_BO_TO_BO	3	/* buffer -> buffer (may be the same one) */
 
 /* Flags of struct drm_tpu_copy */
-#define DRM_TPU_COPY_WAIT	(1u << 0)	/* return when done, with its error */
+/*
+ * DRM_TPU_COPY_WAIT: return when the copy is done, with its error. The copy
+ * is queued once; the wait is ended only by a fatal signal (other signals
+ * neither interrupt nor restart it, so a copy never runs twice) and is
+ * bounded by the DMA queue's time limit.
+ */
+#define DRM_TPU_COPY_WAIT	(1u << 0)
 
 /**
  * struct drm_tpu_copy - copy bytes into, out of or between buffers
@@ -130,7 +154,8 @@ struct drm_tpu_bo_info {
  *
  * Returns -EINVAL for a bad @op, @flags or @pad, a zero @length, or a
  * range outside a buffer; -ENOENT for an unknown handle or syncobj;
- * -EFAULT for user memory that cannot be pinned. With DRM_TPU_COPY_WAIT, also
+ * -EFAULT for user memory that cannot be pinned; -EAGAIN when the file has
+ * DRM_TPU_MAX_QUEUED_COPIES copies in flight. With DRM_TPU_COPY_WAIT, also
  * the copy's own error (-EIO if the device refused it).
  */
 struct drm_tpu_copy {
@@ -172,7 +197,10 @@ struct drm_tpu_copy {
  *
  * Returns -EINVAL for a malformed descriptor or argument, -E2BIG for a
  * descriptor over TPU_JOB_MAX_SIZE, -ENOENT for an unknown handle or
- * syncobj, -ENOSPC when the job's VMEM need exceeds the device's VMEM.
+ * syncobj, -ENOSPC when the job's VMEM need exceeds the device's VMEM or
+ * the file keeps DRM_TPU_MAX_JOB_RECORDS unreleased records, -EAGAIN when
+ * the file has DRM_TPU_MAX_QUEUED_JOBS jobs or DRM_TPU_MAX_QUEUED_DESC_BYTES
+ * of descriptors in flight.
  */
 struct drm_tpu_submit {
 	/** @desc_ptr: in, user pointer to the job descriptor. */
@@ -199,8 +227,8 @@ struct drm_tpu_submit {
 	/** @out_syncobj: in, syncobj to signal when the job is done, or 0. */
 	__u32 out_syncobj;
 	/**
-	 * @timeout_ms: in, the job's run-time limit from when it reaches the
-	 * device: 0 for the default (10 s), at most 120000.
+	 * @timeout_ms: in, the job's run-time limit from when the device
+	 * starts it: 0 for the default (10 s), at most 120000.
 	 */
 	__u32 timeout_ms;
 	/**

@@ -50,7 +50,7 @@
 #define TPU_REG_RESET		0x00c	/* WO: write TPU_RESET_KEY to reset */
 #define  TPU_RESET_KEY		0x52534554	/* "TESR": other values ignored */
 #define TPU_REG_STATUS		0x010	/* RO */
-#define  TPU_STATUS_READY	(1u << 0)
+#define  TPU_STATUS_READY	(1u << 0)	/* clear while a reset runs */
 #define TPU_REG_RESET_COUNT	0x014	/* RO: resets since power-on */
 
 /* Interrupts */
@@ -80,10 +80,20 @@ enum tpu_cap {
  * HEAD and TAIL are free-running 32-bit counters; slot = index % SIZE. The
  * driver fills slots and writes TAIL (the doorbell); TAIL - HEAD must not
  * exceed SIZE, or the doorbell is refused with TPU_Q_STATUS_BAD_TAIL. RING,
- * CPL and SIZE can only be written while the queue is disabled. Resetting a
- * queue (TPU_Q_CTRL_RESET) or the device (every queue) stops it: the
- * descriptor being processed completes with TPU_STATUS_ABORTED, the rest
- * are dropped, the queue's registers return to 0. Other queues go on.
+ * CPL and SIZE can only be written while the queue is disabled. Enabling a
+ * queue whose worker still runs a descriptor (TPU_Q_STATUS_BUSY, after a
+ * disable) is refused with TPU_Q_STATUS_BAD_CONFIG: HEAD and TAIL restart
+ * at 0 only once nothing can advance HEAD any more.
+ *
+ * Resetting a queue (TPU_Q_CTRL_RESET) or the device (every queue) stops it:
+ * the descriptor being processed completes with TPU_STATUS_ABORTED (and
+ * writes nothing more once the reset has finished), the rest are dropped,
+ * the queue's registers return to 0. Other queues go on. A reset is asynchronous: the
+ * register write starts it and returns at once; TPU_Q_STATUS_RESETTING (and
+ * for a device reset, TPU_STATUS_READY clear) holds until the worker has
+ * stopped, and the end of a queue reset raises the queue's vector. Until
+ * then the queue ignores writes (a guest error). The device stops a
+ * descriptor within about 10 ms of host time.
  */
 #define TPU_QUEUE_DMA		0	/* struct tpu_dma_desc */
 #define TPU_QUEUE_COMPUTE	1	/* struct tpu_compute_desc */
@@ -108,7 +118,9 @@ enum tpu_cap {
 #define  TPU_Q_STATUS		0x20	/* RO */
 #define   TPU_Q_STATUS_ENABLED	(1u << 0)
 #define   TPU_Q_STATUS_BAD_TAIL	(1u << 1)	/* a doorbell was refused */
-#define   TPU_Q_STATUS_BAD_CONFIG (1u << 2)	/* enable refused: RING/CPL/SIZE */
+#define   TPU_Q_STATUS_BAD_CONFIG (1u << 2)	/* enable refused: RING/CPL/SIZE, busy */
+#define   TPU_Q_STATUS_BUSY	(1u << 3)	/* the worker runs a descriptor */
+#define   TPU_Q_STATUS_RESETTING (1u << 4)	/* a reset has not finished */
 #define  TPU_Q_DONE		0x24	/* RO: descriptors completed */
 #define  TPU_Q_ERRORS		0x28	/* RO: ...of which with an error */
 #define  TPU_Q_BYTES_LO		0x30	/* RO: bytes moved */

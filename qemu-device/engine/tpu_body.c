@@ -124,6 +124,23 @@ static int fail_scalar(struct tpu_core *core, unsigned int n,
 	return tpu_core_fail_scalar(core, core->step, what, n, f);
 }
 
+/* The broadcast's SMEM ref, operand or scratch, is named as what it is. */
+static int fail_bcast_index(struct tpu_core *core, const struct tpu_plan_op *op,
+			    unsigned int n, int64_t at)
+{
+	bool scratch = op->src1.kind != TPU_REF_OPERAND;
+
+	core->res.error.op = n;
+	tpu_job_fail(&core->res, TPU_JOB_ERR_SMEM_RANGE,
+		     "op scalar_index %u at step %llu: SMEM index %lld outside %s %u (%llu elements)",
+		     n, (unsigned long long)core->step, (long long)at,
+		     scratch ? "SMEM scratch" : "scalar-prefetch operand",
+		     op->src1.index,
+		     (unsigned long long)smem_elems(core->run->plan, op->src1));
+	tpu_core_fail_step(core, core->step);
+	return -1;
+}
+
 /* The scalar of bcast smem or scalar, or iota's offset, at this step. */
 static int op_scalar(struct tpu_core *core, unsigned int n,
 		     const struct tpu_plan_op *op, struct tpu_op_scalar *s)
@@ -142,15 +159,18 @@ static int op_scalar(struct tpu_core *core, unsigned int n,
 		*s = (struct tpu_op_scalar){ tpu_elem_from_i64(v), v, true };
 		return 0;
 	}
-	if (v < 0 || (uint64_t)v >= smem_elems(plan, op->src1)) {
-		f = (struct tpu_scalar_fault){ TPU_JOB_ERR_SMEM_RANGE,
-					       op->src1.index, v };
-		return fail_scalar(core, n, "op scalar_index", &f);
-	}
+	if (v < 0 || (uint64_t)v >= smem_elems(plan, op->src1))
+		return fail_bcast_index(core, op, n, v);
 	s->f = smem_scalar(core->run, op->src1, v);
 	s->is_int = smem_is_int(plan, op->src1);
 	s->i = s->is_int ? (int64_t)s->f : 0;
 	return 0;
+}
+
+static bool aborted(const struct tpu_core *core)
+{
+	return core->run->abort &&
+	       atomic_load_explicit(core->run->abort, memory_order_relaxed);
 }
 
 static int run_op(struct tpu_core *core, unsigned int n,
@@ -164,6 +184,7 @@ static int run_op(struct tpu_core *core, unsigned int n,
 		.scalar = *s,
 		.row_tmp = { core->row_tmp[0], core->row_tmp[1],
 			     core->row_tmp[2], core->row_tmp[3] },
+		.abort = core->run->abort,
 	};
 	struct tpu_op_fault f;
 
@@ -209,6 +230,14 @@ int tpu_body_run(struct tpu_core *core, struct tpu_model_work *work,
 			return -1;
 		if (!core->run->model_only && run_op(core, n, op, &s))
 			return -1;
+		/* An op cut short by a reset leaves its results unfinished. */
+		if (aborted(core)) {
+			tpu_job_fail(&core->res, TPU_JOB_ERR_ABORTED,
+				     "stopped in op %u of step %llu: the queue was reset",
+				     n, (unsigned long long)core->step);
+			tpu_core_fail_step(core, core->step);
+			return -1;
+		}
 	}
 	return 0;
 }

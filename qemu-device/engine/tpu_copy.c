@@ -29,6 +29,7 @@ static bool aborted(const atomic_bool *abort)
  */
 struct sg_reader {
 	const struct tpu_guest_mem *gm;
+	const atomic_bool *abort;	/* polled at each segment */
 	uint64_t first;		/* the list's address */
 	uint32_t count;		/* data entries */
 	uint64_t addr;		/* the next entry's address */
@@ -45,14 +46,20 @@ static void sg_rewind(struct sg_reader *r)
 	r->pos = r->filled = 0;
 }
 
-/* Refill from r->addr up to the end of its 4 KiB segment. */
-static int sg_refill(struct sg_reader *r)
+/*
+ * Refill from r->addr up to the end of its 4 KiB segment: 0, or a
+ * TPU_STATUS_*. A list of 2^24 entries (or one that loops) takes a while
+ * to walk, so a reset is looked for at each segment.
+ */
+static uint32_t sg_refill(struct sg_reader *r)
 {
 	uint64_t room = TPU_SG_SEGMENT_SIZE - r->addr % TPU_SG_SEGMENT_SIZE;
 	uint32_t n = room / sizeof(struct tpu_sg_entry);
 
+	if (aborted(r->abort))
+		return TPU_STATUS_ABORTED;
 	if (tpu_guest_read(r->gm, r->addr, r->batch, n * sizeof(r->batch[0])))
-		return -1;
+		return TPU_STATUS_DMA_FAULT;
 	r->pos = 0;
 	r->filled = n;
 	return 0;
@@ -62,10 +69,11 @@ static int sg_refill(struct sg_reader *r)
 static uint32_t sg_next(struct sg_reader *r, struct tpu_sg_entry *e)
 {
 	bool linked = false;
+	uint32_t status;
 
 	for (;;) {
-		if (r->pos == r->filled && sg_refill(r))
-			return TPU_STATUS_DMA_FAULT;
+		if (r->pos == r->filled && (status = sg_refill(r)))
+			return status;
 		*e = r->batch[r->pos++];
 		r->addr += sizeof(*e);
 		if (e->len != TPU_SG_LINK)
@@ -206,7 +214,8 @@ void tpu_copy_run(const struct tpu_dma_desc *d, uint8_t *hbm,
 	case TPU_DMA_OP_H2D:
 	case TPU_DMA_OP_D2H: {
 		struct sg_reader r = {
-			.gm = gm, .first = d->sg_addr, .count = d->sg_count,
+			.gm = gm, .abort = abort, .first = d->sg_addr,
+			.count = d->sg_count,
 		};
 		bool stream = d->length >= TPU_STREAM_MIN;
 

@@ -27,27 +27,63 @@ static void op_zero(const struct tpu_ref2d *d)
 		memset(tpu_elem_row(d, i), 0, d->cols * tpu_dtype_size(d->dtype));
 }
 
-static void op_dot(const struct tpu_plan_op *op, const struct tpu_ref2d *a,
-		   const struct tpu_ref2d *b, const struct tpu_ref2d *c)
+/*
+ * Row panels of a large matmul hold about this many flops (a few ms of
+ * host time), so a reset stops the op between two of them.
+ */
+#define DOT_PANEL_FLOPS		(1ull << 28)
+
+static bool aborted(const atomic_bool *abort)
+{
+	return abort && atomic_load_explicit(abort, memory_order_relaxed);
+}
+
+/* Rows [@row, @row + @rows) of c (+)= op(a) @ op(b). */
+static void dot_rows(const struct tpu_plan_op *op, const struct tpu_ref2d *a,
+		     const struct tpu_ref2d *b, const struct tpu_ref2d *c,
+		     int64_t row, int64_t rows)
 {
 	bool ta = op->dot & TPU_DOT_LHS_CONTRACT_0;
 	bool tb = op->dot & TPU_DOT_RHS_CONTRACT_1;
 	bool acc = op->dot & TPU_DOT_ACCUMULATE;
+	/* Row @row of op(A) is a column of A when A is stored transposed. */
+	const uint8_t *ap = (const uint8_t *)a->p +
+			    (ta ? row : row * a->ld) * tpu_dtype_size(a->dtype);
+	void *cp = tpu_elem_row(c, row);
 
 	switch (a->dtype) {
 	case TPU_DTYPE_F32:
-		tpu_gemm_f32(ta, tb, op->m, op->n, op->k, a->p, a->ld, b->p, b->ld,
-			     c->p, c->ld, acc);
+		tpu_gemm_f32(ta, tb, rows, op->n, op->k, (const float *)ap, a->ld,
+			     b->p, b->ld, cp, c->ld, acc);
 		break;
 	case TPU_DTYPE_BF16:
-		tpu_gemm_bf16(ta, tb, op->m, op->n, op->k, a->p, a->ld, b->p,
-			      b->ld, c->p, c->ld, acc);
+		tpu_gemm_bf16(ta, tb, rows, op->n, op->k, (const uint16_t *)ap,
+			      a->ld, b->p, b->ld, cp, c->ld, acc);
 		break;
 	default:
 		tpu_gemm_i8(a->dtype == TPU_DTYPE_UINT8,
-			    b->dtype == TPU_DTYPE_UINT8, ta, tb, op->m, op->n,
-			    op->k, a->p, a->ld, b->p, b->ld, c->p, c->ld, acc);
+			    b->dtype == TPU_DTYPE_UINT8, ta, tb, rows, op->n,
+			    op->k, ap, a->ld, b->p, b->ld, cp, c->ld, acc);
 		break;
+	}
+}
+
+static void op_dot(const struct tpu_plan_op *op, const struct tpu_ref2d *a,
+		   const struct tpu_ref2d *b, const struct tpu_ref2d *c,
+		   const atomic_bool *abort)
+{
+	uint64_t row_flops = 2ull * op->n * op->k;
+	int64_t panel = op->m;
+
+	if (row_flops && row_flops * op->m > DOT_PANEL_FLOPS) {
+		panel = DOT_PANEL_FLOPS / row_flops;
+		panel = panel < 16 ? 16 : panel & ~(int64_t)15;
+	}
+	for (int64_t row = 0; row < op->m; row += panel) {
+		if (row && aborted(abort))
+			return;
+		dot_rows(op, a, b, c, row,
+			 op->m - row < panel ? op->m - row : panel);
 	}
 }
 
@@ -69,7 +105,7 @@ int tpu_op_run(const struct tpu_plan_op *op, const struct tpu_op_args *args,
 		op_zero(&args->dst);
 		return 0;
 	case TPU_OP_DOT:
-		op_dot(op, &args->src0, &args->src1, &args->dst);
+		op_dot(op, &args->src0, &args->src1, &args->dst, args->abort);
 		return 0;
 	case TPU_OP_REDUCE:
 		tpu_op_reduce(op, args);

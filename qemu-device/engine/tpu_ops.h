@@ -6,6 +6,7 @@
 #ifndef TPU_OPS_H
 #define TPU_OPS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "tpu_plan.h"
@@ -26,6 +27,8 @@ struct tpu_op_args {
 	struct tpu_op_scalar scalar;
 	int64_t valid_rows, valid_cols;	/* in-bounds part of src0 (REDUCE) */
 	double *row_tmp[4];		/* work rows, as wide as any block */
+	/* set: stop early (a reset); the caller sees the flag and fails */
+	const atomic_bool *abort;
 };
 
 /* Where an op failed (integer division by zero). */

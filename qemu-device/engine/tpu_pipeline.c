@@ -35,29 +35,87 @@ static uint64_t parallel_index(const struct tpu_plan *plan, const int64_t *pid)
 	return p;
 }
 
-/* The step at grid index @pid is in the core's share of the parallel ones. */
-static bool runs_step(const struct tpu_core *core, const int64_t *pid)
+/*
+ * The core's next grid index at or after @pid in row-major order, from
+ * dimension @d on: dimensions before @d are fixed, @pp is their parallel
+ * index and @tight says they equal @pid's (so @d starts at @pid[d], not 0).
+ * Whole ranges of other cores' steps are skipped arithmetically, not one
+ * by one: a (2, 2^31, 2) grid's other half is one jump, so a reset never
+ * waits for a core counting through steps it does not run. Two candidates
+ * per dimension suffice: if the first (tight) one has no step of ours
+ * after @pid, the next one starts its inner dimensions at 0 and has one
+ * whenever its parallel range meets the core's share.
+ */
+static bool seek_step(const struct tpu_core *core, const int64_t *pid,
+		      int64_t *out, unsigned int d, uint64_t pp, bool tight)
 {
-	uint64_t p = parallel_index(core->run->plan, pid);
+	const struct tpu_plan *plan = core->run->plan;
+	uint64_t inner = 1, g, lo, hi, first, last;
 
-	return p >= core->pbegin && p < core->pend;
+	if (d == plan->grid_rank)
+		return pp >= core->pbegin && pp < core->pend;
+	for (unsigned int e = d + 1; e < plan->grid_rank; e++)
+		if (plan->semantics[e] == TPU_DIM_PARALLEL)
+			inner *= plan->grid[e];
+	g = plan->grid[d];
+	first = tight ? (uint64_t)pid[d] : 0;
+	last = g - 1;
+	if (plan->semantics[d] == TPU_DIM_PARALLEL) {
+		/* v such that [(pp*g + v) * inner, + inner) meets [pbegin, pend) */
+		lo = core->pbegin / inner;
+		hi = (core->pend + inner - 1) / inner;
+		if (hi <= pp * g || lo >= pp * g + g)
+			return false;
+		if (lo > pp * g && lo - pp * g > first)
+			first = lo - pp * g;
+		if (hi - pp * g - 1 < last)
+			last = hi - pp * g - 1;
+	}
+	for (uint64_t v = first; v <= last && v <= first + 1; v++) {
+		uint64_t npp = plan->semantics[d] == TPU_DIM_PARALLEL ?
+			       pp * g + v : pp;
+
+		out[d] = (int64_t)v;
+		if (seek_step(core, pid, out, d + 1, npp,
+			      tight && v == (uint64_t)pid[d]))
+			return true;
+	}
+	return false;
+}
+
+static uint64_t step_number(const struct tpu_plan *plan, const int64_t *pid)
+{
+	uint64_t step = 0;
+
+	for (unsigned int d = 0; d < plan->grid_rank; d++)
+		step = step * plan->grid[d] + (uint64_t)pid[d];
+	return step;
+}
+
+/* Move @pid/@step to the core's first step at or after @pid. */
+static bool seek_own_step(const struct tpu_core *core, int64_t *pid,
+			  uint64_t *step)
+{
+	int64_t out[TPU_JOB_MAX_GRID_RANK] = { 0 };
+
+	if (!seek_step(core, pid, out, 0, 0, true))
+		return false;
+	memcpy(pid, out, sizeof(out));
+	*step = step_number(core->run->plan, pid);
+	return true;
 }
 
 /* Advance @pid/@step to the core's next step; false after the last. */
 static bool next_step(const struct tpu_core *core, int64_t *pid, uint64_t *step)
 {
 	const struct tpu_plan *plan = core->run->plan;
+	int d = plan->grid_rank - 1;
 
-	do {
-		int d = plan->grid_rank - 1;
-
-		while (d >= 0 && (uint64_t)++pid[d] == plan->grid[d])
-			pid[d--] = 0;
-		if (d < 0)
-			return false;
-		++*step;
-	} while (!runs_step(core, pid));
-	return true;
+	while (d >= 0 && (uint64_t)++pid[d] == plan->grid[d])
+		pid[d--] = 0;
+	if (d < 0)
+		return false;
+	return seek_own_step(core, pid, step);
 }
 
 static bool first_step(const struct tpu_core *core, int64_t *pid,
@@ -65,7 +123,7 @@ static bool first_step(const struct tpu_core *core, int64_t *pid,
 {
 	memset(pid, 0, TPU_JOB_MAX_GRID_RANK * sizeof(*pid));
 	*step = 0;
-	return runs_step(core, pid) || next_step(core, pid, step);
+	return seek_own_step(core, pid, step);
 }
 
 /* --- one step --- */
