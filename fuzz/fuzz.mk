@@ -22,6 +22,9 @@ FUZZ_ENGINE	= $(call fuzz_objs,$(ENGINE_SRCS))
 FUZZ_COPY	= $(call fuzz_objs,$(addprefix qemu-device/engine/,tpu_copy.c \
 			tpu_guest_mem.c tpu_stream.c))
 FUZZ_JOBS	= $(call fuzz_objs,fuzz/fuzz_jobs.c tests/job_builder.c)
+$(FUZZ_ENGINE): FUZZ_CFLAGS += -include fuzz/clang_cpu.h
+$(FUZZ_ENGINE): fuzz/clang_cpu.h
+
 # The driver's check for userspace: fuzz/kshim/ stands in for the kernel.
 FUZZ_DRIVER	= $(FUZZ_DIR)/obj/driver/tpu_job_check.o
 
