@@ -22,10 +22,11 @@ static void check_message(const struct tpu_job_result *res, int ret)
 	FUZZ_ASSERT(!ret || res->message[0], "code %d without a message", ret);
 }
 
+/* A program to run lies in the code; an empty one's offset means nothing. */
 static bool prog_inside(struct tpu_plan_prog p)
 {
-	return p.len <= TPU_JOB_MAX_PROG_LEN &&
-	       (uint64_t)p.offset + p.len <= plan.num_insns;
+	return !p.len || (p.len <= TPU_JOB_MAX_PROG_LEN &&
+	       (uint64_t)p.offset + p.len <= plan.num_insns);
 }
 
 static bool vmem_ref(struct tpu_plan_ref r)
