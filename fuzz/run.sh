@@ -27,7 +27,7 @@ stat() {
 
 # Coverage at the end: the "cov: N" of the last status line.
 coverage() {
-	sed -n 's/^#[0-9]* *[A-Z]* *cov: \([0-9]*\).*/\1/p' "$1" | tail -n1
+	sed -n 's/^#[0-9]*[[:space:]]*[A-Z]*[[:space:]]*cov: \([0-9]*\).*/\1/p' "$1" | tail -n1
 }
 
 # fuzz_one TARGET SECONDS CORPUS_DIRS...: runs it, leaves its log in $log
