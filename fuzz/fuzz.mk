@@ -49,7 +49,8 @@ $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/fuzz/fuzz_%.o
 $(FUZZ_DIR)/fuzz_job_decode: $(FUZZ_RULES)
 $(FUZZ_DIR)/fuzz_scalar: $(FUZZ_RULES)
 $(FUZZ_DIR)/fuzz_engine_job: $(FUZZ_ENGINE) $(FUZZ_RULES) $(FUZZ_JOBS)
-$(FUZZ_DIR)/fuzz_engine_job: FUZZ_LIBS = $(BLAS_LIBS) -lpthread -lm
+# the libraries the engine links, as the project's own builds have them
+$(FUZZ_DIR)/fuzz_engine_job: FUZZ_LIBS = $(filter-out $(ENGINE_LIB) $(RULES_LIB),$(ENGINE_LINK))
 $(FUZZ_DIR)/fuzz_dma_copy: $(FUZZ_COPY)
 $(FUZZ_DIR)/fuzz_driver_check: $(FUZZ_DRIVER) $(FUZZ_RULES)
 

@@ -27,37 +27,19 @@ static inline void fuzz_take(struct fuzz_input *in, void *out, size_t n)
 	in->pos += avail;
 }
 
-static inline uint8_t fuzz_u8(struct fuzz_input *in)
-{
-	uint8_t v;
-
-	fuzz_take(in, &v, sizeof(v));
-	return v;
-}
-
-static inline uint16_t fuzz_u16(struct fuzz_input *in)
-{
-	uint16_t v;
-
-	fuzz_take(in, &v, sizeof(v));
-	return v;
-}
-
-static inline uint32_t fuzz_u32(struct fuzz_input *in)
-{
-	uint32_t v;
-
-	fuzz_take(in, &v, sizeof(v));
-	return v;
-}
-
-static inline uint64_t fuzz_u64(struct fuzz_input *in)
-{
-	uint64_t v;
-
-	fuzz_take(in, &v, sizeof(v));
-	return v;
-}
+/* fuzz_u8() ... fuzz_u64(): the next field, in host byte order. */
+#define FUZZ_READER(type, name)					\
+	static inline type name(struct fuzz_input *in)		\
+	{							\
+		type v;						\
+								\
+		fuzz_take(in, &v, sizeof(v));			\
+		return v;					\
+	}
+FUZZ_READER(uint8_t, fuzz_u8)
+FUZZ_READER(uint16_t, fuzz_u16)
+FUZZ_READER(uint32_t, fuzz_u32)
+FUZZ_READER(uint64_t, fuzz_u64)
 
 static inline size_t fuzz_left(const struct fuzz_input *in)
 {
