@@ -318,6 +318,9 @@ check: deps
 list-host-tests:
 	@echo $(HOST_TESTS)
 
+# Fuzzing with libFuzzer under ASan and UBSan: fuzz, fuzz-check, fuzz-seeds.
+include fuzz/fuzz.mk
+
 clean:
 	$(Q)rm -rf $(BUILD)
 	$(Q)$(MAKE) -C $(KDIR) M=$(CURDIR) clean -s 2>/dev/null || true

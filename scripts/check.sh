@@ -52,6 +52,10 @@ for t in $host_tests; do
 	echo "# host: $t"
 	scripts/tap-run.sh "$BUILD/tests/$t" | tee "$LOGS/host-$t.tap"
 done
+# The fuzz targets: a few seconds each, and their committed corpora.
+echo "# host: fuzz-check"
+make -s --no-print-directory fuzz-check 2>&1 | tee "$LOGS/host-fuzz.tap" ||
+	result "$LOGS/host-fuzz.tap" fail "make fuzz-check"
 
 # --- in the VM ---
 QEMU=$CACHE/qemu-system-x86_64

@@ -46,6 +46,8 @@ PKGS=(
 	libdrm-dev liburing-dev libopenblas-dev libsleef-dev
 	# driver style checks
 	perl
+	# fuzzing (make fuzz): libFuzzer, ASan and UBSan runtimes
+	clang-14 libclang-rt-14-dev
 )
 
 need_update=0

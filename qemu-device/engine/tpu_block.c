@@ -75,9 +75,15 @@ static uint8_t *hbm_row(struct tpu_core *core, const struct tpu_plan_operand *o,
 	       off * es;
 }
 
-/* Rows of the block are equally spaced in HBM: it can be viewed in place. */
-static bool viewable(const struct tpu_plan_operand *o)
+/*
+ * Rows of the block are equally spaced in HBM at @p and its elements are
+ * aligned for their type: it can be viewed in place. An operand's offset
+ * may be any byte, and the ops load elements through typed pointers.
+ */
+static bool viewable(const struct tpu_plan_operand *o, const uint8_t *p)
 {
+	if ((uintptr_t)p % tpu_dtype_size(o->dtype))
+		return false;
 	for (int d = 0; d + 2 < o->rank; d++)
 		if (o->block[d] != 1)
 			return false;
@@ -90,14 +96,14 @@ int tpu_block_fetch(struct tpu_core *core, unsigned int i,
 	const struct tpu_plan_operand *o = &core->run->plan->operand[i];
 	uint64_t es = tpu_dtype_size(o->dtype);
 	uint64_t valid_cols = sp->valid[o->rank - 1];
+	uint8_t *first = core->run->hbm + core->run->slots[o->slot].offset + sp->first;
 	uint8_t *buf;
 
-	if (sp->full && !core->run->debug && viewable(o)) {
+	if (sp->full && !core->run->debug && viewable(o, first)) {
 		uint64_t ld = o->rank >= 2 ? o->stride[o->rank - 2] : (uint64_t)o->cols;
 
-		core->block[i] = (struct tpu_ref2d){
-			core->run->hbm + core->run->slots[o->slot].offset + sp->first,
-			o->rows, o->cols, (int64_t)ld, o->dtype };
+		core->block[i] = (struct tpu_ref2d){ first, o->rows, o->cols,
+						     (int64_t)ld, o->dtype };
 		return 0;
 	}
 	if (!core->block_buf[i]) {

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: MIT
+/* Template jobs for the fuzz targets, built with tests/job_builder. */
+#include "fuzz_jobs.h"
+#include "job_builder.h"
+
+#include <string.h>
+
+/* The guide's matmul in its variants, on slots 0 (x), 1 (y), 2 (z), 3 (bias). */
+static void *mm(struct mm_job j, size_t *len)
+{
+	j.x_slot = 0, j.y_slot = 1, j.z_slot = 2, j.bias_slot = 3;
+	return mm_build(&j, len);
+}
+
+static void *mm_f32(size_t *len)
+{
+	return mm((struct mm_job){ .m = 16, .k = 16, .n = 16, .bm = 8, .bk = 8,
+				   .bn = 8 }, len);
+}
+
+static void *mm_bf16_fused(size_t *len)
+{
+	return mm((struct mm_job){ .m = 8, .k = 16, .n = 8, .bm = 8, .bk = 8,
+				   .bn = 8, .in_dtype = TPU_DTYPE_BF16,
+				   .transpose_rhs = true, .acc_scratch = true,
+				   .activation = TPU_UNARY_GELU, .bias = true }, len);
+}
+
+static void *mm_int8_lhs_t(size_t *len)
+{
+	return mm((struct mm_job){ .m = 16, .k = 16, .n = 16, .bm = 8, .bk = 8,
+				   .bn = 8, .in_dtype = TPU_DTYPE_INT8,
+				   .out_dtype = TPU_DTYPE_INT32,
+				   .transpose_lhs = true, .acc_scratch = true }, len);
+}
+
+static void *mm_edges_debug(size_t *len)
+{
+	return mm((struct mm_job){ .m = 10, .k = 12, .n = 9, .bm = 8, .bk = 8,
+				   .bn = 8, .activation = TPU_UNARY_RELU,
+				   .flags = TPU_JOB_F_DEBUG }, len);
+}
+
+static void *mm_uint8_pap(size_t *len)
+{
+	return mm((struct mm_job){ .m = 16, .k = 8, .n = 16, .bm = 8, .bk = 8,
+				   .bn = 8, .in_dtype = TPU_DTYPE_UINT8,
+				   .out_dtype = TPU_DTYPE_INT32, .sem = "pap",
+				   .acc_scratch = true }, len);
+}
+
+/* Every broadcast: row, column, scalar prefetch, SMEM scratch, immediate. */
+static void *elementwise(size_t *len)
+{
+	uint64_t full[2] = { 8, 8 }, rs[2] = { 1, 8 }, cs[2] = { 8, 1 }, ss[1] = { 4 };
+	uint32_t grid[2] = { 2, 2 }, blk[2] = { 4, 4 }, rb[2] = { 1, 4 };
+	uint32_t cb[2] = { 4, 1 }, smem[1] = { 2 };
+	struct jb *b = jb_new();
+	struct tpu_job_op *op;
+	float half = 0.5f;
+	void *blob;
+
+	jb_grid(b, 2, grid, "pp");
+	jb_operand(b, TPU_ROLE_SCALAR_PREFETCH, 4, TPU_DTYPE_INT32, 1, ss, NULL, NULL);
+	jb_operand(b, TPU_ROLE_INPUT, 0, TPU_DTYPE_F32, 2, full, blk, "pid0 pid1");
+	jb_operand(b, TPU_ROLE_INPUT, 1, TPU_DTYPE_F32, 2, rs, rb, "0 pid1");
+	jb_operand(b, TPU_ROLE_INPUT, 2, TPU_DTYPE_F32, 2, cs, cb, "pid0 0");
+	jb_operand(b, TPU_ROLE_OUTPUT, 3, TPU_DTYPE_F32, 2, full, blk, "pid0 pid1");
+	jb_scratch(b, TPU_MEM_VMEM, TPU_DTYPE_F32, 2, blk);
+	jb_scratch(b, TPU_MEM_SMEM, TPU_DTYPE_INT32, 1, smem);
+	jb_unary(b, TPU_UNARY_TANH, JB_SCR(0), JB_OPND(1), NULL);
+	jb_binary(b, TPU_BINARY_ADD, TPU_BCAST_ROW, JB_SCR(0), JB_SCR(0), JB_OPND(2), NULL);
+	jb_binary(b, TPU_BINARY_MUL, TPU_BCAST_COL, JB_SCR(0), JB_SCR(0), JB_OPND(3), NULL);
+	op = jb_binary(b, TPU_BINARY_MAX, TPU_BCAST_SMEM, JB_OPND(4), JB_SCR(0),
+		       JB_OPND(0), NULL);
+	op->scalar_index = jb_prog(b, "pid1 smem0 4 %");
+	op = jb_binary(b, TPU_BINARY_MIN, TPU_BCAST_SMEM, JB_OPND(4), JB_OPND(4),
+		       JB_SCR(1), "pid0 pid1 !=");
+	op->scalar_index = jb_prog(b, "1");
+	op = jb_binary(b, TPU_BINARY_SUB, TPU_BCAST_IMM, JB_OPND(4), JB_OPND(4),
+		       JB_NONE, "pid0 1 ==");
+	memcpy(&op->imm, &half, sizeof(half));
+	jb_unary(b, TPU_UNARY_EXP, JB_OPND(4), JB_OPND(4), "pid1 nprog1 1 - ==");
+	blob = jb_finish(b, len);
+	jb_free(b);
+	return blob;
+}
+
+/* Pallas's block-sparse pattern: a block row chosen by scalar prefetch. */
+static void *block_sparse(size_t *len)
+{
+	uint64_t full[2] = { 16, 16 }, ss[1] = { 2 };
+	uint32_t grid[2] = { 2, 2 }, blk[2] = { 8, 8 };
+	struct jb *b = jb_new();
+	void *blob;
+
+	jb_grid(b, 2, grid, "pa");
+	jb_operand(b, TPU_ROLE_SCALAR_PREFETCH, 4, TPU_DTYPE_INT32, 1, ss, NULL, NULL);
+	jb_operand(b, TPU_ROLE_INPUT, 0, TPU_DTYPE_F32, 2, full, blk, "pid0 smem0 pid1");
+	jb_operand(b, TPU_ROLE_OUTPUT, 1, TPU_DTYPE_F32, 2, full, blk, "pid0 pid1");
+	jb_zero(b, JB_OPND(2), "pid0 smem0 0 <");
+	jb_unary(b, TPU_UNARY_RELU, JB_OPND(2), JB_OPND(1), "pid0 smem0 0 >=");
+	blob = jb_finish(b, len);
+	jb_free(b);
+	return blob;
+}
+
+/* A 4-D grid over rank-4 arrays; a cast to bf16 and back through it. */
+static void *rank4(size_t *len)
+{
+	uint64_t shape[4] = { 2, 2, 4, 8 };
+	uint32_t grid[4] = { 2, 1, 1, 2 }, blk[4] = { 1, 2, 4, 4 };
+	struct jb *b = jb_new();
+	void *blob;
+
+	jb_grid(b, 4, grid, "papa");
+	jb_operand(b, TPU_ROLE_INPUT, 0, TPU_DTYPE_F32, 4, shape, blk,
+		   "pid0 pid1 pid2 pid3");
+	jb_operand(b, TPU_ROLE_OUTPUT, 1, TPU_DTYPE_BF16, 4, shape, blk,
+		   "pid0 pid1 pid2 pid3");
+	jb_unary(b, TPU_UNARY_NEG, JB_OPND(1), JB_OPND(0), NULL);
+	jb_binary(b, TPU_BINARY_ADD, TPU_BCAST_NONE, JB_OPND(1), JB_OPND(1),
+		  JB_OPND(0), "pid3 0 ==");
+	blob = jb_finish(b, len);
+	jb_free(b);
+	return blob;
+}
+
+/* 1-D with a ragged edge, through an int32 scratch (rounding, saturation). */
+static void *rank1_casts(size_t *len)
+{
+	uint64_t shape[1] = { 20 };
+	uint32_t grid[1] = { 3 }, blk[1] = { 8 };
+	struct jb *b = jb_new();
+	void *blob;
+
+	jb_grid(b, 1, grid, "a");
+	jb_operand(b, TPU_ROLE_INPUT, 0, TPU_DTYPE_F32, 1, shape, blk, "pid0");
+	jb_operand(b, TPU_ROLE_OUTPUT, 1, TPU_DTYPE_F32, 1, shape, blk, "pid0");
+	jb_scratch(b, TPU_MEM_VMEM, TPU_DTYPE_INT32, 1, blk);
+	jb_unary(b, TPU_UNARY_SIGMOID, JB_OPND(1), JB_OPND(0), NULL);
+	jb_unary(b, TPU_UNARY_IDENTITY, JB_SCR(0), JB_OPND(1), NULL);
+	jb_unary(b, TPU_UNARY_SILU, JB_OPND(1), JB_SCR(0), "pid0 2 // 0 ==");
+	jb_unary(b, TPU_UNARY_ABS, JB_OPND(1), JB_OPND(1), "pid0 nprog0 max 3 ==");
+	blob = jb_finish(b, len);
+	jb_free(b);
+	return blob;
+}
+
+static const struct {
+	const char *name;
+	void *(*build)(size_t *len);
+} templates[] = {
+	{ "mm_f32", mm_f32 },
+	{ "mm_bf16_fused", mm_bf16_fused },
+	{ "mm_int8_lhs_t", mm_int8_lhs_t },
+	{ "mm_edges_debug", mm_edges_debug },
+	{ "mm_uint8_pap", mm_uint8_pap },
+	{ "elementwise", elementwise },
+	{ "block_sparse", block_sparse },
+	{ "rank4", rank4 },
+	{ "rank1_casts", rank1_casts },
+};
+
+unsigned int fuzz_num_templates(void)
+{
+	return sizeof(templates) / sizeof(templates[0]);
+}
+
+void *fuzz_template(unsigned int i, size_t *len)
+{
+	return templates[i].build(len);
+}
+
+const char *fuzz_template_name(unsigned int i)
+{
+	return templates[i].name;
+}
