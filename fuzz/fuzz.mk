@@ -24,6 +24,12 @@ FUZZ_COPY	= $(call fuzz_objs,$(addprefix qemu-device/engine/,tpu_copy.c \
 FUZZ_JOBS	= $(call fuzz_objs,fuzz/fuzz_jobs.c tests/job_builder.c)
 $(FUZZ_ENGINE): FUZZ_CFLAGS += -include fuzz/clang_cpu.h
 $(FUZZ_ENGINE): fuzz/clang_cpu.h
+# clang ignores the ISA files' "#pragma GCC target", so sleef.h would not
+# declare their functions: give those two files the ISA as flags.
+$(call fuzz_objs,qemu-device/engine/tpu_vec_avx2.c): FUZZ_CFLAGS += -mavx2 -mfma \
+	-Wno-unknown-pragmas
+$(call fuzz_objs,qemu-device/engine/tpu_vec_avx512.c): FUZZ_CFLAGS += \
+	-mavx512f -mavx512dq -mavx2 -mfma -Wno-unknown-pragmas
 
 # The driver's check for userspace: fuzz/kshim/ stands in for the kernel.
 FUZZ_DRIVER	= $(FUZZ_DIR)/obj/driver/tpu_job_check.o

@@ -27,6 +27,8 @@ static const char *const semantic[] = {
 	"imm must be zero", "bcast smem needs", "needs", "scalar_index only",
 	"zero takes only dst", "dot with fn", "dot flags on an elementwise",
 	"which holds 32-bit words",
+	/* the vector unit's per-opcode field rules (rules/tpu_op_check.c) */
+	"for opcode", "select's b may be", "reduce over axis",
 	/* bytecode the driver does not run */
 	"stack underflow", "stack deeper", "leaves", "grid dimension",
 	"is not scalar prefetch", "takes no argument", "empty program",
