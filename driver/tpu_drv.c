@@ -55,6 +55,7 @@ static int tpu_ioctl_get_param(struct drm_device *drm, void *data,
 {
 	struct tpu_device *tdev = to_tpu_device(drm);
 	struct drm_tpu_get_param *args = data;
+	unsigned int i;
 
 	if (args->pad)
 		return -EINVAL;
@@ -63,16 +64,18 @@ static int tpu_ioctl_get_param(struct drm_device *drm, void *data,
 	case DRM_TPU_PARAM_HW_VERSION:
 		args->value = tdev->hw_version;
 		return 0;
-	case DRM_TPU_PARAM_OF_CAP(0) ... DRM_TPU_PARAM_OF_CAP(TPU_CAP_COUNT - 1):
-		args->value = tdev->caps[args->param - DRM_TPU_PARAM_OF_CAP(0)];
-		return 0;
-	case DRM_TPU_PARAM_DMA_DESCRIPTORS ... DRM_TPU_PARAM_COUNT - 1:
+	case DRM_TPU_PARAM_DMA_DESCRIPTORS ... DRM_TPU_PARAM_COMPUTE_BUSY_NS:
 		args->value = tpu_queue_stat(tdev, args->param);
 		return 0;
-	default:
-		tpu_dbg(tdev, "unknown param %u\n", args->param);
-		return -EINVAL;
 	}
+	for (i = 0; i < TPU_CAP_COUNT; i++) {
+		if (args->param == DRM_TPU_PARAM_OF_CAP(i)) {
+			args->value = tdev->caps[i];
+			return 0;
+		}
+	}
+	tpu_dbg(tdev, "unknown param %u\n", args->param);
+	return -EINVAL;
 }
 
 static const struct drm_ioctl_desc tpu_ioctls[] = {

@@ -38,21 +38,14 @@
 #include "tpu_job.h"
 
 /*
- * The vector unit of a v5e TensorCore, an estimate (no published figure
- * found): the clock is 197e12 / (4 MXUs x 128 x 128 x 2) = 1.5 GHz; a vreg
- * is 8 x 128 lanes; the VPU issues 4 vector ALU ops a cycle and the EUP
- * one transcendental vreg a cycle. Per core. Candidates for device
- * parameters (vpu_elems_per_s, eup_elems_per_s) in tpu_config.
+ * The vector unit works on vregs of 8 x 128 lanes. Its throughputs are the
+ * device parameters vpu-elems-per-s and eup-elems-per-s (uapi/tpu_params.h),
+ * per core. Their v5e defaults are estimates (no published figure found):
+ * the clock is 197e12 / (4 MXUs x 128 x 128 x 2) = 1.5 GHz, the VPU issues
+ * 4 vector ALU ops a cycle and the EUP one transcendental vreg a cycle.
  */
-#define TPU_MODEL_CLOCK_HZ		1.5e9
 #define TPU_MODEL_VREG_ROWS		8
 #define TPU_MODEL_VREG_COLS		128
-#define TPU_MODEL_VALU_SLOTS		4
-#define TPU_MODEL_EUP_SLOTS		1
-#define TPU_MODEL_VPU_ELEMS_PER_S	(TPU_MODEL_CLOCK_HZ * TPU_MODEL_VREG_ROWS * \
-					 TPU_MODEL_VREG_COLS * TPU_MODEL_VALU_SLOTS)
-#define TPU_MODEL_EUP_ELEMS_PER_S	(TPU_MODEL_CLOCK_HZ * TPU_MODEL_VREG_ROWS * \
-					 TPU_MODEL_VREG_COLS * TPU_MODEL_EUP_SLOTS)
 
 /* One step's work per unit, in seconds. */
 struct tpu_model_work {
@@ -96,10 +89,11 @@ double tpu_model_dot_s(const struct tpu_config *cfg, enum tpu_dtype dtype,
 /*
  * Add the vector work of a micro-op (@opcode, @fn: not a dot) on a
  * @rows x @cols ref (a reduction's source, else its dst) to @w: VPU and
- * EUP passes per element by function, over whole vregs.
+ * EUP passes per element by function, over whole vregs, at @cfg's rates.
  */
-void tpu_model_vector_op(unsigned int opcode, unsigned int fn, uint64_t rows,
-			 uint64_t cols, struct tpu_model_work *w);
+void tpu_model_vector_op(const struct tpu_config *cfg, unsigned int opcode,
+			 unsigned int fn, uint64_t rows, uint64_t cols,
+			 struct tpu_model_work *w);
 
 /* A step's compute time: max(MXU, VPU + EUP). */
 double tpu_model_compute_s(const struct tpu_model_work *w);

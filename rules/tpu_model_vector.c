@@ -50,8 +50,9 @@ static uint64_t vreg_elems(uint64_t rows, uint64_t cols)
 	return r * c * TPU_MODEL_VREG_ROWS * TPU_MODEL_VREG_COLS;
 }
 
-void tpu_model_vector_op(unsigned int opcode, unsigned int fn, uint64_t rows,
-			 uint64_t cols, struct tpu_model_work *w)
+void tpu_model_vector_op(const struct tpu_config *cfg, unsigned int opcode,
+			 unsigned int fn, uint64_t rows, uint64_t cols,
+			 struct tpu_model_work *w)
 {
 	struct passes p = { 1, 0 };	/* zero, reduce, select, iota */
 	double elems = (double)vreg_elems(rows, cols);
@@ -60,8 +61,8 @@ void tpu_model_vector_op(unsigned int opcode, unsigned int fn, uint64_t rows,
 		p = unary_passes(fn);
 	else if (opcode == TPU_OP_BINARY)
 		p = binary_passes(fn);
-	w->vpu_s += p.vpu * elems / TPU_MODEL_VPU_ELEMS_PER_S;
-	w->eup_s += p.eup * elems / TPU_MODEL_EUP_ELEMS_PER_S;
+	w->vpu_s += p.vpu * elems / (double)cfg->vpu_elems_per_s;
+	w->eup_s += p.eup * elems / (double)cfg->eup_elems_per_s;
 }
 
 double tpu_model_compute_s(const struct tpu_model_work *w)

@@ -134,7 +134,7 @@ vm_pass() {	# vm_pass NAME OPTS [VM_MEM]
 }
 vm_pass defaults ""
 # 4G of guest RAM puts pages above 4 GiB: DMA must use 64-bit addresses.
-vm_pass custom "hbm-size=2G,vmem-size=64M,vmem-limit=32M,smem-size=512K,cores=2,mxu-dim=256,mxu-count=2,peak-flops-bf16=918000000000000,peak-flops-f32=459000000000000,peak-ops-int8=1836000000000000,hbm-bandwidth=1640000000000,step-cost-ns=200,launch-cost-ns=50000" 4G
+vm_pass custom "hbm-size=2G,vmem-size=64M,vmem-limit=32M,smem-size=512K,cores=2,mxu-dim=256,mxu-count=2,peak-flops-bf16=918000000000000,peak-flops-f32=459000000000000,peak-ops-int8=1836000000000000,hbm-bandwidth=1640000000000,step-cost-ns=200,launch-cost-ns=50000,vpu-elems-per-s=12288000000000,eup-elems-per-s=3072000000000" 4G
 
 # --- summary ---
 scripts/tap-run.sh --summary "$LOGS"/*.tap

@@ -162,6 +162,56 @@ TEST(every_binary_function_and_broadcast)
 	tdev_free(e.d);
 }
 
+/* The special values every function meets, both as a and as b. */
+static const float specials[] = {
+	0.0f, -0.0f, 1.0f, -1.0f, 0.5f, -2.5f, 3.0f, INFINITY, -INFINITY, NAN,
+	-NAN, 1e-45f, -1e-45f, 1.17549435e-38f, 3.40282347e38f, -3.40282347e38f,
+	88.7f, -103.9f, 1e-7f, 100.0f, 1e4f, -1e4f, 0.1f, 7.0f, -7.0f,
+};
+#define NSPECIAL (sizeof(specials) / sizeof(specials[0]))
+
+/*
+ * Every unary function, and every binary function against every special
+ * b (a scalar, and a whole block so the vector path's rows see it too), on
+ * the special values: the double reference rounded once (exp within its
+ * documented ulp), NaN where the reference is NaN. Edge blocks included.
+ */
+TEST(every_function_on_special_values)
+{
+	struct ew e;
+
+	ew_setup(&e);
+	for (int i = 0; i < R * C; i++)
+		e.av[i] = specials[i % NSPECIAL];
+	for (unsigned int fn = 0; fn < TPU_UNARY_COUNT; fn++) {
+		const float *z = tdev_ptr(e.d, e.z);
+		int bad = 0;
+
+		if (fn == TPU_UNARY_CLAMP)
+			continue;	/* its bounds are imm and imm2: below */
+		ASSERT_EQ(0, ew_run(&e, TPU_OP_UNARY, fn, 0, TPU_DTYPE_F32));
+		for (int i = 0; i < R * C; i++)
+			bad += !unary_ok(fn, z[i], ref_unary(fn, e.av[i]));
+		EXPECT_EQ(0, bad) TH_LOG("unary %u", fn);
+	}
+	for (unsigned int k = 0; k < NSPECIAL; k++) {
+		for (int i = 0; i < R * C; i++)
+			e.bv[i] = specials[k];
+		for (unsigned int fn = 0; fn < TPU_BINARY_COUNT; fn++) {
+			const float *z = tdev_ptr(e.d, e.z);
+			int bad = 0;
+
+			ASSERT_EQ(0, ew_run(&e, TPU_OP_BINARY, fn, TPU_BCAST_NONE,
+					    TPU_DTYPE_F32));
+			for (int i = 0; i < R * C; i++)
+				bad += !same_f(z[i], (float)ref_binary(fn, e.av[i],
+									e.bv[i]));
+			EXPECT_EQ(0, bad) TH_LOG("binary %u, b = %g", fn, specials[k]);
+		}
+	}
+	tdev_free(e.d);
+}
+
 /* The f32 epilogue's fast path into bf16: the same bits as the double rows. */
 TEST(f32_ops_into_bf16)
 {

@@ -378,12 +378,14 @@ TEST(model_only_vector_cost)
 	ASSERT_EQ(0, tpu_engine_run(v.d->engine, blob, len, NULL, v.d->hbm_size,
 				    v.d->slots, v.d->nslots, TPU_RUN_MODEL_ONLY,
 				    &v.res)) TH_LOG("%s", v.res.message);
-	tpu_model_vector_op(TPU_OP_UNARY, TPU_UNARY_EXP, BR, BC, &w);
+	tpu_model_vector_op(&v.d->cfg, TPU_OP_UNARY, TPU_UNARY_EXP, BR, BC,
+			    &w);
 	EXPECT_GT(w.eup_s, 0);
 	EXPECT_LT(fabs(v.res.stats.model.eup_busy_s - GR * GC * w.eup_s), 1e-15);
 	EXPECT_LT(fabs(v.res.stats.model.vpu_busy_s - GR * GC * w.vpu_s), 1e-15);
 	/* 8 x 16 pads to one 8 x 128 vreg: 1024 elements */
-	EXPECT_LT(fabs(w.eup_s - 1024 / TPU_MODEL_EUP_ELEMS_PER_S), 1e-18);
+	EXPECT_LT(fabs(w.eup_s - 1024.0 / v.d->cfg.eup_elems_per_s),
+		  1e-18);
 	free(blob);
 	jb_free(b);
 	tdev_free(v.d);

@@ -41,9 +41,10 @@ extern "C" {
  * DRM_TPU_PARAM_VMEM_SIZE, ... DRM_TPU_PARAM_LAUNCH_COST_NS): sizes in bytes,
  * rates per second, costs in nanoseconds. The rates and costs parameterise
  * the device's timing model of a TPU-like chip; they say nothing about the
- * host's speed.
+ * host's speed. Capability indexes 0-12 are parameters 1-13; the queue
+ * statistics took 14-20, so indexes from 13 on are parameters 21 and up.
  */
-#define DRM_TPU_PARAM_OF_CAP(index)	((index) + 1)
+#define DRM_TPU_PARAM_OF_CAP(index)	((index) < 13 ? (index) + 1 : (index) + 8)
 
 enum drm_tpu_param {
 	DRM_TPU_PARAM_HW_VERSION = 0,		/* major << 16 | minor */
@@ -59,7 +60,7 @@ enum drm_tpu_param {
 	DRM_TPU_PARAM_COMPUTE_JOBS = 18,	/* grid jobs completed */
 	DRM_TPU_PARAM_COMPUTE_ERRORS = 19,	/* ...of which failed */
 	DRM_TPU_PARAM_COMPUTE_BUSY_NS = 20,	/* device time spent on jobs */
-	DRM_TPU_PARAM_COUNT = 21
+	DRM_TPU_PARAM_COUNT = DRM_TPU_PARAM_OF_CAP(TPU_PARAMS_COUNT)
 };
 
 /**

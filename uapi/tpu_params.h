@@ -4,7 +4,7 @@
  *
  * Each parameter is a property of the QEMU device (-device tpu-mxu,NAME=V),
  * a capability register (TPU_CAP_<ID> in tpu_hw.h, at TPU_REG_CAP(index)),
- * a GET_PARAM value (DRM_TPU_PARAM_<ID> in tpu_drm.h, index + 1), a field of
+ * a GET_PARAM value (DRM_TPU_PARAM_<ID> in tpu_drm.h: DRM_TPU_PARAM_OF_CAP), a field of
  * the engine's struct tpu_config and of libtpurt's struct tpurt_device_info
  * and struct tpurt_sim_config. All of them follow from TPU_PARAMS below.
  *
@@ -73,6 +73,16 @@
 	X(STEP_COST_NS, step_cost_ns, 11, "step-cost-ns", UINT64, 275, \
 	  0, TPU_PARAM_NO_MAX, "ns", "fixed cost of a grid step") \
 	X(LAUNCH_COST_NS, launch_cost_ns, 12, "launch-cost-ns", UINT64, 110000, \
-	  0, TPU_PARAM_NO_MAX, "ns", "fixed cost of a job")
+	  0, TPU_PARAM_NO_MAX, "ns", "fixed cost of a job") \
+	X(VPU_ELEMS_PER_S, vpu_elems_per_s, 13, "vpu-elems-per-s", UINT64, \
+	  6144000000000ull, 1, TPU_PARAM_NO_MAX, "elements/s", \
+	  "vector ALU throughput per core (an estimate: 1.5 GHz x 8 x 128 lanes x 4 slots)") \
+	X(EUP_ELEMS_PER_S, eup_elems_per_s, 14, "eup-elems-per-s", UINT64, \
+	  1536000000000ull, 1, TPU_PARAM_NO_MAX, "elements/s", \
+	  "transcendental unit throughput per core (an estimate: 1.5 GHz x 8 x 128 lanes)")
+
+/* How many parameters the table has. */
+#define TPU_PARAM_COUNT_ONE(...)	+ 1
+#define TPU_PARAMS_COUNT		(0 TPU_PARAMS(TPU_PARAM_COUNT_ONE))
 
 #endif /* TPU_PARAMS_H */

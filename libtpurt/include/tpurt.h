@@ -44,6 +44,8 @@ struct tpurt_device_info {
 	uint64_t hbm_bandwidth;		/* bytes per second */
 	uint64_t step_cost_ns;		/* fixed cost of one grid step */
 	uint64_t launch_cost_ns;	/* fixed cost of one job */
+	uint64_t vpu_elems_per_s;	/* vector ALUs, per core */
+	uint64_t eup_elems_per_s;	/* transcendental unit, per core */
 };
 
 /*
@@ -80,6 +82,8 @@ struct tpurt_sim_config {
 	uint64_t hbm_bandwidth;
 	uint64_t step_cost_ns;
 	uint64_t launch_cost_ns;
+	uint64_t vpu_elems_per_s;
+	uint64_t eup_elems_per_s;
 };
 
 /* @cfg may be NULL (all defaults). */

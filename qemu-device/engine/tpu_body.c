@@ -108,7 +108,8 @@ static void charge_op(struct tpu_core *core, const struct tpu_plan_op *op,
 	if (op->opcode != TPU_OP_DOT) {
 		plan_ref(plan, op->opcode == TPU_OP_REDUCE ? op->src0 : op->dst,
 			 &rows, &cols, &t);
-		tpu_model_vector_op(op->opcode, op->fn, rows, cols, w);
+		tpu_model_vector_op(core->run->cfg, op->opcode, op->fn, rows,
+				    cols, w);
 		return;
 	}
 	plan_ref(plan, op->src0, &rows, &cols, &t);
