@@ -60,10 +60,20 @@ if [ ! -f "$BUILD/build.ninja" ] || [ "$(cat "$BUILD/.configure-key" 2>/dev/null
 	}
 	echo "$key" > "$BUILD/.configure-key"
 fi
+# Ninja goes by mtimes, and the links above may now point at another
+# checkout whose files are older than the objects built from the last one:
+# key the device's objects by the content of the files they come from.
+dkey=$(find -L "$TOP/qemu-device" "$TOP/uapi" "$TOP/rules" -type f \
+	\( -name '*.[ch]' -o -name meson.build -o -name trace-events \) |
+	sort | xargs cat | sha1sum | cut -c1-16)
+if [ "$(cat "$BUILD/.tpu-mxu-key" 2>/dev/null)" != "$dkey" ]; then
+	find "$BUILD" -path '*tpu-mxu*' \( -name '*.o' -o -name '*.a' \) -delete
+fi
 if ! ninja -C "$BUILD" qemu-system-x86_64 > "$BUILD/ninja.log" 2>&1; then
 	grep -v '^\[' "$BUILD/ninja.log" | tail -n 40 >&2
 	echo "build-qemu: build failed; full log in $BUILD/ninja.log" >&2
 	exit 1
 fi
+echo "$dkey" > "$BUILD/.tpu-mxu-key"
 ln -sfn "$BUILD/qemu-system-x86_64" "$CACHE/qemu-system-x86_64"
 echo "build-qemu: $CACHE/qemu-system-x86_64"
