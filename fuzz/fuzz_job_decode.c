@@ -9,6 +9,7 @@
 #include "fuzz_input.h"
 #include "fuzz_jobs.h"
 #include "tpu_dtype.h"
+#include "tpu_ops.h"
 #include "tpu_plan.h"
 
 static struct tpu_plan plan;
@@ -72,7 +73,8 @@ static void check_plan(const struct tpu_config *cfg)
 		FUZZ_ASSERT(op->opcode < TPU_OP_COUNT && vmem_ref(op->dst) &&
 			    prog_inside(op->pred) && prog_inside(op->scalar_index),
 			    "op %u", i);
-		FUZZ_ASSERT(op->opcode == TPU_OP_ZERO || vmem_ref(op->src0),
+		/* the engine reads src0 as a VMEM ref where the op has one */
+		FUZZ_ASSERT(!tpu_op_reads_src(op, 0) || vmem_ref(op->src0),
 			    "op %u: src0", i);
 	}
 }
