@@ -1,18 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * Fast paths of the vector unit's elementwise ops: f32 data through the
- * vectorised row kernels (tpu_vec.h), int32 data (iotas, masks made from
- * them, offsets) through plain loops the compiler vectorises.
+ * The fast path of the vector unit's elementwise ops: f32 data through the
+ * vectorised row kernels (tpu_vec.h). Integer data (iotas, masks made from
+ * them) takes the reference path's exact 64-bit rows (tpu_ops_ew.c).
  *
  * f32 results are the reference path's bits (exact or correctly rounded:
  * +, -, *, /, sqrt, max, compares, select, ...), except exp, within 1 ulp
- * (SLEEF's, doc/numerics.md). They go to an f32
- * dst, or to a bf16 or bool dst where the f32 result is exact (relu,
- * floor, max, compares, select, ...) so that dst still sees one rounding;
- * other results into bf16 take the reference path (tpu_ops_ew.c). int32
- * results are exact: sums and products in 64 bits, saturated into int32
- * as the reference path does. Every f32 row ends in tpu_cast_row(), which
- * quiets NaNs as the reference's trip through a double does.
+ * (SLEEF's, doc/numerics.md). They go to an f32 dst, or to a bf16 or bool
+ * dst where the f32 result is exact (relu, floor, max, compares, select,
+ * ...) so that dst still sees one rounding; other results into bf16 take
+ * the reference path. Every f32 row ends in tpu_cast_row(), which quiets
+ * NaNs as the reference's trip through a double does.
  */
 #include <math.h>
 #include <string.h>
@@ -147,7 +145,7 @@ static bool f32_sources(const struct tpu_plan_op *op,
 	}
 }
 
-static bool op_f32(const struct tpu_plan_op *op, const struct tpu_op_args *args)
+bool tpu_op_fast(const struct tpu_plan_op *op, const struct tpu_op_args *args)
 {
 	const struct tpu_ref2d *d = &args->dst, *s0 = &args->src0;
 	float *t = (float *)args->row_tmp[3];
@@ -175,117 +173,4 @@ static bool op_f32(const struct tpu_plan_op *op, const struct tpu_op_args *args)
 		store_row(d, i, t);
 	}
 	return true;
-}
-
-/* --- int32 --- */
-
-static int64_t sat32(int64_t v)
-{
-	return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : v;
-}
-
-static bool int_binary_fn(uint8_t fn)
-{
-	return fn == TPU_BINARY_ADD || fn == TPU_BINARY_SUB ||
-	       fn == TPU_BINARY_MUL || fn == TPU_BINARY_MAX ||
-	       fn == TPU_BINARY_MIN || (fn >= TPU_BINARY_EQ && fn <= TPU_BINARY_GE);
-}
-
-#define INT_LOOP(expr)						\
-	do {							\
-		for (int64_t j = 0; j < n; j++) {		\
-			int64_t x = a[j], y = b[j * step];	\
-			t[j] = (expr);				\
-		}						\
-	} while (0)
-
-static void int_row(uint8_t fn, int64_t *t, const int32_t *a,
-		    const int32_t *b, int64_t step, int64_t n)
-{
-	switch (fn) {
-	case TPU_BINARY_ADD:	INT_LOOP(x + y); break;
-	case TPU_BINARY_SUB:	INT_LOOP(x - y); break;
-	case TPU_BINARY_MUL:	INT_LOOP(x * y); break;
-	case TPU_BINARY_MAX:	INT_LOOP(x > y ? x : y); break;
-	case TPU_BINARY_MIN:	INT_LOOP(x < y ? x : y); break;
-	case TPU_BINARY_EQ:	INT_LOOP(x == y); break;
-	case TPU_BINARY_NE:	INT_LOOP(x != y); break;
-	case TPU_BINARY_LT:	INT_LOOP(x < y); break;
-	case TPU_BINARY_LE:	INT_LOOP(x <= y); break;
-	case TPU_BINARY_GT:	INT_LOOP(x > y); break;
-	default:		INT_LOOP(x >= y); break;	/* GE */
-	}
-}
-
-static void store_int_row(const struct tpu_ref2d *d, int64_t i,
-			  const int64_t *t)
-{
-	void *o = tpu_elem_row(d, i);
-
-	for (int64_t j = 0; j < d->cols; j++) {
-		switch (d->dtype) {
-		case TPU_DTYPE_INT32:
-			((int32_t *)o)[j] = (int32_t)sat32(t[j]);
-			break;
-		case TPU_DTYPE_BOOL:
-			((uint8_t *)o)[j] = t[j] != 0;
-			break;
-		default:	/* F32: 0 or 1 */
-			((float *)o)[j] = (float)t[j];
-			break;
-		}
-	}
-}
-
-/* int32 binary ops and iotas into int32 (or compares into bool or f32). */
-static bool op_int32(const struct tpu_plan_op *op,
-		     const struct tpu_op_args *args)
-{
-	const struct tpu_ref2d *d = &args->dst, *s0 = &args->src0;
-	int64_t *t = (int64_t *)args->row_tmp[3];
-	bool mask = is_mask_result(op);
-	int32_t scalar;
-
-	if (op->opcode == TPU_OP_IOTA) {
-		if (d->dtype != TPU_DTYPE_INT32 || !args->scalar.is_int ||
-		    args->scalar.i != (int32_t)args->scalar.i)
-			return false;
-		for (int64_t i = 0; i < d->rows; i++) {
-			for (int64_t j = 0; j < d->cols; j++)
-				t[j] = (op->axis ? j : i) + args->scalar.i;
-			store_int_row(d, i, t);
-		}
-		return true;
-	}
-	if (op->opcode != TPU_OP_BINARY || !int_binary_fn(op->fn) ||
-	    s0->dtype != TPU_DTYPE_INT32 ||
-	    !(d->dtype == TPU_DTYPE_INT32 || (mask && (d->dtype == TPU_DTYPE_BOOL ||
-						       d->dtype == TPU_DTYPE_F32))))
-		return false;
-	if (op->bcast <= TPU_BCAST_COL) {
-		if (args->src1.dtype != TPU_DTYPE_INT32)
-			return false;
-	} else if (!args->scalar.is_int || op->bcast == TPU_BCAST_IMM ||
-		   args->scalar.i != (int32_t)args->scalar.i) {
-		return false;
-	}
-	scalar = (int32_t)args->scalar.i;
-	for (int64_t i = 0; i < d->rows; i++) {
-		const int32_t *b = &scalar;
-		int64_t step = 0;
-
-		if (op->bcast == TPU_BCAST_NONE || op->bcast == TPU_BCAST_COL)
-			b = tpu_elem_row(&args->src1, i);
-		else if (op->bcast == TPU_BCAST_ROW)
-			b = tpu_elem_row(&args->src1, 0);
-		step = op->bcast == TPU_BCAST_NONE || op->bcast == TPU_BCAST_ROW;
-		int_row(op->fn, t, tpu_elem_row(s0, i), b, step, d->cols);
-		store_int_row(d, i, t);
-	}
-	return true;
-}
-
-bool tpu_op_fast(const struct tpu_plan_op *op, const struct tpu_op_args *args)
-{
-	return op_f32(op, args) || op_int32(op, args);
 }

@@ -15,9 +15,8 @@ void tpu_op_reduce(const struct tpu_plan_op *op,
 		   const struct tpu_op_args *args);
 
 /*
- * The fast path for f32 data (the vector kernels) and int32 data, without
- * the rows of doubles (tpu_ops_f32.c). False, doing nothing, when @op's
- * data has none.
+ * The fast path for f32 data (the vector kernels), without the rows of
+ * doubles (tpu_ops_f32.c). False, doing nothing, when @op's data has none.
  */
 bool tpu_op_fast(const struct tpu_plan_op *op, const struct tpu_op_args *args);
 
