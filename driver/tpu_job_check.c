@@ -66,8 +66,9 @@ static int check_layout(struct tpu_device *tdev,
 	if (hdr->magic != TPU_JOB_MAGIC || hdr->version != TPU_JOB_VERSION ||
 	    hdr->header_size != sizeof(*hdr) || hdr->total_size != size)
 		return reject(tdev, "bad magic, version, header_size or total_size");
-	if (hdr->flags & ~TPU_JOB_F_ALL || hdr->reserved0 ||
-	    memchr_inv(hdr->reserved1, 0, sizeof(hdr->reserved1)))
+	if (hdr->flags & ~TPU_JOB_F_ALL || hdr->reserved0 || hdr->reserved1 ||
+	    hdr->num_windows || hdr->windows_offset ||
+	    memchr_inv(hdr->reserved2, 0, sizeof(hdr->reserved2)))
 		return reject(tdev, "unknown flags or non-zero reserved fields");
 	if (!hdr->num_operands || hdr->num_operands > TPU_JOB_MAX_OPERANDS ||
 	    hdr->num_scalar_prefetch > hdr->num_operands ||
@@ -158,8 +159,9 @@ static int check_operand(struct tpu_device *tdev, const struct job_view *view,
 	    (prefetch && operand->dtype != TPU_DTYPE_INT32))
 		return reject(tdev, "operand %u: dtype %u", i, operand->dtype);
 	if (!operand->rank || operand->rank > TPU_JOB_MAX_RANK ||
-	    operand->reserved0 ||
-	    memchr_inv(operand->reserved1, 0, sizeof(operand->reserved1)))
+	    operand->space || operand->buffers || operand->alias ||
+	    operand->reserved1 ||
+	    memchr_inv(operand->reserved2, 0, sizeof(operand->reserved2)))
 		return reject(tdev, "operand %u: rank or reserved fields", i);
 	for (d = 0; d < TPU_JOB_MAX_RANK; d++) {
 		bool in = d < operand->rank;

@@ -172,6 +172,7 @@ static void run_as_plan(const struct program *p, unsigned int ref,
 	static struct tpu_plan plan;
 	struct tpu_plan_prog prog = { .offset = 7, .len = p->len };
 	struct tpu_scalar_fault fault = { 0 };
+	struct tpu_scalar_ctx ctx;
 	int32_t *smem = malloc((MAX_SMEM * 16 + 1) * sizeof(int32_t));
 	int64_t out[TPU_JOB_MAX_RANK];
 	uint64_t words = 0;
@@ -192,7 +193,8 @@ static void run_as_plan(const struct program *p, unsigned int ref,
 	}
 	FUZZ_ASSERT(!tpu_scalar_verify(&plan, prog, p->nresults, why, sizeof(why)),
 		    "plan verify refuses a verified program: %s", why);
-	ret = tpu_scalar_run(&plan, prog, p->pid, smem, out, p->nresults, &fault);
+	ctx = (struct tpu_scalar_ctx){ p->pid, smem, NULL };
+	ret = tpu_scalar_run(&plan, prog, &ctx, out, p->nresults, &fault);
 	check_same(p, ret, out, &fault, ref, want, wf, "plan");
 	free(smem);
 }

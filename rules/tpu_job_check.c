@@ -104,8 +104,13 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 					le32(h->total_size), len);
 	if (le32(h->flags) & ~(uint32_t)TPU_JOB_F_ALL)
 		return tpu_check_error(res, "flags %#x: unknown bits", le32(h->flags));
-	if (h->reserved0 || !tpu_check_all_zero(h->reserved1, sizeof(h->reserved1)))
+	if (h->reserved0 || h->reserved1 ||
+	    !tpu_check_all_zero(h->reserved2, sizeof(h->reserved2)))
 		return tpu_check_error(res, "reserved: must be zero");
+	/* TODO(memory model): windows are decoded by the next commit. */
+	if (h->num_windows || h->windows_offset)
+		return tpu_check_error(res, "num_windows %u: windows are not supported yet",
+					le16(h->num_windows));
 	plan->flags = le32(h->flags);
 	plan->vmem_limit = le64(h->vmem_limit_bytes);
 	plan->grid_rank = h->grid_rank;
@@ -236,8 +241,9 @@ static int decode_operand(struct tpu_plan *plan, unsigned int i,
 	o->rank = raw->rank;
 	o->offset = le64(raw->offset);
 	o->index_map = tpu_check_decode_prog(&raw->index_map);
-	if (raw->reserved0 || raw->index_map.reserved ||
-	    !tpu_check_all_zero(raw->reserved1, sizeof(raw->reserved1)))
+	if (raw->space || raw->buffers || raw->alias || raw->reserved1 ||
+	    raw->index_map.reserved ||
+	    !tpu_check_all_zero(raw->reserved2, sizeof(raw->reserved2)))
 		return tpu_check_error(res, "operand %u: reserved fields must be zero",
 					i);
 	if (o->slot >= TPU_JOB_MAX_SLOTS)

@@ -146,6 +146,7 @@ static unsigned int used_fields(const struct tpu_plan_op *op)
 
 static const char *const opcode_name[TPU_OP_COUNT] = {
 	"zero", "dot", "unary", "binary", "reduce", "select", "iota",
+	"copy_start", "copy_wait", "sem_signal", "sem_wait", "scalar_store",
 };
 
 /* Every field @op's opcode does not use must be zero (or a none ref). */
@@ -427,6 +428,10 @@ int tpu_check_op(struct tpu_plan *plan, unsigned int i,
 		return tpu_check_error(res, "op %u: reserved fields must be zero", i);
 	if (op->opcode >= TPU_OP_COUNT)
 		return tpu_check_error(res, "op %u: opcode %u unknown", i, op->opcode);
+	/* TODO(memory model): copies and semaphores come with the engine's. */
+	if (op->opcode >= TPU_OP_COPY_START)
+		return tpu_check_error(res, "op %u: opcode %u not supported yet", i,
+					op->opcode);
 	ret = check_fn(op, i, res);
 	if (!ret)
 		ret = check_bcasts(op, i, res);

@@ -30,6 +30,9 @@ struct tpu_plan_prog {
 struct tpu_plan_operand {
 	uint32_t slot;
 	uint8_t role, dtype, rank;
+	uint8_t space;			/* enum tpu_memory_space */
+	uint8_t buffers;		/* VMEM blocks: 1..TPU_JOB_MAX_BUFFERS (0 given: 2) */
+	uint8_t alias;			/* output: 1 + aliased input, or 0 */
 	uint64_t offset;		/* of element 0 in the slot */
 	uint64_t shape[TPU_JOB_MAX_RANK];
 	uint32_t block[TPU_JOB_MAX_RANK];
@@ -40,7 +43,8 @@ struct tpu_plan_operand {
 	uint64_t elems;				/* of the array */
 	uint64_t block_bytes;
 	int64_t rows, cols;			/* the block as a 2-D ref */
-	uint64_t smem_base;			/* scalar prefetch: in SMEM words */
+	uint64_t smem_base;			/* scalar prefetch, SMEM-space block:
+						 * in the core's SMEM words */
 };
 
 struct tpu_plan_scratch {
@@ -49,10 +53,25 @@ struct tpu_plan_scratch {
 	int64_t rows, cols;
 	uint64_t bytes;
 	uint64_t smem_base;			/* SMEM scratch: in SMEM words */
+	uint32_t sem_base;			/* semaphores: first in the core's
+						 * semaphore array */
 };
 
 struct tpu_plan_ref {
 	uint8_t kind, index;
+};
+
+/* A struct tpu_job_window, with what the checks derived. */
+struct tpu_plan_window {
+	struct tpu_plan_ref base;
+	uint8_t rank, squeeze;
+	uint8_t space, dtype;			/* the base's */
+	uint32_t size[TPU_JOB_MAX_RANK];
+	uint64_t extent[TPU_JOB_MAX_RANK];	/* the base's: block, array or scratch */
+	struct tpu_plan_prog start;
+	uint64_t elems, bytes;
+	bool body_ok;				/* a contiguous VMEM window */
+	int64_t rows, cols;			/* as a 2-D ref, when body_ok */
 };
 
 struct tpu_plan_op {
@@ -80,11 +99,15 @@ struct tpu_plan {
 	struct tpu_plan_scratch scratch[TPU_JOB_MAX_SCRATCH];
 	struct tpu_plan_op op[TPU_JOB_MAX_OPS];
 	struct tpu_plan_insn insn[TPU_JOB_MAX_INSNS];
+	uint32_t num_windows;
+	struct tpu_plan_window window[TPU_JOB_MAX_WINDOWS];
 	/* derived */
 	uint64_t steps;
 	uint64_t parallel_iters;		/* product of parallel extents */
 	uint64_t vmem_need;
-	uint64_t smem_words;			/* prefetch + SMEM scratch */
+	uint64_t smem_words;			/* prefetch + SMEM blocks + SMEM
+						 * scratch, per core */
+	uint32_t num_sems;			/* semaphores, per core */
 };
 
 /* tpu_job_check.c */
@@ -139,13 +162,21 @@ int tpu_scalar_run_code(const struct tpu_plan_insn *insn, unsigned int len,
 			const struct tpu_scalar_env *env, int64_t *out,
 			unsigned int nout, struct tpu_scalar_fault *fault);
 
-/* The same for @prog in @plan's code array, its grid and scalar prefetch;
- * @smem holds the job's SMEM words (each prefetch array at its smem_base),
- * or is NULL. */
+/* What a program of a plan reads at one step on one core. */
+struct tpu_scalar_ctx {
+	const int64_t *pid;		/* the step's grid index */
+	const int32_t *smem;		/* the core's SMEM words: prefetch arrays,
+					 * SMEM-space blocks and SMEM scratch at
+					 * their smem_base; NULL: loads read 0 */
+	const int64_t *sems;		/* the core's semaphore counts at each
+					 * semaphore scratch's sem_base; NULL: 0 */
+};
+
+/* The same for @prog in @plan's code array, its grid, SMEM and semaphores. */
 int tpu_scalar_verify(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 		      unsigned int nresults, char *why, size_t whylen);
 int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
-		   const int64_t *pid, const int32_t *smem, int64_t *out,
+		   const struct tpu_scalar_ctx *ctx, int64_t *out,
 		   unsigned int nout, struct tpu_scalar_fault *fault);
 
 #endif /* TPU_PLAN_H */

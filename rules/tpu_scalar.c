@@ -215,9 +215,11 @@ int tpu_scalar_run_code(const struct tpu_plan_insn *insn, unsigned int len,
 }
 
 int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
-		   const int64_t *pid, const int32_t *smem, int64_t *out,
+		   const struct tpu_scalar_ctx *ctx, int64_t *out,
 		   unsigned int nout, struct tpu_scalar_fault *fault)
 {
+	const int64_t *pid = ctx->pid;
+	const int32_t *smem = ctx->smem;
 	const int32_t *arrays[TPU_JOB_MAX_OPERANDS];
 	uint64_t lens[TPU_JOB_MAX_OPERANDS];
 	struct tpu_scalar_env env = {

@@ -262,7 +262,7 @@ TEST_F(err, bad_descriptor_fields)
 	EXPECT_ERROR(TPU_JOB_ERR_DESCRIPTOR, "total_size");
 	*h = saved, h->flags = 0x80;
 	EXPECT_ERROR(TPU_JOB_ERR_DESCRIPTOR, "flags");
-	*h = saved, h->reserved1[2] = 1;
+	*h = saved, h->reserved2[1] = 1;
 	EXPECT_ERROR(TPU_JOB_ERR_DESCRIPTOR, "reserved");
 	*h = saved, h->grid_rank = 5;
 	EXPECT_ERROR(TPU_JOB_ERR_DESCRIPTOR, "grid_rank");
@@ -286,7 +286,7 @@ TEST_F(err, bad_descriptor_fields)
 	EXPECT_ERROR(TPU_JOB_ERR_DESCRIPTOR, "block[0]");
 	o[0] = osaved, o[0].shape[2] = 1;
 	EXPECT_ERROR(TPU_JOB_ERR_DESCRIPTOR, "beyond rank");
-	o[0] = osaved, o[0].reserved1[0] = 1;
+	o[0] = osaved, o[0].reserved2[0] = 1;
 	EXPECT_ERROR(TPU_JOB_ERR_DESCRIPTOR, "reserved");
 	o[0] = osaved, o[0].slot = 64;
 	EXPECT_ERROR(TPU_JOB_ERR_DESCRIPTOR, "slot 64");

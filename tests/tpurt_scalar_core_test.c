@@ -119,6 +119,7 @@ static int device_eval(struct __test_metadata *_metadata,
 	static const int32_t smem[5] = { 10, -20, 30, 7, 8 };
 	struct tpu_plan *plan = calloc(1, sizeof(*plan));
 	struct tpu_plan_prog p = { 0, prog->len };
+	struct tpu_scalar_ctx ctx;
 	char why[128];
 	int ret;
 
@@ -134,7 +135,8 @@ static int device_eval(struct __test_metadata *_metadata,
 	plan->operand[1].elems = 2;
 	plan->operand[1].smem_base = 3;
 	EXPECT_EQ(0, tpu_scalar_verify(plan, p, 1, why, sizeof(why))) TH_LOG("%s", why);
-	ret = tpu_scalar_run(plan, p, pid, smem, v, 1, f);
+	ctx = (struct tpu_scalar_ctx){ pid, smem, NULL };
+	ret = tpu_scalar_run(plan, p, &ctx, v, 1, f);
 	free(plan);
 	if (!ret)
 		return OK;

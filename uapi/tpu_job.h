@@ -10,6 +10,7 @@
  *   struct tpu_job_scratch  [num_scratch]  at scratch_offset
  *   struct tpu_job_op       [num_ops]      at ops_offset
  *   struct tpu_job_insn     [num_insns]    at code_offset
+ *   struct tpu_job_window   [num_windows]  at windows_offset
  *
  * Every array lies inside the blob (offset + count * size <= total_size),
  * is 8-byte aligned, and arrays do not overlap. Every count has a maximum
@@ -22,6 +23,18 @@
  * body, a list of micro-ops on VMEM refs, runs once per step. Operands name
  * slots of the job's buffer table, never addresses: the driver fills the
  * table from the submitter's own buffers.
+ *
+ * The memory model (Pallas TPU's): an operand lives in VMEM (blocked and
+ * pipelined, the default), SMEM (blocked scalars) or ANY (left in HBM: no
+ * automatic copies, the body moves what it needs itself). The body's async
+ * copies (%TPU_OP_COPY_START, %TPU_OP_COPY_WAIT) move a window of one ref
+ * to a window of another on the DMA engine while the body goes on, and
+ * signal a DMA semaphore (scratch of space %TPU_MEM_SEM_DMA) with the bytes
+ * they moved; a wait takes them back. Regular semaphores
+ * (%TPU_MEM_SEM_REGULAR) are counters the body signals and waits on.
+ * Every semaphore starts at zero on each core and must be back at zero
+ * after the core's last step (Mosaic's rule), or the job fails with
+ * %TPU_JOB_ERR_SEMAPHORE.
  */
 #ifndef TPU_JOB_H
 #define TPU_JOB_H
@@ -67,7 +80,10 @@ enum tpu_dtype {
 #define TPU_JOB_MAX_RANK	4	/* array, block and scratch rank */
 #define TPU_JOB_MAX_OPERANDS	16
 #define TPU_JOB_MAX_SCRATCH	16
-#define TPU_JOB_MAX_OPS		64
+#define TPU_JOB_MAX_OPS		256
+#define TPU_JOB_MAX_WINDOWS	64
+#define TPU_JOB_MAX_BUFFERS	8	/* pl.Buffered(n): n at most this */
+#define TPU_JOB_MAX_SEMAPHORES	256	/* elements of one semaphore scratch */
 #define TPU_JOB_MAX_INSNS	4096	/* whole code array */
 #define TPU_JOB_MAX_PROG_LEN	64	/* one program */
 #define TPU_JOB_MAX_STACK	16	/* scalar-core stack depth */
@@ -86,7 +102,13 @@ enum tpu_dtype {
  *	blocks (which reads as zeros otherwise); inputs are always copied; and
  *	an output block written from two different iterations of the parallel
  *	dimensions, or revisited after it was written back, fails the job with
- *	%TPU_JOB_ERR_HAZARD.
+ *	%TPU_JOB_ERR_HAZARD. Also, with async copies: a body op that reads a
+ *	VMEM or SMEM region an async copy in flight writes, or writes a
+ *	region one in flight reads or writes, a copy started over such a
+ *	region, and a block written back or refetched while a copy in flight
+ *	touches it, fail the job with %TPU_JOB_ERR_HAZARD naming the op, the
+ *	copy's op and the step. (A copy's data moves when it starts; only
+ *	debug mode sees a kernel that reads its destination too early.)
  * @TPU_JOB_F_ALL: every defined flag; other bits must be zero.
  */
 enum tpu_job_flags {
@@ -147,7 +169,11 @@ struct tpu_job_prog {
  * @ops_offset: byte offset of the &struct tpu_job_op array
  * @code_offset: byte offset of the &struct tpu_job_insn array (any aligned
  *	offset in bounds when @num_insns is 0)
+ * @windows_offset: byte offset of the &struct tpu_job_window array (any
+ *	aligned offset in bounds when @num_windows is 0)
+ * @num_windows: entries in the window array, 0 to %TPU_JOB_MAX_WINDOWS
  * @reserved1: must be zero
+ * @reserved2: must be zero
  */
 struct tpu_job_header {
 	__u32 magic;
@@ -169,7 +195,10 @@ struct tpu_job_header {
 	__u32 scratch_offset;
 	__u32 ops_offset;
 	__u32 code_offset;
-	__u32 reserved1[4];
+	__u32 windows_offset;
+	__u16 num_windows;
+	__u16 reserved1;
+	__u32 reserved2[2];
 };
 
 /**
@@ -178,8 +207,9 @@ struct tpu_job_header {
  *	the first step (PrefetchScalarGridSpec's scalar prefetch); index maps,
  *	predicates and scalar broadcasts read it with %TPU_INSN_LOAD_SMEM
  * @TPU_ROLE_INPUT: an array read block by block; its VMEM blocks are
- *	read-only to the body
- * @TPU_ROLE_OUTPUT: an array written block by block
+ *	read-only to the body (in space %TPU_MEM_ANY: read by async copies)
+ * @TPU_ROLE_OUTPUT: an array written block by block (in space
+ *	%TPU_MEM_ANY: written by async copies)
  */
 enum tpu_operand_role {
 	TPU_ROLE_SCALAR_PREFETCH = 0,
@@ -195,7 +225,13 @@ enum tpu_operand_role {
  * @dtype: &enum tpu_dtype of the elements (%TPU_DTYPE_INT32 for scalar
  *	prefetch)
  * @rank: number of array (and block) dimensions, 1 to %TPU_JOB_MAX_RANK
- * @reserved0: must be zero
+ * @space: &enum tpu_memory_space of an input or output:
+ *	%TPU_MEM_VMEM (blocks pipelined through VMEM), %TPU_MEM_SMEM (blocks
+ *	pipelined through SMEM, 32-bit dtypes only: read by %TPU_INSN_LOAD_SMEM
+ *	and %TPU_BCAST_SMEM, written by %TPU_OP_SCALAR_STORE) or %TPU_MEM_ANY
+ *	(no blocks: @block and @index_map are zero, and the body reaches the
+ *	array in HBM only through async copies). Zero for scalar prefetch,
+ *	which always lives in SMEM.
  * @offset: byte offset of element 0 inside the slot's buffer; the array is
  *	dense and row-major from there and must fit in the buffer
  * @shape: array extent of each dimension, 1 to %TPU_JOB_MAX_ARRAY_DIM;
@@ -206,8 +242,21 @@ enum tpu_operand_role {
  * @index_map: program leaving @rank block indices on the stack, dimension 0
  *	deepest; block index b of dimension d covers elements
  *	[b * block[d], (b + 1) * block[d]) and must start inside the array.
- *	Zero length for scalar prefetch.
+ *	Zero length for scalar prefetch and space %TPU_MEM_ANY.
+ * @buffers: pipeline_mode=pl.Buffered(n) of a VMEM-space input or output:
+ *	n VMEM buffers for its blocks, 1 to %TPU_JOB_MAX_BUFFERS; 0 means the
+ *	default double buffering (2). With 1 the next block's fetch cannot
+ *	overlap the step using the current one; with n > 2 fetches may run up
+ *	to n - 1 steps ahead. VMEM counts n blocks. Zero for other operands.
+ * @alias: for an output, 0, or 1 + the index of the input operand whose
+ *	array it is (Pallas's input_output_aliases): same slot, offset, dtype
+ *	and shape; the input's data is the output's initial contents, and
+ *	blocks the job never writes keep it. An input is aliased at most once.
+ *	Zero for other roles. An output whose bytes overlap any other
+ *	operand's without this declaration fails the job with
+ *	%TPU_JOB_ERR_BUFFER.
  * @reserved1: must be zero
+ * @reserved2: must be zero
  *
  * In the body, an operand's VMEM block is a 2-D ref: its last block
  * dimension is the columns, the product of the others the rows.
@@ -217,22 +266,38 @@ struct tpu_job_operand {
 	__u8 role;
 	__u8 dtype;
 	__u8 rank;
-	__u8 reserved0;
+	__u8 space;
 	__u64 offset;
 	__u64 shape[TPU_JOB_MAX_RANK];
 	__u32 block[TPU_JOB_MAX_RANK];
 	struct tpu_job_prog index_map;
-	__u32 reserved1[4];
+	__u8 buffers;
+	__u8 alias;
+	__u16 reserved1;
+	__u32 reserved2[3];
 };
 
 /**
- * enum tpu_memory_space - where a scratch buffer lives
+ * enum tpu_memory_space - where an operand's blocks or a scratch live
  * @TPU_MEM_VMEM: vector memory (pltpu.VMEM), counted against the VMEM limit
  * @TPU_MEM_SMEM: scalar memory (pltpu.SMEM), counted against the SMEM size
+ * @TPU_MEM_ANY: operands only: HBM, unblocked (pl.ANY, pltpu.HBM)
+ * @TPU_MEM_SEM_DMA: scratch only: an array of DMA semaphores
+ *	(pltpu.SemaphoreType.DMA), rank 1, int32, @shape[0] of them
+ * @TPU_MEM_SEM_REGULAR: scratch only: an array of counting semaphores
+ *	(pltpu.SemaphoreType.REGULAR), as for %TPU_MEM_SEM_DMA
+ * @TPU_MEM_COUNT: number of spaces
+ *
+ * Semaphores take no VMEM or SMEM; at most %TPU_JOB_MAX_SEMAPHORES in one
+ * scratch.
  */
 enum tpu_memory_space {
 	TPU_MEM_VMEM = 0,
 	TPU_MEM_SMEM = 1,
+	TPU_MEM_ANY = 2,
+	TPU_MEM_SEM_DMA = 3,
+	TPU_MEM_SEM_REGULAR = 4,
+	TPU_MEM_COUNT
 };
 
 /**
@@ -262,11 +327,17 @@ struct tpu_job_scratch {
  * @TPU_REF_OPERAND: the current VMEM block of operand @index (an input or
  *	output), or for a scalar-prefetch operand its SMEM array
  * @TPU_REF_SCRATCH: scratch buffer @index
+ * @TPU_REF_WINDOW: window @index of the window array: a slice of an
+ *	operand's block, an operand's HBM array (%TPU_MEM_ANY) or a scratch
+ *
+ * A %TPU_REF_OPERAND of space %TPU_MEM_ANY, or a window of one, may only
+ * be a source or destination of an async copy.
  */
 enum tpu_ref_kind {
 	TPU_REF_NONE = 0,
 	TPU_REF_OPERAND = 1,
 	TPU_REF_SCRATCH = 2,
+	TPU_REF_WINDOW = 3,
 };
 
 /**
@@ -277,6 +348,37 @@ enum tpu_ref_kind {
 struct tpu_job_ref {
 	__u8 kind;
 	__u8 index;
+};
+
+/**
+ * struct tpu_job_window - a slice of a ref: ref.at[pl.ds(start, size), i]
+ * @base: the ref sliced (%TPU_REF_OPERAND or %TPU_REF_SCRATCH): an
+ *	operand's current block, or its whole array for %TPU_MEM_ANY; a scratch
+ *	buffer; its rank is the window's rank
+ * @squeeze: bit d set: dimension d is indexed, not sliced (size 1, dropped
+ *	from the window's shape); bits at and beyond the rank must be zero
+ * @reserved0: must be zero
+ * @size: extent of each dimension, 1 to the base's extent (1 where
+ *	squeezed); entries at and beyond the rank must be zero
+ * @start: program leaving the rank start indices, dimension 0 deepest,
+ *	evaluated at each use (slices start from program ids, SMEM page
+ *	tables, ...); zero length: every start is 0. A window whose
+ *	[start, start + size) leaves its base in some dimension fails the job
+ *	with %TPU_JOB_ERR_WINDOW_OOB.
+ * @reserved1: must be zero
+ *
+ * In the body, a window of a VMEM ref is a 2-D ref like a block (its last
+ * dimension the columns, the product of the other unsqueezed sizes the
+ * rows) and must be contiguous: every dimension after the first unsqueezed
+ * one is unsqueezed and whole. Async copies take any window.
+ */
+struct tpu_job_window {
+	struct tpu_job_ref base;
+	__u8 squeeze;
+	__u8 reserved0;
+	__u32 size[TPU_JOB_MAX_RANK];
+	struct tpu_job_prog start;
+	__u32 reserved1;
 };
 
 /**
@@ -303,6 +405,27 @@ struct tpu_job_ref {
  *	@axis) + s: each element's row (@axis 0) or column (@axis 1) index
  *	plus the value s of the program @scalar_index (0 if it has zero
  *	length); no sources
+ * @TPU_OP_COPY_START: pltpu.make_async_copy(src0, dst, sem).start(): copy
+ *	the window or ref src0 to dst (same dtype, same shape once squeezed
+ *	dimensions are dropped; any spaces but semaphores) on the DMA engine,
+ *	then add its bytes to DMA semaphore element @scalar_index (a program
+ *	leaving the element's index; zero length: 0) of the scratch src1
+ * @TPU_OP_COPY_WAIT: .wait() of that copy: wait until DMA semaphore
+ *	src1[@scalar_index] holds dst's bytes and take them (src0 may be
+ *	%TPU_REF_NONE). A wait no copy in flight can satisfy fails the job at
+ *	once with %TPU_JOB_ERR_SEMAPHORE, never hangs.
+ * @TPU_OP_SEM_SIGNAL: pltpu.semaphore_signal(src1.at[i], n): @scalar_index
+ *	leaves i then n (n >= 0); src1 a semaphore scratch
+ * @TPU_OP_SEM_WAIT: pltpu.semaphore_wait(src1.at[i], n): wait until the
+ *	semaphore holds n and take it; @scalar_index leaves i then n. As
+ *	nothing else on the core can signal it meanwhile, a semaphore below n
+ *	fails the job with %TPU_JOB_ERR_SEMAPHORE.
+ * @TPU_OP_SCALAR_STORE: dst[i] = v for an SMEM ref dst (a scalar-prefetch
+ *	operand, an SMEM scratch or an SMEM-space output's block):
+ *	@scalar_index leaves the flat index i then the value v, stored
+ *	wrapped to int32, or converted to f32 for an f32 ref. An index
+ *	outside dst fails with %TPU_JOB_ERR_SMEM_RANGE. Stores to a
+ *	scalar-prefetch operand change its SMEM copy, not its HBM array.
  * @TPU_OP_COUNT: number of opcodes
  *
  * dst is never an input operand (input blocks are read-only). Elementwise
@@ -325,6 +448,11 @@ enum tpu_opcode {
 	TPU_OP_REDUCE = 4,
 	TPU_OP_SELECT = 5,
 	TPU_OP_IOTA = 6,
+	TPU_OP_COPY_START = 7,
+	TPU_OP_COPY_WAIT = 8,
+	TPU_OP_SEM_SIGNAL = 9,
+	TPU_OP_SEM_WAIT = 10,
+	TPU_OP_SCALAR_STORE = 11,
 	TPU_OP_COUNT
 };
 
@@ -506,11 +634,14 @@ enum tpu_dot_flags {
  *	it is non-zero (pl.when); zero length runs it at every step
  * @scalar_index: program leaving the flat element index into src1 for
  *	%TPU_BCAST_SMEM, the scalar itself for %TPU_BCAST_SCALAR, the offset
- *	of %TPU_OP_IOTA; zero length otherwise
+ *	of %TPU_OP_IOTA, the values the copy and semaphore ops and
+ *	%TPU_OP_SCALAR_STORE name; zero length otherwise
  * @imm: binary32 bits: the scalar for %TPU_BCAST_IMM, lo for
  *	%TPU_UNARY_CLAMP; zero otherwise
  * @src2: third source: %TPU_OP_SELECT's b when @bcast2 reads a ref;
  *	%TPU_REF_NONE otherwise
+ *
+ * dst, src0, src1 and src2 of the compute ops may be windows of VMEM refs.
  * @reserved0: must be zero
  * @imm2: binary32 bits: %TPU_OP_SELECT's b for @bcast2 %TPU_BCAST_IMM, hi
  *	for %TPU_UNARY_CLAMP; zero otherwise
@@ -543,7 +674,8 @@ struct tpu_job_op {
  *	(pl.num_programs(arg))
  * @TPU_INSN_PUSH_CONST: push @arg (sign-extended)
  * @TPU_INSN_LOAD_SMEM: pop a flat index, push that element of the SMEM
- *	array of scalar-prefetch operand @arg; an index outside the array
+ *	array of scalar-prefetch operand @arg, or of the current block of
+ *	SMEM-space operand @arg (not in index maps); an index outside it
  *	fails the job with %TPU_JOB_ERR_SMEM_RANGE
  * @TPU_INSN_ADD: pop b, pop a, push a + b (64-bit, wrapping)
  * @TPU_INSN_SUB: a - b
@@ -562,6 +694,10 @@ struct tpu_job_op {
  * @TPU_INSN_AND: a && b (1 or 0)
  * @TPU_INSN_OR: a || b (1 or 0)
  * @TPU_INSN_NOT: pop a, push !a
+ * @TPU_INSN_LOAD_SCRATCH: pop a flat index, push that element of the
+ *	scratch numbered @arg, an SMEM scratch (int32; f32 truncated toward
+ *	zero) or a semaphore scratch (its count, pltpu.semaphore_read); an
+ *	index outside it fails with %TPU_JOB_ERR_SMEM_RANGE
  * @TPU_INSN_COUNT: number of instructions
  *
  * Values are signed 64-bit. Each program is checked before the job runs:
@@ -590,6 +726,7 @@ enum tpu_insn_op {
 	TPU_INSN_AND = 17,
 	TPU_INSN_OR = 18,
 	TPU_INSN_NOT = 19,
+	TPU_INSN_LOAD_SCRATCH = 20,
 	TPU_INSN_COUNT
 };
 
@@ -630,6 +767,11 @@ struct tpu_job_insn {
  *	memory, ...); not the job's fault
  * @TPU_JOB_ERR_ABORTED: the device stopped the job part-way because its
  *	queue was reset (a timeout); not the job's fault
+ * @TPU_JOB_ERR_WINDOW_OOB: a window's slice (an async copy's source or
+ *	destination, or a body op's ref) leaves its base ref
+ * @TPU_JOB_ERR_SEMAPHORE: a wait on a semaphore that nothing in flight
+ *	will signal, a semaphore index outside its scratch, a negative signal,
+ *	or a semaphore not back at zero after a core's last step
  */
 enum tpu_job_error {
 	TPU_JOB_OK = 0,
@@ -644,6 +786,8 @@ enum tpu_job_error {
 	TPU_JOB_ERR_HAZARD = 9,
 	TPU_JOB_ERR_INTERNAL = 10,
 	TPU_JOB_ERR_ABORTED = 11,
+	TPU_JOB_ERR_WINDOW_OOB = 12,
+	TPU_JOB_ERR_SEMAPHORE = 13,
 };
 
 /**
@@ -659,6 +803,13 @@ enum tpu_job_error {
  * @need: bytes needed (%TPU_JOB_ERR_VMEM_LIMIT, %TPU_JOB_ERR_SMEM_LIMIT,
  *	%TPU_JOB_ERR_BUFFER)
  * @limit: bytes available in the same cases
+ *
+ * %TPU_JOB_ERR_WINDOW_OOB gives the window's base operand in @operand (or
+ * 0xffffffff for a scratch base), the starts in @block, the window's index
+ * in @need and the dimension that left its base in @limit.
+ * %TPU_JOB_ERR_SEMAPHORE gives the semaphore's scratch index in @block[0],
+ * its element in @block[1], its count in @block[2] and what was waited for
+ * in @need.
  */
 struct tpu_job_error_info {
 	__u32 code;
@@ -687,7 +838,8 @@ struct tpu_job_error_info {
  * @model_dma_busy_ps: modeled HBM <-> VMEM transfer time
  * @model_bubble_ps: modeled time the MXU waited for DMA
  * @cores_used: cores the grid was split across
- * @reserved: zero
+ * @copies: async copies the body started (%TPU_OP_COPY_START); their
+ *	HBM bytes are counted in @hbm_bytes_in and @hbm_bytes_out
  * @message: NUL-terminated explanation of a failure (field, operand, step)
  *
  * Wall time is the host's; modeled time is the chip's. They are never mixed.
@@ -707,7 +859,7 @@ struct tpu_job_report {
 	__u64 model_dma_busy_ps;
 	__u64 model_bubble_ps;
 	__u32 cores_used;
-	__u32 reserved;
+	__u32 copies;
 	char message[256];
 };
 

@@ -147,14 +147,14 @@ static int op_scalar(struct tpu_core *core, unsigned int n,
 		     const struct tpu_plan_op *op, struct tpu_op_scalar *s)
 {
 	const struct tpu_plan *plan = core->run->plan;
+	const struct tpu_scalar_ctx ctx = { core->pid, core->run->smem, NULL };
 	struct tpu_scalar_fault f;
 	int64_t v = 0;
 
 	*s = (struct tpu_op_scalar){ 0 };
 	if (!op->scalar_index.len)
 		return 0;
-	if (tpu_scalar_run(plan, op->scalar_index, core->pid, core->run->smem,
-			   &v, 1, &f))
+	if (tpu_scalar_run(plan, op->scalar_index, &ctx, &v, 1, &f))
 		return fail_scalar(core, n, "op scalar_index", &f);
 	if (op->bcast != TPU_BCAST_SMEM) {
 		*s = (struct tpu_op_scalar){ tpu_elem_from_i64(v), v, true };
@@ -213,6 +213,7 @@ int tpu_body_run(struct tpu_core *core, struct tpu_model_work *work,
 		 uint64_t *flops, uint64_t *useful)
 {
 	const struct tpu_plan *plan = core->run->plan;
+	const struct tpu_scalar_ctx ctx = { core->pid, core->run->smem, NULL };
 	struct tpu_scalar_fault f;
 	struct tpu_op_scalar s;
 
@@ -221,8 +222,7 @@ int tpu_body_run(struct tpu_core *core, struct tpu_model_work *work,
 		int64_t v = 1;
 
 		if (op->pred.len &&
-		    tpu_scalar_run(plan, op->pred, core->pid, core->run->smem,
-				   &v, 1, &f))
+		    tpu_scalar_run(plan, op->pred, &ctx, &v, 1, &f))
 			return fail_scalar(core, n, "op predicate", &f);
 		if (!v)
 			continue;

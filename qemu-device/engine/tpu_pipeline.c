@@ -139,8 +139,10 @@ static int eval_index_maps(struct tpu_core *core, const int64_t *pid,
 	for (unsigned int i = plan->num_scalar_prefetch; i < plan->num_operands; i++) {
 		const struct tpu_plan_operand *o = &plan->operand[i];
 
-		if (tpu_scalar_run(plan, o->index_map, pid, core->run->smem,
-				   idx[i], o->rank, &f)) {
+		const struct tpu_scalar_ctx ctx = { pid, core->run->smem, NULL };
+
+		if (tpu_scalar_run(plan, o->index_map, &ctx, idx[i], o->rank,
+				   &f)) {
 			core->res.error.operand = i;
 			return tpu_core_fail_scalar(core, step,
 						    "operand index map", i, &f);
