@@ -96,7 +96,7 @@ SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 		  tpurt_scalar_core_test tpurt_stmt_test tpurt_stmt_sim_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
-.PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
+.PHONY: sparse all deps userspace module qemu run shell check host-check vm-check clean \
 	list-host-tests model-table bench bench-gemm bench-engine bench-dma bench-submit \
 	host-samples bench-attention
 
@@ -295,6 +295,13 @@ model-table: $(TOOL_BIN)/tpurt-model
 
 module:
 	$(Q)$(MAKE) -C $(KDIR) M=$(CURDIR) modules $(if $(filter 1,$(V)),,-s)
+
+# The driver through sparse (C=2: every file, built or not); a warning fails.
+sparse:
+	$(Q)out=$$($(MAKE) -C $(KDIR) M=$(CURDIR) C=2 modules 2>&1 >/dev/null) || \
+		{ echo "$$out"; exit 1; }; \
+	warn=$$(echo "$$out" | grep -E '(warning|error):'); \
+	[ -z "$$warn" ] || { echo "$$warn"; exit 1; }
 
 qemu:
 	$(Q)scripts/build-qemu.sh

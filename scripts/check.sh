@@ -32,6 +32,12 @@ for f in driver/*.[ch] Kbuild; do
 		result "$LOGS/style.tap" fail "checkpatch $f"
 	fi
 done
+if make -s --no-print-directory sparse > "$LOGS/sparse.out" 2>&1; then
+	result "$LOGS/style.tap" ok "sparse driver/"
+else
+	cat "$LOGS/sparse.out"
+	result "$LOGS/style.tap" fail "sparse driver/"
+fi
 for f in uapi/tpu_drm.h uapi/tpu_job.h; do
 	if out=$("$CACHE/kernel-scripts/kernel-doc" -none "$f" 2>&1) && [ -z "$out" ]; then
 		result "$LOGS/style.tap" ok "kernel-doc $f"

@@ -44,8 +44,8 @@ PKGS=(
 	busybox-static cpio kmod seabios qemu-system-data
 	# userspace libraries of the runtime, samples and selftests
 	libdrm-dev liburing-dev libopenblas-dev libsleef-dev
-	# driver style checks
-	perl
+	# driver style and static checks (checkpatch, kernel-doc, sparse)
+	perl sparse
 	# fuzzing (make fuzz): libFuzzer, ASan and UBSan runtimes
 	clang-14 libclang-rt-14-dev
 )
