@@ -41,19 +41,26 @@ ENGINE_OBJS	= $(ENGINE_SRCS:%.c=$(BUILD)/%.o)
 ENGINE_LIB	= $(BUILD)/lib/libtpuengine.a
 BLAS_CFLAGS	= $(shell pkg-config --cflags openblas)
 BLAS_LIBS	= $(shell pkg-config --libs openblas)
-ENGINE_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine -Irules $(BLAS_CFLAGS)
+# Position independent too: libtpurt-sim.so.0 links it.
+ENGINE_CFLAGS	= $(BASE_CFLAGS) -fPIC -fno-semantic-interposition -Iqemu-device/engine \
+		  -Irules $(BLAS_CFLAGS)
 ENGINE_LINK	= $(ENGINE_LIB) $(RULES_LIB) $(BLAS_LIBS) $(shell pkg-config --libs sleef) \
 		  -lpthread -lm
 
 # --- libtpurt ---
-# The shared library (what the guest loads) talks to the render node only;
-# libtpurt-sim.a adds the in-process device (sim.c), which links the engine
-# and OpenBLAS, for host tests and host tools.
-TPURT_SRCS	= $(filter-out libtpurt/sim.c libtpurt/nosim.c,$(wildcard libtpurt/*.c))
-TPURT_OBJS	= $(TPURT_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libtpurt/nosim.o
+# The shared library (what the guest loads) links no engine or OpenBLAS:
+# it loads the in-process device, libtpurt-sim.so.0 (sim.c, the engine,
+# OpenBLAS), from beside itself when a program asks for it (simload.c,
+# TPURT_DEVICE=sim). libtpurt-sim.a is all of libtpurt with sim.c linked
+# in, for host tests and benchmarks that link the engine anyway.
+TPURT_SIM_SRCS	= libtpurt/sim.c libtpurt/simload.c libtpurt/sim_entry.c
+TPURT_SRCS	= $(filter-out $(TPURT_SIM_SRCS),$(wildcard libtpurt/*.c))
+TPURT_OBJS	= $(TPURT_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libtpurt/simload.o
 TPURT_SIM_OBJS	= $(TPURT_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libtpurt/sim.o
 TPURT_SO	= $(BUILD)/lib/libtpurt.so.0
 TPURT_SIM_LIB	= $(BUILD)/lib/libtpurt-sim.a
+TPURT_SIM_SO	= $(BUILD)/lib/libtpurt-sim.so.0
+TPURT_SIM_SO_OBJS = $(BUILD)/libtpurt/sim.o $(BUILD)/libtpurt/sim_entry.o
 TPURT_CFLAGS	= $(BASE_CFLAGS) -fPIC -Ilibtpurt/include -Irules $(DRM_CFLAGS)
 TPURT_LINK	= -L$(BUILD)/lib -l:libtpurt.so.0 -Wl,-rpath,'$$ORIGIN/../lib' $(DRM_LIBS)
 PROG_CFLAGS	= $(BASE_CFLAGS) -Ilibtpurt/include $(DRM_CFLAGS)
@@ -105,7 +112,7 @@ all: userspace module qemu
 deps:
 	$(Q)scripts/deps.sh
 
-userspace: $(TPURT_SO) $(TPURT_SIM_LIB) $(RULES_LIB) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS) \
+userspace: $(TPURT_SO) $(TPURT_SIM_SO) $(TPURT_SIM_LIB) $(RULES_LIB) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS) \
 	$(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(HOST_SAMPLE_BIN)/tpu_attention_test
 
 $(BUILD)/rules/%.o: rules/%.c
@@ -145,8 +152,18 @@ $(TPURT_SO): $(TPURT_OBJS) $(RULES_LIB) libtpurt/libtpurt.map
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -Wl,-soname,libtpurt.so.0 \
 		-Wl,--version-script,libtpurt/libtpurt.map -o $@ $(TPURT_OBJS) $(RULES_LIB) \
-		$(DRM_LIBS) -luring -lm
+		$(DRM_LIBS) -luring -lm -ldl
 	$(Q)ln -sf libtpurt.so.0 $(BUILD)/lib/libtpurt.so
+
+# Only sim_entry's tpurt_sim_entry is exported; -z defs: nothing is left
+# for libtpurt to provide by accident.
+$(TPURT_SIM_SO): $(TPURT_SIM_SO_OBJS) $(ENGINE_LIB) $(RULES_LIB) libtpurt/libtpurt-sim.map
+	$(quiet) LD $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -Wl,-soname,libtpurt-sim.so.0 -Wl,-z,defs \
+		-Wl,--version-script,libtpurt/libtpurt-sim.map -o $@ $(TPURT_SIM_SO_OBJS) \
+		$(ENGINE_LINK)
+	$(Q)ln -sf libtpurt-sim.so.0 $(BUILD)/lib/libtpurt-sim.so
 
 # Every sample may use sample_util and the shared kernels (samples/kernels.[ch]).
 SAMPLE_HELPERS	= samples/sample_util.c samples/kernels.c
@@ -306,6 +323,20 @@ run: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/vm-run.sh --timeout 600 -- '$(RUN_SAMPLES)'
 
+# Every sample on the host's in-process device (TPURT_DEVICE=sim): the
+# guest's own binaries, whose libtpurt.so.0 loads libtpurt-sim.so.0 from
+# build/lib. QEMU_DEVICE_OPTS=cores=2,hbm-size=2G sets its parameters as it
+# sets the VM's device. No VM, no deps: seconds.
+HOST_DEVICE	= sim$(if $(QEMU_DEVICE_OPTS),:$(QEMU_DEVICE_OPTS))
+.PHONY: run-host
+run-host: $(TPURT_SO) $(TPURT_SIM_SO) $(SAMPLES:%=$(GUEST_BIN)/%)
+	$(Q)failed=; for s in $(SAMPLES); do \
+		LD_LIBRARY_PATH=$(BUILD)/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} \
+		TPURT_DEVICE=$(HOST_DEVICE) $(GUEST_BIN)/$$s || failed="$$failed $$s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "run-host: FAILED:$$failed"; exit 1; fi; \
+	echo "run-host: all $(words $(SAMPLES)) samples passed on TPURT_DEVICE=$(HOST_DEVICE)"
+
 shell: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/vm-run.sh --shell
@@ -325,4 +356,5 @@ clean:
 	$(Q)rm -rf $(BUILD)
 	$(Q)$(MAKE) -C $(KDIR) M=$(CURDIR) clean -s 2>/dev/null || true
 
--include $(RULES_OBJS:.o=.d) $(ENGINE_OBJS:.o=.d) $(TPURT_SIM_OBJS:.o=.d) $(BUILD)/libtpurt/nosim.d
+-include $(RULES_OBJS:.o=.d) $(ENGINE_OBJS:.o=.d) $(TPURT_SIM_OBJS:.o=.d) \
+	$(TPURT_SIM_SRCS:%.c=$(BUILD)/%.d)
