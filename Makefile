@@ -101,6 +101,10 @@ HOST_TESTS	= engine_vector_test engine_config_test engine_copy_test engine_gemm_
 SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 		  tpurt_matmul_test tpurt_analysis_test tpurt_template_test \
 		  tpurt_scalar_core_test tpurt_stmt_test tpurt_stmt_sim_test
+# Scripts (tests/NAME.sh): make install with pkg-config out of tree; the
+# reference's coverage of libtpurt.map.
+HOST_SCRIPT_TESTS = install_test doc_coverage_test
+HOST_TESTS	+= $(HOST_SCRIPT_TESTS)
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
@@ -223,6 +227,13 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HELPERS) tests/job_builder.h $(TPURT_SO) \
 	$(Q)$(CC) $(TEST_CFLAGS) -Iqemu-device/engine -Irules -o $@ $< $(TEST_HELPERS) \
 		$(TEST_EXTRA) $(ENGINE_LINK) $(TPURT_LINK) -lm
 
+# A script test runs from $(BUILD)/tests with the tree's paths filled in.
+$(BUILD)/tests/%: tests/%.sh
+	$(quiet) GEN $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)sed -e "s|@TOP@|$(CURDIR)|" -e "s|@BUILD@|$(abspath $(BUILD))|" $< > $@
+	$(Q)chmod +x $@
+
 # --- host benchmarks (bench/): figures beside their anchors, never timed tests ---
 BENCH_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine -Irules $(BLAS_CFLAGS)
 
@@ -344,6 +355,52 @@ shell: deps
 check: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/check.sh
+
+# --- make install: PREFIX (default /usr/local), DESTDIR for staging ---
+# libtpurt.so.0 and libtpurt-sim.so.0 (each with its .so symlink and .pc),
+# tpurt.h, the uAPI headers in include/tpuemu/ (the .pc's cflags name both
+# folders), the tools. After installing to /usr/local as root: ldconfig.
+PREFIX		?= /usr/local
+BINDIR		?= $(PREFIX)/bin
+LIBDIR		?= $(PREFIX)/lib
+INCLUDEDIR	?= $(PREFIX)/include
+DATADIR		?= $(PREFIX)/share
+PKGCONFIGDIR	?= $(LIBDIR)/pkgconfig
+TPURT_VERSION	= 0.1.0
+UAPI_HEADERS	= uapi/tpu_params.h uapi/tpu_job.h uapi/tpu_drm.h uapi/tpu_hw.h
+INSTALL_LIBS	= libtpurt libtpurt-sim
+INSTALL_TOOLS	= $(TOOL_BIN)/tpurt-model $(TOOL_BIN)/tpurt-params $(GUEST_BIN)/tpu-info
+# A directory in the .pc files: ${prefix}/... when under PREFIX.
+pc_dir		= $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+
+.PHONY: install uninstall
+install: $(TPURT_SO) $(TPURT_SIM_SO) $(INSTALL_TOOLS)
+	$(quiet) INSTALL $(DESTDIR)$(PREFIX)
+	$(Q)install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(BINDIR) \
+		$(DESTDIR)$(INCLUDEDIR)/tpuemu $(DESTDIR)$(DATADIR)/tpuemu
+	$(Q)for l in $(INSTALL_LIBS); do \
+		install -m 0755 $(BUILD)/lib/$$l.so.0 $(DESTDIR)$(LIBDIR)/$$l.so.$(TPURT_VERSION) && \
+		ln -sf $$l.so.$(TPURT_VERSION) $(DESTDIR)$(LIBDIR)/$$l.so.0 && \
+		ln -sf $$l.so.0 $(DESTDIR)$(LIBDIR)/$$l.so && \
+		sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call pc_dir,$(LIBDIR))|' \
+		    -e 's|@INCLUDEDIR@|$(call pc_dir,$(INCLUDEDIR))|' \
+		    -e 's|@VERSION@|$(TPURT_VERSION)|' libtpurt/$$l.pc.in \
+		    > $(DESTDIR)$(PKGCONFIGDIR)/$$l.pc || exit 1; \
+	done
+	$(Q)install -m 0644 libtpurt/include/tpurt.h $(DESTDIR)$(INCLUDEDIR)/
+	$(Q)install -m 0644 $(UAPI_HEADERS) $(DESTDIR)$(INCLUDEDIR)/tpuemu/
+	$(Q)install -m 0755 $(INSTALL_TOOLS) $(DESTDIR)$(BINDIR)/
+	$(Q)install -m 0644 $(PUBLISHED_TSV) $(DESTDIR)$(DATADIR)/tpuemu/
+
+uninstall:
+	$(Q)for l in $(INSTALL_LIBS); do \
+		rm -f $(DESTDIR)$(LIBDIR)/$$l.so.$(TPURT_VERSION) $(DESTDIR)$(LIBDIR)/$$l.so.0 \
+		      $(DESTDIR)$(LIBDIR)/$$l.so $(DESTDIR)$(PKGCONFIGDIR)/$$l.pc; \
+	done
+	$(Q)rm -f $(DESTDIR)$(INCLUDEDIR)/tpurt.h $(addprefix $(DESTDIR)$(INCLUDEDIR)/tpuemu/,$(notdir $(UAPI_HEADERS))) \
+		$(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_TOOLS))) \
+		$(DESTDIR)$(DATADIR)/tpuemu/$(notdir $(PUBLISHED_TSV))
+	$(Q)rmdir $(DESTDIR)$(INCLUDEDIR)/tpuemu $(DESTDIR)$(DATADIR)/tpuemu 2>/dev/null || true
 
 # The host tests scripts/check.sh runs (from $(BUILD)/tests).
 list-host-tests:
