@@ -2,11 +2,17 @@
 # SPDX-License-Identifier: MIT
 # Boot the guest kernel with the tpu-mxu device and run one command in it.
 #
-#   scripts/vm-run.sh [--shell] [--timeout SECONDS] [--log FILE] [-- COMMAND...]
+#   scripts/vm-run.sh [--shell] [--timeout SECONDS] [--log FILE]
+#                     [--add FILE]... [--list] [-- COMMAND...]
 #
 # The initramfs holds busybox, the DRM modules tpu.ko needs, tpu.ko itself,
 # every program in $BUILD/guest/bin and the shared libraries they use, and
-# the test runner scripts/tap-run.sh as /bin/tap-run. The
+# the test runner scripts/tap-run.sh as /bin/tap-run. --add FILE (a file or
+# a folder, repeatable) brings one of your own: it is copied into /tmp, the
+# folder COMMAND starts in, under its own name, and the shared libraries of
+# the programs among them come along (so `--add ./myprog -- ./myprog` runs
+# a program built against build/lib/libtpurt.so or an installed libtpurt).
+# --list builds the initramfs and lists it instead of booting. The
 # guest loads the modules, runs COMMAND with /bin/sh, prints its exit code on
 # the serial console and powers off; this script exits with that code, or
 # 124 if the guest did not finish in time, 125 if it died without an answer.
@@ -28,19 +34,27 @@ VM_SMP=${VM_SMP:-2}
 TIMEOUT=600
 SHELL_MODE=0
 LOG=
+LIST=0
+ADD=()
 
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--shell) SHELL_MODE=1 ;;
 	--timeout) TIMEOUT=$2; shift ;;
 	--log) LOG=$2; shift ;;
+	--add)
+		[ $# -ge 2 ] || { echo "vm-run: --add needs a FILE" >&2; exit 2; }
+		[ -e "$2" ] || { echo "vm-run: --add $2: no such file or folder" >&2; exit 2; }
+		ADD+=("$2"); shift ;;
+	--list) LIST=1 ;;
 	--) shift; break ;;
 	*) break ;;
 	esac
 	shift
 done
 COMMAND="$*"
-[ -n "$COMMAND" ] || [ "$SHELL_MODE" = 1 ] || { echo "vm-run: no command" >&2; exit 2; }
+[ -n "$COMMAND" ] || [ "$SHELL_MODE" = 1 ] || [ "$LIST" = 1 ] ||
+	{ echo "vm-run: no command" >&2; exit 2; }
 
 ABI=$(cat "$CACHE/kernel-abi")
 KROOT=$CACHE/kernel/$ABI
@@ -88,13 +102,20 @@ for m in "${order[@]}"; do
 done
 touch "$ROOT/etc/modules.load"
 
-# Programs and the shared libraries they need.
+# Programs and the shared libraries they need; the user's files (--add) go
+# to /added, which init copies into /tmp (a tmpfs over the initramfs's).
 if [ -d "$BUILD/guest/bin" ]; then
 	cp -a "$BUILD/guest/bin/." "$ROOT/bin/"
 fi
+mkdir -p "$ROOT/added"
+for f in ${ADD[@]+"${ADD[@]}"}; do
+	name=$(basename "$f")
+	[ ! -e "$ROOT/added/$name" ] ||
+		{ echo "vm-run: --add: two files named $name" >&2; exit 2; }
+	cp -a "$f" "$ROOT/added/$name"
+done
 mkdir -p "$ROOT/lib64" "$ROOT/lib/x86_64-linux-gnu"
-for prog in "$ROOT"/bin/*; do
-	[ -L "$prog" ] && continue
+find "$ROOT/bin" "$ROOT/added" -type f | while read -r prog; do
 	{ LD_LIBRARY_PATH=$BUILD/lib ldd "$prog" 2>/dev/null || true; } | awk '/=> \// { print $3 } /^\t\/lib64\// { print $1 }'
 done | sort -u | while read -r lib; do
 	case "$lib" in
@@ -112,6 +133,7 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t tmpfs tmp /tmp
 mount -t debugfs debugfs /sys/kernel/debug
+cp -a /added/. /tmp/
 export PATH=/bin TPU_KO=/lib/modules/tpu.ko
 for m in $(cat /etc/modules.load); do
 	insmod /lib/modules/$m || echo "init: insmod $m failed"
@@ -144,6 +166,10 @@ done
 [ "$SHELL_MODE" = 1 ] && touch "$ROOT/etc/shell"
 
 (cd "$ROOT" && find . | cpio -o -H newc --quiet | gzip -1) > "$WORK/initramfs.gz"
+if [ "$LIST" = 1 ]; then
+	gzip -dc "$WORK/initramfs.gz" | cpio -t --quiet | sort
+	exit 0
+fi
 
 DEVICE=tpu-mxu${QEMU_DEVICE_OPTS:+,$QEMU_DEVICE_OPTS}
 QEMU_ARGS=(-M q35 -nodefaults -display none -no-reboot
