@@ -359,7 +359,7 @@ check: deps
 # --- make install: PREFIX (default /usr/local), DESTDIR for staging ---
 # libtpurt.so.0 and libtpurt-sim.so.0 (each with its .so symlink and .pc),
 # tpurt.h, the uAPI headers in include/tpuemu/ (the .pc's cflags name both
-# folders), the tools. After installing to /usr/local as root: ldconfig.
+# folders), the tools; ldconfig when installing for real (no DESTDIR).
 PREFIX		?= /usr/local
 BINDIR		?= $(PREFIX)/bin
 LIBDIR		?= $(PREFIX)/lib
@@ -391,6 +391,7 @@ install: $(TPURT_SO) $(TPURT_SIM_SO) $(INSTALL_TOOLS)
 	$(Q)install -m 0644 $(UAPI_HEADERS) $(DESTDIR)$(INCLUDEDIR)/tpuemu/
 	$(Q)install -m 0755 $(INSTALL_TOOLS) $(DESTDIR)$(BINDIR)/
 	$(Q)install -m 0644 $(PUBLISHED_TSV) $(DESTDIR)$(DATADIR)/tpuemu/
+	$(Q)[ -n "$(DESTDIR)" ] || ldconfig 2>/dev/null || true
 
 uninstall:
 	$(Q)for l in $(INSTALL_LIBS); do \

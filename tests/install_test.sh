@@ -137,6 +137,8 @@ check "it runs its pallas_call on TPURT_DEVICE=sim and the result is right" \
 	run_first_kernel
 check "TPURT_DEVICE=sim:cores=2 gave it a two-core in-process device" \
 	grep -qx 'device sim (tpu-sim), 2 core(s)' "$tmp/run.out"
+check "libtpurt-sim's link line makes libtpurt-sim.so.0 a dependency of the program" \
+	eval "readelf -d $tmp/user/first_kernel | grep -q 'NEEDED.*\[libtpurt-sim.so.0\]'"
 check "it ran on the staged libtpurt.so.0" \
 	eval "LD_LIBRARY_PATH=$usr/lib ldd $tmp/user/first_kernel | grep -q 'libtpurt.so.0 => $usr/lib/libtpurt.so.0'"
 
