@@ -142,6 +142,31 @@ check "libtpurt-sim's link line makes libtpurt-sim.so.0 a dependency of the prog
 check "it ran on the staged libtpurt.so.0" \
 	eval "LD_LIBRARY_PATH=$usr/lib ldd $tmp/user/first_kernel | grep -q 'libtpurt.so.0 => $usr/lib/libtpurt.so.0'"
 
+# Linked with libtpurt alone, a program still gets the in-process device:
+# libtpurt.so.0 loads libtpurt-sim.so.0 from beside itself, and where that
+# is missing it says so.
+build_plain() {
+	cd "$tmp/user" &&
+		cc -std=c11 -Wall -Wextra -Werror -O2 -o plain first_kernel.c \
+			$(pc --cflags --libs libtpurt)
+}
+check "first_kernel.c builds with only pkg-config --cflags --libs libtpurt" build_plain
+check "linked with libtpurt alone, it runs on TPURT_DEVICE=sim (libtpurt-sim.so.0 loaded from beside libtpurt.so.0)" \
+	env LD_LIBRARY_PATH="$usr/lib" TPURT_DEVICE=sim "$tmp/user/plain"
+no_sim_says_why() {
+	mkdir -p "$tmp/nosim"
+	cp -P "$usr/lib/libtpurt.so.0" "$usr/lib/libtpurt.so.$VERSION" "$tmp/nosim/"
+	! LD_LIBRARY_PATH=$tmp/nosim TPURT_DEVICE=sim "$tmp/user/plain" > "$tmp/nosim.out" 2>&1
+	local rc=$?
+	cat "$tmp/nosim.out"
+	[ "$rc" = 0 ] && grep -q 'open: the in-process device is libtpurt-sim.so.0 .*cannot be loaded' "$tmp/nosim.out"
+}
+if ldconfig -p 2>/dev/null | grep -q 'libtpurt-sim\.so\.0 '; then
+	result ok "without libtpurt-sim.so.0, TPURT_DEVICE=sim fails and says what is missing # SKIP one is installed system-wide"
+else
+	check "without libtpurt-sim.so.0, TPURT_DEVICE=sim fails and says what is missing" no_sim_says_why
+fi
+
 # Each uAPI header stands on its own with the .pc's cflags (tpu_drm.h
 # needs libdrm's drm.h, from the system rather than the staging root).
 headers_compile() {
