@@ -116,7 +116,7 @@ all: userspace module qemu
 deps:
 	$(Q)scripts/deps.sh
 
-userspace: $(TPURT_SO) $(TPURT_SIM_SO) $(TPURT_SIM_LIB) $(RULES_LIB) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS) \
+userspace: $(TPURT_SO) $(TPURT_SIM_LIB) $(RULES_LIB) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS) \
 	$(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(HOST_SAMPLE_BIN)/tpu_attention_test
 
 $(BUILD)/rules/%.o: rules/%.c
@@ -168,6 +168,8 @@ $(TPURT_SIM_SO): $(TPURT_SIM_SO_OBJS) $(ENGINE_LIB) $(RULES_LIB) libtpurt/libtpu
 		-Wl,--version-script,libtpurt/libtpurt-sim.map -o $@ $(TPURT_SIM_SO_OBJS) \
 		$(ENGINE_LINK)
 	$(Q)ln -sf libtpurt-sim.so.0 $(BUILD)/lib/libtpurt-sim.so
+
+userspace: $(TPURT_SIM_SO)
 
 # Every sample may use sample_util and the shared kernels (samples/kernels.[ch]).
 SAMPLE_HELPERS	= samples/sample_util.c samples/kernels.c
