@@ -101,11 +101,12 @@ HOST_TESTS	= engine_vector_test engine_config_test engine_copy_test engine_gemm_
 SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 		  tpurt_matmul_test tpurt_analysis_test tpurt_template_test \
 		  tpurt_scalar_core_test tpurt_stmt_test tpurt_stmt_sim_test
+HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
+
 # Scripts (tests/NAME.sh): make install with pkg-config out of tree; the
 # reference's coverage of libtpurt.map.
 HOST_SCRIPT_TESTS = install_test doc_coverage_test
 HOST_TESTS	+= $(HOST_SCRIPT_TESTS)
-HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
 	list-host-tests model-table bench bench-gemm bench-engine bench-dma bench-submit \
@@ -151,14 +152,6 @@ $(TPURT_SIM_LIB): $(TPURT_SIM_OBJS)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(TPURT_SO): $(TPURT_OBJS) $(RULES_LIB) libtpurt/libtpurt.map
-	$(quiet) LD $@
-	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) -shared -Wl,-soname,libtpurt.so.0 \
-		-Wl,--version-script,libtpurt/libtpurt.map -o $@ $(TPURT_OBJS) $(RULES_LIB) \
-		$(DRM_LIBS) -luring -lm -ldl
-	$(Q)ln -sf libtpurt.so.0 $(BUILD)/lib/libtpurt.so
-
 # Only sim_entry's tpurt_sim_entry is exported; -z defs: nothing is left
 # for libtpurt to provide by accident.
 $(TPURT_SIM_SO): $(TPURT_SIM_SO_OBJS) $(ENGINE_LIB) $(RULES_LIB) libtpurt/libtpurt-sim.map
@@ -170,6 +163,14 @@ $(TPURT_SIM_SO): $(TPURT_SIM_SO_OBJS) $(ENGINE_LIB) $(RULES_LIB) libtpurt/libtpu
 	$(Q)ln -sf libtpurt-sim.so.0 $(BUILD)/lib/libtpurt-sim.so
 
 userspace: $(TPURT_SIM_SO)
+
+$(TPURT_SO): $(TPURT_OBJS) $(RULES_LIB) libtpurt/libtpurt.map
+	$(quiet) LD $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -Wl,-soname,libtpurt.so.0 \
+		-Wl,--version-script,libtpurt/libtpurt.map -o $@ $(TPURT_OBJS) $(RULES_LIB) \
+		$(DRM_LIBS) -luring -lm -ldl
+	$(Q)ln -sf libtpurt.so.0 $(BUILD)/lib/libtpurt.so
 
 # Every sample may use sample_util and the shared kernels (samples/kernels.[ch]).
 SAMPLE_HELPERS	= samples/sample_util.c samples/kernels.c
