@@ -152,14 +152,16 @@ $(TPURT_SIM_LIB): $(TPURT_SIM_OBJS)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-# Only sim_entry's tpurt_sim_entry is exported; -z defs: nothing is left
-# for libtpurt to provide by accident.
-$(TPURT_SIM_SO): $(TPURT_SIM_SO_OBJS) $(ENGINE_LIB) $(RULES_LIB) libtpurt/libtpurt-sim.map
+# sim.c and what it uses of libtpurt (from the archive: a private copy),
+# the engine, the rules. Only sim_entry's tpurt_sim_entry is exported; -z
+# defs: nothing is left for the loading libtpurt to provide by accident.
+$(TPURT_SIM_SO): $(TPURT_SIM_SO_OBJS) $(TPURT_SIM_LIB) $(ENGINE_LIB) $(RULES_LIB) \
+		libtpurt/libtpurt-sim.map
 	$(quiet) LD $@
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -Wl,-soname,libtpurt-sim.so.0 -Wl,-z,defs \
 		-Wl,--version-script,libtpurt/libtpurt-sim.map -o $@ $(TPURT_SIM_SO_OBJS) \
-		$(ENGINE_LINK)
+		$(TPURT_SIM_LIB) $(ENGINE_LINK) $(DRM_LIBS) -luring
 	$(Q)ln -sf libtpurt-sim.so.0 $(BUILD)/lib/libtpurt-sim.so
 
 userspace: $(TPURT_SIM_SO)

@@ -5,11 +5,12 @@
  * libtpurt-sim.a links sim.c in. The shared libtpurt.so.0, which the guest
  * loads and which must not need the engine or OpenBLAS, loads
  * libtpurt-sim.so.0 when a program first opens the in-process device
- * (simload.c). That library holds sim.c, the engine and the rules, and
- * exports one function, TPURT_SIM_ENTRY, to which libtpurt hands its error
- * reporting (so tpurt_last_error() sees the device's messages) and a
- * description of its internal structs (so a libtpurt-sim.so.0 from another
- * build is refused instead of misread).
+ * (simload.c). That library holds sim.c, what it uses of libtpurt's own
+ * code (a private copy), the engine and the rules, and exports one
+ * function, TPURT_SIM_ENTRY, to which libtpurt hands its error reporting
+ * (so tpurt_last_error() sees the device's messages) and a description of
+ * its internal structs (so a libtpurt-sim.so.0 from another build is
+ * refused instead of misread).
  */
 #ifndef TPURT_SIM_BACKEND_H
 #define TPURT_SIM_BACKEND_H
@@ -42,14 +43,19 @@ int tpurt_sim_spec_parse(const char *spec, struct tpu_config *cfg);
 /* Bump when struct tpurt_backend or the sharing of structs changes. */
 #define TPURT_SIM_ABI		1
 
-/* What libtpurt hands the device. @abi and @vfail stay first, always. */
+/*
+ * What libtpurt hands the device: its error reporting, which the device's
+ * copy of libtpurt's code reports through, and its structs' sizes. @abi
+ * and @vfail stay first, always.
+ */
 struct tpurt_sim_host {
 	unsigned int abi;
 	int (*vfail)(int err, const char *fmt, va_list ap);
+	const char *(*last_error)(void);
 	size_t device_size, buffer_size, job_size, backend_size, config_size;
 };
 
-/* This build's description of itself, @vfail left NULL. */
+/* This build's description of itself, the functions left NULL. */
 static inline struct tpurt_sim_host tpurt_sim_host_of_build(void)
 {
 	return (struct tpurt_sim_host){

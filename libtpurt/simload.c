@@ -45,6 +45,7 @@ int tpurt_sim_create(const struct tpu_config *cfg, struct tpurt_device **devp)
 
 	*devp = NULL;
 	host.vfail = tpurt_vfail;
+	host.last_error = tpurt_last_error;
 	handle = dlopen(lib ? lib : TPURT_SIM_SONAME, RTLD_NOW | RTLD_LOCAL);
 	if (!handle)
 		return tpurt_fail(-EOPNOTSUPP,
