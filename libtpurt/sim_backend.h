@@ -33,8 +33,9 @@ int tpurt_sim_spec_is(const char *spec);
 /*
  * The device's parameters from a TPURT_DEVICE value "sim" or
  * "sim:NAME=VALUE,...", NAME a QEMU property of uapi/tpu_params.h: the
- * defaults, then each one given. -EINVAL, naming the item, for anything
- * else; the ranges are left to tpu_config_check().
+ * defaults, then each one given (a later one wins). -EINVAL or -ERANGE
+ * (too large for its field), naming the item, for anything else; the
+ * parameters' ranges are left to tpu_config_check().
  */
 int tpurt_sim_spec_parse(const char *spec, struct tpu_config *cfg);
 

@@ -6,6 +6,7 @@
  * sizes with an optional K, M, G or T suffix, counts and rates in plain
  * digits. So one spelling configures the QEMU device and this one.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,16 +65,13 @@ static const char *param_names(void)
 	return names;
 }
 
-/* The multiplier of a size suffix, or 0. */
+/* The multiplier of a size suffix (QEMU's K, M, G, T, any case), or 0. */
 static uint64_t suffix_scale(char c)
 {
-	switch (c) {
-	case 'k': case 'K': return 1ull << 10;
-	case 'm': case 'M': return 1ull << 20;
-	case 'g': case 'G': return 1ull << 30;
-	case 't': case 'T': return 1ull << 40;
-	}
-	return 0;
+	static const char suffixes[] = "KMGT";
+	const char *at = c ? strchr(suffixes, toupper((unsigned char)c)) : NULL;
+
+	return at ? 1ull << (10 * (at - suffixes + 1)) : 0;
 }
 
 /* The value [@s, @s + @len) of @p; a message on failure. */
