@@ -342,7 +342,7 @@ run: deps
 # Every sample on the host's in-process device (TPURT_DEVICE=sim): the
 # guest's own binaries, whose libtpurt.so.0 loads libtpurt-sim.so.0 from
 # build/lib. QEMU_DEVICE_OPTS=cores=2,hbm-size=2G sets its parameters as it
-# sets the VM's device. No VM, no deps: seconds.
+# sets the VM's device. No VM: a minute or two.
 HOST_DEVICE	= sim$(if $(QEMU_DEVICE_OPTS),:$(QEMU_DEVICE_OPTS))
 .PHONY: run-host
 run-host: $(TPURT_SO) $(TPURT_SIM_SO) $(SAMPLES:%=$(GUEST_BIN)/%)
