@@ -2,17 +2,11 @@
 # SPDX-License-Identifier: MIT
 # Boot the guest kernel with the tpu-mxu device and run one command in it.
 #
-#   scripts/vm-run.sh [--shell] [--timeout SECONDS] [--log FILE]
-#                     [--add FILE]... [--list] [-- COMMAND...]
+#   scripts/vm-run.sh [--shell] [--timeout SECONDS] [--log FILE] [-- COMMAND...]
 #
 # The initramfs holds busybox, the DRM modules tpu.ko needs, tpu.ko itself,
 # every program in $BUILD/guest/bin and the shared libraries they use, and
-# the test runner scripts/tap-run.sh as /bin/tap-run. --add FILE (a file or
-# a folder, repeatable) brings one of your own: it is copied into /tmp, the
-# folder COMMAND starts in, under its own name, and the shared libraries of
-# the programs among them come along (so `--add ./myprog -- ./myprog` runs
-# a program built against build/lib/libtpurt.so or an installed libtpurt).
-# --list builds the initramfs and lists it instead of booting. The
+# the test runner scripts/tap-run.sh as /bin/tap-run. The
 # guest loads the modules, runs COMMAND with /bin/sh, prints its exit code on
 # the serial console and powers off; this script exits with that code, or
 # 124 if the guest did not finish in time, 125 if it died without an answer.
@@ -22,6 +16,13 @@
 # VM_ENV, "NAME=VALUE ..." exported to COMMAND; QEMU_EXTRA_ARGS, more QEMU
 # options (e.g. "-d guest_errors -D FILE"); BUILD (default build);
 # TPUEMU_CACHE (default /var/cache/tpuemu).
+#
+# Your own files: --add FILE (a file or a folder, repeatable) copies it into
+# /tmp, the folder COMMAND starts in, under its own name, with the shared
+# libraries of the programs among them, so
+#   scripts/vm-run.sh --add ./myprog -- ./myprog
+# runs a program built against build/lib/libtpurt.so or an installed
+# libtpurt. --list builds the initramfs and lists it instead of booting.
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -102,11 +103,8 @@ for m in "${order[@]}"; do
 done
 touch "$ROOT/etc/modules.load"
 
-# Programs and the shared libraries they need; the user's files (--add) go
-# to /added, which init copies into /tmp (a tmpfs over the initramfs's).
-if [ -d "$BUILD/guest/bin" ]; then
-	cp -a "$BUILD/guest/bin/." "$ROOT/bin/"
-fi
+# The user's files (--add) in /added, which init copies into /tmp (a tmpfs
+# over the initramfs's); the library pass below covers their programs.
 mkdir -p "$ROOT/added"
 for f in ${ADD[@]+"${ADD[@]}"}; do
 	name=$(basename "$f")
@@ -114,8 +112,15 @@ for f in ${ADD[@]+"${ADD[@]}"}; do
 		{ echo "vm-run: --add: two files named $name" >&2; exit 2; }
 	cp -a "$f" "$ROOT/added/$name"
 done
+shopt -s globstar
+
+# Programs and the shared libraries they need.
+if [ -d "$BUILD/guest/bin" ]; then
+	cp -a "$BUILD/guest/bin/." "$ROOT/bin/"
+fi
 mkdir -p "$ROOT/lib64" "$ROOT/lib/x86_64-linux-gnu"
-find "$ROOT/bin" "$ROOT/added" -type f | while read -r prog; do
+for prog in "$ROOT"/bin/* "$ROOT"/added/**; do
+	[ -L "$prog" ] && continue
 	{ LD_LIBRARY_PATH=$BUILD/lib ldd "$prog" 2>/dev/null || true; } | awk '/=> \// { print $3 } /^\t\/lib64\// { print $1 }'
 done | sort -u | while read -r lib; do
 	case "$lib" in
@@ -133,12 +138,12 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t tmpfs tmp /tmp
 mount -t debugfs debugfs /sys/kernel/debug
-cp -a /added/. /tmp/
 export PATH=/bin TPU_KO=/lib/modules/tpu.ko
 for m in $(cat /etc/modules.load); do
 	insmod /lib/modules/$m || echo "init: insmod $m failed"
 done
 insmod $TPU_KO || echo "init: insmod tpu.ko failed"
+cp -a /added/. /tmp/
 . /etc/run.env
 if [ -e /etc/shell ]; then
 	setsid cttyhack sh -l
