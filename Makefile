@@ -41,19 +41,26 @@ ENGINE_OBJS	= $(ENGINE_SRCS:%.c=$(BUILD)/%.o)
 ENGINE_LIB	= $(BUILD)/lib/libtpuengine.a
 BLAS_CFLAGS	= $(shell pkg-config --cflags openblas)
 BLAS_LIBS	= $(shell pkg-config --libs openblas)
-ENGINE_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine -Irules $(BLAS_CFLAGS)
+# Position independent too: libtpurt-sim.so.0 links it.
+ENGINE_CFLAGS	= $(BASE_CFLAGS) -fPIC -fno-semantic-interposition -Iqemu-device/engine \
+		  -Irules $(BLAS_CFLAGS)
 ENGINE_LINK	= $(ENGINE_LIB) $(RULES_LIB) $(BLAS_LIBS) $(shell pkg-config --libs sleef) \
 		  -lpthread -lm
 
 # --- libtpurt ---
-# The shared library (what the guest loads) talks to the render node only;
-# libtpurt-sim.a adds the in-process device (sim.c), which links the engine
-# and OpenBLAS, for host tests and host tools.
-TPURT_SRCS	= $(filter-out libtpurt/sim.c libtpurt/nosim.c,$(wildcard libtpurt/*.c))
-TPURT_OBJS	= $(TPURT_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libtpurt/nosim.o
+# The shared library (what the guest loads) links no engine or OpenBLAS:
+# it loads the in-process device, libtpurt-sim.so.0 (sim.c, the engine,
+# OpenBLAS), from beside itself when a program asks for it (simload.c,
+# TPURT_DEVICE=sim). libtpurt-sim.a is all of libtpurt with sim.c linked
+# in, for host tests and benchmarks that link the engine anyway.
+TPURT_SIM_SRCS	= libtpurt/sim.c libtpurt/simload.c libtpurt/sim_entry.c
+TPURT_SRCS	= $(filter-out $(TPURT_SIM_SRCS),$(wildcard libtpurt/*.c))
+TPURT_OBJS	= $(TPURT_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libtpurt/simload.o
 TPURT_SIM_OBJS	= $(TPURT_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libtpurt/sim.o
 TPURT_SO	= $(BUILD)/lib/libtpurt.so.0
 TPURT_SIM_LIB	= $(BUILD)/lib/libtpurt-sim.a
+TPURT_SIM_SO	= $(BUILD)/lib/libtpurt-sim.so.0
+TPURT_SIM_SO_OBJS = $(BUILD)/libtpurt/sim.o $(BUILD)/libtpurt/sim_entry.o
 TPURT_CFLAGS	= $(BASE_CFLAGS) -fPIC -Ilibtpurt/include -Irules $(DRM_CFLAGS)
 TPURT_LINK	= -L$(BUILD)/lib -l:libtpurt.so.0 -Wl,-rpath,'$$ORIGIN/../lib' $(DRM_LIBS)
 PROG_CFLAGS	= $(BASE_CFLAGS) -Ilibtpurt/include $(DRM_CFLAGS)
@@ -95,6 +102,11 @@ SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 		  tpurt_matmul_test tpurt_analysis_test tpurt_template_test \
 		  tpurt_scalar_core_test tpurt_stmt_test tpurt_stmt_sim_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
+
+# Scripts (tests/NAME.sh): make install with pkg-config out of tree; the
+# reference's coverage of libtpurt.map.
+HOST_SCRIPT_TESTS = install_test doc_coverage_test
+HOST_TESTS	+= $(HOST_SCRIPT_TESTS)
 
 .PHONY: sparse all deps userspace module qemu run shell check host-check vm-check clean \
 	list-host-tests model-table bench bench-gemm bench-engine bench-dma bench-submit \
@@ -140,12 +152,26 @@ $(TPURT_SIM_LIB): $(TPURT_SIM_OBJS)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# sim.c and what it uses of libtpurt (from the archive: a private copy),
+# the engine, the rules. Only sim_entry's tpurt_sim_entry is exported; -z
+# defs: nothing is left for the loading libtpurt to provide by accident.
+$(TPURT_SIM_SO): $(TPURT_SIM_SO_OBJS) $(TPURT_SIM_LIB) $(ENGINE_LIB) $(RULES_LIB) \
+		libtpurt/libtpurt-sim.map
+	$(quiet) LD $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -Wl,-soname,libtpurt-sim.so.0 -Wl,-z,defs \
+		-Wl,--version-script,libtpurt/libtpurt-sim.map -o $@ $(TPURT_SIM_SO_OBJS) \
+		$(TPURT_SIM_LIB) $(ENGINE_LINK) $(DRM_LIBS) -luring
+	$(Q)ln -sf libtpurt-sim.so.0 $(BUILD)/lib/libtpurt-sim.so
+
+userspace: $(TPURT_SIM_SO)
+
 $(TPURT_SO): $(TPURT_OBJS) $(RULES_LIB) libtpurt/libtpurt.map
 	$(quiet) LD $@
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -Wl,-soname,libtpurt.so.0 \
 		-Wl,--version-script,libtpurt/libtpurt.map -o $@ $(TPURT_OBJS) $(RULES_LIB) \
-		$(DRM_LIBS) -luring -lm
+		$(DRM_LIBS) -luring -lm -ldl
 	$(Q)ln -sf libtpurt.so.0 $(BUILD)/lib/libtpurt.so
 
 # Every sample may use sample_util and the shared kernels (samples/kernels.[ch]).
@@ -205,6 +231,13 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HELPERS) tests/job_builder.h $(TPURT_SO) \
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(TEST_CFLAGS) -Iqemu-device/engine -Irules -o $@ $< $(TEST_HELPERS) \
 		$(TEST_EXTRA) $(ENGINE_LINK) $(TPURT_LINK) -lm
+
+# A script test runs from $(BUILD)/tests with the tree's paths filled in.
+$(BUILD)/tests/%: tests/%.sh
+	$(quiet) GEN $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)sed -e "s|@TOP@|$(CURDIR)|" -e "s|@BUILD@|$(abspath $(BUILD))|" $< > $@
+	$(Q)chmod +x $@
 
 # --- host benchmarks (bench/): figures beside their anchors, never timed tests ---
 BENCH_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine -Irules $(BLAS_CFLAGS)
@@ -313,6 +346,20 @@ run: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/vm-run.sh --timeout 600 -- '$(RUN_SAMPLES)'
 
+# Every sample on the host's in-process device (TPURT_DEVICE=sim): the
+# guest's own binaries, whose libtpurt.so.0 loads libtpurt-sim.so.0 from
+# build/lib. QEMU_DEVICE_OPTS=cores=2,hbm-size=2G sets its parameters as it
+# sets the VM's device. No VM: a minute or two.
+HOST_DEVICE	= sim$(if $(QEMU_DEVICE_OPTS),:$(QEMU_DEVICE_OPTS))
+.PHONY: run-host
+run-host: $(TPURT_SO) $(TPURT_SIM_SO) $(SAMPLES:%=$(GUEST_BIN)/%)
+	$(Q)failed=; for s in $(SAMPLES); do \
+		LD_LIBRARY_PATH=$(BUILD)/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} \
+		TPURT_DEVICE=$(HOST_DEVICE) $(GUEST_BIN)/$$s || failed="$$failed $$s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "run-host: FAILED:$$failed"; exit 1; fi; \
+	echo "run-host: all $(words $(SAMPLES)) samples passed on TPURT_DEVICE=$(HOST_DEVICE)"
+
 shell: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/vm-run.sh --shell
@@ -320,6 +367,53 @@ shell: deps
 check: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/check.sh
+
+# --- make install: PREFIX (default /usr/local), DESTDIR for staging ---
+# libtpurt.so.0 and libtpurt-sim.so.0 (each with its .so symlink and .pc),
+# tpurt.h, the uAPI headers in include/tpuemu/ (the .pc's cflags name both
+# folders), the tools; ldconfig when installing for real (no DESTDIR).
+PREFIX		?= /usr/local
+BINDIR		?= $(PREFIX)/bin
+LIBDIR		?= $(PREFIX)/lib
+INCLUDEDIR	?= $(PREFIX)/include
+DATADIR		?= $(PREFIX)/share
+PKGCONFIGDIR	?= $(LIBDIR)/pkgconfig
+TPURT_VERSION	= 0.1.0
+UAPI_HEADERS	= uapi/tpu_params.h uapi/tpu_job.h uapi/tpu_drm.h uapi/tpu_hw.h
+INSTALL_LIBS	= libtpurt libtpurt-sim
+INSTALL_TOOLS	= $(TOOL_BIN)/tpurt-model $(TOOL_BIN)/tpurt-params $(GUEST_BIN)/tpu-info
+# A directory in the .pc files: ${prefix}/... when under PREFIX.
+pc_dir		= $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+
+.PHONY: install uninstall
+install: $(TPURT_SO) $(TPURT_SIM_SO) $(INSTALL_TOOLS)
+	$(quiet) INSTALL $(DESTDIR)$(PREFIX)
+	$(Q)install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(BINDIR) \
+		$(DESTDIR)$(INCLUDEDIR)/tpuemu $(DESTDIR)$(DATADIR)/tpuemu
+	$(Q)for l in $(INSTALL_LIBS); do \
+		install -m 0755 $(BUILD)/lib/$$l.so.0 $(DESTDIR)$(LIBDIR)/$$l.so.$(TPURT_VERSION) && \
+		ln -sf $$l.so.$(TPURT_VERSION) $(DESTDIR)$(LIBDIR)/$$l.so.0 && \
+		ln -sf $$l.so.0 $(DESTDIR)$(LIBDIR)/$$l.so && \
+		sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call pc_dir,$(LIBDIR))|' \
+		    -e 's|@INCLUDEDIR@|$(call pc_dir,$(INCLUDEDIR))|' \
+		    -e 's|@VERSION@|$(TPURT_VERSION)|' libtpurt/$$l.pc.in \
+		    > $(DESTDIR)$(PKGCONFIGDIR)/$$l.pc || exit 1; \
+	done
+	$(Q)install -m 0644 libtpurt/include/tpurt.h $(DESTDIR)$(INCLUDEDIR)/
+	$(Q)install -m 0644 $(UAPI_HEADERS) $(DESTDIR)$(INCLUDEDIR)/tpuemu/
+	$(Q)install -m 0755 $(INSTALL_TOOLS) $(DESTDIR)$(BINDIR)/
+	$(Q)install -m 0644 $(PUBLISHED_TSV) $(DESTDIR)$(DATADIR)/tpuemu/
+	$(Q)[ -n "$(DESTDIR)" ] || ldconfig 2>/dev/null || true
+
+uninstall:
+	$(Q)for l in $(INSTALL_LIBS); do \
+		rm -f $(DESTDIR)$(LIBDIR)/$$l.so.$(TPURT_VERSION) $(DESTDIR)$(LIBDIR)/$$l.so.0 \
+		      $(DESTDIR)$(LIBDIR)/$$l.so $(DESTDIR)$(PKGCONFIGDIR)/$$l.pc; \
+	done
+	$(Q)rm -f $(DESTDIR)$(INCLUDEDIR)/tpurt.h $(addprefix $(DESTDIR)$(INCLUDEDIR)/tpuemu/,$(notdir $(UAPI_HEADERS))) \
+		$(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_TOOLS))) \
+		$(DESTDIR)$(DATADIR)/tpuemu/$(notdir $(PUBLISHED_TSV))
+	$(Q)rmdir $(DESTDIR)$(INCLUDEDIR)/tpuemu $(DESTDIR)$(DATADIR)/tpuemu 2>/dev/null || true
 
 # The host tests scripts/check.sh runs (from $(BUILD)/tests).
 list-host-tests:
@@ -332,4 +426,5 @@ clean:
 	$(Q)rm -rf $(BUILD)
 	$(Q)$(MAKE) -C $(KDIR) M=$(CURDIR) clean -s 2>/dev/null || true
 
--include $(RULES_OBJS:.o=.d) $(ENGINE_OBJS:.o=.d) $(TPURT_SIM_OBJS:.o=.d) $(BUILD)/libtpurt/nosim.d
+-include $(RULES_OBJS:.o=.d) $(ENGINE_OBJS:.o=.d) $(TPURT_SIM_OBJS:.o=.d) \
+	$(TPURT_SIM_SRCS:%.c=$(BUILD)/%.d)

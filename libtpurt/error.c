@@ -6,12 +6,18 @@
 
 static _Thread_local char last_error[512];
 
+int tpurt_vfail(int err, const char *fmt, va_list ap)
+{
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	return err;
+}
+
 int tpurt_fail(int err, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	tpurt_vfail(err, fmt, ap);
 	va_end(ap);
 	return err;
 }

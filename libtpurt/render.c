@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * The render node's backend: open and discovery (tpurt_open, by driver
- * name), device info from GET_PARAM, buffers (BO_CREATE, DMA copies through
- * DRM_IOCTL_TPU_COPY, mmap), grid jobs (SUBMIT, JOB_INFO), and what
- * queue.c needs of the device: its submit path (io_uring commands, or
- * ioctls with sync_files) and syncobjs.
+ * The render node's backend: open and discovery (tpurt_open_path, and the
+ * first node by driver name for tpurt_open in open.c), device info from
+ * GET_PARAM, buffers (BO_CREATE, DMA copies through DRM_IOCTL_TPU_COPY,
+ * mmap), grid jobs (SUBMIT, JOB_INFO), and what queue.c needs of the
+ * device: its submit path (io_uring commands, or ioctls with sync_files)
+ * and syncobjs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -81,8 +82,7 @@ err_close:
 	return ret;
 }
 
-/* The first render node whose driver is tpu. */
-static int open_first_tpu(struct tpurt_device **devp)
+int tpurt_render_open_first(struct tpurt_device **devp)
 {
 	drmDevicePtr devs[MAX_DRM_DEVICES];
 	int n, i, ret = -ENODEV;
@@ -103,15 +103,6 @@ static int open_first_tpu(struct tpurt_device **devp)
 				  "(is tpu.ko loaded? set TPURT_DEVICE to choose one)",
 				  n);
 	return 0;
-}
-
-int tpurt_open(struct tpurt_device **devp)
-{
-	const char *path = getenv("TPURT_DEVICE");
-
-	if (path && *path)
-		return tpurt_open_path(path, devp);
-	return open_first_tpu(devp);
 }
 
 static void render_close(struct tpurt_device *dev)

@@ -4,8 +4,9 @@
  * into the program, HBM in anonymous host memory, buffers from a first-fit
  * allocator, copies by memcpy, jobs run to completion on submit. DESIGN
  * section 1 allows libtpurt exactly this one use of another layer. Built
- * into libtpurt-sim.a only, so the shared library (which the guest loads)
- * does not pull in the engine and OpenBLAS; nosim.c stands in there.
+ * into libtpurt-sim.a and libtpurt-sim.so.0 only, so the shared
+ * libtpurt.so.0 (which the guest loads) does not pull in the engine and
+ * OpenBLAS; it loads libtpurt-sim.so.0 when asked (sim_backend.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "tpu_compute.h"
 #include "tpu_engine.h"
+#include "sim_backend.h"
 #include "tpurt_private.h"
 
 #define SIM_ALIGN	4096ull
@@ -217,20 +219,7 @@ static const struct tpurt_backend sim_backend = {
 	.sync_destroy = sim_sync_destroy,
 };
 
-/* The engine's defaults, overridden by the non-zero fields of @c. */
-static void sim_config(const struct tpurt_sim_config *c, struct tpu_config *cfg)
-{
-	tpu_config_defaults(cfg);
-	if (!c)
-		return;
-#define TAKE_GIVEN(id, field, ...) \
-	if (c->field) \
-		cfg->field = c->field;
-	TPU_PARAMS(TAKE_GIVEN)
-#undef TAKE_GIVEN
-}
-
-int tpurt_open_sim(const struct tpurt_sim_config *c, struct tpurt_device **devp)
+int tpurt_sim_create(const struct tpu_config *cfg, struct tpurt_device **devp)
 {
 	struct tpurt_device *dev = NULL;
 	struct sim *s;
@@ -241,7 +230,7 @@ int tpurt_open_sim(const struct tpurt_sim_config *c, struct tpurt_device **devp)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return tpurt_fail(-ENOMEM, "out of memory");
-	sim_config(c, &s->cfg);
+	s->cfg = *cfg;
 	s->engine = tpu_engine_create(&s->cfg, err, sizeof(err));
 	if (!s->engine) {
 		ret = tpurt_fail(-EINVAL, "sim device: %s", err);

@@ -2,6 +2,8 @@
 #ifndef TPURT_PRIVATE_H
 #define TPURT_PRIVATE_H
 
+#include <stdarg.h>
+
 #include "tpurt.h"
 #include "tpu_config.h"
 /* enum tpurt_dtype is enum tpu_dtype, value for value (dtype.c asserts it):
@@ -106,6 +108,11 @@ struct tpurt_job {
 /* Record a message for tpurt_last_error() and return @err (negative). */
 int tpurt_fail(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+int tpurt_vfail(int err, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+/* The first render node whose driver is tpu (render.c). */
+int tpurt_render_open_first(struct tpurt_device **devp);
 
 struct io_uring;
 struct io_uring_sqe;

@@ -10,10 +10,9 @@
 #include "tpurt.h"
 
 /*
- * Open the device: the render node, or with TPUEMU_SAMPLE_SIM=1 in the
- * environment the in-process device with its defaults. The latter works
- * only in a build linked with libtpurt-sim.a (`make host-samples`); the
- * guest's build links libtpurt.so, whose tpurt_open_sim() fails.
+ * Open the device: tpurt_open(), or with TPUEMU_SAMPLE_SIM=1 in the
+ * environment the in-process device with its defaults, as
+ * TPURT_DEVICE=sim gives every program (`make run-host`).
  */
 int sample_open(struct tpurt_device **devp);
 

@@ -16,6 +16,13 @@
 # VM_ENV, "NAME=VALUE ..." exported to COMMAND; QEMU_EXTRA_ARGS, more QEMU
 # options (e.g. "-d guest_errors -D FILE"); BUILD (default build);
 # TPUEMU_CACHE (default /var/cache/tpuemu).
+#
+# Your own files: --add FILE (a file or a folder, repeatable) copies it into
+# /tmp, the folder COMMAND starts in, under its own name, with the shared
+# libraries of the programs among them, so
+#   scripts/vm-run.sh --add ./myprog -- ./myprog
+# runs a program built against build/lib/libtpurt.so or an installed
+# libtpurt. --list builds the initramfs and lists it instead of booting.
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,19 +35,27 @@ VM_SMP=${VM_SMP:-2}
 TIMEOUT=600
 SHELL_MODE=0
 LOG=
+LIST=0
+ADD=()
 
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--shell) SHELL_MODE=1 ;;
 	--timeout) TIMEOUT=$2; shift ;;
 	--log) LOG=$2; shift ;;
+	--add)
+		[ $# -ge 2 ] || { echo "vm-run: --add needs a FILE" >&2; exit 2; }
+		[ -e "$2" ] || { echo "vm-run: --add $2: no such file or folder" >&2; exit 2; }
+		ADD+=("$2"); shift ;;
+	--list) LIST=1 ;;
 	--) shift; break ;;
 	*) break ;;
 	esac
 	shift
 done
 COMMAND="$*"
-[ -n "$COMMAND" ] || [ "$SHELL_MODE" = 1 ] || { echo "vm-run: no command" >&2; exit 2; }
+[ -n "$COMMAND" ] || [ "$SHELL_MODE" = 1 ] || [ "$LIST" = 1 ] ||
+	{ echo "vm-run: no command" >&2; exit 2; }
 
 ABI=$(cat "$CACHE/kernel-abi")
 KROOT=$CACHE/kernel/$ABI
@@ -88,12 +103,23 @@ for m in "${order[@]}"; do
 done
 touch "$ROOT/etc/modules.load"
 
+# The user's files (--add) in /added, which init copies into /tmp (a tmpfs
+# over the initramfs's); the library pass below covers their programs.
+mkdir -p "$ROOT/added"
+for f in ${ADD[@]+"${ADD[@]}"}; do
+	name=$(basename "$f")
+	[ ! -e "$ROOT/added/$name" ] ||
+		{ echo "vm-run: --add: two files named $name" >&2; exit 2; }
+	cp -a "$f" "$ROOT/added/$name"
+done
+shopt -s globstar
+
 # Programs and the shared libraries they need.
 if [ -d "$BUILD/guest/bin" ]; then
 	cp -a "$BUILD/guest/bin/." "$ROOT/bin/"
 fi
 mkdir -p "$ROOT/lib64" "$ROOT/lib/x86_64-linux-gnu"
-for prog in "$ROOT"/bin/*; do
+for prog in "$ROOT"/bin/* "$ROOT"/added/**; do
 	[ -L "$prog" ] && continue
 	{ LD_LIBRARY_PATH=$BUILD/lib ldd "$prog" 2>/dev/null || true; } | awk '/=> \// { print $3 } /^\t\/lib64\// { print $1 }'
 done | sort -u | while read -r lib; do
@@ -117,6 +143,7 @@ for m in $(cat /etc/modules.load); do
 	insmod /lib/modules/$m || echo "init: insmod $m failed"
 done
 insmod $TPU_KO || echo "init: insmod tpu.ko failed"
+cp -a /added/. /tmp/
 . /etc/run.env
 if [ -e /etc/shell ]; then
 	setsid cttyhack sh -l
@@ -144,6 +171,10 @@ done
 [ "$SHELL_MODE" = 1 ] && touch "$ROOT/etc/shell"
 
 (cd "$ROOT" && find . | cpio -o -H newc --quiet | gzip -1) > "$WORK/initramfs.gz"
+if [ "$LIST" = 1 ]; then
+	gzip -dc "$WORK/initramfs.gz" | cpio -t --quiet | sort
+	exit 0
+fi
 
 DEVICE=tpu-mxu${QEMU_DEVICE_OPTS:+,$QEMU_DEVICE_OPTS}
 QEMU_ARGS=(-M q35 -nodefaults -display none -no-reboot

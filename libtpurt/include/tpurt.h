@@ -49,9 +49,12 @@ struct tpurt_device_info {
 };
 
 /*
- * Open the device named by $TPURT_DEVICE (a render node path) or, if it is
- * unset, the first render node whose driver is "tpu".
- * Errors: -ENODEV no tpu device; -ENOENT, -EACCES opening the node.
+ * Open the device named by $TPURT_DEVICE or, if it is unset, the first
+ * render node whose driver is "tpu". TPURT_DEVICE is a render node's path,
+ * or "sim" for the in-process device (tpurt_open_sim's defaults), or
+ * "sim:cores=2,hbm-size=2G,..." with the QEMU device's parameter names.
+ * Errors: -ENODEV no tpu device; -ENOENT, -EACCES opening the node;
+ * -EINVAL, -ERANGE a bad "sim:" parameter; tpurt_open_sim's.
  */
 int tpurt_open(struct tpurt_device **devp);
 
@@ -64,9 +67,10 @@ int tpurt_open_path(const char *path, struct tpurt_device **devp);
  * arrays and pallas_call work on it exactly as on a render node; host tests
  * use it to run real jobs without a VM. Each field left 0 takes the device's
  * default (a TPU v5e, as the QEMU device's properties); the fields are the
- * device's parameters of uapi/tpu_params.h, in its order. Only in
- * libtpurt-sim.a (link it with the engine and OpenBLAS); the shared library
- * returns -EOPNOTSUPP.
+ * device's parameters of uapi/tpu_params.h, in its order. The device is
+ * libtpurt-sim.so.0 (the engine, OpenBLAS), which libtpurt.so.0 loads from
+ * beside itself or the loader's path on first use; -EOPNOTSUPP if it
+ * cannot. libtpurt-sim.a has it linked in.
  */
 struct tpurt_sim_config {
 	uint64_t hbm_size;		/* power of two, default 1 GiB */
