@@ -131,6 +131,28 @@ int tpurt_device_cached_info(struct tpurt_device *dev,
 void tpurt_device_config(const struct tpurt_device_info *info,
 			 struct tpu_config *cfg);
 
+/* --- TPURT_TRACE (trace.c) --- */
+
+struct tpurt_trace;
+struct tpu_trace_sink;
+struct tpu_model_stats;
+
+/*
+ * With TPURT_TRACE=file set, create the file and a collector in *@tracep
+ * (else NULL there). 0, or a failure naming the file.
+ */
+int tpurt_trace_open_env(struct tpurt_trace **tracep);
+/* Where the device's engine sends a job's records; NULL for no trace. */
+const struct tpu_trace_sink *tpurt_trace_sink(struct tpurt_trace *t);
+/* Around each job: forget the last job's records, then append this one's,
+ * @model its modeled figures, [@start_ns, @end_ns) its host run. */
+void tpurt_trace_job_begin(struct tpurt_trace *t);
+void tpurt_trace_job_end(struct tpurt_trace *t, const struct tpu_config *cfg,
+			 const struct tpu_model_stats *model,
+			 uint64_t start_ns, uint64_t end_ns);
+/* Finish the file. NULL: nothing. */
+void tpurt_trace_close(struct tpurt_trace *t);
+
 /* --- job descriptors (jobdesc.c) --- */
 
 struct tpurt_desc {

@@ -24,6 +24,7 @@ struct tpu_engine {
 	struct tpu_config cfg;
 	struct tpu_pool *pool;			/* cores - 1 workers */
 	struct tpu_vmem vmem[TPU_MAX_CORES];	/* with the pool */
+	const struct tpu_trace_sink *trace;
 };
 
 static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
@@ -61,6 +62,12 @@ void tpu_engine_destroy(struct tpu_engine *engine)
 	for (unsigned int c = 0; c < TPU_MAX_CORES; c++)
 		tpu_vmem_release(&engine->vmem[c]);
 	free(engine);
+}
+
+void tpu_engine_set_trace(struct tpu_engine *engine,
+			  const struct tpu_trace_sink *sink)
+{
+	engine->trace = sink;
 }
 
 static uint64_t now_ns(void)
@@ -227,7 +234,8 @@ int tpu_engine_run_abortable(struct tpu_engine *engine, const void *desc,
 	struct tpu_plan *plan = malloc(sizeof(*plan));
 	struct tpu_run run = { .cfg = &engine->cfg, .plan = plan,
 			       .hbm = hbm, .slots = slots,
-			       .fail_step = UINT64_MAX, .abort = abort };
+			       .fail_step = UINT64_MAX, .abort = abort,
+			       .trace = engine->trace, .start_ns = start };
 	unsigned int ncores;
 	int ret;
 
