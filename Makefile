@@ -98,7 +98,7 @@ HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
 	list-host-tests model-table bench bench-gemm bench-engine bench-dma bench-submit \
-	host-samples bench-attention
+	host-samples bench-attention roofline
 
 all: userspace module qemu
 
@@ -276,7 +276,11 @@ $(BUILD)/tests/engine_model_test: TEST_EXTRA = -Itools tools/published.c \
 $(TOOL_BIN)/%: tools/%.c tools/published.c tools/published.h $(ENGINE_LIB) $(RULES_LIB)
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(ENGINE_CFLAGS) -Itools -o $@ $< tools/published.c $(ENGINE_LINK) -lm
+	$(Q)$(CC) $(ENGINE_CFLAGS) -Itools -o $@ $< tools/published.c $(TOOL_EXTRA) \
+		$(ENGINE_LINK) -lm
+
+$(TOOL_BIN)/tpurt-model: tools/roofline.c tools/roofline.h
+$(TOOL_BIN)/tpurt-model: TOOL_EXTRA = tools/roofline.c
 
 # The device parameters' table (uapi/tpu_params.h) as README and check.sh use it.
 $(TOOL_BIN)/tpurt-params: tools/tpurt-params.c uapi/tpu_params.h uapi/tpu_drm.h
@@ -292,6 +296,11 @@ $(BUILD)/tests/params_table_test: TEST_EXTRA = \
 # The published v5e table beside the model's figures (no VM, instant).
 model-table: $(TOOL_BIN)/tpurt-model
 	$(Q)$(TOOL_BIN)/tpurt-model --table $(PUBLISHED_TSV)
+
+# The device's roofline with the guide's block sweeps: build/roofline/
+# roofline.svg and .png, through gnuplot (gnuplot-nox, make deps).
+roofline: $(TOOL_BIN)/tpurt-model
+	$(Q)scripts/roofline.sh $(TOOL_BIN)/tpurt-model $(PUBLISHED_TSV) $(BUILD)/roofline
 
 module:
 	$(Q)$(MAKE) -C $(KDIR) M=$(CURDIR) modules $(if $(filter 1,$(V)),,-s)
