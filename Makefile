@@ -89,7 +89,7 @@ HOST_TESTS	= engine_vector_test engine_config_test engine_copy_test engine_gemm_
 		  engine_scalar_test engine_errors_test engine_ops_test \
 		  engine_debug_test engine_cast_test engine_pool_test \
 		  engine_model_match_test engine_abort_test engine_vec_test \
-		  tpurt_open_test params_table_test $(SIM_TESTS)
+		  tpurt_open_test params_table_test $(SIM_TESTS) tpurt_trace_test
 # Runtime tests on the in-process device (libtpurt-sim.a).
 SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 		  tpurt_matmul_test tpurt_analysis_test tpurt_template_test \
@@ -292,6 +292,12 @@ $(TOOL_BIN)/tpurt-params: tools/tpurt-params.c uapi/tpu_params.h uapi/tpu_drm.h
 $(BUILD)/tests/params_table_test: $(TOOL_BIN)/tpurt-params README.md
 $(BUILD)/tests/params_table_test: TEST_EXTRA = \
 	-DPARAMS_TOOL='"$(CURDIR)/$(TOOL_BIN)/tpurt-params"' -DREADME='"$(CURDIR)/README.md"'
+
+# Traces on the in-process device and from tpurt-model, loaded by python.
+$(BUILD)/tests/tpurt_trace_test: $(TPURT_SIM_LIB) tests/trace_check.py $(TOOL_BIN)/tpurt-model
+$(BUILD)/tests/tpurt_trace_test: TEST_EXTRA = $(TPURT_SIM_LIB) -luring \
+	-DTRACE_CHECK='"$(CURDIR)/tests/trace_check.py"' \
+	-DTPURT_MODEL='"$(CURDIR)/$(TOOL_BIN)/tpurt-model"'
 
 # The published v5e table beside the model's figures (no VM, instant).
 model-table: $(TOOL_BIN)/tpurt-model

@@ -251,7 +251,10 @@ static void report(const struct opts *o, const struct tpu_matmul_desc *d,
 	       utilization(&o->cfg, d, s->time_s));
 }
 
-/* The figures as one JSON object, times in picoseconds as the report's. */
+/*
+ * The figures as one JSON object, named and rounded as a job's statistics
+ * (struct tpurt_job_stats) name them, times in picoseconds.
+ */
 static void report_json(const struct opts *o, const struct tpu_matmul_desc *d,
 			const struct tpu_matmul_result *r)
 {
@@ -268,7 +271,7 @@ static void report_json(const struct opts *o, const struct tpu_matmul_desc *d,
 	       published_dtype_name(d->out_dtype),
 	       d->transpose_rhs ? "true" : "false",
 	       d->activation ? "true" : "false", o->best ? "true" : "false");
-	printf(" \"grid\": [%llu, %llu, %llu], \"steps\": %llu, \"cores\": %u, "
+	printf(" \"grid\": [%llu, %llu, %llu], \"steps\": %llu, \"cores_used\": %u, "
 	       "\"vmem_bytes\": %llu, \"vmem_limit\": %llu,\n",
 	       (unsigned long long)r->grid[0], (unsigned long long)r->grid[1],
 	       (unsigned long long)r->grid[2], (unsigned long long)s->steps,
@@ -283,9 +286,9 @@ static void report_json(const struct opts *o, const struct tpu_matmul_desc *d,
 	       (unsigned long long)s->hbm_bytes_in,
 	       (unsigned long long)s->hbm_bytes_out,
 	       (unsigned long long)s->flops);
-	printf(" \"model_time_ps\": %llu, \"mxu_busy_ps\": %llu, "
-	       "\"vpu_busy_ps\": %llu, \"eup_busy_ps\": %llu, "
-	       "\"dma_busy_ps\": %llu, \"bubble_ps\": %llu,\n",
+	printf(" \"model_time_ps\": %llu, \"model_mxu_busy_ps\": %llu, "
+	       "\"model_vpu_busy_ps\": %llu, \"model_eup_busy_ps\": %llu, "
+	       "\"model_dma_busy_ps\": %llu, \"model_bubble_ps\": %llu,\n",
 	       (unsigned long long)tpu_trace_ps(s->time_s),
 	       (unsigned long long)tpu_trace_ps(s->mxu_busy_s),
 	       (unsigned long long)tpu_trace_ps(s->vpu_busy_s),
