@@ -89,7 +89,8 @@ HOST_TESTS	= engine_vector_test engine_config_test engine_copy_test engine_gemm_
 		  engine_scalar_test engine_errors_test engine_ops_test \
 		  engine_debug_test engine_cast_test engine_pool_test \
 		  engine_model_match_test engine_abort_test engine_vec_test \
-		  tpurt_open_test params_table_test $(SIM_TESTS) tpurt_trace_test
+		  tpurt_open_test params_table_test $(SIM_TESTS) tpurt_trace_test \
+		  bench_json_test
 # Runtime tests on the in-process device (libtpurt-sim.a).
 SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 		  tpurt_matmul_test tpurt_analysis_test tpurt_template_test \
@@ -208,6 +209,8 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HELPERS) tests/job_builder.h $(TPURT_SO) \
 		$(TEST_EXTRA) $(ENGINE_LINK) $(TPURT_LINK) -lm
 
 # --- host benchmarks (bench/): figures beside their anchors, never timed tests ---
+# Each bench target's "bench:" lines also land in one JSON file per run,
+# $(BUILD)/bench/results-<date>-<target>.json (scripts/bench-json.sh).
 BENCH_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine -Irules $(BLAS_CFLAGS)
 
 $(BUILD)/bench/%: bench/%.c $(ENGINE_LIB) $(RULES_LIB)
@@ -216,12 +219,12 @@ $(BUILD)/bench/%: bench/%.c $(ENGINE_LIB) $(RULES_LIB)
 	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $< $(BENCH_EXTRA) $(ENGINE_LINK) -lm
 
 bench-gemm: $(BUILD)/bench/bench_gemm
-	$(Q)$<
+	$(Q)scripts/bench-json.sh bench-gemm -- $<
 
 # In the VM; host OpenBLAS runs before and after it as the anchor.
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/bench/bench_openblas
-	$(Q)scripts/bench-matmul.sh
+	$(Q)scripts/bench-json.sh bench -- scripts/bench-matmul.sh
 
 $(BUILD)/bench/bench_openblas: bench/bench_openblas.c
 	$(quiet) CC $@
@@ -231,7 +234,7 @@ $(BUILD)/bench/bench_openblas: bench/bench_openblas.c
 # In the VM; the host's memcpy anchor runs before and after it.
 bench-dma: deps
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/bench/bench_memcpy
-	$(Q)scripts/bench-dma.sh
+	$(Q)scripts/bench-json.sh bench-dma -- scripts/bench-dma.sh
 
 $(GUEST_BIN)/%: bench/%.c $(TPURT_SO)
 	$(quiet) CC $@
@@ -245,19 +248,19 @@ $(GUEST_BIN)/bench_submit: selftests/tpu_job_blob.h
 
 # Job submission paths in the VM: ioctl (the anchor) and io_uring batches.
 bench-submit: module userspace
-	$(Q)scripts/vm-run.sh --timeout 300 -- bench_submit
+	$(Q)scripts/bench-json.sh bench-submit -- scripts/vm-run.sh --timeout 300 -- bench_submit
 
 # Engine jobs are the tests' matmul kernels, from the job builder.
 $(BUILD)/bench/bench_engine: $(TEST_HELPERS) tests/job_builder.h
 $(BUILD)/bench/bench_engine: BENCH_EXTRA = -Itests $(TEST_HELPERS)
 
 bench-engine: $(BUILD)/bench/bench_engine
-	$(Q)$<
+	$(Q)scripts/bench-json.sh bench-engine -- $<
 
 # The vector unit's row kernels beside the host's memcpy of the same bytes.
 .PHONY: bench-vec
 bench-vec: $(BUILD)/bench/bench_vec
-	$(Q)$<
+	$(Q)scripts/bench-json.sh bench-vec -- $<
 
 # Flash attention and softmax (the samples' kernels) on the in-process
 # device, beside host OpenBLAS and memcpy in the same run.
@@ -266,7 +269,7 @@ $(BUILD)/bench/bench_attention: BENCH_EXTRA = -Ilibtpurt/include -Isamples \
 	$(SAMPLE_HELPERS) $(TPURT_SIM_LIB) $(DRM_LIBS) -luring
 
 bench-attention: $(BUILD)/bench/bench_attention
-	$(Q)$<
+	$(Q)scripts/bench-json.sh bench-attention -- $<
 
 # The model reads the published table next to the tests; the path is fixed
 # at build time so the test runs from any directory.
@@ -299,6 +302,10 @@ $(BUILD)/tests/tpurt_trace_test: $(TPURT_SIM_LIB) tests/trace_check.py $(TOOL_BI
 $(BUILD)/tests/tpurt_trace_test: TEST_EXTRA = $(TPURT_SIM_LIB) -luring \
 	-DTRACE_CHECK='"$(CURDIR)/tests/trace_check.py"' \
 	-DTPURT_MODEL='"$(CURDIR)/$(TOOL_BIN)/tpurt-model"'
+
+$(BUILD)/tests/bench_json_test: scripts/bench-json.sh
+$(BUILD)/tests/bench_json_test: TEST_EXTRA = \
+	-DBENCH_JSON='"$(CURDIR)/scripts/bench-json.sh"'
 
 # The published v5e table beside the model's figures (no VM, instant).
 model-table: $(TOOL_BIN)/tpurt-model
