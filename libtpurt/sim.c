@@ -30,7 +30,6 @@ struct sim {
 	struct sim_range *ranges;	/* allocated, sorted by offset */
 	unsigned int nranges, cap;
 	uint32_t next_handle;
-	struct tpurt_trace *trace;	/* TPURT_TRACE, or NULL */
 };
 
 static struct sim *sim_of(struct tpurt_device *dev)
@@ -43,7 +42,6 @@ static void sim_close(struct tpurt_device *dev)
 	struct sim *s = sim_of(dev);
 
 	tpu_engine_destroy(s->engine);
-	tpurt_trace_close(s->trace);
 	munmap(s->hbm, s->cfg.hbm_size);
 	free(s->ranges);
 	free(s);
@@ -158,19 +156,14 @@ static int sim_job_submit(struct tpurt_job *job, const void *desc, size_t len,
 	struct sim *s = sim_of(job->dev);
 	struct tpu_buffer_slot slots[TPU_JOB_MAX_SLOTS];
 	struct tpu_job_result *res = calloc(1, sizeof(*res));
-	uint64_t start;
 
 	if (!res)
 		return tpurt_fail(-ENOMEM, "out of memory");
 	for (unsigned int i = 0; i < nbufs; i++)
 		slots[i] = (struct tpu_buffer_slot){ bufs[i]->hbm_offset,
 						     bufs[i]->size };
-	tpurt_trace_job_begin(s->trace);
-	start = tpurt_now_ns();
 	tpu_engine_run(s->engine, desc, len, s->hbm, s->cfg.hbm_size, slots,
 		       nbufs, 0, res);
-	tpurt_trace_job_end(s->trace, &s->cfg, &res->stats.model, start,
-			    tpurt_now_ns());
 	/* As the render node reports it: the device makes the same report. */
 	tpu_job_report_fill(res, &job->report);
 	job->status = res->error.code ? -EIO : 0;
@@ -254,10 +247,6 @@ int tpurt_open_sim(const struct tpurt_sim_config *c, struct tpurt_device **devp)
 		ret = tpurt_fail(-EINVAL, "sim device: %s", err);
 		goto err_free;
 	}
-	ret = tpurt_trace_open_env(&s->trace);
-	if (ret)
-		goto err_engine;
-	tpu_engine_set_trace(s->engine, tpurt_trace_sink(s->trace));
 	/* Untouched pages cost nothing: a 1 GiB HBM is cheap until used. */
 	s->hbm = mmap(NULL, s->cfg.hbm_size, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -282,7 +271,6 @@ err_unmap:
 	munmap(s->hbm, s->cfg.hbm_size);
 err_engine:
 	tpu_engine_destroy(s->engine);
-	tpurt_trace_close(s->trace);
 err_free:
 	free(s);
 	return ret;

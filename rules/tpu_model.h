@@ -36,7 +36,7 @@
 
 #include "tpu_config.h"
 #include "tpu_job.h"
-#include "tpu_trace.h"
+#include "tpu_trace_sink.h"
 
 /*
  * The vector unit works on vregs of 8 x 128 lanes. Its throughputs are the

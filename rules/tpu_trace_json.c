@@ -118,10 +118,10 @@ static void put_record(struct tpu_trace_json *j, const struct tpu_trace_job *job
 			  device_tid(r->core, r->lane),
 			  j->model_at_ps + job->launch_ps + r->start_ps,
 			  r->dur_ps);
-	fprintf(f, ",\"args\":{\"job\":%" PRIu64 ",\"core\":%u,\"step\":%" PRIu64,
-		j->jobs, r->core, r->step);
+	fprintf(f, ",\"args\":{\"job\":%" PRIu64 ",\"core\":%u,\"step\":%llu",
+		j->jobs, r->core, (unsigned long long)r->step);
 	if (r->lane == TPU_TRACE_DMA_IN || r->lane == TPU_TRACE_DMA_OUT)
-		fprintf(f, ",\"bytes\":%" PRIu64, r->bytes);
+		fprintf(f, ",\"bytes\":%llu", (unsigned long long)r->bytes);
 	fputs("}}", f);
 }
 

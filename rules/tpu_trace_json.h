@@ -20,7 +20,7 @@
 #include <stdio.h>
 
 #include "tpu_model.h"
-#include "tpu_trace.h"
+#include "tpu_trace_sink.h"
 
 #define TPU_TRACE_PID_DEVICE	1
 #define TPU_TRACE_PID_HOST	2

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Host test: timeline traces. Jobs on the in-process device with
- * TPURT_TRACE set, and a what-if of tpurt-model --trace, are loaded as JSON
+ * TPURT_TRACE set (the device fills each job's trace buffer, as in the VM), and a what-if of tpurt-model --trace, are loaded as JSON
  * (tests/trace_check.py, python's json module) and checked against the
  * statistics their jobs reported: step, MXU and host events per step, the
  * bytes of DMA events, busy and bubble sums, steps tiling each core's
@@ -122,11 +122,11 @@ TEST_F(trace, sim_jobs_match_their_reports)
 
 	ASSERT_EQ(0, setenv("TPURT_TRACE", self->trace, 1));
 	ASSERT_EQ(0, tpurt_open_sim(&cfg, &dev)) TH_LOG("%s", tpurt_last_error());
-	unsetenv("TPURT_TRACE");
 	for (size_t i = 0; i < n; i++) {
 		ASSERT_EQ(0, run_matmul(dev, &cases[i], &st[i]))
 			TH_LOG("case %zu: %s", i, tpurt_last_error());
 	}
+	unsetenv("TPURT_TRACE");
 	tpurt_close(dev);
 	EXPECT_EQ(2, st[0].cores_used);
 
@@ -160,17 +160,22 @@ TEST_F(trace, model_what_if_matches_its_figures)
 	}
 }
 
-/* A trace that cannot be written fails the open, naming the variable. */
-TEST_F(trace, unwritable_trace_fails_the_open)
+/* A trace that cannot be written fails the job, naming the variable. */
+TEST_F(trace, unwritable_trace_fails_the_job)
 {
-	struct tpurt_device *dev = NULL;
+	static const struct mm_case c = {
+		128, 128, 128, 128, 128, 128, TPURT_F32, TPURT_F32, TPURT_IDENTITY,
+	};
+	struct tpurt_sim_config cfg = { .hbm_size = 64 << 20 };
+	struct tpurt_job_stats st;
+	struct tpurt_device *dev;
 	char path[128];
 
 	snprintf(path, sizeof(path), "%s/no/such/dir/trace.json", self->dir);
 	ASSERT_EQ(0, setenv("TPURT_TRACE", path, 1));
-	EXPECT_GT(0, tpurt_open_sim(NULL, &dev));
+	ASSERT_EQ(0, tpurt_open_sim(&cfg, &dev)) TH_LOG("%s", tpurt_last_error());
+	EXPECT_NE(0, run_matmul(dev, &c, &st));
 	unsetenv("TPURT_TRACE");
-	EXPECT_EQ(NULL, dev);
 	EXPECT_NE(NULL, strstr(tpurt_last_error(), "TPURT_TRACE"))
 		TH_LOG("%s", tpurt_last_error());
 	tpurt_close(dev);

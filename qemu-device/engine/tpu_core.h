@@ -15,6 +15,7 @@
 #include "tpu_dtype.h"
 #include "tpu_plan.h"
 #include "tpu_ref2d.h"
+#include "tpu_trace_sink.h"
 
 /* A running job, shared by its cores. */
 struct tpu_run {

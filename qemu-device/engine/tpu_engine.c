@@ -18,13 +18,13 @@
 #include "tpu_pipeline.h"
 #include "tpu_poison.h"
 #include "tpu_pool.h"
+#include "tpu_trace_buf.h"
 #include "tpu_vmem.h"
 
 struct tpu_engine {
 	struct tpu_config cfg;
 	struct tpu_pool *pool;			/* cores - 1 workers */
 	struct tpu_vmem vmem[TPU_MAX_CORES];	/* with the pool */
-	const struct tpu_trace_sink *trace;
 };
 
 static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
@@ -62,12 +62,6 @@ void tpu_engine_destroy(struct tpu_engine *engine)
 	for (unsigned int c = 0; c < TPU_MAX_CORES; c++)
 		tpu_vmem_release(&engine->vmem[c]);
 	free(engine);
-}
-
-void tpu_engine_set_trace(struct tpu_engine *engine,
-			  const struct tpu_trace_sink *sink)
-{
-	engine->trace = sink;
 }
 
 static uint64_t now_ns(void)
@@ -235,7 +229,8 @@ int tpu_engine_run_abortable(struct tpu_engine *engine, const void *desc,
 	struct tpu_run run = { .cfg = &engine->cfg, .plan = plan,
 			       .hbm = hbm, .slots = slots,
 			       .fail_step = UINT64_MAX, .abort = abort,
-			       .trace = engine->trace, .start_ns = start };
+			       .start_ns = start };
+	struct tpu_trace_buf trace;
 	unsigned int ncores;
 	int ret;
 
@@ -258,7 +253,15 @@ int tpu_engine_run_abortable(struct tpu_engine *engine, const void *desc,
 	ncores = engine->cfg.cores;
 	if (plan->parallel_iters < ncores)
 		ncores = (unsigned int)plan->parallel_iters;
+	if ((plan->flags & TPU_JOB_F_TRACE) && hbm) {
+		/* the slot was checked: in HBM, room for the header */
+		tpu_trace_buf_open(&trace, run.hbm + slots[plan->trace_slot].offset,
+				   slots[plan->trace_slot].size);
+		run.trace = &trace.sink;
+	}
 	ret = run_cores(engine, &run, ncores, res);
+	if (run.trace)
+		tpu_trace_buf_close(&trace);
 out:
 	free_run(&run);
 	free(plan);

@@ -20,7 +20,6 @@
 #include "tpu_job.h"
 #include "tpu_job_result.h"
 #include "tpu_plan.h"
-#include "tpu_trace.h"
 
 struct tpu_engine;
 
@@ -31,14 +30,6 @@ struct tpu_engine;
 struct tpu_engine *tpu_engine_create(const struct tpu_config *cfg,
 				     char *err, size_t errlen);
 void tpu_engine_destroy(struct tpu_engine *engine);
-
-/*
- * Send the timelines of the jobs @engine runs from now on to @sink (NULL:
- * stop): each core's modeled intervals and the host's wall time of each
- * step (tpu_trace.h). Jobs running at once share @sink.
- */
-void tpu_engine_set_trace(struct tpu_engine *engine,
-			  const struct tpu_trace_sink *sink);
 
 /*
  * Check and run the @len-byte descriptor @desc against HBM [@hbm,

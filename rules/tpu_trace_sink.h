@@ -1,46 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Timeline traces: what each core of a job did, step by step, as fixed-size
- * records. Modeled chip time comes from the timing model itself
- * (tpu_model.c emits each interval as it closes it, so a trace shows the
- * schedule the job's report sums up, not a re-derivation); the host's wall
- * time of each step comes from the engine's pipeline. tpu_trace_json.h
+ * Timeline traces: what each core of a job did, step by step, as the
+ * fixed-size records of uapi/tpu_trace.h. Modeled chip time comes from the
+ * timing model itself (tpu_model.c emits each interval as it closes it, so
+ * a trace shows the schedule the job's report sums up, not a
+ * re-derivation); the host's wall time of each step comes from the
+ * engine's pipeline. tpu_trace_json.h
  * turns the records into Chrome / Perfetto trace-event JSON.
  */
-#ifndef TPU_TRACE_H
-#define TPU_TRACE_H
+#ifndef TPU_TRACE_SINK_H
+#define TPU_TRACE_SINK_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "tpu_params.h"
-
-/* A record's lane: one track per core in the trace viewer. */
-enum tpu_trace_lane {
-	TPU_TRACE_STEP,		/* a step's interval: its compute to the next's */
-	TPU_TRACE_DMA_IN,	/* HBM -> VMEM, the input blocks of @step */
-	TPU_TRACE_MXU,		/* the step's matrix work */
-	TPU_TRACE_VECTOR,	/* the step's VPU + EUP work */
-	TPU_TRACE_DMA_OUT,	/* VMEM -> HBM, the output blocks @step released */
-	TPU_TRACE_BUBBLE,	/* compute idle, waiting for DMA */
-	TPU_TRACE_HOST,		/* the host's wall clock running @step */
-	TPU_TRACE_LANES
-};
-
-/*
- * One event. Modeled lanes: @start_ps from the core's start, before the
- * job's launch cost. TPU_TRACE_HOST: from the engine's start of the job.
- */
-struct tpu_trace_record {
-	uint16_t lane;		/* enum tpu_trace_lane */
-	uint16_t core;
-	uint32_t reserved;
-	uint64_t step;		/* the core's step ordinal, 0 for its first */
-	uint64_t start_ps;
-	uint64_t dur_ps;
-	uint64_t bytes;		/* DMA lanes: bytes moved; else 0 */
-};
+#include "tpu_trace.h"
 
 /* Where records go. @emit may be called from each core's thread at once. */
 struct tpu_trace_sink {
@@ -83,4 +59,4 @@ void tpu_trace_log_clear(struct tpu_trace_log *log);
 void tpu_trace_log_free(struct tpu_trace_log *log);
 bool tpu_trace_log_lost(const struct tpu_trace_log *log);
 
-#endif /* TPU_TRACE_H */
+#endif /* TPU_TRACE_SINK_H */

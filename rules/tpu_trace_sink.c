@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "tpu_trace.h"
+#include "tpu_trace_sink.h"
 
 #include <stdlib.h>
 #include <string.h>
