@@ -131,6 +131,13 @@ int roofline_plot(const struct tpu_config *cfg, const struct roofline_set *sets,
 		snprintf(err, errlen, "%s: a quote or newline in the name", out);
 		return -1;
 	}
+	/* gnuplot would draw on stdout if it cannot create the file */
+	g = fopen(out, "w");
+	if (!g) {
+		snprintf(err, errlen, "%s: %s", out, strerror(errno));
+		return -1;
+	}
+	fclose(g);
 	fflush(stdout);
 	g = popen("gnuplot", "w");
 	if (!g) {
