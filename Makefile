@@ -101,7 +101,7 @@ HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
 	list-host-tests model-table bench bench-gemm bench-engine bench-dma bench-submit \
-	host-samples bench-attention roofline
+	host-samples bench-attention roofline trace-example
 
 all: userspace module qemu
 
@@ -316,6 +316,16 @@ model-table: $(TOOL_BIN)/tpurt-model
 # roofline.svg and .png, through gnuplot (gnuplot-nox, make deps).
 roofline: $(TOOL_BIN)/tpurt-model
 	$(Q)scripts/roofline.sh $(TOOL_BIN)/tpurt-model $(PUBLISHED_TSV) $(BUILD)/roofline
+
+# A what-if's trace (build/trace/example.json, for ui.perfetto.dev) and its
+# first steps drawn by gnuplot (example.svg, example.png).
+TRACE_EXAMPLE	= --m 1024 --k 1024 --n 1024 --bm 256 --bk 256 --bn 512 --cores 2
+trace-example: $(TOOL_BIN)/tpurt-model
+	$(Q)mkdir -p $(BUILD)/trace
+	$(Q)$(TOOL_BIN)/tpurt-model $(TRACE_EXAMPLE) --trace $(BUILD)/trace/example.json
+	$(Q)for f in svg png; do \
+		scripts/trace-plot.py $(BUILD)/trace/example.json \
+			$(BUILD)/trace/example.$$f --steps 12 || exit 1; done
 
 module:
 	$(Q)$(MAKE) -C $(KDIR) M=$(CURDIR) modules $(if $(filter 1,$(V)),,-s)
