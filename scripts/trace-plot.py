@@ -34,10 +34,16 @@ def main():
     jobs = [e for e in events if e["tid"] == 0 and e["name"] != "launch"]
     if not jobs:
         sys.exit("trace-plot: %s has no job %d" % (a.trace, a.job))
-    lanes = [e for e in events if e["tid"] != 0 and e["name"] in LANES
-             and e["args"]["step"] < a.steps]
+    lanes = [e for e in events if e["tid"] != 0 and e["name"] in LANES]
     if not lanes:
         sys.exit("trace-plot: job %d has no core events" % a.job)
+    # each core's events up to the end of its first --steps steps
+    until = {}
+    for e in lanes:
+        if e["name"] == "step" and e["args"]["step"] < a.steps:
+            c = e["args"]["core"]
+            until[c] = max(until.get(c, 0), e["ts"] + e["dur"])
+    lanes = [e for e in lanes if e["ts"] < until.get(e["args"]["core"], 0)]
     cores = sorted({e["args"]["core"] for e in lanes})
     rows = [(c, l) for c in cores for l in LANES]
     end = max(e["ts"] + e["dur"] for e in lanes)
