@@ -230,7 +230,7 @@ int tpu_engine_run_abortable(struct tpu_engine *engine, const void *desc,
 			       .hbm = hbm, .slots = slots,
 			       .fail_step = UINT64_MAX, .abort = abort,
 			       .start_ns = start };
-	struct tpu_trace_buf trace;
+	struct tpu_trace_buf trace = { 0 };
 	unsigned int ncores;
 	int ret;
 
