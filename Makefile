@@ -68,7 +68,7 @@ SAMPLES		= tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse \
 		  flash_attention
 SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test \
 		  tpu_uring_test tpu_template_test tpu_attention_test tpu_hw_test \
-		  tpu_module_test
+		  tpu_module_test tpu_trace_test
 # Samples that also build for the host, on the in-process device
 # (sample_open() with TPUEMU_SAMPLE_SIM=1): `make host-samples`.
 HOST_SAMPLES	= softmax layer_norm flash_attention
