@@ -75,7 +75,7 @@ SAMPLES		= tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse \
 		  flash_attention
 SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test \
 		  tpu_uring_test tpu_template_test tpu_attention_test tpu_hw_test \
-		  tpu_module_test
+		  tpu_module_test tpu_trace_test
 # Samples that also build for the host, on the in-process device
 # (sample_open() with TPUEMU_SAMPLE_SIM=1): `make host-samples`.
 HOST_SAMPLES	= softmax layer_norm flash_attention
@@ -96,11 +96,14 @@ HOST_TESTS	= engine_vector_test engine_config_test engine_copy_test engine_gemm_
 		  engine_scalar_test engine_errors_test engine_ops_test \
 		  engine_debug_test engine_cast_test engine_pool_test \
 		  engine_model_match_test engine_abort_test engine_vec_test \
-		  tpurt_open_test params_table_test $(SIM_TESTS)
+		  engine_trace_test \
+		  tpurt_open_test params_table_test $(SIM_TESTS) tpurt_trace_test \
+		  bench_json_test
 # Runtime tests on the in-process device (libtpurt-sim.a).
 SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 		  tpurt_matmul_test tpurt_analysis_test tpurt_template_test \
-		  tpurt_scalar_core_test tpurt_stmt_test tpurt_stmt_sim_test
+		  tpurt_scalar_core_test tpurt_stmt_test tpurt_stmt_sim_test \
+		  tpurt_utilization_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 # Scripts (tests/NAME.sh): make install with pkg-config out of tree; the
@@ -110,7 +113,7 @@ HOST_TESTS	+= $(HOST_SCRIPT_TESTS)
 
 .PHONY: sparse all deps userspace module qemu run shell check host-check vm-check clean \
 	list-host-tests model-table bench bench-gemm bench-engine bench-dma bench-submit \
-	host-samples bench-attention
+	host-samples bench-attention roofline trace-example
 
 all: userspace module qemu
 
@@ -240,6 +243,8 @@ $(BUILD)/tests/%: tests/%.sh
 	$(Q)chmod +x $@
 
 # --- host benchmarks (bench/): figures beside their anchors, never timed tests ---
+# Each bench target's "bench:" lines also land in one JSON file per run,
+# $(BUILD)/bench/results-<date>-<target>.json (scripts/bench-json.sh).
 BENCH_CFLAGS	= $(BASE_CFLAGS) -Iqemu-device/engine -Irules $(BLAS_CFLAGS)
 
 $(BUILD)/bench/%: bench/%.c $(ENGINE_LIB) $(RULES_LIB)
@@ -248,12 +253,12 @@ $(BUILD)/bench/%: bench/%.c $(ENGINE_LIB) $(RULES_LIB)
 	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $< $(BENCH_EXTRA) $(ENGINE_LINK) -lm
 
 bench-gemm: $(BUILD)/bench/bench_gemm
-	$(Q)$<
+	$(Q)scripts/bench-json.sh bench-gemm -- $<
 
 # In the VM; host OpenBLAS runs before and after it as the anchor.
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/bench/bench_openblas
-	$(Q)scripts/bench-matmul.sh
+	$(Q)scripts/bench-json.sh bench -- scripts/bench-matmul.sh
 
 $(BUILD)/bench/bench_openblas: bench/bench_openblas.c
 	$(quiet) CC $@
@@ -263,7 +268,7 @@ $(BUILD)/bench/bench_openblas: bench/bench_openblas.c
 # In the VM; the host's memcpy anchor runs before and after it.
 bench-dma: deps
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/bench/bench_memcpy
-	$(Q)scripts/bench-dma.sh
+	$(Q)scripts/bench-json.sh bench-dma -- scripts/bench-dma.sh
 
 $(GUEST_BIN)/%: bench/%.c $(TPURT_SO)
 	$(quiet) CC $@
@@ -277,19 +282,19 @@ $(GUEST_BIN)/bench_submit: selftests/tpu_job_blob.h
 
 # Job submission paths in the VM: ioctl (the anchor) and io_uring batches.
 bench-submit: module userspace
-	$(Q)scripts/vm-run.sh --timeout 300 -- bench_submit
+	$(Q)scripts/bench-json.sh bench-submit -- scripts/vm-run.sh --timeout 300 -- bench_submit
 
 # Engine jobs are the tests' matmul kernels, from the job builder.
 $(BUILD)/bench/bench_engine: $(TEST_HELPERS) tests/job_builder.h
 $(BUILD)/bench/bench_engine: BENCH_EXTRA = -Itests $(TEST_HELPERS)
 
 bench-engine: $(BUILD)/bench/bench_engine
-	$(Q)$<
+	$(Q)scripts/bench-json.sh bench-engine -- $<
 
 # The vector unit's row kernels beside the host's memcpy of the same bytes.
 .PHONY: bench-vec
 bench-vec: $(BUILD)/bench/bench_vec
-	$(Q)$<
+	$(Q)scripts/bench-json.sh bench-vec -- $<
 
 # Flash attention and softmax (the samples' kernels) on the in-process
 # device, beside host OpenBLAS and memcpy in the same run.
@@ -298,7 +303,7 @@ $(BUILD)/bench/bench_attention: BENCH_EXTRA = -Ilibtpurt/include -Isamples \
 	$(SAMPLE_HELPERS) $(TPURT_SIM_LIB) $(DRM_LIBS) -luring
 
 bench-attention: $(BUILD)/bench/bench_attention
-	$(Q)$<
+	$(Q)scripts/bench-json.sh bench-attention -- $<
 
 # The model reads the published table next to the tests; the path is fixed
 # at build time so the test runs from any directory.
@@ -309,7 +314,11 @@ $(BUILD)/tests/engine_model_test: TEST_EXTRA = -Itools tools/published.c \
 $(TOOL_BIN)/%: tools/%.c tools/published.c tools/published.h $(ENGINE_LIB) $(RULES_LIB)
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(ENGINE_CFLAGS) -Itools -o $@ $< tools/published.c $(ENGINE_LINK) -lm
+	$(Q)$(CC) $(ENGINE_CFLAGS) -Itools -o $@ $< tools/published.c $(TOOL_EXTRA) \
+		$(ENGINE_LINK) -lm
+
+$(TOOL_BIN)/tpurt-model: tools/roofline.c tools/roofline.h
+$(TOOL_BIN)/tpurt-model: TOOL_EXTRA = tools/roofline.c
 
 # The device parameters' table (uapi/tpu_params.h) as README and check.sh use it.
 $(TOOL_BIN)/tpurt-params: tools/tpurt-params.c uapi/tpu_params.h uapi/tpu_drm.h
@@ -322,9 +331,34 @@ $(BUILD)/tests/params_table_test: $(TOOL_BIN)/tpurt-params README.md
 $(BUILD)/tests/params_table_test: TEST_EXTRA = \
 	-DPARAMS_TOOL='"$(CURDIR)/$(TOOL_BIN)/tpurt-params"' -DREADME='"$(CURDIR)/README.md"'
 
+# Traces on the in-process device and from tpurt-model, loaded by python.
+$(BUILD)/tests/tpurt_trace_test: $(TPURT_SIM_LIB) tests/trace_check.py $(TOOL_BIN)/tpurt-model
+$(BUILD)/tests/tpurt_trace_test: TEST_EXTRA = $(TPURT_SIM_LIB) -luring \
+	-DTRACE_CHECK='"$(CURDIR)/tests/trace_check.py"' \
+	-DTPURT_MODEL='"$(CURDIR)/$(TOOL_BIN)/tpurt-model"'
+
+$(BUILD)/tests/bench_json_test: scripts/bench-json.sh
+$(BUILD)/tests/bench_json_test: TEST_EXTRA = \
+	-DBENCH_JSON='"$(CURDIR)/scripts/bench-json.sh"'
+
 # The published v5e table beside the model's figures (no VM, instant).
 model-table: $(TOOL_BIN)/tpurt-model
 	$(Q)$(TOOL_BIN)/tpurt-model --table $(PUBLISHED_TSV)
+
+# The device's roofline with the guide's block sweeps: build/roofline/
+# roofline.svg and .png, through gnuplot (gnuplot-nox, make deps).
+roofline: $(TOOL_BIN)/tpurt-model
+	$(Q)scripts/roofline.sh $(TOOL_BIN)/tpurt-model $(PUBLISHED_TSV) $(BUILD)/roofline
+
+# A what-if's trace (build/trace/example.json, for ui.perfetto.dev) and its
+# first steps drawn by gnuplot (example.svg, example.png).
+TRACE_EXAMPLE	= --m 1024 --k 1024 --n 1024 --bm 256 --bk 256 --bn 512 --cores 2
+trace-example: $(TOOL_BIN)/tpurt-model
+	$(Q)mkdir -p $(BUILD)/trace
+	$(Q)$(TOOL_BIN)/tpurt-model $(TRACE_EXAMPLE) --trace $(BUILD)/trace/example.json
+	$(Q)for f in svg png; do \
+		scripts/trace-plot.py $(BUILD)/trace/example.json \
+			$(BUILD)/trace/example.$$f --steps 12 || exit 1; done
 
 module:
 	$(Q)$(MAKE) -C $(KDIR) M=$(CURDIR) modules $(if $(filter 1,$(V)),,-s)

@@ -264,7 +264,6 @@ static void attn_print(const struct tpurt_device_info *info,
 	double flops = attn_flops(&ab->s);
 	double dev = median(ab->dev, rounds), ref = median(ab->ref, rounds);
 	double model = ab->st.model_time_ps * 1e-12;
-	double peak = tpurt_device_peak(info, TPURT_BF16) * info->cores;
 
 	printf("bench: flash_attention%s_%lld = %.4f s\n", kind, seq, dev);
 	printf("bench: flash_attention%s_gflops_%lld = %.1f GFLOP/s\n", kind, seq,
@@ -277,7 +276,7 @@ static void attn_print(const struct tpurt_device_info *info,
 	printf("bench: modeled_v5e_time_flash_attention%s_%lld = %.3f ms\n", kind,
 	       seq, model * 1e3);
 	printf("bench: modeled_v5e_utilization_flash_attention%s_%lld = %.1f %%\n",
-	       kind, seq, flops / model / peak * 100);
+	       kind, seq, tpurt_model_utilization(info, TPURT_BF16, flops, model));
 }
 
 /* --- softmax against memcpy --- */

@@ -78,7 +78,7 @@ static int row(enum tpurt_dtype dt, int64_t n, const int64_t *blocks,
 	printf("bench: modeled_matmul_%s_%s_%lld = %.6f s\n", name, label,
 	       (long long)n, model);
 	printf("bench: modeled_utilization_%s_%s_%lld = %.2f %%\n", name, label,
-	       (long long)n, 100 * flops / model / tpurt_device_peak(&info, dt));
+	       (long long)n, tpurt_model_utilization(&info, dt, flops, model));
 	tpurt_array_free(x);
 	tpurt_array_free(y);
 	tpurt_array_free(z);
@@ -101,8 +101,8 @@ static void model_row(enum tpurt_dtype dt, const int64_t *b, const char *label)
 	       tpurt_dtype_name(dt), label, an.est_time_s);
 	printf("bench: modeled_utilization_%s_%s_8192 = %.2f %%\n",
 	       tpurt_dtype_name(dt), label,
-	       100 * 2.0 * 8192 * 8192 * 8192 / an.est_time_s /
-	       tpurt_device_peak(&info, dt));
+	       tpurt_model_utilization(&info, dt, 2.0 * 8192 * 8192 * 8192,
+				       an.est_time_s));
 }
 
 /*

@@ -13,6 +13,7 @@
 #include "tpu_job_check.h"
 #include "../uapi/tpu_hw.h"
 #include "../uapi/tpu_job.h"
+#include "../uapi/tpu_trace.h"
 
 /* Log why, for drm.debug users, and fail with -EINVAL. */
 #define reject(tdev, fmt, ...) \
@@ -66,7 +67,8 @@ static int check_layout(struct tpu_device *tdev,
 	if (hdr->magic != TPU_JOB_MAGIC || hdr->version != TPU_JOB_VERSION ||
 	    hdr->header_size != sizeof(*hdr) || hdr->total_size != size)
 		return reject(tdev, "bad magic, version, header_size or total_size");
-	if (hdr->flags & ~TPU_JOB_F_ALL || hdr->reserved0 || hdr->reserved1 ||
+	if (hdr->flags & ~TPU_JOB_F_ALL || hdr->reserved0 ||
+	    (hdr->trace_slot && !(hdr->flags & TPU_JOB_F_TRACE)) ||
 	    hdr->num_windows || hdr->windows_offset ||
 	    memchr_inv(hdr->reserved2, 0, sizeof(hdr->reserved2)))
 		return reject(tdev, "unknown flags or non-zero reserved fields");
@@ -283,6 +285,26 @@ static int check_op(struct tpu_device *tdev, const struct job_view *view,
 	return 0;
 }
 
+/* TPU_JOB_F_TRACE: a slot of the table with room for the header, no operand's. */
+static int check_trace_slot(struct tpu_device *tdev, const struct job_view *view,
+			    const u64 *slot_sizes, unsigned int nslots)
+{
+	const struct tpu_job_header *hdr = view->hdr;
+	unsigned int i;
+
+	if (!(hdr->flags & TPU_JOB_F_TRACE))
+		return 0;
+	if (hdr->trace_slot >= nslots ||
+	    slot_sizes[hdr->trace_slot] < sizeof(struct tpu_trace_header))
+		return reject(tdev, "trace_slot %u: not a buffer of at least %zu bytes",
+			      hdr->trace_slot, sizeof(struct tpu_trace_header));
+	for (i = 0; i < hdr->num_operands; i++)
+		if (view->operands[i].slot == hdr->trace_slot)
+			return reject(tdev, "trace_slot %u is operand %u's slot too",
+				      hdr->trace_slot, i);
+	return 0;
+}
+
 /**
  * tpu_job_check() - check a job descriptor's structure
  * @tdev: the device
@@ -318,6 +340,9 @@ int tpu_job_check(struct tpu_device *tdev, const void *blob, u32 size,
 		if (ret)
 			return ret;
 	}
+	ret = check_trace_slot(tdev, &view, slot_sizes, nslots);
+	if (ret)
+		return ret;
 	for (i = 0; i < hdr->num_scratch; i++) {
 		ret = check_scratch(tdev, &view.scratch[i], i, &vmem);
 		if (ret)

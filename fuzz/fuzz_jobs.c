@@ -147,6 +147,17 @@ static void *rank1_casts(size_t *len)
 	return blob;
 }
 
+/* mm_f32 with its timeline traced into slot 5 (TPU_JOB_F_TRACE). */
+static void *mm_traced(size_t *len)
+{
+	void *blob = mm((struct mm_job){ .m = 16, .k = 16, .n = 24, .bm = 8,
+					 .bk = 8, .bn = 8,
+					 .flags = TPU_JOB_F_TRACE }, len);
+
+	jb_header(blob)->trace_slot = 5;
+	return blob;
+}
+
 static const struct {
 	const char *name;
 	void *(*build)(size_t *len);
@@ -160,6 +171,7 @@ static const struct {
 	{ "block_sparse", block_sparse },
 	{ "rank4", rank4 },
 	{ "rank1_casts", rank1_casts },
+	{ "mm_traced", mm_traced },
 };
 
 unsigned int fuzz_num_templates(void)

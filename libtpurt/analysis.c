@@ -58,6 +58,22 @@ double tpurt_device_ridge(const struct tpurt_device_info *info,
 	       tpurt_device_peak(info, dtype) / (double)info->hbm_bandwidth : 0;
 }
 
+double tpurt_device_total_peak(const struct tpurt_device_info *info,
+			       enum tpurt_dtype dtype)
+{
+	return tpurt_device_peak(info, dtype) * (double)info->cores;
+}
+
+double tpurt_model_utilization(const struct tpurt_device_info *info,
+			       enum tpurt_dtype dtype, double flops,
+			       double model_time_s)
+{
+	double peak = tpurt_device_total_peak(info, dtype);
+
+	return model_time_s > 0 && peak > 0 ?
+	       100 * flops / model_time_s / peak : 0;
+}
+
 /*
  * The timing model's matmul: @dtype inputs, accumulated in f32 (int32 for
  * 8-bit inputs), the output of the input dtype (int32 for 8-bit), as

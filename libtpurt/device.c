@@ -13,6 +13,7 @@ void tpurt_close(struct tpurt_device *dev)
 {
 	if (!dev)
 		return;
+	tpurt_trace_close(dev->trace);
 	dev->ops->close(dev);
 	free(dev);
 }

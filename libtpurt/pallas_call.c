@@ -725,7 +725,7 @@ int tpurt_pallas_call_async(const struct tpurt_kernel *k,
 		strcpy(job->names[i], gs->operand[i].name);
 	}
 	job->submit_ns = tpurt_now_ns();
-	ret = c.dev->ops->job_submit(job, blob, len, bufs, (unsigned int)nargs);
+	ret = tpurt_job_submit(job, blob, len, bufs, (unsigned int)nargs);
 	free(blob);
 	if (ret) {
 		free(job);

@@ -12,6 +12,7 @@
 #include "tpu_job.h"
 
 struct tpurt_job;
+struct tpurt_trace;
 
 /*
  * A device's backend: the render node (render.c) or the in-process engine
@@ -56,6 +57,8 @@ struct tpurt_device {
 	int have_info;
 	struct tpurt_device_info info;	/* cached by tpurt_device_cached_info */
 	int submit_path;	/* enum tpurt_submit_path; AUTO until probed */
+	struct tpurt_trace *trace;	/* TPURT_TRACE's file, or NULL */
+	int trace_off;		/* TPURT_TRACE was unset at the first job */
 };
 
 struct tpurt_buffer {
@@ -100,6 +103,7 @@ struct tpurt_job {
 	uint64_t submit_ns;
 	uint64_t done_ns;
 	struct tpu_job_report report;
+	struct tpurt_buffer *trace_buf;	/* TPURT_TRACE: the device fills it */
 	/* for messages: the refs in Pallas order */
 	unsigned int nrefs;
 	char names[TPU_JOB_MAX_OPERANDS + TPU_JOB_MAX_SCRATCH][TPURT_NAME_MAX];
@@ -137,6 +141,20 @@ int tpurt_device_cached_info(struct tpurt_device *dev,
  */
 void tpurt_device_config(const struct tpurt_device_info *info,
 			 struct tpu_config *cfg);
+
+/* --- TPURT_TRACE (trace.c) --- */
+
+/*
+ * Submit @desc with @bufs as its buffer table through the device's backend;
+ * with TPURT_TRACE set, with TPU_JOB_F_TRACE and a trace buffer in one
+ * more slot (the file is created on the device's first job).
+ */
+int tpurt_job_submit(struct tpurt_job *job, const void *desc, size_t len,
+		     struct tpurt_buffer *const *bufs, unsigned int nbufs);
+/* After the device's wait: append @job's trace to the file, free its buffer. */
+void tpurt_trace_job_done(struct tpurt_job *job);
+/* Finish the file (tpurt_close). NULL: nothing. */
+void tpurt_trace_close(struct tpurt_trace *t);
 
 /* --- job descriptors (jobdesc.c) --- */
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tpu_check.h"
+#include "tpu_trace.h"
 #include "tpu_dtype.h"
 
 _Static_assert(sizeof(struct tpu_job_header) == 88, "header layout");
@@ -104,14 +105,17 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 					le32(h->total_size), len);
 	if (le32(h->flags) & ~(uint32_t)TPU_JOB_F_ALL)
 		return tpu_check_error(res, "flags %#x: unknown bits", le32(h->flags));
-	if (h->reserved0 || h->reserved1 ||
-	    !tpu_check_all_zero(h->reserved2, sizeof(h->reserved2)))
+	if (h->reserved0 || !tpu_check_all_zero(h->reserved2, sizeof(h->reserved2)))
 		return tpu_check_error(res, "reserved: must be zero");
+	if (h->trace_slot && !(le32(h->flags) & TPU_JOB_F_TRACE))
+		return tpu_check_error(res, "trace_slot %u without TPU_JOB_F_TRACE: must be zero",
+					le16(h->trace_slot));
 	/* TODO(memory model): windows are decoded by the next commit. */
 	if (h->num_windows || h->windows_offset)
 		return tpu_check_error(res, "num_windows %u: windows are not supported yet",
 					le16(h->num_windows));
 	plan->flags = le32(h->flags);
+	plan->trace_slot = le16(h->trace_slot);
 	plan->vmem_limit = le64(h->vmem_limit_bytes);
 	plan->grid_rank = h->grid_rank;
 	plan->num_operands = h->num_operands;
@@ -448,6 +452,40 @@ int tpu_job_decode(const void *desc, size_t len, const struct tpu_config *cfg,
 	return account_memory(plan, cfg, res);
 }
 
+/*
+ * The trace buffer (TPU_JOB_F_TRACE): a slot of the table, in HBM, with
+ * room for the header, and nobody's operand (the device writes it).
+ */
+static int check_trace_slot(const struct tpu_plan *plan, uint64_t hbm_size,
+			    const struct tpu_buffer_slot *slots,
+			    unsigned int nslots, struct tpu_job_result *res)
+{
+	unsigned int t = plan->trace_slot;
+
+	if (!(plan->flags & TPU_JOB_F_TRACE))
+		return 0;
+	if (t >= nslots)
+		return tpu_job_fail(res, TPU_JOB_ERR_BUFFER,
+				    "trace_slot %u not in the %u-entry buffer table",
+				    t, nslots);
+	if (slots[t].offset > hbm_size || slots[t].size > hbm_size - slots[t].offset)
+		return tpu_job_fail(res, TPU_JOB_ERR_BUFFER,
+				    "trace_slot %u [%#llx, +%#llx) outside HBM", t,
+				    (unsigned long long)slots[t].offset,
+				    (unsigned long long)slots[t].size);
+	if (slots[t].size < sizeof(struct tpu_trace_header))
+		return tpu_job_fail(res, TPU_JOB_ERR_BUFFER,
+				    "trace_slot %u: %llu bytes, less than the %zu-byte trace header",
+				    t, (unsigned long long)slots[t].size,
+				    sizeof(struct tpu_trace_header));
+	for (unsigned int i = 0; i < plan->num_operands; i++)
+		if (plan->operand[i].slot == t)
+			return tpu_job_fail(res, TPU_JOB_ERR_BUFFER,
+					    "trace_slot %u is operand %u's slot too",
+					    t, i);
+	return 0;
+}
+
 int tpu_job_check_buffers(const struct tpu_plan *plan, uint64_t hbm_size,
 			  const struct tpu_buffer_slot *slots,
 			  unsigned int nslots, struct tpu_job_result *res)
@@ -479,5 +517,5 @@ int tpu_job_check_buffers(const struct tpu_plan *plan, uint64_t hbm_size,
 		}
 	}
 	res->error.operand = UINT32_MAX;
-	return 0;
+	return check_trace_slot(plan, hbm_size, slots, nslots, res);
 }

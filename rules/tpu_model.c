@@ -62,6 +62,37 @@ void tpu_model_begin(struct tpu_model *m, const struct tpu_config *cfg)
 	m->cfg = cfg;
 }
 
+void tpu_model_trace(struct tpu_model *m, const struct tpu_trace_sink *sink,
+		     unsigned int core)
+{
+	m->trace = sink;
+	m->trace_core = core;
+}
+
+/* The interval close_interval() closes, from @start, busy for @busy. */
+static void trace_interval(const struct tpu_model *m, double start,
+			   uint64_t fetch_bytes, double busy)
+{
+	const struct tpu_trace_sink *t = m->trace;
+	const struct tpu_model_work *w = &m->prev_work;
+	unsigned int c = m->trace_core;
+	uint64_t step = m->stats.steps - 1;
+	double fetch = dma_s(m->cfg, fetch_bytes);
+	double wb = dma_s(m->cfg, m->inflight_writeback_bytes);
+
+	tpu_trace_emit(t, c, TPU_TRACE_STEP, step, start,
+		       start + busy + step_cost_s(m->cfg), 0);
+	tpu_trace_emit(t, c, TPU_TRACE_MXU, step, start, start + w->mxu_s, 0);
+	tpu_trace_emit(t, c, TPU_TRACE_VECTOR, step, start,
+		       start + w->vpu_s + w->eup_s, 0);
+	tpu_trace_emit(t, c, TPU_TRACE_DMA_IN, step + 1, start, start + fetch,
+		       fetch_bytes);
+	tpu_trace_emit(t, c, TPU_TRACE_DMA_OUT, step - 1, start + fetch,
+		       start + fetch + wb, m->inflight_writeback_bytes);
+	tpu_trace_emit(t, c, TPU_TRACE_BUBBLE, step, start + m->prev_compute_s,
+		       start + busy, 0);
+}
+
 /*
  * Close the interval of the previous step, now that the DMA overlapping it
  * is known: @fetch_bytes for the next step plus the write-back in flight.
@@ -73,6 +104,8 @@ static void close_interval(struct tpu_model *m, uint64_t fetch_bytes)
 		    dma_s(m->cfg, m->inflight_writeback_bytes);
 	double busy = io > m->prev_compute_s ? io : m->prev_compute_s;
 
+	if (m->trace)
+		trace_interval(m, s->time_s, fetch_bytes, busy);
 	s->bubble_s += busy - m->prev_compute_s;
 	s->time_s += busy + step_cost_s(m->cfg);
 	m->inflight_writeback_bytes = m->prev_writeback_bytes;
@@ -85,6 +118,12 @@ void tpu_model_step(struct tpu_model *m, uint64_t fetch_bytes,
 
 	if (!s->steps) {
 		/* prologue: the MXU has nothing to do until the first blocks land */
+		tpu_trace_emit(m->trace, m->trace_core, TPU_TRACE_DMA_IN, 0,
+			       s->time_s, s->time_s + dma_s(m->cfg, fetch_bytes),
+			       fetch_bytes);
+		tpu_trace_emit(m->trace, m->trace_core, TPU_TRACE_BUBBLE, 0,
+			       s->time_s, s->time_s + dma_s(m->cfg, fetch_bytes),
+			       0);
 		s->time_s += dma_s(m->cfg, fetch_bytes);
 		s->bubble_s += dma_s(m->cfg, fetch_bytes);
 	} else {
@@ -98,6 +137,7 @@ void tpu_model_step(struct tpu_model *m, uint64_t fetch_bytes,
 	s->flops += flops;
 	s->steps++;
 	m->prev_compute_s = compute_s;
+	m->prev_work = (struct tpu_model_work){ .mxu_s = compute_s };
 	m->prev_writeback_bytes = writeback_bytes;
 }
 
@@ -109,6 +149,7 @@ void tpu_model_step_work(struct tpu_model *m, uint64_t fetch_bytes,
 		       writeback_bytes);
 	m->stats.vpu_busy_s += w->vpu_s;
 	m->stats.eup_busy_s += w->eup_s;
+	m->prev_work = *w;
 }
 
 void tpu_model_end(struct tpu_model *m, struct tpu_model_stats *out)
@@ -120,6 +161,11 @@ void tpu_model_end(struct tpu_model *m, struct tpu_model_stats *out)
 
 		close_interval(m, 0);
 		/* epilogue: the last output block has nothing to hide behind */
+		tpu_trace_emit(m->trace, m->trace_core, TPU_TRACE_DMA_OUT,
+			       s->steps - 1, s->time_s, s->time_s + epilogue,
+			       m->prev_writeback_bytes);
+		tpu_trace_emit(m->trace, m->trace_core, TPU_TRACE_BUBBLE,
+			       s->steps - 1, s->time_s, s->time_s + epilogue, 0);
 		s->time_s += epilogue;
 		s->bubble_s += epilogue;
 		m->prev_writeback_bytes = 0;

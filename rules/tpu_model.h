@@ -36,6 +36,7 @@
 
 #include "tpu_config.h"
 #include "tpu_job.h"
+#include "tpu_trace_sink.h"
 
 /*
  * The vector unit works on vregs of 8 x 128 lanes. Its throughputs are the
@@ -74,9 +75,19 @@ struct tpu_model {
 	double prev_compute_s;		/* the step whose successor is fetching */
 	uint64_t prev_writeback_bytes;	/* released by that step */
 	uint64_t inflight_writeback_bytes; /* released by the one before */
+	struct tpu_model_work prev_work;	/* for the trace */
+	const struct tpu_trace_sink *trace;	/* NULL: no trace */
+	unsigned int trace_core;
 };
 
 void tpu_model_begin(struct tpu_model *m, const struct tpu_config *cfg);
+
+/*
+ * After tpu_model_begin: send the timeline's intervals, as they close, to
+ * @sink as records of @core (tpu_trace.h). @sink NULL: none.
+ */
+void tpu_model_trace(struct tpu_model *m, const struct tpu_trace_sink *sink,
+		     unsigned int core);
 
 /*
  * MXU seconds of one (m x k) @ (k x n) product with @dtype inputs. k and n

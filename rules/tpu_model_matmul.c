@@ -85,12 +85,13 @@ static void walk_step(struct walk *w, uint64_t i, uint64_t j, uint64_t kk)
 		       2 * rows * cols * depth, wb);
 }
 
-static void walk_core(struct walk *w, uint64_t begin, uint64_t end,
-		      struct tpu_model_stats *out)
+static void walk_core(struct walk *w, unsigned int core, uint64_t begin,
+		      uint64_t end, struct tpu_model_stats *out)
 {
 	uint64_t gn = w->res->grid[1], gk = w->res->grid[2];
 
 	tpu_model_begin(&w->model, w->cfg);
+	tpu_model_trace(&w->model, w->d->trace, core);
 	w->have_prev = false;
 	for (uint64_t p = begin; p < end; p++)
 		for (uint64_t kk = 0; kk < gk; kk++)
@@ -133,7 +134,7 @@ int tpu_model_matmul(const struct tpu_config *cfg,
 		uint64_t begin, end;
 
 		tpu_model_core_range(units, cores, c, &begin, &end);
-		walk_core(&w, begin, end, &per_core[c]);
+		walk_core(&w, c, begin, end, &per_core[c]);
 		if (end > begin)
 			res->cores++;
 	}
@@ -175,6 +176,7 @@ int tpu_model_matmul_best(const struct tpu_config *cfg,
 	bool found = false;
 
 	t.bm = t.bk = t.bn = 1;
+	t.trace = NULL;		/* the candidates are not the job */
 	if (check_desc(cfg, &t, d->cores ? d->cores : cfg->cores))
 		return -EINVAL;
 	for (int a = 0; a < nm; a++)
@@ -194,6 +196,7 @@ int tpu_model_matmul_best(const struct tpu_config *cfg,
 			}
 	if (!found)
 		return -ENOSPC;
+	best.trace = d->trace;
 	*d = best;
 	return 0;
 }

@@ -24,6 +24,7 @@ struct tpu_matmul_desc {
 	bool transpose_rhs;		/* y stored (n, k) */
 	bool activation;		/* fused at the last k step (free) */
 	unsigned int cores;		/* 0: the config's */
+	const struct tpu_trace_sink *trace;	/* NULL, or each core's timeline */
 };
 
 struct tpu_matmul_result {

@@ -88,7 +88,7 @@ static void model_row(int64_t size, int64_t bm, int64_t bk, int64_t bn)
 	       "%.6f s, %.1f TFLOP/s, %.2f%% of peak (model only, not run)\n",
 	       (long long)size, (long long)bm, (long long)bk, (long long)bn,
 	       an.est_time_s, flops / an.est_time_s / 1e12,
-	       100 * flops / an.est_time_s / tpurt_device_peak(&info, TPURT_BF16));
+	       tpurt_model_utilization(&info, TPURT_BF16, flops, an.est_time_s));
 }
 
 int main(void)
@@ -105,7 +105,7 @@ int main(void)
 		return sample_fail(NAME, "arrays");
 	printf("%s: bf16 inputs, f32 accumulator; modeled peak %.0f TFLOP/s, "
 	       "HBM %.0f GB/s\n", NAME,
-	       tpurt_device_peak(&info, TPURT_BF16) / 1e12,
+	       tpurt_device_total_peak(&info, TPURT_BF16) / 1e12,
 	       info.hbm_bandwidth / 1e9);
 	for (b = 0; b < 2; b++) {
 		ok &= run_row("pallas", &small, blocks[b][0], blocks[b][1], blocks[b][2]);

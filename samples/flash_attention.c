@@ -105,7 +105,7 @@ static void report(const struct tpurt_device_info *info,
 	       "%.1f TFLOP/s, %.1f%% of peak\n",
 	       (unsigned long long)st->steps, wall, flops / wall / 1e9,
 	       model * 1e6, flops / model / 1e12,
-	       100 * flops / model / tpurt_device_peak(info, TPURT_BF16));
+	       tpurt_model_utilization(info, TPURT_BF16, flops, model));
 }
 
 static bool run_case(struct tpurt_device *dev,

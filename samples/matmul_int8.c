@@ -67,8 +67,8 @@ int main(void)
 	if (!xb || !yb || !zb || !x || !y || !z32 || !zf)
 		return sample_fail(NAME, "arrays");
 	printf("%s: int8 x int8 -> int32 accumulator; modeled peak %.0f TOP/s int8, %.0f TFLOP/s bf16\n",
-	       NAME, tpurt_device_peak(&info, TPURT_INT8) / 1e12,
-	       tpurt_device_peak(&info, TPURT_BF16) / 1e12);
+	       NAME, tpurt_device_total_peak(&info, TPURT_INT8) / 1e12,
+	       tpurt_device_total_peak(&info, TPURT_BF16) / 1e12);
 	ok &= run("bf16", xb, yb, zb, 0, TPURT_BF16, &bf16);
 	ok &= run("int8>int32", x, y, z32, 0, TPURT_INT8, &i8);
 	ok &= run("int8>f32", x, y, zf, SCALE, TPURT_INT8, &i8f);

@@ -247,7 +247,7 @@ void sample_report(const char *what, const struct tpurt_device_info *info,
 	       "%.1f TFLOP/s, %.2f%% of peak\n",
 	       what, wall, flops / wall / 1e9,
 	       info ? "v5e" : "chip", model, flops / model / 1e12,
-	       info ? 100.0 * flops / model / tpurt_device_peak(info, dtype) : 0);
+	       info ? tpurt_model_utilization(info, dtype, flops, model) : 0);
 }
 
 void sample_ratio(const char *what, const struct tpurt_job_stats *variant,

@@ -48,6 +48,8 @@ PKGS=(
 	perl sparse
 	# fuzzing (make fuzz): libFuzzer, ASan and UBSan runtimes
 	clang-14 libclang-rt-14-dev
+	# plots (make roofline)
+	gnuplot-nox
 )
 
 need_update=0

@@ -109,11 +109,16 @@ enum tpu_dtype {
  *	touches it, fail the job with %TPU_JOB_ERR_HAZARD naming the op, the
  *	copy's op and the step. (A copy's data moves when it starts; only
  *	debug mode sees a kernel that reads its destination too early.)
+ * @TPU_JOB_F_TRACE: the device writes the job's timeline into the buffer
+ *	of slot &tpu_job_header.trace_slot, in the format of uapi/tpu_trace.h:
+ *	each core's steps, DMA, MXU, vector unit and bubbles in modeled time,
+ *	and the device's host wall time of each step. Results are unchanged.
  * @TPU_JOB_F_ALL: every defined flag; other bits must be zero.
  */
 enum tpu_job_flags {
 	TPU_JOB_F_DEBUG = 1u << 0,
-	TPU_JOB_F_ALL = TPU_JOB_F_DEBUG,
+	TPU_JOB_F_TRACE = 1u << 1,
+	TPU_JOB_F_ALL = TPU_JOB_F_DEBUG | TPU_JOB_F_TRACE,
 };
 
 /**
@@ -172,7 +177,9 @@ struct tpu_job_prog {
  * @windows_offset: byte offset of the &struct tpu_job_window array (any
  *	aligned offset in bounds when @num_windows is 0)
  * @num_windows: entries in the window array, 0 to %TPU_JOB_MAX_WINDOWS
- * @reserved1: must be zero
+ * @trace_slot: with %TPU_JOB_F_TRACE, the buffer-table slot of the trace
+ *	buffer: at least sizeof(struct tpu_trace_header) bytes (uapi/
+ *	tpu_trace.h) and no operand's slot; without it, zero
  * @reserved2: must be zero
  */
 struct tpu_job_header {
@@ -197,7 +204,7 @@ struct tpu_job_header {
 	__u32 code_offset;
 	__u32 windows_offset;
 	__u16 num_windows;
-	__u16 reserved1;
+	__u16 trace_slot;
 	__u32 reserved2[2];
 };
 

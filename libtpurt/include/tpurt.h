@@ -707,12 +707,23 @@ double tpurt_matmul_intensity(uint64_t m, uint64_t k, uint64_t n,
 uint64_t tpurt_matmul_block_bytes(uint64_t m, uint64_t k, uint64_t n,
 				  uint64_t bm, uint64_t bk, uint64_t bn,
 				  enum tpurt_dtype dtype);
-/* Peak FLOP/s (OP/s for 8-bit) with @dtype inputs. */
+/* One core's peak FLOP/s (OP/s for 8-bit) with @dtype inputs. */
 double tpurt_device_peak(const struct tpurt_device_info *info,
 			 enum tpurt_dtype dtype);
 /* The chip's ridge point: peak / HBM bandwidth, in FLOPs per byte. */
 double tpurt_device_ridge(const struct tpurt_device_info *info,
 			  enum tpurt_dtype dtype);
+/* The whole device's peak: its cores times tpurt_device_peak(). */
+double tpurt_device_total_peak(const struct tpurt_device_info *info,
+			       enum tpurt_dtype dtype);
+/*
+ * Modeled utilization in percent: @flops done in @model_time_s of modeled
+ * time, of the whole device's peak (every core's), so a job that keeps
+ * every core busy reads at most 100. 0 for a time or peak of 0.
+ */
+double tpurt_model_utilization(const struct tpurt_device_info *info,
+			       enum tpurt_dtype dtype, double flops,
+			       double model_time_s);
 
 struct tpurt_matmul_analysis {
 	uint64_t flops;

@@ -15,6 +15,7 @@
 #include "tpu_dtype.h"
 #include "tpu_plan.h"
 #include "tpu_ref2d.h"
+#include "tpu_trace_sink.h"
 
 /* A running job, shared by its cores. */
 struct tpu_run {
@@ -27,6 +28,8 @@ struct tpu_run {
 	_Atomic uint64_t *owner[TPU_JOB_MAX_OPERANDS];	/* debug: per block */
 	_Atomic uint64_t fail_step;	/* lowest failing step so far */
 	const atomic_bool *abort;	/* set: stop at the next step */
+	const struct tpu_trace_sink *trace;	/* NULL: no trace */
+	uint64_t start_ns;		/* CLOCK_MONOTONIC at the job's start */
 };
 
 /* Host buffers behind a core's VMEM: blocks, scratch, elementwise rows. */

@@ -18,6 +18,7 @@
 #include "tpu_pipeline.h"
 #include "tpu_poison.h"
 #include "tpu_pool.h"
+#include "tpu_trace_buf.h"
 #include "tpu_vmem.h"
 
 struct tpu_engine {
@@ -227,7 +228,9 @@ int tpu_engine_run_abortable(struct tpu_engine *engine, const void *desc,
 	struct tpu_plan *plan = malloc(sizeof(*plan));
 	struct tpu_run run = { .cfg = &engine->cfg, .plan = plan,
 			       .hbm = hbm, .slots = slots,
-			       .fail_step = UINT64_MAX, .abort = abort };
+			       .fail_step = UINT64_MAX, .abort = abort,
+			       .start_ns = start };
+	struct tpu_trace_buf trace = { 0 };
 	unsigned int ncores;
 	int ret;
 
@@ -250,7 +253,15 @@ int tpu_engine_run_abortable(struct tpu_engine *engine, const void *desc,
 	ncores = engine->cfg.cores;
 	if (plan->parallel_iters < ncores)
 		ncores = (unsigned int)plan->parallel_iters;
+	if ((plan->flags & TPU_JOB_F_TRACE) && hbm) {
+		/* the slot was checked: in HBM, room for the header */
+		tpu_trace_buf_open(&trace, run.hbm + slots[plan->trace_slot].offset,
+				   slots[plan->trace_slot].size);
+		run.trace = &trace.sink;
+	}
 	ret = run_cores(engine, &run, ncores, res);
+	if (run.trace)
+		tpu_trace_buf_close(&trace);
 out:
 	free_run(&run);
 	free(plan);

@@ -248,6 +248,17 @@ static uint64_t close_outputs(struct tpu_core *core, block_index next,
 	return bytes;
 }
 
+/* The host's wall time of the step just run, begun at @t0, beside its
+ * modeled interval. */
+static void trace_host_step(const struct tpu_core *core, uint64_t t0)
+{
+	const struct tpu_run *run = core->run;
+
+	tpu_trace_emit(run->trace, core->id, TPU_TRACE_HOST, core->stats.steps,
+		       (t0 - run->start_ns) * 1e-9,
+		       (tpu_trace_now_ns() - run->start_ns) * 1e-9, 0);
+}
+
 void tpu_core_run(struct tpu_core *core)
 {
 	const struct tpu_plan *plan = core->run->plan;
@@ -257,12 +268,14 @@ void tpu_core_run(struct tpu_core *core)
 	bool has_next;
 
 	tpu_model_begin(&core->model, core->run->cfg);
+	tpu_model_trace(&core->model, core->run->trace, core->id);
 	has_next = first_step(core, core->pid, &core->step);
 	if (has_next && eval_index_maps(core, core->pid, core->step, cur))
 		goto out;
 	while (has_next && core->step < atomic_load_explicit(&core->run->fail_step,
 							     memory_order_relaxed)) {
 		uint64_t fetch = 0, flops = 0, useful = 0, out_bytes;
+		uint64_t t0 = core->run->trace ? tpu_trace_now_ns() : 0;
 		struct tpu_model_work work = { 0 };
 
 		if (core->run->abort &&
@@ -284,6 +297,8 @@ void tpu_core_run(struct tpu_core *core)
 			break;
 		out_bytes = close_outputs(core, next, has_next);
 		tpu_model_step_work(&core->model, fetch, &work, useful, out_bytes);
+		if (core->run->trace)
+			trace_host_step(core, t0);
 		core->stats.steps++;
 		core->stats.hbm_bytes_in += fetch;
 		core->stats.hbm_bytes_out += out_bytes;
