@@ -65,13 +65,17 @@ TEST_CFLAGS	= -std=gnu11 -D_GNU_SOURCE -Wall -Werror $(CFLAGS) -Iuapi \
 SAMPLES		= tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse \
 		  analyze_matmul matmul_transpose_rhs matmul_activation \
 		  matmul_input_fusion matmul_int8 matmul_vjp softmax layer_norm \
-		  flash_attention
+		  flash_attention manual_pipeline sparse_dsd paged_attention
 SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test \
 		  tpu_uring_test tpu_template_test tpu_attention_test tpu_hw_test \
-		  tpu_module_test
+		  tpu_module_test tpu_memory_test
 # Samples that also build for the host, on the in-process device
 # (sample_open() with TPUEMU_SAMPLE_SIM=1): `make host-samples`.
-HOST_SAMPLES	= softmax layer_norm flash_attention
+HOST_SAMPLES	= softmax layer_norm flash_attention manual_pipeline sparse_dsd \
+		  paged_attention
+# Selftests that run the samples' kernels (samples/*kernels.c); they also
+# build for the host, and take TPUEMU_SAMPLE_SIM=1 there.
+SAMPLE_SELFTESTS = tpu_attention_test tpu_memory_test
 HOST_SAMPLE_BIN	= $(BUILD)/host/bin
 GUEST_BENCH	= bench_dma bench_matmul bench_submit
 GUEST_BIN	= $(BUILD)/guest/bin
@@ -106,7 +110,7 @@ deps:
 	$(Q)scripts/deps.sh
 
 userspace: $(TPURT_SO) $(TPURT_SIM_LIB) $(RULES_LIB) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS) \
-	$(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(HOST_SAMPLE_BIN)/tpu_attention_test
+	$(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(SAMPLE_SELFTESTS:%=$(HOST_SAMPLE_BIN)/%)
 
 $(BUILD)/rules/%.o: rules/%.c
 	$(quiet) CC $@
@@ -148,9 +152,11 @@ $(TPURT_SO): $(TPURT_OBJS) $(RULES_LIB) libtpurt/libtpurt.map
 		$(DRM_LIBS) -luring -lm
 	$(Q)ln -sf libtpurt.so.0 $(BUILD)/lib/libtpurt.so
 
-# Every sample may use sample_util and the shared kernels (samples/kernels.[ch]).
-SAMPLE_HELPERS	= samples/sample_util.c samples/kernels.c
-SAMPLE_DEPS	= $(SAMPLE_HELPERS) samples/sample_util.h samples/kernels.h
+# Every sample may use sample_util and the shared kernels (samples/kernels.[ch],
+# samples/memory_kernels.[ch]).
+SAMPLE_HELPERS	= samples/sample_util.c samples/kernels.c samples/memory_kernels.c
+SAMPLE_DEPS	= $(SAMPLE_HELPERS) samples/sample_util.h samples/kernels.h \
+		  samples/memory_kernels.h
 
 $(GUEST_BIN)/%: samples/%.c $(SAMPLE_DEPS) $(TPURT_SO)
 	$(quiet) CC $@
@@ -164,26 +170,25 @@ $(HOST_SAMPLE_BIN)/%: samples/%.c $(SAMPLE_DEPS) $(TPURT_SIM_LIB) $(ENGINE_LIB) 
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< $(SAMPLE_HELPERS) $(TPURT_SIM_LIB) \
 		$(ENGINE_LINK) $(DRM_LIBS) -luring -lm
 
-# tpu_attention_test runs the samples' kernels (samples/kernels.c); its
-# host build, like the samples', takes TPUEMU_SAMPLE_SIM=1.
-ATTN_TEST_SRCS	= selftests/tpu_attention_test.c $(SAMPLE_HELPERS)
+# tpu_attention_test and tpu_memory_test run the samples' kernels; their
+# host builds, like the samples', take TPUEMU_SAMPLE_SIM=1.
+$(SAMPLE_SELFTESTS:%=$(GUEST_BIN)/%): $(GUEST_BIN)/%: selftests/%.c $(SAMPLE_DEPS) \
+		$(TPURT_SO) $(KSELFTEST)/kselftest_harness.h
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(TEST_CFLAGS) -Isamples -o $@ $< $(SAMPLE_HELPERS) $(TPURT_LINK) -lm
 
-$(GUEST_BIN)/tpu_attention_test: $(ATTN_TEST_SRCS) $(SAMPLE_DEPS) $(TPURT_SO) \
+$(SAMPLE_SELFTESTS:%=$(HOST_SAMPLE_BIN)/%): $(HOST_SAMPLE_BIN)/%: selftests/%.c \
+		$(SAMPLE_DEPS) $(TPURT_SIM_LIB) $(ENGINE_LIB) $(RULES_LIB) \
 		$(KSELFTEST)/kselftest_harness.h
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(TEST_CFLAGS) -Isamples -o $@ $(ATTN_TEST_SRCS) $(TPURT_LINK) -lm
-
-$(HOST_SAMPLE_BIN)/tpu_attention_test: $(ATTN_TEST_SRCS) $(SAMPLE_DEPS) \
-		$(TPURT_SIM_LIB) $(ENGINE_LIB) $(RULES_LIB) $(KSELFTEST)/kselftest_harness.h
-	$(quiet) CC $@
-	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(TEST_CFLAGS) -Isamples -o $@ $(ATTN_TEST_SRCS) $(TPURT_SIM_LIB) \
+	$(Q)$(CC) $(TEST_CFLAGS) -Isamples -o $@ $< $(SAMPLE_HELPERS) $(TPURT_SIM_LIB) \
 		$(ENGINE_LINK) $(DRM_LIBS) -luring -lm
 
-# The new samples and tpu_attention_test on the in-process device.
-host-samples: $(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(HOST_SAMPLE_BIN)/tpu_attention_test
-	$(Q)rc=0; for s in $(HOST_SAMPLES) tpu_attention_test; do \
+# The host-built samples and selftests on the in-process device.
+host-samples: $(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(SAMPLE_SELFTESTS:%=$(HOST_SAMPLE_BIN)/%)
+	$(Q)rc=0; for s in $(HOST_SAMPLES) $(SAMPLE_SELFTESTS); do \
 		TPUEMU_SAMPLE_SIM=1 $(HOST_SAMPLE_BIN)/$$s || rc=1; done; exit $$rc
 
 # The harness is the kernel's own, from Debian's linux-source (make deps).
@@ -265,6 +270,16 @@ $(BUILD)/bench/bench_attention: BENCH_EXTRA = -Ilibtpurt/include -Isamples \
 	$(SAMPLE_HELPERS) $(TPURT_SIM_LIB) $(DRM_LIBS) -luring
 
 bench-attention: $(BUILD)/bench/bench_attention
+	$(Q)$<
+
+# Paged attention (the sample's kernel) on the in-process device, beside a
+# host reference that gathers the pages and calls OpenBLAS, in the same run.
+$(BUILD)/bench/bench_paged: $(SAMPLE_DEPS) $(TPURT_SIM_LIB)
+$(BUILD)/bench/bench_paged: BENCH_EXTRA = -Ilibtpurt/include -Isamples \
+	$(SAMPLE_HELPERS) $(TPURT_SIM_LIB) $(DRM_LIBS) -luring
+
+.PHONY: bench-paged
+bench-paged: $(BUILD)/bench/bench_paged
 	$(Q)$<
 
 # The model reads the published table next to the tests; the path is fixed
