@@ -122,7 +122,8 @@ static unsigned int ref_run(const struct program *p, int64_t *out,
 			a = stack[sp - 1];
 			if (a < 0 || (uint64_t)a >= p->smem_len[in->arg]) {
 				*fault = (struct tpu_scalar_fault){
-					TPU_JOB_ERR_SMEM_RANGE, in->arg, a };
+					.code = TPU_JOB_ERR_SMEM_RANGE,
+					.operand = in->arg, .index = a };
 				return fault->code;
 			}
 			stack[sp - 1] = p->smem[in->arg][a];

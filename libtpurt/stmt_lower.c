@@ -29,7 +29,7 @@ enum value_kind {
 
 struct value {
 	enum value_kind kind;
-	char ref[TPURT_NAME_MAX];
+	char ref[TPURT_TEXT_MAX];	/* a name or a window */
 	int temp;		/* an intermediate to release after use, or -1 */
 	int64_t rows, cols;
 	enum tpurt_dtype dtype;
@@ -47,8 +47,8 @@ struct dest {
 	enum tpurt_dtype dtype;
 };
 
-/* What a name of the grid spec is to the body. */
-enum ref_kind { R_PREFETCH, R_INPUT, R_OUTPUT, R_VMEM, R_SMEM };
+/* What a name of the grid spec (or an open scope) is to the body. */
+enum ref_kind { R_PREFETCH, R_INPUT, R_OUTPUT, R_VMEM, R_SMEM, R_ANY, R_SEM };
 
 struct ref_info {
 	enum ref_kind kind;
@@ -57,12 +57,22 @@ struct ref_info {
 	int has_dtype;
 	enum tpurt_dtype dtype;
 	int rank2;		/* SMEM: indexed s[i, j] with rows x cols */
+	int role;		/* an operand's, or -1 */
+	/* for windows: the ref's dimensions (rank 0: not known, an ANY
+	 * operand whose shape is not declared); squeezed ones @hidden */
+	int rank;
+	int64_t extent[TPURT_MAX_RANK];
+	unsigned int hidden;
 };
 
 static int lower(struct stmt_ctx *c, const struct stmt_node *n,
 		 const struct dest *d, struct value *v);
 static int lower_ref_ok(struct stmt_ctx *c, const struct stmt_node *n,
 			struct value *v);
+static int lower_window_read(struct stmt_ctx *c, const struct stmt_node *n,
+			     struct value *v);
+static int lower_semaphore_read(struct stmt_ctx *c, const struct stmt_node *call,
+				struct value *v);
 
 static const char *shape_str(const struct value *v, char *buf)
 {
@@ -95,7 +105,10 @@ static void block_view(const struct tpurt_operand_spec *o, struct ref_info *r)
 
 static void operand_info(const struct tpurt_operand_spec *o, struct ref_info *r)
 {
+	const struct tpurt_block_spec *b = &o->spec;
+
 	r->name = o->name;
+	r->role = o->role;
 	if (o->role == TPU_ROLE_SCALAR_PREFETCH) {
 		r->kind = R_PREFETCH;
 		r->has_dtype = 1;
@@ -105,31 +118,62 @@ static void operand_info(const struct tpurt_operand_spec *o, struct ref_info *r)
 		r->cols = r->rank2 ? o->prefetch_shape[1] : 0;
 		return;
 	}
-	r->kind = o->role == TPU_ROLE_INPUT ? R_INPUT : R_OUTPUT;
+	r->kind = b->memory_space == TPURT_ANY ? R_ANY :
+		  b->memory_space == TPURT_SMEM ? R_SMEM :
+		  o->role == TPU_ROLE_INPUT ? R_INPUT : R_OUTPUT;
 	r->has_dtype = o->has_dtype;
 	r->dtype = o->dtype;
+	r->rank = b->rank;
+	for (int d = 0; d < b->rank; d++) {
+		r->extent[d] = b->shape[d] == TPURT_SQUEEZED ? 1 : b->shape[d];
+		if (b->shape[d] == TPURT_SQUEEZED)
+			r->hidden |= 1u << d;
+	}
+	if (r->kind == R_ANY)
+		return;
 	block_view(o, r);
+	if (r->kind == R_SMEM)
+		r->rank2 = b->rank == 2 && !r->hidden;
+}
+
+static void scratch_view(const char *name, enum tpurt_memory_space space,
+			 enum tpurt_dtype dtype, int rank, const int64_t *shape,
+			 struct ref_info *r)
+{
+	r->name = name;
+	r->role = -1;
+	r->kind = space == TPURT_SMEM ? R_SMEM : space == TPURT_VMEM ? R_VMEM : R_SEM;
+	r->has_dtype = 1;
+	r->dtype = dtype;
+	r->cols = shape[rank - 1];
+	r->rows = 1;
+	for (int d = 0; d + 1 < rank; d++)
+		r->rows *= shape[d];
+	r->rank2 = rank == 2;
+	r->rank = rank;
+	memcpy(r->extent, shape, (size_t)rank * sizeof(*shape));
 }
 
 static void scratch_info(const struct tpurt_scratch_spec *s, struct ref_info *r)
 {
-	r->name = s->name;
-	r->kind = s->space == TPURT_SMEM ? R_SMEM : R_VMEM;
-	r->has_dtype = 1;
-	r->dtype = s->dtype;
-	r->cols = s->shape[s->rank - 1];
-	r->rows = 1;
-	for (int d = 0; d + 1 < s->rank; d++)
-		r->rows *= s->shape[d];
-	r->rank2 = s->rank == 2;
+	scratch_view(s->name, s->space, s->dtype, s->rank, s->shape, r);
 }
 
 static int find_ref(const struct stmt_ctx *c, const char *name, int len,
 		    struct ref_info *r)
 {
 	const struct tpurt_grid_spec *gs = c->gs;
+	const struct tpurt_kernel *k = c->k;
 
 	memset(r, 0, sizeof(*r));
+	for (int i = k->nopen - 1; i >= 0; i--) {
+		const struct tpurt_kernel_scope *s = &k->scope[k->open[i]];
+
+		if ((int)strlen(s->name) == len && !strncmp(s->name, name, (size_t)len)) {
+			scratch_view(s->name, s->space, s->dtype, s->rank, s->shape, r);
+			return 1;
+		}
+	}
 	for (int i = 0; i < gs->num_operands; i++)
 		if ((int)strlen(gs->operand[i].name) == len &&
 		    !strncmp(gs->operand[i].name, name, (size_t)len)) {
@@ -323,14 +367,15 @@ static int scalar_text(struct stmt_ctx *c, const struct value *v, int col,
 	return 0;
 }
 
+/* The scalar core computes in integers: it reads int32 SMEM. */
 static int smem_scalar_ok(struct stmt_ctx *c, const struct value *v, int col)
 {
 	struct ref_info r;
 
 	if (v->kind == V_SMEM && find_ref(c, v->ref, (int)strlen(v->ref), &r) &&
-	    r.kind != R_PREFETCH)
-		return stmt_fail(c, col, "'%s' is SMEM scratch: the scalar core reads only scalar-prefetch refs in arithmetic",
-				 v->ref);
+	    r.dtype != TPURT_INT32)
+		return stmt_fail(c, col, "'%s' is SMEM scratch of %s: the scalar core reads int32 SMEM in arithmetic",
+				 v->ref, dtype_str(r.dtype));
 	return 0;
 }
 
@@ -885,6 +930,26 @@ static int select_side(struct stmt_ctx *c, struct value *x, enum tpurt_dtype t,
 	return 0;
 }
 
+/* where(m, a, b) of scalars, on the scalar core: m * a + (1 - m) * b with
+ * m made 0 or 1. */
+static int scalar_where(struct stmt_ctx *c, const struct value *m,
+			const struct value *a, const struct value *b, int col,
+			struct value *v)
+{
+	char tm[TPURT_TEXT_MAX], ta[TPURT_TEXT_MAX], tb[TPURT_TEXT_MAX];
+
+	if (smem_scalar_ok(c, m, col) || smem_scalar_ok(c, a, col) ||
+	    smem_scalar_ok(c, b, col) || scalar_text(c, m, col, tm, sizeof(tm), 1) ||
+	    scalar_text(c, a, col, ta, sizeof(ta), 1) ||
+	    scalar_text(c, b, col, tb, sizeof(tb), 1))
+		return c->err;
+	scalar_of(v, "", 1);
+	if (snprintf(v->text, sizeof(v->text), "(%s != 0) * %s + (%s == 0) * %s",
+		     tm, ta, tm, tb) >= (int)sizeof(v->text))
+		return stmt_fail(c, col, "scalar expression too long");
+	return 0;
+}
+
 static int lower_where(struct stmt_ctx *c, const struct stmt_node *call,
 		       const struct dest *d, struct value *v)
 {
@@ -902,6 +967,8 @@ static int lower_where(struct stmt_ctx *c, const struct stmt_node *call,
 		release(c, m.imm ? &b : &a);
 		return 0;
 	}
+	if (is_scalar(&m) && is_scalar(&a) && is_scalar(&b))
+		return scalar_where(c, &m, &a, &b, call->col, v);
 	rows = m.rows, cols = m.cols;
 	if (!is_tile(&m))
 		rows = cols = 1;
@@ -1219,6 +1286,16 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 		return lower_grid_fn(c, call, "program_id", v);
 	case FN_NUM_PROGRAMS:
 		return lower_grid_fn(c, call, "num_programs", v);
+	case FN_SEM_READ:
+		return lower_semaphore_read(c, call, v);
+	case FN_ASYNC_COPY:
+	case FN_SYNC_COPY:
+	case FN_SEM_SIGNAL:
+	case FN_SEM_WAIT:
+		return stmt_fail(c, f->col, "'%.*s' is a statement of its own, not a value",
+				 f->len, f->name);
+	case FN_DS:
+		return stmt_fail(c, f->col, "pl.ds slices a window: ref.at[pl.ds(start, size)]");
 	default:
 		return stmt_fail(c, f->col, "unknown function '%.*s'", f->len, f->name);
 	}
@@ -1426,15 +1503,23 @@ static int lower_index(struct stmt_ctx *c, const struct stmt_node *n,
 						 r.name, r.name);
 			return lower_smem_read(c, n, &r, v);
 		}
-		if (n->nargs)
-			return stmt_fail(c, n->col, "only whole-ref reads of VMEM refs are supported: %s[...]",
+		if (r.kind == R_SEM)
+			return stmt_fail(c, n->col, "'%s' is a semaphore: read it with pltpu.semaphore_read(%s.at[i])",
+					 r.name, r.name);
+		if (r.kind == R_ANY)
+			return stmt_fail(c, n->col, "'%s' is in HBM (pl.ANY): copy it into VMEM with pltpu.make_async_copy or sync_copy",
 					 r.name);
+		if (n->nargs)
+			return lower_window_read(c, n, v);	/* buf[slot] */
 		if (!r.has_dtype)
 			return stmt_fail(c, n->col, "the dtype of '%s' is not declared: tpurt_grid_spec_set_dtype()",
 					 r.name);
 		tile_of(v, r.name, r.rows, r.cols, r.dtype);
 		return 0;
 	}
+	if (!n->nargs && b->kind == SN_INDEX && b->nargs && b->base->kind == SN_ATTR &&
+	    name_is(b->base, "at"))
+		return lower_window_read(c, b, v);	/* buf.at[slot][...] */
 	if (lower(c, b, NULL, v))
 		return c->err;
 	if (n->nargs || !is_tile(v))
@@ -1732,9 +1817,456 @@ static int bind_local(struct stmt_ctx *c, const struct stmt *st)
 	return assign(c, st, &d, &cur);
 }
 
+/* --- the memory model: windows, copies, semaphores, SMEM stores --- */
+
+/* A ref or a window of one, as the builder's ref text names it. */
+struct window {
+	char text[TPURT_TEXT_MAX];
+	struct ref_info r;
+	int known;			/* its shape is known (@fit) */
+	struct tpurt_window_fit fit;
+	int col;
+};
+
+static int append_text(struct stmt_ctx *c, char *buf, size_t len, int col,
+		       const char *fmt, const char *a, const char *b)
+{
+	size_t at = strlen(buf);
+	int n = snprintf(buf + at, len - at, fmt, a, b);
+
+	if (n < 0 || (size_t)n >= len - at)
+		return stmt_fail(c, col, "window longer than %zu characters", len - 1);
+	return 0;
+}
+
+static int is_call_of(const struct stmt_node *n, enum stmt_fn_kind kind)
+{
+	return n && n->kind == SN_CALL && n->base->kind == SN_NAME &&
+	       tpurt_stmt_function(n->base->name, n->base->len).kind == kind;
+}
+
+/* One index of a window as ref text: an expression, ds(start, size), a:b. */
+static int window_item(struct stmt_ctx *c, const struct stmt_node *n, char *buf,
+		       size_t len)
+{
+	char t[TPURT_TEXT_MAX], u[TPURT_TEXT_MAX];
+	struct value v;
+	int64_t lo = 0, hi;
+
+	if (n->kind == SN_SLICE) {
+		if (!n->arg[0] && !n->arg[1])
+			return append_text(c, buf, len, n->col, "%s%s", ":", "");
+		if ((n->arg[0] && const_int(c, n->arg[0], &lo)) || !n->arg[1] ||
+		    const_int(c, n->arg[1], &hi))
+			return c->err ? c->err :
+			       stmt_fail(c, n->col, "a slice a:b of a window takes constants; use pl.ds(start, size)");
+		snprintf(t, sizeof(t), "%lld:%lld", (long long)lo, (long long)hi);
+		return append_text(c, buf, len, n->col, "%s%s", t, "");
+	}
+	if (is_call_of(n, FN_DS)) {
+		int64_t size;
+
+		if (check_kwargs(c, n, NULL) || nargs_are(c, n, 2, 2, "pl.ds") ||
+		    lower(c, n->arg[0], NULL, &v) ||
+		    scalar_text(c, &v, n->arg[0]->col, t, sizeof(t), 0) ||
+		    const_int(c, n->arg[1], &size))
+			return c->err;
+		snprintf(u, sizeof(u), "%lld)", (long long)size);
+		return append_text(c, buf, len, n->col, "ds(%s, %s", t, u);
+	}
+	if (lower(c, n, NULL, &v) || smem_scalar_ok(c, &v, n->col) ||
+	    scalar_text(c, &v, n->col, t, sizeof(t), 0))
+		return c->err;
+	return append_text(c, buf, len, n->col, "%s%s", t, "");
+}
+
+/*
+ * @n as a ref or a window: name, name.at[...], or, for a VMEM ref,
+ * name[i, ...] (NumPy indexing of a ref: a window of its leading
+ * dimensions). Its shape is fitted as pallas_call will.
+ */
+static int lower_window(struct stmt_ctx *c, const struct stmt_node *n,
+			struct window *w)
+{
+	const struct stmt_node *base = n, *idx = NULL;
+	struct tpurt_ref_text rt;
+
+	memset(w, 0, sizeof(*w));
+	w->col = n->col;
+	if (n->kind == SN_INDEX && n->nargs) {
+		idx = n;
+		base = n->base;
+		if (base->kind == SN_ATTR && name_is(base, "at"))
+			base = base->base;
+	}
+	if (base->kind != SN_NAME || find_local(c, base->name, base->len) ||
+	    !find_ref(c, base->name, base->len, &w->r))
+		return stmt_fail(c, base->col, base->kind == SN_NAME ?
+				 "unknown ref '%.*s'" : "expected a ref or ref.at[...]%.*s",
+				 base->kind == SN_NAME ? base->len : 0,
+				 base->kind == SN_NAME ? base->name : "");
+	snprintf(w->text, sizeof(w->text), "%s", w->r.name);
+	if (idx) {
+		if (append_text(c, w->text, sizeof(w->text), n->col, "%s%s", ".at[", ""))
+			return c->err;
+		for (int i = 0; i < idx->nargs; i++)
+			if ((i && append_text(c, w->text, sizeof(w->text), n->col, "%s%s",
+					      ", ", "")) ||
+			    window_item(c, idx->arg[i], w->text, sizeof(w->text)))
+				return c->err;
+		if (append_text(c, w->text, sizeof(w->text), n->col, "%s%s", "]", ""))
+			return c->err;
+	}
+	if (!w->r.rank || w->r.kind == R_SEM || w->r.kind == R_PREFETCH)
+		return 0;
+	if (tpurt_ref_parse(w->text, "window", &rt) ||
+	    tpurt_window_fit(&rt, "window", w->r.rank, w->r.extent, w->r.hidden,
+			     &w->fit))
+		return stmt_fail(c, n->col, "%s", tpurt_last_error());
+	w->known = 1;
+	return 0;
+}
+
+/* A window a body op reads or writes: a contiguous one of a VMEM ref. */
+static int body_window(struct stmt_ctx *c, const struct stmt_node *n,
+		       struct window *w)
+{
+	if (lower_window(c, n, w))
+		return c->err;
+	if (w->r.kind == R_SEM)
+		return stmt_fail(c, n->col, "'%s' is a semaphore, not a VMEM ref", w->r.name);
+	if (w->r.kind == R_ANY)
+		return stmt_fail(c, n->col, "'%s' is in HBM (pl.ANY): copy it into VMEM with pltpu.make_async_copy or sync_copy",
+				 w->r.name);
+	if (w->r.kind == R_SMEM || w->r.kind == R_PREFETCH)
+		return stmt_fail(c, n->col, "'%s' is in SMEM: read one element, %s[index]",
+				 w->r.name, w->r.name);
+	if (!w->r.has_dtype)
+		return stmt_fail(c, n->col, "the dtype of '%s' is not declared: tpurt_grid_spec_set_dtype()",
+				 w->r.name);
+	if (!w->fit.contiguous)
+		return stmt_fail(c, n->col, "window %s is not contiguous: body ops take leading indices and/or a pl.ds of the first sliced dimension, the rest whole (copy it with make_async_copy)",
+				 w->text);
+	return 0;
+}
+
+/* A read of a window: buf.at[slot][...] or buf[slot]. */
+static int lower_window_read(struct stmt_ctx *c, const struct stmt_node *n,
+			     struct value *v)
+{
+	struct window w;
+
+	if (body_window(c, n, &w))
+		return c->err;
+	tile_of(v, w.text, w.fit.rows, w.fit.cols, w.r.dtype);
+	return 0;
+}
+
+/* "sem" or "sem.at[i]": a semaphore and its element, as ref text. */
+static int lower_semaphore(struct stmt_ctx *c, const struct stmt_node *n,
+			   char *text, size_t len)
+{
+	struct window w;
+
+	if (lower_window(c, n, &w))
+		return c->err;
+	if (w.r.kind != R_SEM)
+		return stmt_fail(c, n->col, "'%s' is not a semaphore (scratch of pltpu.SemaphoreType.DMA or REGULAR)",
+				 w.r.name);
+	if (n->kind == SN_INDEX && n->nargs != 1)
+		return stmt_fail(c, n->col, "semaphore '%s': name one element, %s.at[i]",
+				 w.r.name, w.r.name);
+	snprintf(text, len, "%s", w.text);
+	return 0;
+}
+
+static void shape_text(const struct window *w, char *buf, size_t len)
+{
+	size_t at = (size_t)snprintf(buf, len, "(");
+
+	for (int i = 0; i < w->fit.ndims && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%lld", i ? ", " : "",
+				       (long long)w->fit.shape[i]);
+	if (at < len)
+		snprintf(buf + at, len - at, "%s)", w->fit.ndims == 1 ? "," : "");
+}
+
+/* make_async_copy(src, dst, sem): the three as ref text, checked. */
+static int lower_copy_args(struct stmt_ctx *c, const struct stmt_node *call,
+			   int with_sem, struct tpurt_kernel_local *out)
+{
+	struct window src, dst;
+	char ss[64], ds[64];
+
+	if (check_kwargs(c, call, NULL) ||
+	    nargs_are(c, call, 2 + with_sem, 2 + with_sem,
+		      with_sem ? "make_async_copy" : "sync_copy") ||
+	    lower_window(c, call->arg[0], &src) || lower_window(c, call->arg[1], &dst))
+		return c->err;
+	if (src.r.kind == R_SEM || dst.r.kind == R_SEM)
+		return stmt_fail(c, (src.r.kind == R_SEM ? &src : &dst)->col,
+				 "'%s' is a semaphore, not a ref to copy",
+				 (src.r.kind == R_SEM ? &src : &dst)->r.name);
+	if (src.r.kind == R_PREFETCH || dst.r.kind == R_PREFETCH)
+		return stmt_fail(c, (src.r.kind == R_PREFETCH ? &src : &dst)->col,
+				 "'%s' is scalar prefetch: async copies move VMEM, SMEM and HBM refs",
+				 (src.r.kind == R_PREFETCH ? &src : &dst)->r.name);
+	if (dst.r.role == TPU_ROLE_INPUT)
+		return stmt_fail(c, dst.col, "'%s' is an input: a copy cannot write into it",
+				 dst.r.name);
+	if (src.r.has_dtype && dst.r.has_dtype && src.r.dtype != dst.r.dtype)
+		return stmt_fail(c, call->col, "copy of %s into %s: the dtypes differ",
+				 dtype_str(src.r.dtype), dtype_str(dst.r.dtype));
+	shape_text(&src, ss, sizeof(ss));
+	shape_text(&dst, ds, sizeof(ds));
+	if (src.known && dst.known && strcmp(ss, ds))
+		return stmt_fail(c, call->col, "copy of %s %s into %s %s: the shapes differ",
+				 src.text, ss, dst.text, ds);
+	memset(out, 0, sizeof(*out));
+	snprintf(out->ref, sizeof(out->ref), "%s", src.text);
+	snprintf(out->dst, sizeof(out->dst), "%s", dst.text);
+	return with_sem ? lower_semaphore(c, call->arg[2], out->sem, sizeof(out->sem)) : 0;
+}
+
+/* cp.start(), cp.wait(), make_async_copy(...).start() */
+static int lower_copy_method(struct stmt_ctx *c, const struct stmt_node *call)
+{
+	const struct stmt_node *f = call->base, *obj = f->base;
+	const struct tpurt_kernel_local *l;
+	struct tpurt_kernel_local cp;
+	int start = name_is(f, "start");
+
+	if (!start && !name_is(f, "wait"))
+		return stmt_fail(c, f->col, "a copy descriptor has .start() and .wait(), not .%.*s()",
+				 f->len, f->name);
+	if (check_kwargs(c, call, NULL) || nargs_are(c, call, 0, 0, f->len == 5 ? "start" : "wait"))
+		return c->err;
+	if (obj->kind == SN_NAME && (l = find_local(c, obj->name, obj->len)) &&
+	    l->kind == TPURT_LOCAL_COPY)
+		cp = *l;
+	else if (!is_call_of(obj, FN_ASYNC_COPY))
+		return stmt_fail(c, obj->col, "expected pltpu.make_async_copy(src, dst, sem) or a name bound to one");
+	else if (lower_copy_args(c, obj, 1, &cp))
+		return c->err;
+	return emitted(c, (start ? tpurt_kernel_copy_start : tpurt_kernel_copy_wait)
+		       (c->k, cp.ref, cp.dst, cp.sem), call->col);
+}
+
+/* semaphore_signal(sem, inc=1), semaphore_wait(sem, value=1) */
+static int lower_semaphore_op(struct stmt_ctx *c, const struct stmt_node *call,
+			      int signal)
+{
+	static const char *const kws[] = { "inc", "value", NULL };
+	const struct stmt_node *amount = call->nargs > 1 ? call->arg[1] :
+					 kwarg(call, signal ? "inc" : "value");
+	char sem[TPURT_TEXT_MAX], text[TPURT_TEXT_MAX] = "1";
+	struct value v;
+
+	if (check_kwargs(c, call, kws) ||
+	    nargs_are(c, call, 1, 2, signal ? "semaphore_signal" : "semaphore_wait") ||
+	    lower_semaphore(c, call->arg[0], sem, sizeof(sem)))
+		return c->err;
+	if (amount && (lower(c, amount, NULL, &v) || smem_scalar_ok(c, &v, amount->col) ||
+		       scalar_text(c, &v, amount->col, text, sizeof(text), 0)))
+		return c->err;
+	return emitted(c, (signal ? tpurt_kernel_semaphore_signal :
+			   tpurt_kernel_semaphore_wait)(c->k, sem, text), call->col);
+}
+
+/* A statement that is a call: copies and semaphores. */
+static int lower_call_stmt(struct stmt_ctx *c, const struct stmt_node *call)
+{
+	struct tpurt_kernel_local cp;
+
+	if (call->base->kind == SN_ATTR)
+		return lower_copy_method(c, call);
+	if (is_call_of(call, FN_SYNC_COPY))
+		return lower_copy_args(c, call, 0, &cp) ? c->err :
+		       emitted(c, tpurt_kernel_sync_copy(c->k, cp.ref, cp.dst), call->col);
+	if (is_call_of(call, FN_SEM_SIGNAL) || is_call_of(call, FN_SEM_WAIT))
+		return lower_semaphore_op(c, call, is_call_of(call, FN_SEM_SIGNAL));
+	return stmt_fail(c, call->col, "a statement is an assignment, a copy's .start() or .wait(), sync_copy or a semaphore signal or wait");
+}
+
+/* pltpu.semaphore_read(sem.at[i]): a scalar-core value. */
+static int lower_semaphore_read(struct stmt_ctx *c, const struct stmt_node *call,
+				struct value *v)
+{
+	char sem[TPURT_TEXT_MAX];
+
+	if (check_kwargs(c, call, NULL) || nargs_are(c, call, 1, 1, "semaphore_read") ||
+	    lower_semaphore(c, call->arg[0], sem, sizeof(sem)))
+		return c->err;
+	scalar_of(v, "", 0);
+	if (snprintf(v->text, sizeof(v->text), "semaphore_read(%s)", sem) >=
+	    (int)sizeof(v->text))
+		return stmt_fail(c, call->col, "scalar expression too long");
+	return 0;
+}
+
+/* s[i] = value: one element of an SMEM ref. */
+static int store_smem_element(struct stmt_ctx *c, const struct stmt *st,
+			      const struct stmt_node *n, const struct ref_info *r)
+{
+	char dst[TPURT_TEXT_MAX + 8], text[TPURT_TEXT_MAX];
+	struct value idx, v, cur;
+
+	if (r->role == TPU_ROLE_INPUT)
+		return stmt_fail(c, n->col, "'%s' is an input: its block is read-only",
+				 r->name);
+	if (lower_smem_read(c, n, r, &idx))
+		return c->err;
+	cur = idx;
+	if (st->aug) {
+		struct value rhs;
+
+		if (lower(c, st->value, NULL, &rhs) ||
+		    lower_binary(c, aug_fn(st->aug), 0, &cur, &rhs, NULL,
+				 st->value->col, &v))
+			return c->err;
+	} else if (lower(c, st->value, NULL, &v)) {
+		return c->err;
+	}
+	if (!is_scalar(&v))
+		return stmt_fail(c, st->value->col, "an SMEM element takes a scalar (an integer the scalar core computes)");
+	if (smem_scalar_ok(c, &v, st->value->col) ||
+	    scalar_text(c, &v, st->value->col, text, sizeof(text), 0))
+		return c->err;
+	snprintf(dst, sizeof(dst), "%s[%s]", r->name, idx.text);
+	return emitted(c, tpurt_kernel_scalar_store(c->k, dst, text), n->col);
+}
+
+/* A target other than name or name[...]: a window or an SMEM element. */
+static int store_to_node(struct stmt_ctx *c, const struct stmt *st)
+{
+	const struct stmt_node *n = st->target_node, *win = n;
+	struct ref_info r;
+	struct window w;
+	struct value cur;
+	struct dest d;
+
+	if (n->kind == SN_INDEX && n->base->kind == SN_NAME &&
+	    find_ref(c, n->base->name, n->base->len, &r) &&
+	    (r.kind == R_SMEM || r.kind == R_PREFETCH) && n->nargs)
+		return store_smem_element(c, st, n, &r);
+	if (n->kind == SN_INDEX && !n->nargs)
+		win = n->base;		/* buf.at[i][...] */
+	if (win->kind != SN_INDEX || !win->nargs)
+		return stmt_fail(c, n->col, "expected a ref[...], a window buf.at[i][...] or an SMEM element s[i] to assign");
+	if (body_window(c, win, &w))
+		return c->err;
+	if (w.r.role == TPU_ROLE_INPUT)
+		return stmt_fail(c, n->col, "'%s' is an input: its block is read-only",
+				 w.r.name);
+	tile_of(&cur, w.text, w.fit.rows, w.fit.cols, w.r.dtype);
+	d = (struct dest){ cur.ref, cur.rows, cur.cols, cur.dtype };
+	return assign(c, st, &d, &cur);
+}
+
+/* cp = pltpu.make_async_copy(src, dst, sem): a descriptor, no ops. */
+static int bind_copy(struct stmt_ctx *c, const struct stmt *st)
+{
+	struct tpurt_kernel_local cp, *l;
+
+	if (st->aug)
+		return stmt_fail(c, st->tcol, "a copy descriptor is bound with '='");
+	if (lower_copy_args(c, st->value, 1, &cp))
+		return c->err;
+	l = new_local(c, st);
+	if (!l)
+		return c->err;
+	if (l->kind == TPURT_LOCAL_TEMP && l->temp >= 0)
+		c->k->temp[l->temp].bound = 0;
+	memcpy(cp.name, l->name, sizeof(cp.name));
+	cp.kind = TPURT_LOCAL_COPY;
+	cp.temp = -1;
+	*l = cp;
+	return 0;
+}
+
+/* A type of run_scoped: SemaphoreType.DMA[((n,))], VMEM(shape, dtype). */
+static int scoped_type(struct stmt_ctx *c, const struct stmt_node *n,
+		       enum tpurt_memory_space *space, enum tpurt_dtype *dtype,
+		       int *rank, int64_t *shape)
+{
+	const struct stmt_node *t = n->kind == SN_CALL ? n->base : n, *s = NULL;
+	struct value dt;
+
+	*rank = 1;
+	shape[0] = 1;
+	*dtype = TPURT_INT32;
+	if (t->kind == SN_ATTR && t->base->kind == SN_NAME &&
+	    t->base->len == 13 && !strncmp(t->base->name, "SemaphoreType", 13) &&
+	    (name_is(t, "DMA") || name_is(t, "REGULAR"))) {
+		*space = name_is(t, "DMA") ? TPURT_SEMAPHORE_DMA : TPURT_SEMAPHORE_REGULAR;
+		if (n->kind == SN_CALL && (nargs_are(c, n, 1, 1, "SemaphoreType") ||
+					   check_kwargs(c, n, NULL)))
+			return c->err;
+		s = n->kind == SN_CALL ? n->arg[0] : NULL;
+	} else if (n->kind == SN_CALL && t->kind == SN_NAME &&
+		   (name_is(t, "VMEM") || name_is(t, "SMEM"))) {
+		*space = name_is(t, "VMEM") ? TPURT_VMEM : TPURT_SMEM;
+		if (nargs_are(c, n, 2, 2, name_is(t, "VMEM") ? "VMEM" : "SMEM") ||
+		    check_kwargs(c, n, NULL) || lower(c, n->arg[1], NULL, &dt))
+			return c->err;
+		if (dt.kind != V_DTYPE)
+			return stmt_fail(c, n->arg[1]->col, "expected a dtype");
+		*dtype = dt.dtype;
+		s = n->arg[0];
+	} else {
+		return stmt_fail(c, n->col, "expected pltpu.SemaphoreType.DMA, pltpu.SemaphoreType.REGULAR, pltpu.VMEM(shape, dtype) or pltpu.SMEM(shape, dtype)");
+	}
+	if (!s)
+		return 0;
+	if (s->kind != SN_TUPLE)
+		return stmt_fail(c, s->col, "expected a shape tuple, (n,) or (rows, cols)");
+	*rank = s->nargs;
+	for (int i = 0; i < s->nargs; i++)
+		if (const_int(c, s->arg[i], &shape[i]))
+			return c->err;
+	return 0;
+}
+
+int stmt_lower_run_scoped(struct stmt_ctx *c, const struct stmt_node *call,
+			  int *nscopes, char *names, size_t len)
+{
+	size_t at = 0;
+
+	*nscopes = 0;
+	names[0] = 0;
+	if (!is_call_of(call, FN_RUN_SCOPED) || call->nargs || !call->nkw)
+		return stmt_fail(c, call->col, "expected @pl.run_scoped(name=type, ...)");
+	for (int i = 0; i < call->nkw; i++) {
+		enum tpurt_memory_space space = TPURT_VMEM;
+		enum tpurt_dtype dtype;
+		int64_t shape[TPURT_MAX_RANK];
+		char name[TPURT_NAME_MAX];
+		int rank;
+
+		if (scoped_type(c, call->kwval[i], &space, &dtype, &rank, shape))
+			return c->err;
+		snprintf(name, sizeof(name), "%.*s", call->kwlen[i], call->kw[i]);
+		if (emitted(c, tpurt_kernel_run_scoped(c->k, name, space, dtype, rank,
+						      shape), call->kwval[i]->col))
+			return c->err;
+		++*nscopes;
+		at += (size_t)snprintf(names + at, at < len ? len - at : 0, "%s%s",
+				       i ? ", " : "", name);
+	}
+	return 0;
+}
+
 int stmt_lower(struct stmt_ctx *c, const struct stmt *st)
 {
 	struct ref_info r;
+
+	if (st->call)
+		return lower_call_stmt(c, st->call);
+	if (st->target_node)
+		return store_to_node(c, st);
+	if (!st->target_indexed && is_call_of(st->value, FN_ASYNC_COPY) &&
+	    !find_ref(c, st->target, st->tlen, &r))
+		return bind_copy(c, st);
 
 	if (find_ref(c, st->target, st->tlen, &r)) {
 		if (!st->target_indexed)

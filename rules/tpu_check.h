@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the descriptor's checks share between their files: tpu_job_check.c
- * decodes the header, operands and scratch, tpu_op_check.c each micro-op.
+ * decodes the header, operands and scratch, tpu_window_check.c each window,
+ * tpu_op_check.c each micro-op.
  * Internal to rules/.
  */
 #ifndef TPU_CHECK_H
@@ -38,6 +39,25 @@ struct tpu_plan_prog tpu_check_decode_prog(const struct tpu_job_prog *p);
 int tpu_check_prog(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 		   unsigned int nresults, struct tpu_job_result *res,
 		   const char *owner, unsigned int index, const char *what);
+
+/* Decode and check window @i; operands and scratch decoded (tpu_window_check.c). */
+int tpu_check_window(struct tpu_plan *plan, unsigned int i,
+		     const struct tpu_job_window *raw, struct tpu_job_result *res);
+
+/* How messages name a ref: "operand 2", "scratch 0", "window 1". */
+void tpu_check_ref_name(struct tpu_plan_ref r, char *buf, size_t len);
+
+/*
+ * The checks of the memory-model ops (tpu_copy_check.c), once the generic
+ * ones (fields the opcode does not use, programs) passed.
+ */
+int tpu_check_copy(const struct tpu_plan *plan, unsigned int i,
+		   const struct tpu_plan_op *op, struct tpu_job_result *res);
+int tpu_check_sem_op(const struct tpu_plan *plan, unsigned int i,
+		     const struct tpu_plan_op *op, struct tpu_job_result *res);
+int tpu_check_scalar_store(const struct tpu_plan *plan, unsigned int i,
+			   const struct tpu_plan_op *op,
+			   struct tpu_job_result *res);
 
 /* Decode and check micro-op @i (tpu_op_check.c). */
 int tpu_check_op(struct tpu_plan *plan, unsigned int i,

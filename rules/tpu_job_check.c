@@ -18,6 +18,7 @@ _Static_assert(sizeof(struct tpu_job_scratch) == 32, "scratch layout");
 _Static_assert(sizeof(struct tpu_job_op) == 48, "op layout");
 _Static_assert(sizeof(struct tpu_job_insn) == 8, "insn layout");
 _Static_assert(sizeof(struct tpu_job_error_info) == 72, "error layout");
+_Static_assert(sizeof(struct tpu_job_window) == 32, "window layout");
 
 /* a * b, saturating: sizes past 2^64 are simply "too big" */
 static uint64_t mul_sat(uint64_t a, uint64_t b)
@@ -80,14 +81,17 @@ static bool overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 static int decode_header(const struct tpu_job_header *h, size_t len,
 			 struct tpu_plan *plan, struct tpu_job_result *res)
 {
-	uint32_t off[4] = { le32(h->operands_offset), le32(h->scratch_offset),
-			    le32(h->ops_offset), le32(h->code_offset) };
-	static const char *const name[4] = { "operands", "scratch", "ops", "code" };
-	static const size_t size[4] = { sizeof(struct tpu_job_operand),
+	uint32_t off[5] = { le32(h->operands_offset), le32(h->scratch_offset),
+			    le32(h->ops_offset), le32(h->code_offset),
+			    le32(h->windows_offset) };
+	static const char *const name[5] = { "operands", "scratch", "ops", "code",
+					     "windows" };
+	static const size_t size[5] = { sizeof(struct tpu_job_operand),
 					sizeof(struct tpu_job_scratch),
 					sizeof(struct tpu_job_op),
-					sizeof(struct tpu_job_insn) };
-	uint32_t count[4];
+					sizeof(struct tpu_job_insn),
+					sizeof(struct tpu_job_window) };
+	uint32_t count[5];
 	int ret;
 
 	if (le32(h->magic) != TPU_JOB_MAGIC)
@@ -107,10 +111,6 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 	if (h->reserved0 || h->reserved1 ||
 	    !tpu_check_all_zero(h->reserved2, sizeof(h->reserved2)))
 		return tpu_check_error(res, "reserved: must be zero");
-	/* TODO(memory model): windows are decoded by the next commit. */
-	if (h->num_windows || h->windows_offset)
-		return tpu_check_error(res, "num_windows %u: windows are not supported yet",
-					le16(h->num_windows));
 	plan->flags = le32(h->flags);
 	plan->vmem_limit = le64(h->vmem_limit_bytes);
 	plan->grid_rank = h->grid_rank;
@@ -119,6 +119,7 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 	plan->num_scratch = h->num_scratch;
 	plan->num_ops = le16(h->num_ops);
 	plan->num_insns = le16(h->num_insns);
+	plan->num_windows = le16(h->num_windows);
 	if (plan->grid_rank < 1 || plan->grid_rank > TPU_JOB_MAX_GRID_RANK)
 		return tpu_check_error(res, "grid_rank %u: must be 1 to %d",
 					plan->grid_rank, TPU_JOB_MAX_GRID_RANK);
@@ -137,6 +138,9 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 	if (plan->num_insns > TPU_JOB_MAX_INSNS)
 		return tpu_check_error(res, "num_insns %u: at most %d",
 					plan->num_insns, TPU_JOB_MAX_INSNS);
+	if (plan->num_windows > TPU_JOB_MAX_WINDOWS)
+		return tpu_check_error(res, "num_windows %u: at most %d",
+					plan->num_windows, TPU_JOB_MAX_WINDOWS);
 
 	plan->steps = 1;
 	plan->parallel_iters = 1;
@@ -171,7 +175,8 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 	count[1] = plan->num_scratch;
 	count[2] = plan->num_ops;
 	count[3] = plan->num_insns;
-	for (int i = 0; i < 4; i++) {
+	count[4] = plan->num_windows;
+	for (int i = 0; i < 5; i++) {
 		ret = check_section(res, name[i], off[i], count[i], size[i], len,
 				    sizeof(*h));
 		if (ret)
@@ -185,12 +190,17 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 	return 0;
 }
 
-/* @prog of "@owner @index: @what" ("operand 2: index map", "op 0: predicate"). */
-int tpu_check_prog(const struct tpu_plan *plan, struct tpu_plan_prog prog,
-		   unsigned int nresults, struct tpu_job_result *res,
-		   const char *owner, unsigned int index, const char *what)
+/*
+ * @prog of "@owner @index: @what" ("operand 2: index map", "op 0:
+ * predicate"); @body: a program of the body, which may read more of SMEM.
+ */
+static int check_prog(const struct tpu_plan *plan, struct tpu_plan_prog prog,
+		      unsigned int nresults, struct tpu_job_result *res,
+		      const char *owner, unsigned int index, const char *what,
+		      bool body)
 {
 	char why[128];
+	int bad;
 
 	if (prog.len > TPU_JOB_MAX_PROG_LEN ||
 	    (uint64_t)prog.offset + prog.len > plan->num_insns)
@@ -198,10 +208,19 @@ int tpu_check_prog(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 				    "%s %u: %s: program [%u, +%u) outside the %u-insn code array (max length %d)",
 				    owner, index, what, prog.offset, prog.len,
 				    plan->num_insns, TPU_JOB_MAX_PROG_LEN);
-	if (tpu_scalar_verify(plan, prog, nresults, why, sizeof(why)))
+	bad = body ? tpu_scalar_verify_body(plan, prog, nresults, why, sizeof(why)) :
+		     tpu_scalar_verify(plan, prog, nresults, why, sizeof(why));
+	if (bad)
 		return tpu_job_fail(res, TPU_JOB_ERR_BYTECODE, "%s %u: %s: %s",
 				    owner, index, what, why);
 	return 0;
+}
+
+int tpu_check_prog(const struct tpu_plan *plan, struct tpu_plan_prog prog,
+		   unsigned int nresults, struct tpu_job_result *res,
+		   const char *owner, unsigned int index, const char *what)
+{
+	return check_prog(plan, prog, nresults, res, owner, index, what, true);
 }
 
 struct tpu_plan_prog tpu_check_decode_prog(const struct tpu_job_prog *p)
@@ -227,12 +246,54 @@ static void derive_operand(struct tpu_plan_operand *o)
 	o->rows = o->cols ? (int64_t)(block_elems / o->cols) : 0;
 }
 
+static const char *const space_name[TPU_MEM_COUNT] = {
+	"VMEM", "SMEM", "ANY", "DMA semaphore", "regular semaphore",
+};
+
+/*
+ * An operand's memory space, pl.Buffered(n) and alias fields (the alias's
+ * target is checked once every operand is decoded). Fills in the default
+ * double buffering.
+ */
+static int check_memory_fields(struct tpu_plan *plan, unsigned int i,
+			       struct tpu_job_result *res)
+{
+	struct tpu_plan_operand *o = &plan->operand[i];
+
+	if (o->role == TPU_ROLE_SCALAR_PREFETCH) {
+		if (o->space || o->buffers || o->alias)
+			return tpu_check_error(res, "operand %u: space, buffers and alias must be zero for scalar prefetch (it lives in SMEM)",
+						i);
+		return 0;
+	}
+	if (o->space > TPU_MEM_ANY)
+		return tpu_check_error(res, "operand %u: space %u: an operand lives in VMEM (0), SMEM (1) or ANY (2)",
+					i, o->space);
+	if (o->space == TPU_MEM_SMEM && tpu_dtype_size(o->dtype) != 4)
+		return tpu_check_error(res, "operand %u: dtype %s in SMEM, which holds 32-bit words (float32, int32)",
+					i, tpu_dtype_name(o->dtype));
+	if (o->space != TPU_MEM_VMEM && o->buffers)
+		return tpu_check_error(res, "operand %u: buffers %u: pl.Buffered applies to VMEM blocks only, this operand is in %s",
+					i, o->buffers, space_name[o->space]);
+	if (o->buffers > TPU_JOB_MAX_BUFFERS)
+		return tpu_check_error(res, "operand %u: buffers %u: pl.Buffered(n) takes 1 to %d",
+					i, o->buffers, TPU_JOB_MAX_BUFFERS);
+	if (o->space == TPU_MEM_VMEM && !o->buffers)
+		o->buffers = 2;
+	if (o->alias && o->role != TPU_ROLE_OUTPUT)
+		return tpu_check_error(res, "operand %u: alias %u: only an output aliases an input",
+					i, o->alias);
+	return 0;
+}
+
 static int decode_operand(struct tpu_plan *plan, unsigned int i,
 			  const struct tpu_job_operand *raw,
 			  struct tpu_job_result *res)
 {
 	struct tpu_plan_operand *o = &plan->operand[i];
 	bool prefetch = i < plan->num_scalar_prefetch;
+	bool unblocked;
+	int ret;
 
 	res->error.operand = i;
 	o->slot = le32(raw->slot);
@@ -241,8 +302,10 @@ static int decode_operand(struct tpu_plan *plan, unsigned int i,
 	o->rank = raw->rank;
 	o->offset = le64(raw->offset);
 	o->index_map = tpu_check_decode_prog(&raw->index_map);
-	if (raw->space || raw->buffers || raw->alias || raw->reserved1 ||
-	    raw->index_map.reserved ||
+	o->space = raw->space;
+	o->buffers = raw->buffers;
+	o->alias = raw->alias;
+	if (raw->reserved1 || raw->index_map.reserved ||
 	    !tpu_check_all_zero(raw->reserved2, sizeof(raw->reserved2)))
 		return tpu_check_error(res, "operand %u: reserved fields must be zero",
 					i);
@@ -263,6 +326,10 @@ static int decode_operand(struct tpu_plan *plan, unsigned int i,
 	if (o->rank < 1 || o->rank > TPU_JOB_MAX_RANK)
 		return tpu_check_error(res, "operand %u: rank %u, must be 1 to %d",
 					i, o->rank, TPU_JOB_MAX_RANK);
+	ret = check_memory_fields(plan, i, res);
+	if (ret)
+		return ret;
+	unblocked = prefetch || o->space == TPU_MEM_ANY;
 	for (unsigned int d = 0; d < TPU_JOB_MAX_RANK; d++) {
 		o->shape[d] = le64(raw->shape[d]);
 		o->block[d] = le32(raw->block[d]);
@@ -276,22 +343,57 @@ static int decode_operand(struct tpu_plan *plan, unsigned int i,
 			return tpu_check_error(res, "operand %u: shape[%u] %llu, must be 1 to %llu",
 						i, d, (unsigned long long)o->shape[d],
 						(unsigned long long)TPU_JOB_MAX_ARRAY_DIM);
-		if (prefetch ? o->block[d] != 0 :
+		if (unblocked ? o->block[d] != 0 :
 		    (o->block[d] < 1 || o->block[d] > TPU_JOB_MAX_DIM))
 			return tpu_check_error(res, "operand %u: block[%u] %u, must be %s",
-						i, d,
-						o->block[d], prefetch ? "0 for scalar prefetch" :
+						i, d, o->block[d],
+						prefetch ? "0 for scalar prefetch" :
+						unblocked ? "0 in space ANY (no blocks)" :
 						"1 to 2^31");
 	}
 	derive_operand(o);
-	if (prefetch) {
+	if (unblocked) {
 		if (o->index_map.len)
-			return tpu_check_error(res, "operand %u: scalar prefetch has no index map",
-						i);
+			return tpu_check_error(res, "operand %u: %s has no index map",
+						i, prefetch ? "scalar prefetch" :
+						"an operand in space ANY");
 		return 0;
 	}
-	return tpu_check_prog(plan, o->index_map, o->rank, res, "operand", i,
-			  "index map");
+	return check_prog(plan, o->index_map, o->rank, res, "operand", i,
+			  "index map", false);
+}
+
+/* input_output_aliases: each output's alias names an input with its array. */
+static int check_aliases(const struct tpu_plan *plan, struct tpu_job_result *res)
+{
+	uint32_t aliased = 0;
+
+	for (unsigned int i = 0; i < plan->num_operands; i++) {
+		const struct tpu_plan_operand *o = &plan->operand[i], *in;
+		unsigned int a = o->alias - 1u;
+
+		if (!o->alias)
+			continue;
+		res->error.operand = i;
+		if (a >= plan->num_operands || plan->operand[a].role != TPU_ROLE_INPUT)
+			return tpu_check_error(res, "operand %u: alias %u names operand %u, which is %s, not an input",
+						i, o->alias, a,
+						a >= plan->num_operands ? "past num_operands" :
+						plan->operand[a].role == TPU_ROLE_OUTPUT ?
+						"an output" : "scalar prefetch");
+		in = &plan->operand[a];
+		if (in->slot != o->slot || in->offset != o->offset ||
+		    in->dtype != o->dtype || in->rank != o->rank ||
+		    memcmp(in->shape, o->shape, sizeof(o->shape)))
+			return tpu_check_error(res, "operand %u: aliases input %u but their arrays differ (slot, offset, dtype or shape): an alias is the same array",
+						i, a);
+		if (aliased >> a & 1)
+			return tpu_check_error(res, "operand %u: input %u is already aliased by another output",
+						i, a);
+		aliased |= 1u << a;
+	}
+	res->error.operand = UINT32_MAX;
+	return 0;
 }
 
 static int decode_scratch(struct tpu_plan *plan, unsigned int i,
@@ -307,8 +409,8 @@ static int decode_scratch(struct tpu_plan *plan, unsigned int i,
 	if (raw->reserved0 || !tpu_check_all_zero(raw->reserved1, sizeof(raw->reserved1)))
 		return tpu_check_error(res, "scratch %u: reserved fields must be zero",
 					i);
-	if (s->space > TPU_MEM_SMEM)
-		return tpu_check_error(res, "scratch %u: space %u unknown",
+	if (s->space >= TPU_MEM_COUNT || s->space == TPU_MEM_ANY)
+		return tpu_check_error(res, "scratch %u: space %u: scratch lives in VMEM (0), SMEM (1) or is semaphores (3 DMA, 4 regular)",
 					i, s->space);
 	if (!tpu_dtype_size(s->dtype))
 		return tpu_check_error(res, "scratch %u: dtype %u unknown",
@@ -331,6 +433,15 @@ static int decode_scratch(struct tpu_plan *plan, unsigned int i,
 	s->cols = s->shape[s->rank - 1];
 	s->rows = (int64_t)(elems / (uint64_t)s->cols);
 	s->bytes = mul_sat(elems, tpu_dtype_size(s->dtype));
+	if (s->space < TPU_MEM_SEM_DMA)
+		return 0;
+	if (s->dtype != TPU_DTYPE_INT32 || s->rank != 1 ||
+	    s->shape[0] > TPU_JOB_MAX_SEMAPHORES)
+		return tpu_check_error(res, "scratch %u: %s semaphores are an int32 array of rank 1 with 1 to %d elements (dtype %s, rank %u, shape[0] %u)",
+					i, s->space == TPU_MEM_SEM_DMA ? "DMA" : "regular",
+					TPU_JOB_MAX_SEMAPHORES, tpu_dtype_name(s->dtype),
+					s->rank, s->shape[0]);
+	s->bytes = 0;	/* semaphores take no VMEM or SMEM */
 	return 0;
 }
 
@@ -345,19 +456,27 @@ static int account_memory(struct tpu_plan *plan, const struct tpu_config *cfg,
 		if (o->role == TPU_ROLE_SCALAR_PREFETCH) {
 			o->smem_base = smem;
 			smem = add_sat(smem, o->elems);
-		} else {
-			/* double-buffered, as Pallas allocates them */
-			vmem = add_sat(vmem, mul_sat(2, o->block_bytes));
+		} else if (o->space == TPU_MEM_VMEM) {
+			/* pl.Buffered(n): n buffers, as Pallas allocates them */
+			vmem = add_sat(vmem, mul_sat(o->buffers, o->block_bytes));
+		} else if (o->space == TPU_MEM_SMEM) {
+			/* pipelined: the block in use at smem_base and the next */
+			o->smem_base = smem;
+			smem = add_sat(smem, mul_sat(2, o->block_bytes / 4));
 		}
 	}
+	plan->num_sems = 0;
 	for (unsigned int i = 0; i < plan->num_scratch; i++) {
 		struct tpu_plan_scratch *s = &plan->scratch[i];
 
 		if (s->space == TPU_MEM_VMEM) {
 			vmem = add_sat(vmem, s->bytes);
-		} else {
+		} else if (s->space == TPU_MEM_SMEM) {
 			s->smem_base = smem;
 			smem = add_sat(smem, s->bytes / 4);
+		} else {
+			s->sem_base = plan->num_sems;
+			plan->num_sems += s->shape[0];
 		}
 	}
 	plan->vmem_need = vmem;
@@ -383,7 +502,7 @@ static int account_memory(struct tpu_plan *plan, const struct tpu_config *cfg,
 		res->error.need = mul_sat(smem, 4);
 		res->error.limit = cfg->smem_size;
 		return tpu_job_fail(res, TPU_JOB_ERR_SMEM_LIMIT,
-				    "SMEM: scalar prefetch and SMEM scratch need %llu bytes, device has %llu",
+				    "SMEM: scalar prefetch, SMEM blocks and SMEM scratch need %llu bytes, device has %llu",
 				    (unsigned long long)mul_sat(smem, 4),
 				    (unsigned long long)cfg->smem_size);
 	}
@@ -437,6 +556,18 @@ int tpu_job_decode(const void *desc, size_t len, const struct tpu_config *cfg,
 		if (ret)
 			return ret;
 	}
+	ret = check_aliases(plan, res);
+	if (ret)
+		return ret;
+	for (unsigned int i = 0; i < plan->num_windows; i++) {
+		struct tpu_job_window raw;
+
+		memcpy(&raw, blob + le32(h.windows_offset) + i * sizeof(raw),
+		       sizeof(raw));
+		ret = tpu_check_window(plan, i, &raw, res);
+		if (ret)
+			return ret;
+	}
 	for (unsigned int i = 0; i < plan->num_ops; i++) {
 		struct tpu_job_op raw;
 
@@ -446,6 +577,47 @@ int tpu_job_decode(const void *desc, size_t len, const struct tpu_config *cfg,
 			return ret;
 	}
 	return account_memory(plan, cfg, res);
+}
+
+/* Operand @i's bytes in HBM (its slot was checked to lie inside HBM). */
+static void hbm_range(const struct tpu_plan *plan, const struct tpu_buffer_slot *slots,
+		      unsigned int i, uint64_t *start, uint64_t *len)
+{
+	const struct tpu_plan_operand *o = &plan->operand[i];
+
+	*start = slots[o->slot].offset + o->offset;
+	*len = o->elems * tpu_dtype_size(o->dtype);
+}
+
+/*
+ * An output sharing bytes with another operand is only sound when declared
+ * (input_output_aliases): otherwise the pipeline's write-backs race the
+ * other's reads. Inputs may overlap each other.
+ */
+static int check_output_overlap(const struct tpu_plan *plan,
+				const struct tpu_buffer_slot *slots,
+				struct tpu_job_result *res)
+{
+	for (unsigned int i = 0; i < plan->num_operands; i++) {
+		const struct tpu_plan_operand *o = &plan->operand[i];
+		uint64_t a, alen, b, blen;
+
+		if (o->role != TPU_ROLE_OUTPUT)
+			continue;
+		hbm_range(plan, slots, i, &a, &alen);
+		for (unsigned int j = 0; j < plan->num_operands; j++) {
+			if (j == i || o->alias == j + 1)
+				continue;
+			hbm_range(plan, slots, j, &b, &blen);
+			if (!overlap(a, alen, b, blen))
+				continue;
+			res->error.operand = i;
+			return tpu_job_fail(res, TPU_JOB_ERR_BUFFER,
+					    "operands %u and %u share bytes of HBM: declare the alias (input_output_aliases)",
+					    i < j ? i : j, i < j ? j : i);
+		}
+	}
+	return 0;
 }
 
 int tpu_job_check_buffers(const struct tpu_plan *plan, uint64_t hbm_size,
@@ -479,5 +651,5 @@ int tpu_job_check_buffers(const struct tpu_plan *plan, uint64_t hbm_size,
 		}
 	}
 	res->error.operand = UINT32_MAX;
-	return 0;
+	return check_output_overlap(plan, slots, res);
 }

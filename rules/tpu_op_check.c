@@ -33,29 +33,65 @@ static bool ref_shape(const struct tpu_plan *plan, struct tpu_plan_ref r,
 		*dtype = plan->scratch[r.index].dtype;
 		return true;
 	}
+	if (r.kind == TPU_REF_WINDOW && r.index < plan->num_windows) {
+		*rows = plan->window[r.index].rows;
+		*cols = plan->window[r.index].cols;
+		*dtype = plan->window[r.index].dtype;
+		return true;
+	}
 	return false;
 }
 
+/* A VMEM block, a VMEM scratch, or a contiguous window of either. */
 static bool is_vmem_ref(const struct tpu_plan *plan, struct tpu_plan_ref r)
 {
 	if (r.kind == TPU_REF_OPERAND)
 		return r.index < plan->num_operands &&
-		       plan->operand[r.index].role != TPU_ROLE_SCALAR_PREFETCH;
+		       plan->operand[r.index].role != TPU_ROLE_SCALAR_PREFETCH &&
+		       plan->operand[r.index].space == TPU_MEM_VMEM;
 	if (r.kind == TPU_REF_SCRATCH)
 		return r.index < plan->num_scratch &&
 		       plan->scratch[r.index].space == TPU_MEM_VMEM;
+	if (r.kind == TPU_REF_WINDOW)
+		return r.index < plan->num_windows && plan->window[r.index].body_ok;
 	return false;
 }
 
+/* A scalar-prefetch array, an SMEM-space block or an SMEM scratch. */
 static bool is_smem_ref(const struct tpu_plan *plan, struct tpu_plan_ref r)
 {
 	if (r.kind == TPU_REF_OPERAND)
 		return r.index < plan->num_operands &&
-		       plan->operand[r.index].role == TPU_ROLE_SCALAR_PREFETCH;
+		       (plan->operand[r.index].role == TPU_ROLE_SCALAR_PREFETCH ||
+			plan->operand[r.index].space == TPU_MEM_SMEM);
 	if (r.kind == TPU_REF_SCRATCH)
 		return r.index < plan->num_scratch &&
 		       plan->scratch[r.index].space == TPU_MEM_SMEM;
 	return false;
+}
+
+/* Why @r is not a VMEM ref, for messages. */
+static const char *not_vmem_why(const struct tpu_plan *plan, struct tpu_plan_ref r)
+{
+	if (r.kind == TPU_REF_WINDOW && r.index < plan->num_windows)
+		return plan->window[r.index].space == TPU_MEM_VMEM ?
+		       "the body takes a window that is a contiguous VMEM slice: dimensions after its first unsqueezed one unsqueezed and whole" :
+		       plan->window[r.index].space == TPU_MEM_ANY ?
+		       "it slices an array in space ANY, which only async copies reach" :
+		       "it slices SMEM, which bcast smem and scalar programs read";
+	if (r.kind == TPU_REF_OPERAND && r.index < plan->num_operands &&
+	    plan->operand[r.index].space == TPU_MEM_ANY)
+		return "space ANY: only async copies reach it";
+	return "SMEM is read by bcast smem only";
+}
+
+/* An input operand, or a window of one: read-only to the body. */
+static bool is_input_ref(const struct tpu_plan *plan, struct tpu_plan_ref r)
+{
+	if (r.kind == TPU_REF_WINDOW && r.index < plan->num_windows)
+		r = plan->window[r.index].base;
+	return r.kind == TPU_REF_OPERAND && r.index < plan->num_operands &&
+	       plan->operand[r.index].role == TPU_ROLE_INPUT;
 }
 
 static bool is_none(struct tpu_plan_ref r)
@@ -71,12 +107,14 @@ struct ref_names {
 	char dst[24], src0[24], src1[24], src2[24];
 };
 
-static void ref_name(struct tpu_plan_ref r, char *buf, size_t len)
+void tpu_check_ref_name(struct tpu_plan_ref r, char *buf, size_t len)
 {
 	if (r.kind == TPU_REF_OPERAND)
 		snprintf(buf, len, "operand %u", r.index);
 	else if (r.kind == TPU_REF_SCRATCH)
 		snprintf(buf, len, "scratch %u", r.index);
+	else if (r.kind == TPU_REF_WINDOW)
+		snprintf(buf, len, "window %u", r.index);
 	else if (r.kind == TPU_REF_NONE)
 		snprintf(buf, len, "(none)");
 	else
@@ -85,10 +123,10 @@ static void ref_name(struct tpu_plan_ref r, char *buf, size_t len)
 
 static void ref_names(const struct tpu_plan_op *op, struct ref_names *n)
 {
-	ref_name(op->dst, n->dst, sizeof(n->dst));
-	ref_name(op->src0, n->src0, sizeof(n->src0));
-	ref_name(op->src1, n->src1, sizeof(n->src1));
-	ref_name(op->src2, n->src2, sizeof(n->src2));
+	tpu_check_ref_name(op->dst, n->dst, sizeof(n->dst));
+	tpu_check_ref_name(op->src0, n->src0, sizeof(n->src0));
+	tpu_check_ref_name(op->src1, n->src1, sizeof(n->src1));
+	tpu_check_ref_name(op->src2, n->src2, sizeof(n->src2));
 }
 
 static bool same_ref(struct tpu_plan_ref a, struct tpu_plan_ref b)
@@ -139,6 +177,14 @@ static unsigned int used_fields(const struct tpu_plan_op *op)
 		if (op->opcode == TPU_OP_SELECT)
 			f |= op->bcast2 == TPU_BCAST_IMM ? F_IMM2 : F_SRC2;
 		return f;
+	case TPU_OP_COPY_START:
+	case TPU_OP_COPY_WAIT:
+		return F_SRC0 | F_SRC1 | F_SCALAR_INDEX;
+	case TPU_OP_SEM_SIGNAL:
+	case TPU_OP_SEM_WAIT:
+		return F_SRC1 | F_SCALAR_INDEX;
+	case TPU_OP_SCALAR_STORE:
+		return F_SCALAR_INDEX;
 	default:	/* TPU_OP_ZERO */
 		return 0;
 	}
@@ -261,8 +307,8 @@ static int check_src_shape(const struct tpu_plan *plan, unsigned int i,
 	uint8_t t;
 
 	if (!is_vmem_ref(plan, src))
-		return tpu_check_error(res, "op %u: %s %s is not a VMEM ref (SMEM is read by bcast smem only)",
-				       i, field, name);
+		return tpu_check_error(res, "op %u: %s %s is not a VMEM ref (%s)",
+				       i, field, name, not_vmem_why(plan, src));
 	ref_shape(plan, src, &r, &c, &t);
 	if (r == wr && c == wc)
 		return 0;
@@ -354,8 +400,8 @@ static int check_reduce(struct tpu_plan *plan, unsigned int i,
 
 	ref_names(op, &n);
 	if (!is_vmem_ref(plan, op->src0))
-		return tpu_check_error(res, "op %u: src0 %s is not a VMEM ref", i,
-				       n.src0);
+		return tpu_check_error(res, "op %u: src0 %s is not a VMEM ref (%s)",
+				       i, n.src0, not_vmem_why(plan, op->src0));
 	ref_shape(plan, op->dst, &dr, &dc, &dt);
 	ref_shape(plan, op->src0, &sr, &sc, &st);
 	wr = op->axis ? sr : 1;
@@ -368,15 +414,33 @@ static int check_reduce(struct tpu_plan *plan, unsigned int i,
 	return 0;
 }
 
-/* The scalar program: one value where a broadcast or iota uses it. */
+/*
+ * The scalar program: one value where a broadcast or iota uses it, the
+ * semaphore element of a copy; (index, amount) or (index, value) for the
+ * semaphore ops and scalar stores.
+ */
 static int check_scalar_index(struct tpu_plan *plan, unsigned int i,
 			      const struct tpu_plan_op *op,
 			      struct tpu_job_result *res)
 {
-	if (op->opcode == TPU_OP_IOTA && !op->scalar_index.len)
+	bool copy = op->opcode == TPU_OP_COPY_START || op->opcode == TPU_OP_COPY_WAIT;
+
+	if ((op->opcode == TPU_OP_IOTA || copy) && !op->scalar_index.len)
 		return 0;
 	if (!(used_fields(op) & F_SCALAR_INDEX))
 		return 0;
+	if (op->opcode >= TPU_OP_SEM_SIGNAL) {
+		if (!op->scalar_index.len)
+			return tpu_check_error(res, "op %u: scalar_index: %s needs a program leaving 2 values (%s)",
+					       i, opcode_name[op->opcode],
+					       op->opcode == TPU_OP_SCALAR_STORE ?
+					       "flat index, value" : "index, amount");
+		return tpu_check_prog(plan, op->scalar_index, 2, res, "op", i,
+				      "scalar_index");
+	}
+	if (copy)
+		return tpu_check_prog(plan, op->scalar_index, 1, res, "op", i,
+				      "scalar_index (semaphore element)");
 	if (!op->scalar_index.len)
 		return tpu_check_error(res, "op %u: scalar_index: bcast %s needs a program leaving one value",
 				       i, bcast_name[op->bcast]);
@@ -389,14 +453,16 @@ static int check_dst(const struct tpu_plan *plan, unsigned int i,
 {
 	char dst[24];
 
-	ref_name(op->dst, dst, sizeof(dst));
+	tpu_check_ref_name(op->dst, dst, sizeof(dst));
 	if (!is_vmem_ref(plan, op->dst))
 		return tpu_check_error(res, "op %u: dst %s is not a VMEM ref (an output block or VMEM scratch)",
 				       i, dst);
-	if (op->dst.kind == TPU_REF_OPERAND &&
-	    plan->operand[op->dst.index].role == TPU_ROLE_INPUT)
+	if (op->dst.kind == TPU_REF_OPERAND && is_input_ref(plan, op->dst))
 		return tpu_check_error(res, "op %u: dst is input operand %u, which is read-only",
 				       i, op->dst.index);
+	if (is_input_ref(plan, op->dst))
+		return tpu_check_error(res, "op %u: dst %s is a window of input operand %u, which is read-only",
+				       i, dst, plan->window[op->dst.index].base.index);
 	return 0;
 }
 
@@ -428,16 +494,12 @@ int tpu_check_op(struct tpu_plan *plan, unsigned int i,
 		return tpu_check_error(res, "op %u: reserved fields must be zero", i);
 	if (op->opcode >= TPU_OP_COUNT)
 		return tpu_check_error(res, "op %u: opcode %u unknown", i, op->opcode);
-	/* TODO(memory model): copies and semaphores come with the engine's. */
-	if (op->opcode >= TPU_OP_COPY_START)
-		return tpu_check_error(res, "op %u: opcode %u not supported yet", i,
-					op->opcode);
 	ret = check_fn(op, i, res);
 	if (!ret)
 		ret = check_bcasts(op, i, res);
 	if (!ret)
 		ret = check_unused(op, i, res);
-	if (!ret)
+	if (!ret && op->opcode < TPU_OP_COPY_START)
 		ret = check_dst(plan, i, op, res);
 	if (!ret && op->pred.len)
 		ret = tpu_check_prog(plan, op->pred, 1, res, "op", i, "predicate");
@@ -454,6 +516,14 @@ int tpu_check_op(struct tpu_plan *plan, unsigned int i,
 	case TPU_OP_BINARY:
 	case TPU_OP_SELECT:
 		return check_elementwise(plan, i, op, res);
+	case TPU_OP_COPY_START:
+	case TPU_OP_COPY_WAIT:
+		return tpu_check_copy(plan, i, op, res);
+	case TPU_OP_SEM_SIGNAL:
+	case TPU_OP_SEM_WAIT:
+		return tpu_check_sem_op(plan, i, op, res);
+	case TPU_OP_SCALAR_STORE:
+		return tpu_check_scalar_store(plan, i, op, res);
 	default:	/* ZERO, IOTA: dst only */
 		return 0;
 	}

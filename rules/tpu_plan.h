@@ -110,6 +110,26 @@ struct tpu_plan {
 	uint32_t num_sems;			/* semaphores, per core */
 };
 
+/*
+ * A ref as async copies see it (tpu_window_check.c): a box of a base, an
+ * operand (its block, or the array for ANY and scalar prefetch) or a
+ * scratch. A plain ref is the whole base; a window a slice whose starts
+ * its start program gives at run time.
+ */
+struct tpu_plan_box {
+	struct tpu_plan_ref base;		/* TPU_REF_OPERAND or _SCRATCH */
+	uint8_t space, dtype, rank, squeeze;
+	uint64_t extent[TPU_JOB_MAX_RANK];	/* the base's */
+	uint64_t size[TPU_JOB_MAX_RANK];	/* the box's */
+	struct tpu_plan_prog start;		/* len 0: every start is 0 */
+	int window;				/* its index, or -1 */
+	uint64_t elems, bytes;
+};
+
+/* @r's box; false if @r has no data (none, a semaphore, out of range). */
+bool tpu_plan_ref_box(const struct tpu_plan *plan, struct tpu_plan_ref r,
+		      struct tpu_plan_box *box);
+
 /* tpu_job_check.c */
 int tpu_job_decode(const void *desc, size_t len, const struct tpu_config *cfg,
 		   struct tpu_plan *plan, struct tpu_job_result *res);
@@ -126,8 +146,18 @@ int tpu_job_check_buffers(const struct tpu_plan *plan, uint64_t hbm_size,
  */
 struct tpu_scalar_fault {
 	unsigned int code;		/* enum tpu_job_error */
-	int32_t operand;		/* LOAD_SMEM's operand */
+	int32_t operand;		/* LOAD_SMEM's operand, LOAD_SCRATCH's scratch */
 	int64_t index;			/* the offending SMEM index */
+	uint64_t len;			/* elements of the array it indexed */
+	bool scratch;			/* LOAD_SCRATCH: @operand is a scratch */
+};
+
+/* A scratch LOAD_SCRATCH reads: SMEM words or semaphore counts. */
+struct tpu_scalar_scratch {
+	const int32_t *words;		/* SMEM scratch; NULL: reads 0 */
+	const int64_t *sems;		/* semaphore scratch; NULL: reads 0 */
+	uint64_t len;			/* elements (0: not readable) */
+	bool f32;			/* words hold binary32 (truncated) */
 };
 
 /* What a program reads besides its code. */
@@ -138,6 +168,17 @@ struct tpu_scalar_env {
 					 * (LOAD_SMEM); NULL, or a NULL entry:
 					 * loads read 0 after the range check */
 	const uint64_t *smem_len;	/* elements of each array */
+	const bool *smem_f32;		/* NULL, or per operand: binary32
+					 * words, truncated toward zero */
+	const struct tpu_scalar_scratch *scratch; /* LOAD_SCRATCH, per
+					 * scratch; NULL in index maps */
+};
+
+/* What LOAD_SMEM and LOAD_SCRATCH may name, for the verifier. */
+struct tpu_scalar_scope {
+	unsigned int grid_rank;
+	uint32_t smem_operands;		/* bit i: LOAD_SMEM may read operand i */
+	uint32_t scratch;		/* bit i: LOAD_SCRATCH may read scratch i */
 };
 
 /*
@@ -150,6 +191,11 @@ struct tpu_scalar_env {
 int tpu_scalar_verify_code(const struct tpu_plan_insn *insn, unsigned int len,
 			   unsigned int grid_rank, unsigned int num_smem,
 			   unsigned int nresults, char *why, size_t whylen);
+
+/* The same with what loads may name given in @scope. */
+int tpu_scalar_verify_scope(const struct tpu_plan_insn *insn, unsigned int len,
+			    const struct tpu_scalar_scope *scope,
+			    unsigned int nresults, char *why, size_t whylen);
 
 /*
  * Run a verified program: leaves its first @nout values in @out. Returns 0,
@@ -172,9 +218,18 @@ struct tpu_scalar_ctx {
 					 * semaphore scratch's sem_base; NULL: 0 */
 };
 
-/* The same for @prog in @plan's code array, its grid, SMEM and semaphores. */
+/*
+ * The same for @prog in @plan's code array, its grid, SMEM and semaphores.
+ * tpu_scalar_verify checks an index map (LOAD_SMEM of scalar prefetch
+ * only); tpu_scalar_verify_body a program of the body (predicates, scalar
+ * indices, window starts), which may also read SMEM-space operands' blocks
+ * and, with LOAD_SCRATCH, SMEM and semaphore scratch. The plan's operands
+ * and scratch must be decoded.
+ */
 int tpu_scalar_verify(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 		      unsigned int nresults, char *why, size_t whylen);
+int tpu_scalar_verify_body(const struct tpu_plan *plan, struct tpu_plan_prog prog,
+			   unsigned int nresults, char *why, size_t whylen);
 int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 		   const struct tpu_scalar_ctx *ctx, int64_t *out,
 		   unsigned int nout, struct tpu_scalar_fault *fault);

@@ -10,6 +10,7 @@
  * by construction.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "tpu_plan.h"
 
@@ -24,6 +25,7 @@ static int stack_effect(uint8_t op, int *pops, int *pushes)
 		*pops = 0;
 		return 0;
 	case TPU_INSN_LOAD_SMEM:
+	case TPU_INSN_LOAD_SCRATCH:
 	case TPU_INSN_NOT:
 		*pops = 1;
 		return 0;
@@ -33,23 +35,34 @@ static int stack_effect(uint8_t op, int *pops, int *pushes)
 	}
 }
 
-static int check_arg(const struct tpu_plan_insn *in, unsigned int grid_rank,
-		     unsigned int num_smem, char *why, size_t whylen,
-		     unsigned int pc)
+static int check_arg(const struct tpu_plan_insn *in,
+		     const struct tpu_scalar_scope *scope, char *why,
+		     size_t whylen, unsigned int pc)
 {
 	switch (in->op) {
 	case TPU_INSN_PUSH_PID:
 	case TPU_INSN_PUSH_NPROG:
-		if (in->arg < 0 || (uint32_t)in->arg >= grid_rank) {
+		if (in->arg < 0 || (uint32_t)in->arg >= scope->grid_rank) {
 			snprintf(why, whylen, "insn %u: grid dimension %d, grid rank is %u",
-				 pc, in->arg, grid_rank);
+				 pc, in->arg, scope->grid_rank);
 			return -1;
 		}
 		return 0;
 	case TPU_INSN_LOAD_SMEM:
-		if (in->arg < 0 || (uint32_t)in->arg >= num_smem) {
-			snprintf(why, whylen, "insn %u: operand %d is not scalar prefetch",
-				 pc, in->arg);
+		if (in->arg < 0 || in->arg >= 32 ||
+		    !(scope->smem_operands >> in->arg & 1)) {
+			snprintf(why, whylen, "insn %u: operand %d is not scalar prefetch%s",
+				 pc, in->arg, scope->scratch ?
+				 " or an SMEM-space operand" : "");
+			return -1;
+		}
+		return 0;
+	case TPU_INSN_LOAD_SCRATCH:
+		if (in->arg < 0 || in->arg >= 32 ||
+		    !(scope->scratch >> in->arg & 1)) {
+			snprintf(why, whylen, "insn %u: scratch %d is not an SMEM or semaphore scratch%s",
+				 pc, in->arg, scope->scratch ? "" :
+				 " (index maps read only scalar prefetch)");
 			return -1;
 		}
 		return 0;
@@ -65,9 +78,9 @@ static int check_arg(const struct tpu_plan_insn *in, unsigned int grid_rank,
 	}
 }
 
-int tpu_scalar_verify_code(const struct tpu_plan_insn *insn, unsigned int len,
-			   unsigned int grid_rank, unsigned int num_smem,
-			   unsigned int nresults, char *why, size_t whylen)
+int tpu_scalar_verify_scope(const struct tpu_plan_insn *insn, unsigned int len,
+			    const struct tpu_scalar_scope *scope,
+			    unsigned int nresults, char *why, size_t whylen)
 {
 	int depth = 0;
 
@@ -83,7 +96,7 @@ int tpu_scalar_verify_code(const struct tpu_plan_insn *insn, unsigned int len,
 			snprintf(why, whylen, "insn %u: unknown op %u", pc, in->op);
 			return -1;
 		}
-		if (check_arg(in, grid_rank, num_smem, why, whylen, pc))
+		if (check_arg(in, scope, why, whylen, pc))
 			return -1;
 		if (depth < pops) {
 			snprintf(why, whylen, "insn %u: stack underflow", pc);
@@ -103,12 +116,43 @@ int tpu_scalar_verify_code(const struct tpu_plan_insn *insn, unsigned int len,
 	return 0;
 }
 
+static uint32_t low_bits(unsigned int n)
+{
+	return n >= 32 ? UINT32_MAX : (1u << n) - 1;
+}
+
+int tpu_scalar_verify_code(const struct tpu_plan_insn *insn, unsigned int len,
+			   unsigned int grid_rank, unsigned int num_smem,
+			   unsigned int nresults, char *why, size_t whylen)
+{
+	const struct tpu_scalar_scope scope = { grid_rank, low_bits(num_smem), 0 };
+
+	return tpu_scalar_verify_scope(insn, len, &scope, nresults, why, whylen);
+}
+
 int tpu_scalar_verify(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 		      unsigned int nresults, char *why, size_t whylen)
 {
 	return tpu_scalar_verify_code(&plan->insn[prog.offset], prog.len,
 				      plan->grid_rank, plan->num_scalar_prefetch,
 				      nresults, why, whylen);
+}
+
+/* SMEM-space operands' blocks and SMEM/semaphore scratch, besides prefetch. */
+int tpu_scalar_verify_body(const struct tpu_plan *plan, struct tpu_plan_prog prog,
+			   unsigned int nresults, char *why, size_t whylen)
+{
+	struct tpu_scalar_scope scope = { plan->grid_rank,
+					  low_bits(plan->num_scalar_prefetch), 0 };
+
+	for (unsigned int i = plan->num_scalar_prefetch; i < plan->num_operands; i++)
+		if (plan->operand[i].space == TPU_MEM_SMEM)
+			scope.smem_operands |= 1u << i;
+	for (unsigned int i = 0; i < plan->num_scratch; i++)
+		if (plan->scratch[i].space != TPU_MEM_VMEM)
+			scope.scratch |= 1u << i;
+	return tpu_scalar_verify_scope(&plan->insn[prog.offset], prog.len, &scope,
+				       nresults, why, whylen);
 }
 
 static int64_t floor_div(int64_t a, int64_t b)
@@ -162,10 +206,31 @@ static int64_t binop(uint8_t op, int64_t a, int64_t b)
 	}
 }
 
+/* An SMEM word as a scalar: int32, or binary32 truncated toward zero. */
+static int64_t word_value(const int32_t *words, int64_t i, bool f32)
+{
+	float f;
+
+	if (!words)
+		return 0;
+	if (!f32)
+		return words[i];
+	memcpy(&f, &words[i], sizeof(f));
+	if (!(f == f))
+		return 0;
+	if (f >= 9.2e18f)
+		return INT64_MAX;
+	if (f <= -9.2e18f)
+		return INT64_MIN;
+	return (int64_t)f;
+}
+
 int tpu_scalar_run_code(const struct tpu_plan_insn *insn, unsigned int len,
 			const struct tpu_scalar_env *env, int64_t *out,
 			unsigned int nout, struct tpu_scalar_fault *fault)
 {
+	static const struct tpu_scalar_scratch none;
+	const struct tpu_scalar_scratch *sc;
 	int64_t stack[TPU_JOB_MAX_STACK];
 	int sp = 0;
 
@@ -188,11 +253,27 @@ int tpu_scalar_run_code(const struct tpu_plan_insn *insn, unsigned int len,
 			a = stack[sp - 1];
 			if (a < 0 || (uint64_t)a >= env->smem_len[in->arg]) {
 				*fault = (struct tpu_scalar_fault){
-					TPU_JOB_ERR_SMEM_RANGE, in->arg, a };
+					.code = TPU_JOB_ERR_SMEM_RANGE,
+					.operand = in->arg, .index = a,
+					.len = env->smem_len[in->arg] };
 				return -1;
 			}
 			array = env->smem ? env->smem[in->arg] : NULL;
-			stack[sp - 1] = array ? array[a] : 0;
+			stack[sp - 1] = word_value(array, a, env->smem_f32 &&
+						   env->smem_f32[in->arg]);
+			break;
+		case TPU_INSN_LOAD_SCRATCH:
+			a = stack[sp - 1];
+			sc = env->scratch ? &env->scratch[in->arg] : &none;
+			if (a < 0 || (uint64_t)a >= sc->len) {
+				*fault = (struct tpu_scalar_fault){
+					.code = TPU_JOB_ERR_SMEM_RANGE,
+					.operand = in->arg, .index = a,
+					.len = sc->len, .scratch = true };
+				return -1;
+			}
+			stack[sp - 1] = sc->sems ? sc->sems[a] :
+					word_value(sc->words, a, sc->f32);
 			break;
 		case TPU_INSN_NOT:
 			stack[sp - 1] = !stack[sp - 1];
@@ -202,7 +283,7 @@ int tpu_scalar_run_code(const struct tpu_plan_insn *insn, unsigned int len,
 			a = stack[sp - 1];
 			if ((in->op == TPU_INSN_DIV || in->op == TPU_INSN_MOD) && !b) {
 				*fault = (struct tpu_scalar_fault){
-					TPU_JOB_ERR_DIV_ZERO, -1, 0 };
+					.code = TPU_JOB_ERR_DIV_ZERO, .operand = -1 };
 				return -1;
 			}
 			stack[sp - 1] = binop(in->op, a, b);
@@ -218,18 +299,47 @@ int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 		   const struct tpu_scalar_ctx *ctx, int64_t *out,
 		   unsigned int nout, struct tpu_scalar_fault *fault)
 {
-	const int64_t *pid = ctx->pid;
 	const int32_t *smem = ctx->smem;
 	const int32_t *arrays[TPU_JOB_MAX_OPERANDS];
 	uint64_t lens[TPU_JOB_MAX_OPERANDS];
+	bool f32[TPU_JOB_MAX_OPERANDS];
+	struct tpu_scalar_scratch scratch[TPU_JOB_MAX_SCRATCH];
 	struct tpu_scalar_env env = {
-		.grid = plan->grid, .pid = pid, .smem = arrays, .smem_len = lens,
+		.grid = plan->grid, .pid = ctx->pid, .smem = arrays,
+		.smem_len = lens, .smem_f32 = f32, .scratch = scratch,
 	};
 
-	/* Scalar prefetch comes first: operand i's array is SMEM array i. */
+	/*
+	 * Operand i's array is its scalar prefetch or its SMEM-space block at
+	 * smem_base; the verifier let only those be named.
+	 */
 	for (unsigned int i = 0; i < plan->num_scalar_prefetch; i++) {
 		arrays[i] = smem ? smem + plan->operand[i].smem_base : NULL;
 		lens[i] = plan->operand[i].elems;
+		f32[i] = false;		/* scalar prefetch is int32 */
+	}
+	for (unsigned int i = plan->num_scalar_prefetch; i < plan->num_operands; i++) {
+		const struct tpu_plan_operand *o = &plan->operand[i];
+		bool in_smem = o->space == TPU_MEM_SMEM;
+
+		arrays[i] = smem && in_smem ? smem + o->smem_base : NULL;
+		lens[i] = in_smem ? o->block_bytes / 4 : 0;
+		f32[i] = o->dtype == TPU_DTYPE_F32;
+	}
+	for (unsigned int i = 0; i < plan->num_scratch; i++) {
+		const struct tpu_plan_scratch *s = &plan->scratch[i];
+
+		scratch[i] = (struct tpu_scalar_scratch){ 0 };
+		if (s->space == TPU_MEM_SMEM)
+			scratch[i] = (struct tpu_scalar_scratch){
+				.words = smem ? smem + s->smem_base : NULL,
+				.len = s->bytes / 4,
+				.f32 = s->dtype == TPU_DTYPE_F32 };
+		else if (s->space != TPU_MEM_VMEM)
+			scratch[i] = (struct tpu_scalar_scratch){
+				.sems = ctx->sems ? ctx->sems + s->sem_base : NULL,
+				.len = s->shape[0] };
+		/* a NULL semaphore array reads its words, also NULL: 0 */
 	}
 	return tpu_scalar_run_code(&plan->insn[prog.offset], prog.len, &env, out,
 				   nout, fault);

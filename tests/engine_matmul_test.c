@@ -207,8 +207,10 @@ TEST(model_only_8192_cubed_is_instant)
 	struct mm_job j = { .m = 8192, .k = 8192, .n = 8192, .bm = 128, .bk = 128,
 			    .bn = 128, .in_dtype = TPU_DTYPE_BF16,
 			    .out_dtype = TPU_DTYPE_BF16, .acc_scratch = true };
-	struct tpu_buffer_slot big = { 0, 8192ull * 8192 * 2 };
-	struct tpu_buffer_slot slots[3] = { big, big, big };
+	uint64_t size = 8192ull * 8192 * 2;
+	/* disjoint: an output sharing bytes with an input must be an alias */
+	struct tpu_buffer_slot slots[3] = { { 0, size }, { size, size },
+					    { 2 * size, size } };
 	struct tpu_job_result res;
 	size_t len;
 	void *blob;
