@@ -378,6 +378,14 @@ out:
 /* The Pallas kernel's DEFAULT_MASK_VALUE, -0.7 * float32 max. */
 #define MASK_VALUE	((float)(-0.7 * FLT_MAX))
 
+/*
+ * SMEM scratch next_ref: [0, 3) the next block's (b, h, i); from
+ * NEXT_BATCH, the next sequence with a non-zero length after each b. One
+ * scratch for both: a job has 16 scratch buffers, and the body's
+ * temporaries take most of them.
+ */
+#define NEXT_BATCH	3
+
 static int64_t group(const struct paged_shape *s)
 {
 	return s->heads / s->kv_heads;
@@ -425,7 +433,7 @@ struct tpurt_grid_spec *paged_spec(const struct paged_shape *s)
 	int64_t grid[3] = { s->batch, s->kv_heads,
 			    s->pages_per_seq / s->pages_per_block };
 	int64_t buf[4] = { 2, s->pages_per_block, s->page_size, s->head_dim };
-	int64_t one[1] = { 1 }, three[1] = { 3 }, batch[1] = { s->batch };
+	int64_t one[1] = { 1 }, scalars[1] = { NEXT_BATCH + s->batch };
 	struct tpurt_block_spec qs = q_block(s, s->head_dim), ml = q_block(s, 1);
 	struct tpurt_grid_spec *gs;
 
@@ -455,10 +463,8 @@ struct tpurt_grid_spec *paged_spec(const struct paged_shape *s)
 		tpurt_grid_spec_add_scratch(gs, "sem", TPURT_SEMAPHORE_DMA,
 					    TPURT_INT32, 1, one) ||
 		/* the kernel's scalars that Mosaic keeps in registers */
-		tpurt_grid_spec_add_scratch(gs, "next_batch_ref", TPURT_SMEM,
-					    TPURT_INT32, 1, batch) ||
 		tpurt_grid_spec_add_scratch(gs, "next_ref", TPURT_SMEM,
-					    TPURT_INT32, 1, three));
+					    TPURT_INT32, 1, scalars));
 }
 
 /*
@@ -497,27 +503,29 @@ static void next_block_lines(struct kernel_text *t, const char *in)
 	kernel_line(t, in2, "next_ref[2] = 0");
 	kernel_line(t, in2, "@pl.when(h + 1 >= num_kv_heads)");
 	kernel_line(t, in2, "def advance_b():");
-	kernel_line(t, in3, "next_ref[0] = next_batch_ref[b]");
+	kernel_line(t, in3, "next_ref[0] = next_ref[%d + b]", NEXT_BATCH);
 	kernel_line(t, in3, "next_ref[1] = 0");
 }
 
 /*
  * advance_to_next_non_zero_length, a fori_loop in the Pallas kernel: the
  * scalar core has no loops, so at the first step the kernel tabulates
- * next_batch_ref[b], the first b' > b with lengths_ref[b'] > 0 (or
- * batch_size), backwards in batch_size unrolled stores.
+ * next_ref[NEXT_BATCH + b], the first b' > b with lengths_ref[b'] > 0
+ * (or batch_size), backwards in batch_size unrolled stores.
  */
 static void next_batch_lines(struct kernel_text *t, const struct paged_shape *s)
 {
 	kernel_line(t, "", "@pl.when((b == 0) & (h == 0) & (i == 0))");
 	kernel_line(t, "", "def tabulate_next_batch():");
-	kernel_line(t, "    ", "next_batch_ref[%lld] = batch_size", LL(s->batch - 1));
+	kernel_line(t, "    ", "next_ref[%lld] = batch_size",
+		    LL(NEXT_BATCH + s->batch - 1));
 	for (int64_t b = s->batch - 2; b >= 0; b--) {
-		kernel_line(t, "    ", "next_batch_ref[%lld] = %lld", LL(b), LL(b + 1));
+		kernel_line(t, "    ", "next_ref[%lld] = %lld", LL(NEXT_BATCH + b),
+			    LL(b + 1));
 		kernel_line(t, "    ", "@pl.when(lengths_ref[%lld] == 0)", LL(b + 1));
 		kernel_line(t, "    ", "def _():");
-		kernel_line(t, "        ", "next_batch_ref[%lld] = next_batch_ref[%lld]",
-			    LL(b), LL(b + 1));
+		kernel_line(t, "        ", "next_ref[%lld] = next_ref[%lld]",
+			    LL(NEXT_BATCH + b), LL(NEXT_BATCH + b + 1));
 	}
 }
 
@@ -527,6 +535,7 @@ int paged_kernel(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs,
 	struct kernel_text *t = kernel_text_new();
 	const char *in = "    ";
 	long long g = LL(group(s)), bk = LL(s->pages_per_block * s->page_size);
+	bool f32 = s->dtype == TPURT_F32;
 
 	kernel_line(t, "", "batch_size = %lld", LL(s->batch));
 	kernel_line(t, "", "num_kv_heads = %lld", LL(s->kv_heads));
@@ -562,29 +571,50 @@ int paged_kernel(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs,
 	page_copies(t, "        ", s, "kv", "next_ref[0]", "next_ref[1]",
 		    "next_ref[2]", "1 - buffer_index", "start");
 	page_copies(t, in, s, "k", "b", "h", "i", "buffer_index", "wait");
-	kernel_line(t, in, "q = q_ref[...].astype(jnp.float32)");
-	kernel_line(t, in, "k = k_vmem_buffer.at[buffer_index][...].astype(jnp.float32)");
+	/*
+	 * The body's values live in VMEM temporaries, and with the 4
+	 * scratch buffers a job has room for 12 (16 in all). So the Pallas
+	 * kernel's expressions are split where a statement can then update
+	 * its value in place (qk - m_curr, m_prev - m_next, ...), m_prev and
+	 * l_prev are m_ref[...] and l_ref[...] read in place before their
+	 * stores, and with f32 pages the dots read the buffers' windows
+	 * in place (wait_and_get_loaded() casts them to f32, a copy).
+	 */
+	kernel_line(t, in, "q = q_ref[...]%s", f32 ? "" : ".astype(jnp.float32)");
+	if (!f32)
+		kernel_line(t, in, "k = k_vmem_buffer.at[buffer_index][...].astype(jnp.float32)");
 	/* jnp.einsum('hd,td->ht', q, k) */
-	kernel_line(t, in, "qk = jnp.dot(q, k.T, preferred_element_type=jnp.float32)");
+	kernel_line(t, in, "qk = jnp.dot(q, %s.T, preferred_element_type=jnp.float32)",
+		    f32 ? "k_vmem_buffer.at[buffer_index][...]" : "k");
 	kernel_line(t, in, "mask = i * bk + lax.broadcasted_iota(jnp.int32, (%lld, %lld), 1) < length",
 		    g, bk);
-	kernel_line(t, in, "qk = qk + jnp.where(mask, 0.0, %.9g)", MASK_VALUE);
+	/*
+	 * qk + jnp.where(mask, 0.0, mask_value) is mask_value itself where
+	 * masked (|qk| is far below mask_value's ulp), so select it. The
+	 * exact decimal: the device's immediates are binary32.
+	 */
+	kernel_line(t, in, "qk = jnp.where(mask, qk, %.0f)", MASK_VALUE);
 	kernel_line(t, in, "m_curr = jnp.max(qk, axis=1, keepdims=True)");
-	kernel_line(t, in, "s_curr = jnp.exp(qk - m_curr)");
-	kernel_line(t, in, "m_prev = m_ref[...]");
-	kernel_line(t, in, "l_prev = l_ref[...]");
-	kernel_line(t, in, "l_curr = jnp.sum(s_curr, axis=1, keepdims=True)");
-	kernel_line(t, in, "m_next = jnp.maximum(m_prev, m_curr)");
-	kernel_line(t, in, "alpha = jnp.exp(m_prev - m_next)");
-	kernel_line(t, in, "beta = jnp.exp(m_curr - m_next)");
-	kernel_line(t, in, "l_next = alpha * l_prev + beta * l_curr");
-	kernel_line(t, in, "l_next_safe = jnp.where(l_next == 0.0, 1.0, l_next)");
-	page_copies(t, in, s, "v", "b", "h", "i", "buffer_index", "wait");
-	kernel_line(t, in, "v = v_vmem_buffer.at[buffer_index][...].astype(jnp.float32)");
-	kernel_line(t, in, "o_curr_times_l_curr = jnp.dot(s_curr, v, preferred_element_type=jnp.float32)");
-	kernel_line(t, in, "o_ref[...] = ((l_prev * alpha * o_ref[...] + beta * o_curr_times_l_curr) / l_next_safe).astype(o_ref.dtype)");
+	kernel_line(t, in, "qk = qk - m_curr");
+	kernel_line(t, in, "s_curr = jnp.exp(qk)");
+	kernel_line(t, in, "m_next = jnp.maximum(m_ref[...], m_curr)");
+	kernel_line(t, in, "alpha = m_ref[...] - m_next");
+	kernel_line(t, in, "alpha = jnp.exp(alpha)");
+	kernel_line(t, in, "beta = m_curr - m_next");
+	kernel_line(t, in, "beta = jnp.exp(beta)");
 	kernel_line(t, in, "m_ref[...] = m_next");
-	kernel_line(t, in, "l_ref[...] = l_next_safe");
+	kernel_line(t, in, "l_prev_alpha = l_ref[...] * alpha");
+	kernel_line(t, in, "l_curr = jnp.sum(s_curr, axis=1, keepdims=True)");
+	kernel_line(t, in, "l_next = beta * l_curr");
+	kernel_line(t, in, "l_next = l_next + l_prev_alpha");
+	kernel_line(t, in, "l_ref[...] = jnp.where(l_next == 0.0, 1.0, l_next)");	/* l_next_safe */
+	page_copies(t, in, s, "v", "b", "h", "i", "buffer_index", "wait");
+	if (!f32)
+		kernel_line(t, in, "v = v_vmem_buffer.at[buffer_index][...].astype(jnp.float32)");
+	kernel_line(t, in, "o_curr_times_l_curr = jnp.dot(s_curr, %s, preferred_element_type=jnp.float32)",
+		    f32 ? "v_vmem_buffer.at[buffer_index][...]" : "v");
+	kernel_line(t, in, "o_curr_times_l_curr = o_curr_times_l_curr * beta");
+	kernel_line(t, in, "o_ref[...] = ((l_prev_alpha * o_ref[...] + o_curr_times_l_curr) / l_ref[...]).astype(o_ref.dtype)");
 	/* buffer_index_ref[0] = next_buffer_index, last: buffer_index reads it */
 	kernel_line(t, in, "@pl.when(next_ref[0] < batch_size)");
 	kernel_line(t, in, "def _():");
