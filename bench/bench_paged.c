@@ -4,7 +4,7 @@
  * paged_attention sample's kernel, samples/memory_kernels.c) on the
  * in-process device, beside a host reference in the same run: batch 8,
  * heads 8 (kv heads 8), head_dim 128, bf16 pages of 16 and 64 tokens,
- * every sequence 512, 2048 or 8192 tokens long.
+ * every sequence 512, 2048 or 8192 tokens long, 8 pages a grid step.
  *
  * The reference does the same work in f32 the way a host would: for each
  * sequence and head, gather its K pages (bf16 -> f32) into one (length,
@@ -37,7 +37,7 @@
 #define HEADS		8
 #define KV_HEADS	8
 #define D		128
-#define BLOCK_TOKENS	256	/* tokens a grid step: pages_per_compute_block * page_size */
+#define PAGES_PER_BLOCK	8	/* pages_per_compute_block: a grid step's pages */
 
 static double now(void)
 {
@@ -108,8 +108,11 @@ static void gather(const struct paged_bench *pb, const uint16_t *pages,
 		const uint16_t *src = pages + (h * s->total_pages + p) * page;
 		int64_t len = (n - t0 < s->page_size ? n - t0 : s->page_size) * D;
 
-		for (int64_t e = 0; e < len; e++)
-			out[t0 * D + e] = tpurt_bf16_to_f32(src[e]);
+		for (int64_t e = 0; e < len; e++) {	/* bf16: f32's upper half */
+			uint32_t bits = (uint32_t)src[e] << 16;
+
+			memcpy(&out[t0 * D + e], &bits, sizeof(bits));
+		}
 	}
 }
 
@@ -160,7 +163,7 @@ static void paged_init(struct tpurt_device *dev, struct paged_bench *pb,
 
 	pb->s = (struct paged_shape){ TPURT_BF16, BATCH, HEADS, KV_HEADS, D,
 				      page_size, BATCH * pps, pps,
-				      BLOCK_TOKENS / page_size };
+				      PAGES_PER_BLOCK };
 	np = KV_HEADS * pb->s.total_pages * page_size * D;
 	for (int b = 0; b < BATCH; b++)
 		pb->lengths[b] = (int32_t)len;
@@ -248,7 +251,7 @@ static void bench(struct tpurt_device *dev, int64_t len, int64_t page_size,
 	printf("# paged attention: bf16 pages of %lld tokens, batch %d, heads %d (kv %d), "
 	       "head_dim %d, length %lld, %lld pages a step; host: gather + sgemv, 1 thread\n",
 	       (long long)page_size, BATCH, HEADS, KV_HEADS, D, (long long)len,
-	       (long long)(BLOCK_TOKENS / page_size));
+	       (long long)PAGES_PER_BLOCK);
 	paged_init(dev, &pb, len, page_size);
 	for (int r = 0; r < rounds; r++) {
 		pb.ref[r] = host_reference(&pb);
