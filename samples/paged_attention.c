@@ -26,13 +26,20 @@
  * (samples/memory_kernels.c writes it, one async copy a page, unrolled.)
  * Where it differs from the Pallas kernel, for the device's sake:
  * - the next non-empty sequence (a lax.fori_loop there) comes from a table
- *   next_batch_ref in SMEM scratch that the first step fills backwards in
- *   batch_size unrolled stores: the scalar core has no loops;
- * - next_b, next_h, next_i live in SMEM scratch next_ref (Mosaic keeps
- *   them in scalar registers);
+ *   in SMEM scratch that the first step fills backwards in batch_size
+ *   unrolled stores: the scalar core has no loops;
+ * - the copies' (b, h, i, slot) live in SMEM scratch desc_ref (Mosaic
+ *   keeps them in scalar registers), so the first block's copies, the
+ *   next block's and the waits are one unrolled text (a job has at most
+ *   64 windows);
+ * - the pages are not cast to f32 before the dots: a TPU runs jax's f32
+ *   dots at default precision in bf16, so q k^T is exact with bf16 q and
+ *   k, and s_curr is rounded to bf16 for s_curr v, as the MXU would;
  * - o, m and l are initialised at i == 0 whatever the length, so a
  *   sequence of length 0 gives zeros (the Pallas kernel leaves that output
- *   block as it found it).
+ *   block as it found it);
+ * - a few expressions are split into in-place steps, so the body's VMEM
+ *   temporaries fit the job's 16 scratch buffers.
  * Lengths need not be multiples of the block (the iota mask), and may be
  * 0; every entry of page_indices must name a page, also past the length
  * (the whole block's pages are copied, as in the Pallas kernel).
