@@ -95,7 +95,8 @@ HOST_TESTS	= engine_vector_test engine_config_test engine_copy_test engine_gemm_
 # Runtime tests on the in-process device (libtpurt-sim.a).
 SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 		  tpurt_matmul_test tpurt_analysis_test tpurt_template_test \
-		  tpurt_scalar_core_test tpurt_stmt_test tpurt_stmt_sim_test
+		  tpurt_scalar_core_test tpurt_stmt_test tpurt_stmt_sim_test \
+		  tpurt_memory_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \

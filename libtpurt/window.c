@@ -115,6 +115,7 @@ static int parse_item(const char *item, struct tpurt_index *ix)
 	if (ret <= 0)
 		return ret;
 	ix->kind = TPURT_IX_INDEX;
+	snprintf(ix->start, sizeof(ix->start), "%s", item);
 	return item[0] ? 0 : -1;
 }
 
