@@ -91,6 +91,7 @@ HOST_TESTS	= engine_vector_test engine_config_test engine_copy_test engine_gemm_
 		  engine_scalar_test engine_errors_test engine_ops_test \
 		  engine_debug_test engine_cast_test engine_pool_test \
 		  engine_model_match_test engine_abort_test engine_vec_test \
+		  engine_memory_test \
 		  tpurt_open_test params_table_test $(SIM_TESTS)
 # Runtime tests on the in-process device (libtpurt-sim.a).
 SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \

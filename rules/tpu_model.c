@@ -71,44 +71,114 @@ static void close_interval(struct tpu_model *m, uint64_t fetch_bytes)
 	struct tpu_model_stats *s = &m->stats;
 	double io = dma_s(m->cfg, fetch_bytes) +
 		    dma_s(m->cfg, m->inflight_writeback_bytes);
-	double busy = io > m->prev_compute_s ? io : m->prev_compute_s;
+	double ahead = m->prev_ahead_s, busy;
 
+	/* Buffered(n >= 3): what the credit does not cover competes here */
+	if (ahead > 0) {
+		double used = ahead < m->ahead_credit_s ? ahead : m->ahead_credit_s;
+
+		m->ahead_credit_s -= used;
+		io += ahead - used;
+	}
+	busy = io > m->prev_compute_s ? io : m->prev_compute_s;
 	s->bubble_s += busy - m->prev_compute_s;
+	if (m->ahead_steps) {
+		double cap = (double)m->ahead_steps * busy;
+
+		m->ahead_credit_s += busy - io;
+		if (m->ahead_credit_s > cap)
+			m->ahead_credit_s = cap;
+	}
+	/* Buffered(1): the fetch into the only buffer waits for the step */
+	busy += m->prev_serial_s;
+	s->bubble_s += m->prev_serial_s;
 	s->time_s += busy + step_cost_s(m->cfg);
 	m->inflight_writeback_bytes = m->prev_writeback_bytes;
+	m->prev_serial_s = 0;
+	m->prev_ahead_s = 0;
+}
+
+/*
+ * One step: its fetches @f, @compute_s of work plus @stall_s waiting for
+ * manual copies (the step's compute interval is their sum).
+ */
+static void step(struct tpu_model *m, const struct tpu_model_fetch *f,
+		 double compute_s, double stall_s, uint64_t flops,
+		 uint64_t writeback_bytes)
+{
+	struct tpu_model_stats *s = &m->stats;
+	uint64_t fetch = f->bytes + f->serial_bytes + f->ahead_bytes;
+
+	if (!s->steps) {
+		/* prologue: the MXU has nothing to do until the first blocks land */
+		s->time_s += dma_s(m->cfg, fetch);
+		s->bubble_s += dma_s(m->cfg, fetch);
+	} else {
+		m->prev_serial_s = dma_s(m->cfg, f->serial_bytes);
+		m->prev_ahead_s = dma_s(m->cfg, f->ahead_bytes);
+		if (f->ahead_steps > m->ahead_steps)
+			m->ahead_steps = f->ahead_steps;
+		close_interval(m, f->bytes);
+	}
+	s->dma_busy_s += dma_s(m->cfg, fetch) + dma_s(m->cfg, writeback_bytes);
+	s->mxu_busy_s += compute_s;
+	s->bubble_s += stall_s;
+	s->hbm_bytes_in += fetch;
+	s->hbm_bytes_out += writeback_bytes;
+	s->flops += flops;
+	s->steps++;
+	m->prev_compute_s = compute_s + stall_s;
+	m->prev_writeback_bytes = writeback_bytes;
+	m->clock_s += compute_s + stall_s;
 }
 
 void tpu_model_step(struct tpu_model *m, uint64_t fetch_bytes,
 		    double compute_s, uint64_t flops, uint64_t writeback_bytes)
 {
-	struct tpu_model_stats *s = &m->stats;
+	const struct tpu_model_fetch f = { .bytes = fetch_bytes };
 
-	if (!s->steps) {
-		/* prologue: the MXU has nothing to do until the first blocks land */
-		s->time_s += dma_s(m->cfg, fetch_bytes);
-		s->bubble_s += dma_s(m->cfg, fetch_bytes);
-	} else {
-		close_interval(m, fetch_bytes);
-	}
-	s->dma_busy_s += dma_s(m->cfg, fetch_bytes) +
-			 dma_s(m->cfg, writeback_bytes);
-	s->mxu_busy_s += compute_s;
-	s->hbm_bytes_in += fetch_bytes;
-	s->hbm_bytes_out += writeback_bytes;
-	s->flops += flops;
-	s->steps++;
-	m->prev_compute_s = compute_s;
-	m->prev_writeback_bytes = writeback_bytes;
+	step(m, &f, compute_s, 0, flops, writeback_bytes);
+}
+
+void tpu_model_step_fetch(struct tpu_model *m, const struct tpu_model_fetch *f,
+			  const struct tpu_model_work *w, uint64_t flops,
+			  uint64_t writeback_bytes)
+{
+	step(m, f, tpu_model_compute_s(w), w->stall_s, flops, writeback_bytes);
+	m->stats.vpu_busy_s += w->vpu_s;
+	m->stats.eup_busy_s += w->eup_s;
 }
 
 void tpu_model_step_work(struct tpu_model *m, uint64_t fetch_bytes,
 			 const struct tpu_model_work *w, uint64_t flops,
 			 uint64_t writeback_bytes)
 {
-	tpu_model_step(m, fetch_bytes, tpu_model_compute_s(w), flops,
-		       writeback_bytes);
-	m->stats.vpu_busy_s += w->vpu_s;
-	m->stats.eup_busy_s += w->eup_s;
+	const struct tpu_model_fetch f = { .bytes = fetch_bytes };
+
+	tpu_model_step_fetch(m, &f, w, flops, writeback_bytes);
+}
+
+double tpu_model_copy_start(struct tpu_model *m, double at_s, uint64_t bytes,
+			    bool hbm)
+{
+	/* on-chip: a vreg loaded and stored per two vector slots */
+	double rate = hbm ? (double)m->cfg->hbm_bandwidth :
+			    2.0 * (double)m->cfg->vpu_elems_per_s;
+	double now = m->clock_s + at_s;
+	double start = now > m->copy_free_s ? now : m->copy_free_s;
+	double t = (double)bytes / rate;
+
+	m->copy_free_s = start + t;
+	m->stats.dma_busy_s += t;
+	return m->copy_free_s;
+}
+
+double tpu_model_copy_wait(const struct tpu_model *m, double at_s,
+			   double done_s)
+{
+	double now = m->clock_s + at_s;
+
+	return done_s > now ? done_s - now : 0;
 }
 
 void tpu_model_end(struct tpu_model *m, struct tpu_model_stats *out)

@@ -28,10 +28,32 @@
  * MXU-bound, as the published figures show (no measurable cost for a fused
  * activation), while softmax or layer norm steps are VPU/EUP-bound. DMA
  * overlaps compute as above.
+ *
+ * The memory model (uapi/tpu_job.h):
+ *  - pl.Buffered(n) of an input: with n = 1 its block for step s+1 cannot
+ *    be fetched while step s uses the only buffer, so that fetch runs
+ *    after step s's compute, serially (its time is a bubble). With n >= 3
+ *    fetches may run ahead: the DMA time the interval before left idle
+ *    (compute longer than its transfers) is a credit, capped at n - 2
+ *    intervals' length, that such an operand's fetch uses first; only the
+ *    rest competes in the step's interval. n = 2 (the default) is the
+ *    pipeline above; a job without other n models exactly as before.
+ *  - Manual async copies run on the core's DMA engine, one after another,
+ *    at HBM bandwidth when an end is in HBM, else (VMEM/SMEM to VMEM/SMEM)
+ *    at 2 bytes per VPU element-op (a vreg loaded and stored per pair of
+ *    vector slots: 2 x vpu-elems-per-s bytes/s). They are timed on the
+ *    core's compute timeline (the steps' compute and stalls so far plus
+ *    the compute of the step's earlier ops): a copy starts when issued or
+ *    when the previous manual copy ends, and overlaps everything after it;
+ *    a wait issued before its copies end stalls the core until they do,
+ *    charged as bubble. They do not slow the pipeline's own DMA (a
+ *    simplification: both share HBM on a real chip). Their time adds to
+ *    the DMA busy time.
  */
 #ifndef TPU_MODEL_H
 #define TPU_MODEL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "tpu_config.h"
@@ -52,6 +74,15 @@ struct tpu_model_work {
 	double mxu_s;
 	double vpu_s;
 	double eup_s;
+	double stall_s;		/* waits for manual copies (a bubble) */
+};
+
+/* A step's input fetches by buffering (pl.Buffered(n)), in bytes. */
+struct tpu_model_fetch {
+	uint64_t bytes;		/* double-buffered: overlap the step before */
+	uint64_t serial_bytes;	/* Buffered(1): after the step before */
+	uint64_t ahead_bytes;	/* Buffered(n >= 3): may run ahead */
+	unsigned int ahead_steps;	/* the largest such n - 2 */
 };
 
 struct tpu_model_stats {
@@ -74,6 +105,13 @@ struct tpu_model {
 	double prev_compute_s;		/* the step whose successor is fetching */
 	uint64_t prev_writeback_bytes;	/* released by that step */
 	uint64_t inflight_writeback_bytes; /* released by the one before */
+	double prev_serial_s;		/* Buffered(1) fetch after that step */
+	double prev_ahead_s;		/* Buffered(n >= 3) fetch for it */
+	unsigned int ahead_steps;
+	double ahead_credit_s;		/* idle DMA time such fetches may use */
+	double clock_s;			/* compute timeline: steps' compute
+					 * and stalls so far (manual copies) */
+	double copy_free_s;		/* when the manual copies end */
 };
 
 void tpu_model_begin(struct tpu_model *m, const struct tpu_config *cfg);
@@ -111,6 +149,22 @@ void tpu_model_step(struct tpu_model *m, uint64_t fetch_bytes,
 void tpu_model_step_work(struct tpu_model *m, uint64_t fetch_bytes,
 			 const struct tpu_model_work *w, uint64_t flops,
 			 uint64_t writeback_bytes);
+
+/* The same with the step's fetches split by buffering (pl.Buffered(n)). */
+void tpu_model_step_fetch(struct tpu_model *m, const struct tpu_model_fetch *f,
+			  const struct tpu_model_work *w, uint64_t flops,
+			  uint64_t writeback_bytes);
+
+/*
+ * A manual copy of @bytes (@hbm: an end in HBM) issued @at_s into the
+ * current step's compute: returns when it ends on the compute timeline.
+ */
+double tpu_model_copy_start(struct tpu_model *m, double at_s, uint64_t bytes,
+			    bool hbm);
+
+/* The stall of a wait issued @at_s into the step for copies ending @done_s. */
+double tpu_model_copy_wait(const struct tpu_model *m, double at_s,
+			   double done_s);
 
 /* Close the timeline (epilogue) and return the core's statistics. */
 void tpu_model_end(struct tpu_model *m, struct tpu_model_stats *out);

@@ -2,16 +2,33 @@
 #include <string.h>
 
 #include "tpu_body.h"
+#include "tpu_copy_dma.h"
 #include "tpu_core_fail.h"
 #include "tpu_elem.h"
 #include "tpu_ops.h"
+#include "tpu_semaphore.h"
+#include "tpu_smem.h"
+#include "tpu_window.h"
 
-/* The 2-D ref an op's operand names: the block in VMEM or a scratch buffer. */
+/* An op's refs at this step: windows resolved (index 0 dst, 1-3 srcs). */
+struct op_refs {
+	struct tpu_box_at at[4];
+	struct tpu_plan_ref ref[4];
+	bool used[4];
+};
+
+/*
+ * The 2-D ref an op's operand names: the block in VMEM, a scratch buffer
+ * or a window of either (resolved in @at).
+ */
 static struct tpu_ref2d core_ref(const struct tpu_core *core,
-				 struct tpu_plan_ref ref)
+				 struct tpu_plan_ref ref,
+				 const struct tpu_box_at *at)
 {
 	const struct tpu_plan_scratch *s;
 
+	if (ref.kind == TPU_REF_WINDOW)
+		return tpu_window_ref2d(core, at);
 	if (ref.kind == TPU_REF_OPERAND)
 		return core->block[ref.index];
 	s = &core->run->plan->scratch[ref.index];
@@ -19,40 +36,18 @@ static struct tpu_ref2d core_ref(const struct tpu_core *core,
 				   s->cols, s->cols, s->dtype };
 }
 
-static double smem_scalar(const struct tpu_run *run, struct tpu_plan_ref ref,
-			  int64_t index)
+static double smem_scalar(const struct tpu_core *core, struct tpu_plan_ref ref,
+			  int64_t index, bool *is_int)
 {
-	const struct tpu_plan *plan = run->plan;
-	uint64_t base;
-	uint8_t dtype;
-	int32_t w;
+	bool f32;
+	const int32_t *w = tpu_smem_words(core, ref, &f32);
 	float f;
 
-	if (ref.kind == TPU_REF_OPERAND) {
-		base = plan->operand[ref.index].smem_base;
-		dtype = TPU_DTYPE_INT32;
-	} else {
-		base = plan->scratch[ref.index].smem_base;
-		dtype = plan->scratch[ref.index].dtype;
-	}
-	w = run->smem ? run->smem[base + index] : 0;
-	if (dtype == TPU_DTYPE_INT32)
-		return w;
-	memcpy(&f, &w, sizeof(f));
+	*is_int = !f32;
+	if (!f32)
+		return w[index];
+	memcpy(&f, &w[index], sizeof(f));
 	return f;
-}
-
-static bool smem_is_int(const struct tpu_plan *plan, struct tpu_plan_ref ref)
-{
-	return ref.kind == TPU_REF_OPERAND ||
-	       plan->scratch[ref.index].dtype == TPU_DTYPE_INT32;
-}
-
-static uint64_t smem_elems(const struct tpu_plan *plan, struct tpu_plan_ref ref)
-{
-	if (ref.kind == TPU_REF_OPERAND)
-		return plan->operand[ref.index].elems;
-	return plan->scratch[ref.index].bytes / 4;
 }
 
 /* In-bounds extent of @ref along dim @d (0 rows, 1 cols); scratch: all. */
@@ -85,7 +80,11 @@ static uint64_t useful_flops(const struct tpu_core *core,
 static void plan_ref(const struct tpu_plan *plan, struct tpu_plan_ref ref,
 		     int64_t *rows, int64_t *cols, uint8_t *dtype)
 {
-	if (ref.kind == TPU_REF_OPERAND) {
+	if (ref.kind == TPU_REF_WINDOW) {
+		*rows = plan->window[ref.index].rows;
+		*cols = plan->window[ref.index].cols;
+		*dtype = plan->window[ref.index].dtype;
+	} else if (ref.kind == TPU_REF_OPERAND) {
 		*rows = plan->operand[ref.index].rows;
 		*cols = plan->operand[ref.index].cols;
 		*dtype = plan->operand[ref.index].dtype;
@@ -105,6 +104,8 @@ static void charge_op(struct tpu_core *core, const struct tpu_plan_op *op,
 	int64_t rows, cols;
 	uint8_t t;
 
+	if (op->opcode >= TPU_OP_COPY_START)
+		return;		/* the DMA engine's and scalar core's */
 	if (op->opcode != TPU_OP_DOT) {
 		plan_ref(plan, op->opcode == TPU_OP_REDUCE ? op->src0 : op->dst,
 			 &rows, &cols, &t);
@@ -135,9 +136,9 @@ static int fail_bcast_index(struct tpu_core *core, const struct tpu_plan_op *op,
 	tpu_job_fail(&core->res, TPU_JOB_ERR_SMEM_RANGE,
 		     "op scalar_index %u at step %llu: SMEM index %lld outside %s %u (%llu elements)",
 		     n, (unsigned long long)core->step, (long long)at,
-		     scratch ? "SMEM scratch" : "scalar-prefetch operand",
+		     scratch ? "SMEM scratch" : "SMEM operand",
 		     op->src1.index,
-		     (unsigned long long)smem_elems(core->run->plan, op->src1));
+		     (unsigned long long)tpu_smem_elems(core->run->plan, op->src1));
 	tpu_core_fail_step(core, core->step);
 	return -1;
 }
@@ -147,7 +148,7 @@ static int op_scalar(struct tpu_core *core, unsigned int n,
 		     const struct tpu_plan_op *op, struct tpu_op_scalar *s)
 {
 	const struct tpu_plan *plan = core->run->plan;
-	const struct tpu_scalar_ctx ctx = { core->pid, core->run->smem, NULL };
+	const struct tpu_scalar_ctx ctx = { core->pid, core->smem, core->sems };
 	struct tpu_scalar_fault f;
 	int64_t v = 0;
 
@@ -160,10 +161,9 @@ static int op_scalar(struct tpu_core *core, unsigned int n,
 		*s = (struct tpu_op_scalar){ tpu_elem_from_i64(v), v, true };
 		return 0;
 	}
-	if (v < 0 || (uint64_t)v >= smem_elems(plan, op->src1))
+	if (v < 0 || (uint64_t)v >= tpu_smem_elems(plan, op->src1))
 		return fail_bcast_index(core, op, n, v);
-	s->f = smem_scalar(core->run, op->src1, v);
-	s->is_int = smem_is_int(plan, op->src1);
+	s->f = smem_scalar(core, op->src1, v, &s->is_int);
 	s->i = s->is_int ? (int64_t)s->f : 0;
 	return 0;
 }
@@ -175,13 +175,14 @@ static bool aborted(const struct tpu_core *core)
 }
 
 static int run_op(struct tpu_core *core, unsigned int n,
-		  const struct tpu_plan_op *op, const struct tpu_op_scalar *s)
+		  const struct tpu_plan_op *op, const struct tpu_op_scalar *s,
+		  const struct op_refs *r)
 {
 	static const char *const fn_name[TPU_BINARY_COUNT] = {
 		[TPU_BINARY_DIV] = "div", [TPU_BINARY_MOD] = "mod",
 	};
 	struct tpu_op_args args = {
-		.dst = core_ref(core, op->dst),
+		.dst = core_ref(core, op->dst, &r->at[0]),
 		.scalar = *s,
 		.row_tmp = { core->row_tmp[0], core->row_tmp[1],
 			     core->row_tmp[2], core->row_tmp[3] },
@@ -190,14 +191,14 @@ static int run_op(struct tpu_core *core, unsigned int n,
 	struct tpu_op_fault f;
 
 	if (tpu_op_reads_src(op, 0)) {
-		args.src0 = core_ref(core, op->src0);
+		args.src0 = core_ref(core, op->src0, &r->at[1]);
 		args.valid_rows = valid_extent(core, op->src0, 0, args.src0.rows);
 		args.valid_cols = valid_extent(core, op->src0, 1, args.src0.cols);
 	}
 	if (tpu_op_reads_src(op, 1))
-		args.src1 = core_ref(core, op->src1);
+		args.src1 = core_ref(core, op->src1, &r->at[2]);
 	if (tpu_op_reads_src(op, 2))
-		args.src2 = core_ref(core, op->src2);
+		args.src2 = core_ref(core, op->src2, &r->at[3]);
 	if (!tpu_op_run(op, &args, &f))
 		return 0;
 	core->res.error.op = n;
@@ -209,13 +210,109 @@ static int run_op(struct tpu_core *core, unsigned int n,
 	return -1;
 }
 
+/*
+ * Resolve the windows a compute op names and, in debug mode, check its
+ * reads and writes against the copies in flight.
+ */
+static int resolve_refs(struct tpu_core *core, unsigned int n,
+			const struct tpu_plan_op *op, struct op_refs *r)
+{
+	const struct tpu_plan_ref refs[4] = { op->dst, op->src0, op->src1,
+					      op->src2 };
+	struct tpu_region reg;
+
+	for (int k = 0; k < 4; k++) {
+		/* a bcast smem src1 is a scalar read: not a region of VMEM */
+		r->used[k] = k == 0 || (tpu_op_reads_src(op, k - 1) &&
+					refs[k].kind != TPU_REF_NONE);
+		r->ref[k] = refs[k];
+		if (!r->used[k])
+			continue;
+		if (refs[k].kind == TPU_REF_WINDOW &&
+		    tpu_window_resolve(core, n, refs[k], &r->at[k]))
+			return -1;
+		if (!core->run->debug || !core->ninflight)
+			continue;
+		if (refs[k].kind != TPU_REF_WINDOW)
+			tpu_window_resolve(core, n, refs[k], &r->at[k]);
+		tpu_window_region(core, &r->at[k], k == 0, &reg);
+		if (tpu_copy_hazard_op(core, n, &reg))
+			return -1;
+	}
+	return 0;
+}
+
+/* The values @op's scalar_index leaves (zeros when it has none). */
+static int op_values(struct tpu_core *core, unsigned int n,
+		     const struct tpu_plan_op *op, int64_t *v, unsigned int nv)
+{
+	const struct tpu_scalar_ctx ctx = { core->pid, core->smem, core->sems };
+	struct tpu_scalar_fault f;
+
+	for (unsigned int k = 0; k < nv; k++)
+		v[k] = 0;
+	if (op->scalar_index.len &&
+	    tpu_scalar_run(core->run->plan, op->scalar_index, &ctx, v, nv, &f))
+		return fail_scalar(core, n, "op scalar_index", &f);
+	return 0;
+}
+
+/* A scalar store's one-element region, for the hazard checks. */
+static int store_hazard(struct tpu_core *core, unsigned int n,
+			const struct tpu_plan_op *op, int64_t index)
+{
+	struct tpu_box_at at;
+	struct tpu_region reg;
+	int64_t q = index;
+
+	if (!core->run->debug || !core->ninflight ||
+	    index < 0 || (uint64_t)index >= tpu_smem_elems(core->run->plan, op->dst))
+		return 0;
+	tpu_window_resolve(core, n, op->dst, &at);
+	for (int d = at.box.rank - 1; d >= 0; d--) {
+		at.start[d] = q % (int64_t)at.box.extent[d];
+		q /= (int64_t)at.box.extent[d];
+	}
+	tpu_window_region(core, &at, true, &reg);
+	for (unsigned int d = 0; d < reg.rank; d++)
+		reg.size[d] = 1;
+	return tpu_copy_hazard_op(core, n, &reg);
+}
+
+/* The memory-model ops: copies, semaphores, scalar stores. */
+static int run_memory_op(struct tpu_core *core, unsigned int n,
+			 const struct tpu_plan_op *op,
+			 struct tpu_model_work *work)
+{
+	double at_s = tpu_model_compute_s(work) + work->stall_s;
+	int64_t v[2];
+
+	if (op_values(core, n, op, v, op->opcode >= TPU_OP_SEM_SIGNAL ? 2 : 1))
+		return -1;
+	switch (op->opcode) {
+	case TPU_OP_COPY_START:
+		return tpu_copy_start(core, n, op, v[0], at_s);
+	case TPU_OP_COPY_WAIT:
+		return tpu_copy_wait(core, n, op, v[0], at_s, &work->stall_s);
+	case TPU_OP_SEM_SIGNAL:
+		return tpu_sem_signal(core, n, op, v[0], v[1]);
+	case TPU_OP_SEM_WAIT:
+		return tpu_sem_wait(core, n, op, v[0], v[1]);
+	default:	/* TPU_OP_SCALAR_STORE */
+		if (store_hazard(core, n, op, v[0]))
+			return -1;
+		return tpu_smem_store(core, n, op, v[0], v[1]);
+	}
+}
+
 int tpu_body_run(struct tpu_core *core, struct tpu_model_work *work,
 		 uint64_t *flops, uint64_t *useful)
 {
 	const struct tpu_plan *plan = core->run->plan;
-	const struct tpu_scalar_ctx ctx = { core->pid, core->run->smem, NULL };
+	const struct tpu_scalar_ctx ctx = { core->pid, core->smem, core->sems };
 	struct tpu_scalar_fault f;
 	struct tpu_op_scalar s;
+	struct op_refs r;
 
 	for (unsigned int n = 0; n < plan->num_ops; n++) {
 		const struct tpu_plan_op *op = &plan->op[n];
@@ -226,10 +323,17 @@ int tpu_body_run(struct tpu_core *core, struct tpu_model_work *work,
 			return fail_scalar(core, n, "op predicate", &f);
 		if (!v)
 			continue;
+		if (op->opcode >= TPU_OP_COPY_START) {
+			if (run_memory_op(core, n, op, work))
+				return -1;
+			continue;
+		}
+		if (resolve_refs(core, n, op, &r))
+			return -1;
 		charge_op(core, op, work, flops, useful);
 		if (op_scalar(core, n, op, &s))
 			return -1;
-		if (!core->run->model_only && run_op(core, n, op, &s))
+		if (!core->run->model_only && run_op(core, n, op, &s, &r))
 			return -1;
 		/* An op cut short by a reset leaves its results unfinished. */
 		if (aborted(core)) {

@@ -23,7 +23,8 @@ struct tpu_run {
 	uint8_t *hbm;
 	const struct tpu_buffer_slot *slots;
 	bool model_only, debug;
-	int32_t *smem;				/* scalar prefetch + SMEM scratch */
+	int32_t *smem;				/* scalar prefetch, from HBM once;
+						 * each core starts from a copy */
 	_Atomic uint64_t *owner[TPU_JOB_MAX_OPERANDS];	/* debug: per block */
 	_Atomic uint64_t fail_step;	/* lowest failing step so far */
 	const atomic_bool *abort;	/* set: stop at the next step */
@@ -37,6 +38,29 @@ struct tpu_run {
 struct tpu_vmem {
 	void *p[TPU_VMEM_BUFS];
 	uint64_t size[TPU_VMEM_BUFS];
+};
+
+/*
+ * Where an async copy's end or a body op's ref lies: a box of a base ref
+ * (a block, a scratch, an array in HBM), in the base's coordinates. Two
+ * regions with the same base overlap when their boxes do.
+ */
+struct tpu_region {
+	struct tpu_plan_ref base;	/* ANY outputs: the aliased input's */
+	uint8_t rank;
+	bool write;
+	int64_t start[TPU_JOB_MAX_RANK];
+	uint64_t size[TPU_JOB_MAX_RANK];
+};
+
+/* An async copy between its start and the wait that retires it. */
+struct tpu_inflight {
+	unsigned int op;		/* its COPY_START */
+	uint64_t step;
+	uint32_t sem;			/* in the core's semaphore array */
+	uint64_t bytes;			/* not yet taken by a wait */
+	double done_s;			/* modeled: when its DMA finishes */
+	struct tpu_region src, dst;
 };
 
 struct tpu_core {
@@ -62,6 +86,11 @@ struct tpu_core {
 	uint64_t visit_owner[TPU_JOB_MAX_OPERANDS];
 	int64_t pid[TPU_JOB_MAX_GRID_RANK];
 	uint64_t step;			/* row-major number of the current step */
+	/* the memory model: per core, persisting across the core's steps */
+	int32_t *smem;			/* prefetch copy, SMEM blocks, scratch */
+	int64_t *sems;			/* plan->num_sems counts */
+	struct tpu_inflight *inflight;	/* in start order */
+	unsigned int ninflight, inflight_cap;
 	struct tpu_model model;
 	struct tpu_job_stats stats;
 	struct tpu_job_result res;	/* this core's first error */

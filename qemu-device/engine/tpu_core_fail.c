@@ -41,12 +41,20 @@ int tpu_core_fail_scalar(struct tpu_core *core, uint64_t step,
 		tpu_job_fail(&core->res, f->code,
 			     "%s %u at step %llu: division by zero", what, index,
 			     (unsigned long long)step);
-	else
+	else if (f->scratch)
 		tpu_job_fail(&core->res, f->code,
-			     "%s %u at step %llu: SMEM index %lld outside scalar-prefetch operand %d (%llu elements)",
+			     "%s %u at step %llu: LOAD_SCRATCH index %lld outside scratch %d (%llu elements)",
 			     what, index, (unsigned long long)step,
 			     (long long)f->index, f->operand,
-			     (unsigned long long)core->run->plan->operand[f->operand].elems);
+			     (unsigned long long)f->len);
+	else
+		tpu_job_fail(&core->res, f->code,
+			     "%s %u at step %llu: SMEM index %lld outside %s operand %d (%llu elements)",
+			     what, index, (unsigned long long)step,
+			     (long long)f->index,
+			     (uint32_t)f->operand < core->run->plan->num_scalar_prefetch ?
+			     "scalar-prefetch" : "SMEM-space",
+			     f->operand, (unsigned long long)f->len);
 	tpu_core_fail_step(core, step);
 	return -1;
 }

@@ -16,7 +16,6 @@
 #include "tpu_gemm.h"
 #include "tpu_hazard.h"
 #include "tpu_pipeline.h"
-#include "tpu_poison.h"
 #include "tpu_pool.h"
 #include "tpu_vmem.h"
 
@@ -71,7 +70,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-/* Scalar prefetch: copy each array from HBM into SMEM before the first step. */
+/* Scalar prefetch: copy each array from HBM once, before the first step. */
 static int load_smem(struct tpu_run *run, struct tpu_job_result *res)
 {
 	const struct tpu_plan *plan = run->plan;
@@ -88,14 +87,7 @@ static int load_smem(struct tpu_run *run, struct tpu_job_result *res)
 		       run->hbm + run->slots[o->slot].offset + o->offset,
 		       o->elems * sizeof(int32_t));
 	}
-	if (run->debug)
-		for (unsigned int i = 0; i < plan->num_scratch; i++) {
-			const struct tpu_plan_scratch *s = &plan->scratch[i];
-
-			if (s->space == TPU_MEM_SMEM)
-				tpu_poison_fill(run->smem + s->smem_base, s->dtype,
-						s->bytes / 4);
-		}
+	/* each core starts from a copy (tpu_smem.c): SMEM is per core */
 	return 0;
 }
 
@@ -142,6 +134,7 @@ static void sum_stats(struct tpu_job_stats *job, const struct tpu_job_stats *c)
 	job->hbm_bytes_in += c->hbm_bytes_in;
 	job->hbm_bytes_out += c->hbm_bytes_out;
 	job->mxu_flops += c->mxu_flops;
+	job->copies += c->copies;
 }
 
 /*

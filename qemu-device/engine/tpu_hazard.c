@@ -21,8 +21,8 @@ int tpu_hazard_tables_alloc(struct tpu_run *run, struct tpu_job_result *res)
 		const struct tpu_plan_operand *o = &plan->operand[i];
 		uint64_t n = 1;
 
-		if (o->role != TPU_ROLE_OUTPUT)
-			continue;
+		if (o->role != TPU_ROLE_OUTPUT || o->space == TPU_MEM_ANY)
+			continue;	/* ANY: no blocks to own */
 		for (unsigned int d = 0; d < o->rank; d++)
 			n = n * o->nblocks[d] > MAX_TRACKED_BLOCKS ?
 			    MAX_TRACKED_BLOCKS + 1 : n * o->nblocks[d];

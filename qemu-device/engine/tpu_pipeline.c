@@ -13,14 +13,22 @@
 
 #include "tpu_block.h"
 #include "tpu_body.h"
+#include "tpu_copy_dma.h"
 #include "tpu_core_fail.h"
 #include "tpu_hazard.h"
 #include "tpu_pipeline.h"
 #include "tpu_poison.h"
+#include "tpu_semaphore.h"
+
+/* Operands in space ANY have no blocks: the body's copies move them. */
+static bool is_blocked(const struct tpu_plan_operand *o)
+{
+	return o->space != TPU_MEM_ANY;
+}
 
 static bool is_output(const struct tpu_plan_operand *o)
 {
-	return o->role == TPU_ROLE_OUTPUT;
+	return o->role == TPU_ROLE_OUTPUT && is_blocked(o);
 }
 
 /* --- the step sequence --- */
@@ -138,9 +146,10 @@ static int eval_index_maps(struct tpu_core *core, const int64_t *pid,
 
 	for (unsigned int i = plan->num_scalar_prefetch; i < plan->num_operands; i++) {
 		const struct tpu_plan_operand *o = &plan->operand[i];
+		const struct tpu_scalar_ctx ctx = { pid, core->smem, core->sems };
 
-		const struct tpu_scalar_ctx ctx = { pid, core->run->smem, NULL };
-
+		if (!is_blocked(o))
+			continue;
 		if (tpu_scalar_run(plan, o->index_map, &ctx, idx[i], o->rank,
 				   &f)) {
 			core->res.error.operand = i;
@@ -156,8 +165,23 @@ static bool same_index(const int64_t *a, const int64_t *b, unsigned int rank)
 	return !memcmp(a, b, rank * sizeof(*a));
 }
 
+/* The fetch's bytes, by how the operand is buffered (pl.Buffered(n)). */
+static void count_fetch(const struct tpu_plan_operand *o, uint64_t bytes,
+			struct tpu_model_fetch *f)
+{
+	if (o->buffers == 1) {
+		f->serial_bytes += bytes;
+	} else if (o->buffers > 2) {
+		f->ahead_bytes += bytes;
+		if (o->buffers - 2u > f->ahead_steps)
+			f->ahead_steps = o->buffers - 2u;
+	} else {
+		f->bytes += bytes;
+	}
+}
+
 static int fetch_inputs(struct tpu_core *core, block_index idx,
-			uint64_t *fetch_bytes)
+			struct tpu_model_fetch *fetch)
 {
 	const struct tpu_plan *plan = core->run->plan;
 	struct tpu_block_span sp;
@@ -165,13 +189,16 @@ static int fetch_inputs(struct tpu_core *core, block_index idx,
 	for (unsigned int i = plan->num_scalar_prefetch; i < plan->num_operands; i++) {
 		const struct tpu_plan_operand *o = &plan->operand[i];
 
-		if (o->role != TPU_ROLE_INPUT)
+		if (o->role != TPU_ROLE_INPUT || !is_blocked(o))
 			continue;
 		if (core->resident[i] && same_index(core->idx[i], idx[i], o->rank)) {
 			core->stats.blocks_skipped++;
 			continue;
 		}
 		if (tpu_block_locate(core, i, idx[i], core->step, &sp))
+			return -1;
+		if (core->run->debug && core->resident[i] &&
+		    tpu_copy_hazard_block(core, i, "refetched"))
 			return -1;
 		tpu_block_set_valid(core, i, &sp);
 		if (!core->run->model_only && tpu_block_fetch(core, i, &sp)) {
@@ -183,7 +210,7 @@ static int fetch_inputs(struct tpu_core *core, block_index idx,
 		memcpy(core->idx[i], idx[i], sizeof(idx[i]));
 		core->resident[i] = true;
 		core->stats.blocks_fetched++;
-		*fetch_bytes += tpu_block_bytes(o, &sp);
+		count_fetch(o, tpu_block_bytes(o, &sp), fetch);
 	}
 	return 0;
 }
@@ -221,11 +248,10 @@ static int open_outputs(struct tpu_core *core, block_index idx, uint64_t pflat)
 }
 
 /* Write back the output blocks whose index changes after this step. */
-static uint64_t close_outputs(struct tpu_core *core, block_index next,
-			      bool has_next)
+static int close_outputs(struct tpu_core *core, block_index next,
+			 bool has_next, uint64_t *bytes)
 {
 	const struct tpu_plan *plan = core->run->plan;
-	uint64_t bytes = 0;
 	struct tpu_block_span sp;
 
 	for (unsigned int i = plan->num_scalar_prefetch; i < plan->num_operands; i++) {
@@ -235,6 +261,9 @@ static uint64_t close_outputs(struct tpu_core *core, block_index next,
 			continue;
 		if (has_next && same_index(core->idx[i], next[i], o->rank))
 			continue;
+		if (core->run->debug &&
+		    tpu_copy_hazard_block(core, i, "written back"))
+			return -1;
 		/* cannot fail: it was located when the block was opened */
 		tpu_block_locate(core, i, core->idx[i], core->step, &sp);
 		if (!core->run->model_only)
@@ -243,9 +272,9 @@ static uint64_t close_outputs(struct tpu_core *core, block_index next,
 			tpu_hazard_close(core, i, core->idx[i]);
 		core->resident[i] = false;
 		core->stats.blocks_written++;
-		bytes += tpu_block_bytes(o, &sp);
+		*bytes += tpu_block_bytes(o, &sp);
 	}
-	return bytes;
+	return 0;
 }
 
 void tpu_core_run(struct tpu_core *core)
@@ -253,8 +282,8 @@ void tpu_core_run(struct tpu_core *core)
 	const struct tpu_plan *plan = core->run->plan;
 	block_index cur, next;
 	int64_t npid[TPU_JOB_MAX_GRID_RANK];
-	uint64_t nstep;
-	bool has_next;
+	uint64_t nstep, last = 0;
+	bool has_next, ran = false;
 
 	tpu_model_begin(&core->model, core->run->cfg);
 	has_next = first_step(core, core->pid, &core->step);
@@ -262,7 +291,8 @@ void tpu_core_run(struct tpu_core *core)
 		goto out;
 	while (has_next && core->step < atomic_load_explicit(&core->run->fail_step,
 							     memory_order_relaxed)) {
-		uint64_t fetch = 0, flops = 0, useful = 0, out_bytes;
+		uint64_t flops = 0, useful = 0, out_bytes = 0;
+		struct tpu_model_fetch fetch = { 0 };
 		struct tpu_model_work work = { 0 };
 
 		if (core->run->abort &&
@@ -282,16 +312,24 @@ void tpu_core_run(struct tpu_core *core)
 		    open_outputs(core, cur, parallel_index(plan, core->pid)) ||
 		    tpu_body_run(core, &work, &flops, &useful))
 			break;
-		out_bytes = close_outputs(core, next, has_next);
-		tpu_model_step_work(&core->model, fetch, &work, useful, out_bytes);
+		if (close_outputs(core, next, has_next, &out_bytes))
+			break;
+		tpu_model_step_fetch(&core->model, &fetch, &work, useful,
+				     out_bytes);
 		core->stats.steps++;
-		core->stats.hbm_bytes_in += fetch;
+		core->stats.hbm_bytes_in += fetch.bytes + fetch.serial_bytes +
+					    fetch.ahead_bytes;
 		core->stats.hbm_bytes_out += out_bytes;
 		core->stats.mxu_flops += flops;
+		last = core->step;
+		ran = !has_next;
 		memcpy(core->pid, npid, sizeof(npid));
 		core->step = nstep;
 		memcpy(cur, next, sizeof(cur));
 	}
+	/* Mosaic's rule: every semaphore back at zero after the last step */
+	if (ran && !core->res.error.code)
+		tpu_sem_check_end(core, last);
 out:
 	tpu_model_end(&core->model, &core->stats.model);
 }

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include "tpu_poison.h"
+#include "tpu_smem.h"
 #include "tpu_vmem.h"
 
 static uint64_t max_cols(const struct tpu_plan *plan)
@@ -61,12 +62,24 @@ int tpu_core_alloc(struct tpu_core *core)
 
 	if (!core->vmem)
 		core->vmem = &core->own_vmem;
+	if (tpu_smem_alloc(core))
+		return -1;
+	/* SMEM-space blocks live in the core's SMEM, at their smem_base */
+	for (unsigned int i = plan->num_scalar_prefetch; i < plan->num_operands; i++) {
+		const struct tpu_plan_operand *o = &plan->operand[i];
+
+		if (o->space != TPU_MEM_SMEM)
+			continue;
+		core->block_buf[i] = core->smem + o->smem_base;
+		core->block[i] = (struct tpu_ref2d){ core->block_buf[i], o->rows,
+						     o->cols, o->cols, o->dtype };
+	}
 	if (core->run->model_only)
 		return 0;
 	for (unsigned int i = 0; i < plan->num_operands; i++) {
 		const struct tpu_plan_operand *o = &plan->operand[i];
 
-		if (o->role != TPU_ROLE_OUTPUT)
+		if (o->role != TPU_ROLE_OUTPUT || o->space != TPU_MEM_VMEM)
 			continue;	/* input buffers: on first copy */
 		core->block_buf[i] = tpu_vmem_get(core, i, o->block_bytes);
 		if (!core->block_buf[i])
@@ -103,6 +116,7 @@ int tpu_core_alloc(struct tpu_core *core)
 /* The buffers stay with the core's VMEM; only a job's own are freed. */
 void tpu_core_free(struct tpu_core *core)
 {
+	tpu_smem_free(core);
 	if (core->vmem == &core->own_vmem)
 		tpu_vmem_release(&core->own_vmem);
 }

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+#include <stdlib.h>
+#include <string.h>
+
+#include "tpu_core_fail.h"
+#include "tpu_poison.h"
+#include "tpu_smem.h"
+
+int tpu_smem_alloc(struct tpu_core *core)
+{
+	const struct tpu_run *run = core->run;
+	const struct tpu_plan *plan = run->plan;
+	uint64_t words = plan->smem_words ? plan->smem_words : 1;
+
+	core->smem = calloc(words, sizeof(int32_t));
+	core->sems = calloc(plan->num_sems ? plan->num_sems : 1, sizeof(int64_t));
+	if (!core->smem || !core->sems)
+		return -1;
+	if (run->smem)
+		memcpy(core->smem, run->smem, plan->smem_words * sizeof(int32_t));
+	if (run->debug)
+		for (unsigned int i = 0; i < plan->num_scratch; i++) {
+			const struct tpu_plan_scratch *s = &plan->scratch[i];
+
+			if (s->space == TPU_MEM_SMEM)
+				tpu_poison_fill(core->smem + s->smem_base, s->dtype,
+						s->bytes / 4);
+		}
+	return 0;
+}
+
+void tpu_smem_free(struct tpu_core *core)
+{
+	free(core->smem);
+	free(core->sems);
+	free(core->inflight);
+	core->smem = NULL;
+	core->sems = NULL;
+	core->inflight = NULL;
+}
+
+uint64_t tpu_smem_elems(const struct tpu_plan *plan, struct tpu_plan_ref ref)
+{
+	const struct tpu_plan_operand *o;
+
+	if (ref.kind != TPU_REF_OPERAND)
+		return plan->scratch[ref.index].bytes / 4;
+	o = &plan->operand[ref.index];
+	return o->role == TPU_ROLE_SCALAR_PREFETCH ? o->elems : o->block_bytes / 4;
+}
+
+int32_t *tpu_smem_words(const struct tpu_core *core, struct tpu_plan_ref ref,
+			bool *f32)
+{
+	const struct tpu_plan *plan = core->run->plan;
+
+	if (ref.kind != TPU_REF_OPERAND) {
+		*f32 = plan->scratch[ref.index].dtype == TPU_DTYPE_F32;
+		return core->smem + plan->scratch[ref.index].smem_base;
+	}
+	*f32 = plan->operand[ref.index].dtype == TPU_DTYPE_F32;
+	return core->smem + plan->operand[ref.index].smem_base;
+}
+
+int tpu_smem_store(struct tpu_core *core, unsigned int n,
+		   const struct tpu_plan_op *op, int64_t index, int64_t value)
+{
+	const struct tpu_plan *plan = core->run->plan;
+	uint64_t elems = tpu_smem_elems(plan, op->dst);
+	bool f32;
+	int32_t *w = tpu_smem_words(core, op->dst, &f32);
+	float f = (float)value;
+
+	if (index < 0 || (uint64_t)index >= elems) {
+		core->res.error.op = n;
+		tpu_job_fail(&core->res, TPU_JOB_ERR_SMEM_RANGE,
+			     "op %u (scalar_store) at step %llu: index %lld outside %s %u (%llu elements)",
+			     n, (unsigned long long)core->step, (long long)index,
+			     op->dst.kind == TPU_REF_OPERAND ? "operand" : "scratch",
+			     op->dst.index, (unsigned long long)elems);
+		tpu_core_fail_step(core, core->step);
+		return -1;
+	}
+	if (f32)
+		memcpy(&w[index], &f, sizeof(f));
+	else
+		w[index] = (int32_t)(uint32_t)(uint64_t)value;	/* wraps */
+	return 0;
+}

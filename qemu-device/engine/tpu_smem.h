@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A core's SMEM and semaphores: its own copy of the scalar-prefetch
+ * arrays, its SMEM-space blocks and SMEM scratch (plan->smem_words words
+ * at their smem_base), and its semaphore counts, all persisting across the
+ * core's steps; scalar stores into them.
+ */
+#ifndef TPU_SMEM_H
+#define TPU_SMEM_H
+
+#include <stdint.h>
+
+#include "tpu_core.h"
+
+/* Allocate them, prefetch copied from run->smem (if any); -1: no memory. */
+int tpu_smem_alloc(struct tpu_core *core);
+void tpu_smem_free(struct tpu_core *core);
+
+/* TPU_OP_SCALAR_STORE @n: its dst[@index] = @value. 0, or -1 (failed). */
+int tpu_smem_store(struct tpu_core *core, unsigned int n,
+		   const struct tpu_plan_op *op, int64_t index, int64_t value);
+
+/* Elements of SMEM ref @ref (prefetch array, SMEM block, SMEM scratch). */
+uint64_t tpu_smem_elems(const struct tpu_plan *plan, struct tpu_plan_ref ref);
+
+/* Its words in the core's SMEM, and whether they hold binary32. */
+int32_t *tpu_smem_words(const struct tpu_core *core, struct tpu_plan_ref ref,
+			bool *f32);
+
+#endif /* TPU_SMEM_H */
