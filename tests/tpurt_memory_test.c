@@ -460,4 +460,177 @@ TEST_F(call, buffered_blocks_count_in_vmem)
 	tpurt_grid_spec_free(one), tpurt_grid_spec_free(two), tpurt_grid_spec_free(three);
 }
 
+/* --- end to end on the in-process device, against host references --- */
+
+static void fill(struct tpurt_array *a, uint32_t seed)
+{
+	float *p = tpurt_array_map(a);
+
+	for (uint64_t i = 0; i < tpurt_array_size(a); i++) {
+		seed = seed * 1664525u + 1013904223u;
+		p[i] = (float)(int)(seed >> 24) / 16.0f - 8.0f;	/* exact in f32 */
+	}
+}
+
+/* Runs @text over mem_spec() with pt = @pt; 0 or the error. */
+static int run(struct tpurt_device *dev, const struct tpurt_grid_spec *gs,
+	       struct args *a, const int32_t *pt, const char *text,
+	       struct tpurt_job_stats *st)
+{
+	struct tpurt_array *args[] = { a->pt, a->x, a->y, a->o, a->oh };
+	struct tpurt_kernel *k;
+	int ret;
+
+	if (tpurt_array_write(a->pt, pt) || tpurt_kernel_create(&k))
+		return -1;
+	ret = tpurt_kernel_stmts(k, gs, text);
+	if (!ret)
+		ret = tpurt_pallas_call(k, gs, NULL, args, 5, st);
+	tpurt_kernel_free(k);
+	return ret;
+}
+
+TEST_F(call, double_buffered_manual_copies_run)
+{
+	static const int32_t pt[8] = { 0 };
+	const float *x = tpurt_array_map(self->a.x), *y = tpurt_array_map(self->a.y);
+	const float *o = tpurt_array_map(self->a.o);
+	struct tpurt_job_stats st;
+	int bad = 0;
+
+	fill(self->a.x, 1);
+	fill(self->a.y, 2);
+	ASSERT_EQ(0, run(self->dev, self->gs, &self->a, pt, double_buffered, &st))
+		TH_LOG("%s", tpurt_last_error());
+	for (int i = 0; i < ROWS * 128; i++)
+		bad += o[i] != x[i] * 2.0f + y[i];
+	EXPECT_EQ(0, bad);
+	EXPECT_EQ((uint64_t)ROWS * 128 * 4 + 2 * (uint64_t)ROWS * 128 * 4 / 2,
+		  st.hbm_bytes_in) TH_LOG("x once by copies, y by blocks");
+}
+
+TEST_F(call, sync_copy_gathers_by_a_page_table)
+{
+	static const int32_t pt[8] = { 5, 2, 7, 0, 3, 6, 1, 4 };
+	const float *x = tpurt_array_map(self->a.x), *o = tpurt_array_map(self->a.o);
+	const float *oh = tpurt_array_map(self->a.oh);
+	int bad = 0;
+
+	fill(self->a.x, 3);
+	ASSERT_EQ(0, run(self->dev, self->gs, &self->a, pt,
+			 "pltpu.sync_copy(x_hbm.at[pl.ds(pt[pl.program_id(0)] * 8, 8)], buf.at[0])\n"
+			 "o[...] = buf.at[0][...] + 1.0\n"
+			 "pltpu.sync_copy(buf.at[0], o_hbm.at[pl.ds(pl.program_id(0) * 8, 8), :])\n",
+			 NULL)) TH_LOG("%s", tpurt_last_error());
+	for (int s = 0; s < STEPS; s++)
+		for (int i = 0; i < BR * 128; i++) {
+			float want = x[pt[s] * BR * 128 + i];
+
+			bad += o[s * BR * 128 + i] != want + 1.0f;
+			bad += oh[s * BR * 128 + i] != want;
+		}
+	EXPECT_EQ(0, bad);
+}
+
+TEST_F(call, scalar_stores_carry_a_prefix_sum)
+{
+	static const int32_t pt[8] = { 3, -1, 4, 1, -5, 9, 2, 6 };
+	const float *o = tpurt_array_map(self->a.o);
+	int bad = 0, sum = 0;
+
+	ASSERT_EQ(0, run(self->dev, self->gs, &self->a, pt,
+			 "@pl.when(pl.program_id(0) == 0)\n"
+			 "def _():\n"
+			 "    slot_ref[0] = 0\n"
+			 "slot_ref[0] += pt[pl.program_id(0)]\n"
+			 "o[...] = jnp.zeros_like(o) + slot_ref[0]\n", NULL))
+		TH_LOG("%s", tpurt_last_error());
+	for (int s = 0; s < STEPS; s++) {
+		sum += pt[s];
+		for (int i = 0; i < BR * 128; i++)
+			bad += o[s * BR * 128 + i] != (float)sum;
+	}
+	EXPECT_EQ(0, bad);
+}
+
+TEST_F(call, run_scoped_scratch_and_semaphore)
+{
+	static const int32_t pt[8] = { 0 };
+	const float *x = tpurt_array_map(self->a.x), *o = tpurt_array_map(self->a.o);
+	int bad = 0;
+
+	fill(self->a.x, 4);
+	ASSERT_EQ(0, run(self->dev, self->gs, &self->a, pt,
+			 "@pl.run_scoped(s=pltpu.SemaphoreType.DMA, v=pltpu.VMEM((8, 128), jnp.float32))\n"
+			 "def _(s, v):\n"
+			 "    cp = pltpu.make_async_copy(x_hbm.at[pl.ds(pl.program_id(0) * 8, 8)], v, s)\n"
+			 "    cp.start()\n"
+			 "    cp.wait()\n"
+			 "    o[...] = v[...] * 3.0\n", NULL)) TH_LOG("%s", tpurt_last_error());
+	for (int i = 0; i < ROWS * 128; i++)
+		bad += o[i] != x[i] * 3.0f;
+	EXPECT_EQ(0, bad);
+}
+
+/* x blocks in; base in HBM aliased to out: even steps copy their block
+ * over it, odd steps leave base's rows. */
+TEST_F(call, aliased_output_keeps_what_is_not_written)
+{
+	int64_t grid[1] = { STEPS };
+	struct tpurt_block_spec blk = { 2, { BR, 128 }, "i -> i, 0" };
+	struct tpurt_block_spec any = { 0, { 0 }, NULL, TPURT_ANY };
+	struct tpurt_alias alias = { .input = 1, .output = 0 };
+	struct tpurt_compiler_params p = { .input_output_aliases = &alias,
+					   .num_aliases = 1 };
+	struct tpurt_array *x = self->a.y, *base = self->a.o;
+	struct tpurt_array *args[] = { x, base, NULL };
+	float *want = malloc(BR * STEPS * 128 * sizeof(float));
+	const float *xs = tpurt_array_map(x), *got = tpurt_array_map(base);
+	struct tpurt_grid_spec *gs;
+	struct tpurt_kernel *k;
+	int bad = 0;
+
+	ASSERT_NE(NULL, want);
+	fill(x, 5);
+	fill(base, 6);
+	memcpy(want, tpurt_array_map(base), BR * STEPS * 128 * sizeof(float));
+	for (int s = 0; s < STEPS; s += 2)
+		memcpy(want + s * BR * 128, xs + s * BR * 128, BR * 128 * sizeof(float));
+	ASSERT_EQ(0, tpurt_grid_spec_create(1, grid, &gs));
+	ASSERT_EQ(0, tpurt_grid_spec_add_input(gs, "x", &blk));
+	ASSERT_EQ(0, tpurt_grid_spec_add_input(gs, "base", &any));
+	ASSERT_EQ(0, tpurt_grid_spec_add_output(gs, "out", &any));
+	ASSERT_EQ(0, tpurt_kernel_create(&k));
+	ASSERT_EQ(0, tpurt_kernel_when(k, "i % 2 == 0"));
+	ASSERT_EQ(0, tpurt_kernel_sync_copy(k, "x", "out.at[pl.ds(i * 8, 8)]"));
+	ASSERT_EQ(0, tpurt_kernel_end_when(k));
+	ASSERT_EQ(0, tpurt_pallas_call(k, gs, &p, args, 3, NULL)) TH_LOG("%s", tpurt_last_error());
+	for (int i = 0; i < BR * STEPS * 128; i++)
+		bad += got[i] != want[i];
+	EXPECT_EQ(0, bad);
+	free(want);
+	tpurt_kernel_free(k);
+	tpurt_grid_spec_free(gs);
+}
+
+TEST_F(call, single_buffered_blocks_run)
+{
+	struct tpurt_grid_spec *gs = copy_spec(1);
+	struct tpurt_array *args[] = { self->a.y, self->a.o };
+	const float *x = tpurt_array_map(self->a.y), *o = tpurt_array_map(self->a.o);
+	struct tpurt_kernel *k;
+	int bad = 0;
+
+	ASSERT_NE(NULL, gs);
+	fill(self->a.y, 7);
+	ASSERT_EQ(0, tpurt_kernel_create(&k));
+	ASSERT_EQ(0, tpurt_kernel_stmt(k, gs, "o[...] = x[...] * 3.0 - 1.0"));
+	ASSERT_EQ(0, tpurt_pallas_call(k, gs, NULL, args, 2, NULL)) TH_LOG("%s", tpurt_last_error());
+	for (int i = 0; i < BR * STEPS * 128; i++)
+		bad += o[i] != x[i] * 3.0f - 1.0f;
+	EXPECT_EQ(0, bad);
+	tpurt_kernel_free(k);
+	tpurt_grid_spec_free(gs);
+}
+
 TEST_HARNESS_MAIN
