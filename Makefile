@@ -95,11 +95,13 @@ HOST_TESTS	= engine_vector_test engine_config_test engine_copy_test engine_gemm_
 		  engine_scalar_test engine_errors_test engine_ops_test \
 		  engine_debug_test engine_cast_test engine_pool_test \
 		  engine_model_match_test engine_abort_test engine_vec_test \
+		  engine_memory_test \
 		  tpurt_open_test params_table_test $(SIM_TESTS)
 # Runtime tests on the in-process device (libtpurt-sim.a).
 SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 		  tpurt_matmul_test tpurt_analysis_test tpurt_template_test \
-		  tpurt_scalar_core_test tpurt_stmt_test tpurt_stmt_sim_test
+		  tpurt_scalar_core_test tpurt_stmt_test tpurt_stmt_sim_test \
+		  tpurt_memory_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \

@@ -607,25 +607,30 @@ static void to_code(const struct tpurt_program *prog, struct tpu_plan_insn *code
 }
 
 /*
- * What the compiler emitted, through the device's own verifier. A body
- * program's SMEM and scratch reads are checked against the job's refs by
- * the device's decoder at pallas_call, which sees them.
+ * What the compiler emitted, through the device's own verifier: a body
+ * program may load what @body names besides scalar prefetch.
  */
 static int verify(const struct tpurt_program *prog,
-		  const struct tpurt_index_map_env *env, const char *what)
+		  const struct tpurt_index_map_env *env,
+		  const struct tpurt_body_names *body, const char *what)
 {
+	struct tpu_scalar_scope scope = { (unsigned int)env->grid_rank, 0, 0 };
 	struct tpu_plan_insn code[TPURT_PROGRAM_MAX_LEN];
 	char why[128];
 
+	for (int i = 0; i < env->num_prefetch; i++)
+		scope.smem_operands |= 1u << i;
+	for (int i = 0; body && i < body->n; i++) {
+		uint32_t bit = 1u << body->name[i].arg;
+
+		if (body->name[i].insn == TPU_INSN_LOAD_SMEM)
+			scope.smem_operands |= bit;
+		else
+			scope.scratch |= bit;
+	}
 	to_code(prog, code);
-	for (unsigned int i = 0; i < prog->len; i++)
-		if (code[i].op == TPU_INSN_LOAD_SCRATCH ||
-		    (code[i].op == TPU_INSN_LOAD_SMEM &&
-		     code[i].arg >= env->num_prefetch))
-			return 0;
-	if (tpu_scalar_verify_code(code, prog->len, (unsigned int)env->grid_rank,
-				   (unsigned int)env->num_prefetch, prog->nresults,
-				   why, sizeof(why)))
+	if (tpu_scalar_verify_scope(code, prog->len, &scope, prog->nresults,
+				    why, sizeof(why)))
 		return tpurt_fail(-EINVAL, "%s: internal: the device's verifier rejects the compiled program: %s",
 				  what, why);
 	return 0;
@@ -665,7 +670,7 @@ static int compile(const char *text, const struct tpurt_index_map_env *env,
 		fail_at(&ps, results, "gives %u value%s, expected %d",
 			prog->nresults, prog->nresults == 1 ? "" : "s",
 			nresults);
-	return ps.err ? ps.err : verify(prog, env, what);
+	return ps.err ? ps.err : verify(prog, env, body, what);
 }
 
 int tpurt_index_map_compile_as(const char *text,

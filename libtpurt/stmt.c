@@ -163,28 +163,56 @@ static int is_def(const char *s, const char *params)
 	return ngot == nwant;
 }
 
-/* One line of @text: its indentation and its text without the comment. */
-static const char *next_line(const char *p, char *buf, int *indent)
+/* Brackets opened and not closed in @s. */
+static int open_brackets(const char *s)
+{
+	int level = 0;
+
+	for (; *s; s++)
+		level += *s == '(' || *s == '[' ? 1 : *s == ')' || *s == ']' ? -1 : 0;
+	return level;
+}
+
+/* The rest of one physical line into @buf at @at, without its comment. */
+static const char *take_line(const char *p, char *buf, size_t at)
 {
 	size_t n = strcspn(p, "\n");
 	char *hash;
 
-	*indent = 0;
-	while (n && (*p == ' ' || *p == '\t')) {
-		*indent += *p == '\t' ? 8 - *indent % 8 : 1;
-		p++, n--;
-	}
-	if (n >= LINE_MAX_LEN)
-		n = LINE_MAX_LEN - 1;
-	memcpy(buf, p, n);
-	buf[n] = 0;
-	hash = strchr(buf, '#');
+	if (at + n >= LINE_MAX_LEN)
+		n = at < LINE_MAX_LEN - 1 ? LINE_MAX_LEN - 1 - at : 0;
+	memcpy(buf + at, p, n);
+	buf[at + n] = 0;
+	hash = strchr(buf + at, '#');
 	if (hash)
 		*hash = 0;
 	for (size_t e = strlen(buf); e && isspace((unsigned char)buf[e - 1]); e--)
 		buf[e - 1] = 0;
 	p += strcspn(p, "\n");
 	return *p ? p + 1 : p;
+}
+
+/*
+ * One logical line of @text: its indentation and its text without
+ * comments; as in Python, a line with brackets still open goes on.
+ */
+static const char *next_line(const char *p, char *buf, int *indent)
+{
+	*indent = 0;
+	while (*p == ' ' || *p == '\t') {
+		*indent += *p == '\t' ? 8 - *indent % 8 : 1;
+		p++;
+	}
+	p = take_line(p, buf, 0);
+	while (*p && open_brackets(buf) > 0) {
+		size_t at = strlen(buf);
+
+		p += strspn(p, " \t");
+		if (at + 1 < LINE_MAX_LEN)
+			buf[at++] = ' ';
+		p = take_line(p, buf, at);
+	}
+	return p;
 }
 
 #define BLOCK_DEPTH	(TPURT_WHEN_DEPTH + TPURT_SCOPE_DEPTH)

@@ -1396,11 +1396,14 @@ static int lower_local(struct stmt_ctx *c, const struct tpurt_kernel_local *l,
 	struct ref_info r;
 
 	switch (l->kind) {
+	case TPURT_LOCAL_COPY:
+		return stmt_fail(c, 0, "'%s' is a copy descriptor: use %s.start() or %s.wait()",
+				 l->name, l->name, l->name);
 	case TPURT_LOCAL_CONST:
 		imm_of(v, l->value, l->is_int);
 		return 0;
-	case TPURT_LOCAL_SCALAR:
-		scalar_of(v, l->text, 1);
+	case TPURT_LOCAL_SCALAR:	/* "slot_ref[0]" needs no parentheses */
+		scalar_of(v, l->text, strcspn(l->text, " +-*/%<>=!") < strlen(l->text));
 		return 0;
 	case TPURT_LOCAL_INPUT:
 		find_ref(c, l->ref, (int)strlen(l->ref), &r);
@@ -1420,6 +1423,9 @@ static int lower_name(struct stmt_ctx *c, const struct stmt_node *n,
 	struct ref_info r;
 	int dt;
 
+	if (l && l->kind == TPURT_LOCAL_COPY)
+		return stmt_fail(c, n->col, "'%s' is a copy descriptor: use %s.start() or %s.wait()",
+				 l->name, l->name, l->name);
 	if (l)
 		return lower_local(c, l, v);
 	if (find_ref(c, n->name, n->len, &r)) {
@@ -1772,7 +1778,7 @@ static int bind_local(struct stmt_ctx *c, const struct stmt *st)
 		return stmt_fail(c, st->tcol, "unknown name '%.*s'", st->tlen, st->target);
 	}
 	memset(&cur, 0, sizeof(cur));
-	if (l && lower_local(c, l, &cur)) {
+	if (l && (st->aug || l->kind != TPURT_LOCAL_COPY) && lower_local(c, l, &cur)) {
 		free(saved);
 		return c->err;
 	}

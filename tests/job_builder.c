@@ -12,6 +12,7 @@ struct jb {
 	struct tpu_job_scratch scratch[TPU_JOB_MAX_SCRATCH];
 	struct tpu_job_op op[TPU_JOB_MAX_OPS];
 	struct tpu_job_insn insn[TPU_JOB_MAX_INSNS];
+	struct tpu_job_window window[TPU_JOB_MAX_WINDOWS];
 };
 
 static void die(const char *what, const char *arg)
@@ -71,7 +72,7 @@ static struct tpu_job_insn assemble(const char *tok)
 {
 	static const struct { const char *prefix; uint8_t op; } arg_ops[] = {
 		{ "pid", TPU_INSN_PUSH_PID }, { "nprog", TPU_INSN_PUSH_NPROG },
-		{ "smem", TPU_INSN_LOAD_SMEM },
+		{ "smem", TPU_INSN_LOAD_SMEM }, { "scr", TPU_INSN_LOAD_SCRATCH },
 	};
 	char *end;
 	long v;
@@ -204,6 +205,73 @@ struct tpu_job_op *jb_binary(struct jb *b, unsigned int fn, unsigned int bcast,
 	return op;
 }
 
+/* --- the memory model --- */
+
+void jb_space(struct jb *b, unsigned int i, unsigned int space)
+{
+	b->operand[i].space = space;
+}
+
+void jb_buffers(struct jb *b, unsigned int i, unsigned int n)
+{
+	b->operand[i].buffers = n;
+}
+
+void jb_alias(struct jb *b, unsigned int out, unsigned int in)
+{
+	b->operand[out].alias = in + 1;
+}
+
+unsigned int jb_window(struct jb *b, struct tpu_job_ref base,
+		       unsigned int squeeze, const uint32_t *size,
+		       unsigned int rank, const char *start)
+{
+	unsigned int i = b->h.num_windows++;
+	struct tpu_job_window *w;
+
+	if (i >= TPU_JOB_MAX_WINDOWS)
+		die("too many windows", "");
+	w = &b->window[i];
+	w->base = base;
+	w->squeeze = squeeze;
+	memcpy(w->size, size, rank * sizeof(*size));
+	w->start = jb_prog(b, start);
+	return i;
+}
+
+struct tpu_job_op *jb_copy(struct jb *b, unsigned int opcode,
+			   struct tpu_job_ref dst, struct tpu_job_ref src,
+			   struct tpu_job_ref sem, const char *sem_index,
+			   const char *pred)
+{
+	struct tpu_job_op *op = new_op(b, opcode, dst, pred);
+
+	op->src0 = src;
+	op->src1 = sem;
+	op->scalar_index = jb_prog(b, sem_index);
+	return op;
+}
+
+struct tpu_job_op *jb_sem_op(struct jb *b, unsigned int opcode,
+			     struct tpu_job_ref sem, const char *index_amount,
+			     const char *pred)
+{
+	struct tpu_job_op *op = new_op(b, opcode, JB_NONE, pred);
+
+	op->src1 = sem;
+	op->scalar_index = jb_prog(b, index_amount);
+	return op;
+}
+
+struct tpu_job_op *jb_scalar_store(struct jb *b, struct tpu_job_ref dst,
+				   const char *index_value, const char *pred)
+{
+	struct tpu_job_op *op = new_op(b, TPU_OP_SCALAR_STORE, dst, pred);
+
+	op->scalar_index = jb_prog(b, index_value);
+	return op;
+}
+
 static size_t align8(size_t v)
 {
 	return (v + 7) & ~(size_t)7;
@@ -226,6 +294,8 @@ void *jb_finish(struct jb *b, size_t *len)
 	at = align8(at + h->num_ops * sizeof(b->op[0]));
 	h->code_offset = at;
 	at = align8(at + h->num_insns * sizeof(b->insn[0]));
+	h->windows_offset = at;
+	at = align8(at + h->num_windows * sizeof(b->window[0]));
 	h->total_size = at;
 	blob = calloc(1, at);
 	if (!blob)
@@ -237,6 +307,8 @@ void *jb_finish(struct jb *b, size_t *len)
 	       h->num_scratch * sizeof(b->scratch[0]));
 	memcpy(blob + h->ops_offset, b->op, h->num_ops * sizeof(b->op[0]));
 	memcpy(blob + h->code_offset, b->insn, h->num_insns * sizeof(b->insn[0]));
+	memcpy(blob + h->windows_offset, b->window,
+	       h->num_windows * sizeof(b->window[0]));
 	*len = at;
 	return blob;
 }

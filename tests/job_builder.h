@@ -9,7 +9,8 @@
  *   operand N), integers, + - * // % min max == != < <= > >= and or not.
  * E.g. the index map "i, j, k -> i, k" is "pid0 pid2", the predicate
  * program_id(2) == nsteps - 1 is "pid2 nprog2 1 - ==", and the block-sparse
- * "i, j, s -> s[i], j" is "pid0 smem0 pid1".
+ * "i, j, s -> s[i], j" is "pid0 smem0 pid1". scrN loads from SMEM or
+ * semaphore scratch N (LOAD_SCRATCH).
  */
 #ifndef JOB_BUILDER_H
 #define JOB_BUILDER_H
@@ -48,6 +49,17 @@ unsigned int jb_scratch(struct jb *b, unsigned int space, unsigned int dtype,
 #define JB_SCR(i)	((struct tpu_job_ref){ TPU_REF_SCRATCH, (i) })
 #define JB_NONE		((struct tpu_job_ref){ TPU_REF_NONE, 0 })
 
+/* The memory model: an operand's space, pl.Buffered(n), an output's alias. */
+void jb_space(struct jb *b, unsigned int i, unsigned int space);
+void jb_buffers(struct jb *b, unsigned int i, unsigned int n);
+void jb_alias(struct jb *b, unsigned int out, unsigned int in);
+
+/* A window of @base (@rank sizes); @start a postfix program or NULL. */
+unsigned int jb_window(struct jb *b, struct tpu_job_ref base,
+		       unsigned int squeeze, const uint32_t *size,
+		       unsigned int rank, const char *start);
+#define JB_WIN(i)	((struct tpu_job_ref){ TPU_REF_WINDOW, (i) })
+
 /* Micro-ops; @pred is a postfix predicate or NULL. Return the op to tweak. */
 struct tpu_job_op *jb_zero(struct jb *b, struct tpu_job_ref dst,
 			   const char *pred);
@@ -60,6 +72,22 @@ struct tpu_job_op *jb_unary(struct jb *b, unsigned int fn,
 struct tpu_job_op *jb_binary(struct jb *b, unsigned int fn, unsigned int bcast,
 			     struct tpu_job_ref dst, struct tpu_job_ref src0,
 			     struct tpu_job_ref src1, const char *pred);
+
+/*
+ * TPU_OP_COPY_START or TPU_OP_COPY_WAIT: @src (NONE for a wait) to @dst on
+ * DMA semaphore @sem, element from @sem_index (NULL: 0).
+ */
+struct tpu_job_op *jb_copy(struct jb *b, unsigned int opcode,
+			   struct tpu_job_ref dst, struct tpu_job_ref src,
+			   struct tpu_job_ref sem, const char *sem_index,
+			   const char *pred);
+/* TPU_OP_SEM_SIGNAL or TPU_OP_SEM_WAIT; @index_amount leaves i then n. */
+struct tpu_job_op *jb_sem_op(struct jb *b, unsigned int opcode,
+			     struct tpu_job_ref sem, const char *index_amount,
+			     const char *pred);
+/* TPU_OP_SCALAR_STORE; @index_value leaves the flat index then the value. */
+struct tpu_job_op *jb_scalar_store(struct jb *b, struct tpu_job_ref dst,
+				   const char *index_value, const char *pred);
 
 /* The descriptor blob (malloc'd, caller frees) and its length. */
 void *jb_finish(struct jb *b, size_t *len);

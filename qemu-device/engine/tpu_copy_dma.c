@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,13 +29,21 @@ static bool conflict(const struct tpu_region *a, const struct tpu_region *b)
 }
 
 static int hazard(struct tpu_core *core, unsigned int n,
-		  const struct tpu_inflight *c, const char *what)
+		  const struct tpu_region *r, const struct tpu_inflight *c,
+		  const struct tpu_region *cr)
 {
+	char name[24];
+
+	if (r->base.kind == TPU_REF_OPERAND)
+		snprintf(name, sizeof(name), "operand %u", r->base.index);
+	else
+		snprintf(name, sizeof(name), "scratch %u", r->base.index);
 	core->res.error.op = n;
 	tpu_job_fail(&core->res, TPU_JOB_ERR_HAZARD,
-		     "step %llu: op %u %s the async copy of op %u (started at step %llu) is in flight: wait for it first",
-		     (unsigned long long)core->step, n, what, c->op,
-		     (unsigned long long)c->step);
+		     "step %llu: op %u %s %s while the async copy of op %u (started at step %llu) %s it: wait for the copy first",
+		     (unsigned long long)core->step, n,
+		     r->write ? "writes" : "reads", name, c->op,
+		     (unsigned long long)c->step, cr->write ? "writes" : "reads");
 	tpu_core_fail_step(core, core->step);
 	return -1;
 }
@@ -46,11 +55,9 @@ int tpu_copy_hazard_op(struct tpu_core *core, unsigned int n,
 		const struct tpu_inflight *c = &core->inflight[k];
 
 		if (conflict(r, &c->dst))
-			return hazard(core, n, c, r->write ?
-				      "writes a region that" :
-				      "reads a region that");
+			return hazard(core, n, r, c, &c->dst);
 		if (conflict(r, &c->src))
-			return hazard(core, n, c, "writes a region that the source of");
+			return hazard(core, n, r, c, &c->src);
 	}
 	return 0;
 }
