@@ -82,7 +82,9 @@ int dsd_run(struct tpurt_device *dev, const struct dsd_shape *s,
  * q (batch, heads, head_dim); k_pages, v_pages (kv_heads, total_pages,
  * page_size, head_dim) in HBM; lengths (batch) and page_indices (batch *
  * pages_per_seq) in scalar prefetch. Grid (batch, kv_heads, pages_per_seq
- * / pages_per_block); a step attends a block of pages_per_block pages.
+ * / pages_per_block); a step attends a block of pages_per_block pages, at
+ * most 15 (a copy a page of k and of v, each a window of the HBM array and
+ * of the buffer: 4 windows a page and 2 more, of a job's 64).
  */
 struct paged_shape {
 	enum tpurt_dtype dtype;		/* of q and the pages */
