@@ -18,7 +18,7 @@
 
 #define LL(x) ((long long)(x))
 
-/* A grid spec of @rank dimensions @grid; NULL (and freed) if @ret. */
+/* @gs, or NULL (and @gs freed) if building it failed (@ret). */
 static struct tpurt_grid_spec *spec_done(struct tpurt_grid_spec *gs, int ret)
 {
 	if (ret) {
@@ -28,15 +28,14 @@ static struct tpurt_grid_spec *spec_done(struct tpurt_grid_spec *gs, int ret)
 	return gs;
 }
 
-/* An operand left in HBM: pl.BlockSpec(memory_space=pl.ANY). */
-static int add_hbm(struct tpurt_grid_spec *gs, const char *name, bool output,
-		   enum tpurt_dtype dtype)
+/* An input left in HBM: pl.BlockSpec(memory_space=pl.ANY). */
+static int add_hbm_input(struct tpurt_grid_spec *gs, const char *name,
+			 enum tpurt_dtype dtype)
 {
 	struct tpurt_block_spec any = { .memory_space = TPURT_ANY };
-	int ret = output ? tpurt_grid_spec_add_output(gs, name, &any) :
-			   tpurt_grid_spec_add_input(gs, name, &any);
 
-	return ret || tpurt_grid_spec_set_dtype(gs, name, dtype);
+	return tpurt_grid_spec_add_input(gs, name, &any) ||
+	       tpurt_grid_spec_set_dtype(gs, name, dtype);
 }
 
 /* --- manual_pipeline --- */
@@ -52,8 +51,8 @@ struct tpurt_grid_spec *mp_spec(const struct mp_shape *s)
 	if (s->rows % s->bm || tpurt_grid_spec_create(1, grid, &gs))
 		return NULL;
 	return spec_done(gs,
-		add_hbm(gs, "x_hbm", false, s->dtype) ||
-		add_hbm(gs, "y_hbm", false, s->dtype) ||
+		add_hbm_input(gs, "x_hbm", s->dtype) ||
+		add_hbm_input(gs, "y_hbm", s->dtype) ||
 		tpurt_grid_spec_add_output(gs, "o_ref", &os) ||
 		tpurt_grid_spec_set_dtype(gs, "o_ref", s->dtype) ||
 		tpurt_grid_spec_add_scratch(gs, "x_buf", TPURT_VMEM, s->dtype, 3, buf) ||
@@ -62,7 +61,7 @@ struct tpurt_grid_spec *mp_spec(const struct mp_shape *s)
 					    TPURT_INT32, 1, sems));
 }
 
-/* x's and y's copies of block @blk into slot @slot: "START" or "WAIT". */
+/* x's and y's copies of block @blk into slot @slot: @what "start" or "wait". */
 static void mp_copies(struct kernel_text *t, const char *in, const char *blk,
 		      const char *slot, const char *what)
 {
@@ -452,8 +451,8 @@ struct tpurt_grid_spec *paged_spec(const struct paged_shape *s)
 		tpurt_grid_spec_add_scalar_prefetch(gs, "step_ref") ||
 		tpurt_grid_spec_add_input(gs, "q_ref", &qs) ||
 		tpurt_grid_spec_set_dtype(gs, "q_ref", s->dtype) ||
-		add_hbm(gs, "k_pages_hbm_ref", false, s->dtype) ||
-		add_hbm(gs, "v_pages_hbm_ref", false, s->dtype) ||
+		add_hbm_input(gs, "k_pages_hbm_ref", s->dtype) ||
+		add_hbm_input(gs, "v_pages_hbm_ref", s->dtype) ||
 		tpurt_grid_spec_add_output(gs, "o_ref", &qs) ||
 		tpurt_grid_spec_set_dtype(gs, "o_ref", paged_out_dtype(s)) ||
 		tpurt_grid_spec_add_output(gs, "m_ref", &ml) ||
