@@ -633,4 +633,35 @@ TEST_F(call, single_buffered_blocks_run)
 	tpurt_grid_spec_free(gs);
 }
 
+TEST_F(call, schedule_dump_shows_the_copies_of_each_step)
+{
+	struct tpurt_array *args[] = { self->a.pt, self->a.x, self->a.y, self->a.o,
+				       self->a.oh };
+	struct tpurt_schedule_counts cnt;
+	struct tpurt_kernel *k;
+	char *buf = NULL;
+	size_t len;
+	FILE *f;
+
+	ASSERT_EQ(0, tpurt_kernel_create(&k));
+	ASSERT_EQ(0, tpurt_kernel_stmts(k, self->gs, double_buffered))
+		TH_LOG("%s", tpurt_last_error());
+	f = open_memstream(&buf, &len);
+	ASSERT_EQ(0, tpurt_schedule_dump_kernel(k, self->gs, NULL, args, 5, f, 3, &cnt))
+		TH_LOG("%s", tpurt_last_error());
+	fclose(f);
+	EXPECT_STREQ("step 0 (0):  x_hbm hbm  y[0, 0] fetch  o[0, 0] write  o_hbm hbm\n"
+		     "    copy x_hbm[0:8, 0:128] -> buf[0, 0:8, 0:128] on sem[0]\n"
+		     "    copy x_hbm[8:16, 0:128] -> buf[1, 0:8, 0:128] on sem[1]\n"
+		     "step 1 (1):  x_hbm hbm  y[1, 0] fetch  o[1, 0] write  o_hbm hbm\n"
+		     "    copy x_hbm[16:24, 0:128] -> buf[0, 0:8, 0:128] on sem[0]\n"
+		     "step 2 (2):  x_hbm hbm  y[2, 0] fetch  o[2, 0] write  o_hbm hbm\n"
+		     "    copy x_hbm[24:32, 0:128] -> buf[1, 0:8, 0:128] on sem[1]\n"
+		     "... 5 more steps\n", buf);
+	EXPECT_EQ((uint64_t)STEPS, cnt.blocks_fetched);
+	EXPECT_EQ((uint64_t)STEPS, cnt.blocks_written);
+	free(buf);
+	tpurt_kernel_free(k);
+}
+
 TEST_HARNESS_MAIN
