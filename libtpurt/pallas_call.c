@@ -1179,6 +1179,10 @@ int tpurt_pallas_call_async(const struct tpurt_kernel *k,
 		bufs[i] = c.argv[i]->buf;
 		strcpy(job->names[i], gs->operand[i].name);
 	}
+	job->nscratch = (unsigned int)(gs->num_scratch + c.nscope_slots + c.nslots);
+	for (unsigned int i = 0; i < job->nscratch; i++)
+		snprintf(job->names[TPU_JOB_MAX_OPERANDS + i], TPURT_NAME_MAX, "%s",
+			 scratch_name(&c, i));
 	job->submit_ns = tpurt_now_ns();
 	ret = c.dev->ops->job_submit(job, blob, len, bufs, (unsigned int)nargs);
 	free(blob);

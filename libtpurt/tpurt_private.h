@@ -99,8 +99,9 @@ struct tpurt_job {
 	uint64_t submit_ns;
 	uint64_t done_ns;
 	struct tpu_job_report report;
-	/* for messages: the refs in Pallas order */
-	unsigned int nrefs;
+	/* for messages: the operands in Pallas order, then from
+	 * TPU_JOB_MAX_OPERANDS on the job's scratch */
+	unsigned int nrefs, nscratch;
 	char names[TPU_JOB_MAX_OPERANDS + TPU_JOB_MAX_SCRATCH][TPURT_NAME_MAX];
 };
 
