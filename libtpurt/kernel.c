@@ -320,8 +320,9 @@ static int copy_op(struct tpurt_kernel *k, uint8_t opcode, const char *src,
 int tpurt_kernel_copy_start(struct tpurt_kernel *k, const char *src,
 			    const char *dst, const char *sem)
 {
-	if (!dst)
-		return tpurt_fail(-EINVAL, "kernel: copy_start: destination ref missing");
+	if (!src || !dst)
+		return tpurt_fail(-EINVAL, "kernel: copy_start: %s ref missing",
+				  src ? "destination" : "source");
 	return copy_op(k, TPU_OP_COPY_START, src, dst, sem);
 }
 
@@ -330,6 +331,8 @@ int tpurt_kernel_copy_wait(struct tpurt_kernel *k, const char *src,
 {
 	if (!dst)
 		return tpurt_fail(-EINVAL, "kernel: copy_wait: destination ref missing");
+	if (src && !*src)
+		src = NULL;
 	return copy_op(k, TPU_OP_COPY_WAIT, src, dst, sem);
 }
 
@@ -360,7 +363,9 @@ int tpurt_kernel_sync_copy(struct tpurt_kernel *k, const char *src,
 			   const char *dst)
 {
 	int nscopes = k->nscopes;
-	int ret = sync_semaphore(k);
+	int ret = !src || !dst ?
+		  tpurt_fail(-EINVAL, "kernel: sync_copy: source or destination ref missing") :
+		  sync_semaphore(k);
 
 	if (!ret)
 		ret = tpurt_kernel_copy_start(k, src, dst, TPURT_SYNC_SEM);

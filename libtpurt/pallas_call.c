@@ -1121,6 +1121,34 @@ int tpurt_pallas_call_build(const struct tpurt_kernel *k,
 	return build(&c, nargs, descp, lenp);
 }
 
+int tpurt_pallas_plan(const struct tpurt_kernel *k,
+		      const struct tpurt_grid_spec *gs,
+		      const struct tpurt_compiler_params *params,
+		      struct tpurt_array *const *args, int nargs,
+		      struct tpu_plan *plan,
+		      char (*scratch_names)[TPURT_NAME_MAX])
+{
+	struct tpu_job_result res = { 0 };
+	struct pallas_build c;
+	struct tpu_config cfg;
+	void *blob;
+	size_t len;
+	int ret;
+
+	init_build(&c, k, gs, params, args);
+	ret = build(&c, nargs, &blob, &len);
+	if (ret)
+		return ret;
+	tpurt_device_config(c.info, &cfg);
+	ret = tpu_job_decode(blob, len, &cfg, plan, &res);
+	free(blob);
+	if (ret)	/* device_check took it: the decoder is deterministic */
+		return tpurt_fail(-EINVAL, "pallas_call: internal: %s", res.message);
+	for (unsigned int i = 0; i < plan->num_scratch; i++)
+		snprintf(scratch_names[i], TPURT_NAME_MAX, "%s", scratch_name(&c, i));
+	return 0;
+}
+
 int tpurt_pallas_call_async(const struct tpurt_kernel *k,
 			    const struct tpurt_grid_spec *gs,
 			    const struct tpurt_compiler_params *params,
@@ -1151,6 +1179,10 @@ int tpurt_pallas_call_async(const struct tpurt_kernel *k,
 		bufs[i] = c.argv[i]->buf;
 		strcpy(job->names[i], gs->operand[i].name);
 	}
+	job->nscratch = (unsigned int)(gs->num_scratch + c.nscope_slots + c.nslots);
+	for (unsigned int i = 0; i < job->nscratch; i++)
+		snprintf(job->names[TPU_JOB_MAX_OPERANDS + i], TPURT_NAME_MAX, "%s",
+			 scratch_name(&c, i));
 	job->submit_ns = tpurt_now_ns();
 	ret = c.dev->ops->job_submit(job, blob, len, bufs, (unsigned int)nargs);
 	free(blob);

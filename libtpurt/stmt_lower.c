@@ -1538,6 +1538,8 @@ static int lower_attr(struct stmt_ctx *c, const struct stmt_node *n,
 {
 	if (name_is(n, "T"))
 		return stmt_fail(c, n->col, "transposes (.T) are supported on dot operands only");
+	if (name_is(n, "at"))
+		return stmt_fail(c, n->col, "ref.at[...] is a window: read it with ref.at[i][...], or copy it");
 	if (!name_is(n, "dtype"))
 		return stmt_fail(c, n->col, "unknown attribute '.%.*s'", n->len, n->name);
 	if (lower_ref_ok(c, n->base, v))

@@ -99,8 +99,9 @@ struct tpurt_job {
 	uint64_t submit_ns;
 	uint64_t done_ns;
 	struct tpu_job_report report;
-	/* for messages: the refs in Pallas order */
-	unsigned int nrefs;
+	/* for messages: the operands in Pallas order, then from
+	 * TPU_JOB_MAX_OPERANDS on the job's scratch */
+	unsigned int nrefs, nscratch;
 	char names[TPU_JOB_MAX_OPERANDS + TPU_JOB_MAX_SCRATCH][TPURT_NAME_MAX];
 };
 
@@ -395,6 +396,37 @@ void tpurt_grid_spec_env(const struct tpurt_grid_spec *gs,
 int tpurt_program_eval(const struct tpurt_program *prog, const int64_t *pid,
 		       const int64_t *grid, const int32_t *const *smem,
 		       const uint64_t *smem_len, int64_t *out);
+
+struct tpu_plan;
+
+/*
+ * The job pallas_call would run (after all its checks), decoded by the
+ * device's rules into @plan, with each job scratch's name as the call
+ * knows it (grid spec scratch, scopes, temporaries).
+ */
+int tpurt_pallas_plan(const struct tpurt_kernel *k,
+		      const struct tpurt_grid_spec *gs,
+		      const struct tpurt_compiler_params *params,
+		      struct tpurt_array *const *args, int nargs,
+		      struct tpu_plan *plan,
+		      char (*scratch_names)[TPURT_NAME_MAX]);
+
+/*
+ * A kernel's async copies followed step by step on the host (copy_walk.c):
+ * predicates, window starts and scalar stores run on the device's scalar
+ * core over a host copy of one core's SMEM.
+ */
+struct tpurt_copy_walk;
+
+int tpurt_copy_walk_create(const struct tpurt_kernel *k,
+			   const struct tpurt_grid_spec *gs,
+			   const struct tpurt_compiler_params *params,
+			   struct tpurt_array *const *args, int nargs,
+			   struct tpurt_copy_walk **wp);
+/* Run step @pid's ops; print a line per copy started to @out (may be NULL). */
+int tpurt_copy_walk_step(struct tpurt_copy_walk *w, const int64_t *pid,
+			 uint64_t step, FILE *out);
+void tpurt_copy_walk_free(struct tpurt_copy_walk *w);
 
 /* Pallas TPU's block-shape rule for operand @o over an array of @shape. */
 int tpurt_check_block_shape(const struct tpurt_operand_spec *o, int rank,

@@ -234,6 +234,7 @@ TEST_F(mem, errors_name_the_statement_and_column)
 	EXPECT_FAILS("o[...] = sem[...] + 1.0", "'sem' is a semaphore: read it with pltpu.semaphore_read");
 	EXPECT_FAILS("o[...] = o[...] + sem[0]", "'sem' is a semaphore");
 	EXPECT_FAILS("o[...] = x_hbm[...]", "'x_hbm' is in HBM (pl.ANY): copy it into VMEM");
+	EXPECT_FAILS("o[...] = buf.at[0] + 1.0", "ref.at[...] is a window: read it with ref.at[i][...]");
 	EXPECT_FAILS("pltpu.semaphore_signal(sem.at[0, 1], 1)",
 		     "semaphore 'sem': name one element, sem.at[i] at column 24");
 	EXPECT_FAILS("o[...] = buf.at[pl.ds(0, 2), 3][...]",
@@ -631,6 +632,70 @@ TEST_F(call, single_buffered_blocks_run)
 	EXPECT_EQ(0, bad);
 	tpurt_kernel_free(k);
 	tpurt_grid_spec_free(gs);
+}
+
+TEST_F(call, schedule_dump_shows_the_copies_of_each_step)
+{
+	struct tpurt_array *args[] = { self->a.pt, self->a.x, self->a.y, self->a.o,
+				       self->a.oh };
+	struct tpurt_schedule_counts cnt;
+	struct tpurt_kernel *k;
+	char *buf = NULL;
+	size_t len;
+	FILE *f;
+
+	ASSERT_EQ(0, tpurt_kernel_create(&k));
+	ASSERT_EQ(0, tpurt_kernel_stmts(k, self->gs, double_buffered))
+		TH_LOG("%s", tpurt_last_error());
+	f = open_memstream(&buf, &len);
+	ASSERT_EQ(0, tpurt_schedule_dump_kernel(k, self->gs, NULL, args, 5, f, 3, &cnt))
+		TH_LOG("%s", tpurt_last_error());
+	fclose(f);
+	EXPECT_STREQ("step 0 (0):  x_hbm hbm  y[0, 0] fetch  o[0, 0] write  o_hbm hbm\n"
+		     "    copy x_hbm[0:8, 0:128] -> buf[0, 0:8, 0:128] on sem[0]\n"
+		     "    copy x_hbm[8:16, 0:128] -> buf[1, 0:8, 0:128] on sem[1]\n"
+		     "step 1 (1):  x_hbm hbm  y[1, 0] fetch  o[1, 0] write  o_hbm hbm\n"
+		     "    copy x_hbm[16:24, 0:128] -> buf[0, 0:8, 0:128] on sem[0]\n"
+		     "step 2 (2):  x_hbm hbm  y[2, 0] fetch  o[2, 0] write  o_hbm hbm\n"
+		     "    copy x_hbm[24:32, 0:128] -> buf[1, 0:8, 0:128] on sem[1]\n"
+		     "... 5 more steps\n", buf);
+	EXPECT_EQ((uint64_t)STEPS, cnt.blocks_fetched);
+	EXPECT_EQ((uint64_t)STEPS, cnt.blocks_written);
+	free(buf);
+	tpurt_kernel_free(k);
+}
+
+TEST_F(call, regular_semaphores_signal_read_and_wait)
+{
+	static const int32_t pt[8] = { 0 };
+	const float *o = tpurt_array_map(self->a.o);
+	int bad = 0;
+
+	ASSERT_EQ(0, run(self->dev, self->gs, &self->a, pt,
+			 "pltpu.semaphore_signal(rsem, pl.program_id(0) + 2)\n"
+			 "n = pltpu.semaphore_read(rsem.at[0])\n"
+			 "o[...] = jnp.zeros_like(o) + n * 10\n"
+			 "pltpu.semaphore_wait(rsem, pl.program_id(0) + 2)\n", NULL))
+		TH_LOG("%s", tpurt_last_error());
+	for (int s = 0; s < STEPS; s++)
+		for (int i = 0; i < BR * 128; i++)
+			bad += o[s * BR * 128 + i] != (float)((s + 2) * 10);
+	EXPECT_EQ(0, bad);
+}
+
+TEST_F(call, a_wait_nothing_will_satisfy_fails_with_names)
+{
+	static const int32_t pt[8] = { 0 };
+	struct tpurt_job_stats st;
+
+	EXPECT_EQ(-EIO, run(self->dev, self->gs, &self->a, pt,
+			    "pltpu.make_async_copy(x_hbm.at[pl.ds(0, 8)], buf.at[1], sem.at[1]).wait()\n"
+			    "o[...] = y[...]\n", &st));
+	EXPECT_NE(NULL, strstr(tpurt_last_error(), "step 0: op 0 waits on semaphore"))
+		TH_LOG("%s", tpurt_last_error());
+	EXPECT_NE(NULL, strstr(tpurt_last_error(), "'sem'")) TH_LOG("%s", tpurt_last_error());
+	EXPECT_EQ(0, st.error.op);
+	EXPECT_EQ(0, st.error.step);
 }
 
 TEST_HARNESS_MAIN

@@ -860,6 +860,21 @@ int tpurt_schedule_dump(const struct tpurt_grid_spec *gs,
 			struct tpurt_array *const *args, int nargs,
 			FILE *out, uint64_t max_lines,
 			struct tpurt_schedule_counts *counts);
+/*
+ * The same, and under each printed step one line per async copy @k starts
+ * there, "    copy x_hbm[8:16, 0:128] -> buf[1, 0:8, 0:128] on sem[1]"
+ * (an indexed dimension shows its index), from the job pallas_call would
+ * run with these arguments (all of them, checked as pallas_call does).
+ * Predicates, window starts and scalar stores run on the device's scalar
+ * core on the host, so slots kept in SMEM scratch are followed;
+ * semaphore counts read 0.
+ */
+int tpurt_schedule_dump_kernel(const struct tpurt_kernel *k,
+			       const struct tpurt_grid_spec *gs,
+			       const struct tpurt_compiler_params *params,
+			       struct tpurt_array *const *args, int nargs,
+			       FILE *out, uint64_t max_lines,
+			       struct tpurt_schedule_counts *counts);
 
 /*
  * --- Queues: batched, asynchronous submission of copies and grid jobs ---

@@ -133,6 +133,7 @@ static int move_box(const struct tpu_core *core, const struct box_mem *s,
 		    unsigned int n, uint64_t es)
 {
 	uint64_t idx[TPU_JOB_MAX_RANK] = { 0 }, rows = 1, len, since = 0;
+	uint64_t chunk = ABORT_POLL_BYTES / es;	/* elements between polls */
 	bool dense;
 
 	if (!n) {	/* every dimension squeezed: one element */
@@ -152,18 +153,22 @@ static int move_box(const struct tpu_core *core, const struct box_mem *s,
 			so += idx[k] * s->stride[k];
 			dof += idx[k] * d->stride[k];
 		}
-		if (dense) {
-			memmove(d->p + dof, s->p + so, len * es);
-		} else {
-			for (uint64_t c = 0; c < len; c++)
-				memmove(d->p + dof + c * d->stride[n - 1],
-					s->p + so + c * s->stride[n - 1], es);
-		}
-		since += len * es;
-		if (since >= ABORT_POLL_BYTES) {
-			since = 0;
-			if (aborted(core))
-				return -1;
+		for (uint64_t c = 0; c < len; c += chunk) {
+			uint64_t k = len - c < chunk ? len - c : chunk;
+
+			if (dense)
+				memmove(d->p + dof + c * es, s->p + so + c * es,
+					k * es);
+			else
+				for (uint64_t j = c; j < c + k; j++)
+					memmove(d->p + dof + j * d->stride[n - 1],
+						s->p + so + j * s->stride[n - 1], es);
+			since += k * es;
+			if (since >= ABORT_POLL_BYTES) {
+				since = 0;
+				if (aborted(core))
+					return -1;
+			}
 		}
 	}
 	return 0;
