@@ -39,9 +39,7 @@ static bool array_fits(u32 total, u32 offset, u32 count, size_t size)
 {
 	u64 end = (u64)offset + (u64)count * size;
 
-	/* an empty array may be anywhere aligned (windows_offset 0 of old jobs) */
-	return !(offset % 8) &&
-	       (!count || offset >= sizeof(struct tpu_job_header)) &&
+	return !(offset % 8) && offset >= sizeof(struct tpu_job_header) &&
 	       end <= total;
 }
 
