@@ -108,8 +108,10 @@ static int check_sharing(const struct pallas_build *c, int nargs)
 			    c->alias[j] == i)
 				continue;
 			return tpurt_fail(-EINVAL,
-					  "pallas_call: args %d and %d ('%s' and '%s') share a buffer: declare input_output_aliases",
-					  i, j, gs->operand[i].name, gs->operand[j].name);
+					  "pallas_call: args %d and %d share a buffer: declare input_output_aliases (%s '%s' and %s '%s')",
+					  i, j, role_name(gs->operand[i].role),
+					  gs->operand[i].name, role_name(gs->operand[j].role),
+					  gs->operand[j].name);
 		}
 	return 0;
 }
@@ -207,6 +209,9 @@ static int check_operand(struct pallas_build *c, int i)
 		return tpurt_fail(-EINVAL, "%s '%s': the array is %s, the grid spec declares %s",
 				  role_name(o->role), o->name, tpurt_dtype_name(a->dtype),
 				  tpurt_dtype_name(o->dtype));
+	if (o->role != TPU_ROLE_SCALAR_PREFETCH && o->spec.memory_space == TPURT_SMEM)
+		return o->spec.rank == a->rank ? 0 :
+		       tpurt_check_block_shape(o, a->rank, a->shape);	/* no tiling */
 	if (o->role != TPU_ROLE_SCALAR_PREFETCH && o->spec.memory_space == TPURT_ANY) {
 		if (!o->spec.rank || (a->rank == o->spec.rank &&
 				      !memcmp(a->shape, o->spec.shape,
