@@ -745,4 +745,28 @@ TEST_F(call, smem_space_blocks_read_and_written)
 	tpurt_array_free(in), tpurt_array_free(cnt);
 }
 
+TEST_F(call, body_ops_read_and_write_windows)
+{
+	static const int32_t pt[8] = { 0 };
+	const float *x = tpurt_array_map(self->a.x), *o = tpurt_array_map(self->a.o);
+	int bad = 0;
+
+	fill(self->a.x, 8);
+	ASSERT_EQ(0, run(self->dev, self->gs, &self->a, pt,
+			 "pltpu.sync_copy(x_hbm.at[pl.ds(pl.program_id(0) * 8, 8)], buf.at[1])\n"
+			 "o.at[pl.ds(0, 4)][...] = buf[1, pl.ds(4, 4)] + 1.0\n"
+			 "o.at[pl.ds(4, 4), :][...] = buf.at[1, 0:4][...] * 2.0\n", NULL))
+		TH_LOG("%s", tpurt_last_error());
+	for (int s = 0; s < STEPS; s++)
+		for (int r = 0; r < BR; r++)
+			for (int c = 0; c < 128; c++) {
+				float got = o[(s * BR + r) * 128 + c];
+				float want = r < 4 ? x[(s * BR + r + 4) * 128 + c] + 1.0f :
+					     x[(s * BR + r - 4) * 128 + c] * 2.0f;
+
+				bad += got != want;
+			}
+	EXPECT_EQ(0, bad);
+}
+
 TEST_HARNESS_MAIN
