@@ -34,12 +34,17 @@ static const u8 dtype_sizes[TPU_DTYPE_COUNT] = {
 	[TPU_DTYPE_UINT8] = 1, [TPU_DTYPE_INT32] = 4, [TPU_DTYPE_BOOL] = 1,
 };
 
-/* [offset, offset + count * size) inside the blob, 8-byte aligned. */
+/*
+ * [offset, offset + count * size) inside the blob, 8-byte aligned, past the
+ * header unless empty (an empty array's offset is any aligned one in bounds,
+ * as the window array's 0 in descriptors that have none).
+ */
 static bool array_fits(u32 total, u32 offset, u32 count, size_t size)
 {
 	u64 end = (u64)offset + (u64)count * size;
 
-	return !(offset % 8) && offset >= sizeof(struct tpu_job_header) &&
+	return !(offset % 8) &&
+	       (!count || offset >= sizeof(struct tpu_job_header)) &&
 	       end <= total;
 }
 
@@ -121,8 +126,10 @@ static int check_grid(struct tpu_device *tdev, const struct tpu_job_header *hdr)
 static bool prog_in_code(const struct tpu_job_header *hdr,
 			 const struct tpu_job_prog *prog)
 {
-	return !prog->reserved && prog->len <= TPU_JOB_MAX_PROG_LEN &&
-	       (u64)prog->offset + prog->len <= hdr->num_insns;
+	/* an empty program's offset means nothing, as on the device */
+	return !prog->reserved &&
+	       (!prog->len || (prog->len <= TPU_JOB_MAX_PROG_LEN &&
+			       (u64)prog->offset + prog->len <= hdr->num_insns));
 }
 
 /* Bytes of a dense block of @rank dims; false on overflow. */
@@ -235,8 +242,9 @@ static int check_operand(struct tpu_device *tdev, const struct job_view *view,
 			return reject(tdev, "operand %u: array too large", i);
 	}
 	if (!prog_in_code(view->hdr, &operand->index_map) ||
-	    (unblocked && operand->index_map.len))
-		return reject(tdev, "operand %u: index map outside the code", i);
+	    unblocked != !operand->index_map.len)
+		return reject(tdev, "operand %u: index map outside the code, or missing",
+			      i);
 	if (check_mul_overflow(elems, (u64)dtype_sizes[operand->dtype],
 			       &bytes) ||
 	    operand->offset > slot_sizes[operand->slot] ||

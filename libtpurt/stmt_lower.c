@@ -15,64 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stmt.h"
+#include "stmt_lower.h"
 
-enum value_kind {
-	V_TILE,		/* @ref (a ref or temporary), rows x cols of dtype */
-	V_IMM,		/* @imm */
-	V_SCALAR,	/* @text: index-map syntax, a 64-bit integer */
-	V_SMEM,		/* @ref[@text]: one element of an SMEM ref */
-	V_DTYPE,	/* @dtype: an argument of astype, iota, zeros */
-	V_REF,		/* a bare ref: only its shape and dtype are read */
-	V_TUPLE,	/* a shape (rows, cols) */
-};
-
-struct value {
-	enum value_kind kind;
-	char ref[TPURT_TEXT_MAX];	/* a name or a window */
-	int temp;		/* an intermediate to release after use, or -1 */
-	int64_t rows, cols;
-	enum tpurt_dtype dtype;
-	int weak;		/* a Python scalar: takes the other side's dtype */
-	double imm;
-	char text[TPURT_TEXT_MAX];
-	int compound;		/* @text needs parentheses as an operand */
-	int transposed;		/* read through .T (a dot operand) */
-};
-
-/* Where the last op of an expression may write: the statement's target. */
-struct dest {
-	const char *name;
-	int64_t rows, cols;
-	enum tpurt_dtype dtype;
-};
-
-/* What a name of the grid spec (or an open scope) is to the body. */
-enum ref_kind { R_PREFETCH, R_INPUT, R_OUTPUT, R_VMEM, R_SMEM, R_ANY, R_SEM };
-
-struct ref_info {
-	enum ref_kind kind;
-	const char *name;
-	int64_t rows, cols;	/* the body's 2-D view; SMEM: its flat shape */
-	int has_dtype;
-	enum tpurt_dtype dtype;
-	int rank2;		/* SMEM: indexed s[i, j] with rows x cols */
-	int role;		/* an operand's, or -1 */
-	/* for windows: the ref's dimensions (rank 0: not known, an ANY
-	 * operand whose shape is not declared); squeezed ones @hidden */
-	int rank;
-	int64_t extent[TPURT_MAX_RANK];
-	unsigned int hidden;
-};
-
-static int lower(struct stmt_ctx *c, const struct stmt_node *n,
-		 const struct dest *d, struct value *v);
 static int lower_ref_ok(struct stmt_ctx *c, const struct stmt_node *n,
 			struct value *v);
-static int lower_window_read(struct stmt_ctx *c, const struct stmt_node *n,
-			     struct value *v);
-static int lower_semaphore_read(struct stmt_ctx *c, const struct stmt_node *call,
-				struct value *v);
 
 static const char *shape_str(const struct value *v, char *buf)
 {
@@ -80,12 +26,12 @@ static const char *shape_str(const struct value *v, char *buf)
 	return buf;
 }
 
-static const char *dtype_str(enum tpurt_dtype t)
+const char *stmt_dtype_str(enum tpurt_dtype t)
 {
 	return tpurt_stmt_dtype_name(t);
 }
 
-static int name_is(const struct stmt_node *n, const char *s)
+int stmt_name_is(const struct stmt_node *n, const char *s)
 {
 	return n->len == (int)strlen(s) && !strncmp(n->name, s, (size_t)n->len);
 }
@@ -159,8 +105,8 @@ static void scratch_info(const struct tpurt_scratch_spec *s, struct ref_info *r)
 	scratch_view(s->name, s->space, s->dtype, s->rank, s->shape, r);
 }
 
-static int find_ref(const struct stmt_ctx *c, const char *name, int len,
-		    struct ref_info *r)
+int stmt_find_ref(const struct stmt_ctx *c, const char *name, int len,
+		  struct ref_info *r)
 {
 	const struct tpurt_grid_spec *gs = c->gs;
 	const struct tpurt_kernel *k = c->k;
@@ -189,8 +135,8 @@ static int find_ref(const struct stmt_ctx *c, const char *name, int len,
 	return 0;
 }
 
-static struct tpurt_kernel_local *find_local(struct stmt_ctx *c,
-					     const char *name, int len)
+struct tpurt_kernel_local *stmt_find_local(struct stmt_ctx *c,
+					   const char *name, int len)
 {
 	for (int i = 0; i < c->k->nlocals; i++)
 		if ((int)strlen(c->k->local[i].name) == len &&
@@ -201,8 +147,8 @@ static struct tpurt_kernel_local *find_local(struct stmt_ctx *c,
 
 /* --- values --- */
 
-static void tile_of(struct value *v, const char *ref, int64_t rows,
-		    int64_t cols, enum tpurt_dtype dtype)
+void stmt_tile_of(struct value *v, const char *ref, int64_t rows,
+		  int64_t cols, enum tpurt_dtype dtype)
 {
 	memset(v, 0, sizeof(*v));
 	v->kind = V_TILE;
@@ -224,7 +170,7 @@ static void imm_of(struct value *v, double x, int is_int)
 }
 
 /* A scalar-core value: @text in the index-map syntax. */
-static void scalar_of(struct value *v, const char *text, int compound)
+void stmt_scalar_of(struct value *v, const char *text, int compound)
 {
 	memset(v, 0, sizeof(*v));
 	v->kind = V_SCALAR;
@@ -240,7 +186,7 @@ static int is_tile(const struct value *v)
 	return v->kind == V_TILE;
 }
 
-static int is_scalar(const struct value *v)
+int stmt_is_scalar(const struct value *v)
 {
 	return v->kind == V_IMM || v->kind == V_SCALAR || v->kind == V_SMEM;
 }
@@ -268,7 +214,7 @@ static int temp_alloc(struct stmt_ctx *c, enum tpurt_dtype dtype, int64_t rows,
 		if (!t->bound && !t->busy && t->dtype == dtype && t->rows == rows &&
 		    t->cols == cols) {
 			t->busy = 1;
-			tile_of(v, t->name, rows, cols, dtype);
+			stmt_tile_of(v, t->name, rows, cols, dtype);
 			v->temp = i;
 			return 0;
 		}
@@ -283,7 +229,7 @@ static int temp_alloc(struct stmt_ctx *c, enum tpurt_dtype dtype, int64_t rows,
 	t->rows = rows;
 	t->cols = cols;
 	t->busy = 1;
-	tile_of(v, t->name, rows, cols, dtype);
+	stmt_tile_of(v, t->name, rows, cols, dtype);
 	v->temp = k->ntemps++;
 	return 0;
 }
@@ -293,14 +239,14 @@ static int result(struct stmt_ctx *c, const struct dest *d, enum tpurt_dtype dty
 		  int64_t rows, int64_t cols, int col, struct value *v)
 {
 	if (d && d->dtype == dtype && d->rows == rows && d->cols == cols) {
-		tile_of(v, d->name, rows, cols, dtype);
+		stmt_tile_of(v, d->name, rows, cols, dtype);
 		return 0;
 	}
 	return temp_alloc(c, dtype, rows, cols, col, v);
 }
 
 /* A builder call's failure, at the column of the term it lowers. */
-static int emitted(struct stmt_ctx *c, int ret, int col)
+int stmt_emitted(struct stmt_ctx *c, int ret, int col)
 {
 	return ret ? stmt_fail(c, col, "%s", tpurt_last_error()) : 0;
 }
@@ -342,8 +288,8 @@ static enum tpurt_dtype promote(const struct value *a, const struct value *b)
 
 /* --- scalars: constants folded, scalar-core expressions as text --- */
 
-static int scalar_text(struct stmt_ctx *c, const struct value *v, int col,
-		       char *buf, size_t len, int parens)
+int stmt_scalar_text(struct stmt_ctx *c, const struct value *v, int col,
+		     char *buf, size_t len, int parens)
 {
 	const char *fmt = parens && v->compound ? "(%s)" : "%s";
 	int n;
@@ -368,14 +314,14 @@ static int scalar_text(struct stmt_ctx *c, const struct value *v, int col,
 }
 
 /* The scalar core computes in integers: it reads int32 SMEM. */
-static int smem_scalar_ok(struct stmt_ctx *c, const struct value *v, int col)
+int stmt_smem_scalar_ok(struct stmt_ctx *c, const struct value *v, int col)
 {
 	struct ref_info r;
 
-	if (v->kind == V_SMEM && find_ref(c, v->ref, (int)strlen(v->ref), &r) &&
+	if (v->kind == V_SMEM && stmt_find_ref(c, v->ref, (int)strlen(v->ref), &r) &&
 	    r.dtype != TPURT_INT32)
 		return stmt_fail(c, col, "'%s' is SMEM scratch of %s: the scalar core reads int32 SMEM in arithmetic",
-				 v->ref, dtype_str(r.dtype));
+				 v->ref, stmt_dtype_str(r.dtype));
 	return 0;
 }
 
@@ -439,11 +385,11 @@ static int scalar_binary(struct stmt_ctx *c, int fn, int floor_div,
 	if (!op || fn == TPU_BINARY_POW || (fn == TPU_BINARY_DIV && !floor_div))
 		return stmt_fail(c, col, "the scalar core has no '%s'; it computes + - * // %% min max and compares on integers",
 				 tpurt_stmt_binary_name((unsigned int)fn));
-	if (smem_scalar_ok(c, a, col) || smem_scalar_ok(c, b, col) ||
-	    scalar_text(c, a, col, ta, sizeof(ta), 1) ||
-	    scalar_text(c, b, col, tb, sizeof(tb), 1))
+	if (stmt_smem_scalar_ok(c, a, col) || stmt_smem_scalar_ok(c, b, col) ||
+	    stmt_scalar_text(c, a, col, ta, sizeof(ta), 1) ||
+	    stmt_scalar_text(c, b, col, tb, sizeof(tb), 1))
 		return c->err;
-	scalar_of(v, "", 1);
+	stmt_scalar_of(v, "", 1);
 	if (fn == TPU_BINARY_MAX || fn == TPU_BINARY_MIN) {
 		v->compound = 0;
 		if (snprintf(v->text, sizeof(v->text), "%s(%s, %s)", op, ta, tb) >=
@@ -478,7 +424,7 @@ static int materialize(struct stmt_ctx *c, const struct value *x,
 
 	if (ret)
 		return ret;
-	ret = emitted(c, tpurt_kernel_zero(k, v->ref), col);
+	ret = stmt_emitted(c, tpurt_kernel_zero(k, v->ref), col);
 	if (ret || (x->kind == V_IMM && x->imm == 0))
 		return ret;
 	if (x->kind == V_IMM)
@@ -495,7 +441,7 @@ static int materialize(struct stmt_ctx *c, const struct value *x,
 					  x->rows == rows ? TPURT_BCAST_COL :
 					  TPURT_BCAST_ROW);
 	release(c, x);
-	return c->err ? c->err : emitted(c, ret, col);
+	return c->err ? c->err : stmt_emitted(c, ret, col);
 }
 
 /* NumPy's broadcast of two 2-D shapes. */
@@ -566,7 +512,7 @@ static int binary_dtype(struct stmt_ctx *c, int fn, const struct value *a,
 		if ((!a->weak && a->dtype != TPURT_BOOL) ||
 		    (!b->weak && b->dtype != TPURT_BOOL))
 			return stmt_fail(c, col, "& and | combine masks (bool), not %s and %s",
-					 dtype_str(a->dtype), dtype_str(b->dtype));
+					 stmt_dtype_str(a->dtype), stmt_dtype_str(b->dtype));
 		*t = TPURT_BOOL;
 		return 0;
 	}
@@ -584,16 +530,16 @@ static int emit_binary(struct stmt_ctx *c, int fn, const struct value *a,
 
 	if (b->kind == V_IMM)
 		return imm_bits_ok(c, b->imm, col) ? c->err :
-		       emitted(c, tpurt_kernel_binary_scalar(k, f, v->ref, a->ref,
-							     (float)b->imm), col);
+		       stmt_emitted(c, tpurt_kernel_binary_scalar(k, f, v->ref, a->ref,
+								  (float)b->imm), col);
 	if (b->kind == V_SCALAR)
-		return emitted(c, tpurt_kernel_binary_expr(k, f, v->ref, a->ref,
-							   b->text), col);
+		return stmt_emitted(c, tpurt_kernel_binary_expr(k, f, v->ref, a->ref,
+								b->text), col);
 	if (b->kind == V_SMEM)
-		return emitted(c, tpurt_kernel_binary_smem(k, f, v->ref, a->ref,
-							   b->ref, b->text), col);
-	return emitted(c, tpurt_kernel_binary(k, f, v->ref, a->ref, b->ref,
-					      (enum tpurt_broadcast)mode), col);
+		return stmt_emitted(c, tpurt_kernel_binary_smem(k, f, v->ref, a->ref,
+								b->ref, b->text), col);
+	return stmt_emitted(c, tpurt_kernel_binary(k, f, v->ref, a->ref, b->ref,
+						   (enum tpurt_broadcast)mode), col);
 }
 
 /* fn(a, b) with at least one tile. */
@@ -645,13 +591,13 @@ static int tile_binary(struct stmt_ctx *c, int fn, struct value a,
 	return emit_binary(c, fn, &a, &b, mode, v, col);
 }
 
-static int lower_binary(struct stmt_ctx *c, int fn, int floor_div,
-			struct value *a, struct value *b, const struct dest *d,
-			int col, struct value *v)
+int stmt_lower_binary(struct stmt_ctx *c, int fn, int floor_div,
+		      struct value *a, struct value *b, const struct dest *d,
+		      int col, struct value *v)
 {
-	if (!is_tile(a) && !is_scalar(a))
+	if (!is_tile(a) && !stmt_is_scalar(a))
 		return stmt_fail(c, col, "expected an array or a scalar operand");
-	if (!is_tile(b) && !is_scalar(b))
+	if (!is_tile(b) && !stmt_is_scalar(b))
 		return stmt_fail(c, col, "expected an array or a scalar operand");
 	if (!is_tile(a) && !is_tile(b))
 		return scalar_binary(c, fn, floor_div, a, b, col, v);
@@ -661,7 +607,7 @@ static int lower_binary(struct stmt_ctx *c, int fn, int floor_div,
 
 		if (is_tile(a)) {
 			if (result(c, NULL, TPURT_F32, a->rows, a->cols, col, &fa) ||
-			    emitted(c, tpurt_kernel_store(c->k, fa.ref, a->ref), col))
+			    stmt_emitted(c, tpurt_kernel_store(c->k, fa.ref, a->ref), col))
 				return c->err;
 			release(c, a);
 			*a = fa;
@@ -677,7 +623,7 @@ static int lower_binary(struct stmt_ctx *c, int fn, int floor_div,
 
 		release(c, v);
 		if (result(c, d, v->dtype, v->rows, v->cols, col, &f) ||
-		    emitted(c, tpurt_kernel_unary(c->k, TPURT_FLOOR, f.ref, v->ref), col))
+		    stmt_emitted(c, tpurt_kernel_unary(c->k, TPURT_FLOOR, f.ref, v->ref), col))
 			return c->err;
 		*v = f;
 	}
@@ -750,8 +696,8 @@ static int lower_unary(struct stmt_ctx *c, int fn, struct value *x,
 	release(c, x);
 	if (result(c, d, t, x->rows, x->cols, col, v))
 		return c->err;
-	return emitted(c, tpurt_kernel_unary(c->k, (enum tpurt_unary)fn, v->ref,
-					     x->ref), col);
+	return stmt_emitted(c, tpurt_kernel_unary(c->k, (enum tpurt_unary)fn, v->ref,
+						  x->ref), col);
 }
 
 /* x.astype(t) */
@@ -773,13 +719,13 @@ static int lower_cast(struct stmt_ctx *c, struct value *x, enum tpurt_dtype t,
 	release(c, x);
 	if (result(c, d, t, x->rows, x->cols, col, v))
 		return c->err;
-	return emitted(c, tpurt_kernel_store(c->k, v->ref, x->ref), col);
+	return stmt_emitted(c, tpurt_kernel_store(c->k, v->ref, x->ref), col);
 }
 
 /* --- calls --- */
 
-static const struct stmt_node *kwarg(const struct stmt_node *call,
-				     const char *name)
+const struct stmt_node *stmt_kwarg(const struct stmt_node *call,
+				   const char *name)
 {
 	for (int i = 0; i < call->nkw; i++)
 		if (call->kwlen[i] == (int)strlen(name) &&
@@ -788,8 +734,8 @@ static const struct stmt_node *kwarg(const struct stmt_node *call,
 	return NULL;
 }
 
-static int check_kwargs(struct stmt_ctx *c, const struct stmt_node *call,
-			const char *const *allowed)
+int stmt_check_kwargs(struct stmt_ctx *c, const struct stmt_node *call,
+		      const char *const *allowed)
 {
 	for (int i = 0; i < call->nkw; i++) {
 		int ok = 0;
@@ -805,8 +751,8 @@ static int check_kwargs(struct stmt_ctx *c, const struct stmt_node *call,
 	return 0;
 }
 
-static int nargs_are(struct stmt_ctx *c, const struct stmt_node *call,
-		     int lo, int hi, const char *fn)
+int stmt_nargs_are(struct stmt_ctx *c, const struct stmt_node *call,
+		   int lo, int hi, const char *fn)
 {
 	if (call->nargs < lo || call->nargs > hi)
 		return stmt_fail(c, call->col, lo == hi ?
@@ -817,11 +763,11 @@ static int nargs_are(struct stmt_ctx *c, const struct stmt_node *call,
 }
 
 /* A constant integer argument (an axis, a dimension, a shape entry). */
-static int const_int(struct stmt_ctx *c, const struct stmt_node *n, int64_t *out)
+int stmt_const_int(struct stmt_ctx *c, const struct stmt_node *n, int64_t *out)
 {
 	struct value v;
 
-	if (lower(c, n, NULL, &v))
+	if (stmt_lower_node(c, n, NULL, &v))
 		return c->err;
 	if (v.kind != V_IMM || v.imm != floor(v.imm))
 		return stmt_fail(c, n->col, "expected a constant integer");
@@ -833,7 +779,7 @@ static int const_bool(struct stmt_ctx *c, const struct stmt_node *n, int *out)
 {
 	int64_t x = 0;
 
-	if (n && const_int(c, n, &x))
+	if (n && stmt_const_int(c, n, &x))
 		return c->err;
 	*out = x != 0;
 	return 0;
@@ -844,7 +790,7 @@ static int const_axis(struct stmt_ctx *c, const struct stmt_node *n, int *axis)
 {
 	int64_t a;
 
-	if (const_int(c, n, &a))
+	if (stmt_const_int(c, n, &a))
 		return c->err;
 	if (a < -2 || a > 1)
 		return stmt_fail(c, n->col, "axis %lld: the body's arrays are 2-D",
@@ -856,7 +802,7 @@ static int const_axis(struct stmt_ctx *c, const struct stmt_node *n, int *axis)
 static int lower_tile_arg(struct stmt_ctx *c, const struct stmt_node *n,
 			  struct value *v, const char *fn)
 {
-	if (lower(c, n, NULL, v))
+	if (stmt_lower_node(c, n, NULL, v))
 		return c->err;
 	if (!is_tile(v))
 		return stmt_fail(c, n->col, "%s takes an array here", fn);
@@ -868,22 +814,22 @@ static int lower_reduce(struct stmt_ctx *c, const struct stmt_node *call, int fn
 {
 	static const char *const kws[] = { "axis", "keepdims", NULL };
 	const char *name = tpurt_stmt_reduce_name((unsigned int)fn);
-	const struct stmt_node *axis_node = kwarg(call, "axis");
+	const struct stmt_node *axis_node = stmt_kwarg(call, "axis");
 	struct value x, y;
 	enum tpurt_dtype t;
 	int axis = 0, keep = 0;
 
 	if (call->nargs == 2 && !call->nkw && fn != TPU_REDUCE_SUM) {
 		/* Python's max(a, b) on scalars: a pl.when condition's */
-		if (lower(c, call->arg[0], NULL, &x) || lower(c, call->arg[1], NULL, &y))
+		if (stmt_lower_node(c, call->arg[0], NULL, &x) || stmt_lower_node(c, call->arg[1], NULL, &y))
 			return c->err;
-		if (!is_scalar(&x) || !is_scalar(&y))
+		if (!stmt_is_scalar(&x) || !stmt_is_scalar(&y))
 			return stmt_fail(c, call->col, "%s(a, b) of arrays: use jnp.%s",
 					 name, fn == TPU_REDUCE_MAX ? "maximum" : "minimum");
 		return scalar_binary(c, fn == TPU_REDUCE_MAX ? TPU_BINARY_MAX :
 				     TPU_BINARY_MIN, 0, &x, &y, call->col, v);
 	}
-	if (check_kwargs(c, call, kws) || nargs_are(c, call, 1, 2, name))
+	if (stmt_check_kwargs(c, call, kws) || stmt_nargs_are(c, call, 1, 2, name))
 		return c->err;
 	if (call->nargs == 2)
 		axis_node = call->arg[1];
@@ -891,7 +837,7 @@ static int lower_reduce(struct stmt_ctx *c, const struct stmt_node *call, int fn
 		return stmt_fail(c, call->col, "%s over the whole array is not supported: give axis=1 (each row) or axis=0 (each column)",
 				 name);
 	if (const_axis(c, axis_node, &axis) ||
-	    const_bool(c, kwarg(call, "keepdims"), &keep) ||
+	    const_bool(c, stmt_kwarg(call, "keepdims"), &keep) ||
 	    lower_tile_arg(c, call->arg[0], &x, name))
 		return c->err;
 	if (axis == 1 && !keep)
@@ -903,8 +849,8 @@ static int lower_reduce(struct stmt_ctx *c, const struct stmt_node *call, int fn
 	if (result(c, d, t, axis ? x.rows : 1, axis ? 1 : x.cols, call->col, v))
 		return c->err;
 	release(c, &x);
-	return emitted(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn, v->ref,
-					      x.ref, axis), call->col);
+	return stmt_emitted(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn, v->ref,
+						   x.ref, axis), call->col);
 }
 
 /* One side of where(): a ref whole, a row, a column or an immediate. */
@@ -938,12 +884,12 @@ static int scalar_where(struct stmt_ctx *c, const struct value *m,
 {
 	char tm[TPURT_TEXT_MAX], ta[TPURT_TEXT_MAX], tb[TPURT_TEXT_MAX];
 
-	if (smem_scalar_ok(c, m, col) || smem_scalar_ok(c, a, col) ||
-	    smem_scalar_ok(c, b, col) || scalar_text(c, m, col, tm, sizeof(tm), 1) ||
-	    scalar_text(c, a, col, ta, sizeof(ta), 1) ||
-	    scalar_text(c, b, col, tb, sizeof(tb), 1))
+	if (stmt_smem_scalar_ok(c, m, col) || stmt_smem_scalar_ok(c, a, col) ||
+	    stmt_smem_scalar_ok(c, b, col) || stmt_scalar_text(c, m, col, tm, sizeof(tm), 1) ||
+	    stmt_scalar_text(c, a, col, ta, sizeof(ta), 1) ||
+	    stmt_scalar_text(c, b, col, tb, sizeof(tb), 1))
 		return c->err;
-	scalar_of(v, "", 1);
+	stmt_scalar_of(v, "", 1);
 	if (snprintf(v->text, sizeof(v->text), "(%s != 0) * %s + (%s == 0) * %s",
 		     tm, ta, tm, tb) >= (int)sizeof(v->text))
 		return stmt_fail(c, col, "scalar expression too long");
@@ -958,16 +904,16 @@ static int lower_where(struct stmt_ctx *c, const struct stmt_node *call,
 	int64_t rows, cols;
 	enum tpurt_dtype t;
 
-	if (check_kwargs(c, call, NULL) || nargs_are(c, call, 3, 3, "where") ||
-	    lower(c, call->arg[0], NULL, &m) || lower(c, call->arg[1], NULL, &a) ||
-	    lower(c, call->arg[2], NULL, &b))
+	if (stmt_check_kwargs(c, call, NULL) || stmt_nargs_are(c, call, 3, 3, "where") ||
+	    stmt_lower_node(c, call->arg[0], NULL, &m) || stmt_lower_node(c, call->arg[1], NULL, &a) ||
+	    stmt_lower_node(c, call->arg[2], NULL, &b))
 		return c->err;
 	if (m.kind == V_IMM) {
 		*v = m.imm ? a : b;
 		release(c, m.imm ? &b : &a);
 		return 0;
 	}
-	if (is_scalar(&m) && is_scalar(&a) && is_scalar(&b))
+	if (stmt_is_scalar(&m) && stmt_is_scalar(&a) && stmt_is_scalar(&b))
 		return scalar_where(c, &m, &a, &b, call->col, v);
 	rows = m.rows, cols = m.cols;
 	if (!is_tile(&m))
@@ -992,15 +938,15 @@ static int lower_where(struct stmt_ctx *c, const struct stmt_node *call,
 	release(c, &m), release(c, &a), release(c, &b);
 	if (result(c, d, t, rows, cols, call->col, v))
 		return c->err;
-	return emitted(c, tpurt_kernel_select(c->k, v->ref, m.ref, &sa, &sb),
-		       call->col);
+	return stmt_emitted(c, tpurt_kernel_select(c->k, v->ref, m.ref, &sa, &sb),
+			    call->col);
 }
 
 /* A dot operand: a tile, maybe read through .T, in a ref of dtype @t. */
 static int dot_operand(struct stmt_ctx *c, const struct stmt_node *n,
 		       struct value *v)
 {
-	int t = n->kind == SN_ATTR && name_is(n, "T");
+	int t = n->kind == SN_ATTR && stmt_name_is(n, "T");
 
 	if (lower_tile_arg(c, t ? n->base : n, v, "dot"))
 		return c->err;
@@ -1037,7 +983,7 @@ static int dot_types(struct stmt_ctx *c, struct value *a, struct value *b,
 	}
 	if (!is_float(a->dtype) || !is_float(b->dtype))
 		return stmt_fail(c, col, "dot of %s and %s: the MXU multiplies float32, bfloat16 or 8-bit integers",
-				 dtype_str(a->dtype), dtype_str(b->dtype));
+				 stmt_dtype_str(a->dtype), stmt_dtype_str(b->dtype));
 	*acc = TPURT_F32;
 	if (a->dtype != b->dtype)	/* jnp promotes to float32 */
 		return dot_cast(c, a, TPURT_F32, col) ? c->err :
@@ -1055,7 +1001,7 @@ static int lower_dot(struct stmt_ctx *c, const struct stmt_node *call,
 		     const struct dest *d, int accumulate, struct value *v)
 {
 	static const char *const kws[] = { "preferred_element_type", "precision", NULL };
-	const struct stmt_node *pref = call ? kwarg(call, "preferred_element_type") : NULL;
+	const struct stmt_node *pref = call ? stmt_kwarg(call, "preferred_element_type") : NULL;
 	int col = call ? call->col : ln->col;
 	struct value a, b, p, acc;
 	enum tpurt_dtype acc_t = TPURT_F32, t;
@@ -1063,7 +1009,7 @@ static int lower_dot(struct stmt_ctx *c, const struct stmt_node *call,
 	unsigned int flags;
 	char sa[48], sb[48];
 
-	if (call && check_kwargs(c, call, kws))
+	if (call && stmt_check_kwargs(c, call, kws))
 		return c->err;
 	if (dot_operand(c, ln, &a) || dot_operand(c, rn, &b) ||
 	    dot_types(c, &a, &b, col, &acc_t))
@@ -1079,7 +1025,7 @@ static int lower_dot(struct stmt_ctx *c, const struct stmt_node *call,
 				 (long long)ka, (long long)kb);
 	t = promote(&a, &b);
 	if (pref) {
-		if (lower(c, pref, NULL, &p))
+		if (stmt_lower_node(c, pref, NULL, &p))
 			return c->err;
 		if (p.kind != V_DTYPE)
 			return stmt_fail(c, pref->col, "expected a dtype");
@@ -1095,7 +1041,7 @@ static int lower_dot(struct stmt_ctx *c, const struct stmt_node *call,
 		(a.transposed ? TPURT_DOT_TRANSPOSE_LHS : 0) |
 		(b.transposed ? TPURT_DOT_TRANSPOSE_RHS : 0);
 	if (result(c, t == acc_t ? d : NULL, acc_t, m, n, col, &acc) ||
-	    emitted(c, tpurt_kernel_dot(c->k, acc.ref, a.ref, b.ref, flags), col))
+	    stmt_emitted(c, tpurt_kernel_dot(c->k, acc.ref, a.ref, b.ref, flags), col))
 		return c->err;
 	release(c, &a), release(c, &b);
 	if (t == acc_t) {
@@ -1116,13 +1062,13 @@ static int lower_iota(struct stmt_ctx *c, const struct stmt_node *call,
 	char text[TPURT_TEXT_MAX] = "";
 
 	for (int i = 0; i < 3; i++)
-		arg[i] = i < call->nargs ? call->arg[i] : kwarg(call, kws[i]);
-	if (check_kwargs(c, call, kws))
+		arg[i] = i < call->nargs ? call->arg[i] : stmt_kwarg(call, kws[i]);
+	if (stmt_check_kwargs(c, call, kws))
 		return c->err;
 	if (!arg[0] || !arg[1] || !arg[2])
 		return stmt_fail(c, call->col, "iota takes (dtype, shape, dimension)");
-	if (lower(c, arg[0], NULL, &t) || lower(c, arg[1], NULL, &shape) ||
-	    const_int(c, arg[2], &dim))
+	if (stmt_lower_node(c, arg[0], NULL, &t) || stmt_lower_node(c, arg[1], NULL, &shape) ||
+	    stmt_const_int(c, arg[2], &dim))
 		return c->err;
 	if (t.kind != V_DTYPE)
 		return stmt_fail(c, arg[0]->col, "expected a dtype");
@@ -1131,12 +1077,12 @@ static int lower_iota(struct stmt_ctx *c, const struct stmt_node *call,
 	if (dim != 0 && dim != 1)
 		return stmt_fail(c, arg[2]->col, "iota dimension %lld: 0 (rows) or 1 (columns)",
 				 (long long)dim);
-	if (offset && scalar_text(c, offset, call->col, text, sizeof(text), 0))
+	if (offset && stmt_scalar_text(c, offset, call->col, text, sizeof(text), 0))
 		return c->err;
 	if (result(c, d, t.dtype, shape.rows, shape.cols, call->col, v))
 		return c->err;
-	return emitted(c, tpurt_kernel_iota(c->k, v->ref, (int)dim,
-					    offset ? text : NULL), call->col);
+	return stmt_emitted(c, tpurt_kernel_iota(c->k, v->ref, (int)dim,
+						 offset ? text : NULL), call->col);
 }
 
 /* The shape and dtype of zeros_like's and full_like's argument. */
@@ -1158,29 +1104,29 @@ static int lower_fill(struct stmt_ctx *c, const struct stmt_node *call,
 	int shaped = kind == FN_ZEROS || kind == FN_FULL;
 	int nfill = kind == FN_FULL || kind == FN_FULL_LIKE;
 	const struct stmt_node *dt = call->nargs > 1 + nfill ? call->arg[1 + nfill] :
-				     kwarg(call, "dtype");
+				     stmt_kwarg(call, "dtype");
 	static const char *const kws[] = { "dtype", NULL };
 
-	if (check_kwargs(c, call, kws) ||
-	    nargs_are(c, call, 1 + nfill, 2 + nfill, "zeros/full"))
+	if (stmt_check_kwargs(c, call, kws) ||
+	    stmt_nargs_are(c, call, 1 + nfill, 2 + nfill, "zeros/full"))
 		return c->err;
-	if (shaped ? lower(c, call->arg[0], NULL, &x) : like(c, call->arg[0], &x))
+	if (shaped ? stmt_lower_node(c, call->arg[0], NULL, &x) : like(c, call->arg[0], &x))
 		return c->err;
 	if (shaped && x.kind != V_TUPLE)
 		return stmt_fail(c, call->arg[0]->col, "expected a shape (rows, cols)");
 	imm_of(&fill, kind == FN_ONES_LIKE ? 1 : 0, 1);
-	if (nfill && lower(c, call->arg[1], NULL, &fill))
+	if (nfill && stmt_lower_node(c, call->arg[1], NULL, &fill))
 		return c->err;
 	if (shaped)	/* jnp.zeros: float32; jnp.full: the fill's */
 		x.dtype = kind == FN_FULL ? fill.dtype : TPURT_F32;
 	if (dt) {
-		if (lower(c, dt, NULL, &t))
+		if (stmt_lower_node(c, dt, NULL, &t))
 			return c->err;
 		if (t.kind != V_DTYPE)
 			return stmt_fail(c, dt->col, "expected a dtype");
 		x.dtype = t.dtype;
 	}
-	if (!is_scalar(&fill))
+	if (!stmt_is_scalar(&fill))
 		return stmt_fail(c, call->col, "the fill value must be a scalar");
 	return materialize(c, &fill, x.dtype, x.rows, x.cols, call->col, d, v);
 }
@@ -1192,14 +1138,14 @@ static int lower_grid_fn(struct stmt_ctx *c, const struct stmt_node *call,
 	char text[32];
 	int64_t dim;
 
-	if (check_kwargs(c, call, NULL) || nargs_are(c, call, 1, 1, name) ||
-	    const_int(c, call->arg[0], &dim))
+	if (stmt_check_kwargs(c, call, NULL) || stmt_nargs_are(c, call, 1, 1, name) ||
+	    stmt_const_int(c, call->arg[0], &dim))
 		return c->err;
 	if (dim < 0 || dim >= c->gs->rank)
 		return stmt_fail(c, call->arg[0]->col, "the grid has dimensions 0 to %d",
 				 c->gs->rank - 1);
 	snprintf(text, sizeof(text), "%s(%lld)", name, (long long)dim);
-	scalar_of(v, text, 0);
+	stmt_scalar_of(v, text, 0);
 	return 0;
 }
 
@@ -1210,10 +1156,10 @@ static int lower_clamp(struct stmt_ctx *c, const struct stmt_node *call,
 	struct value x, lo, hi;
 	int xi = lax_order ? 1 : 0;
 
-	if (check_kwargs(c, call, NULL) || nargs_are(c, call, 3, 3, "clip") ||
+	if (stmt_check_kwargs(c, call, NULL) || stmt_nargs_are(c, call, 3, 3, "clip") ||
 	    lower_tile_arg(c, call->arg[xi], &x, "clip") ||
-	    lower(c, call->arg[lax_order ? 0 : 1], NULL, &lo) ||
-	    lower(c, call->arg[2], NULL, &hi))
+	    stmt_lower_node(c, call->arg[lax_order ? 0 : 1], NULL, &lo) ||
+	    stmt_lower_node(c, call->arg[2], NULL, &hi))
 		return c->err;
 	if (lo.kind != V_IMM || hi.kind != V_IMM)
 		return stmt_fail(c, call->col, "clip's bounds must be constants");
@@ -1222,8 +1168,8 @@ static int lower_clamp(struct stmt_ctx *c, const struct stmt_node *call,
 	release(c, &x);
 	if (result(c, d, x.dtype, x.rows, x.cols, call->col, v))
 		return c->err;
-	return emitted(c, tpurt_kernel_clamp(c->k, v->ref, x.ref, (float)lo.imm,
-					     (float)hi.imm), call->col);
+	return stmt_emitted(c, tpurt_kernel_clamp(c->k, v->ref, x.ref, (float)lo.imm,
+						  (float)hi.imm), call->col);
 }
 
 static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
@@ -1233,14 +1179,14 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 	struct stmt_fn fn;
 	struct value x, t;
 
-	if (f->kind == SN_ATTR && name_is(f, "astype")) {
-		if (nargs_are(c, call, 1, 1, "astype") ||
-		    lower(c, call->arg[0], NULL, &t))
+	if (f->kind == SN_ATTR && stmt_name_is(f, "astype")) {
+		if (stmt_nargs_are(c, call, 1, 1, "astype") ||
+		    stmt_lower_node(c, call->arg[0], NULL, &t))
 			return c->err;
 		if (t.kind != V_DTYPE)
 			return stmt_fail(c, call->arg[0]->col, "expected a dtype");
 		/* x written into the target only if it has the target's dtype */
-		if (lower(c, f->base, d && d->dtype == t.dtype ? d : NULL, &x))
+		if (stmt_lower_node(c, f->base, d && d->dtype == t.dtype ? d : NULL, &x))
 			return c->err;
 		return lower_cast(c, &x, t.dtype, d, call->col, v);
 	}
@@ -1249,26 +1195,26 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 	fn = tpurt_stmt_function(f->name, f->len);
 	switch (fn.kind) {
 	case FN_UNARY:
-		if (check_kwargs(c, call, NULL) ||
-		    nargs_are(c, call, 1, 1, tpurt_stmt_unary_name((unsigned int)fn.fn)) ||
-		    lower(c, call->arg[0], NULL, &x))
+		if (stmt_check_kwargs(c, call, NULL) ||
+		    stmt_nargs_are(c, call, 1, 1, tpurt_stmt_unary_name((unsigned int)fn.fn)) ||
+		    stmt_lower_node(c, call->arg[0], NULL, &x))
 			return c->err;
 		return lower_unary(c, fn.fn, &x, d, call->col, v);
 	case FN_BINARY: {
 		struct value y;
 
-		if (check_kwargs(c, call, NULL) ||
-		    nargs_are(c, call, 2, 2, tpurt_stmt_binary_name((unsigned int)fn.fn)) ||
-		    lower(c, call->arg[0], NULL, &x) || lower(c, call->arg[1], NULL, &y))
+		if (stmt_check_kwargs(c, call, NULL) ||
+		    stmt_nargs_are(c, call, 2, 2, tpurt_stmt_binary_name((unsigned int)fn.fn)) ||
+		    stmt_lower_node(c, call->arg[0], NULL, &x) || stmt_lower_node(c, call->arg[1], NULL, &y))
 			return c->err;
-		return lower_binary(c, fn.fn, 0, &x, &y, d, call->col, v);
+		return stmt_lower_binary(c, fn.fn, 0, &x, &y, d, call->col, v);
 	}
 	case FN_REDUCE:
 		return lower_reduce(c, call, fn.fn, d, v);
 	case FN_WHERE:
 		return lower_where(c, call, d, v);
 	case FN_DOT:
-		if (nargs_are(c, call, 2, 2, "dot"))
+		if (stmt_nargs_are(c, call, 2, 2, "dot"))
 			return c->err;
 		return lower_dot(c, call, call->arg[0], call->arg[1], d, 0, v);
 	case FN_IOTA:
@@ -1287,7 +1233,7 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 	case FN_NUM_PROGRAMS:
 		return lower_grid_fn(c, call, "num_programs", v);
 	case FN_SEM_READ:
-		return lower_semaphore_read(c, call, v);
+		return stmt_lower_semaphore_read(c, call, v);
 	case FN_ASYNC_COPY:
 	case FN_SYNC_COPY:
 	case FN_SEM_SIGNAL:
@@ -1323,7 +1269,7 @@ static int operator_fn(const struct stmt_node *n)
 	};
 
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if (name_is(n, ops[i].op))
+		if (stmt_name_is(n, ops[i].op))
 			return ops[i].fn;
 	return -1;
 }
@@ -1340,23 +1286,23 @@ static int lower_binop(struct stmt_ctx *c, const struct stmt_node *n,
 	struct value a, b;
 	int fn = operator_fn(n);
 
-	if (name_is(n, "@"))
+	if (stmt_name_is(n, "@"))
 		return lower_dot(c, NULL, n->arg[0], n->arg[1], d, 0, v);
 	/* iota(...) + offset: the offset is the op's own */
 	if (fn == TPU_BINARY_ADD && is_iota_call(n->arg[0])) {
-		if (lower(c, n->arg[1], NULL, &b))
+		if (stmt_lower_node(c, n->arg[1], NULL, &b))
 			return c->err;
 		if (b.kind == V_SCALAR || (b.kind == V_IMM && b.imm == floor(b.imm)))
 			return lower_iota(c, n->arg[0], &b, d, v);
-		if (lower(c, n->arg[0], NULL, &a))
+		if (stmt_lower_node(c, n->arg[0], NULL, &a))
 			return c->err;
-	} else if (lower(c, n->arg[0], NULL, &a) || lower(c, n->arg[1], NULL, &b)) {
+	} else if (stmt_lower_node(c, n->arg[0], NULL, &a) || stmt_lower_node(c, n->arg[1], NULL, &b)) {
 		return c->err;
 	}
-	if ((name_is(n, "and") || name_is(n, "or")) && (is_tile(&a) || is_tile(&b)))
+	if ((stmt_name_is(n, "and") || stmt_name_is(n, "or")) && (is_tile(&a) || is_tile(&b)))
 		return stmt_fail(c, n->col, "'%.*s' of arrays: use & or |", n->len,
 				 n->name);
-	return lower_binary(c, fn, name_is(n, "//"), &a, &b, d, n->col, v);
+	return stmt_lower_binary(c, fn, stmt_name_is(n, "//"), &a, &b, d, n->col, v);
 }
 
 static int lower_unop(struct stmt_ctx *c, const struct stmt_node *n,
@@ -1364,19 +1310,19 @@ static int lower_unop(struct stmt_ctx *c, const struct stmt_node *n,
 {
 	struct value x;
 
-	if (lower(c, n->arg[0], NULL, &x))
+	if (stmt_lower_node(c, n->arg[0], NULL, &x))
 		return c->err;
-	if (name_is(n, "+"))
+	if (stmt_name_is(n, "+"))
 		return *v = x, 0;
-	if (name_is(n, "-"))
+	if (stmt_name_is(n, "-"))
 		return lower_unary(c, TPU_UNARY_NEG, &x, d, n->col, v);
 	if (is_tile(&x) && x.dtype != TPURT_BOOL)
 		return stmt_fail(c, n->col, "~ of %s: only masks (bool) are negated",
-				 dtype_str(x.dtype));
-	if (is_scalar(&x) && x.kind != V_IMM) {
+				 stmt_dtype_str(x.dtype));
+	if (stmt_is_scalar(&x) && x.kind != V_IMM) {
 		char t[TPURT_TEXT_MAX - 4];
 
-		if (scalar_text(c, &x, n->col, t, sizeof(t), 1))
+		if (stmt_scalar_text(c, &x, n->col, t, sizeof(t), 1))
 			return c->err;
 		*v = x;
 		v->kind = V_SCALAR;
@@ -1403,15 +1349,15 @@ static int lower_local(struct stmt_ctx *c, const struct tpurt_kernel_local *l,
 		imm_of(v, l->value, l->is_int);
 		return 0;
 	case TPURT_LOCAL_SCALAR:	/* "slot_ref[0]" needs no parentheses */
-		scalar_of(v, l->text, strcspn(l->text, " +-*/%<>=!") < strlen(l->text));
+		stmt_scalar_of(v, l->text, strcspn(l->text, " +-*/%<>=!") < strlen(l->text));
 		return 0;
 	case TPURT_LOCAL_INPUT:
-		find_ref(c, l->ref, (int)strlen(l->ref), &r);
-		tile_of(v, r.name, r.rows, r.cols, r.dtype);
+		stmt_find_ref(c, l->ref, (int)strlen(l->ref), &r);
+		stmt_tile_of(v, r.name, r.rows, r.cols, r.dtype);
 		return 0;
 	default:
 		t = &c->k->temp[l->temp];
-		tile_of(v, t->name, t->rows, t->cols, t->dtype);
+		stmt_tile_of(v, t->name, t->rows, t->cols, t->dtype);
 		return 0;
 	}
 }
@@ -1419,7 +1365,7 @@ static int lower_local(struct stmt_ctx *c, const struct tpurt_kernel_local *l,
 static int lower_name(struct stmt_ctx *c, const struct stmt_node *n,
 		      struct value *v)
 {
-	const struct tpurt_kernel_local *l = find_local(c, n->name, n->len);
+	const struct tpurt_kernel_local *l = stmt_find_local(c, n->name, n->len);
 	struct ref_info r;
 	int dt;
 
@@ -1428,7 +1374,7 @@ static int lower_name(struct stmt_ctx *c, const struct stmt_node *n,
 				 l->name, l->name, l->name);
 	if (l)
 		return lower_local(c, l, v);
-	if (find_ref(c, n->name, n->len, &r)) {
+	if (stmt_find_ref(c, n->name, n->len, &r)) {
 		memset(v, 0, sizeof(*v));
 		v->kind = V_REF;
 		v->temp = -1;
@@ -1449,12 +1395,12 @@ static int lower_name(struct stmt_ctx *c, const struct stmt_node *n,
 		v->dtype = (enum tpurt_dtype)dt;
 		return 0;
 	}
-	if (name_is(n, "inf") || name_is(n, "nan")) {
-		imm_of(v, name_is(n, "inf") ? INFINITY : NAN, 0);
+	if (stmt_name_is(n, "inf") || stmt_name_is(n, "nan")) {
+		imm_of(v, stmt_name_is(n, "inf") ? INFINITY : NAN, 0);
 		return 0;
 	}
-	if (name_is(n, "True") || name_is(n, "False")) {
-		imm_of(v, name_is(n, "True"), 1);
+	if (stmt_name_is(n, "True") || stmt_name_is(n, "False")) {
+		imm_of(v, stmt_name_is(n, "True"), 1);
 		return 0;
 	}
 	if (tpurt_stmt_function(n->name, n->len).kind != FN_NONE)
@@ -1463,8 +1409,8 @@ static int lower_name(struct stmt_ctx *c, const struct stmt_node *n,
 }
 
 /* An SMEM element: s[i] or s[i, j] (row-major in s's declared shape). */
-static int lower_smem_read(struct stmt_ctx *c, const struct stmt_node *n,
-			   const struct ref_info *r, struct value *v)
+int stmt_lower_smem_read(struct stmt_ctx *c, const struct stmt_node *n,
+			 const struct ref_info *r, struct value *v)
 {
 	struct value i, j;
 	char ti[TPURT_TEXT_MAX], tj[TPURT_TEXT_MAX];
@@ -1473,8 +1419,8 @@ static int lower_smem_read(struct stmt_ctx *c, const struct stmt_node *n,
 		return stmt_fail(c, n->col, "'%s' is indexed [i, j] but is not declared 2-D", r->name);
 	if (n->nargs == 1 && r->rank2)
 		return stmt_fail(c, n->col, "'%s' is 2-D: index it [i, j]", r->name);
-	if (lower(c, n->arg[0], NULL, &i) ||
-	    scalar_text(c, &i, n->arg[0]->col, ti, sizeof(ti), n->nargs == 2))
+	if (stmt_lower_node(c, n->arg[0], NULL, &i) ||
+	    stmt_scalar_text(c, &i, n->arg[0]->col, ti, sizeof(ti), n->nargs == 2))
 		return c->err;
 	memset(v, 0, sizeof(*v));
 	v->kind = V_SMEM;
@@ -1486,8 +1432,8 @@ static int lower_smem_read(struct stmt_ctx *c, const struct stmt_node *n,
 		snprintf(v->text, sizeof(v->text), "%s", ti);
 		return 0;
 	}
-	if (lower(c, n->arg[1], NULL, &j) ||
-	    scalar_text(c, &j, n->arg[1]->col, tj, sizeof(tj), 1))
+	if (stmt_lower_node(c, n->arg[1], NULL, &j) ||
+	    stmt_scalar_text(c, &j, n->arg[1]->col, tj, sizeof(tj), 1))
 		return c->err;
 	if (snprintf(v->text, sizeof(v->text), "%s * %lld + %s", ti,
 		     (long long)r->cols, tj) >= (int)sizeof(v->text))
@@ -1501,13 +1447,13 @@ static int lower_index(struct stmt_ctx *c, const struct stmt_node *n,
 	const struct stmt_node *b = n->base;
 	struct ref_info r;
 
-	if (b->kind == SN_NAME && !find_local(c, b->name, b->len) &&
-	    find_ref(c, b->name, b->len, &r)) {
+	if (b->kind == SN_NAME && !stmt_find_local(c, b->name, b->len) &&
+	    stmt_find_ref(c, b->name, b->len, &r)) {
 		if (r.kind == R_PREFETCH || r.kind == R_SMEM) {
 			if (!n->nargs)
 				return stmt_fail(c, n->col, "'%s' is in SMEM: read one element, %s[index]",
 						 r.name, r.name);
-			return lower_smem_read(c, n, &r, v);
+			return stmt_lower_smem_read(c, n, &r, v);
 		}
 		if (r.kind == R_SEM)
 			return stmt_fail(c, n->col, "'%s' is a semaphore: read it with pltpu.semaphore_read(%s.at[i])",
@@ -1516,17 +1462,17 @@ static int lower_index(struct stmt_ctx *c, const struct stmt_node *n,
 			return stmt_fail(c, n->col, "'%s' is in HBM (pl.ANY): copy it into VMEM with pltpu.make_async_copy or sync_copy",
 					 r.name);
 		if (n->nargs)
-			return lower_window_read(c, n, v);	/* buf[slot] */
+			return stmt_lower_window_read(c, n, v);	/* buf[slot] */
 		if (!r.has_dtype)
 			return stmt_fail(c, n->col, "the dtype of '%s' is not declared: tpurt_grid_spec_set_dtype()",
 					 r.name);
-		tile_of(v, r.name, r.rows, r.cols, r.dtype);
+		stmt_tile_of(v, r.name, r.rows, r.cols, r.dtype);
 		return 0;
 	}
 	if (!n->nargs && b->kind == SN_INDEX && b->nargs && b->base->kind == SN_ATTR &&
-	    name_is(b->base, "at"))
-		return lower_window_read(c, b, v);	/* buf.at[slot][...] */
-	if (lower(c, b, NULL, v))
+	    stmt_name_is(b->base, "at"))
+		return stmt_lower_window_read(c, b, v);	/* buf.at[slot][...] */
+	if (stmt_lower_node(c, b, NULL, v))
 		return c->err;
 	if (n->nargs || !is_tile(v))
 		return stmt_fail(c, n->col, "only [...] of an array is supported");
@@ -1536,11 +1482,11 @@ static int lower_index(struct stmt_ctx *c, const struct stmt_node *n,
 static int lower_attr(struct stmt_ctx *c, const struct stmt_node *n,
 		      struct value *v)
 {
-	if (name_is(n, "T"))
+	if (stmt_name_is(n, "T"))
 		return stmt_fail(c, n->col, "transposes (.T) are supported on dot operands only");
-	if (name_is(n, "at"))
+	if (stmt_name_is(n, "at"))
 		return stmt_fail(c, n->col, "ref.at[...] is a window: read it with ref.at[i][...], or copy it");
-	if (!name_is(n, "dtype"))
+	if (!stmt_name_is(n, "dtype"))
 		return stmt_fail(c, n->col, "unknown attribute '.%.*s'", n->len, n->name);
 	if (lower_ref_ok(c, n->base, v))
 		return c->err;
@@ -1558,7 +1504,7 @@ static int lower_tuple(struct stmt_ctx *c, const struct stmt_node *n,
 
 	if (n->nargs != 2)
 		return stmt_fail(c, n->col, "a shape is (rows, cols)");
-	if (const_int(c, n->arg[0], &dim[0]) || const_int(c, n->arg[1], &dim[1]))
+	if (stmt_const_int(c, n->arg[0], &dim[0]) || stmt_const_int(c, n->arg[1], &dim[1]))
 		return c->err;
 	if (dim[0] < 1 || dim[1] < 1)
 		return stmt_fail(c, n->col, "shape (%lld, %lld) is empty",
@@ -1571,8 +1517,8 @@ static int lower_tuple(struct stmt_ctx *c, const struct stmt_node *n,
 	return 0;
 }
 
-static int lower(struct stmt_ctx *c, const struct stmt_node *n,
-		 const struct dest *d, struct value *v)
+int stmt_lower_node(struct stmt_ctx *c, const struct stmt_node *n,
+		    const struct dest *d, struct value *v)
 {
 	if (c->err)
 		return c->err;
@@ -1606,7 +1552,7 @@ static int lower(struct stmt_ctx *c, const struct stmt_node *n,
 static int lower_ref_ok(struct stmt_ctx *c, const struct stmt_node *n,
 			struct value *v)
 {
-	return n->kind == SN_NAME ? lower_name(c, n, v) : lower(c, n, NULL, v);
+	return n->kind == SN_NAME ? lower_name(c, n, v) : stmt_lower_node(c, n, NULL, v);
 }
 
 /* --- statements --- */
@@ -1620,7 +1566,7 @@ static int store(struct stmt_ctx *c, const struct dest *d, struct value *v,
 
 	if (is_tile(v) && !strcmp(v->ref, d->name))
 		return 0;
-	if (is_scalar(v))
+	if (stmt_is_scalar(v))
 		return materialize(c, v, d->dtype, d->rows, d->cols, col, d, &out);
 	if (!is_tile(v))
 		return stmt_fail(c, col, "expected an array");
@@ -1630,13 +1576,13 @@ static int store(struct stmt_ctx *c, const struct dest *d, struct value *v,
 				 shape_str(&(struct value){ .rows = d->rows, .cols = d->cols }, sd));
 	if (v->dtype != d->dtype)
 		return stmt_fail(c, col, "a %s value stored into '%s' of %s: write .astype(%s)",
-				 dtype_str(v->dtype), d->name, dtype_str(d->dtype),
-				 dtype_str(d->dtype));
+				 stmt_dtype_str(v->dtype), d->name, stmt_dtype_str(d->dtype),
+				 stmt_dtype_str(d->dtype));
 	release(c, v);
-	return emitted(c, tpurt_kernel_store(c->k, d->name, v->ref), col);
+	return stmt_emitted(c, tpurt_kernel_store(c->k, d->name, v->ref), col);
 }
 
-static int aug_fn(char aug)
+int stmt_aug_fn(char aug)
 {
 	return aug == '+' ? TPU_BINARY_ADD : aug == '-' ? TPU_BINARY_SUB :
 	       aug == '*' ? TPU_BINARY_MUL : TPU_BINARY_DIV;
@@ -1644,15 +1590,15 @@ static int aug_fn(char aug)
 
 static int is_dot(const struct stmt_node *n)
 {
-	return (n->kind == SN_BINOP && name_is(n, "@")) ||
+	return (n->kind == SN_BINOP && stmt_name_is(n, "@")) ||
 	       (n->kind == SN_CALL && n->base->kind == SN_NAME &&
 		tpurt_stmt_function(n->base->name, n->base->len).kind == FN_DOT &&
 		n->nargs == 2);
 }
 
 /* The value of @st, written into @d (x op= value reads @cur first). */
-static int assign(struct stmt_ctx *c, const struct stmt *st, const struct dest *d,
-		  const struct value *cur)
+int stmt_assign(struct stmt_ctx *c, const struct stmt *st, const struct dest *d,
+		const struct value *cur)
 {
 	struct value v, rhs, old = *cur;
 	const struct stmt_node *n = st->value;
@@ -1673,9 +1619,9 @@ static int assign(struct stmt_ctx *c, const struct stmt *st, const struct dest *
 			return c->err;
 	}
 	if (!st->aug)
-		return lower(c, n, d, &v) ? c->err : store(c, d, &v, n->col);
-	if (lower(c, n, NULL, &rhs) ||
-	    lower_binary(c, aug_fn(st->aug), 0, &old, &rhs, d, n->col, &v))
+		return stmt_lower_node(c, n, d, &v) ? c->err : store(c, d, &v, n->col);
+	if (stmt_lower_node(c, n, NULL, &rhs) ||
+	    stmt_lower_binary(c, stmt_aug_fn(st->aug), 0, &old, &rhs, d, n->col, &v))
 		return c->err;
 	return store(c, d, &v, n->col);
 }
@@ -1695,14 +1641,14 @@ static int store_to_ref(struct stmt_ctx *c, const struct stmt *st,
 	if (!r->has_dtype)
 		return stmt_fail(c, st->tcol, "the dtype of '%s' is not declared: tpurt_grid_spec_set_dtype()",
 				 r->name);
-	tile_of(&cur, r->name, r->rows, r->cols, r->dtype);
-	return assign(c, st, &d, &cur);
+	stmt_tile_of(&cur, r->name, r->rows, r->cols, r->dtype);
+	return stmt_assign(c, st, &d, &cur);
 }
 
-static struct tpurt_kernel_local *new_local(struct stmt_ctx *c,
-					    const struct stmt *st)
+struct tpurt_kernel_local *stmt_new_local(struct stmt_ctx *c,
+					  const struct stmt *st)
 {
-	struct tpurt_kernel_local *l = find_local(c, st->target, st->tlen);
+	struct tpurt_kernel_local *l = stmt_find_local(c, st->target, st->tlen);
 
 	if (l)
 		return l;
@@ -1774,7 +1720,7 @@ static int bind_local(struct stmt_ctx *c, const struct stmt *st)
 	if (!saved)
 		return stmt_fail(c, st->tcol, "out of memory");
 	*saved = *c->k;
-	l = find_local(c, st->target, st->tlen);
+	l = stmt_find_local(c, st->target, st->tlen);
 	if (st->aug && !l) {
 		free(saved);
 		return stmt_fail(c, st->tcol, "unknown name '%.*s'", st->tlen, st->target);
@@ -1787,24 +1733,24 @@ static int bind_local(struct stmt_ctx *c, const struct stmt *st)
 	if (st->aug) {
 		struct value rhs;
 
-		ret = lower(c, st->value, NULL, &rhs) ? c->err :
-		      lower_binary(c, aug_fn(st->aug), 0, &cur, &rhs, NULL,
-				   st->value->col, &v);
+		ret = stmt_lower_node(c, st->value, NULL, &rhs) ? c->err :
+		      stmt_lower_binary(c, stmt_aug_fn(st->aug), 0, &cur, &rhs, NULL,
+					st->value->col, &v);
 	} else {
-		ret = lower(c, st->value, NULL, &v);
+		ret = stmt_lower_node(c, st->value, NULL, &v);
 	}
 	*c->k = *saved;
 	free(saved);
 	if (ret)
 		return c->err;
-	l = new_local(c, st);
+	l = stmt_new_local(c, st);
 	if (!l)
 		return c->err;
 	if (v.kind == V_IMM || v.kind == V_SCALAR || v.kind == V_SMEM) {
-		if (v.kind != V_IMM && scalar_text(c, &v, st->value->col, l->text,
-						   sizeof(l->text), 0))
+		if (v.kind != V_IMM && stmt_scalar_text(c, &v, st->value->col, l->text,
+							sizeof(l->text), 0))
 			return c->err;
-		if (smem_scalar_ok(c, &v, st->value->col))
+		if (stmt_smem_scalar_ok(c, &v, st->value->col))
 			return c->err;
 		l->kind = v.kind == V_IMM ? TPURT_LOCAL_CONST : TPURT_LOCAL_SCALAR;
 		l->value = v.imm;
@@ -1813,7 +1759,7 @@ static int bind_local(struct stmt_ctx *c, const struct stmt *st)
 	}
 	if (!is_tile(&v))
 		return stmt_fail(c, st->value->col, "expected an array or a scalar");
-	if (v.temp < 0 && find_ref(c, v.ref, (int)strlen(v.ref), &r) &&
+	if (v.temp < 0 && stmt_find_ref(c, v.ref, (int)strlen(v.ref), &r) &&
 	    r.kind == R_INPUT && !st->aug) {
 		l->kind = TPURT_LOCAL_INPUT;	/* read-only: no copy needed */
 		snprintf(l->ref, sizeof(l->ref), "%s", v.ref);
@@ -1822,446 +1768,7 @@ static int bind_local(struct stmt_ctx *c, const struct stmt *st)
 	if (local_temp(c, l, &v, st->tcol))
 		return c->err;
 	d = (struct dest){ c->k->temp[l->temp].name, v.rows, v.cols, v.dtype };
-	return assign(c, st, &d, &cur);
-}
-
-/* --- the memory model: windows, copies, semaphores, SMEM stores --- */
-
-/* A ref or a window of one, as the builder's ref text names it. */
-struct window {
-	char text[TPURT_TEXT_MAX];
-	struct ref_info r;
-	int known;			/* its shape is known (@fit) */
-	struct tpurt_window_fit fit;
-	int col;
-};
-
-static int append_text(struct stmt_ctx *c, char *buf, size_t len, int col,
-		       const char *fmt, const char *a, const char *b)
-{
-	size_t at = strlen(buf);
-	int n = snprintf(buf + at, len - at, fmt, a, b);
-
-	if (n < 0 || (size_t)n >= len - at)
-		return stmt_fail(c, col, "window longer than %zu characters", len - 1);
-	return 0;
-}
-
-static int is_call_of(const struct stmt_node *n, enum stmt_fn_kind kind)
-{
-	return n && n->kind == SN_CALL && n->base->kind == SN_NAME &&
-	       tpurt_stmt_function(n->base->name, n->base->len).kind == kind;
-}
-
-/* One index of a window as ref text: an expression, ds(start, size), a:b. */
-static int window_item(struct stmt_ctx *c, const struct stmt_node *n, char *buf,
-		       size_t len)
-{
-	char t[TPURT_TEXT_MAX], u[TPURT_TEXT_MAX];
-	struct value v;
-	int64_t lo = 0, hi;
-
-	if (n->kind == SN_SLICE) {
-		if (!n->arg[0] && !n->arg[1])
-			return append_text(c, buf, len, n->col, "%s%s", ":", "");
-		if ((n->arg[0] && const_int(c, n->arg[0], &lo)) || !n->arg[1] ||
-		    const_int(c, n->arg[1], &hi))
-			return c->err ? c->err :
-			       stmt_fail(c, n->col, "a slice a:b of a window takes constants; use pl.ds(start, size)");
-		snprintf(t, sizeof(t), "%lld:%lld", (long long)lo, (long long)hi);
-		return append_text(c, buf, len, n->col, "%s%s", t, "");
-	}
-	if (is_call_of(n, FN_DS)) {
-		int64_t size;
-
-		if (check_kwargs(c, n, NULL) || nargs_are(c, n, 2, 2, "pl.ds") ||
-		    lower(c, n->arg[0], NULL, &v) ||
-		    scalar_text(c, &v, n->arg[0]->col, t, sizeof(t), 0) ||
-		    const_int(c, n->arg[1], &size))
-			return c->err;
-		snprintf(u, sizeof(u), "%lld)", (long long)size);
-		return append_text(c, buf, len, n->col, "ds(%s, %s", t, u);
-	}
-	if (lower(c, n, NULL, &v) || smem_scalar_ok(c, &v, n->col) ||
-	    scalar_text(c, &v, n->col, t, sizeof(t), 0))
-		return c->err;
-	return append_text(c, buf, len, n->col, "%s%s", t, "");
-}
-
-/*
- * @n as a ref or a window: name, name.at[...], or, for a VMEM ref,
- * name[i, ...] (NumPy indexing of a ref: a window of its leading
- * dimensions). Its shape is fitted as pallas_call will.
- */
-static int lower_window(struct stmt_ctx *c, const struct stmt_node *n,
-			struct window *w)
-{
-	const struct stmt_node *base = n, *idx = NULL;
-	struct tpurt_ref_text rt;
-
-	memset(w, 0, sizeof(*w));
-	w->col = n->col;
-	if (n->kind == SN_INDEX && n->nargs) {
-		idx = n;
-		base = n->base;
-		if (base->kind == SN_ATTR && name_is(base, "at"))
-			base = base->base;
-	}
-	if (base->kind != SN_NAME || find_local(c, base->name, base->len) ||
-	    !find_ref(c, base->name, base->len, &w->r))
-		return stmt_fail(c, base->col, base->kind == SN_NAME ?
-				 "unknown ref '%.*s'" : "expected a ref or ref.at[...]%.*s",
-				 base->kind == SN_NAME ? base->len : 0,
-				 base->kind == SN_NAME ? base->name : "");
-	snprintf(w->text, sizeof(w->text), "%s", w->r.name);
-	if (idx) {
-		if (append_text(c, w->text, sizeof(w->text), n->col, "%s%s", ".at[", ""))
-			return c->err;
-		for (int i = 0; i < idx->nargs; i++)
-			if ((i && append_text(c, w->text, sizeof(w->text), n->col, "%s%s",
-					      ", ", "")) ||
-			    window_item(c, idx->arg[i], w->text, sizeof(w->text)))
-				return c->err;
-		if (append_text(c, w->text, sizeof(w->text), n->col, "%s%s", "]", ""))
-			return c->err;
-	}
-	if (!w->r.rank || w->r.kind == R_SEM || w->r.kind == R_PREFETCH)
-		return 0;
-	if (tpurt_ref_parse(w->text, "window", &rt) ||
-	    tpurt_window_fit(&rt, "window", w->r.rank, w->r.extent, w->r.hidden,
-			     &w->fit))
-		return stmt_fail(c, n->col, "%s", tpurt_last_error());
-	w->known = 1;
-	return 0;
-}
-
-/* A window a body op reads or writes: a contiguous one of a VMEM ref. */
-static int body_window(struct stmt_ctx *c, const struct stmt_node *n,
-		       struct window *w)
-{
-	if (lower_window(c, n, w))
-		return c->err;
-	if (w->r.kind == R_SEM)
-		return stmt_fail(c, n->col, "'%s' is a semaphore, not a VMEM ref", w->r.name);
-	if (w->r.kind == R_ANY)
-		return stmt_fail(c, n->col, "'%s' is in HBM (pl.ANY): copy it into VMEM with pltpu.make_async_copy or sync_copy",
-				 w->r.name);
-	if (w->r.kind == R_SMEM || w->r.kind == R_PREFETCH)
-		return stmt_fail(c, n->col, "'%s' is in SMEM: read one element, %s[index]",
-				 w->r.name, w->r.name);
-	if (!w->r.has_dtype)
-		return stmt_fail(c, n->col, "the dtype of '%s' is not declared: tpurt_grid_spec_set_dtype()",
-				 w->r.name);
-	if (!w->fit.contiguous)
-		return stmt_fail(c, n->col, "window %s is not contiguous: body ops take leading indices and/or a pl.ds of the first sliced dimension, the rest whole (copy it with make_async_copy)",
-				 w->text);
-	return 0;
-}
-
-/* A read of a window: buf.at[slot][...] or buf[slot]. */
-static int lower_window_read(struct stmt_ctx *c, const struct stmt_node *n,
-			     struct value *v)
-{
-	struct window w;
-
-	if (body_window(c, n, &w))
-		return c->err;
-	tile_of(v, w.text, w.fit.rows, w.fit.cols, w.r.dtype);
-	return 0;
-}
-
-/* "sem" or "sem.at[i]": a semaphore and its element, as ref text. */
-static int lower_semaphore(struct stmt_ctx *c, const struct stmt_node *n,
-			   char *text, size_t len)
-{
-	struct window w;
-
-	if (lower_window(c, n, &w))
-		return c->err;
-	if (w.r.kind != R_SEM)
-		return stmt_fail(c, n->col, "'%s' is not a semaphore (scratch of pltpu.SemaphoreType.DMA or REGULAR)",
-				 w.r.name);
-	if (n->kind == SN_INDEX && n->nargs != 1)
-		return stmt_fail(c, n->col, "semaphore '%s': name one element, %s.at[i]",
-				 w.r.name, w.r.name);
-	snprintf(text, len, "%s", w.text);
-	return 0;
-}
-
-static void shape_text(const struct window *w, char *buf, size_t len)
-{
-	size_t at = (size_t)snprintf(buf, len, "(");
-
-	for (int i = 0; i < w->fit.ndims && at < len; i++)
-		at += (size_t)snprintf(buf + at, len - at, "%s%lld", i ? ", " : "",
-				       (long long)w->fit.shape[i]);
-	if (at < len)
-		snprintf(buf + at, len - at, "%s)", w->fit.ndims == 1 ? "," : "");
-}
-
-/* make_async_copy(src, dst, sem): the three as ref text, checked. */
-static int lower_copy_args(struct stmt_ctx *c, const struct stmt_node *call,
-			   int with_sem, struct tpurt_kernel_local *out)
-{
-	struct window src, dst;
-	char ss[64], ds[64];
-
-	if (check_kwargs(c, call, NULL) ||
-	    nargs_are(c, call, 2 + with_sem, 2 + with_sem,
-		      with_sem ? "make_async_copy" : "sync_copy") ||
-	    lower_window(c, call->arg[0], &src) || lower_window(c, call->arg[1], &dst))
-		return c->err;
-	if (src.r.kind == R_SEM || dst.r.kind == R_SEM)
-		return stmt_fail(c, (src.r.kind == R_SEM ? &src : &dst)->col,
-				 "'%s' is a semaphore, not a ref to copy",
-				 (src.r.kind == R_SEM ? &src : &dst)->r.name);
-	if (src.r.kind == R_PREFETCH || dst.r.kind == R_PREFETCH)
-		return stmt_fail(c, (src.r.kind == R_PREFETCH ? &src : &dst)->col,
-				 "'%s' is scalar prefetch: async copies move VMEM, SMEM and HBM refs",
-				 (src.r.kind == R_PREFETCH ? &src : &dst)->r.name);
-	if (dst.r.role == TPU_ROLE_INPUT)
-		return stmt_fail(c, dst.col, "'%s' is an input: a copy cannot write into it",
-				 dst.r.name);
-	if (src.r.has_dtype && dst.r.has_dtype && src.r.dtype != dst.r.dtype)
-		return stmt_fail(c, call->col, "copy of %s into %s: the dtypes differ",
-				 dtype_str(src.r.dtype), dtype_str(dst.r.dtype));
-	shape_text(&src, ss, sizeof(ss));
-	shape_text(&dst, ds, sizeof(ds));
-	if (src.known && dst.known && strcmp(ss, ds))
-		return stmt_fail(c, call->col, "copy of %s %s into %s %s: the shapes differ",
-				 src.text, ss, dst.text, ds);
-	memset(out, 0, sizeof(*out));
-	snprintf(out->ref, sizeof(out->ref), "%s", src.text);
-	snprintf(out->dst, sizeof(out->dst), "%s", dst.text);
-	return with_sem ? lower_semaphore(c, call->arg[2], out->sem, sizeof(out->sem)) : 0;
-}
-
-/* cp.start(), cp.wait(), make_async_copy(...).start() */
-static int lower_copy_method(struct stmt_ctx *c, const struct stmt_node *call)
-{
-	const struct stmt_node *f = call->base, *obj = f->base;
-	const struct tpurt_kernel_local *l;
-	struct tpurt_kernel_local cp;
-	int start = name_is(f, "start");
-
-	if (!start && !name_is(f, "wait"))
-		return stmt_fail(c, f->col, "a copy descriptor has .start() and .wait(), not .%.*s()",
-				 f->len, f->name);
-	if (check_kwargs(c, call, NULL) || nargs_are(c, call, 0, 0, f->len == 5 ? "start" : "wait"))
-		return c->err;
-	if (obj->kind == SN_NAME && (l = find_local(c, obj->name, obj->len)) &&
-	    l->kind == TPURT_LOCAL_COPY)
-		cp = *l;
-	else if (!is_call_of(obj, FN_ASYNC_COPY))
-		return stmt_fail(c, obj->col, "expected pltpu.make_async_copy(src, dst, sem) or a name bound to one");
-	else if (lower_copy_args(c, obj, 1, &cp))
-		return c->err;
-	return emitted(c, (start ? tpurt_kernel_copy_start : tpurt_kernel_copy_wait)
-		       (c->k, cp.ref, cp.dst, cp.sem), call->col);
-}
-
-/* semaphore_signal(sem, inc=1), semaphore_wait(sem, value=1) */
-static int lower_semaphore_op(struct stmt_ctx *c, const struct stmt_node *call,
-			      int signal)
-{
-	static const char *const kws[] = { "inc", "value", NULL };
-	const struct stmt_node *amount = call->nargs > 1 ? call->arg[1] :
-					 kwarg(call, signal ? "inc" : "value");
-	char sem[TPURT_TEXT_MAX], text[TPURT_TEXT_MAX] = "1";
-	struct value v;
-
-	if (check_kwargs(c, call, kws) ||
-	    nargs_are(c, call, 1, 2, signal ? "semaphore_signal" : "semaphore_wait") ||
-	    lower_semaphore(c, call->arg[0], sem, sizeof(sem)))
-		return c->err;
-	if (amount && (lower(c, amount, NULL, &v) || smem_scalar_ok(c, &v, amount->col) ||
-		       scalar_text(c, &v, amount->col, text, sizeof(text), 0)))
-		return c->err;
-	return emitted(c, (signal ? tpurt_kernel_semaphore_signal :
-			   tpurt_kernel_semaphore_wait)(c->k, sem, text), call->col);
-}
-
-/* A statement that is a call: copies and semaphores. */
-static int lower_call_stmt(struct stmt_ctx *c, const struct stmt_node *call)
-{
-	struct tpurt_kernel_local cp;
-
-	if (call->base->kind == SN_ATTR)
-		return lower_copy_method(c, call);
-	if (is_call_of(call, FN_SYNC_COPY))
-		return lower_copy_args(c, call, 0, &cp) ? c->err :
-		       emitted(c, tpurt_kernel_sync_copy(c->k, cp.ref, cp.dst), call->col);
-	if (is_call_of(call, FN_SEM_SIGNAL) || is_call_of(call, FN_SEM_WAIT))
-		return lower_semaphore_op(c, call, is_call_of(call, FN_SEM_SIGNAL));
-	return stmt_fail(c, call->col, "a statement is an assignment, a copy's .start() or .wait(), sync_copy or a semaphore signal or wait");
-}
-
-/* pltpu.semaphore_read(sem.at[i]): a scalar-core value. */
-static int lower_semaphore_read(struct stmt_ctx *c, const struct stmt_node *call,
-				struct value *v)
-{
-	char sem[TPURT_TEXT_MAX];
-
-	if (check_kwargs(c, call, NULL) || nargs_are(c, call, 1, 1, "semaphore_read") ||
-	    lower_semaphore(c, call->arg[0], sem, sizeof(sem)))
-		return c->err;
-	scalar_of(v, "", 0);
-	if (snprintf(v->text, sizeof(v->text), "semaphore_read(%s)", sem) >=
-	    (int)sizeof(v->text))
-		return stmt_fail(c, call->col, "scalar expression too long");
-	return 0;
-}
-
-/* s[i] = value: one element of an SMEM ref. */
-static int store_smem_element(struct stmt_ctx *c, const struct stmt *st,
-			      const struct stmt_node *n, const struct ref_info *r)
-{
-	char dst[TPURT_TEXT_MAX + 8], text[TPURT_TEXT_MAX];
-	struct value idx, v, cur;
-
-	if (r->role == TPU_ROLE_INPUT)
-		return stmt_fail(c, n->col, "'%s' is an input: its block is read-only",
-				 r->name);
-	if (lower_smem_read(c, n, r, &idx))
-		return c->err;
-	cur = idx;
-	if (st->aug) {
-		struct value rhs;
-
-		if (lower(c, st->value, NULL, &rhs) ||
-		    lower_binary(c, aug_fn(st->aug), 0, &cur, &rhs, NULL,
-				 st->value->col, &v))
-			return c->err;
-	} else if (lower(c, st->value, NULL, &v)) {
-		return c->err;
-	}
-	if (!is_scalar(&v))
-		return stmt_fail(c, st->value->col, "an SMEM element takes a scalar (an integer the scalar core computes)");
-	if (smem_scalar_ok(c, &v, st->value->col) ||
-	    scalar_text(c, &v, st->value->col, text, sizeof(text), 0))
-		return c->err;
-	snprintf(dst, sizeof(dst), "%s[%s]", r->name, idx.text);
-	return emitted(c, tpurt_kernel_scalar_store(c->k, dst, text), n->col);
-}
-
-/* A target other than name or name[...]: a window or an SMEM element. */
-static int store_to_node(struct stmt_ctx *c, const struct stmt *st)
-{
-	const struct stmt_node *n = st->target_node, *win = n;
-	struct ref_info r;
-	struct window w;
-	struct value cur;
-	struct dest d;
-
-	if (n->kind == SN_INDEX && n->base->kind == SN_NAME &&
-	    find_ref(c, n->base->name, n->base->len, &r) &&
-	    (r.kind == R_SMEM || r.kind == R_PREFETCH) && n->nargs)
-		return store_smem_element(c, st, n, &r);
-	if (n->kind == SN_INDEX && !n->nargs)
-		win = n->base;		/* buf.at[i][...] */
-	if (win->kind != SN_INDEX || !win->nargs)
-		return stmt_fail(c, n->col, "expected a ref[...], a window buf.at[i][...] or an SMEM element s[i] to assign");
-	if (body_window(c, win, &w))
-		return c->err;
-	if (w.r.role == TPU_ROLE_INPUT)
-		return stmt_fail(c, n->col, "'%s' is an input: its block is read-only",
-				 w.r.name);
-	tile_of(&cur, w.text, w.fit.rows, w.fit.cols, w.r.dtype);
-	d = (struct dest){ cur.ref, cur.rows, cur.cols, cur.dtype };
-	return assign(c, st, &d, &cur);
-}
-
-/* cp = pltpu.make_async_copy(src, dst, sem): a descriptor, no ops. */
-static int bind_copy(struct stmt_ctx *c, const struct stmt *st)
-{
-	struct tpurt_kernel_local cp, *l;
-
-	if (st->aug)
-		return stmt_fail(c, st->tcol, "a copy descriptor is bound with '='");
-	if (lower_copy_args(c, st->value, 1, &cp))
-		return c->err;
-	l = new_local(c, st);
-	if (!l)
-		return c->err;
-	if (l->kind == TPURT_LOCAL_TEMP && l->temp >= 0)
-		c->k->temp[l->temp].bound = 0;
-	memcpy(cp.name, l->name, sizeof(cp.name));
-	cp.kind = TPURT_LOCAL_COPY;
-	cp.temp = -1;
-	*l = cp;
-	return 0;
-}
-
-/* A type of run_scoped: SemaphoreType.DMA[((n,))], VMEM(shape, dtype). */
-static int scoped_type(struct stmt_ctx *c, const struct stmt_node *n,
-		       enum tpurt_memory_space *space, enum tpurt_dtype *dtype,
-		       int *rank, int64_t *shape)
-{
-	const struct stmt_node *t = n->kind == SN_CALL ? n->base : n, *s = NULL;
-	struct value dt;
-
-	*rank = 1;
-	shape[0] = 1;
-	*dtype = TPURT_INT32;
-	if (t->kind == SN_ATTR && t->base->kind == SN_NAME &&
-	    t->base->len == 13 && !strncmp(t->base->name, "SemaphoreType", 13) &&
-	    (name_is(t, "DMA") || name_is(t, "REGULAR"))) {
-		*space = name_is(t, "DMA") ? TPURT_SEMAPHORE_DMA : TPURT_SEMAPHORE_REGULAR;
-		if (n->kind == SN_CALL && (nargs_are(c, n, 1, 1, "SemaphoreType") ||
-					   check_kwargs(c, n, NULL)))
-			return c->err;
-		s = n->kind == SN_CALL ? n->arg[0] : NULL;
-	} else if (n->kind == SN_CALL && t->kind == SN_NAME &&
-		   (name_is(t, "VMEM") || name_is(t, "SMEM"))) {
-		*space = name_is(t, "VMEM") ? TPURT_VMEM : TPURT_SMEM;
-		if (nargs_are(c, n, 2, 2, name_is(t, "VMEM") ? "VMEM" : "SMEM") ||
-		    check_kwargs(c, n, NULL) || lower(c, n->arg[1], NULL, &dt))
-			return c->err;
-		if (dt.kind != V_DTYPE)
-			return stmt_fail(c, n->arg[1]->col, "expected a dtype");
-		*dtype = dt.dtype;
-		s = n->arg[0];
-	} else {
-		return stmt_fail(c, n->col, "expected pltpu.SemaphoreType.DMA, pltpu.SemaphoreType.REGULAR, pltpu.VMEM(shape, dtype) or pltpu.SMEM(shape, dtype)");
-	}
-	if (!s)
-		return 0;
-	if (s->kind != SN_TUPLE)
-		return stmt_fail(c, s->col, "expected a shape tuple, (n,) or (rows, cols)");
-	*rank = s->nargs;
-	for (int i = 0; i < s->nargs; i++)
-		if (const_int(c, s->arg[i], &shape[i]))
-			return c->err;
-	return 0;
-}
-
-int stmt_lower_run_scoped(struct stmt_ctx *c, const struct stmt_node *call,
-			  int *nscopes, char *names, size_t len)
-{
-	size_t at = 0;
-
-	*nscopes = 0;
-	names[0] = 0;
-	if (!is_call_of(call, FN_RUN_SCOPED) || call->nargs || !call->nkw)
-		return stmt_fail(c, call->col, "expected @pl.run_scoped(name=type, ...)");
-	for (int i = 0; i < call->nkw; i++) {
-		enum tpurt_memory_space space = TPURT_VMEM;
-		enum tpurt_dtype dtype;
-		int64_t shape[TPURT_MAX_RANK];
-		char name[TPURT_NAME_MAX];
-		int rank;
-
-		if (scoped_type(c, call->kwval[i], &space, &dtype, &rank, shape))
-			return c->err;
-		snprintf(name, sizeof(name), "%.*s", call->kwlen[i], call->kw[i]);
-		if (emitted(c, tpurt_kernel_run_scoped(c->k, name, space, dtype, rank,
-						      shape), call->kwval[i]->col))
-			return c->err;
-		++*nscopes;
-		at += (size_t)snprintf(names + at, at < len ? len - at : 0, "%s%s",
-				       i ? ", " : "", name);
-	}
-	return 0;
+	return stmt_assign(c, st, &d, &cur);
 }
 
 int stmt_lower(struct stmt_ctx *c, const struct stmt *st)
@@ -2269,14 +1776,14 @@ int stmt_lower(struct stmt_ctx *c, const struct stmt *st)
 	struct ref_info r;
 
 	if (st->call)
-		return lower_call_stmt(c, st->call);
+		return stmt_lower_call_stmt(c, st->call);
 	if (st->target_node)
-		return store_to_node(c, st);
-	if (!st->target_indexed && is_call_of(st->value, FN_ASYNC_COPY) &&
-	    !find_ref(c, st->target, st->tlen, &r))
-		return bind_copy(c, st);
+		return stmt_store_to_node(c, st);
+	if (!st->target_indexed && stmt_is_call_of(st->value, FN_ASYNC_COPY) &&
+	    !stmt_find_ref(c, st->target, st->tlen, &r))
+		return stmt_bind_copy(c, st);
 
-	if (find_ref(c, st->target, st->tlen, &r)) {
+	if (stmt_find_ref(c, st->target, st->tlen, &r)) {
 		if (!st->target_indexed)
 			return stmt_fail(c, st->tcol + st->tlen,
 					 "'%s' is a ref: store into it with %s[...] %s= ...",
@@ -2284,7 +1791,7 @@ int stmt_lower(struct stmt_ctx *c, const struct stmt *st)
 		return store_to_ref(c, st, &r);
 	}
 	if (st->target_indexed)
-		return stmt_fail(c, st->tcol, find_local(c, st->target, st->tlen) ?
+		return stmt_fail(c, st->tcol, stmt_find_local(c, st->target, st->tlen) ?
 				 "'%.*s' is a local value, not a ref: assign it without [...]" :
 				 "unknown ref '%.*s'", st->tlen, st->target);
 	if (tpurt_stmt_dtype(st->target, st->tlen) >= 0 ||
@@ -2299,11 +1806,11 @@ int stmt_lower_pred(struct stmt_ctx *c, const struct stmt_node *cond,
 {
 	struct value v;
 
-	if (lower(c, cond, NULL, &v))
+	if (stmt_lower_node(c, cond, NULL, &v))
 		return c->err;
 	if (v.kind == V_TILE)
 		return stmt_fail(c, cond->col, "pl.when takes a scalar condition (pl.program_id, SMEM reads), not an array");
-	if (smem_scalar_ok(c, &v, cond->col))
+	if (stmt_smem_scalar_ok(c, &v, cond->col))
 		return c->err;
-	return scalar_text(c, &v, cond->col, text, len, 0);
+	return stmt_scalar_text(c, &v, cond->col, text, len, 0);
 }

@@ -87,7 +87,7 @@ const struct tpurt_array *tpurt_array_physical(const struct tpurt_array *a,
 					       int *transposed);
 
 #define TPURT_NAME_MAX	32
-#define TPURT_TEXT_MAX_	128		/* a ref, a window or an expression */
+#define TPURT_TEXT_MAX_	192		/* a ref, a window or an expression */
 
 struct tpurt_job {
 	struct tpurt_device *dev;

@@ -652,7 +652,7 @@ struct tpurt_job_stats {
  * array's; a rank-1 block divisible by 128 or equal), dtypes, the kernel's
  * refs and shapes, and VMEM and SMEM need against their limits; builds the
  * job descriptor; runs it and waits. @stats may be NULL. Operands in
- * TPURT_ANY skip the block-shape rules. An output aliased to an input
+ * TPURT_ANY and TPURT_SMEM skip the (8, 128) rule (SMEM is not tiled). An output aliased to an input
  * (params->input_output_aliases) is given as that input's array or NULL;
  * an output that shares buffer bytes with another argument without such
  * a declaration is refused.
