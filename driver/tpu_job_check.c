@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Structural checks of a grid-job descriptor before it may reach the
- * device: the header, every array's place in the blob, counts, enum values,
- * slots, program ranges, and a VMEM need the device could never meet.
+ * device: the header, every array's place in the blob, counts, enum values
+ * (memory spaces, buffers, aliases, opcodes, instructions), semaphore
+ * scratch, windows, slots, program ranges, and a VMEM need (pl.Buffered(n)
+ * blocks and VMEM scratch) the device could never meet.
  *
  * The device checks everything again (and runs the programs); this is the
  * driver's half of "userspace cannot hand the device garbage".
@@ -24,6 +26,7 @@ struct job_view {
 	const struct tpu_job_scratch *scratch;
 	const struct tpu_job_op *ops;
 	const struct tpu_job_insn *insns;
+	const struct tpu_job_window *windows;
 };
 
 static const u8 dtype_sizes[TPU_DTYPE_COUNT] = {
@@ -31,12 +34,17 @@ static const u8 dtype_sizes[TPU_DTYPE_COUNT] = {
 	[TPU_DTYPE_UINT8] = 1, [TPU_DTYPE_INT32] = 4, [TPU_DTYPE_BOOL] = 1,
 };
 
-/* [offset, offset + count * size) inside the blob, 8-byte aligned. */
+/*
+ * [offset, offset + count * size) inside the blob, 8-byte aligned, past the
+ * header unless empty (an empty array's offset is any aligned one in bounds,
+ * as the window array's 0 in descriptors that have none).
+ */
 static bool array_fits(u32 total, u32 offset, u32 count, size_t size)
 {
 	u64 end = (u64)offset + (u64)count * size;
 
-	return !(offset % 8) && offset >= sizeof(struct tpu_job_header) &&
+	return !(offset % 8) &&
+	       (!count || offset >= sizeof(struct tpu_job_header)) &&
 	       end <= total;
 }
 
@@ -60,6 +68,8 @@ static int check_layout(struct tpu_device *tdev,
 		{ hdr->ops_offset, hdr->num_ops, sizeof(struct tpu_job_op) },
 		{ hdr->code_offset, hdr->num_insns,
 		  sizeof(struct tpu_job_insn) },
+		{ hdr->windows_offset, hdr->num_windows,
+		  sizeof(struct tpu_job_window) },
 	};
 	unsigned int i, j;
 
@@ -67,14 +77,14 @@ static int check_layout(struct tpu_device *tdev,
 	    hdr->header_size != sizeof(*hdr) || hdr->total_size != size)
 		return reject(tdev, "bad magic, version, header_size or total_size");
 	if (hdr->flags & ~TPU_JOB_F_ALL || hdr->reserved0 || hdr->reserved1 ||
-	    hdr->num_windows || hdr->windows_offset ||
 	    memchr_inv(hdr->reserved2, 0, sizeof(hdr->reserved2)))
 		return reject(tdev, "unknown flags or non-zero reserved fields");
 	if (!hdr->num_operands || hdr->num_operands > TPU_JOB_MAX_OPERANDS ||
 	    hdr->num_scalar_prefetch > hdr->num_operands ||
 	    hdr->num_scratch > TPU_JOB_MAX_SCRATCH ||
 	    !hdr->num_ops || hdr->num_ops > TPU_JOB_MAX_OPS ||
-	    hdr->num_insns > TPU_JOB_MAX_INSNS)
+	    hdr->num_insns > TPU_JOB_MAX_INSNS ||
+	    hdr->num_windows > TPU_JOB_MAX_WINDOWS)
 		return reject(tdev, "a count is out of range");
 	for (i = 0; i < ARRAY_SIZE(arrays); i++) {
 		if (!array_fits(size, arrays[i].offset, arrays[i].count,
@@ -116,8 +126,10 @@ static int check_grid(struct tpu_device *tdev, const struct tpu_job_header *hdr)
 static bool prog_in_code(const struct tpu_job_header *hdr,
 			 const struct tpu_job_prog *prog)
 {
-	return !prog->reserved && prog->len <= TPU_JOB_MAX_PROG_LEN &&
-	       (u64)prog->offset + prog->len <= hdr->num_insns;
+	/* an empty program's offset means nothing, as on the device */
+	return !prog->reserved &&
+	       (!prog->len || (prog->len <= TPU_JOB_MAX_PROG_LEN &&
+			       (u64)prog->offset + prog->len <= hdr->num_insns));
 }
 
 /* Bytes of a dense block of @rank dims; false on overflow. */
@@ -140,14 +152,65 @@ static void vmem_need_add(u64 *vmem, u64 bytes)
 		*vmem = U64_MAX;
 }
 
+/* An output aliasing @input: the same array, the input aliased once. */
+static int check_alias(struct tpu_device *tdev, const struct job_view *view,
+		       unsigned int i, const struct tpu_job_operand *input)
+{
+	const struct tpu_job_operand *operand = &view->operands[i];
+	unsigned int j;
+
+	if (input->slot != operand->slot || input->offset != operand->offset ||
+	    input->dtype != operand->dtype || input->rank != operand->rank ||
+	    memcmp(input->shape, operand->shape, sizeof(input->shape)))
+		return reject(tdev, "operand %u: aliases an input with another array",
+			      i);
+	for (j = 0; j < i; j++)
+		if (view->operands[j].alias == operand->alias)
+			return reject(tdev, "operand %u: its input is aliased twice",
+				      i);
+	return 0;
+}
+
+/*
+ * An operand's memory space, pl.Buffered(n) and alias: enum ranges, and an
+ * alias naming an input with the same array.
+ */
+static int check_operand_memory(struct tpu_device *tdev,
+				const struct job_view *view, unsigned int i)
+{
+	const struct tpu_job_operand *operand = &view->operands[i];
+	unsigned int alias = operand->alias;
+
+	if (operand->role == TPU_ROLE_SCALAR_PREFETCH) {
+		if (operand->space || operand->buffers || alias)
+			return reject(tdev, "operand %u: prefetch with space, buffers or alias",
+				      i);
+		return 0;
+	}
+	if (operand->space > TPU_MEM_ANY ||
+	    operand->buffers > TPU_JOB_MAX_BUFFERS ||
+	    (operand->space != TPU_MEM_VMEM && operand->buffers))
+		return reject(tdev, "operand %u: space %u or buffers %u", i,
+			      operand->space, operand->buffers);
+	if (!alias)
+		return 0;
+	if (operand->role != TPU_ROLE_OUTPUT || alias > view->hdr->num_operands ||
+	    view->operands[alias - 1].role != TPU_ROLE_INPUT)
+		return reject(tdev, "operand %u: alias %u does not name an input",
+			      i, alias);
+	return check_alias(tdev, view, i, &view->operands[alias - 1]);
+}
+
 static int check_operand(struct tpu_device *tdev, const struct job_view *view,
 			 unsigned int i, const u64 *slot_sizes,
 			 unsigned int nslots, u64 *vmem)
 {
 	const struct tpu_job_operand *operand = &view->operands[i];
 	bool prefetch = i < view->hdr->num_scalar_prefetch;
-	u64 elems = 1, bytes;
+	bool unblocked = prefetch || operand->space == TPU_MEM_ANY;
+	u64 elems = 1, bytes, buffers;
 	unsigned int d;
+	int ret;
 
 	if (operand->slot >= nslots)
 		return reject(tdev, "operand %u: slot %u, but %u buffers given",
@@ -159,10 +222,12 @@ static int check_operand(struct tpu_device *tdev, const struct job_view *view,
 	    (prefetch && operand->dtype != TPU_DTYPE_INT32))
 		return reject(tdev, "operand %u: dtype %u", i, operand->dtype);
 	if (!operand->rank || operand->rank > TPU_JOB_MAX_RANK ||
-	    operand->space || operand->buffers || operand->alias ||
 	    operand->reserved1 ||
 	    memchr_inv(operand->reserved2, 0, sizeof(operand->reserved2)))
 		return reject(tdev, "operand %u: rank or reserved fields", i);
+	ret = check_operand_memory(tdev, view, i);
+	if (ret)
+		return ret;
 	for (d = 0; d < TPU_JOB_MAX_RANK; d++) {
 		bool in = d < operand->rank;
 		u64 shape = operand->shape[d];
@@ -170,25 +235,29 @@ static int check_operand(struct tpu_device *tdev, const struct job_view *view,
 
 		if (in ? !shape || shape > TPU_JOB_MAX_ARRAY_DIM : shape)
 			return reject(tdev, "operand %u: shape dim %u", i, d);
-		if (prefetch ? block != 0 :
+		if (unblocked ? block != 0 :
 		    in ? !block || block > TPU_JOB_MAX_DIM : block != 0)
 			return reject(tdev, "operand %u: block dim %u", i, d);
 		if (in && check_mul_overflow(elems, shape, &elems))
 			return reject(tdev, "operand %u: array too large", i);
 	}
 	if (!prog_in_code(view->hdr, &operand->index_map) ||
-	    (prefetch && operand->index_map.len))
-		return reject(tdev, "operand %u: index map outside the code", i);
+	    unblocked != !operand->index_map.len)
+		return reject(tdev, "operand %u: index map outside the code, or missing",
+			      i);
 	if (check_mul_overflow(elems, (u64)dtype_sizes[operand->dtype],
 			       &bytes) ||
 	    operand->offset > slot_sizes[operand->slot] ||
 	    bytes > slot_sizes[operand->slot] - operand->offset)
 		return reject(tdev, "operand %u: array does not fit its buffer", i);
-	if (!prefetch) {
+	if (!unblocked && operand->space == TPU_MEM_VMEM) {
 		if (!block_bytes(operand->block, operand->rank, operand->dtype,
 				 &bytes))
 			return reject(tdev, "operand %u: block too large", i);
-		vmem_need_add(vmem, bytes);	/* double-buffered */
+		/* pl.Buffered(n): n blocks, 0 meaning double buffering */
+		buffers = operand->buffers ? operand->buffers : 2;
+		if (check_mul_overflow(bytes, buffers, &bytes))
+			bytes = U64_MAX;
 		vmem_need_add(vmem, bytes);
 	}
 	return 0;
@@ -201,11 +270,19 @@ static int check_scratch(struct tpu_device *tdev,
 	u64 bytes;
 	unsigned int d;
 
-	if (scratch->space > TPU_MEM_SMEM || scratch->dtype >= TPU_DTYPE_COUNT ||
+	bool sem = scratch->space == TPU_MEM_SEM_DMA ||
+		   scratch->space == TPU_MEM_SEM_REGULAR;
+
+	if (scratch->space >= TPU_MEM_COUNT || scratch->space == TPU_MEM_ANY ||
+	    scratch->dtype >= TPU_DTYPE_COUNT ||
 	    !scratch->rank || scratch->rank > TPU_JOB_MAX_RANK ||
 	    scratch->reserved0 ||
 	    memchr_inv(scratch->reserved1, 0, sizeof(scratch->reserved1)))
 		return reject(tdev, "scratch %u: space, dtype, rank or reserved", i);
+	if (sem && (scratch->dtype != TPU_DTYPE_INT32 || scratch->rank != 1 ||
+		    scratch->shape[0] > TPU_JOB_MAX_SEMAPHORES))
+		return reject(tdev, "scratch %u: semaphores are int32, rank 1, at most %d",
+			      i, TPU_JOB_MAX_SEMAPHORES);
 	for (d = 0; d < TPU_JOB_MAX_RANK; d++)
 		if (d < scratch->rank ?
 		    !scratch->shape[d] || scratch->shape[d] > TPU_JOB_MAX_DIM :
@@ -228,9 +305,31 @@ static bool ref_valid(const struct tpu_job_header *hdr, struct tpu_job_ref ref,
 		return ref.index < hdr->num_operands;
 	case TPU_REF_SCRATCH:
 		return ref.index < hdr->num_scratch;
+	case TPU_REF_WINDOW:
+		return ref.index < hdr->num_windows;
 	default:
 		return false;
 	}
+}
+
+/* A window: its base an operand or scratch, programs in the code. */
+static int check_window(struct tpu_device *tdev, const struct job_view *view,
+			unsigned int i)
+{
+	const struct tpu_job_window *w = &view->windows[i];
+	struct tpu_job_ref base = w->base;
+
+	if (base.kind == TPU_REF_WINDOW || !ref_valid(view->hdr, base, false) ||
+	    w->squeeze >> TPU_JOB_MAX_RANK || w->reserved0 || w->reserved1 ||
+	    !prog_in_code(view->hdr, &w->start))
+		return reject(tdev, "window %u: base, squeeze, start or reserved", i);
+	return 0;
+}
+
+/* The memory-model ops take no fn and no vector fields. */
+static bool memory_op(const struct tpu_job_op *op)
+{
+	return op->opcode >= TPU_OP_COPY_START && op->opcode < TPU_OP_COUNT;
 }
 
 static int check_op(struct tpu_device *tdev, const struct job_view *view,
@@ -239,6 +338,8 @@ static int check_op(struct tpu_device *tdev, const struct job_view *view,
 	const struct tpu_job_op *op = &view->ops[i];
 	const struct tpu_job_header *hdr = view->hdr;
 	bool select = op->opcode == TPU_OP_SELECT;
+	bool sem_op = op->opcode == TPU_OP_SEM_SIGNAL ||
+		      op->opcode == TPU_OP_SEM_WAIT;
 	bool fn_ok;
 
 	switch (op->opcode) {
@@ -257,6 +358,14 @@ static int check_op(struct tpu_device *tdev, const struct job_view *view,
 	case TPU_OP_REDUCE:
 		fn_ok = op->fn < TPU_REDUCE_COUNT;
 		break;
+	case TPU_OP_COPY_START:
+	case TPU_OP_COPY_WAIT:
+	case TPU_OP_SEM_SIGNAL:
+	case TPU_OP_SEM_WAIT:
+	case TPU_OP_SCALAR_STORE:
+		fn_ok = !op->fn && !op->bcast && !op->axis && !op->imm &&
+			!op->imm2;
+		break;
 	default:
 		return reject(tdev, "op %u: opcode %u", i, op->opcode);
 	}
@@ -268,13 +377,16 @@ static int check_op(struct tpu_device *tdev, const struct job_view *view,
 	    op->reserved0 || memchr_inv(op->reserved1, 0, sizeof(op->reserved1)))
 		return reject(tdev, "op %u: fn, bcast, axis, dot flags or reserved",
 			      i);
-	if (!ref_valid(hdr, op->dst, false) ||
+	if (!ref_valid(hdr, op->dst, sem_op) ||
 	    !ref_valid(hdr, op->src0, true) ||
 	    !ref_valid(hdr, op->src1, true) ||
 	    !ref_valid(hdr, op->src2, true))
 		return reject(tdev, "op %u: a ref names nothing", i);
+	/* copies and scalar stores may also write scalar prefetch's SMEM */
 	if (op->dst.kind == TPU_REF_OPERAND &&
-	    view->operands[op->dst.index].role != TPU_ROLE_OUTPUT)
+	    view->operands[op->dst.index].role != TPU_ROLE_OUTPUT &&
+	    (!memory_op(op) ||
+	     view->operands[op->dst.index].role != TPU_ROLE_SCALAR_PREFETCH))
 		return reject(tdev, "op %u: writes operand %u, not an output",
 			      i, op->dst.index);
 	if (!prog_in_code(hdr, &op->pred) ||
@@ -312,6 +424,7 @@ int tpu_job_check(struct tpu_device *tdev, const void *blob, u32 size,
 	view.scratch = blob + hdr->scratch_offset;
 	view.ops = blob + hdr->ops_offset;
 	view.insns = blob + hdr->code_offset;
+	view.windows = blob + hdr->windows_offset;
 
 	for (i = 0; i < hdr->num_operands; i++) {
 		ret = check_operand(tdev, &view, i, slot_sizes, nslots, &vmem);
@@ -320,6 +433,11 @@ int tpu_job_check(struct tpu_device *tdev, const void *blob, u32 size,
 	}
 	for (i = 0; i < hdr->num_scratch; i++) {
 		ret = check_scratch(tdev, &view.scratch[i], i, &vmem);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < hdr->num_windows; i++) {
+		ret = check_window(tdev, &view, i);
 		if (ret)
 			return ret;
 	}

@@ -34,9 +34,55 @@ static bool vmem_ref(struct tpu_plan_ref r)
 {
 	if (r.kind == TPU_REF_OPERAND)
 		return r.index < plan.num_operands &&
-		       plan.operand[r.index].role != TPU_ROLE_SCALAR_PREFETCH;
+		       plan.operand[r.index].role != TPU_ROLE_SCALAR_PREFETCH &&
+		       plan.operand[r.index].space == TPU_MEM_VMEM;
+	if (r.kind == TPU_REF_WINDOW)
+		return r.index < plan.num_windows && plan.window[r.index].body_ok &&
+		       plan.window[r.index].space == TPU_MEM_VMEM;
 	return r.kind == TPU_REF_SCRATCH && r.index < plan.num_scratch &&
 	       plan.scratch[r.index].space == TPU_MEM_VMEM;
+}
+
+static bool semaphore_ref(struct tpu_plan_ref r)
+{
+	return r.kind == TPU_REF_SCRATCH && r.index < plan.num_scratch &&
+	       plan.scratch[r.index].space >= TPU_MEM_SEM_DMA &&
+	       plan.scratch[r.index].space < TPU_MEM_COUNT;
+}
+
+/* A copy's end: a box inside its base, of a ref with data. */
+static bool copy_ref(struct tpu_plan_ref r)
+{
+	struct tpu_plan_box b;
+
+	if (!tpu_plan_ref_box(&plan, r, &b) || b.space > TPU_MEM_ANY)
+		return false;
+	for (unsigned int d = 0; d < b.rank; d++)
+		if (b.size[d] < 1 || b.size[d] > b.extent[d])
+			return false;
+	return true;
+}
+
+/* The memory-model ops: refs the engine's copies and semaphores rely on. */
+static void check_memory_op(unsigned int i, const struct tpu_plan_op *op)
+{
+	switch (op->opcode) {
+	case TPU_OP_COPY_START:
+	case TPU_OP_COPY_WAIT:
+		FUZZ_ASSERT(copy_ref(op->dst) && semaphore_ref(op->src1) &&
+			    plan.scratch[op->src1.index].space == TPU_MEM_SEM_DMA &&
+			    (op->opcode == TPU_OP_COPY_WAIT ||
+			     copy_ref(op->src0)), "op %u: copy refs", i);
+		break;
+	case TPU_OP_SEM_SIGNAL:
+	case TPU_OP_SEM_WAIT:
+		FUZZ_ASSERT(semaphore_ref(op->src1) && op->scalar_index.len,
+			    "op %u: semaphore", i);
+		break;
+	default:
+		FUZZ_ASSERT(op->scalar_index.len && op->dst.kind != TPU_REF_WINDOW,
+			    "op %u: scalar store", i);
+	}
 }
 
 /* What the engine takes for granted in a decoded plan. */
@@ -62,15 +108,22 @@ static void check_plan(const struct tpu_config *cfg)
 			    tpu_dtype_size(o->dtype) && prog_inside(o->index_map),
 			    "operand %u", i);
 		FUZZ_ASSERT(o->role == TPU_ROLE_SCALAR_PREFETCH ||
-			    (o->rows >= 1 && o->cols >= 1 &&
+			    o->space == TPU_MEM_ANY || (o->rows >= 1 && o->cols >= 1 &&
 			     (uint64_t)o->rows * o->cols * tpu_dtype_size(o->dtype) ==
 			     o->block_bytes), "operand %u: block %lldx%lld", i,
 			    (long long)o->rows, (long long)o->cols);
 	}
+	for (unsigned int i = 0; i < plan.num_windows; i++)
+		FUZZ_ASSERT(prog_inside(plan.window[i].start), "window %u", i);
 	for (unsigned int i = 0; i < plan.num_ops; i++) {
 		const struct tpu_plan_op *op = &plan.op[i];
 
-		FUZZ_ASSERT(op->opcode < TPU_OP_COUNT && vmem_ref(op->dst) &&
+		FUZZ_ASSERT(op->opcode < TPU_OP_COUNT, "op %u: opcode", i);
+		if (op->opcode >= TPU_OP_COPY_START) {
+			check_memory_op(i, op);
+			continue;
+		}
+		FUZZ_ASSERT(vmem_ref(op->dst) &&
 			    prog_inside(op->pred) && prog_inside(op->scalar_index),
 			    "op %u", i);
 		/* the engine reads src0 as a VMEM ref where the op has one */

@@ -147,6 +147,76 @@ static void *rank1_casts(size_t *len)
 	return blob;
 }
 
+/*
+ * The memory model: pages of an ANY input gathered through windows whose
+ * starts a page table gives, double-buffered by hand across steps with two
+ * DMA semaphores, in debug mode (its hazard checks run).
+ */
+static void *paged_sparse_copies(size_t *len)
+{
+	uint64_t ts[1] = { 4 }, ps[3] = { 4, 4, 16 }, os[2] = { 16, 16 };
+	uint32_t grid[1] = { 4 }, ob[2] = { 4, 16 }, bs[3] = { 2, 4, 16 };
+	uint32_t page[3] = { 1, 4, 16 }, sems[1] = { 2 };
+	struct jb *b = jb_new();
+	void *blob;
+
+	jb_grid(b, 1, grid, "a");
+	jb_flags(b, TPU_JOB_F_DEBUG);
+	jb_operand(b, TPU_ROLE_SCALAR_PREFETCH, 4, TPU_DTYPE_INT32, 1, ts, NULL, NULL);
+	jb_operand(b, TPU_ROLE_INPUT, 0, TPU_DTYPE_F32, 3, ps, NULL, NULL);
+	jb_space(b, 1, TPU_MEM_ANY);
+	jb_operand(b, TPU_ROLE_OUTPUT, 1, TPU_DTYPE_F32, 2, os, ob, "pid0 0");
+	jb_scratch(b, TPU_MEM_VMEM, TPU_DTYPE_F32, 3, bs);
+	jb_scratch(b, TPU_MEM_SEM_DMA, TPU_DTYPE_INT32, 1, sems);
+	jb_window(b, JB_OPND(1), 1, page, 3, "pid0 smem0 0 0");
+	jb_window(b, JB_OPND(1), 1, page, 3, "pid0 1 + nprog0 1 - min smem0 0 0");
+	jb_window(b, JB_SCR(0), 1, page, 3, "pid0 2 % 0 0");
+	jb_window(b, JB_SCR(0), 1, page, 3, "pid0 1 + 2 % 0 0");
+	jb_copy(b, TPU_OP_COPY_START, JB_WIN(2), JB_WIN(0), JB_SCR(1), "pid0 2 %",
+		"pid0 0 ==");
+	jb_copy(b, TPU_OP_COPY_START, JB_WIN(3), JB_WIN(1), JB_SCR(1),
+		"pid0 1 + 2 %", "pid0 1 + nprog0 <");
+	jb_copy(b, TPU_OP_COPY_WAIT, JB_WIN(2), JB_WIN(0), JB_SCR(1), "pid0 2 %",
+		NULL);
+	jb_unary(b, TPU_UNARY_RELU, JB_OPND(2), JB_WIN(2), NULL);
+	blob = jb_finish(b, len);
+	jb_free(b);
+	return blob;
+}
+
+/*
+ * SMEM-space blocks, a scalar store read back through LOAD_SCRATCH,
+ * regular semaphores, pl.Buffered(1) and an aliased output.
+ */
+static void *smem_semaphores(size_t *len)
+{
+	uint64_t ss[2] = { 4, 8 }, xs[2] = { 16, 16 };
+	uint32_t grid[1] = { 4 }, sb[2] = { 1, 8 }, xb[2] = { 4, 16 };
+	uint32_t one[1] = { 1 }, sems[1] = { 2 };
+	struct jb *b = jb_new();
+	void *blob;
+
+	jb_grid(b, 1, grid, "a");
+	jb_operand(b, TPU_ROLE_INPUT, 2, TPU_DTYPE_INT32, 2, ss, sb, "pid0 0");
+	jb_space(b, 0, TPU_MEM_SMEM);
+	jb_operand(b, TPU_ROLE_OUTPUT, 3, TPU_DTYPE_INT32, 2, ss, sb, "pid0 0");
+	jb_space(b, 1, TPU_MEM_SMEM);
+	jb_operand(b, TPU_ROLE_INPUT, 0, TPU_DTYPE_F32, 2, xs, xb, "pid0 0");
+	jb_buffers(b, 2, 1);
+	jb_operand(b, TPU_ROLE_OUTPUT, 0, TPU_DTYPE_F32, 2, xs, xb, "pid0 2 // 0");
+	jb_alias(b, 3, 2);
+	jb_scratch(b, TPU_MEM_SMEM, TPU_DTYPE_INT32, 1, one);
+	jb_scratch(b, TPU_MEM_SEM_REGULAR, TPU_DTYPE_INT32, 1, sems);
+	jb_scalar_store(b, JB_SCR(0), "0 pid0 smem0", NULL);
+	jb_scalar_store(b, JB_OPND(1), "pid0 0 scr0 1 +", NULL);
+	jb_sem_op(b, TPU_OP_SEM_SIGNAL, JB_SCR(1), "1 pid0 1 +", NULL);
+	jb_unary(b, TPU_UNARY_NEG, JB_OPND(3), JB_OPND(2), "1 scr1 2 >=");
+	jb_sem_op(b, TPU_OP_SEM_WAIT, JB_SCR(1), "1 pid0 1 +", NULL);
+	blob = jb_finish(b, len);
+	jb_free(b);
+	return blob;
+}
+
 static const struct {
 	const char *name;
 	void *(*build)(size_t *len);
@@ -160,6 +230,8 @@ static const struct {
 	{ "block_sparse", block_sparse },
 	{ "rank4", rank4 },
 	{ "rank1_casts", rank1_casts },
+	{ "paged_sparse_copies", paged_sparse_copies },
+	{ "smem_semaphores", smem_semaphores },
 };
 
 unsigned int fuzz_num_templates(void)

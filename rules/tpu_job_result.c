@@ -31,6 +31,8 @@ const char *tpu_job_error_name(unsigned int code)
 		[TPU_JOB_ERR_HAZARD] = "hazard",
 		[TPU_JOB_ERR_INTERNAL] = "internal",
 		[TPU_JOB_ERR_ABORTED] = "aborted",
+		[TPU_JOB_ERR_WINDOW_OOB] = "window out of range",
+		[TPU_JOB_ERR_SEMAPHORE] = "semaphore",
 	};
 
 	return code < sizeof(name) / sizeof(name[0]) ? name[code] : "unknown";

@@ -37,7 +37,9 @@
  *    (compute longer than its transfers) is a credit, capped at n - 2
  *    intervals' length, that such an operand's fetch uses first; only the
  *    rest competes in the step's interval. n = 2 (the default) is the
- *    pipeline above; a job without other n models exactly as before.
+ *    pipeline above; a job without other n models exactly as before. An
+ *    output's n changes its VMEM only: its write-backs are modeled as
+ *    double-buffered whatever n is (a simplification).
  *  - Manual async copies run on the core's DMA engine, one after another,
  *    at HBM bandwidth when an end is in HBM, else (VMEM/SMEM to VMEM/SMEM)
  *    at 2 bytes per VPU element-op (a vreg loaded and stored per pair of

@@ -173,6 +173,46 @@ TEST(abort_inside_a_long_op)
 }
 
 /*
+ * One grid step whose body copies 128 MiB from one ANY array to another:
+ * a single dense row, which the copy still moves in chunks between polls.
+ */
+TEST(abort_inside_a_long_copy)
+{
+	enum { N = 32 << 20 };	/* int32 elements */
+	struct tdev *d = tdev_new(2ull * N * 4 + 4096, 1);
+	struct jb *b = jb_new();
+	uint64_t shape[1] = { N };
+	uint32_t grid[1] = { 1 }, one[1] = { 1 };
+	unsigned int x = tdev_alloc(d, 4ull * N), y = tdev_alloc(d, 4ull * N);
+	struct tpu_job_result res;
+	double full, late;
+	size_t len;
+	void *blob;
+	int ret;
+
+	jb_grid(b, 1, grid, "a");
+	jb_operand(b, TPU_ROLE_INPUT, x, TPU_DTYPE_INT32, 1, shape, NULL, NULL);
+	jb_space(b, 0, TPU_MEM_ANY);
+	jb_operand(b, TPU_ROLE_OUTPUT, y, TPU_DTYPE_INT32, 1, shape, NULL, NULL);
+	jb_space(b, 1, TPU_MEM_ANY);
+	jb_scratch(b, TPU_MEM_SEM_DMA, TPU_DTYPE_INT32, 1, one);
+	jb_copy(b, TPU_OP_COPY_START, JB_OPND(1), JB_OPND(0), JB_SCR(0), NULL, NULL);
+	jb_copy(b, TPU_OP_COPY_WAIT, JB_OPND(1), JB_NONE, JB_SCR(0), NULL, NULL);
+	blob = jb_finish(b, &len);
+	jb_free(b);
+	full = now_ms();
+	ASSERT_EQ(0, tdev_run(d, blob, len, 0, &res)) TH_LOG("%s", res.message);
+	full = now_ms() - full;
+	late = abort_latency(d, blob, len, (unsigned int)(full * 1000 / 3), &ret);
+	EXPECT_EQ(TPU_JOB_ERR_ABORTED, ret);
+	EXPECT_GT(full / 4, late)
+		TH_LOG("stopped %.1f ms after the abort; the copy takes %.1f ms",
+		       late, full);
+	free(blob);
+	tdev_free(d);
+}
+
+/*
  * A legal (2, 2^31, 2) grid split over two cores: the second core's steps
  * come after 2^32 steps of the first's, which it must skip in one jump.
  */

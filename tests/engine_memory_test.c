@@ -453,6 +453,57 @@ TEST(scalar_store_into_smem_scratch_read_back_in_a_predicate)
 	mt_fini(&t);
 }
 
+TEST(copies_into_smem_from_scalar_prefetch_and_hbm)
+{
+	static const int32_t table[8] = { 10, 11, 12, 13, 14, 15, 16, 17 };
+	static const int32_t hbm[4] = { -1, -2, -3, -4 };
+	uint64_t ts[1] = { 8 }, hs[1] = { 4 }, os[2] = { 1, 8 };
+	uint32_t grid[1] = { 1 }, eight[1] = { 8 }, four[1] = { 4 };
+	struct mt t;
+	unsigned int tsl, hsl, osl, scr, sem, wt, lo, hi;
+	const int32_t *out;
+
+	mt_init(&t, 1);
+	tsl = tdev_alloc(t.d, sizeof(table));
+	hsl = tdev_alloc(t.d, sizeof(hbm));
+	osl = tdev_alloc(t.d, 8 * 4);
+	memcpy(tdev_ptr(t.d, tsl), table, sizeof(table));
+	memcpy(tdev_ptr(t.d, hsl), hbm, sizeof(hbm));
+	jb_grid(t.b, 1, grid, "a");
+	jb_operand(t.b, TPU_ROLE_SCALAR_PREFETCH, tsl, TPU_DTYPE_INT32, 1, ts,
+		   NULL, NULL);
+	jb_operand(t.b, TPU_ROLE_INPUT, hsl, TPU_DTYPE_INT32, 1, hs, NULL, NULL);
+	jb_space(t.b, 1, TPU_MEM_ANY);
+	jb_operand(t.b, TPU_ROLE_OUTPUT, osl, TPU_DTYPE_INT32, 2, os,
+		   (const uint32_t[2]){ 1, 8 }, "0 0");
+	jb_space(t.b, 2, TPU_MEM_SMEM);
+	scr = jb_scratch(t.b, TPU_MEM_SMEM, TPU_DTYPE_INT32, 1, eight);
+	sem = sem_scratch(t.b, TPU_MEM_SEM_DMA, 1);
+	wt = jb_window(t.b, JB_OPND(0), 0, four, 1, "2");
+	lo = jb_window(t.b, JB_SCR(scr), 0, four, 1, NULL);
+	hi = jb_window(t.b, JB_SCR(scr), 0, four, 1, "4");
+	/* scratch[0:4] = table[2:6], scratch[4:8] = the ANY array */
+	jb_copy(t.b, TPU_OP_COPY_START, JB_WIN(lo), JB_WIN(wt), JB_SCR(sem), NULL,
+		NULL);
+	jb_copy(t.b, TPU_OP_COPY_START, JB_WIN(hi), JB_OPND(1), JB_SCR(sem), NULL,
+		NULL);
+	jb_copy(t.b, TPU_OP_COPY_WAIT, JB_SCR(scr), JB_NONE, JB_SCR(sem), NULL,
+		NULL);
+	for (int j = 0; j < 8; j++) {
+		char prog[32];
+
+		snprintf(prog, sizeof(prog), "%d %d scr0", j, j);
+		jb_scalar_store(t.b, JB_OPND(2), prog, NULL);
+	}
+	ASSERT_EQ(0, mt_run(&t, 0)) TH_LOG("%s", t.res.message);
+	out = tdev_ptr(t.d, osl);
+	for (int j = 0; j < 8; j++)
+		EXPECT_EQ(j < 4 ? table[2 + j] : hbm[j - 4], out[j]);
+	/* SMEM was the prefetch's copy: its array in HBM is unchanged */
+	EXPECT_EQ(0, memcmp(tdev_ptr(t.d, tsl), table, sizeof(table)));
+	mt_fini(&t);
+}
+
 TEST(load_scratch_outside_its_scratch_fails)
 {
 	uint64_t os[2] = { 8, 16 };

@@ -34,7 +34,9 @@
  * (%TPU_MEM_SEM_REGULAR) are counters the body signals and waits on.
  * Every semaphore starts at zero on each core and must be back at zero
  * after the core's last step (Mosaic's rule), or the job fails with
- * %TPU_JOB_ERR_SEMAPHORE.
+ * %TPU_JOB_ERR_SEMAPHORE. Scratch, SMEM (scalar prefetch included: stores
+ * change a core's own copy) and semaphores are per core and persist
+ * across that core's steps.
  */
 #ifndef TPU_JOB_H
 #define TPU_JOB_H
@@ -108,7 +110,10 @@ enum tpu_dtype {
  *	region, and a block written back or refetched while a copy in flight
  *	touches it, fail the job with %TPU_JOB_ERR_HAZARD naming the op, the
  *	copy's op and the step. (A copy's data moves when it starts; only
- *	debug mode sees a kernel that reads its destination too early.)
+ *	debug mode sees a kernel that reads its destination too early.) Regions
+ *	are compared as boxes of the same base ref (an ANY output and the
+ *	input it aliases are one); reads by scalar-core programs are not
+ *	checked.
  * @TPU_JOB_F_ALL: every defined flag; other bits must be zero.
  */
 enum tpu_job_flags {
@@ -254,7 +259,9 @@ enum tpu_operand_role {
  *	blocks the job never writes keep it. An input is aliased at most once.
  *	Zero for other roles. An output whose bytes overlap any other
  *	operand's without this declaration fails the job with
- *	%TPU_JOB_ERR_BUFFER.
+ *	%TPU_JOB_ERR_BUFFER (inputs may overlap each other). An aliased
+ *	output's blocks are not read from HBM first: a block the job visits
+ *	is written back whole, as Pallas does.
  * @reserved1: must be zero
  * @reserved2: must be zero
  *
@@ -353,8 +360,10 @@ struct tpu_job_ref {
 /**
  * struct tpu_job_window - a slice of a ref: ref.at[pl.ds(start, size), i]
  * @base: the ref sliced (%TPU_REF_OPERAND or %TPU_REF_SCRATCH): an
- *	operand's current block, or its whole array for %TPU_MEM_ANY; a scratch
- *	buffer; its rank is the window's rank
+ *	operand's current block, or its whole array for %TPU_MEM_ANY; a
+ *	scalar-prefetch operand's SMEM array (a copy's source or destination
+ *	only); a VMEM or SMEM scratch buffer (not a semaphore); its rank is
+ *	the window's rank
  * @squeeze: bit d set: dimension d is indexed, not sliced (size 1, dropped
  *	from the window's shape); bits at and beyond the rank must be zero
  * @reserved0: must be zero
@@ -370,7 +379,9 @@ struct tpu_job_ref {
  * In the body, a window of a VMEM ref is a 2-D ref like a block (its last
  * dimension the columns, the product of the other unsqueezed sizes the
  * rows) and must be contiguous: every dimension after the first unsqueezed
- * one is unsqueezed and whole. Async copies take any window.
+ * one is unsqueezed and whole (a window squeezed in every dimension is a
+ * 1 x 1 ref). Async copies take any window. Windows of SMEM refs serve
+ * copies only; %TPU_OP_SCALAR_STORE and %TPU_BCAST_SMEM take whole refs.
  */
 struct tpu_job_window {
 	struct tpu_job_ref base;
@@ -407,19 +418,25 @@ struct tpu_job_window {
  *	length); no sources
  * @TPU_OP_COPY_START: pltpu.make_async_copy(src0, dst, sem).start(): copy
  *	the window or ref src0 to dst (same dtype, same shape once squeezed
- *	dimensions are dropped; any spaces but semaphores) on the DMA engine,
- *	then add its bytes to DMA semaphore element @scalar_index (a program
- *	leaving the element's index; zero length: 0) of the scratch src1
+ *	dimensions are dropped; any spaces but semaphores; dst never an input
+ *	operand's block or array) on the DMA engine, then add its bytes to DMA
+ *	semaphore element @scalar_index (a program leaving the element's
+ *	index; zero length: 0) of the scratch src1. A copy whose source and
+ *	destination overlap (two windows of one ref) moves row by row of its
+ *	innermost dimension, in row-major order (on a TPU: undefined).
  * @TPU_OP_COPY_WAIT: .wait() of that copy: wait until DMA semaphore
  *	src1[@scalar_index] holds dst's bytes and take them (src0 may be
- *	%TPU_REF_NONE). A wait no copy in flight can satisfy fails the job at
- *	once with %TPU_JOB_ERR_SEMAPHORE, never hangs.
+ *	%TPU_REF_NONE; only dst's size matters, its window starts are not
+ *	evaluated); the oldest copies in flight on that semaphore whose bytes
+ *	add up to it are retired. A wait no copy in flight can satisfy fails
+ *	the job at once with %TPU_JOB_ERR_SEMAPHORE, never hangs.
  * @TPU_OP_SEM_SIGNAL: pltpu.semaphore_signal(src1.at[i], n): @scalar_index
  *	leaves i then n (n >= 0); src1 a semaphore scratch
  * @TPU_OP_SEM_WAIT: pltpu.semaphore_wait(src1.at[i], n): wait until the
- *	semaphore holds n and take it; @scalar_index leaves i then n. As
- *	nothing else on the core can signal it meanwhile, a semaphore below n
- *	fails the job with %TPU_JOB_ERR_SEMAPHORE.
+ *	semaphore holds n and take it; @scalar_index leaves i then n (n >= 0).
+ *	As nothing else on the core can signal it meanwhile, a semaphore below
+ *	n fails the job with %TPU_JOB_ERR_SEMAPHORE. Either kind of
+ *	semaphore may be signalled and waited on this way.
  * @TPU_OP_SCALAR_STORE: dst[i] = v for an SMEM ref dst (a scalar-prefetch
  *	operand, an SMEM scratch or an SMEM-space output's block):
  *	@scalar_index leaves the flat index i then the value v, stored
@@ -578,8 +595,9 @@ enum tpu_reduce {
  * @TPU_BCAST_NONE: src1 has dst's shape
  * @TPU_BCAST_ROW: src1 is one row (1 x cols), added to every row (a bias)
  * @TPU_BCAST_COL: src1 is one column (rows x 1), applied to every column
- * @TPU_BCAST_SMEM: src1 is a scalar-prefetch operand or SMEM scratch; the
- *	element at flat index &tpu_job_op.scalar_index (a program) is used
+ * @TPU_BCAST_SMEM: src1 is a scalar-prefetch operand, an SMEM-space
+ *	operand (its current block) or an SMEM scratch; the element at flat
+ *	index &tpu_job_op.scalar_index (a program) is used
  * @TPU_BCAST_IMM: no src1; the scalar is &tpu_job_op.imm, binary32 bits
  * @TPU_BCAST_SCALAR: no src1; the scalar is the value the program
  *	&tpu_job_op.scalar_index leaves (pl.program_id, pl.num_programs, SMEM
@@ -675,8 +693,8 @@ struct tpu_job_op {
  * @TPU_INSN_PUSH_CONST: push @arg (sign-extended)
  * @TPU_INSN_LOAD_SMEM: pop a flat index, push that element of the SMEM
  *	array of scalar-prefetch operand @arg, or of the current block of
- *	SMEM-space operand @arg (not in index maps); an index outside it
- *	fails the job with %TPU_JOB_ERR_SMEM_RANGE
+ *	SMEM-space operand @arg (not in index maps; f32 truncated toward
+ *	zero); an index outside it fails the job with %TPU_JOB_ERR_SMEM_RANGE
  * @TPU_INSN_ADD: pop b, pop a, push a + b (64-bit, wrapping)
  * @TPU_INSN_SUB: a - b
  * @TPU_INSN_MUL: a * b

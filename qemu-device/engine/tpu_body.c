@@ -222,11 +222,13 @@ static int resolve_refs(struct tpu_core *core, unsigned int n,
 	struct tpu_region reg;
 
 	for (int k = 0; k < 4; k++) {
-		/* a bcast smem src1 is a scalar read: not a region of VMEM */
+		/* bcast smem reads one SMEM word: checked as its whole ref */
+		bool smem_read = k == 2 && op->bcast == TPU_BCAST_SMEM;
+
 		r->used[k] = k == 0 || (tpu_op_reads_src(op, k - 1) &&
 					refs[k].kind != TPU_REF_NONE);
 		r->ref[k] = refs[k];
-		if (!r->used[k])
+		if (!r->used[k] && !smem_read)
 			continue;
 		if (refs[k].kind == TPU_REF_WINDOW &&
 		    tpu_window_resolve(core, n, refs[k], &r->at[k]))

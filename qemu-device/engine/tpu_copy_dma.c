@@ -133,6 +133,7 @@ static int move_box(const struct tpu_core *core, const struct box_mem *s,
 		    unsigned int n, uint64_t es)
 {
 	uint64_t idx[TPU_JOB_MAX_RANK] = { 0 }, rows = 1, len, since = 0;
+	uint64_t chunk = ABORT_POLL_BYTES / es;	/* elements between polls */
 	bool dense;
 
 	if (!n) {	/* every dimension squeezed: one element */
@@ -152,21 +153,46 @@ static int move_box(const struct tpu_core *core, const struct box_mem *s,
 			so += idx[k] * s->stride[k];
 			dof += idx[k] * d->stride[k];
 		}
-		if (dense) {
-			memmove(d->p + dof, s->p + so, len * es);
-		} else {
-			for (uint64_t c = 0; c < len; c++)
-				memmove(d->p + dof + c * d->stride[n - 1],
-					s->p + so + c * s->stride[n - 1], es);
-		}
-		since += len * es;
-		if (since >= ABORT_POLL_BYTES) {
-			since = 0;
-			if (aborted(core))
-				return -1;
+		for (uint64_t c = 0; c < len; c += chunk) {
+			uint64_t k = len - c < chunk ? len - c : chunk;
+
+			if (dense)
+				memmove(d->p + dof + c * es, s->p + so + c * es,
+					k * es);
+			else
+				for (uint64_t j = c; j < c + k; j++)
+					memmove(d->p + dof + j * d->stride[n - 1],
+						s->p + so + j * s->stride[n - 1], es);
+			since += k * es;
+			if (since >= ABORT_POLL_BYTES) {
+				since = 0;
+				if (aborted(core))
+					return -1;
+			}
 		}
 	}
 	return 0;
+}
+
+/*
+ * Defence in depth for HBM: the box's last element lies inside its array,
+ * which tpu_job_check_buffers placed inside the operand's slot.
+ */
+static bool hbm_box_inside(const struct tpu_core *core, const struct tpu_box_at *at)
+{
+	const struct tpu_plan_operand *o;
+	uint64_t last = 0;
+
+	if (at->box.space != TPU_MEM_ANY)
+		return true;
+	o = &core->run->plan->operand[at->box.base.index];
+	for (unsigned int d = 0; d < o->rank; d++) {
+		if (at->start[d] < 0 ||
+		    (uint64_t)at->start[d] + at->box.size[d] > o->shape[d])
+			return false;
+		last += ((uint64_t)at->start[d] + at->box.size[d] - 1) * o->stride[d];
+	}
+	return last < o->elems;
 }
 
 static int copy_data(struct tpu_core *core, unsigned int n,
@@ -178,6 +204,14 @@ static int copy_data(struct tpu_core *core, unsigned int n,
 	struct box_mem sm, dm;
 
 	kept_dims(&dst->box, dd);
+	if (!hbm_box_inside(core, src) || !hbm_box_inside(core, dst)) {
+		core->res.error.op = n;
+		tpu_job_fail(&core->res, TPU_JOB_ERR_BUFFER,
+			     "op %u at step %llu: the async copy leaves its array in HBM",
+			     n, (unsigned long long)core->step);
+		tpu_core_fail_step(core, core->step);
+		return -1;
+	}
 	for (unsigned int j = 0; j < k; j++)
 		shape[j] = src->box.size[sd[j]];
 	if (box_memory(core, src, sd, k, &sm) || box_memory(core, dst, dd, k, &dm))
