@@ -1372,6 +1372,8 @@ static int lower_name(struct stmt_ctx *c, const struct stmt_node *n,
 	if (l && l->kind == TPURT_LOCAL_COPY)
 		return stmt_fail(c, n->col, "'%s' is a copy descriptor: use %s.start() or %s.wait()",
 				 l->name, l->name, l->name);
+	if (l && l->stale)
+		return stmt_stale_local(c, l, n->col);
 	if (l)
 		return lower_local(c, l, v);
 	if (stmt_find_ref(c, n->name, n->len, &r)) {
@@ -1726,6 +1728,10 @@ static int bind_local(struct stmt_ctx *c, const struct stmt *st)
 		return stmt_fail(c, st->tcol, "unknown name '%.*s'", st->tlen, st->target);
 	}
 	memset(&cur, 0, sizeof(cur));
+	if (l && st->aug && l->stale) {
+		free(saved);
+		return stmt_stale_local(c, l, st->tcol);
+	}
 	if (l && (st->aug || l->kind != TPURT_LOCAL_COPY) && lower_local(c, l, &cur)) {
 		free(saved);
 		return c->err;
@@ -1755,6 +1761,7 @@ static int bind_local(struct stmt_ctx *c, const struct stmt *st)
 		l->kind = v.kind == V_IMM ? TPURT_LOCAL_CONST : TPURT_LOCAL_SCALAR;
 		l->value = v.imm;
 		l->is_int = v.dtype == TPURT_INT32;
+		l->stale = 0;
 		return 0;
 	}
 	if (!is_tile(&v))

@@ -104,6 +104,11 @@ struct tpurt_kernel_local *stmt_new_local(struct stmt_ctx *c,
 
 /* --- stmt_memory.c --- */
 
+/* A scalar local that reads what a later statement changed: an error at
+ * @col naming both. */
+int stmt_stale_local(struct stmt_ctx *c, const struct tpurt_kernel_local *l,
+		     int col);
+
 int stmt_is_call_of(const struct stmt_node *n, enum stmt_fn_kind kind);
 /* buf.at[slot][...] or buf[slot]: a window of a VMEM ref as a value. */
 int stmt_lower_window_read(struct stmt_ctx *c, const struct stmt_node *n,

@@ -8,10 +8,56 @@
  * (unknown refs, semaphores, shapes, inputs) are made here; the rest is
  * the device decoder's at pallas_call.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "stmt_lower.h"
+
+int stmt_stale_local(struct stmt_ctx *c, const struct tpurt_kernel_local *l,
+		     int col)
+{
+	return stmt_fail(c, col, "'%s' reads '%s', which statement %d changed after '%s' was bound; bind it again to read the new value",
+			 l->name, l->stale_ref, l->stale, l->name);
+}
+
+/* Whether index-map text @text names @ref as a whole word. */
+static int names_word(const char *text, const char *ref)
+{
+	size_t n = strlen(ref);
+
+	for (const char *p = strstr(text, ref); p; p = strstr(p + 1, ref))
+		if ((p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '_')) &&
+		    !(isalnum((unsigned char)p[n]) || p[n] == '_'))
+			return 1;
+	return 0;
+}
+
+static void stale_locals(struct stmt_ctx *c, const char *ref);
+
+/* The same for the ref a ref text ("sem.at[1]", "buf") names. */
+static int stale_base(struct stmt_ctx *c, const char *text)
+{
+	char name[TPURT_NAME_MAX];
+
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(text, ".["), text);
+	stale_locals(c, name);
+	return 0;
+}
+
+/* The statement changes SMEM ref or semaphore @ref: scalar locals that
+ * read it hold what it was. */
+static void stale_locals(struct stmt_ctx *c, const char *ref)
+{
+	for (int i = 0; i < c->k->nlocals; i++) {
+		struct tpurt_kernel_local *l = &c->k->local[i];
+
+		if (l->kind == TPURT_LOCAL_SCALAR && !l->stale && names_word(l->text, ref)) {
+			l->stale = c->k->nstmts + 1;
+			snprintf(l->stale_ref, sizeof(l->stale_ref), "%s", ref);
+		}
+	}
+}
 
 /* --- the memory model: windows, copies, semaphores, SMEM stores --- */
 
@@ -244,8 +290,10 @@ static int lower_copy_method(struct stmt_ctx *c, const struct stmt_node *call)
 		return stmt_fail(c, obj->col, "expected pltpu.make_async_copy(src, dst, sem) or a name bound to one");
 	else if (lower_copy_args(c, obj, 1, &cp))
 		return c->err;
-	return stmt_emitted(c, (start ? tpurt_kernel_copy_start : tpurt_kernel_copy_wait)
-			    (c->k, cp.ref, cp.dst, cp.sem), call->col);
+	if (stmt_emitted(c, (start ? tpurt_kernel_copy_start : tpurt_kernel_copy_wait)
+			 (c->k, cp.ref, cp.dst, cp.sem), call->col))
+		return c->err;
+	return stale_base(c, cp.sem) || stale_base(c, cp.dst);
 }
 
 /* semaphore_signal(sem, inc=1), semaphore_wait(sem, value=1) */
@@ -265,8 +313,10 @@ static int lower_semaphore_op(struct stmt_ctx *c, const struct stmt_node *call,
 	if (amount && (stmt_lower_node(c, amount, NULL, &v) || stmt_smem_scalar_ok(c, &v, amount->col) ||
 		       stmt_scalar_text(c, &v, amount->col, text, sizeof(text), 0)))
 		return c->err;
-	return stmt_emitted(c, (signal ? tpurt_kernel_semaphore_signal :
-				tpurt_kernel_semaphore_wait)(c->k, sem, text), call->col);
+	if (stmt_emitted(c, (signal ? tpurt_kernel_semaphore_signal :
+			     tpurt_kernel_semaphore_wait)(c->k, sem, text), call->col))
+		return c->err;
+	return stale_base(c, sem);
 }
 
 /* A statement that is a call: copies and semaphores. */
@@ -278,7 +328,8 @@ int stmt_lower_call_stmt(struct stmt_ctx *c, const struct stmt_node *call)
 		return lower_copy_method(c, call);
 	if (stmt_is_call_of(call, FN_SYNC_COPY))
 		return lower_copy_args(c, call, 0, &cp) ? c->err :
-		       stmt_emitted(c, tpurt_kernel_sync_copy(c->k, cp.ref, cp.dst), call->col);
+		       stmt_emitted(c, tpurt_kernel_sync_copy(c->k, cp.ref, cp.dst),
+				    call->col) ? c->err : stale_base(c, cp.dst);
 	if (stmt_is_call_of(call, FN_SEM_SIGNAL) || stmt_is_call_of(call, FN_SEM_WAIT))
 		return lower_semaphore_op(c, call, stmt_is_call_of(call, FN_SEM_SIGNAL));
 	return stmt_fail(c, call->col, "a statement is an assignment, a copy's .start() or .wait(), sync_copy or a semaphore signal or wait");
@@ -329,7 +380,10 @@ static int store_smem_element(struct stmt_ctx *c, const struct stmt *st,
 	    stmt_scalar_text(c, &v, st->value->col, text, sizeof(text), 0))
 		return c->err;
 	snprintf(dst, sizeof(dst), "%s[%s]", r->name, idx.text);
-	return stmt_emitted(c, tpurt_kernel_scalar_store(c->k, dst, text), n->col);
+	if (stmt_emitted(c, tpurt_kernel_scalar_store(c->k, dst, text), n->col))
+		return c->err;
+	stale_locals(c, r->name);
+	return 0;
 }
 
 /* A target other than name or name[...]: a window or an SMEM element. */

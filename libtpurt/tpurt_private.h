@@ -319,6 +319,10 @@ struct tpurt_kernel_local {
 	char ref[TPURT_TEXT_MAX];	/* an input, a window; a copy's src */
 	char dst[TPURT_TEXT_MAX];	/* a copy descriptor's */
 	char sem[TPURT_TEXT_MAX];
+	/* a scalar reading SMEM or a semaphore that statement @stale
+	 * changed after it was bound (Python would read the old value) */
+	int stale;
+	char stale_ref[TPURT_NAME_MAX];
 	double value;
 	int is_int;
 	char text[TPURT_TEXT_MAX];

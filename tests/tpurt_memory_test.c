@@ -185,6 +185,7 @@ TEST_F(mem, scalar_where_folds_and_smem_stores)
 {
 	EXPECT_LOWERS("slot = slot_ref[0]\n"
 		      "slot_ref[0] = jnp.where(slot == 0, 1, 0)\n"
+		      "slot = slot_ref[0]\n"
 		      "slot_ref[0] += pt[3]\n",
 		      "slot_ref[0] = ((slot_ref[0] == 0) != 0) * 1 + ((slot_ref[0] == 0) == 0) * 0\n"
 		      "slot_ref[0] = slot_ref[0] + pt[3]\n");
@@ -247,6 +248,10 @@ TEST_F(mem, errors_name_the_statement_and_column)
 	EXPECT_FAILS("cp = pltpu.make_async_copy(buf.at[0], buf.at[1], sem.at[0])\no[...] = cp",
 		     "statement 2: 'cp' is a copy descriptor: use cp.start() or cp.wait() at column 10");
 	EXPECT_FAILS("slot_ref[0] = o[...]", "an SMEM element takes a scalar");
+	EXPECT_FAILS("slot = slot_ref[0]\nslot_ref[0] = 1 - slot\no[...] = buf[slot]",
+		     "statement 3: 'slot' reads 'slot_ref', which statement 2 changed after 'slot' was bound; bind it again to read the new value at column 14");
+	EXPECT_FAILS("n = pltpu.semaphore_read(rsem)\npltpu.semaphore_signal(rsem, 1)\nslot_ref[0] = n",
+		     "statement 3: 'n' reads 'rsem', which statement 2 changed");
 	EXPECT_FAILS("pltpu.semaphore_wait(sem.at[0], 1) + 1", "expected '=' or an augmented assignment");
 	EXPECT_FAILS("@pl.run_scoped(v=pltpu.VMEM((8, 128), jnp.float32))\ndef _(w):\n    o[...] = v[...]",
 		     "expected 'def _(v):' after @pl.run_scoped");
