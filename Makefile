@@ -13,8 +13,10 @@ KSELFTEST	= $(TPUEMU_CACHE)/kselftest
 
 CC		?= cc
 CFLAGS		?= -O2 -g
+# Public structs grow at their end (tpurt_block_spec's memory_space):
+# positional initialisers that stop early stay valid C, zero-filled.
 WARNINGS	= -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
-		  -Wno-unused-parameter -Werror
+		  -Wno-unused-parameter -Wno-missing-field-initializers -Werror
 BASE_CFLAGS	= -std=c11 -D_GNU_SOURCE $(WARNINGS) $(CFLAGS) -Iuapi
 DRM_CFLAGS	= $(shell pkg-config --cflags libdrm 2>/dev/null)
 DRM_LIBS	= $(shell pkg-config --libs libdrm 2>/dev/null)
@@ -72,13 +74,17 @@ TEST_CFLAGS	= -std=gnu11 -D_GNU_SOURCE -Wall -Werror $(CFLAGS) -Iuapi \
 SAMPLES		= tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse \
 		  analyze_matmul matmul_transpose_rhs matmul_activation \
 		  matmul_input_fusion matmul_int8 matmul_vjp softmax layer_norm \
-		  flash_attention
+		  flash_attention manual_pipeline sparse_dsd paged_attention
 SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test \
 		  tpu_uring_test tpu_template_test tpu_attention_test tpu_hw_test \
-		  tpu_module_test tpu_trace_test
+		  tpu_module_test tpu_trace_test tpu_memory_test
 # Samples that also build for the host, on the in-process device
 # (sample_open() with TPUEMU_SAMPLE_SIM=1): `make host-samples`.
-HOST_SAMPLES	= softmax layer_norm flash_attention
+HOST_SAMPLES	= softmax layer_norm flash_attention manual_pipeline sparse_dsd \
+		  paged_attention
+# Selftests that run the samples' kernels (samples/*kernels.c); they also
+# build for the host, and take TPUEMU_SAMPLE_SIM=1 there.
+SAMPLE_SELFTESTS = tpu_attention_test tpu_memory_test
 HOST_SAMPLE_BIN	= $(BUILD)/host/bin
 GUEST_BENCH	= bench_dma bench_matmul bench_submit
 GUEST_BIN	= $(BUILD)/guest/bin
@@ -103,7 +109,7 @@ HOST_TESTS	= engine_vector_test engine_config_test engine_copy_test engine_gemm_
 SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 		  tpurt_matmul_test tpurt_analysis_test tpurt_template_test \
 		  tpurt_scalar_core_test tpurt_stmt_test tpurt_stmt_sim_test \
-		  tpurt_utilization_test
+		  tpurt_utilization_test tpurt_memory_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 # Scripts (tests/NAME.sh): make install with pkg-config out of tree; the
@@ -121,7 +127,7 @@ deps:
 	$(Q)scripts/deps.sh
 
 userspace: $(TPURT_SO) $(TPURT_SIM_LIB) $(RULES_LIB) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS) \
-	$(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(HOST_SAMPLE_BIN)/tpu_attention_test
+	$(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(SAMPLE_SELFTESTS:%=$(HOST_SAMPLE_BIN)/%)
 
 $(BUILD)/rules/%.o: rules/%.c
 	$(quiet) CC $@
@@ -177,9 +183,11 @@ $(TPURT_SO): $(TPURT_OBJS) $(RULES_LIB) libtpurt/libtpurt.map
 		$(DRM_LIBS) -luring -lm -ldl
 	$(Q)ln -sf libtpurt.so.0 $(BUILD)/lib/libtpurt.so
 
-# Every sample may use sample_util and the shared kernels (samples/kernels.[ch]).
-SAMPLE_HELPERS	= samples/sample_util.c samples/kernels.c
-SAMPLE_DEPS	= $(SAMPLE_HELPERS) samples/sample_util.h samples/kernels.h
+# Every sample may use sample_util and the shared kernels (samples/kernels.[ch],
+# samples/memory_kernels.[ch]).
+SAMPLE_HELPERS	= samples/sample_util.c samples/kernels.c samples/memory_kernels.c
+SAMPLE_DEPS	= $(SAMPLE_HELPERS) samples/sample_util.h samples/kernels.h \
+		  samples/memory_kernels.h
 
 $(GUEST_BIN)/%: samples/%.c $(SAMPLE_DEPS) $(TPURT_SO)
 	$(quiet) CC $@
@@ -193,26 +201,25 @@ $(HOST_SAMPLE_BIN)/%: samples/%.c $(SAMPLE_DEPS) $(TPURT_SIM_LIB) $(ENGINE_LIB) 
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< $(SAMPLE_HELPERS) $(TPURT_SIM_LIB) \
 		$(ENGINE_LINK) $(DRM_LIBS) -luring -lm
 
-# tpu_attention_test runs the samples' kernels (samples/kernels.c); its
-# host build, like the samples', takes TPUEMU_SAMPLE_SIM=1.
-ATTN_TEST_SRCS	= selftests/tpu_attention_test.c $(SAMPLE_HELPERS)
+# tpu_attention_test and tpu_memory_test run the samples' kernels; their
+# host builds, like the samples', take TPUEMU_SAMPLE_SIM=1.
+$(SAMPLE_SELFTESTS:%=$(GUEST_BIN)/%): $(GUEST_BIN)/%: selftests/%.c $(SAMPLE_DEPS) \
+		$(TPURT_SO) $(KSELFTEST)/kselftest_harness.h
+	$(quiet) CC $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(TEST_CFLAGS) -Isamples -o $@ $< $(SAMPLE_HELPERS) $(TPURT_LINK) -lm
 
-$(GUEST_BIN)/tpu_attention_test: $(ATTN_TEST_SRCS) $(SAMPLE_DEPS) $(TPURT_SO) \
+$(SAMPLE_SELFTESTS:%=$(HOST_SAMPLE_BIN)/%): $(HOST_SAMPLE_BIN)/%: selftests/%.c \
+		$(SAMPLE_DEPS) $(TPURT_SIM_LIB) $(ENGINE_LIB) $(RULES_LIB) \
 		$(KSELFTEST)/kselftest_harness.h
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(TEST_CFLAGS) -Isamples -o $@ $(ATTN_TEST_SRCS) $(TPURT_LINK) -lm
-
-$(HOST_SAMPLE_BIN)/tpu_attention_test: $(ATTN_TEST_SRCS) $(SAMPLE_DEPS) \
-		$(TPURT_SIM_LIB) $(ENGINE_LIB) $(RULES_LIB) $(KSELFTEST)/kselftest_harness.h
-	$(quiet) CC $@
-	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(TEST_CFLAGS) -Isamples -o $@ $(ATTN_TEST_SRCS) $(TPURT_SIM_LIB) \
+	$(Q)$(CC) $(TEST_CFLAGS) -Isamples -o $@ $< $(SAMPLE_HELPERS) $(TPURT_SIM_LIB) \
 		$(ENGINE_LINK) $(DRM_LIBS) -luring -lm
 
-# The new samples and tpu_attention_test on the in-process device.
-host-samples: $(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(HOST_SAMPLE_BIN)/tpu_attention_test
-	$(Q)rc=0; for s in $(HOST_SAMPLES) tpu_attention_test; do \
+# The host-built samples and selftests on the in-process device.
+host-samples: $(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(SAMPLE_SELFTESTS:%=$(HOST_SAMPLE_BIN)/%)
+	$(Q)rc=0; for s in $(HOST_SAMPLES) $(SAMPLE_SELFTESTS); do \
 		TPUEMU_SAMPLE_SIM=1 $(HOST_SAMPLE_BIN)/$$s || rc=1; done; exit $$rc
 
 # The harness is the kernel's own, from Debian's linux-source (make deps).
@@ -304,6 +311,16 @@ $(BUILD)/bench/bench_attention: BENCH_EXTRA = -Ilibtpurt/include -Isamples \
 
 bench-attention: $(BUILD)/bench/bench_attention
 	$(Q)scripts/bench-json.sh bench-attention -- $<
+
+# Paged attention (the sample's kernel) on the in-process device, beside a
+# host reference that gathers the pages and calls OpenBLAS, in the same run.
+$(BUILD)/bench/bench_paged: $(SAMPLE_DEPS) $(TPURT_SIM_LIB)
+$(BUILD)/bench/bench_paged: BENCH_EXTRA = -Ilibtpurt/include -Isamples \
+	$(SAMPLE_HELPERS) $(TPURT_SIM_LIB) $(DRM_LIBS) -luring
+
+.PHONY: bench-paged
+bench-paged: $(BUILD)/bench/bench_paged
+	$(Q)scripts/bench-json.sh bench-paged -- $<
 
 # The model reads the published table next to the tests; the path is fixed
 # at build time so the test runs from any directory.

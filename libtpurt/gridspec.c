@@ -175,6 +175,55 @@ static struct tpurt_operand_spec *insert_input(struct tpurt_grid_spec *gs)
 	return &gs->operand[at];
 }
 
+/* memory_space and pipeline_mode=pl.Buffered(n) of an input or output. */
+static int check_space(const struct tpurt_block_spec *spec, const char *kind,
+		       const char *name)
+{
+	if (spec->memory_space != TPURT_VMEM && spec->memory_space != TPURT_SMEM &&
+	    spec->memory_space != TPURT_ANY)
+		return tpurt_fail(-EINVAL, "%s '%s': memory space %d is not VMEM, SMEM or ANY (semaphores are scratch only)",
+				  kind, name, (int)spec->memory_space);
+	if (spec->buffer_count < 0 || spec->buffer_count > TPU_JOB_MAX_BUFFERS)
+		return tpurt_fail(-EINVAL, "%s '%s': buffer_count (pl.Buffered) %d not in 1..%d (0: the default 2)",
+				  kind, name, spec->buffer_count, TPU_JOB_MAX_BUFFERS);
+	if (spec->buffer_count && spec->memory_space != TPURT_VMEM)
+		return tpurt_fail(-EINVAL, "%s '%s': buffer_count (pl.Buffered) is for VMEM blocks only",
+				  kind, name);
+	return 0;
+}
+
+static void append_operand(struct tpurt_grid_spec *gs,
+			   const struct tpurt_operand_spec *o, int role)
+{
+	if (role == TPU_ROLE_INPUT) {
+		*insert_input(gs) = *o;
+	} else {
+		gs->operand[gs->num_operands++] = *o;
+		gs->num_outputs++;
+	}
+}
+
+/* pl.ANY: no block and no index map; a shape given is the array's. */
+static int add_unblocked(struct tpurt_grid_spec *gs, const char *name,
+			 const struct tpurt_block_spec *spec, int role)
+{
+	const char *kind = role == TPU_ROLE_INPUT ? "input" : "output";
+	struct tpurt_operand_spec o = { .role = role };
+
+	if (spec->rank < 0 || spec->rank > TPU_JOB_MAX_RANK)
+		return tpurt_fail(-EINVAL, "%s '%s': array rank %d not in 0..%d",
+				  kind, name, spec->rank, TPU_JOB_MAX_RANK);
+	for (int d = 0; d < spec->rank; d++)
+		if (spec->shape[d] < 1 || (uint64_t)spec->shape[d] > TPU_JOB_MAX_ARRAY_DIM)
+			return tpurt_fail(-EINVAL, "%s '%s': array dimension %d is %lld",
+					  kind, name, d, (long long)spec->shape[d]);
+	strcpy(o.name, name);
+	o.spec = *spec;
+	o.spec.index_map = NULL;
+	append_operand(gs, &o, role);
+	return 0;
+}
+
 static int add_blocked(struct tpurt_grid_spec *gs, const char *name,
 		       const struct tpurt_block_spec *spec, int role)
 {
@@ -188,6 +237,11 @@ static int add_blocked(struct tpurt_grid_spec *gs, const char *name,
 		ret = check_room(gs, kind, name);
 	if (ret)
 		return ret;
+	ret = check_space(spec, kind, name);
+	if (ret)
+		return ret;
+	if (spec->memory_space == TPURT_ANY)
+		return add_unblocked(gs, name, spec, role);
 	if (spec->rank < 1 || spec->rank > TPU_JOB_MAX_RANK)
 		return tpurt_fail(-EINVAL, "%s '%s': block rank %d not in 1..%d",
 				  kind, name, spec->rank, TPU_JOB_MAX_RANK);
@@ -211,12 +265,7 @@ static int add_blocked(struct tpurt_grid_spec *gs, const char *name,
 	strcpy(o.map_text, spec->index_map);
 	o.spec = *spec;
 	o.spec.index_map = NULL;
-	if (role == TPU_ROLE_INPUT) {
-		*insert_input(gs) = o;
-	} else {
-		gs->operand[gs->num_operands++] = o;
-		gs->num_outputs++;
-	}
+	append_operand(gs, &o, role);
 	return 0;
 }
 
@@ -238,19 +287,26 @@ int tpurt_grid_spec_add_scratch(struct tpurt_grid_spec *gs, const char *name,
 				const int64_t *shape)
 {
 	struct tpurt_scratch_spec *s;
-	int ret = check_name(gs, name, "scratch");
+	int ret = check_name(gs, name, "scratch"), sem;
 
 	if (ret)
 		return ret;
 	if (gs->num_scratch >= TPU_JOB_MAX_SCRATCH)
 		return tpurt_fail(-E2BIG, "scratch '%s': a job has at most %d scratch buffers",
 				  name, TPU_JOB_MAX_SCRATCH);
-	if (space != TPURT_VMEM && space != TPURT_SMEM)
-		return tpurt_fail(-EINVAL, "scratch '%s': memory space %d is neither VMEM nor SMEM",
+	sem = space == TPURT_SEMAPHORE_DMA || space == TPURT_SEMAPHORE_REGULAR;
+	if (space != TPURT_VMEM && space != TPURT_SMEM && !sem)
+		return tpurt_fail(-EINVAL, "scratch '%s': memory space %d is not VMEM, SMEM or a semaphore type (ANY is for operands)",
 				  name, (int)space);
 	if (!tpurt_dtype_size(dtype))
 		return tpurt_fail(-EINVAL, "scratch '%s': unknown dtype %d", name,
 				  (int)dtype);
+	if (sem && (dtype != TPURT_INT32 || rank != 1))
+		return tpurt_fail(-EINVAL, "scratch '%s': semaphores are an int32 array of rank 1, not %s of rank %d",
+				  name, tpurt_dtype_name(dtype), rank);
+	if (sem && (shape[0] < 1 || shape[0] > TPU_JOB_MAX_SEMAPHORES))
+		return tpurt_fail(-EINVAL, "scratch '%s': %lld semaphores, must be 1..%d",
+				  name, (long long)shape[0], TPU_JOB_MAX_SEMAPHORES);
 	if (rank < 1 || rank > TPU_JOB_MAX_RANK)
 		return tpurt_fail(-EINVAL, "scratch '%s': rank %d not in 1..%d",
 				  name, rank, TPU_JOB_MAX_RANK);

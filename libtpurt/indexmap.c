@@ -39,6 +39,7 @@ struct parser {
 	int nnames;
 	const char *default_names;	/* when there is no "->" */
 	struct tpurt_program *prog;
+	const struct tpurt_body_names *body;	/* kernel-body programs only */
 	int depth;
 	int err;
 };
@@ -70,7 +71,7 @@ static void next(struct parser *ps)
 				p++;
 				break;
 			}
-		if (!strchr("->,()[]+*/%=!<>", *ps->t.start) ||
+		if (!strchr("->,()[]+*/%=!<>.", *ps->t.start) ||
 		    (p - ps->t.start == 1 && strchr("/=!", *ps->t.start)))
 			ps->t.kind = T_BAD;
 	}
@@ -243,8 +244,70 @@ static void parse_second_index(struct parser *ps, const struct tok *t, int s)
 	emit(ps, TPU_INSN_ADD, 0, -1);
 }
 
+/* A name of the kernel body's SMEM refs or semaphores, or NULL. */
+static const struct tpurt_body_name *body_name(struct parser *ps,
+					       const struct tok *t)
+{
+	for (int i = 0; ps->body && i < ps->body->n; i++) {
+		const struct tpurt_body_name *b = &ps->body->name[i];
+
+		if (strlen(b->name) == t->len && !strncmp(b->name, t->start, t->len))
+			return b;
+	}
+	return NULL;
+}
+
+/* [i] or [i, j] after an SMEM ref's name: its flat index. */
+static void parse_smem_index(struct parser *ps, const struct tok *t, int64_t cols)
+{
+	expect(ps, "[");
+	parse_expr(ps);
+	if (is(ps, ",")) {
+		if (cols < 1 || cols > INT32_MAX) {
+			fail_at(ps, ps->t.start, "'%.*s' is indexed [i, j] but is not 2-D",
+				(int)t->len, t->start);
+			return;
+		}
+		next(ps);
+		emit(ps, TPU_INSN_PUSH_CONST, (int32_t)cols, 1);
+		emit(ps, TPU_INSN_MUL, 0, -1);
+		parse_expr(ps);
+		emit(ps, TPU_INSN_ADD, 0, -1);
+	}
+	expect(ps, "]");
+}
+
+/* semaphore_read(sem) or semaphore_read(sem.at[i]): a semaphore's count. */
+static void parse_semaphore_read(struct parser *ps)
+{
+	const struct tpurt_body_name *b;
+	struct tok t;
+
+	next(ps);
+	expect(ps, "(");
+	t = ps->t;
+	b = ps->t.kind == T_NAME ? body_name(ps, &t) : NULL;
+	if (!b || !b->semaphore) {
+		fail_at(ps, t.start, "expected a semaphore");
+		return;
+	}
+	next(ps);
+	if (is(ps, ".")) {
+		next(ps);
+		if (!is(ps, "at"))
+			fail_at(ps, ps->t.start, "expected '.at[index]'");
+		next(ps);
+		parse_smem_index(ps, &t, 0);
+	} else {
+		emit(ps, TPU_INSN_PUSH_CONST, 0, 1);
+	}
+	expect(ps, ")");
+	emit(ps, b->insn, b->arg, 0);
+}
+
 static void parse_name(struct parser *ps)
 {
+	const struct tpurt_body_name *b;
 	struct tok t = ps->t;
 	int d, s;
 
@@ -256,6 +319,8 @@ static void parse_name(struct parser *ps)
 		return parse_grid_fn(ps, TPU_INSN_PUSH_NPROG);
 	if (is(ps, "program_id"))
 		return parse_grid_fn(ps, TPU_INSN_PUSH_PID);
+	if (ps->body && is(ps, "semaphore_read"))
+		return parse_semaphore_read(ps);
 	d = grid_index(ps, &t);
 	s = prefetch_index(ps, &t);
 	next(ps);
@@ -278,6 +343,12 @@ static void parse_name(struct parser *ps)
 			parse_second_index(ps, &t, s);
 		expect(ps, "]");
 		emit(ps, TPU_INSN_LOAD_SMEM, s, 0);
+	} else if ((b = body_name(ps, &t)) && !b->semaphore) {
+		parse_smem_index(ps, &t, b->cols);
+		emit(ps, b->insn, b->arg, 0);
+	} else if (b) {
+		fail_at(ps, t.start, "'%.*s' is a semaphore: read it with semaphore_read(%.*s.at[i])",
+			(int)t.len, t.start, (int)t.len, t.start);
 	} else {
 		fail_at(ps, t.start, "unknown name '%.*s'", (int)t.len, t.start);
 	}
@@ -535,29 +606,42 @@ static void to_code(const struct tpurt_program *prog, struct tpu_plan_insn *code
 		code[i] = (struct tpu_plan_insn){ prog->insn[i].op, prog->insn[i].arg };
 }
 
-/* What the compiler emitted, through the device's own verifier. */
+/*
+ * What the compiler emitted, through the device's own verifier: a body
+ * program may load what @body names besides scalar prefetch.
+ */
 static int verify(const struct tpurt_program *prog,
-		  const struct tpurt_index_map_env *env, const char *what)
+		  const struct tpurt_index_map_env *env,
+		  const struct tpurt_body_names *body, const char *what)
 {
+	struct tpu_scalar_scope scope = { (unsigned int)env->grid_rank, 0, 0 };
 	struct tpu_plan_insn code[TPURT_PROGRAM_MAX_LEN];
 	char why[128];
 
+	for (int i = 0; i < env->num_prefetch; i++)
+		scope.smem_operands |= 1u << i;
+	for (int i = 0; body && i < body->n; i++) {
+		uint32_t bit = 1u << body->name[i].arg;
+
+		if (body->name[i].insn == TPU_INSN_LOAD_SMEM)
+			scope.smem_operands |= bit;
+		else
+			scope.scratch |= bit;
+	}
 	to_code(prog, code);
-	if (tpu_scalar_verify_code(code, prog->len, (unsigned int)env->grid_rank,
-				   (unsigned int)env->num_prefetch, prog->nresults,
-				   why, sizeof(why)))
+	if (tpu_scalar_verify_scope(code, prog->len, &scope, prog->nresults,
+				    why, sizeof(why)))
 		return tpurt_fail(-EINVAL, "%s: internal: the device's verifier rejects the compiled program: %s",
 				  what, why);
 	return 0;
 }
 
-int tpurt_index_map_compile_as(const char *text,
-			       const struct tpurt_index_map_env *env,
-			       int nresults, const char *what,
-			       struct tpurt_program *prog)
+static int compile(const char *text, const struct tpurt_index_map_env *env,
+		   const struct tpurt_body_names *body, int nresults,
+		   const char *what, struct tpurt_program *prog)
 {
 	struct parser ps = { .text = text, .p = text, .env = env, .prog = prog,
-			     .what = what };
+			     .what = what, .body = body };
 	const char *arrow;
 	const char *results;
 	int ret;
@@ -586,7 +670,24 @@ int tpurt_index_map_compile_as(const char *text,
 		fail_at(&ps, results, "gives %u value%s, expected %d",
 			prog->nresults, prog->nresults == 1 ? "" : "s",
 			nresults);
-	return ps.err ? ps.err : verify(prog, env, what);
+	return ps.err ? ps.err : verify(prog, env, body, what);
+}
+
+int tpurt_index_map_compile_as(const char *text,
+			       const struct tpurt_index_map_env *env,
+			       int nresults, const char *what,
+			       struct tpurt_program *prog)
+{
+	return compile(text, env, NULL, nresults, what, prog);
+}
+
+int tpurt_body_program_compile(const char *text,
+			       const struct tpurt_index_map_env *env,
+			       const struct tpurt_body_names *names,
+			       int nresults, const char *what,
+			       struct tpurt_program *prog)
+{
+	return compile(text, env, names, nresults, what, prog);
 }
 
 int tpurt_index_map_compile(const char *text,
@@ -604,12 +705,12 @@ static const char *const insn_names[TPU_INSN_COUNT] = {
 	[TPU_INSN_MAX] = "max", [TPU_INSN_EQ] = "==", [TPU_INSN_NE] = "!=",
 	[TPU_INSN_LT] = "<", [TPU_INSN_LE] = "<=", [TPU_INSN_GT] = ">",
 	[TPU_INSN_GE] = ">=", [TPU_INSN_AND] = "and", [TPU_INSN_OR] = "or",
-	[TPU_INSN_NOT] = "not",
+	[TPU_INSN_NOT] = "not", [TPU_INSN_LOAD_SCRATCH] = "scratch",
 };
 
 static int takes_arg(uint8_t op)
 {
-	return op <= TPU_INSN_LOAD_SMEM;
+	return op <= TPU_INSN_LOAD_SMEM || op == TPU_INSN_LOAD_SCRATCH;
 }
 
 int tpurt_program_format(const struct tpurt_program *prog, char *buf,

@@ -4,6 +4,7 @@
  * into statistics and a message. Submitting and waiting are the device's
  * backend's (render.c, sim.c).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,11 +59,50 @@ static void fill_stats(const struct tpurt_job *job, struct tpurt_job_stats *st)
 	st->error.limit = r->error.limit;
 }
 
-/* The device's explanation, with the operand's name from the grid spec. */
+/* "operand N" or "scratch N" at @p as the call names it, or NULL. */
+static const char *name_at(const struct tpurt_job *job, const char *msg,
+			   const char *p, const char **end)
+{
+	int scratch = !strncmp(p, "scratch ", 8);
+	char *e;
+	long i;
+
+	if ((p > msg && (isalnum((unsigned char)p[-1]) || p[-1] == '_')) ||
+	    (!scratch && strncmp(p, "operand ", 8)) || !isdigit((unsigned char)p[8]))
+		return NULL;
+	i = strtol(p + 8, &e, 10);
+	*end = e;
+	if (scratch)
+		return i < job->nscratch ? job->names[TPU_JOB_MAX_OPERANDS + i] : NULL;
+	return i < job->nrefs ? job->names[i] : NULL;
+}
+
+/* The device's message with the refs' names: "writes 'o'". */
+static void named(const struct tpurt_job *job, const char *msg, size_t max,
+		  char *out, size_t len)
+{
+	size_t at = 0;
+
+	for (const char *p = msg; *p && p < msg + max && at + 1 < len;) {
+		const char *end, *name = name_at(job, msg, p, &end);
+
+		if (name) {
+			int n = snprintf(out + at, len - at, "'%s'", name);
+
+			at = n < 0 || (size_t)n >= len - at ? len - 1 : at + (size_t)n;
+			p = end;
+		} else {
+			out[at++] = *p++;
+		}
+	}
+	out[at] = 0;
+}
+
+/* The device's explanation, with the names from the grid spec and kernel. */
 static int job_failure(const struct tpurt_job *job)
 {
 	const struct tpu_job_report *r = &job->report;
-	char where[96] = "";
+	char where[96] = "", msg[384];
 
 	if (job->status == -ETIMEDOUT)
 		return tpurt_fail(-ETIMEDOUT, "job %llu ran past its time limit",
@@ -74,8 +114,9 @@ static int job_failure(const struct tpurt_job *job)
 	if (r->error.operand != 0xffffffffu)
 		snprintf(where, sizeof(where), " [operand '%s']",
 			 ref_name(job, r->error.operand));
-	return tpurt_fail(job->status ? job->status : -EIO, "job failed%s: %.*s",
-			  where, (int)sizeof(r->message), r->message);
+	named(job, r->message, sizeof(r->message), msg, sizeof(msg));
+	return tpurt_fail(job->status ? job->status : -EIO, "job failed%s: %s",
+			  where, msg);
 }
 
 int tpurt_job_wait(struct tpurt_job *job, struct tpurt_job_stats *stats)

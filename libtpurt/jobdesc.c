@@ -48,6 +48,8 @@ int tpurt_desc_finish(struct tpurt_desc *d, void **blobp, size_t *lenp)
 	at = align8(at + h->num_ops * sizeof(d->op[0]));
 	h->code_offset = at;
 	at = align8(at + h->num_insns * sizeof(d->insn[0]));
+	h->windows_offset = h->num_windows ? at : 0;
+	at = align8(at + h->num_windows * sizeof(d->window[0]));
 	if (at > TPU_JOB_MAX_SIZE)
 		return tpurt_fail(-E2BIG, "job: descriptor of %zu bytes is over %u",
 				  at, TPU_JOB_MAX_SIZE);
@@ -62,6 +64,8 @@ int tpurt_desc_finish(struct tpurt_desc *d, void **blobp, size_t *lenp)
 	       h->num_scratch * sizeof(d->scratch[0]));
 	memcpy(blob + h->ops_offset, d->op, h->num_ops * sizeof(d->op[0]));
 	memcpy(blob + h->code_offset, d->insn, h->num_insns * sizeof(d->insn[0]));
+	memcpy(blob + h->windows_offset, d->window,
+	       h->num_windows * sizeof(d->window[0]));
 	*blobp = blob;
 	*lenp = at;
 	return 0;

@@ -6,6 +6,7 @@
  * parameters at call time.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,11 +69,13 @@ static int add_op(struct tpurt_kernel *k, uint8_t opcode, const char *dst,
 	op = &k->op[k->nops];
 	memset(op, 0, sizeof(*op));
 	op->opcode = opcode;
-	ret = copy_text(op->dst, TPURT_NAME_MAX, dst, "destination ref");
+	ret = dst || opcode < TPU_OP_COPY_START ?
+	      copy_text(op->dst, TPURT_TEXT_MAX, dst, "destination ref") : 0;
 	if (!ret && src0)
-		ret = copy_text(op->src0, TPURT_NAME_MAX, src0, "source ref");
+		ret = copy_text(op->src0, TPURT_TEXT_MAX, src0, "source ref");
 	if (!ret && src1)
-		ret = copy_text(op->src1, TPURT_NAME_MAX, src1, "source ref");
+		ret = copy_text(op->src1, TPURT_TEXT_MAX, src1,
+				opcode >= TPU_OP_COPY_START ? "semaphore" : "source ref");
 	if (ret)
 		return ret;
 	op->npred = k->nwhen;
@@ -268,7 +271,7 @@ static int select_side(const struct tpurt_value *v, const char *which,
 		return tpurt_fail(-EINVAL, "kernel: select: %s: unknown broadcast %d",
 				  which, (int)v->bcast);
 	*bcast = (uint8_t)v->bcast;
-	return copy_text(ref, TPURT_NAME_MAX, v->ref, "select operand ref");
+	return copy_text(ref, TPURT_TEXT_MAX, v->ref, "select operand ref");
 }
 
 int tpurt_kernel_select(struct tpurt_kernel *k, const char *dst,
@@ -304,13 +307,225 @@ int tpurt_kernel_iota(struct tpurt_kernel *k, const char *dst, int axis,
 	return 0;
 }
 
+/* --- the memory model: copies, semaphores, SMEM stores, scopes --- */
+
+static int copy_op(struct tpurt_kernel *k, uint8_t opcode, const char *src,
+		   const char *dst, const char *sem)
+{
+	if (!sem || !*sem)
+		return tpurt_fail(-EINVAL, "kernel: async copy: semaphore missing");
+	return add_op(k, opcode, dst, src, sem, NULL);
+}
+
+int tpurt_kernel_copy_start(struct tpurt_kernel *k, const char *src,
+			    const char *dst, const char *sem)
+{
+	if (!src || !dst)
+		return tpurt_fail(-EINVAL, "kernel: copy_start: %s ref missing",
+				  src ? "destination" : "source");
+	return copy_op(k, TPU_OP_COPY_START, src, dst, sem);
+}
+
+int tpurt_kernel_copy_wait(struct tpurt_kernel *k, const char *src,
+			   const char *dst, const char *sem)
+{
+	if (!dst)
+		return tpurt_fail(-EINVAL, "kernel: copy_wait: destination ref missing");
+	if (src && !*src)
+		src = NULL;
+	return copy_op(k, TPU_OP_COPY_WAIT, src, dst, sem);
+}
+
+/* The hidden DMA semaphore of sync copies, a scope over the whole kernel. */
+static int sync_semaphore(struct tpurt_kernel *k)
+{
+	struct tpurt_kernel_scope *s;
+
+	for (int i = 0; i < k->nscopes; i++)
+		if (!strcmp(k->scope[i].name, TPURT_SYNC_SEM))
+			return 0;
+	if (k->nscopes == TPURT_KERNEL_MAX_SCOPES)
+		return tpurt_fail(-E2BIG, "kernel: more than %d scoped scratch buffers",
+				  TPURT_KERNEL_MAX_SCOPES);
+	s = &k->scope[k->nscopes++];
+	memset(s, 0, sizeof(*s));
+	strcpy(s->name, TPURT_SYNC_SEM);
+	s->space = TPURT_SEMAPHORE_DMA;
+	s->dtype = TPURT_INT32;
+	s->rank = 1;
+	s->shape[0] = 1;
+	s->first = 0;
+	s->end = INT_MAX;
+	return 0;
+}
+
+int tpurt_kernel_sync_copy(struct tpurt_kernel *k, const char *src,
+			   const char *dst)
+{
+	int nscopes = k->nscopes;
+	int ret = !src || !dst ?
+		  tpurt_fail(-EINVAL, "kernel: sync_copy: source or destination ref missing") :
+		  sync_semaphore(k);
+
+	if (!ret)
+		ret = tpurt_kernel_copy_start(k, src, dst, TPURT_SYNC_SEM);
+	if (ret) {
+		k->nscopes = nscopes;
+		return ret;
+	}
+	ret = tpurt_kernel_copy_wait(k, src, dst, TPURT_SYNC_SEM);
+	if (ret) {
+		k->nops--;	/* the start just added */
+		k->nscopes = nscopes;
+	}
+	return ret;
+}
+
+static int semaphore_op(struct tpurt_kernel *k, uint8_t opcode,
+			const char *sem, const char *amount)
+{
+	struct tpurt_kernel_op *op;
+	int ret;
+
+	if (!sem || !*sem)
+		return tpurt_fail(-EINVAL, "kernel: %s: semaphore missing",
+				  tpurt_kernel_opcode_name(opcode));
+	ret = add_op(k, opcode, NULL, NULL, sem, &op);
+	return ret ? ret : set_scalar(k, op, amount, "semaphore amount");
+}
+
+int tpurt_kernel_semaphore_signal(struct tpurt_kernel *k, const char *sem,
+				  const char *amount)
+{
+	return semaphore_op(k, TPU_OP_SEM_SIGNAL, sem, amount);
+}
+
+int tpurt_kernel_semaphore_wait(struct tpurt_kernel *k, const char *sem,
+				const char *amount)
+{
+	return semaphore_op(k, TPU_OP_SEM_WAIT, sem, amount);
+}
+
+int tpurt_kernel_scalar_store(struct tpurt_kernel *k, const char *dst,
+			      const char *value)
+{
+	struct tpurt_kernel_op *op;
+	int ret;
+
+	if (!dst || !strchr(dst, '['))
+		return tpurt_fail(-EINVAL, "kernel: scalar_store: destination '%s' is not an SMEM element, ref[index]",
+				  dst ? dst : "(null)");
+	ret = add_op(k, TPU_OP_SCALAR_STORE, dst, NULL, NULL, &op);
+	return ret ? ret : set_scalar(k, op, value, "stored value");
+}
+
+int tpurt_kernel_run_scoped(struct tpurt_kernel *k, const char *name,
+			    enum tpurt_memory_space space,
+			    enum tpurt_dtype dtype, int rank,
+			    const int64_t *shape)
+{
+	int sem = space == TPURT_SEMAPHORE_DMA || space == TPURT_SEMAPHORE_REGULAR;
+	struct tpurt_kernel_scope *s;
+
+	if (!name || !*name || strlen(name) >= TPURT_NAME_MAX || name[0] == '%' ||
+	    name[0] == '#')
+		return tpurt_fail(-EINVAL, "kernel: run_scoped: name '%s' must be 1..%d characters, not starting with '#' or '%%'",
+				  name ? name : "(null)", TPURT_NAME_MAX - 1);
+	if (space == TPURT_ANY || (unsigned int)space > TPURT_SEMAPHORE_REGULAR)
+		return tpurt_fail(-EINVAL, "kernel: run_scoped '%s': memory space %d is not VMEM, SMEM or a semaphore type",
+				  name, (int)space);
+	if (!tpurt_dtype_size(dtype) || (sem && dtype != TPURT_INT32))
+		return tpurt_fail(-EINVAL, "kernel: run_scoped '%s': dtype %d%s", name,
+				  (int)dtype, sem ? ": semaphores are int32" : " unknown");
+	if (rank < 1 || rank > TPURT_MAX_RANK || !shape || (sem && rank != 1))
+		return tpurt_fail(-EINVAL, "kernel: run_scoped '%s': rank %d not in 1..%d%s",
+				  name, rank, sem ? 1 : TPURT_MAX_RANK,
+				  sem ? " (semaphores: an array of rank 1)" : "");
+	for (int d = 0; d < rank; d++)
+		if (shape[d] < 1 || (uint64_t)shape[d] > TPU_JOB_MAX_DIM)
+			return tpurt_fail(-EINVAL, "kernel: run_scoped '%s': dimension %d is %lld",
+					  name, d, (long long)shape[d]);
+	if (k->nscopes == TPURT_KERNEL_MAX_SCOPES || k->nopen == TPURT_SCOPE_DEPTH)
+		return tpurt_fail(-E2BIG, "kernel: run_scoped '%s': more than %d scopes, or nested deeper than %d",
+				  name, TPURT_KERNEL_MAX_SCOPES, TPURT_SCOPE_DEPTH);
+	for (int i = 0; i < k->nopen; i++)
+		if (!strcmp(k->scope[k->open[i]].name, name))
+			return tpurt_fail(-EINVAL, "kernel: run_scoped '%s': a scope of that name is open",
+					  name);
+	s = &k->scope[k->nscopes];
+	memset(s, 0, sizeof(*s));
+	strcpy(s->name, name);
+	s->space = space;
+	s->dtype = dtype;
+	s->rank = rank;
+	memcpy(s->shape, shape, (size_t)rank * sizeof(*shape));
+	s->first = k->nops;
+	s->end = -1;
+	k->open[k->nopen++] = k->nscopes++;
+	return 0;
+}
+
+int tpurt_kernel_end_scoped(struct tpurt_kernel *k)
+{
+	if (!k->nopen)
+		return tpurt_fail(-EINVAL, "kernel: end_scoped() without run_scoped()");
+	k->scope[k->open[--k->nopen]].end = k->nops;
+	return 0;
+}
+
+int tpurt_kernel_scope_at(const struct tpurt_kernel *k, int n, const char *name,
+			  size_t len)
+{
+	for (int i = k->nscopes - 1; i >= 0; i--) {
+		const struct tpurt_kernel_scope *s = &k->scope[i];
+		int end = s->end < 0 ? INT_MAX : s->end;
+
+		if (n >= s->first && n < end && strlen(s->name) == len &&
+		    !strncmp(s->name, name, len))
+			return i;
+	}
+	return -1;
+}
+
+static int same_scope_type(const struct tpurt_kernel_scope *a,
+			   const struct tpurt_kernel_scope *b)
+{
+	return a->space == b->space && a->dtype == b->dtype && a->rank == b->rank &&
+	       !memcmp(a->shape, b->shape, sizeof(a->shape));
+}
+
+int tpurt_kernel_scope_slots(const struct tpurt_kernel *k, int *slot,
+			     int *slot_scope)
+{
+	int slot_end[TPURT_KERNEL_MAX_SCOPES], nslots = 0;
+
+	for (int i = 0; i < k->nscopes; i++) {
+		const struct tpurt_kernel_scope *sc = &k->scope[i];
+		int end = sc->end < 0 ? INT_MAX : sc->end, s;
+
+		for (s = 0; s < nslots; s++)
+			if (same_scope_type(&k->scope[slot_scope[s]], sc) &&
+			    slot_end[s] <= sc->first)
+				break;
+		if (s == nslots)
+			slot_scope[nslots++] = i;
+		slot[i] = s;
+		slot_end[s] = end;
+	}
+	return nslots;
+}
+
 const char *tpurt_kernel_opcode_name(unsigned int opcode)
 {
 	static const char *const names[TPU_OP_COUNT] = {
 		[TPU_OP_ZERO] = "zero", [TPU_OP_DOT] = "dot",
 		[TPU_OP_UNARY] = "unary", [TPU_OP_BINARY] = "binary",
 		[TPU_OP_REDUCE] = "reduce", [TPU_OP_SELECT] = "select",
-		[TPU_OP_IOTA] = "iota",
+		[TPU_OP_IOTA] = "iota", [TPU_OP_COPY_START] = "copy_start",
+		[TPU_OP_COPY_WAIT] = "copy_wait",
+		[TPU_OP_SEM_SIGNAL] = "semaphore_signal",
+		[TPU_OP_SEM_WAIT] = "semaphore_wait",
+		[TPU_OP_SCALAR_STORE] = "scalar_store",
 	};
 
 	return opcode < TPU_OP_COUNT ? names[opcode] : "?";

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "stmt.h"
 #include "tpurt_private.h"
@@ -104,6 +105,20 @@ static void put_op(FILE *out, const struct tpurt_kernel_op *op)
 		fprintf(out, "%s[...] = iota(%u%s%s)", op->dst, op->axis,
 			op->scalar[0] ? ", " : "", op->scalar);
 		break;
+	case TPU_OP_COPY_START:
+	case TPU_OP_COPY_WAIT:
+		fprintf(out, "make_async_copy(%s, %s, %s).%s()", op->src0, op->dst,
+			op->src1, op->opcode == TPU_OP_COPY_START ? "start" : "wait");
+		break;
+	case TPU_OP_SEM_SIGNAL:
+	case TPU_OP_SEM_WAIT:
+		fprintf(out, "semaphore_%s(%s, %s)",
+			op->opcode == TPU_OP_SEM_SIGNAL ? "signal" : "wait", op->src1,
+			op->scalar);
+		break;
+	case TPU_OP_SCALAR_STORE:
+		fprintf(out, "%s = %s", op->dst, op->scalar);
+		break;
 	default:
 		fprintf(out, "opcode %u", op->opcode);
 	}
@@ -120,6 +135,48 @@ static void put_pred(FILE *out, const struct tpurt_kernel_op *op)
 	fputs("): ", out);
 }
 
+/* A start and its wait on the hidden semaphore: one sync_copy. */
+static int is_sync_copy(const struct tpurt_kernel *k, int i)
+{
+	const struct tpurt_kernel_op *a = &k->op[i], *b = &k->op[i + 1];
+
+	return i + 1 < k->nops && a->opcode == TPU_OP_COPY_START &&
+	       b->opcode == TPU_OP_COPY_WAIT && !strcmp(a->src1, TPURT_SYNC_SEM) &&
+	       !strcmp(b->src1, TPURT_SYNC_SEM) && !strcmp(a->src0, b->src0) &&
+	       !strcmp(a->dst, b->dst);
+}
+
+static const char *space_name(enum tpurt_memory_space space)
+{
+	static const char *const names[] = {
+		[TPURT_VMEM] = "VMEM", [TPURT_SMEM] = "SMEM", [TPURT_ANY] = "ANY",
+		[TPURT_SEMAPHORE_DMA] = "SemaphoreType.DMA",
+		[TPURT_SEMAPHORE_REGULAR] = "SemaphoreType.REGULAR",
+	};
+
+	return (unsigned int)space <= TPURT_SEMAPHORE_REGULAR ? names[space] : "?";
+}
+
+/* run_scoped scratch: "scoped buf: VMEM float32[8, 128] in slot 0, ops 2 to 5" */
+static void put_scopes(const struct tpurt_kernel *k, FILE *out)
+{
+	int slot[TPURT_KERNEL_MAX_SCOPES], slot_scope[TPURT_KERNEL_MAX_SCOPES];
+
+	tpurt_kernel_scope_slots(k, slot, slot_scope);
+	for (int i = 0; i < k->nscopes; i++) {
+		const struct tpurt_kernel_scope *s = &k->scope[i];
+
+		if (!strcmp(s->name, TPURT_SYNC_SEM))
+			continue;
+		fprintf(out, "scoped %s: %s %s[", s->name, space_name(s->space),
+			tpurt_stmt_dtype_name(s->dtype));
+		for (int d = 0; d < s->rank; d++)
+			fprintf(out, "%s%lld", d ? ", " : "", (long long)s->shape[d]);
+		fprintf(out, "] in slot %d, ops %d to %d\n", slot[i], s->first,
+			(s->end < 0 ? k->nops : s->end) - 1);
+	}
+}
+
 int tpurt_kernel_dump(const struct tpurt_kernel *k, FILE *out)
 {
 	int slot[TPURT_KERNEL_MAX_TEMPS], slot_temp[TPURT_KERNEL_MAX_TEMPS];
@@ -132,8 +189,14 @@ int tpurt_kernel_dump(const struct tpurt_kernel *k, FILE *out)
 			tpurt_stmt_dtype_name(k->temp[i].dtype),
 			(long long)k->temp[i].rows, (long long)k->temp[i].cols,
 			slot[i]);
+	put_scopes(k, out);
 	for (int i = 0; i < k->nops; i++) {
 		put_pred(out, &k->op[i]);
+		if (is_sync_copy(k, i)) {
+			fprintf(out, "sync_copy(%s, %s)\n", k->op[i].src0, k->op[i].dst);
+			i++;
+			continue;
+		}
 		put_op(out, &k->op[i]);
 		fputc('\n', out);
 	}

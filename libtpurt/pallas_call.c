@@ -9,7 +9,8 @@
  * (dtypes, shapes and broadcasts of the kernel's ops, VMEM and SMEM) are
  * the decoder's alone; its message is put in the call's words, with the
  * names of the operands and scratch buffers and the kernel op's number and
- * kind, because the device can only name indices.
+ * kind, because the device can only name indices. The kernel's ops go in
+ * through pallas_ops.c; input_output_aliases are resolved here.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -18,23 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pallas_build.h"
 #include "tpu_plan.h"
-#include "tpurt_private.h"
 
-/* One pallas_call's job as it is built: the call, resolved, and its
- * descriptor. */
-struct pallas_build {
-	const struct tpurt_kernel *k;
-	const struct tpurt_grid_spec *gs;
-	struct tpurt_compiler_params params;
-	struct tpurt_array *const *args;
-	struct tpurt_device *dev;
-	const struct tpurt_device_info *info;
-	struct tpurt_desc *d;
-	/* the kernel's temporaries in the job's scratch, after the grid spec's */
-	int slot[TPURT_KERNEL_MAX_TEMPS], slot_temp[TPURT_KERNEL_MAX_TEMPS];
-	int nslots;
-};
 
 static const char *role_name(int role)
 {
@@ -42,9 +29,74 @@ static const char *role_name(int role)
 	       role == TPU_ROLE_INPUT ? "input" : "output";
 }
 
+/* input_output_aliases: which input each output is; NULL outputs take it. */
+static int resolve_aliases(struct pallas_build *c, int nargs)
+{
+	const struct tpurt_grid_spec *gs = c->gs;
+	const struct tpurt_compiler_params *p = &c->params;
+	int first_out = gs->num_operands - gs->num_outputs;
+
+	for (int i = 0; i < nargs; i++) {
+		c->argv[i] = c->args[i];
+		c->alias[i] = -1;
+	}
+	if (p->num_aliases < 0 || (p->num_aliases && !p->input_output_aliases))
+		return tpurt_fail(-EINVAL, "pallas_call: input_output_aliases: %d entries",
+				  p->num_aliases);
+	for (int a = 0; a < p->num_aliases; a++) {
+		const struct tpurt_alias *al = &p->input_output_aliases[a];
+		int in = al->input, out = first_out + al->output;
+
+		if (in < 0 || in >= nargs || gs->operand[in].role != TPU_ROLE_INPUT)
+			return tpurt_fail(-EINVAL,
+					  "pallas_call: input_output_aliases[%d]: arg %d is not an input (inputs are args %d to %d, counting scalar prefetch)",
+					  a, in, gs->num_prefetch, first_out - 1);
+		if (al->output < 0 || al->output >= gs->num_outputs)
+			return tpurt_fail(-EINVAL,
+					  "pallas_call: input_output_aliases[%d]: output %d, the grid spec has %d",
+					  a, al->output, gs->num_outputs);
+		for (int b = 0; b < nargs; b++)
+			if ((c->alias[b] == in && b != out) || (b == out && c->alias[b] >= 0))
+				return tpurt_fail(-EINVAL,
+						  "pallas_call: input_output_aliases[%d]: input '%s' or output '%s' is aliased twice",
+						  a, gs->operand[in].name, gs->operand[out].name);
+		if (c->args[out] && c->args[out] != c->args[in])
+			return tpurt_fail(-EINVAL,
+					  "pallas_call: output '%s' is aliased to input '%s' (input_output_aliases): pass '%s''s array (or NULL) as arg %d",
+					  gs->operand[out].name, gs->operand[in].name,
+					  gs->operand[in].name, out);
+		c->alias[out] = in;
+		c->argv[out] = c->args[in];
+	}
+	return 0;
+}
+
+/* Two arguments on one buffer: only an output and its declared input. */
+static int check_sharing(const struct pallas_build *c, int nargs)
+{
+	const struct tpurt_grid_spec *gs = c->gs;
+
+	for (int i = 0; i < nargs; i++)
+		for (int j = i + 1; j < nargs; j++) {
+			int out = gs->operand[i].role == TPU_ROLE_OUTPUT ||
+				  gs->operand[j].role == TPU_ROLE_OUTPUT;
+
+			if (!out || c->argv[i]->buf != c->argv[j]->buf ||
+			    c->alias[j] == i)
+				continue;
+			return tpurt_fail(-EINVAL,
+					  "pallas_call: args %d and %d share a buffer: declare input_output_aliases (%s '%s' and %s '%s')",
+					  i, j, role_name(gs->operand[i].role),
+					  gs->operand[i].name, role_name(gs->operand[j].role),
+					  gs->operand[j].name);
+		}
+	return 0;
+}
+
 static int check_args(struct pallas_build *c, int nargs)
 {
 	const struct tpurt_grid_spec *gs = c->gs;
+	int ret;
 
 	if (nargs != gs->num_operands)
 		return tpurt_fail(-EINVAL,
@@ -53,6 +105,10 @@ static int check_args(struct pallas_build *c, int nargs)
 				  gs->num_inputs, gs->num_outputs);
 	if (!gs->num_outputs)
 		return tpurt_fail(-EINVAL, "pallas_call: the grid spec has no output");
+	ret = resolve_aliases(c, nargs);
+	if (ret)
+		return ret;
+	c->args = c->argv;
 	for (int i = 0; i < nargs; i++) {
 		if (!c->args[i])
 			return tpurt_fail(-EINVAL, "pallas_call: array for %s '%s' is NULL",
@@ -67,6 +123,9 @@ static int check_args(struct pallas_build *c, int nargs)
 					  role_name(gs->operand[i].role), gs->operand[i].name,
 					  gs->operand[0].name);
 	}
+	ret = check_sharing(c, nargs);
+	if (ret)
+		return ret;
 	c->dev = c->args[0]->buf->dev;
 	return tpurt_device_cached_info(c->dev, &c->info);
 }
@@ -127,6 +186,19 @@ static int check_operand(struct pallas_build *c, int i)
 		return tpurt_fail(-EINVAL, "%s '%s': the array is %s, the grid spec declares %s",
 				  role_name(o->role), o->name, tpurt_dtype_name(a->dtype),
 				  tpurt_dtype_name(o->dtype));
+	if (o->role != TPU_ROLE_SCALAR_PREFETCH && o->spec.memory_space == TPURT_SMEM)
+		return o->spec.rank == a->rank ? 0 :
+		       tpurt_check_block_shape(o, a->rank, a->shape);	/* no tiling */
+	if (o->role != TPU_ROLE_SCALAR_PREFETCH && o->spec.memory_space == TPURT_ANY) {
+		if (!o->spec.rank || (a->rank == o->spec.rank &&
+				      !memcmp(a->shape, o->spec.shape,
+					      sizeof(a->shape[0]) * (size_t)a->rank)))
+			return 0;
+		format_shape(as, sizeof(as), a->rank, a->shape);
+		format_shape(ds, sizeof(ds), o->spec.rank, o->spec.shape);
+		return tpurt_fail(-EINVAL, "%s '%s': the array's shape is %s, the grid spec declares %s",
+				  role_name(o->role), o->name, as, ds);
+	}
 	if (o->role != TPU_ROLE_SCALAR_PREFETCH)
 		return tpurt_check_block_shape(o, a->rank, a->shape);
 	if (o->prefetch_rank && (a->rank != o->prefetch_rank ||
@@ -198,17 +270,22 @@ static int fill_operands(struct pallas_build *c)
 		ret = check_operand(c, i);
 		if (ret)
 			return ret;
-		jo->slot = (uint32_t)i;
+		jo->slot = (uint32_t)(c->alias[i] >= 0 ? c->alias[i] : i);
+		jo->alias = (uint8_t)(c->alias[i] + 1);
 		jo->role = (uint8_t)o->role;
 		jo->dtype = (uint8_t)a->dtype;
 		jo->rank = (uint8_t)a->rank;
+		if (o->role != TPU_ROLE_SCALAR_PREFETCH) {
+			jo->space = (uint8_t)o->spec.memory_space;
+			jo->buffers = (uint8_t)o->spec.buffer_count;
+		}
 		for (int d = 0; d < a->rank; d++) {
 			jo->shape[d] = (uint64_t)a->shape[d];
-			if (o->role != TPU_ROLE_SCALAR_PREFETCH)
+			if (o->role != TPU_ROLE_SCALAR_PREFETCH && jo->space != TPU_MEM_ANY)
 				jo->block[d] = o->spec.shape[d] == TPURT_SQUEEZED ?
 					       1 : (uint32_t)o->spec.shape[d];
 		}
-		if (o->role != TPU_ROLE_SCALAR_PREFETCH) {
+		if (o->role != TPU_ROLE_SCALAR_PREFETCH && jo->space != TPU_MEM_ANY) {
 			ret = tpurt_desc_add_program(c->d, &o->map, &jo->index_map);
 			if (ret)
 				return ret;
@@ -217,230 +294,51 @@ static int fill_operands(struct pallas_build *c)
 	return 0;
 }
 
-/* The grid spec's scratch, then the kernel's temporaries (VMEM, 2-D). */
+static void scratch_entry(struct tpu_job_scratch *js, enum tpurt_memory_space space,
+			  enum tpurt_dtype dtype, int rank, const int64_t *shape)
+{
+	js->space = (uint8_t)space;	/* enum tpurt_memory_space is the uapi's */
+	js->dtype = (uint8_t)dtype;
+	js->rank = (uint8_t)rank;
+	for (int d = 0; d < rank; d++)
+		js->shape[d] = (uint32_t)shape[d];
+}
+
+/* The grid spec's scratch, the kernel's scopes, then its temporaries
+ * (VMEM, 2-D). */
 static int fill_scratch(struct pallas_build *c)
 {
 	const struct tpurt_grid_spec *gs = c->gs;
 	const struct tpurt_kernel *k = c->k;
+	int first_temp;
 
+	c->nscope_slots = tpurt_kernel_scope_slots(k, c->scope_slot, c->slot_scope);
 	c->nslots = tpurt_kernel_temp_slots(k, c->slot, c->slot_temp);
-	if (gs->num_scratch + c->nslots > TPU_JOB_MAX_SCRATCH)
+	first_temp = gs->num_scratch + c->nscope_slots;
+	if (first_temp + c->nslots > TPU_JOB_MAX_SCRATCH)
 		return tpurt_fail(-E2BIG,
-				  "pallas_call: %d scratch buffers and %d for the kernel's temporaries exceed the job's %d",
-				  gs->num_scratch, c->nslots, TPU_JOB_MAX_SCRATCH);
-	c->d->h.num_scratch = (uint8_t)(gs->num_scratch + c->nslots);
+				  "pallas_call: %d scratch buffers, %d for the kernel's scopes and %d for its temporaries exceed the job's %d",
+				  gs->num_scratch, c->nscope_slots, c->nslots,
+				  TPU_JOB_MAX_SCRATCH);
+	c->d->h.num_scratch = (uint8_t)(first_temp + c->nslots);
 	for (int i = 0; i < gs->num_scratch; i++) {
 		const struct tpurt_scratch_spec *s = &gs->scratch[i];
-		struct tpu_job_scratch *js = &c->d->scratch[i];
 
-		js->space = s->space == TPURT_SMEM ? TPU_MEM_SMEM : TPU_MEM_VMEM;
-		js->dtype = (uint8_t)s->dtype;
-		js->rank = (uint8_t)s->rank;
-		for (int d = 0; d < s->rank; d++)
-			js->shape[d] = (uint32_t)s->shape[d];
+		scratch_entry(&c->d->scratch[i], s->space, s->dtype, s->rank, s->shape);
+	}
+	for (int i = 0; i < c->nscope_slots; i++) {
+		const struct tpurt_kernel_scope *s = &k->scope[c->slot_scope[i]];
+
+		scratch_entry(&c->d->scratch[gs->num_scratch + i], s->space, s->dtype,
+			      s->rank, s->shape);
 	}
 	for (int s = 0; s < c->nslots; s++) {
 		const struct tpurt_kernel_temp *t = &k->temp[c->slot_temp[s]];
-		struct tpu_job_scratch *js = &c->d->scratch[gs->num_scratch + s];
+		int64_t shape[2] = { t->rows, t->cols };
 
-		js->space = TPU_MEM_VMEM;
-		js->dtype = (uint8_t)t->dtype;
-		js->rank = 2;
-		js->shape[0] = (uint32_t)t->rows;
-		js->shape[1] = (uint32_t)t->cols;
+		scratch_entry(&c->d->scratch[first_temp + s], TPURT_VMEM, t->dtype, 2,
+			      shape);
 	}
-	return 0;
-}
-
-/* --- the kernel's refs --- */
-
-/* Ref @index in Pallas's order (operands, then scratch) as the job names it. */
-static struct tpu_job_ref job_ref(const struct pallas_build *c, int index)
-{
-	const struct tpurt_grid_spec *gs = c->gs;
-
-	if (index < gs->num_operands)
-		return (struct tpu_job_ref){ TPU_REF_OPERAND, (uint8_t)index };
-	index -= gs->num_operands;
-	if (index >= gs->num_scratch)	/* a temporary: its slot */
-		index = gs->num_scratch + c->slot[index - gs->num_scratch];
-	return (struct tpu_job_ref){ TPU_REF_SCRATCH, (uint8_t)index };
-}
-
-/* Refs in Pallas's order, then the kernel's temporaries. */
-static int num_refs(const struct pallas_build *c)
-{
-	return c->gs->num_operands + c->gs->num_scratch + c->k->ntemps;
-}
-
-static const char *ref_name(const struct pallas_build *c, int index)
-{
-	const struct tpurt_grid_spec *gs = c->gs;
-
-	if (index < gs->num_operands)
-		return gs->operand[index].name;
-	index -= gs->num_operands;
-	return index < gs->num_scratch ? gs->scratch[index].name :
-	       c->k->temp[index - gs->num_scratch].name;
-}
-
-static int op_fail(int n, const struct tpurt_kernel_op *op, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int op_fail(int n, const struct tpurt_kernel_op *op, const char *fmt, ...)
-{
-	char msg[384];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return tpurt_fail(-EINVAL, "kernel op %d (%s): %s", n,
-			  tpurt_kernel_opcode_name(op->opcode), msg);
-}
-
-/* Resolve "name" or "#N" in Pallas's ref order. */
-static int resolve(struct pallas_build *c, int n,
-		   const struct tpurt_kernel_op *op, const char *text,
-		   struct tpu_job_ref *r)
-{
-	int nrefs = num_refs(c);
-	char names[256] = "";
-	size_t at = 0;
-
-	if (text[0] == '#') {
-		char *end;
-		long i = strtol(text + 1, &end, 10);
-
-		if (*end || end == text + 1 || i < 0 || i >= nrefs)
-			return op_fail(n, op, "ref '%s': refs are #0 to #%d", text,
-				       nrefs - 1);
-		*r = job_ref(c, (int)i);
-		return 0;
-	}
-	for (int i = 0; i < nrefs; i++) {
-		if (!strcmp(ref_name(c, i), text)) {
-			*r = job_ref(c, i);
-			return 0;
-		}
-		if (at < sizeof(names))
-			at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s",
-					       i ? ", " : "", ref_name(c, i));
-	}
-	return op_fail(n, op, "no ref named '%s' (refs: %s)", text, names);
-}
-
-/* The op's predicates, and-ed, as one program. */
-static int compile_pred(struct pallas_build *c, int n,
-			const struct tpurt_kernel_op *op, struct tpu_job_prog *out)
-{
-	struct tpurt_index_map_env env;
-	struct tpurt_program all = { .nresults = 1 }, one;
-	char what[64];
-
-	memset(out, 0, sizeof(*out));
-	if (!op->npred)
-		return 0;
-	tpurt_grid_spec_env(c->gs, &env);
-	snprintf(what, sizeof(what), "kernel op %d (%s): predicate", n,
-		 tpurt_kernel_opcode_name(op->opcode));
-	for (int i = 0; i < op->npred; i++) {
-		int ret = tpurt_index_map_compile_as(op->pred[i], &env, 1, what, &one);
-
-		if (ret)
-			return ret;
-		if (all.len + one.len + (i ? 1 : 0) > TPURT_PROGRAM_MAX_LEN)
-			return op_fail(n, op, "nested predicates longer than %d instructions",
-				       TPURT_PROGRAM_MAX_LEN);
-		memcpy(&all.insn[all.len], one.insn, one.len * sizeof(one.insn[0]));
-		all.len += one.len;
-		if (i)
-			all.insn[all.len++] = (struct tpurt_insn){ TPU_INSN_AND, 0 };
-	}
-	return tpurt_desc_add_program(c->d, &all, out);
-}
-
-/* The op's scalar program: an SMEM index, a scalar or an iota offset. */
-static int compile_scalar(struct pallas_build *c, int n,
-			  const struct tpurt_kernel_op *op,
-			  struct tpu_job_prog *out)
-{
-	struct tpurt_index_map_env env;
-	struct tpurt_program prog;
-	char what[64];
-	int ret;
-
-	tpurt_grid_spec_env(c->gs, &env);
-	snprintf(what, sizeof(what), "kernel op %d (%s): %s", n,
-		 tpurt_kernel_opcode_name(op->opcode),
-		 op->bcast == TPU_BCAST_SMEM ? "SMEM index" :
-		 op->opcode == TPU_OP_IOTA ? "iota offset" : "scalar");
-	ret = tpurt_index_map_compile_as(op->scalar, &env, 1, what, &prog);
-	return ret ? ret : tpurt_desc_add_program(c->d, &prog, out);
-}
-
-static uint32_t float_bits(float f)
-{
-	uint32_t bits;
-
-	memcpy(&bits, &f, sizeof(bits));
-	return bits;
-}
-
-/* Immediates where the op reads them: uapi's imm and imm2 rules. */
-static void fill_imms(const struct tpurt_kernel_op *op, struct tpu_job_op *jo)
-{
-	int clamp = op->opcode == TPU_OP_UNARY && op->fn == TPU_UNARY_CLAMP;
-	int has_bcast = op->opcode == TPU_OP_BINARY || op->opcode == TPU_OP_SELECT;
-
-	if (clamp || (has_bcast && op->bcast == TPU_BCAST_IMM))
-		jo->imm = float_bits(op->imm);
-	if (clamp || (op->opcode == TPU_OP_SELECT && op->bcast2 == TPU_BCAST_IMM))
-		jo->imm2 = float_bits(op->imm2);
-}
-
-/* The op's refs and programs into the descriptor; the device checks the rest. */
-static int fill_op(struct pallas_build *c, int n,
-		   const struct tpurt_kernel_op *op, struct tpu_job_op *jo)
-{
-	int ret = resolve(c, n, op, op->dst, &jo->dst);
-
-	if (!ret && op->src0[0])
-		ret = resolve(c, n, op, op->src0, &jo->src0);
-	if (!ret && op->src1[0])
-		ret = resolve(c, n, op, op->src1, &jo->src1);
-	if (!ret && op->src2[0])
-		ret = resolve(c, n, op, op->src2, &jo->src2);
-	if (!ret && op->scalar[0])
-		ret = compile_scalar(c, n, op, &jo->scalar_index);
-	if (ret)
-		return ret;
-	jo->opcode = op->opcode;
-	jo->fn = op->fn;
-	jo->bcast = op->bcast;
-	jo->bcast2 = op->bcast2;
-	jo->dot = op->dot;
-	jo->axis = op->axis;
-	fill_imms(op, jo);
-	return compile_pred(c, n, op, &jo->pred);
-}
-
-static int fill_ops(struct pallas_build *c)
-{
-	const struct tpurt_kernel *k = c->k;
-
-	if (!k->nops)
-		return tpurt_fail(-EINVAL, "kernel: no operations");
-	if (k->nwhen)
-		return tpurt_fail(-EINVAL, "kernel: %d when() block(s) not ended",
-				  k->nwhen);
-	for (int i = 0; i < k->nops; i++) {
-		int ret = fill_op(c, i, &k->op[i], &c->d->op[i]);
-
-		if (ret)
-			return ret;
-	}
-	c->d->h.num_ops = (uint16_t)k->nops;
 	return 0;
 }
 
@@ -477,13 +375,29 @@ static int ref_at(const struct pallas_build *c, const char *msg, const char *p,
 		return i >= 0 && i < gs->num_operands ? (int)i : -1;
 	}
 	if (!strncmp(p, "scratch ", 8)) {
-		i = index_at(p + 8, end);
-		if (i >= gs->num_scratch && i < gs->num_scratch + c->nslots)
-			return gs->num_operands + gs->num_scratch +
-			       c->slot_temp[i - gs->num_scratch];
+		i = index_at(p + 8, end) - gs->num_scratch;
+		if (i >= c->nscope_slots && i < c->nscope_slots + c->nslots)
+			return gs->num_operands + gs->num_scratch + c->k->nscopes +
+			       c->slot_temp[i - c->nscope_slots];
+		if (i >= 0 && i < c->nscope_slots)
+			return gs->num_operands + gs->num_scratch + c->slot_scope[i];
+		i += gs->num_scratch;
 		return i >= 0 && i < gs->num_scratch ? gs->num_operands + (int)i : -1;
 	}
 	return -1;
+}
+
+/* "window N" at @p as its text, or NULL. */
+static const char *window_at(const struct pallas_build *c, const char *msg,
+			     const char *p, const char **end)
+{
+	long i;
+
+	if ((p > msg && (isalnum((unsigned char)p[-1]) || p[-1] == '_')) ||
+	    strncmp(p, "window ", 7))
+		return NULL;
+	i = index_at(p + 7, end);
+	return i >= 0 && i < c->d->h.num_windows ? c->window_text[i] : NULL;
 }
 
 static void append(char *out, size_t len, size_t *at, const char *fmt, ...)
@@ -526,17 +440,22 @@ static void in_call_words(const struct pallas_build *c, const char *msg,
 	} else if ((r = ref_at(c, msg, p, &end)) >= 0 && !strncmp(end, ": ", 2)) {
 		if (r < gs->num_operands)
 			append(out, len, &at, "%s '%s': ",
-			       role_name(gs->operand[r].role), ref_name(c, r));
+			       role_name(gs->operand[r].role), tpurt_pallas_ref_name(c, r));
 		else
-			append(out, len, &at, "scratch '%s': ", ref_name(c, r));
+			append(out, len, &at, "scratch '%s': ", tpurt_pallas_ref_name(c, r));
 		p = end + 2;
 	} else {
 		append(out, len, &at, "pallas_call: ");
 	}
 	while (*p && at + 1 < len) {
+		const char *w = window_at(c, msg, p, &end);
+
 		r = ref_at(c, msg, p, &end);
-		if (r >= 0) {
-			append(out, len, &at, "'%s'", ref_name(c, r));
+		if (w) {
+			append(out, len, &at, "window '%s'", w);
+			p = end;
+		} else if (r >= 0) {
+			append(out, len, &at, "'%s'", tpurt_pallas_ref_name(c, r));
 			p = end;
 		} else {
 			out[at++] = *p++;
@@ -545,24 +464,35 @@ static void in_call_words(const struct pallas_build *c, const char *msg,
 	}
 }
 
-/* Double-buffered blocks plus VMEM scratch, as the device counted them. */
+/* A scratch of the job as the call names it. */
+static const char *scratch_name(const struct pallas_build *c, unsigned int i)
+{
+	const char *end;
+	char text[32];
+
+	snprintf(text, sizeof(text), "scratch %u", i);
+	return tpurt_pallas_ref_name(c, ref_at(c, text, text, &end));
+}
+
+/* VMEM blocks (n buffers each, pl.Buffered(n)) plus VMEM scratch, as the
+ * device counted them. */
 static int vmem_fail(const struct pallas_build *c, const struct tpu_plan *plan,
 		     const struct tpu_job_result *res)
 {
 	const struct tpurt_grid_spec *gs = c->gs;
-	char parts[256] = "";
+	char parts[320] = "";
 	size_t at = 0;
 
 	for (unsigned int i = plan->num_scalar_prefetch; i < plan->num_operands; i++)
-		append(parts, sizeof(parts), &at, "%s'%s' 2 x %llu", at ? ", " : "",
-		       gs->operand[i].name,
-		       (unsigned long long)plan->operand[i].block_bytes);
+		if (plan->operand[i].space == TPU_MEM_VMEM)
+			append(parts, sizeof(parts), &at, "%s'%s' %u x %llu",
+			       at ? ", " : "", gs->operand[i].name,
+			       plan->operand[i].buffers ? plan->operand[i].buffers : 2,
+			       (unsigned long long)plan->operand[i].block_bytes);
 	for (unsigned int i = 0; i < plan->num_scratch; i++)
 		if (plan->scratch[i].space == TPU_MEM_VMEM)
 			append(parts, sizeof(parts), &at, "%sscratch '%s' %llu",
-			       at ? ", " : "", i < (unsigned int)gs->num_scratch ?
-			       gs->scratch[i].name :
-			       c->k->temp[c->slot_temp[i - gs->num_scratch]].name,
+			       at ? ", " : "", scratch_name(c, i),
 			       (unsigned long long)plan->scratch[i].bytes);
 	return tpurt_fail(-ENOSPC,
 			  "VMEM: the kernel needs %llu bytes (%s) but the limit is %llu (over by %llu); use smaller blocks or raise vmem_limit_bytes (the device has %llu)",
@@ -587,7 +517,7 @@ static int smem_fail(const struct pallas_build *c, const struct tpu_plan *plan,
 	for (unsigned int i = 0; i < plan->num_scratch; i++)
 		if (plan->scratch[i].space == TPU_MEM_SMEM)
 			append(parts, sizeof(parts), &at, "%sscratch '%s' %llu",
-			       at ? ", " : "", gs->scratch[i].name,
+			       at ? ", " : "", scratch_name(c, i),
 			       (unsigned long long)plan->scratch[i].bytes);
 	return tpurt_fail(-ENOSPC,
 			  "SMEM: scalar prefetch and SMEM scratch need %llu bytes (%s), the device has %llu (over by %llu)",
@@ -652,7 +582,7 @@ static int build(struct pallas_build *c, int nargs, void **blobp, size_t *lenp)
 	if (!ret)
 		ret = fill_scratch(c);
 	if (!ret)
-		ret = fill_ops(c);
+		ret = tpurt_pallas_fill_ops(c);
 	if (!ret) {
 		c->d->h.flags = c->params.flags & TPURT_DEBUG ? TPU_JOB_F_DEBUG : 0;
 		c->d->h.vmem_limit_bytes = c->params.vmem_limit_bytes;
@@ -694,6 +624,34 @@ int tpurt_pallas_call_build(const struct tpurt_kernel *k,
 	return build(&c, nargs, descp, lenp);
 }
 
+int tpurt_pallas_plan(const struct tpurt_kernel *k,
+		      const struct tpurt_grid_spec *gs,
+		      const struct tpurt_compiler_params *params,
+		      struct tpurt_array *const *args, int nargs,
+		      struct tpu_plan *plan,
+		      char (*scratch_names)[TPURT_NAME_MAX])
+{
+	struct tpu_job_result res = { 0 };
+	struct pallas_build c;
+	struct tpu_config cfg;
+	void *blob;
+	size_t len;
+	int ret;
+
+	init_build(&c, k, gs, params, args);
+	ret = build(&c, nargs, &blob, &len);
+	if (ret)
+		return ret;
+	tpurt_device_config(c.info, &cfg);
+	ret = tpu_job_decode(blob, len, &cfg, plan, &res);
+	free(blob);
+	if (ret)	/* device_check took it: the decoder is deterministic */
+		return tpurt_fail(-EINVAL, "pallas_call: internal: %s", res.message);
+	for (unsigned int i = 0; i < plan->num_scratch; i++)
+		snprintf(scratch_names[i], TPURT_NAME_MAX, "%s", scratch_name(&c, i));
+	return 0;
+}
+
 int tpurt_pallas_call_async(const struct tpurt_kernel *k,
 			    const struct tpurt_grid_spec *gs,
 			    const struct tpurt_compiler_params *params,
@@ -721,9 +679,13 @@ int tpurt_pallas_call_async(const struct tpurt_kernel *k,
 	job->timeout_ms = c.params.timeout_ms;
 	job->nrefs = (unsigned int)gs->num_operands;
 	for (int i = 0; i < nargs; i++) {
-		bufs[i] = args[i]->buf;
+		bufs[i] = c.argv[i]->buf;
 		strcpy(job->names[i], gs->operand[i].name);
 	}
+	job->nscratch = (unsigned int)(gs->num_scratch + c.nscope_slots + c.nslots);
+	for (unsigned int i = 0; i < job->nscratch; i++)
+		snprintf(job->names[TPU_JOB_MAX_OPERANDS + i], TPURT_NAME_MAX, "%s",
+			 scratch_name(&c, i));
 	job->submit_ns = tpurt_now_ns();
 	ret = tpurt_job_submit(job, blob, len, bufs, (unsigned int)nargs);
 	free(blob);

@@ -4,7 +4,8 @@
  * step in row-major order, with the block each operand sees and whether it
  * is fetched, skipped (same index as the previous step) or written back.
  * One core's view: with several cores each core's run of steps starts with
- * fresh fetches, so the device's counts can be higher.
+ * fresh fetches, so the device's counts can be higher. With the kernel,
+ * the async copies each printed step starts (copy_walk.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -46,6 +47,13 @@ static void unravel(const struct tpurt_grid_spec *gs, uint64_t s, int64_t *pid)
 	}
 }
 
+/* Operands in HBM (TPURT_ANY) have no blocks: only the kernel's copies
+ * move them. */
+static int has_blocks(const struct tpurt_operand_spec *o)
+{
+	return o->spec.memory_space != TPURT_ANY;
+}
+
 /* Every operand's block index at step @s into @out. */
 static int indices(struct walk *w, uint64_t s, int64_t out[][TPURT_MAX_RANK])
 {
@@ -54,7 +62,7 @@ static int indices(struct walk *w, uint64_t s, int64_t out[][TPURT_MAX_RANK])
 
 	unravel(gs, s, pid);
 	for (int i = gs->num_prefetch; i < gs->num_operands; i++) {
-		int ret = tpurt_program_eval(&gs->operand[i].map, pid, gs->grid,
+		int ret = !has_blocks(&gs->operand[i]) ? 0 : tpurt_program_eval(&gs->operand[i].map, pid, gs->grid,
 					     w->smem, w->smem_len, out[i]);
 
 		if (ret)
@@ -93,6 +101,10 @@ static void print_step(struct walk *w, FILE *out, uint64_t s, int last,
 		int rank = o->spec.rank;
 		const char *what;
 
+		if (!has_blocks(o)) {
+			fprintf(out, "  %s hbm", o->name);
+			continue;
+		}
 		if (o->role == TPU_ROLE_INPUT)
 			what = fetched[i] ? "fetch" : "skip";
 		else
@@ -113,8 +125,9 @@ static uint64_t total_steps(const struct tpurt_grid_spec *gs)
 	return n;
 }
 
-static int run(struct walk *w, FILE *out, uint64_t max_lines,
-	       struct tpurt_schedule_counts *cnt)
+/* @cw (may be NULL): the kernel's copies under each step printed. */
+static int run(struct walk *w, struct tpurt_copy_walk *cw, FILE *out,
+	       uint64_t max_lines, struct tpurt_schedule_counts *cnt)
 {
 	const struct tpurt_grid_spec *gs = w->gs;
 	uint64_t steps = total_steps(gs);
@@ -129,6 +142,8 @@ static int run(struct walk *w, FILE *out, uint64_t max_lines,
 		for (int i = gs->num_prefetch; i < gs->num_operands; i++) {
 			int rank = gs->operand[i].spec.rank;
 
+			if (!has_blocks(&gs->operand[i]))
+				continue;
 			if (gs->operand[i].role == TPU_ROLE_INPUT) {
 				fetched[i] = !s || !same(w->cur[i], w->prev[i], rank);
 				cnt->blocks_fetched += fetched[i];
@@ -139,8 +154,14 @@ static int run(struct walk *w, FILE *out, uint64_t max_lines,
 		}
 		memcpy(w->prev, w->cur, sizeof(w->prev));
 		cnt->steps++;
-		if (out && (!max_lines || s < max_lines))
+		if (out && (!max_lines || s < max_lines)) {
+			int64_t pid[TPURT_MAX_RANK];
+
 			print_step(w, out, s, last, fetched);
+			unravel(gs, s, pid);
+			if (cw && (ret = tpurt_copy_walk_step(cw, pid, s, out)))
+				break;
+		}
 	}
 	if (!ret && out && max_lines && steps > max_lines)
 		fprintf(out, "... %llu more steps\n",
@@ -148,10 +169,9 @@ static int run(struct walk *w, FILE *out, uint64_t max_lines,
 	return ret;
 }
 
-int tpurt_schedule_dump(const struct tpurt_grid_spec *gs,
-			struct tpurt_array *const *args, int nargs,
-			FILE *out, uint64_t max_lines,
-			struct tpurt_schedule_counts *counts)
+static int dump(const struct tpurt_grid_spec *gs, struct tpurt_copy_walk *cw,
+		struct tpurt_array *const *args, int nargs, FILE *out,
+		uint64_t max_lines, struct tpurt_schedule_counts *counts)
 {
 	struct tpurt_schedule_counts cnt = { 0 };
 	struct walk *w;
@@ -167,11 +187,36 @@ int tpurt_schedule_dump(const struct tpurt_grid_spec *gs,
 	w->gs = gs;
 	ret = load_prefetch(w, args);
 	if (!ret)
-		ret = run(w, out, max_lines, &cnt);
+		ret = run(w, cw, out, max_lines, &cnt);
 	for (int i = 0; i < gs->num_prefetch; i++)
 		free((void *)w->smem[i]);
 	free(w);
 	if (!ret && counts)
 		*counts = cnt;
+	return ret;
+}
+
+int tpurt_schedule_dump(const struct tpurt_grid_spec *gs,
+			struct tpurt_array *const *args, int nargs,
+			FILE *out, uint64_t max_lines,
+			struct tpurt_schedule_counts *counts)
+{
+	return dump(gs, NULL, args, nargs, out, max_lines, counts);
+}
+
+int tpurt_schedule_dump_kernel(const struct tpurt_kernel *k,
+			       const struct tpurt_grid_spec *gs,
+			       const struct tpurt_compiler_params *params,
+			       struct tpurt_array *const *args, int nargs,
+			       FILE *out, uint64_t max_lines,
+			       struct tpurt_schedule_counts *counts)
+{
+	struct tpurt_copy_walk *cw;
+	int ret = tpurt_copy_walk_create(k, gs, params, args, nargs, &cw);
+
+	if (ret)
+		return ret;
+	ret = dump(gs, cw, args, nargs, out, max_lines, counts);
+	tpurt_copy_walk_free(cw);
 	return ret;
 }

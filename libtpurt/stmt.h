@@ -12,7 +12,7 @@
 
 #define STMT_MAX_NODES	128
 #define STMT_MAX_ARGS	4
-#define STMT_MAX_KW	3
+#define STMT_MAX_KW	4
 
 enum stmt_node_kind {
 	SN_NUM,		/* 1, 0.5, 1e-5, inf */
@@ -23,6 +23,7 @@ enum stmt_node_kind {
 	SN_BINOP,	/* args[0] op args[1] */
 	SN_UNOP,	/* op args[0]: -, +, ~, not */
 	SN_TUPLE,	/* (a, b) */
+	SN_SLICE,	/* a:b inside [], either side may be missing (NULL) */
 };
 
 struct stmt_node {
@@ -41,14 +42,21 @@ struct stmt_node {
 	int nkw;
 };
 
-/* One statement: [pl.when(cond):] target[...] (=|+=|-=|*=|/=) value */
+/*
+ * One statement: [pl.when(cond):] target (=|+=|-=|*=|/=) value, or a call
+ * (make_async_copy(...).start(), semaphore_signal(...)). A target is a
+ * name, name[...], or (@target_node) a window store buf.at[i][...] or an
+ * SMEM element s[i].
+ */
 struct stmt {
 	struct stmt_node *when;
 	const char *target;
 	int tlen, tcol;
 	int target_indexed;		/* target[...] */
+	struct stmt_node *target_node;	/* any other target */
 	char aug;			/* 0 for '=', else '+', '-', '*', '/' */
 	struct stmt_node *value;
+	struct stmt_node *call;		/* an expression statement */
 };
 
 struct stmt_ctx {
@@ -75,12 +83,18 @@ int stmt_lower(struct stmt_ctx *c, const struct stmt *st);
 /* A pl.when condition as index-map text. */
 int stmt_lower_pred(struct stmt_ctx *c, const struct stmt_node *cond,
 		    char *text, size_t len);
+/* "@pl.run_scoped(name=type, ...)": open a scope per keyword, in order,
+ * and give their names ("sem, buf") for the def line's check. */
+int stmt_lower_run_scoped(struct stmt_ctx *c, const struct stmt_node *call,
+			  int *nscopes, char *names, size_t len);
 
 /* Names: the statement syntax's functions and dtypes. */
 enum stmt_fn_kind {
 	FN_NONE, FN_UNARY, FN_BINARY, FN_REDUCE, FN_WHERE, FN_DOT, FN_IOTA,
 	FN_CLIP, FN_CLAMP, FN_ZEROS_LIKE, FN_ONES_LIKE, FN_FULL_LIKE,
 	FN_ZEROS, FN_FULL, FN_PROGRAM_ID, FN_NUM_PROGRAMS,
+	FN_ASYNC_COPY, FN_SYNC_COPY, FN_SEM_SIGNAL, FN_SEM_WAIT, FN_SEM_READ,
+	FN_DS, FN_RUN_SCOPED,
 };
 
 struct stmt_fn {

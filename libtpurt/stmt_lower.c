@@ -15,52 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stmt.h"
+#include "stmt_lower.h"
 
-enum value_kind {
-	V_TILE,		/* @ref (a ref or temporary), rows x cols of dtype */
-	V_IMM,		/* @imm */
-	V_SCALAR,	/* @text: index-map syntax, a 64-bit integer */
-	V_SMEM,		/* @ref[@text]: one element of an SMEM ref */
-	V_DTYPE,	/* @dtype: an argument of astype, iota, zeros */
-	V_REF,		/* a bare ref: only its shape and dtype are read */
-	V_TUPLE,	/* a shape (rows, cols) */
-};
-
-struct value {
-	enum value_kind kind;
-	char ref[TPURT_NAME_MAX];
-	int temp;		/* an intermediate to release after use, or -1 */
-	int64_t rows, cols;
-	enum tpurt_dtype dtype;
-	int weak;		/* a Python scalar: takes the other side's dtype */
-	double imm;
-	char text[TPURT_TEXT_MAX];
-	int compound;		/* @text needs parentheses as an operand */
-	int transposed;		/* read through .T (a dot operand) */
-};
-
-/* Where the last op of an expression may write: the statement's target. */
-struct dest {
-	const char *name;
-	int64_t rows, cols;
-	enum tpurt_dtype dtype;
-};
-
-/* What a name of the grid spec is to the body. */
-enum ref_kind { R_PREFETCH, R_INPUT, R_OUTPUT, R_VMEM, R_SMEM };
-
-struct ref_info {
-	enum ref_kind kind;
-	const char *name;
-	int64_t rows, cols;	/* the body's 2-D view; SMEM: its flat shape */
-	int has_dtype;
-	enum tpurt_dtype dtype;
-	int rank2;		/* SMEM: indexed s[i, j] with rows x cols */
-};
-
-static int lower(struct stmt_ctx *c, const struct stmt_node *n,
-		 const struct dest *d, struct value *v);
 static int lower_ref_ok(struct stmt_ctx *c, const struct stmt_node *n,
 			struct value *v);
 
@@ -70,12 +26,12 @@ static const char *shape_str(const struct value *v, char *buf)
 	return buf;
 }
 
-static const char *dtype_str(enum tpurt_dtype t)
+const char *stmt_dtype_str(enum tpurt_dtype t)
 {
 	return tpurt_stmt_dtype_name(t);
 }
 
-static int name_is(const struct stmt_node *n, const char *s)
+int stmt_name_is(const struct stmt_node *n, const char *s)
 {
 	return n->len == (int)strlen(s) && !strncmp(n->name, s, (size_t)n->len);
 }
@@ -95,7 +51,10 @@ static void block_view(const struct tpurt_operand_spec *o, struct ref_info *r)
 
 static void operand_info(const struct tpurt_operand_spec *o, struct ref_info *r)
 {
+	const struct tpurt_block_spec *b = &o->spec;
+
 	r->name = o->name;
+	r->role = o->role;
 	if (o->role == TPU_ROLE_SCALAR_PREFETCH) {
 		r->kind = R_PREFETCH;
 		r->has_dtype = 1;
@@ -105,31 +64,62 @@ static void operand_info(const struct tpurt_operand_spec *o, struct ref_info *r)
 		r->cols = r->rank2 ? o->prefetch_shape[1] : 0;
 		return;
 	}
-	r->kind = o->role == TPU_ROLE_INPUT ? R_INPUT : R_OUTPUT;
+	r->kind = b->memory_space == TPURT_ANY ? R_ANY :
+		  b->memory_space == TPURT_SMEM ? R_SMEM :
+		  o->role == TPU_ROLE_INPUT ? R_INPUT : R_OUTPUT;
 	r->has_dtype = o->has_dtype;
 	r->dtype = o->dtype;
+	r->rank = b->rank;
+	for (int d = 0; d < b->rank; d++) {
+		r->extent[d] = b->shape[d] == TPURT_SQUEEZED ? 1 : b->shape[d];
+		if (b->shape[d] == TPURT_SQUEEZED)
+			r->hidden |= 1u << d;
+	}
+	if (r->kind == R_ANY)
+		return;
 	block_view(o, r);
+	if (r->kind == R_SMEM)
+		r->rank2 = b->rank == 2 && !r->hidden;
+}
+
+static void scratch_view(const char *name, enum tpurt_memory_space space,
+			 enum tpurt_dtype dtype, int rank, const int64_t *shape,
+			 struct ref_info *r)
+{
+	r->name = name;
+	r->role = -1;
+	r->kind = space == TPURT_SMEM ? R_SMEM : space == TPURT_VMEM ? R_VMEM : R_SEM;
+	r->has_dtype = 1;
+	r->dtype = dtype;
+	r->cols = shape[rank - 1];
+	r->rows = 1;
+	for (int d = 0; d + 1 < rank; d++)
+		r->rows *= shape[d];
+	r->rank2 = rank == 2;
+	r->rank = rank;
+	memcpy(r->extent, shape, (size_t)rank * sizeof(*shape));
 }
 
 static void scratch_info(const struct tpurt_scratch_spec *s, struct ref_info *r)
 {
-	r->name = s->name;
-	r->kind = s->space == TPURT_SMEM ? R_SMEM : R_VMEM;
-	r->has_dtype = 1;
-	r->dtype = s->dtype;
-	r->cols = s->shape[s->rank - 1];
-	r->rows = 1;
-	for (int d = 0; d + 1 < s->rank; d++)
-		r->rows *= s->shape[d];
-	r->rank2 = s->rank == 2;
+	scratch_view(s->name, s->space, s->dtype, s->rank, s->shape, r);
 }
 
-static int find_ref(const struct stmt_ctx *c, const char *name, int len,
-		    struct ref_info *r)
+int stmt_find_ref(const struct stmt_ctx *c, const char *name, int len,
+		  struct ref_info *r)
 {
 	const struct tpurt_grid_spec *gs = c->gs;
+	const struct tpurt_kernel *k = c->k;
 
 	memset(r, 0, sizeof(*r));
+	for (int i = k->nopen - 1; i >= 0; i--) {
+		const struct tpurt_kernel_scope *s = &k->scope[k->open[i]];
+
+		if ((int)strlen(s->name) == len && !strncmp(s->name, name, (size_t)len)) {
+			scratch_view(s->name, s->space, s->dtype, s->rank, s->shape, r);
+			return 1;
+		}
+	}
 	for (int i = 0; i < gs->num_operands; i++)
 		if ((int)strlen(gs->operand[i].name) == len &&
 		    !strncmp(gs->operand[i].name, name, (size_t)len)) {
@@ -145,8 +135,8 @@ static int find_ref(const struct stmt_ctx *c, const char *name, int len,
 	return 0;
 }
 
-static struct tpurt_kernel_local *find_local(struct stmt_ctx *c,
-					     const char *name, int len)
+struct tpurt_kernel_local *stmt_find_local(struct stmt_ctx *c,
+					   const char *name, int len)
 {
 	for (int i = 0; i < c->k->nlocals; i++)
 		if ((int)strlen(c->k->local[i].name) == len &&
@@ -157,8 +147,8 @@ static struct tpurt_kernel_local *find_local(struct stmt_ctx *c,
 
 /* --- values --- */
 
-static void tile_of(struct value *v, const char *ref, int64_t rows,
-		    int64_t cols, enum tpurt_dtype dtype)
+void stmt_tile_of(struct value *v, const char *ref, int64_t rows,
+		  int64_t cols, enum tpurt_dtype dtype)
 {
 	memset(v, 0, sizeof(*v));
 	v->kind = V_TILE;
@@ -180,7 +170,7 @@ static void imm_of(struct value *v, double x, int is_int)
 }
 
 /* A scalar-core value: @text in the index-map syntax. */
-static void scalar_of(struct value *v, const char *text, int compound)
+void stmt_scalar_of(struct value *v, const char *text, int compound)
 {
 	memset(v, 0, sizeof(*v));
 	v->kind = V_SCALAR;
@@ -196,7 +186,7 @@ static int is_tile(const struct value *v)
 	return v->kind == V_TILE;
 }
 
-static int is_scalar(const struct value *v)
+int stmt_is_scalar(const struct value *v)
 {
 	return v->kind == V_IMM || v->kind == V_SCALAR || v->kind == V_SMEM;
 }
@@ -224,7 +214,7 @@ static int temp_alloc(struct stmt_ctx *c, enum tpurt_dtype dtype, int64_t rows,
 		if (!t->bound && !t->busy && t->dtype == dtype && t->rows == rows &&
 		    t->cols == cols) {
 			t->busy = 1;
-			tile_of(v, t->name, rows, cols, dtype);
+			stmt_tile_of(v, t->name, rows, cols, dtype);
 			v->temp = i;
 			return 0;
 		}
@@ -239,7 +229,7 @@ static int temp_alloc(struct stmt_ctx *c, enum tpurt_dtype dtype, int64_t rows,
 	t->rows = rows;
 	t->cols = cols;
 	t->busy = 1;
-	tile_of(v, t->name, rows, cols, dtype);
+	stmt_tile_of(v, t->name, rows, cols, dtype);
 	v->temp = k->ntemps++;
 	return 0;
 }
@@ -249,14 +239,14 @@ static int result(struct stmt_ctx *c, const struct dest *d, enum tpurt_dtype dty
 		  int64_t rows, int64_t cols, int col, struct value *v)
 {
 	if (d && d->dtype == dtype && d->rows == rows && d->cols == cols) {
-		tile_of(v, d->name, rows, cols, dtype);
+		stmt_tile_of(v, d->name, rows, cols, dtype);
 		return 0;
 	}
 	return temp_alloc(c, dtype, rows, cols, col, v);
 }
 
 /* A builder call's failure, at the column of the term it lowers. */
-static int emitted(struct stmt_ctx *c, int ret, int col)
+int stmt_emitted(struct stmt_ctx *c, int ret, int col)
 {
 	return ret ? stmt_fail(c, col, "%s", tpurt_last_error()) : 0;
 }
@@ -298,8 +288,8 @@ static enum tpurt_dtype promote(const struct value *a, const struct value *b)
 
 /* --- scalars: constants folded, scalar-core expressions as text --- */
 
-static int scalar_text(struct stmt_ctx *c, const struct value *v, int col,
-		       char *buf, size_t len, int parens)
+int stmt_scalar_text(struct stmt_ctx *c, const struct value *v, int col,
+		     char *buf, size_t len, int parens)
 {
 	const char *fmt = parens && v->compound ? "(%s)" : "%s";
 	int n;
@@ -323,14 +313,15 @@ static int scalar_text(struct stmt_ctx *c, const struct value *v, int col,
 	return 0;
 }
 
-static int smem_scalar_ok(struct stmt_ctx *c, const struct value *v, int col)
+/* The scalar core computes in integers: it reads int32 SMEM. */
+int stmt_smem_scalar_ok(struct stmt_ctx *c, const struct value *v, int col)
 {
 	struct ref_info r;
 
-	if (v->kind == V_SMEM && find_ref(c, v->ref, (int)strlen(v->ref), &r) &&
-	    r.kind != R_PREFETCH)
-		return stmt_fail(c, col, "'%s' is SMEM scratch: the scalar core reads only scalar-prefetch refs in arithmetic",
-				 v->ref);
+	if (v->kind == V_SMEM && stmt_find_ref(c, v->ref, (int)strlen(v->ref), &r) &&
+	    r.dtype != TPURT_INT32)
+		return stmt_fail(c, col, "'%s' is SMEM scratch of %s: the scalar core reads int32 SMEM in arithmetic",
+				 v->ref, stmt_dtype_str(r.dtype));
 	return 0;
 }
 
@@ -394,11 +385,11 @@ static int scalar_binary(struct stmt_ctx *c, int fn, int floor_div,
 	if (!op || fn == TPU_BINARY_POW || (fn == TPU_BINARY_DIV && !floor_div))
 		return stmt_fail(c, col, "the scalar core has no '%s'; it computes + - * // %% min max and compares on integers",
 				 tpurt_stmt_binary_name((unsigned int)fn));
-	if (smem_scalar_ok(c, a, col) || smem_scalar_ok(c, b, col) ||
-	    scalar_text(c, a, col, ta, sizeof(ta), 1) ||
-	    scalar_text(c, b, col, tb, sizeof(tb), 1))
+	if (stmt_smem_scalar_ok(c, a, col) || stmt_smem_scalar_ok(c, b, col) ||
+	    stmt_scalar_text(c, a, col, ta, sizeof(ta), 1) ||
+	    stmt_scalar_text(c, b, col, tb, sizeof(tb), 1))
 		return c->err;
-	scalar_of(v, "", 1);
+	stmt_scalar_of(v, "", 1);
 	if (fn == TPU_BINARY_MAX || fn == TPU_BINARY_MIN) {
 		v->compound = 0;
 		if (snprintf(v->text, sizeof(v->text), "%s(%s, %s)", op, ta, tb) >=
@@ -433,7 +424,7 @@ static int materialize(struct stmt_ctx *c, const struct value *x,
 
 	if (ret)
 		return ret;
-	ret = emitted(c, tpurt_kernel_zero(k, v->ref), col);
+	ret = stmt_emitted(c, tpurt_kernel_zero(k, v->ref), col);
 	if (ret || (x->kind == V_IMM && x->imm == 0))
 		return ret;
 	if (x->kind == V_IMM)
@@ -450,7 +441,7 @@ static int materialize(struct stmt_ctx *c, const struct value *x,
 					  x->rows == rows ? TPURT_BCAST_COL :
 					  TPURT_BCAST_ROW);
 	release(c, x);
-	return c->err ? c->err : emitted(c, ret, col);
+	return c->err ? c->err : stmt_emitted(c, ret, col);
 }
 
 /* NumPy's broadcast of two 2-D shapes. */
@@ -521,7 +512,7 @@ static int binary_dtype(struct stmt_ctx *c, int fn, const struct value *a,
 		if ((!a->weak && a->dtype != TPURT_BOOL) ||
 		    (!b->weak && b->dtype != TPURT_BOOL))
 			return stmt_fail(c, col, "& and | combine masks (bool), not %s and %s",
-					 dtype_str(a->dtype), dtype_str(b->dtype));
+					 stmt_dtype_str(a->dtype), stmt_dtype_str(b->dtype));
 		*t = TPURT_BOOL;
 		return 0;
 	}
@@ -539,16 +530,16 @@ static int emit_binary(struct stmt_ctx *c, int fn, const struct value *a,
 
 	if (b->kind == V_IMM)
 		return imm_bits_ok(c, b->imm, col) ? c->err :
-		       emitted(c, tpurt_kernel_binary_scalar(k, f, v->ref, a->ref,
-							     (float)b->imm), col);
+		       stmt_emitted(c, tpurt_kernel_binary_scalar(k, f, v->ref, a->ref,
+								  (float)b->imm), col);
 	if (b->kind == V_SCALAR)
-		return emitted(c, tpurt_kernel_binary_expr(k, f, v->ref, a->ref,
-							   b->text), col);
+		return stmt_emitted(c, tpurt_kernel_binary_expr(k, f, v->ref, a->ref,
+								b->text), col);
 	if (b->kind == V_SMEM)
-		return emitted(c, tpurt_kernel_binary_smem(k, f, v->ref, a->ref,
-							   b->ref, b->text), col);
-	return emitted(c, tpurt_kernel_binary(k, f, v->ref, a->ref, b->ref,
-					      (enum tpurt_broadcast)mode), col);
+		return stmt_emitted(c, tpurt_kernel_binary_smem(k, f, v->ref, a->ref,
+								b->ref, b->text), col);
+	return stmt_emitted(c, tpurt_kernel_binary(k, f, v->ref, a->ref, b->ref,
+						   (enum tpurt_broadcast)mode), col);
 }
 
 /* fn(a, b) with at least one tile. */
@@ -600,13 +591,13 @@ static int tile_binary(struct stmt_ctx *c, int fn, struct value a,
 	return emit_binary(c, fn, &a, &b, mode, v, col);
 }
 
-static int lower_binary(struct stmt_ctx *c, int fn, int floor_div,
-			struct value *a, struct value *b, const struct dest *d,
-			int col, struct value *v)
+int stmt_lower_binary(struct stmt_ctx *c, int fn, int floor_div,
+		      struct value *a, struct value *b, const struct dest *d,
+		      int col, struct value *v)
 {
-	if (!is_tile(a) && !is_scalar(a))
+	if (!is_tile(a) && !stmt_is_scalar(a))
 		return stmt_fail(c, col, "expected an array or a scalar operand");
-	if (!is_tile(b) && !is_scalar(b))
+	if (!is_tile(b) && !stmt_is_scalar(b))
 		return stmt_fail(c, col, "expected an array or a scalar operand");
 	if (!is_tile(a) && !is_tile(b))
 		return scalar_binary(c, fn, floor_div, a, b, col, v);
@@ -616,7 +607,7 @@ static int lower_binary(struct stmt_ctx *c, int fn, int floor_div,
 
 		if (is_tile(a)) {
 			if (result(c, NULL, TPURT_F32, a->rows, a->cols, col, &fa) ||
-			    emitted(c, tpurt_kernel_store(c->k, fa.ref, a->ref), col))
+			    stmt_emitted(c, tpurt_kernel_store(c->k, fa.ref, a->ref), col))
 				return c->err;
 			release(c, a);
 			*a = fa;
@@ -632,7 +623,7 @@ static int lower_binary(struct stmt_ctx *c, int fn, int floor_div,
 
 		release(c, v);
 		if (result(c, d, v->dtype, v->rows, v->cols, col, &f) ||
-		    emitted(c, tpurt_kernel_unary(c->k, TPURT_FLOOR, f.ref, v->ref), col))
+		    stmt_emitted(c, tpurt_kernel_unary(c->k, TPURT_FLOOR, f.ref, v->ref), col))
 			return c->err;
 		*v = f;
 	}
@@ -705,8 +696,8 @@ static int lower_unary(struct stmt_ctx *c, int fn, struct value *x,
 	release(c, x);
 	if (result(c, d, t, x->rows, x->cols, col, v))
 		return c->err;
-	return emitted(c, tpurt_kernel_unary(c->k, (enum tpurt_unary)fn, v->ref,
-					     x->ref), col);
+	return stmt_emitted(c, tpurt_kernel_unary(c->k, (enum tpurt_unary)fn, v->ref,
+						  x->ref), col);
 }
 
 /* x.astype(t) */
@@ -728,13 +719,13 @@ static int lower_cast(struct stmt_ctx *c, struct value *x, enum tpurt_dtype t,
 	release(c, x);
 	if (result(c, d, t, x->rows, x->cols, col, v))
 		return c->err;
-	return emitted(c, tpurt_kernel_store(c->k, v->ref, x->ref), col);
+	return stmt_emitted(c, tpurt_kernel_store(c->k, v->ref, x->ref), col);
 }
 
 /* --- calls --- */
 
-static const struct stmt_node *kwarg(const struct stmt_node *call,
-				     const char *name)
+const struct stmt_node *stmt_kwarg(const struct stmt_node *call,
+				   const char *name)
 {
 	for (int i = 0; i < call->nkw; i++)
 		if (call->kwlen[i] == (int)strlen(name) &&
@@ -743,8 +734,8 @@ static const struct stmt_node *kwarg(const struct stmt_node *call,
 	return NULL;
 }
 
-static int check_kwargs(struct stmt_ctx *c, const struct stmt_node *call,
-			const char *const *allowed)
+int stmt_check_kwargs(struct stmt_ctx *c, const struct stmt_node *call,
+		      const char *const *allowed)
 {
 	for (int i = 0; i < call->nkw; i++) {
 		int ok = 0;
@@ -760,8 +751,8 @@ static int check_kwargs(struct stmt_ctx *c, const struct stmt_node *call,
 	return 0;
 }
 
-static int nargs_are(struct stmt_ctx *c, const struct stmt_node *call,
-		     int lo, int hi, const char *fn)
+int stmt_nargs_are(struct stmt_ctx *c, const struct stmt_node *call,
+		   int lo, int hi, const char *fn)
 {
 	if (call->nargs < lo || call->nargs > hi)
 		return stmt_fail(c, call->col, lo == hi ?
@@ -772,11 +763,11 @@ static int nargs_are(struct stmt_ctx *c, const struct stmt_node *call,
 }
 
 /* A constant integer argument (an axis, a dimension, a shape entry). */
-static int const_int(struct stmt_ctx *c, const struct stmt_node *n, int64_t *out)
+int stmt_const_int(struct stmt_ctx *c, const struct stmt_node *n, int64_t *out)
 {
 	struct value v;
 
-	if (lower(c, n, NULL, &v))
+	if (stmt_lower_node(c, n, NULL, &v))
 		return c->err;
 	if (v.kind != V_IMM || v.imm != floor(v.imm))
 		return stmt_fail(c, n->col, "expected a constant integer");
@@ -788,7 +779,7 @@ static int const_bool(struct stmt_ctx *c, const struct stmt_node *n, int *out)
 {
 	int64_t x = 0;
 
-	if (n && const_int(c, n, &x))
+	if (n && stmt_const_int(c, n, &x))
 		return c->err;
 	*out = x != 0;
 	return 0;
@@ -799,7 +790,7 @@ static int const_axis(struct stmt_ctx *c, const struct stmt_node *n, int *axis)
 {
 	int64_t a;
 
-	if (const_int(c, n, &a))
+	if (stmt_const_int(c, n, &a))
 		return c->err;
 	if (a < -2 || a > 1)
 		return stmt_fail(c, n->col, "axis %lld: the body's arrays are 2-D",
@@ -811,7 +802,7 @@ static int const_axis(struct stmt_ctx *c, const struct stmt_node *n, int *axis)
 static int lower_tile_arg(struct stmt_ctx *c, const struct stmt_node *n,
 			  struct value *v, const char *fn)
 {
-	if (lower(c, n, NULL, v))
+	if (stmt_lower_node(c, n, NULL, v))
 		return c->err;
 	if (!is_tile(v))
 		return stmt_fail(c, n->col, "%s takes an array here", fn);
@@ -823,22 +814,22 @@ static int lower_reduce(struct stmt_ctx *c, const struct stmt_node *call, int fn
 {
 	static const char *const kws[] = { "axis", "keepdims", NULL };
 	const char *name = tpurt_stmt_reduce_name((unsigned int)fn);
-	const struct stmt_node *axis_node = kwarg(call, "axis");
+	const struct stmt_node *axis_node = stmt_kwarg(call, "axis");
 	struct value x, y;
 	enum tpurt_dtype t;
 	int axis = 0, keep = 0;
 
 	if (call->nargs == 2 && !call->nkw && fn != TPU_REDUCE_SUM) {
 		/* Python's max(a, b) on scalars: a pl.when condition's */
-		if (lower(c, call->arg[0], NULL, &x) || lower(c, call->arg[1], NULL, &y))
+		if (stmt_lower_node(c, call->arg[0], NULL, &x) || stmt_lower_node(c, call->arg[1], NULL, &y))
 			return c->err;
-		if (!is_scalar(&x) || !is_scalar(&y))
+		if (!stmt_is_scalar(&x) || !stmt_is_scalar(&y))
 			return stmt_fail(c, call->col, "%s(a, b) of arrays: use jnp.%s",
 					 name, fn == TPU_REDUCE_MAX ? "maximum" : "minimum");
 		return scalar_binary(c, fn == TPU_REDUCE_MAX ? TPU_BINARY_MAX :
 				     TPU_BINARY_MIN, 0, &x, &y, call->col, v);
 	}
-	if (check_kwargs(c, call, kws) || nargs_are(c, call, 1, 2, name))
+	if (stmt_check_kwargs(c, call, kws) || stmt_nargs_are(c, call, 1, 2, name))
 		return c->err;
 	if (call->nargs == 2)
 		axis_node = call->arg[1];
@@ -846,7 +837,7 @@ static int lower_reduce(struct stmt_ctx *c, const struct stmt_node *call, int fn
 		return stmt_fail(c, call->col, "%s over the whole array is not supported: give axis=1 (each row) or axis=0 (each column)",
 				 name);
 	if (const_axis(c, axis_node, &axis) ||
-	    const_bool(c, kwarg(call, "keepdims"), &keep) ||
+	    const_bool(c, stmt_kwarg(call, "keepdims"), &keep) ||
 	    lower_tile_arg(c, call->arg[0], &x, name))
 		return c->err;
 	if (axis == 1 && !keep)
@@ -858,8 +849,8 @@ static int lower_reduce(struct stmt_ctx *c, const struct stmt_node *call, int fn
 	if (result(c, d, t, axis ? x.rows : 1, axis ? 1 : x.cols, call->col, v))
 		return c->err;
 	release(c, &x);
-	return emitted(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn, v->ref,
-					      x.ref, axis), call->col);
+	return stmt_emitted(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn, v->ref,
+						   x.ref, axis), call->col);
 }
 
 /* One side of where(): a ref whole, a row, a column or an immediate. */
@@ -885,6 +876,26 @@ static int select_side(struct stmt_ctx *c, struct value *x, enum tpurt_dtype t,
 	return 0;
 }
 
+/* where(m, a, b) of scalars, on the scalar core: m * a + (1 - m) * b with
+ * m made 0 or 1. */
+static int scalar_where(struct stmt_ctx *c, const struct value *m,
+			const struct value *a, const struct value *b, int col,
+			struct value *v)
+{
+	char tm[TPURT_TEXT_MAX], ta[TPURT_TEXT_MAX], tb[TPURT_TEXT_MAX];
+
+	if (stmt_smem_scalar_ok(c, m, col) || stmt_smem_scalar_ok(c, a, col) ||
+	    stmt_smem_scalar_ok(c, b, col) || stmt_scalar_text(c, m, col, tm, sizeof(tm), 1) ||
+	    stmt_scalar_text(c, a, col, ta, sizeof(ta), 1) ||
+	    stmt_scalar_text(c, b, col, tb, sizeof(tb), 1))
+		return c->err;
+	stmt_scalar_of(v, "", 1);
+	if (snprintf(v->text, sizeof(v->text), "(%s != 0) * %s + (%s == 0) * %s",
+		     tm, ta, tm, tb) >= (int)sizeof(v->text))
+		return stmt_fail(c, col, "scalar expression too long");
+	return 0;
+}
+
 static int lower_where(struct stmt_ctx *c, const struct stmt_node *call,
 		       const struct dest *d, struct value *v)
 {
@@ -893,15 +904,17 @@ static int lower_where(struct stmt_ctx *c, const struct stmt_node *call,
 	int64_t rows, cols;
 	enum tpurt_dtype t;
 
-	if (check_kwargs(c, call, NULL) || nargs_are(c, call, 3, 3, "where") ||
-	    lower(c, call->arg[0], NULL, &m) || lower(c, call->arg[1], NULL, &a) ||
-	    lower(c, call->arg[2], NULL, &b))
+	if (stmt_check_kwargs(c, call, NULL) || stmt_nargs_are(c, call, 3, 3, "where") ||
+	    stmt_lower_node(c, call->arg[0], NULL, &m) || stmt_lower_node(c, call->arg[1], NULL, &a) ||
+	    stmt_lower_node(c, call->arg[2], NULL, &b))
 		return c->err;
 	if (m.kind == V_IMM) {
 		*v = m.imm ? a : b;
 		release(c, m.imm ? &b : &a);
 		return 0;
 	}
+	if (stmt_is_scalar(&m) && stmt_is_scalar(&a) && stmt_is_scalar(&b))
+		return scalar_where(c, &m, &a, &b, call->col, v);
 	rows = m.rows, cols = m.cols;
 	if (!is_tile(&m))
 		rows = cols = 1;
@@ -925,15 +938,15 @@ static int lower_where(struct stmt_ctx *c, const struct stmt_node *call,
 	release(c, &m), release(c, &a), release(c, &b);
 	if (result(c, d, t, rows, cols, call->col, v))
 		return c->err;
-	return emitted(c, tpurt_kernel_select(c->k, v->ref, m.ref, &sa, &sb),
-		       call->col);
+	return stmt_emitted(c, tpurt_kernel_select(c->k, v->ref, m.ref, &sa, &sb),
+			    call->col);
 }
 
 /* A dot operand: a tile, maybe read through .T, in a ref of dtype @t. */
 static int dot_operand(struct stmt_ctx *c, const struct stmt_node *n,
 		       struct value *v)
 {
-	int t = n->kind == SN_ATTR && name_is(n, "T");
+	int t = n->kind == SN_ATTR && stmt_name_is(n, "T");
 
 	if (lower_tile_arg(c, t ? n->base : n, v, "dot"))
 		return c->err;
@@ -970,7 +983,7 @@ static int dot_types(struct stmt_ctx *c, struct value *a, struct value *b,
 	}
 	if (!is_float(a->dtype) || !is_float(b->dtype))
 		return stmt_fail(c, col, "dot of %s and %s: the MXU multiplies float32, bfloat16 or 8-bit integers",
-				 dtype_str(a->dtype), dtype_str(b->dtype));
+				 stmt_dtype_str(a->dtype), stmt_dtype_str(b->dtype));
 	*acc = TPURT_F32;
 	if (a->dtype != b->dtype)	/* jnp promotes to float32 */
 		return dot_cast(c, a, TPURT_F32, col) ? c->err :
@@ -988,7 +1001,7 @@ static int lower_dot(struct stmt_ctx *c, const struct stmt_node *call,
 		     const struct dest *d, int accumulate, struct value *v)
 {
 	static const char *const kws[] = { "preferred_element_type", "precision", NULL };
-	const struct stmt_node *pref = call ? kwarg(call, "preferred_element_type") : NULL;
+	const struct stmt_node *pref = call ? stmt_kwarg(call, "preferred_element_type") : NULL;
 	int col = call ? call->col : ln->col;
 	struct value a, b, p, acc;
 	enum tpurt_dtype acc_t = TPURT_F32, t;
@@ -996,7 +1009,7 @@ static int lower_dot(struct stmt_ctx *c, const struct stmt_node *call,
 	unsigned int flags;
 	char sa[48], sb[48];
 
-	if (call && check_kwargs(c, call, kws))
+	if (call && stmt_check_kwargs(c, call, kws))
 		return c->err;
 	if (dot_operand(c, ln, &a) || dot_operand(c, rn, &b) ||
 	    dot_types(c, &a, &b, col, &acc_t))
@@ -1012,7 +1025,7 @@ static int lower_dot(struct stmt_ctx *c, const struct stmt_node *call,
 				 (long long)ka, (long long)kb);
 	t = promote(&a, &b);
 	if (pref) {
-		if (lower(c, pref, NULL, &p))
+		if (stmt_lower_node(c, pref, NULL, &p))
 			return c->err;
 		if (p.kind != V_DTYPE)
 			return stmt_fail(c, pref->col, "expected a dtype");
@@ -1028,7 +1041,7 @@ static int lower_dot(struct stmt_ctx *c, const struct stmt_node *call,
 		(a.transposed ? TPURT_DOT_TRANSPOSE_LHS : 0) |
 		(b.transposed ? TPURT_DOT_TRANSPOSE_RHS : 0);
 	if (result(c, t == acc_t ? d : NULL, acc_t, m, n, col, &acc) ||
-	    emitted(c, tpurt_kernel_dot(c->k, acc.ref, a.ref, b.ref, flags), col))
+	    stmt_emitted(c, tpurt_kernel_dot(c->k, acc.ref, a.ref, b.ref, flags), col))
 		return c->err;
 	release(c, &a), release(c, &b);
 	if (t == acc_t) {
@@ -1049,13 +1062,13 @@ static int lower_iota(struct stmt_ctx *c, const struct stmt_node *call,
 	char text[TPURT_TEXT_MAX] = "";
 
 	for (int i = 0; i < 3; i++)
-		arg[i] = i < call->nargs ? call->arg[i] : kwarg(call, kws[i]);
-	if (check_kwargs(c, call, kws))
+		arg[i] = i < call->nargs ? call->arg[i] : stmt_kwarg(call, kws[i]);
+	if (stmt_check_kwargs(c, call, kws))
 		return c->err;
 	if (!arg[0] || !arg[1] || !arg[2])
 		return stmt_fail(c, call->col, "iota takes (dtype, shape, dimension)");
-	if (lower(c, arg[0], NULL, &t) || lower(c, arg[1], NULL, &shape) ||
-	    const_int(c, arg[2], &dim))
+	if (stmt_lower_node(c, arg[0], NULL, &t) || stmt_lower_node(c, arg[1], NULL, &shape) ||
+	    stmt_const_int(c, arg[2], &dim))
 		return c->err;
 	if (t.kind != V_DTYPE)
 		return stmt_fail(c, arg[0]->col, "expected a dtype");
@@ -1064,12 +1077,12 @@ static int lower_iota(struct stmt_ctx *c, const struct stmt_node *call,
 	if (dim != 0 && dim != 1)
 		return stmt_fail(c, arg[2]->col, "iota dimension %lld: 0 (rows) or 1 (columns)",
 				 (long long)dim);
-	if (offset && scalar_text(c, offset, call->col, text, sizeof(text), 0))
+	if (offset && stmt_scalar_text(c, offset, call->col, text, sizeof(text), 0))
 		return c->err;
 	if (result(c, d, t.dtype, shape.rows, shape.cols, call->col, v))
 		return c->err;
-	return emitted(c, tpurt_kernel_iota(c->k, v->ref, (int)dim,
-					    offset ? text : NULL), call->col);
+	return stmt_emitted(c, tpurt_kernel_iota(c->k, v->ref, (int)dim,
+						 offset ? text : NULL), call->col);
 }
 
 /* The shape and dtype of zeros_like's and full_like's argument. */
@@ -1091,29 +1104,29 @@ static int lower_fill(struct stmt_ctx *c, const struct stmt_node *call,
 	int shaped = kind == FN_ZEROS || kind == FN_FULL;
 	int nfill = kind == FN_FULL || kind == FN_FULL_LIKE;
 	const struct stmt_node *dt = call->nargs > 1 + nfill ? call->arg[1 + nfill] :
-				     kwarg(call, "dtype");
+				     stmt_kwarg(call, "dtype");
 	static const char *const kws[] = { "dtype", NULL };
 
-	if (check_kwargs(c, call, kws) ||
-	    nargs_are(c, call, 1 + nfill, 2 + nfill, "zeros/full"))
+	if (stmt_check_kwargs(c, call, kws) ||
+	    stmt_nargs_are(c, call, 1 + nfill, 2 + nfill, "zeros/full"))
 		return c->err;
-	if (shaped ? lower(c, call->arg[0], NULL, &x) : like(c, call->arg[0], &x))
+	if (shaped ? stmt_lower_node(c, call->arg[0], NULL, &x) : like(c, call->arg[0], &x))
 		return c->err;
 	if (shaped && x.kind != V_TUPLE)
 		return stmt_fail(c, call->arg[0]->col, "expected a shape (rows, cols)");
 	imm_of(&fill, kind == FN_ONES_LIKE ? 1 : 0, 1);
-	if (nfill && lower(c, call->arg[1], NULL, &fill))
+	if (nfill && stmt_lower_node(c, call->arg[1], NULL, &fill))
 		return c->err;
 	if (shaped)	/* jnp.zeros: float32; jnp.full: the fill's */
 		x.dtype = kind == FN_FULL ? fill.dtype : TPURT_F32;
 	if (dt) {
-		if (lower(c, dt, NULL, &t))
+		if (stmt_lower_node(c, dt, NULL, &t))
 			return c->err;
 		if (t.kind != V_DTYPE)
 			return stmt_fail(c, dt->col, "expected a dtype");
 		x.dtype = t.dtype;
 	}
-	if (!is_scalar(&fill))
+	if (!stmt_is_scalar(&fill))
 		return stmt_fail(c, call->col, "the fill value must be a scalar");
 	return materialize(c, &fill, x.dtype, x.rows, x.cols, call->col, d, v);
 }
@@ -1125,14 +1138,14 @@ static int lower_grid_fn(struct stmt_ctx *c, const struct stmt_node *call,
 	char text[32];
 	int64_t dim;
 
-	if (check_kwargs(c, call, NULL) || nargs_are(c, call, 1, 1, name) ||
-	    const_int(c, call->arg[0], &dim))
+	if (stmt_check_kwargs(c, call, NULL) || stmt_nargs_are(c, call, 1, 1, name) ||
+	    stmt_const_int(c, call->arg[0], &dim))
 		return c->err;
 	if (dim < 0 || dim >= c->gs->rank)
 		return stmt_fail(c, call->arg[0]->col, "the grid has dimensions 0 to %d",
 				 c->gs->rank - 1);
 	snprintf(text, sizeof(text), "%s(%lld)", name, (long long)dim);
-	scalar_of(v, text, 0);
+	stmt_scalar_of(v, text, 0);
 	return 0;
 }
 
@@ -1143,10 +1156,10 @@ static int lower_clamp(struct stmt_ctx *c, const struct stmt_node *call,
 	struct value x, lo, hi;
 	int xi = lax_order ? 1 : 0;
 
-	if (check_kwargs(c, call, NULL) || nargs_are(c, call, 3, 3, "clip") ||
+	if (stmt_check_kwargs(c, call, NULL) || stmt_nargs_are(c, call, 3, 3, "clip") ||
 	    lower_tile_arg(c, call->arg[xi], &x, "clip") ||
-	    lower(c, call->arg[lax_order ? 0 : 1], NULL, &lo) ||
-	    lower(c, call->arg[2], NULL, &hi))
+	    stmt_lower_node(c, call->arg[lax_order ? 0 : 1], NULL, &lo) ||
+	    stmt_lower_node(c, call->arg[2], NULL, &hi))
 		return c->err;
 	if (lo.kind != V_IMM || hi.kind != V_IMM)
 		return stmt_fail(c, call->col, "clip's bounds must be constants");
@@ -1155,8 +1168,8 @@ static int lower_clamp(struct stmt_ctx *c, const struct stmt_node *call,
 	release(c, &x);
 	if (result(c, d, x.dtype, x.rows, x.cols, call->col, v))
 		return c->err;
-	return emitted(c, tpurt_kernel_clamp(c->k, v->ref, x.ref, (float)lo.imm,
-					     (float)hi.imm), call->col);
+	return stmt_emitted(c, tpurt_kernel_clamp(c->k, v->ref, x.ref, (float)lo.imm,
+						  (float)hi.imm), call->col);
 }
 
 static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
@@ -1166,14 +1179,14 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 	struct stmt_fn fn;
 	struct value x, t;
 
-	if (f->kind == SN_ATTR && name_is(f, "astype")) {
-		if (nargs_are(c, call, 1, 1, "astype") ||
-		    lower(c, call->arg[0], NULL, &t))
+	if (f->kind == SN_ATTR && stmt_name_is(f, "astype")) {
+		if (stmt_nargs_are(c, call, 1, 1, "astype") ||
+		    stmt_lower_node(c, call->arg[0], NULL, &t))
 			return c->err;
 		if (t.kind != V_DTYPE)
 			return stmt_fail(c, call->arg[0]->col, "expected a dtype");
 		/* x written into the target only if it has the target's dtype */
-		if (lower(c, f->base, d && d->dtype == t.dtype ? d : NULL, &x))
+		if (stmt_lower_node(c, f->base, d && d->dtype == t.dtype ? d : NULL, &x))
 			return c->err;
 		return lower_cast(c, &x, t.dtype, d, call->col, v);
 	}
@@ -1182,26 +1195,26 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 	fn = tpurt_stmt_function(f->name, f->len);
 	switch (fn.kind) {
 	case FN_UNARY:
-		if (check_kwargs(c, call, NULL) ||
-		    nargs_are(c, call, 1, 1, tpurt_stmt_unary_name((unsigned int)fn.fn)) ||
-		    lower(c, call->arg[0], NULL, &x))
+		if (stmt_check_kwargs(c, call, NULL) ||
+		    stmt_nargs_are(c, call, 1, 1, tpurt_stmt_unary_name((unsigned int)fn.fn)) ||
+		    stmt_lower_node(c, call->arg[0], NULL, &x))
 			return c->err;
 		return lower_unary(c, fn.fn, &x, d, call->col, v);
 	case FN_BINARY: {
 		struct value y;
 
-		if (check_kwargs(c, call, NULL) ||
-		    nargs_are(c, call, 2, 2, tpurt_stmt_binary_name((unsigned int)fn.fn)) ||
-		    lower(c, call->arg[0], NULL, &x) || lower(c, call->arg[1], NULL, &y))
+		if (stmt_check_kwargs(c, call, NULL) ||
+		    stmt_nargs_are(c, call, 2, 2, tpurt_stmt_binary_name((unsigned int)fn.fn)) ||
+		    stmt_lower_node(c, call->arg[0], NULL, &x) || stmt_lower_node(c, call->arg[1], NULL, &y))
 			return c->err;
-		return lower_binary(c, fn.fn, 0, &x, &y, d, call->col, v);
+		return stmt_lower_binary(c, fn.fn, 0, &x, &y, d, call->col, v);
 	}
 	case FN_REDUCE:
 		return lower_reduce(c, call, fn.fn, d, v);
 	case FN_WHERE:
 		return lower_where(c, call, d, v);
 	case FN_DOT:
-		if (nargs_are(c, call, 2, 2, "dot"))
+		if (stmt_nargs_are(c, call, 2, 2, "dot"))
 			return c->err;
 		return lower_dot(c, call, call->arg[0], call->arg[1], d, 0, v);
 	case FN_IOTA:
@@ -1219,6 +1232,16 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 		return lower_grid_fn(c, call, "program_id", v);
 	case FN_NUM_PROGRAMS:
 		return lower_grid_fn(c, call, "num_programs", v);
+	case FN_SEM_READ:
+		return stmt_lower_semaphore_read(c, call, v);
+	case FN_ASYNC_COPY:
+	case FN_SYNC_COPY:
+	case FN_SEM_SIGNAL:
+	case FN_SEM_WAIT:
+		return stmt_fail(c, f->col, "'%.*s' is a statement of its own, not a value",
+				 f->len, f->name);
+	case FN_DS:
+		return stmt_fail(c, f->col, "pl.ds slices a window: ref.at[pl.ds(start, size)]");
 	default:
 		return stmt_fail(c, f->col, "unknown function '%.*s'", f->len, f->name);
 	}
@@ -1246,7 +1269,7 @@ static int operator_fn(const struct stmt_node *n)
 	};
 
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if (name_is(n, ops[i].op))
+		if (stmt_name_is(n, ops[i].op))
 			return ops[i].fn;
 	return -1;
 }
@@ -1263,23 +1286,23 @@ static int lower_binop(struct stmt_ctx *c, const struct stmt_node *n,
 	struct value a, b;
 	int fn = operator_fn(n);
 
-	if (name_is(n, "@"))
+	if (stmt_name_is(n, "@"))
 		return lower_dot(c, NULL, n->arg[0], n->arg[1], d, 0, v);
 	/* iota(...) + offset: the offset is the op's own */
 	if (fn == TPU_BINARY_ADD && is_iota_call(n->arg[0])) {
-		if (lower(c, n->arg[1], NULL, &b))
+		if (stmt_lower_node(c, n->arg[1], NULL, &b))
 			return c->err;
 		if (b.kind == V_SCALAR || (b.kind == V_IMM && b.imm == floor(b.imm)))
 			return lower_iota(c, n->arg[0], &b, d, v);
-		if (lower(c, n->arg[0], NULL, &a))
+		if (stmt_lower_node(c, n->arg[0], NULL, &a))
 			return c->err;
-	} else if (lower(c, n->arg[0], NULL, &a) || lower(c, n->arg[1], NULL, &b)) {
+	} else if (stmt_lower_node(c, n->arg[0], NULL, &a) || stmt_lower_node(c, n->arg[1], NULL, &b)) {
 		return c->err;
 	}
-	if ((name_is(n, "and") || name_is(n, "or")) && (is_tile(&a) || is_tile(&b)))
+	if ((stmt_name_is(n, "and") || stmt_name_is(n, "or")) && (is_tile(&a) || is_tile(&b)))
 		return stmt_fail(c, n->col, "'%.*s' of arrays: use & or |", n->len,
 				 n->name);
-	return lower_binary(c, fn, name_is(n, "//"), &a, &b, d, n->col, v);
+	return stmt_lower_binary(c, fn, stmt_name_is(n, "//"), &a, &b, d, n->col, v);
 }
 
 static int lower_unop(struct stmt_ctx *c, const struct stmt_node *n,
@@ -1287,19 +1310,19 @@ static int lower_unop(struct stmt_ctx *c, const struct stmt_node *n,
 {
 	struct value x;
 
-	if (lower(c, n->arg[0], NULL, &x))
+	if (stmt_lower_node(c, n->arg[0], NULL, &x))
 		return c->err;
-	if (name_is(n, "+"))
+	if (stmt_name_is(n, "+"))
 		return *v = x, 0;
-	if (name_is(n, "-"))
+	if (stmt_name_is(n, "-"))
 		return lower_unary(c, TPU_UNARY_NEG, &x, d, n->col, v);
 	if (is_tile(&x) && x.dtype != TPURT_BOOL)
 		return stmt_fail(c, n->col, "~ of %s: only masks (bool) are negated",
-				 dtype_str(x.dtype));
-	if (is_scalar(&x) && x.kind != V_IMM) {
+				 stmt_dtype_str(x.dtype));
+	if (stmt_is_scalar(&x) && x.kind != V_IMM) {
 		char t[TPURT_TEXT_MAX - 4];
 
-		if (scalar_text(c, &x, n->col, t, sizeof(t), 1))
+		if (stmt_scalar_text(c, &x, n->col, t, sizeof(t), 1))
 			return c->err;
 		*v = x;
 		v->kind = V_SCALAR;
@@ -1319,19 +1342,22 @@ static int lower_local(struct stmt_ctx *c, const struct tpurt_kernel_local *l,
 	struct ref_info r;
 
 	switch (l->kind) {
+	case TPURT_LOCAL_COPY:
+		return stmt_fail(c, 0, "'%s' is a copy descriptor: use %s.start() or %s.wait()",
+				 l->name, l->name, l->name);
 	case TPURT_LOCAL_CONST:
 		imm_of(v, l->value, l->is_int);
 		return 0;
-	case TPURT_LOCAL_SCALAR:
-		scalar_of(v, l->text, 1);
+	case TPURT_LOCAL_SCALAR:	/* "slot_ref[0]" needs no parentheses */
+		stmt_scalar_of(v, l->text, strcspn(l->text, " +-*/%<>=!") < strlen(l->text));
 		return 0;
 	case TPURT_LOCAL_INPUT:
-		find_ref(c, l->ref, (int)strlen(l->ref), &r);
-		tile_of(v, r.name, r.rows, r.cols, r.dtype);
+		stmt_find_ref(c, l->ref, (int)strlen(l->ref), &r);
+		stmt_tile_of(v, r.name, r.rows, r.cols, r.dtype);
 		return 0;
 	default:
 		t = &c->k->temp[l->temp];
-		tile_of(v, t->name, t->rows, t->cols, t->dtype);
+		stmt_tile_of(v, t->name, t->rows, t->cols, t->dtype);
 		return 0;
 	}
 }
@@ -1339,13 +1365,18 @@ static int lower_local(struct stmt_ctx *c, const struct tpurt_kernel_local *l,
 static int lower_name(struct stmt_ctx *c, const struct stmt_node *n,
 		      struct value *v)
 {
-	const struct tpurt_kernel_local *l = find_local(c, n->name, n->len);
+	const struct tpurt_kernel_local *l = stmt_find_local(c, n->name, n->len);
 	struct ref_info r;
 	int dt;
 
+	if (l && l->kind == TPURT_LOCAL_COPY)
+		return stmt_fail(c, n->col, "'%s' is a copy descriptor: use %s.start() or %s.wait()",
+				 l->name, l->name, l->name);
+	if (l && l->stale)
+		return stmt_stale_local(c, l, n->col);
 	if (l)
 		return lower_local(c, l, v);
-	if (find_ref(c, n->name, n->len, &r)) {
+	if (stmt_find_ref(c, n->name, n->len, &r)) {
 		memset(v, 0, sizeof(*v));
 		v->kind = V_REF;
 		v->temp = -1;
@@ -1366,12 +1397,12 @@ static int lower_name(struct stmt_ctx *c, const struct stmt_node *n,
 		v->dtype = (enum tpurt_dtype)dt;
 		return 0;
 	}
-	if (name_is(n, "inf") || name_is(n, "nan")) {
-		imm_of(v, name_is(n, "inf") ? INFINITY : NAN, 0);
+	if (stmt_name_is(n, "inf") || stmt_name_is(n, "nan")) {
+		imm_of(v, stmt_name_is(n, "inf") ? INFINITY : NAN, 0);
 		return 0;
 	}
-	if (name_is(n, "True") || name_is(n, "False")) {
-		imm_of(v, name_is(n, "True"), 1);
+	if (stmt_name_is(n, "True") || stmt_name_is(n, "False")) {
+		imm_of(v, stmt_name_is(n, "True"), 1);
 		return 0;
 	}
 	if (tpurt_stmt_function(n->name, n->len).kind != FN_NONE)
@@ -1380,8 +1411,8 @@ static int lower_name(struct stmt_ctx *c, const struct stmt_node *n,
 }
 
 /* An SMEM element: s[i] or s[i, j] (row-major in s's declared shape). */
-static int lower_smem_read(struct stmt_ctx *c, const struct stmt_node *n,
-			   const struct ref_info *r, struct value *v)
+int stmt_lower_smem_read(struct stmt_ctx *c, const struct stmt_node *n,
+			 const struct ref_info *r, struct value *v)
 {
 	struct value i, j;
 	char ti[TPURT_TEXT_MAX], tj[TPURT_TEXT_MAX];
@@ -1390,8 +1421,8 @@ static int lower_smem_read(struct stmt_ctx *c, const struct stmt_node *n,
 		return stmt_fail(c, n->col, "'%s' is indexed [i, j] but is not declared 2-D", r->name);
 	if (n->nargs == 1 && r->rank2)
 		return stmt_fail(c, n->col, "'%s' is 2-D: index it [i, j]", r->name);
-	if (lower(c, n->arg[0], NULL, &i) ||
-	    scalar_text(c, &i, n->arg[0]->col, ti, sizeof(ti), n->nargs == 2))
+	if (stmt_lower_node(c, n->arg[0], NULL, &i) ||
+	    stmt_scalar_text(c, &i, n->arg[0]->col, ti, sizeof(ti), n->nargs == 2))
 		return c->err;
 	memset(v, 0, sizeof(*v));
 	v->kind = V_SMEM;
@@ -1403,8 +1434,8 @@ static int lower_smem_read(struct stmt_ctx *c, const struct stmt_node *n,
 		snprintf(v->text, sizeof(v->text), "%s", ti);
 		return 0;
 	}
-	if (lower(c, n->arg[1], NULL, &j) ||
-	    scalar_text(c, &j, n->arg[1]->col, tj, sizeof(tj), 1))
+	if (stmt_lower_node(c, n->arg[1], NULL, &j) ||
+	    stmt_scalar_text(c, &j, n->arg[1]->col, tj, sizeof(tj), 1))
 		return c->err;
 	if (snprintf(v->text, sizeof(v->text), "%s * %lld + %s", ti,
 		     (long long)r->cols, tj) >= (int)sizeof(v->text))
@@ -1418,24 +1449,32 @@ static int lower_index(struct stmt_ctx *c, const struct stmt_node *n,
 	const struct stmt_node *b = n->base;
 	struct ref_info r;
 
-	if (b->kind == SN_NAME && !find_local(c, b->name, b->len) &&
-	    find_ref(c, b->name, b->len, &r)) {
+	if (b->kind == SN_NAME && !stmt_find_local(c, b->name, b->len) &&
+	    stmt_find_ref(c, b->name, b->len, &r)) {
 		if (r.kind == R_PREFETCH || r.kind == R_SMEM) {
 			if (!n->nargs)
 				return stmt_fail(c, n->col, "'%s' is in SMEM: read one element, %s[index]",
 						 r.name, r.name);
-			return lower_smem_read(c, n, &r, v);
+			return stmt_lower_smem_read(c, n, &r, v);
 		}
-		if (n->nargs)
-			return stmt_fail(c, n->col, "only whole-ref reads of VMEM refs are supported: %s[...]",
+		if (r.kind == R_SEM)
+			return stmt_fail(c, n->col, "'%s' is a semaphore: read it with pltpu.semaphore_read(%s.at[i])",
+					 r.name, r.name);
+		if (r.kind == R_ANY)
+			return stmt_fail(c, n->col, "'%s' is in HBM (pl.ANY): copy it into VMEM with pltpu.make_async_copy or sync_copy",
 					 r.name);
+		if (n->nargs)
+			return stmt_lower_window_read(c, n, v);	/* buf[slot] */
 		if (!r.has_dtype)
 			return stmt_fail(c, n->col, "the dtype of '%s' is not declared: tpurt_grid_spec_set_dtype()",
 					 r.name);
-		tile_of(v, r.name, r.rows, r.cols, r.dtype);
+		stmt_tile_of(v, r.name, r.rows, r.cols, r.dtype);
 		return 0;
 	}
-	if (lower(c, b, NULL, v))
+	if (!n->nargs && b->kind == SN_INDEX && b->nargs && b->base->kind == SN_ATTR &&
+	    stmt_name_is(b->base, "at"))
+		return stmt_lower_window_read(c, b, v);	/* buf.at[slot][...] */
+	if (stmt_lower_node(c, b, NULL, v))
 		return c->err;
 	if (n->nargs || !is_tile(v))
 		return stmt_fail(c, n->col, "only [...] of an array is supported");
@@ -1445,9 +1484,11 @@ static int lower_index(struct stmt_ctx *c, const struct stmt_node *n,
 static int lower_attr(struct stmt_ctx *c, const struct stmt_node *n,
 		      struct value *v)
 {
-	if (name_is(n, "T"))
+	if (stmt_name_is(n, "T"))
 		return stmt_fail(c, n->col, "transposes (.T) are supported on dot operands only");
-	if (!name_is(n, "dtype"))
+	if (stmt_name_is(n, "at"))
+		return stmt_fail(c, n->col, "ref.at[...] is a window: read it with ref.at[i][...], or copy it");
+	if (!stmt_name_is(n, "dtype"))
 		return stmt_fail(c, n->col, "unknown attribute '.%.*s'", n->len, n->name);
 	if (lower_ref_ok(c, n->base, v))
 		return c->err;
@@ -1465,7 +1506,7 @@ static int lower_tuple(struct stmt_ctx *c, const struct stmt_node *n,
 
 	if (n->nargs != 2)
 		return stmt_fail(c, n->col, "a shape is (rows, cols)");
-	if (const_int(c, n->arg[0], &dim[0]) || const_int(c, n->arg[1], &dim[1]))
+	if (stmt_const_int(c, n->arg[0], &dim[0]) || stmt_const_int(c, n->arg[1], &dim[1]))
 		return c->err;
 	if (dim[0] < 1 || dim[1] < 1)
 		return stmt_fail(c, n->col, "shape (%lld, %lld) is empty",
@@ -1478,8 +1519,8 @@ static int lower_tuple(struct stmt_ctx *c, const struct stmt_node *n,
 	return 0;
 }
 
-static int lower(struct stmt_ctx *c, const struct stmt_node *n,
-		 const struct dest *d, struct value *v)
+int stmt_lower_node(struct stmt_ctx *c, const struct stmt_node *n,
+		    const struct dest *d, struct value *v)
 {
 	if (c->err)
 		return c->err;
@@ -1513,7 +1554,7 @@ static int lower(struct stmt_ctx *c, const struct stmt_node *n,
 static int lower_ref_ok(struct stmt_ctx *c, const struct stmt_node *n,
 			struct value *v)
 {
-	return n->kind == SN_NAME ? lower_name(c, n, v) : lower(c, n, NULL, v);
+	return n->kind == SN_NAME ? lower_name(c, n, v) : stmt_lower_node(c, n, NULL, v);
 }
 
 /* --- statements --- */
@@ -1527,7 +1568,7 @@ static int store(struct stmt_ctx *c, const struct dest *d, struct value *v,
 
 	if (is_tile(v) && !strcmp(v->ref, d->name))
 		return 0;
-	if (is_scalar(v))
+	if (stmt_is_scalar(v))
 		return materialize(c, v, d->dtype, d->rows, d->cols, col, d, &out);
 	if (!is_tile(v))
 		return stmt_fail(c, col, "expected an array");
@@ -1537,13 +1578,13 @@ static int store(struct stmt_ctx *c, const struct dest *d, struct value *v,
 				 shape_str(&(struct value){ .rows = d->rows, .cols = d->cols }, sd));
 	if (v->dtype != d->dtype)
 		return stmt_fail(c, col, "a %s value stored into '%s' of %s: write .astype(%s)",
-				 dtype_str(v->dtype), d->name, dtype_str(d->dtype),
-				 dtype_str(d->dtype));
+				 stmt_dtype_str(v->dtype), d->name, stmt_dtype_str(d->dtype),
+				 stmt_dtype_str(d->dtype));
 	release(c, v);
-	return emitted(c, tpurt_kernel_store(c->k, d->name, v->ref), col);
+	return stmt_emitted(c, tpurt_kernel_store(c->k, d->name, v->ref), col);
 }
 
-static int aug_fn(char aug)
+int stmt_aug_fn(char aug)
 {
 	return aug == '+' ? TPU_BINARY_ADD : aug == '-' ? TPU_BINARY_SUB :
 	       aug == '*' ? TPU_BINARY_MUL : TPU_BINARY_DIV;
@@ -1551,15 +1592,15 @@ static int aug_fn(char aug)
 
 static int is_dot(const struct stmt_node *n)
 {
-	return (n->kind == SN_BINOP && name_is(n, "@")) ||
+	return (n->kind == SN_BINOP && stmt_name_is(n, "@")) ||
 	       (n->kind == SN_CALL && n->base->kind == SN_NAME &&
 		tpurt_stmt_function(n->base->name, n->base->len).kind == FN_DOT &&
 		n->nargs == 2);
 }
 
 /* The value of @st, written into @d (x op= value reads @cur first). */
-static int assign(struct stmt_ctx *c, const struct stmt *st, const struct dest *d,
-		  const struct value *cur)
+int stmt_assign(struct stmt_ctx *c, const struct stmt *st, const struct dest *d,
+		const struct value *cur)
 {
 	struct value v, rhs, old = *cur;
 	const struct stmt_node *n = st->value;
@@ -1580,9 +1621,9 @@ static int assign(struct stmt_ctx *c, const struct stmt *st, const struct dest *
 			return c->err;
 	}
 	if (!st->aug)
-		return lower(c, n, d, &v) ? c->err : store(c, d, &v, n->col);
-	if (lower(c, n, NULL, &rhs) ||
-	    lower_binary(c, aug_fn(st->aug), 0, &old, &rhs, d, n->col, &v))
+		return stmt_lower_node(c, n, d, &v) ? c->err : store(c, d, &v, n->col);
+	if (stmt_lower_node(c, n, NULL, &rhs) ||
+	    stmt_lower_binary(c, stmt_aug_fn(st->aug), 0, &old, &rhs, d, n->col, &v))
 		return c->err;
 	return store(c, d, &v, n->col);
 }
@@ -1602,14 +1643,14 @@ static int store_to_ref(struct stmt_ctx *c, const struct stmt *st,
 	if (!r->has_dtype)
 		return stmt_fail(c, st->tcol, "the dtype of '%s' is not declared: tpurt_grid_spec_set_dtype()",
 				 r->name);
-	tile_of(&cur, r->name, r->rows, r->cols, r->dtype);
-	return assign(c, st, &d, &cur);
+	stmt_tile_of(&cur, r->name, r->rows, r->cols, r->dtype);
+	return stmt_assign(c, st, &d, &cur);
 }
 
-static struct tpurt_kernel_local *new_local(struct stmt_ctx *c,
-					    const struct stmt *st)
+struct tpurt_kernel_local *stmt_new_local(struct stmt_ctx *c,
+					  const struct stmt *st)
 {
-	struct tpurt_kernel_local *l = find_local(c, st->target, st->tlen);
+	struct tpurt_kernel_local *l = stmt_find_local(c, st->target, st->tlen);
 
 	if (l)
 		return l;
@@ -1681,46 +1722,51 @@ static int bind_local(struct stmt_ctx *c, const struct stmt *st)
 	if (!saved)
 		return stmt_fail(c, st->tcol, "out of memory");
 	*saved = *c->k;
-	l = find_local(c, st->target, st->tlen);
+	l = stmt_find_local(c, st->target, st->tlen);
 	if (st->aug && !l) {
 		free(saved);
 		return stmt_fail(c, st->tcol, "unknown name '%.*s'", st->tlen, st->target);
 	}
 	memset(&cur, 0, sizeof(cur));
-	if (l && lower_local(c, l, &cur)) {
+	if (l && st->aug && l->stale) {
+		free(saved);
+		return stmt_stale_local(c, l, st->tcol);
+	}
+	if (l && (st->aug || l->kind != TPURT_LOCAL_COPY) && lower_local(c, l, &cur)) {
 		free(saved);
 		return c->err;
 	}
 	if (st->aug) {
 		struct value rhs;
 
-		ret = lower(c, st->value, NULL, &rhs) ? c->err :
-		      lower_binary(c, aug_fn(st->aug), 0, &cur, &rhs, NULL,
-				   st->value->col, &v);
+		ret = stmt_lower_node(c, st->value, NULL, &rhs) ? c->err :
+		      stmt_lower_binary(c, stmt_aug_fn(st->aug), 0, &cur, &rhs, NULL,
+					st->value->col, &v);
 	} else {
-		ret = lower(c, st->value, NULL, &v);
+		ret = stmt_lower_node(c, st->value, NULL, &v);
 	}
 	*c->k = *saved;
 	free(saved);
 	if (ret)
 		return c->err;
-	l = new_local(c, st);
+	l = stmt_new_local(c, st);
 	if (!l)
 		return c->err;
 	if (v.kind == V_IMM || v.kind == V_SCALAR || v.kind == V_SMEM) {
-		if (v.kind != V_IMM && scalar_text(c, &v, st->value->col, l->text,
-						   sizeof(l->text), 0))
+		if (v.kind != V_IMM && stmt_scalar_text(c, &v, st->value->col, l->text,
+							sizeof(l->text), 0))
 			return c->err;
-		if (smem_scalar_ok(c, &v, st->value->col))
+		if (stmt_smem_scalar_ok(c, &v, st->value->col))
 			return c->err;
 		l->kind = v.kind == V_IMM ? TPURT_LOCAL_CONST : TPURT_LOCAL_SCALAR;
 		l->value = v.imm;
 		l->is_int = v.dtype == TPURT_INT32;
+		l->stale = 0;
 		return 0;
 	}
 	if (!is_tile(&v))
 		return stmt_fail(c, st->value->col, "expected an array or a scalar");
-	if (v.temp < 0 && find_ref(c, v.ref, (int)strlen(v.ref), &r) &&
+	if (v.temp < 0 && stmt_find_ref(c, v.ref, (int)strlen(v.ref), &r) &&
 	    r.kind == R_INPUT && !st->aug) {
 		l->kind = TPURT_LOCAL_INPUT;	/* read-only: no copy needed */
 		snprintf(l->ref, sizeof(l->ref), "%s", v.ref);
@@ -1729,14 +1775,22 @@ static int bind_local(struct stmt_ctx *c, const struct stmt *st)
 	if (local_temp(c, l, &v, st->tcol))
 		return c->err;
 	d = (struct dest){ c->k->temp[l->temp].name, v.rows, v.cols, v.dtype };
-	return assign(c, st, &d, &cur);
+	return stmt_assign(c, st, &d, &cur);
 }
 
 int stmt_lower(struct stmt_ctx *c, const struct stmt *st)
 {
 	struct ref_info r;
 
-	if (find_ref(c, st->target, st->tlen, &r)) {
+	if (st->call)
+		return stmt_lower_call_stmt(c, st->call);
+	if (st->target_node)
+		return stmt_store_to_node(c, st);
+	if (!st->target_indexed && stmt_is_call_of(st->value, FN_ASYNC_COPY) &&
+	    !stmt_find_ref(c, st->target, st->tlen, &r))
+		return stmt_bind_copy(c, st);
+
+	if (stmt_find_ref(c, st->target, st->tlen, &r)) {
 		if (!st->target_indexed)
 			return stmt_fail(c, st->tcol + st->tlen,
 					 "'%s' is a ref: store into it with %s[...] %s= ...",
@@ -1744,7 +1798,7 @@ int stmt_lower(struct stmt_ctx *c, const struct stmt *st)
 		return store_to_ref(c, st, &r);
 	}
 	if (st->target_indexed)
-		return stmt_fail(c, st->tcol, find_local(c, st->target, st->tlen) ?
+		return stmt_fail(c, st->tcol, stmt_find_local(c, st->target, st->tlen) ?
 				 "'%.*s' is a local value, not a ref: assign it without [...]" :
 				 "unknown ref '%.*s'", st->tlen, st->target);
 	if (tpurt_stmt_dtype(st->target, st->tlen) >= 0 ||
@@ -1759,11 +1813,11 @@ int stmt_lower_pred(struct stmt_ctx *c, const struct stmt_node *cond,
 {
 	struct value v;
 
-	if (lower(c, cond, NULL, &v))
+	if (stmt_lower_node(c, cond, NULL, &v))
 		return c->err;
 	if (v.kind == V_TILE)
 		return stmt_fail(c, cond->col, "pl.when takes a scalar condition (pl.program_id, SMEM reads), not an array");
-	if (smem_scalar_ok(c, &v, cond->col))
+	if (stmt_smem_scalar_ok(c, &v, cond->col))
 		return c->err;
-	return scalar_text(c, &v, cond->col, text, len, 0);
+	return stmt_scalar_text(c, &v, cond->col, text, len, 0);
 }

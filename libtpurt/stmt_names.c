@@ -77,6 +77,13 @@ static const struct name_entry functions[] = {
 	{ "full", FN_FULL, 0 },
 	{ "program_id", FN_PROGRAM_ID, 0 },
 	{ "num_programs", FN_NUM_PROGRAMS, 0 },
+	{ "make_async_copy", FN_ASYNC_COPY, 0 },
+	{ "sync_copy", FN_SYNC_COPY, 0 },
+	{ "semaphore_signal", FN_SEM_SIGNAL, 0 },
+	{ "semaphore_wait", FN_SEM_WAIT, 0 },
+	{ "semaphore_read", FN_SEM_READ, 0 },
+	{ "ds", FN_DS, 0 },
+	{ "run_scoped", FN_RUN_SCOPED, 0 },
 };
 
 struct stmt_fn tpurt_stmt_function(const char *name, int len)

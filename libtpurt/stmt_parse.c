@@ -276,7 +276,27 @@ static struct stmt_node *parse_call(struct parser *ps, struct stmt_node *base)
 	return n;
 }
 
-/* base[...] or base[e] or base[e, e] */
+/* One index: an expression, or a slice a:b, a:, :b, : */
+static struct stmt_node *parse_subscript(struct parser *ps)
+{
+	struct stmt_node *lo = NULL, *n;
+	int col = col_of(ps);
+
+	if (!is(ps, ":"))
+		lo = parse_expr(ps);
+	if (!is(ps, ":") || failed(ps))
+		return lo;
+	next(ps);
+	n = new_node(ps, SN_SLICE, col);
+	if (!n)
+		return NULL;
+	n->arg[0] = lo;
+	n->arg[1] = is(ps, ",") || is(ps, "]") ? NULL : parse_expr(ps);
+	n->nargs = 2;
+	return n;
+}
+
+/* base[...] or base[e, ...] (up to 4 indices or slices) */
 static struct stmt_node *parse_index(struct parser *ps, struct stmt_node *base)
 {
 	struct stmt_node *n = new_node(ps, SN_INDEX, base->col);
@@ -293,11 +313,11 @@ static struct stmt_node *parse_index(struct parser *ps, struct stmt_node *base)
 	do {
 		if (n->nargs && is(ps, ","))
 			next(ps);
-		if (n->nargs == 2) {
-			stmt_fail(ps->c, col_of(ps), "more than 2 indices");
+		if (n->nargs == STMT_MAX_ARGS) {
+			stmt_fail(ps->c, col_of(ps), "more than %d indices", STMT_MAX_ARGS);
 			return NULL;
 		}
-		n->arg[n->nargs++] = parse_expr(ps);
+		n->arg[n->nargs++] = parse_subscript(ps);
 	} while (!failed(ps) && is(ps, ","));
 	expect(ps, "]");
 	return n;
@@ -503,8 +523,11 @@ static void parse_when(struct parser *ps, struct stmt *st)
 	expect(ps, ":");
 }
 
+/* name, name[...], or any other target (a window, an SMEM element) */
 static void parse_target(struct parser *ps, struct stmt *st)
 {
+	struct stmt_node *n;
+
 	if (ps->kind != T_NAME) {
 		stmt_fail(ps->c, col_of(ps), "expected a name or a ref[...] to assign");
 		return;
@@ -512,18 +535,21 @@ static void parse_target(struct parser *ps, struct stmt *st)
 	st->target = ps->start;
 	st->tlen = ps->len;
 	st->tcol = col_of(ps);
-	next(ps);
-	if (!is(ps, "["))
+	n = parse_postfix(ps);
+	if (failed(ps))
 		return;
-	next(ps);
-	if (!is(ps, "...")) {
-		stmt_fail(ps->c, col_of(ps), "only whole-ref stores are supported: %.*s[...]",
-			  st->tlen, st->target);
+	if (n->kind == SN_NAME && n->name == st->target)
+		return;
+	if (n->kind == SN_INDEX && !n->nargs && n->base->kind == SN_NAME &&
+	    n->base->name == st->target) {
+		st->target_indexed = 1;
 		return;
 	}
-	next(ps);
-	expect(ps, "]");
-	st->target_indexed = 1;
+	if (n->kind == SN_CALL) {
+		st->call = n;
+		return;
+	}
+	st->target_node = n;
 }
 
 static void parse_assign_op(struct parser *ps, struct stmt *st)
@@ -551,6 +577,12 @@ int stmt_parse(struct stmt_ctx *c, struct stmt *st)
 		parse_when(&ps, st);
 	if (!c->err)
 		parse_target(&ps, st);
+	if (!c->err && st->call && ps.kind == T_END)
+		return 0;	/* a call: make_async_copy(...).start() */
+	if (st->call) {
+		st->target_node = st->call;
+		st->call = NULL;
+	}
 	if (!c->err)
 		parse_assign_op(&ps, st);
 	if (!c->err)

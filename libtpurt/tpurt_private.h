@@ -92,6 +92,7 @@ const struct tpurt_array *tpurt_array_physical(const struct tpurt_array *a,
 					       int *transposed);
 
 #define TPURT_NAME_MAX	32
+#define TPURT_TEXT_MAX_	192		/* a ref, a window or an expression */
 
 struct tpurt_job {
 	struct tpurt_device *dev;
@@ -104,8 +105,9 @@ struct tpurt_job {
 	uint64_t done_ns;
 	struct tpu_job_report report;
 	struct tpurt_buffer *trace_buf;	/* TPURT_TRACE: the device fills it */
-	/* for messages: the refs in Pallas order */
-	unsigned int nrefs;
+	/* for messages: the operands in Pallas order, then from
+	 * TPU_JOB_MAX_OPERANDS on the job's scratch */
+	unsigned int nrefs, nscratch;
 	char names[TPU_JOB_MAX_OPERANDS + TPU_JOB_MAX_SCRATCH][TPURT_NAME_MAX];
 };
 
@@ -164,6 +166,7 @@ struct tpurt_desc {
 	struct tpu_job_scratch scratch[TPU_JOB_MAX_SCRATCH];
 	struct tpu_job_op op[TPU_JOB_MAX_OPS];
 	struct tpu_job_insn insn[TPU_JOB_MAX_INSNS];
+	struct tpu_job_window window[TPU_JOB_MAX_WINDOWS];
 };
 
 /* Append @prog to the code array; -E2BIG past TPU_JOB_MAX_INSNS. */
@@ -178,7 +181,9 @@ int tpurt_desc_finish(struct tpurt_desc *d, void **blobp, size_t *lenp);
 struct tpurt_operand_spec {
 	char name[TPURT_NAME_MAX];
 	int role;				/* enum tpu_operand_role */
-	struct tpurt_block_spec spec;		/* index_map points at map_text */
+	/* index_map points at map_text; for TPURT_ANY the shape, if any,
+	 * is the array's */
+	struct tpurt_block_spec spec;
 	int has_dtype;				/* tpurt_grid_spec_set_dtype() */
 	enum tpurt_dtype dtype;
 	/* scalar prefetch: the shape declared, for s[i, j] (rank 0: 1-D) */
@@ -215,17 +220,90 @@ int tpurt_index_map_compile_as(const char *text,
 			       int nresults, const char *what,
 			       struct tpurt_program *prog);
 
+/*
+ * Kernel-body programs (predicates, scalars, window starts) may also read
+ * SMEM refs by name, name[i] or name[i, j] (SMEM scratch and SMEM-space
+ * operands' blocks), and semaphores, semaphore_read(sem.at[i]): each
+ * readable name with the instruction that loads it.
+ */
+struct tpurt_body_name {
+	const char *name;
+	uint8_t insn;			/* TPU_INSN_LOAD_SMEM or _LOAD_SCRATCH */
+	int32_t arg;			/* operand or job scratch index */
+	int64_t cols;			/* 2-D: its row length, else 0 */
+	int semaphore;			/* read by semaphore_read() only */
+};
+
+struct tpurt_body_names {
+	const struct tpurt_body_name *name;
+	int n;
+};
+
+int tpurt_body_program_compile(const char *text,
+			       const struct tpurt_index_map_env *env,
+			       const struct tpurt_body_names *names,
+			       int nresults, const char *what,
+			       struct tpurt_program *prog);
+
+/*
+ * Ref text (window.c): "name" or a window "name.at[i, pl.ds(s, n), :]".
+ * Each index is an index-map expression (TPURT_IX_INDEX, dropping its
+ * dimension), a slice of @size from @start, or the whole dimension.
+ */
+enum tpurt_index_kind { TPURT_IX_INDEX, TPURT_IX_SLICE, TPURT_IX_WHOLE };
+
+struct tpurt_index {
+	enum tpurt_index_kind kind;
+	char start[TPURT_TEXT_MAX_];
+	int64_t size;
+};
+
+struct tpurt_ref_text {
+	char base[TPURT_NAME_MAX];
+	int windowed;			/* written with .at[...] */
+	int nidx;
+	struct tpurt_index idx[TPU_JOB_MAX_RANK];
+};
+
+/* Parse @text; a failure's message names @what and the text. */
+int tpurt_ref_parse(const char *text, const char *what, struct tpurt_ref_text *r);
+
+/* A window fitted onto its base ref. */
+struct tpurt_window_fit {
+	uint8_t squeeze;			/* bit d: dimension d indexed */
+	uint32_t size[TPU_JOB_MAX_RANK];
+	char starts[4 * TPURT_TEXT_MAX_];	/* "s0, s1, ...": one per dim */
+	int all_zero;				/* every start is 0 */
+	int ndims;				/* unsqueezed */
+	int64_t shape[TPU_JOB_MAX_RANK];	/* unsqueezed sizes */
+	int contiguous;				/* a body op may take it */
+	int64_t rows, cols;			/* as a 2-D ref */
+};
+
+/*
+ * Fit @r onto a base of @rank dimensions of @extent; the dimensions in
+ * @hidden (squeezed block dimensions) are not indexed by the text.
+ */
+int tpurt_window_fit(const struct tpurt_ref_text *r, const char *what,
+		     int rank, const int64_t *extent, unsigned int hidden,
+		     struct tpurt_window_fit *w);
+
 /* A kernel operation as the builder recorded it: refs and predicates stay
  * text until pallas_call resolves them against a grid spec. */
 #define TPURT_WHEN_DEPTH	4
-#define TPURT_TEXT_MAX		128
+#define TPURT_TEXT_MAX		TPURT_TEXT_MAX_
 
+/*
+ * Refs are names or windows ("buf.at[slot]"); a copy's semaphore is src1
+ * ("sem.at[slot]"); a scalar store's dst is "ref[index]".
+ */
 struct tpurt_kernel_op {
 	uint8_t opcode, fn, bcast, dot;		/* as in struct tpu_job_op */
 	uint8_t axis, bcast2;
-	char dst[TPURT_NAME_MAX], src0[TPURT_NAME_MAX], src1[TPURT_NAME_MAX];
-	char src2[TPURT_NAME_MAX];
-	/* TPU_BCAST_SMEM's index, TPU_BCAST_SCALAR's value, IOTA's offset */
+	char dst[TPURT_TEXT_MAX], src0[TPURT_TEXT_MAX], src1[TPURT_TEXT_MAX];
+	char src2[TPURT_TEXT_MAX];
+	/* TPU_BCAST_SMEM's index, TPU_BCAST_SCALAR's value, IOTA's offset,
+	 * a semaphore op's amount, a scalar store's value */
 	char scalar[TPURT_TEXT_MAX];
 	float imm, imm2;			/* TPU_BCAST_IMM, clamp's bounds */
 	int npred;
@@ -256,21 +334,49 @@ enum tpurt_local_kind {
 	TPURT_LOCAL_INPUT,		/* the input ref @ref, read whole */
 	TPURT_LOCAL_CONST,		/* @value */
 	TPURT_LOCAL_SCALAR,		/* @text, index-map syntax */
+	TPURT_LOCAL_COPY,		/* make_async_copy(@ref, @dst, @sem) */
 };
 
 struct tpurt_kernel_local {
 	char name[TPURT_NAME_MAX];
 	enum tpurt_local_kind kind;
 	int temp;
-	char ref[TPURT_NAME_MAX];
+	char ref[TPURT_TEXT_MAX];	/* an input, a window; a copy's src */
+	char dst[TPURT_TEXT_MAX];	/* a copy descriptor's */
+	char sem[TPURT_TEXT_MAX];
+	/* a scalar reading SMEM or a semaphore that statement @stale
+	 * changed after it was bound (Python would read the old value) */
+	int stale;
+	char stale_ref[TPURT_NAME_MAX];
 	double value;
 	int is_int;
 	char text[TPURT_TEXT_MAX];
 };
 
+/*
+ * A pl.run_scoped scratch: ops [first, end) may name it. The hidden DMA
+ * semaphore of sync copies (TPURT_SYNC_SEM) spans the whole kernel.
+ */
+#define TPURT_KERNEL_MAX_SCOPES	16
+#define TPURT_SCOPE_DEPTH	8
+#define TPURT_SYNC_SEM		"%sync"
+
+struct tpurt_kernel_scope {
+	char name[TPURT_NAME_MAX];
+	enum tpurt_memory_space space;
+	enum tpurt_dtype dtype;
+	int rank;
+	int64_t shape[TPURT_MAX_RANK];
+	int first, end;			/* end: -1 while open */
+};
+
 struct tpurt_kernel {
 	struct tpurt_kernel_op op[TPU_JOB_MAX_OPS];
 	int nops;
+	struct tpurt_kernel_scope scope[TPURT_KERNEL_MAX_SCOPES];
+	int nscopes;
+	int open[TPURT_SCOPE_DEPTH];	/* open scopes, innermost last */
+	int nopen;
 	char when[TPURT_WHEN_DEPTH][TPURT_TEXT_MAX];
 	int nwhen;
 	struct tpurt_kernel_temp temp[TPURT_KERNEL_MAX_TEMPS];
@@ -289,6 +395,19 @@ struct tpurt_kernel {
 int tpurt_kernel_temp_slots(const struct tpurt_kernel *k, int *slot,
 			    int *slot_temp);
 
+/* The scope named @name (its base name) that op @n of @k may use, innermost
+ * first; -1 if none. */
+int tpurt_kernel_scope_at(const struct tpurt_kernel *k, int n, const char *name,
+			  size_t len);
+
+/*
+ * The job's scratch slots for @k's scopes: scopes of one type whose op
+ * ranges do not overlap share one. slot[s] for scope s; slot_scope[i] a
+ * scope of slot i. Returns the number of slots.
+ */
+int tpurt_kernel_scope_slots(const struct tpurt_kernel *k, int *slot,
+			     int *slot_scope);
+
 /* Name of opcode @opcode for messages ("dot", "reduce"). */
 const char *tpurt_kernel_opcode_name(unsigned int opcode);
 
@@ -306,6 +425,37 @@ void tpurt_grid_spec_env(const struct tpurt_grid_spec *gs,
 int tpurt_program_eval(const struct tpurt_program *prog, const int64_t *pid,
 		       const int64_t *grid, const int32_t *const *smem,
 		       const uint64_t *smem_len, int64_t *out);
+
+struct tpu_plan;
+
+/*
+ * The job pallas_call would run (after all its checks), decoded by the
+ * device's rules into @plan, with each job scratch's name as the call
+ * knows it (grid spec scratch, scopes, temporaries).
+ */
+int tpurt_pallas_plan(const struct tpurt_kernel *k,
+		      const struct tpurt_grid_spec *gs,
+		      const struct tpurt_compiler_params *params,
+		      struct tpurt_array *const *args, int nargs,
+		      struct tpu_plan *plan,
+		      char (*scratch_names)[TPURT_NAME_MAX]);
+
+/*
+ * A kernel's async copies followed step by step on the host (copy_walk.c):
+ * predicates, window starts and scalar stores run on the device's scalar
+ * core over a host copy of one core's SMEM.
+ */
+struct tpurt_copy_walk;
+
+int tpurt_copy_walk_create(const struct tpurt_kernel *k,
+			   const struct tpurt_grid_spec *gs,
+			   const struct tpurt_compiler_params *params,
+			   struct tpurt_array *const *args, int nargs,
+			   struct tpurt_copy_walk **wp);
+/* Run step @pid's ops; print a line per copy started to @out (may be NULL). */
+int tpurt_copy_walk_step(struct tpurt_copy_walk *w, const int64_t *pid,
+			 uint64_t step, FILE *out);
+void tpurt_copy_walk_free(struct tpurt_copy_walk *w);
 
 /* Pallas TPU's block-shape rule for operand @o over an array of @shape. */
 int tpurt_check_block_shape(const struct tpurt_operand_spec *o, int rank,

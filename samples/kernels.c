@@ -104,27 +104,46 @@ struct tpurt_grid_spec *attn_spec(const struct attn_shape *s)
 	return gs;
 }
 
-struct text {
-	char buf[2048];
-	size_t len;
-};
-
-/* Append one line to @t; -ENOSPC if it does not fit. */
-static int line(struct text *t, const char *indent, const char *fmt, ...)
+int kernel_line(struct kernel_text *t, const char *indent, const char *fmt, ...)
 {
-	size_t room = sizeof(t->buf) - t->len;
+	size_t room;
 	va_list ap;
-	int n = snprintf(t->buf + t->len, room, "%s", indent);
+	int n;
 
+	if (!t || t->overflow)
+		return -1;
+	room = sizeof(t->buf) - t->len;
+	n = snprintf(t->buf + t->len, room, "%s", indent);
+	if ((size_t)n + 1 >= room)
+		return t->overflow = true, -1;
 	va_start(ap, fmt);
 	n += vsnprintf(t->buf + t->len + n, room - n, fmt, ap);
 	va_end(ap);
 	if ((size_t)n + 1 >= room)
-		return -1;
+		return t->overflow = true, -1;
 	t->len += n;
 	t->buf[t->len++] = '\n';
 	t->buf[t->len] = 0;
 	return 0;
+}
+
+struct kernel_text *kernel_text_new(void)
+{
+	return calloc(1, sizeof(struct kernel_text));
+}
+
+int kernel_text_lower(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs,
+		      struct kernel_text *t, const char *who)
+{
+	int ret = -1;
+
+	if (!t || t->overflow)
+		fprintf(stderr, "%s: %s\n", who,
+			t ? "kernel text too long" : "out of memory");
+	else
+		ret = tpurt_kernel_stmts(k, gs, t->buf);
+	free(t);
+	return ret;
 }
 
 /*
@@ -132,62 +151,59 @@ static int line(struct text *t, const char *indent, const char *fmt, ...)
  * by l once at the end): masked scores, the new row max, p, l and acc
  * rescaled by exp(m_prev - m_new).
  */
-static int step_lines(struct text *t, const char *in, const struct attn_shape *s)
+static int step_lines(struct kernel_text *t, const char *in, const struct attn_shape *s)
 {
 	long long bq = s->bq, bk = s->bk;
-	int ret = line(t, in, "s = jnp.dot(q[...], k[...].T, preferred_element_type=jnp.float32) * %.9g",
+	int ret = kernel_line(t, in, "s = jnp.dot(q[...], k[...].T, preferred_element_type=jnp.float32) * %.9g",
 		       1 / sqrt((double)s->d));
 
 	if (s->causal || s->seq % s->bk)
-		ret = ret || line(t, in, "k_ids = lax.broadcasted_iota(jnp.int32, (%lld, %lld), 1) + pl.program_id(2) * %lld",
+		ret = ret || kernel_line(t, in, "k_ids = lax.broadcasted_iota(jnp.int32, (%lld, %lld), 1) + pl.program_id(2) * %lld",
 				  bq, bk, bk);
 	if (s->causal)
 		ret = ret ||
-		      line(t, in, "q_ids = lax.broadcasted_iota(jnp.int32, (%lld, %lld), 0) + pl.program_id(1) * %lld",
+		      kernel_line(t, in, "q_ids = lax.broadcasted_iota(jnp.int32, (%lld, %lld), 0) + pl.program_id(1) * %lld",
 			   bq, bk, bq) ||
-		      line(t, in, "s = jnp.where(k_ids <= q_ids, s, -jnp.inf)");
+		      kernel_line(t, in, "s = jnp.where(k_ids <= q_ids, s, -jnp.inf)");
 	else if (s->seq % s->bk)	/* the edge block's zero padding */
-		ret = ret || line(t, in, "s = jnp.where(k_ids < %lld, s, -jnp.inf)",
+		ret = ret || kernel_line(t, in, "s = jnp.where(k_ids < %lld, s, -jnp.inf)",
 				  (long long)s->seq);
 	return ret ||
-	       line(t, in, "m_new = jnp.maximum(m[...], jnp.max(s, axis=1, keepdims=True))") ||
-	       line(t, in, "alpha = jnp.exp(m[...] - m_new)") ||
-	       line(t, in, "p = jnp.exp(s - m_new)") ||
-	       line(t, in, "l[...] = alpha * l[...] + jnp.sum(p, axis=1, keepdims=True)") ||
-	       line(t, in, "acc[...] = acc[...] * alpha") ||
-	       line(t, in, "acc[...] += jnp.dot(p.astype(v.dtype), v[...], preferred_element_type=jnp.float32)") ||
-	       line(t, in, "m[...] = m_new");
+	       kernel_line(t, in, "m_new = jnp.maximum(m[...], jnp.max(s, axis=1, keepdims=True))") ||
+	       kernel_line(t, in, "alpha = jnp.exp(m[...] - m_new)") ||
+	       kernel_line(t, in, "p = jnp.exp(s - m_new)") ||
+	       kernel_line(t, in, "l[...] = alpha * l[...] + jnp.sum(p, axis=1, keepdims=True)") ||
+	       kernel_line(t, in, "acc[...] = acc[...] * alpha") ||
+	       kernel_line(t, in, "acc[...] += jnp.dot(p.astype(v.dtype), v[...], preferred_element_type=jnp.float32)") ||
+	       kernel_line(t, in, "m[...] = m_new");
 }
 
 int attn_kernel(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs,
 		const struct attn_shape *s, unsigned int flags)
 {
 	const char *in = s->causal ? "    " : "";
-	struct text t = { .len = 0 };
+	struct kernel_text *t = kernel_text_new();
 	int ret;
 
-	ret = line(&t, "", "@pl.when(pl.program_id(2) == 0)") ||
-	      line(&t, "", "def _():") ||
-	      line(&t, "    ", "acc[...] = jnp.zeros_like(acc)");
+	ret = kernel_line(t, "", "@pl.when(pl.program_id(2) == 0)") ||
+	      kernel_line(t, "", "def _():") ||
+	      kernel_line(t, "    ", "acc[...] = jnp.zeros_like(acc)");
 	if (!(flags & ATTN_SKIP_INIT_M))
-		ret = ret || line(&t, "    ", "m[...] = jnp.full_like(m, -jnp.inf)");
+		ret = ret || kernel_line(t, "    ", "m[...] = jnp.full_like(m, -jnp.inf)");
 	if (!(flags & ATTN_SKIP_INIT_L))
-		ret = ret || line(&t, "    ", "l[...] = jnp.zeros_like(l)");
+		ret = ret || kernel_line(t, "    ", "l[...] = jnp.zeros_like(l)");
 	/* below_or_on_diag: the key block starts at or before the q block's last row */
 	if (s->causal)
 		ret = ret ||
-		      line(&t, "", "@pl.when(pl.program_id(2) * %lld <= pl.program_id(1) * %lld + %lld)",
+		      kernel_line(t, "", "@pl.when(pl.program_id(2) * %lld <= pl.program_id(1) * %lld + %lld)",
 			   (long long)s->bk, (long long)s->bq, (long long)(s->bq - 1)) ||
-		      line(&t, "", "def _():");
-	ret = ret || step_lines(&t, in, s) ||
-	      line(&t, "", "@pl.when(pl.program_id(2) == pl.num_programs(2) - 1)") ||
-	      line(&t, "", "def _():") ||
-	      line(&t, "    ", "o[...] = (acc[...] / l[...]).astype(o.dtype)");
-	if (ret) {
-		fprintf(stderr, "attn_kernel: kernel text too long\n");
-		return -1;
-	}
-	return tpurt_kernel_stmts(k, gs, t.buf);
+		      kernel_line(t, "", "def _():");
+	ret = ret || step_lines(t, in, s) ||
+	      kernel_line(t, "", "@pl.when(pl.program_id(2) == pl.num_programs(2) - 1)") ||
+	      kernel_line(t, "", "def _():") ||
+	      kernel_line(t, "    ", "o[...] = (acc[...] / l[...]).astype(o.dtype)");
+	(void)ret;	/* an overflow is remembered in t */
+	return kernel_text_lower(k, gs, t, "attn_kernel");
 }
 
 struct tpurt_compiler_params attn_params(unsigned int flags)

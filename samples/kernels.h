@@ -57,6 +57,26 @@ void attn_reference(const float *q, const float *k, const float *v,
 /* 4 * bh * d * (query, key) pairs attended: seq^2, or seq (seq + 1) / 2. */
 double attn_flops(const struct attn_shape *s);
 
+/*
+ * A kernel's text, built a line at a time (kernel bodies are straight-line
+ * code, so static loops are unrolled into lines) and lowered by
+ * tpurt_kernel_stmts().
+ */
+struct kernel_text {
+	char buf[1 << 16];
+	size_t len;
+	bool overflow;		/* a line did not fit: the text is cut short */
+};
+
+/* A new empty text (malloc'd; NULL when out of memory). */
+struct kernel_text *kernel_text_new(void);
+/* Append @indent and the formatted line to @t; -1 (remembered) if it does not fit. */
+int kernel_line(struct kernel_text *t, const char *indent, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* tpurt_kernel_stmts(@k, @gs, text) unless @t overflowed (@who says so); frees @t. */
+int kernel_text_lower(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs,
+		      struct kernel_text *t, const char *who);
+
 /* @v rounded to bf16 and back, so host and device see the same values. */
 void round_to_bf16(float *v, size_t n);
 

@@ -250,6 +250,18 @@ void sample_report(const char *what, const struct tpurt_device_info *info,
 	       info ? tpurt_model_utilization(info, dtype, flops, model) : 0);
 }
 
+void sample_report_memory(const struct tpurt_job_stats *st)
+{
+	double bytes = (double)st->hbm_bytes_in + st->hbm_bytes_out;
+	double model = st->model_time_ps * 1e-12;
+
+	printf("  %llu steps | host wall %.6f s | modeled v5e %.1f us, HBM %.2f MB in, "
+	       "%.2f MB out, %.1f GB/s\n",
+	       (unsigned long long)st->steps, st->call_wall_ns * 1e-9, model * 1e6,
+	       st->hbm_bytes_in / 1e6, st->hbm_bytes_out / 1e6,
+	       model > 0 ? bytes / model / 1e9 : 0);
+}
+
 void sample_ratio(const char *what, const struct tpurt_job_stats *variant,
 		  const struct tpurt_job_stats *plain)
 {

@@ -60,6 +60,12 @@ void sample_report(const char *what, const struct tpurt_device_info *info,
 		   int64_t n, enum tpurt_dtype dtype);
 
 /*
+ * Host wall time and modeled chip time of a job that moves data more than
+ * it computes: its steps, HBM bytes in and out, and the modeled bandwidth.
+ */
+void sample_report_memory(const struct tpurt_job_stats *st);
+
+/*
  * The variant's time over the plain kernel's, wall-clock and modeled,
  * as "  NAME / plain: wall R x, modeled R x".
  */

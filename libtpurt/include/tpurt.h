@@ -273,16 +273,35 @@ int tpurt_program_format(const struct tpurt_program *prog, char *buf,
  */
 #define TPURT_SQUEEZED	(-1)
 
-/* pl.BlockSpec(block_shape, index_map); a value, cheap to copy. */
+/*
+ * Where an operand's blocks or a scratch live (Pallas's memory_space).
+ * TPURT_ANY leaves an operand in HBM: no blocks, no automatic copies; the
+ * kernel moves what it needs with async copies. Semaphores are scratch
+ * only: an int32 array of rank 1 ({ 1 } for a single one).
+ */
+enum tpurt_memory_space {
+	TPURT_VMEM = 0,			/* pltpu.VMEM: blocked, pipelined */
+	TPURT_SMEM = 1,			/* pltpu.SMEM: blocked scalars (32-bit) */
+	TPURT_ANY = 2,			/* pl.ANY, pltpu.HBM: operands only */
+	TPURT_SEMAPHORE_DMA = 3,	/* pltpu.SemaphoreType.DMA: scratch only */
+	TPURT_SEMAPHORE_REGULAR = 4,	/* pltpu.SemaphoreType.REGULAR */
+};
+
+/*
+ * pl.BlockSpec(block_shape, index_map, memory_space=...,
+ * pipeline_mode=pl.Buffered(buffer_count)); a value, cheap to copy. The
+ * last two fields may be left out of an initialiser: zero is VMEM with the
+ * default double buffering. For TPURT_ANY the block shape and index map
+ * are not used (rank 0 and a NULL index map are fine; a rank and shape
+ * given declare the array's shape, which statements then check against
+ * and pallas_call checks the array has).
+ */
 struct tpurt_block_spec {
 	int rank;
 	int64_t shape[TPURT_MAX_RANK];
 	const char *index_map;		/* copied when added to a grid spec */
-};
-
-enum tpurt_memory_space {
-	TPURT_VMEM = 0,			/* pltpu.VMEM */
-	TPURT_SMEM = 1,			/* pltpu.SMEM */
+	enum tpurt_memory_space memory_space;
+	int buffer_count;		/* pl.Buffered(n), 1..8 (VMEM); 0: 2 */
 };
 
 struct tpurt_grid_spec;
@@ -320,7 +339,12 @@ int tpurt_grid_spec_add_output(struct tpurt_grid_spec *gs, const char *name,
  */
 int tpurt_grid_spec_set_dtype(struct tpurt_grid_spec *gs, const char *name,
 			      enum tpurt_dtype dtype);
-/* scratch_shapes: pltpu.VMEM(shape, dtype) or pltpu.SMEM(shape, dtype). */
+/*
+ * scratch_shapes: pltpu.VMEM(shape, dtype), pltpu.SMEM(shape, dtype), or
+ * an array of semaphores, pltpu.SemaphoreType.DMA((n,)): @space
+ * TPURT_SEMAPHORE_DMA or TPURT_SEMAPHORE_REGULAR, @dtype TPURT_INT32,
+ * @rank 1, @shape { n } (n = 1 for a single semaphore).
+ */
 int tpurt_grid_spec_add_scratch(struct tpurt_grid_spec *gs, const char *name,
 				enum tpurt_memory_space space,
 				enum tpurt_dtype dtype, int rank,
@@ -329,6 +353,19 @@ int tpurt_grid_spec_add_scratch(struct tpurt_grid_spec *gs, const char *name,
 /* pltpu.CompilerParams. A zeroed struct (or NULL) means the defaults. */
 #define TPURT_DEBUG	(1u << 0)	/* poison scratch and new output blocks, report hazards */
 
+/*
+ * One entry of pallas_call's input_output_aliases: @input is an index
+ * among ALL the call's arrays in Pallas order (scalar prefetch included,
+ * as Pallas counts), @output an index among the outputs. The output is the
+ * input's array: its initial contents are the input's, and blocks the
+ * kernel never writes keep them. Pass the input's array again in the
+ * output's place (or NULL there).
+ */
+struct tpurt_alias {
+	int input;
+	int output;
+};
+
 struct tpurt_compiler_params {
 	/* "parallel, parallel, arbitrary"; NULL: every dimension arbitrary */
 	const char *dimension_semantics;
@@ -336,6 +373,8 @@ struct tpurt_compiler_params {
 	unsigned int flags;		/* TPURT_DEBUG */
 	/* the job's run-time limit on the device, 0: the driver's (10 s) */
 	uint32_t timeout_ms;
+	const struct tpurt_alias *input_output_aliases;
+	int num_aliases;
 };
 
 /* --- Kernels: the body, as a list of operations on refs --- */
@@ -490,6 +529,61 @@ int tpurt_kernel_iota(struct tpurt_kernel *k, const char *dst, int axis,
 		      const char *offset);
 
 /*
+ * --- The memory model: async copies, semaphores, SMEM stores, scopes ---
+ *
+ * A ref string may be a window of a ref, as Pallas's ref.at[...] writes
+ * it: "buf.at[slot]", "k_hbm.at[h, page]", "x.at[pl.ds(i * 128, 128), :]",
+ * "buf.at[0, 1:3]". Each index is an expression in the index-map syntax
+ * (grid index names, program_id, num_programs, scalar-prefetch reads
+ * "page_table[b * 8 + i]", SMEM scratch reads "slot_ref[0]",
+ * semaphore_read(sem.at[i])) that drops its dimension; pl.ds(start, size)
+ * (or ds) slices @size elements from @start; "a:b" (constants) and ":"
+ * slice too; dimensions left out are whole. A squeezed block dimension is
+ * not indexed. Async copies take any window of any ref (an operand in
+ * TPURT_ANY is its whole HBM array); the compute ops above take windows
+ * of VMEM refs that are contiguous (leading indices and/or a pl.ds on the
+ * first sliced dimension, the rest whole). A semaphore is named
+ * "sem.at[i]" or "sem" (element 0). Checked by pallas_call.
+ */
+
+/* pltpu.make_async_copy(src, dst, sem).start(): the copy runs on the
+ * DMA engine and signals @sem with its bytes when done. */
+int tpurt_kernel_copy_start(struct tpurt_kernel *k, const char *src,
+			    const char *dst, const char *sem);
+/* .wait() of that copy: waits until @sem holds @dst's bytes and takes them. */
+int tpurt_kernel_copy_wait(struct tpurt_kernel *k, const char *src,
+			   const char *dst, const char *sem);
+/* pltpu.sync_copy(src, dst): start and wait, on a DMA semaphore that
+ * pallas_call adds to the job. */
+int tpurt_kernel_sync_copy(struct tpurt_kernel *k, const char *src,
+			   const char *dst);
+/* pltpu.semaphore_signal(sem, amount), pltpu.semaphore_wait(sem, amount):
+ * @amount an index-map expression ("1"). */
+int tpurt_kernel_semaphore_signal(struct tpurt_kernel *k, const char *sem,
+				  const char *amount);
+int tpurt_kernel_semaphore_wait(struct tpurt_kernel *k, const char *sem,
+				const char *amount);
+/*
+ * dst = value for one element of an SMEM ref (SMEM scratch, a scalar
+ * prefetch ref's SMEM copy, an SMEM-space output's block): @dst
+ * "slot_ref[0]" (s[i, j] for a 2-D one), @value an index-map expression.
+ */
+int tpurt_kernel_scalar_store(struct tpurt_kernel *k, const char *dst,
+			      const char *value);
+/*
+ * pl.run_scoped: a scratch @name (VMEM, SMEM or semaphores, as
+ * tpurt_grid_spec_add_scratch takes them) that the ops added until the
+ * matching tpurt_kernel_end_scoped() may name. pallas_call adds it to the
+ * job's scratch; scopes that never overlap and have one type share a
+ * buffer. Nests up to 4 deep.
+ */
+int tpurt_kernel_run_scoped(struct tpurt_kernel *k, const char *name,
+			    enum tpurt_memory_space space,
+			    enum tpurt_dtype dtype, int rank,
+			    const int64_t *shape);
+int tpurt_kernel_end_scoped(struct tpurt_kernel *k);
+
+/*
  * A statement of a Pallas kernel body, as text (grammar in doc/libtpurt.md):
  *
  *	"acc[...] += jnp.dot(x[...], y[...].T)"
@@ -561,7 +655,11 @@ struct tpurt_job_stats {
  * last two block dims divisible by 8 and 128 respectively or equal to the
  * array's; a rank-1 block divisible by 128 or equal), dtypes, the kernel's
  * refs and shapes, and VMEM and SMEM need against their limits; builds the
- * job descriptor; runs it and waits. @stats may be NULL.
+ * job descriptor; runs it and waits. @stats may be NULL. Operands in
+ * TPURT_ANY and TPURT_SMEM skip the (8, 128) rule (SMEM is not tiled). An output aliased to an input
+ * (params->input_output_aliases) is given as that input's array or NULL;
+ * an output that shares buffer bytes with another argument without such
+ * a declaration is refused.
  */
 int tpurt_pallas_call(const struct tpurt_kernel *k,
 		      const struct tpurt_grid_spec *gs,
@@ -777,6 +875,21 @@ int tpurt_schedule_dump(const struct tpurt_grid_spec *gs,
 			struct tpurt_array *const *args, int nargs,
 			FILE *out, uint64_t max_lines,
 			struct tpurt_schedule_counts *counts);
+/*
+ * The same, and under each printed step one line per async copy @k starts
+ * there, "    copy x_hbm[8:16, 0:128] -> buf[1, 0:8, 0:128] on sem[1]"
+ * (an indexed dimension shows its index), from the job pallas_call would
+ * run with these arguments (all of them, checked as pallas_call does).
+ * Predicates, window starts and scalar stores run on the device's scalar
+ * core on the host, so slots kept in SMEM scratch are followed;
+ * semaphore counts read 0.
+ */
+int tpurt_schedule_dump_kernel(const struct tpurt_kernel *k,
+			       const struct tpurt_grid_spec *gs,
+			       const struct tpurt_compiler_params *params,
+			       struct tpurt_array *const *args, int nargs,
+			       FILE *out, uint64_t max_lines,
+			       struct tpurt_schedule_counts *counts);
 
 /*
  * --- Queues: batched, asynchronous submission of copies and grid jobs ---

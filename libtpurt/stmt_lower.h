@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Kernel statements' lowering, shared by its files: stmt_lower.c (values,
+ * expressions, stores, locals) and stmt_memory.c (windows, async copies,
+ * semaphores, SMEM element stores, run_scoped). A node of a statement's
+ * tree becomes a struct value.
+ */
+#ifndef TPURT_STMT_LOWER_H
+#define TPURT_STMT_LOWER_H
+
+#include "stmt.h"
+
+enum value_kind {
+	V_TILE,		/* @ref (a ref or temporary), rows x cols of dtype */
+	V_IMM,		/* @imm */
+	V_SCALAR,	/* @text: index-map syntax, a 64-bit integer */
+	V_SMEM,		/* @ref[@text]: one element of an SMEM ref */
+	V_DTYPE,	/* @dtype: an argument of astype, iota, zeros */
+	V_REF,		/* a bare ref: only its shape and dtype are read */
+	V_TUPLE,	/* a shape (rows, cols) */
+};
+
+struct value {
+	enum value_kind kind;
+	char ref[TPURT_TEXT_MAX];	/* a name or a window */
+	int temp;		/* an intermediate to release after use, or -1 */
+	int64_t rows, cols;
+	enum tpurt_dtype dtype;
+	int weak;		/* a Python scalar: takes the other side's dtype */
+	double imm;
+	char text[TPURT_TEXT_MAX];
+	int compound;		/* @text needs parentheses as an operand */
+	int transposed;		/* read through .T (a dot operand) */
+};
+
+/* Where the last op of an expression may write: the statement's target. */
+struct dest {
+	const char *name;
+	int64_t rows, cols;
+	enum tpurt_dtype dtype;
+};
+
+/* What a name of the grid spec (or an open scope) is to the body. */
+enum ref_kind { R_PREFETCH, R_INPUT, R_OUTPUT, R_VMEM, R_SMEM, R_ANY, R_SEM };
+
+struct ref_info {
+	enum ref_kind kind;
+	const char *name;
+	int64_t rows, cols;	/* the body's 2-D view; SMEM: its flat shape */
+	int has_dtype;
+	enum tpurt_dtype dtype;
+	int rank2;		/* SMEM: indexed s[i, j] with rows x cols */
+	int role;		/* an operand's, or -1 */
+	/* for windows: the ref's dimensions (rank 0: not known, an ANY
+	 * operand whose shape is not declared); squeezed ones @hidden */
+	int rank;
+	int64_t extent[TPURT_MAX_RANK];
+	unsigned int hidden;
+};
+
+/* --- stmt_lower.c --- */
+
+const char *stmt_dtype_str(enum tpurt_dtype t);
+int stmt_name_is(const struct stmt_node *n, const char *s);
+/* The grid spec's ref (or an open scope's) named [@name, @name + @len). */
+int stmt_find_ref(const struct stmt_ctx *c, const char *name, int len,
+		  struct ref_info *r);
+struct tpurt_kernel_local *stmt_find_local(struct stmt_ctx *c,
+					   const char *name, int len);
+void stmt_tile_of(struct value *v, const char *ref, int64_t rows,
+		  int64_t cols, enum tpurt_dtype dtype);
+void stmt_scalar_of(struct value *v, const char *text, int compound);
+int stmt_is_scalar(const struct value *v);
+/* A builder call's failure, at the column of the term it lowers. */
+int stmt_emitted(struct stmt_ctx *c, int ret, int col);
+/* A scalar value as index-map text (in parentheses if @parens and needed). */
+int stmt_scalar_text(struct stmt_ctx *c, const struct value *v, int col,
+		     char *buf, size_t len, int parens);
+/* The scalar core reads int32 SMEM only. */
+int stmt_smem_scalar_ok(struct stmt_ctx *c, const struct value *v, int col);
+int stmt_lower_binary(struct stmt_ctx *c, int fn, int floor_div,
+		      struct value *a, struct value *b, const struct dest *d,
+		      int col, struct value *v);
+const struct stmt_node *stmt_kwarg(const struct stmt_node *call,
+				   const char *name);
+int stmt_check_kwargs(struct stmt_ctx *c, const struct stmt_node *call,
+		      const char *const *allowed);
+int stmt_nargs_are(struct stmt_ctx *c, const struct stmt_node *call,
+		   int lo, int hi, const char *fn);
+int stmt_const_int(struct stmt_ctx *c, const struct stmt_node *n, int64_t *out);
+/* s[i] or s[i, j] of SMEM ref @r as a value. */
+int stmt_lower_smem_read(struct stmt_ctx *c, const struct stmt_node *n,
+			 const struct ref_info *r, struct value *v);
+/* @n as a value, its last op writing into @d (may be NULL) if it fits. */
+int stmt_lower_node(struct stmt_ctx *c, const struct stmt_node *n,
+		    const struct dest *d, struct value *v);
+int stmt_aug_fn(char aug);
+/* The value of @st written into @d (x op= value reads @cur first). */
+int stmt_assign(struct stmt_ctx *c, const struct stmt *st, const struct dest *d,
+		const struct value *cur);
+/* The local @st's target names, new or rebound. */
+struct tpurt_kernel_local *stmt_new_local(struct stmt_ctx *c,
+					  const struct stmt *st);
+
+/* --- stmt_memory.c --- */
+
+/* A scalar local that reads what a later statement changed: an error at
+ * @col naming both. */
+int stmt_stale_local(struct stmt_ctx *c, const struct tpurt_kernel_local *l,
+		     int col);
+
+int stmt_is_call_of(const struct stmt_node *n, enum stmt_fn_kind kind);
+/* buf.at[slot][...] or buf[slot]: a window of a VMEM ref as a value. */
+int stmt_lower_window_read(struct stmt_ctx *c, const struct stmt_node *n,
+			   struct value *v);
+/* pltpu.semaphore_read(sem.at[i]) */
+int stmt_lower_semaphore_read(struct stmt_ctx *c, const struct stmt_node *call,
+			      struct value *v);
+/* A statement that is a call: copies' start and wait, sync_copy,
+ * semaphore signal and wait. */
+int stmt_lower_call_stmt(struct stmt_ctx *c, const struct stmt_node *call);
+/* A store into a window or an SMEM element. */
+int stmt_store_to_node(struct stmt_ctx *c, const struct stmt *st);
+/* cp = pltpu.make_async_copy(src, dst, sem) */
+int stmt_bind_copy(struct stmt_ctx *c, const struct stmt *st);
+
+#endif /* TPURT_STMT_LOWER_H */
