@@ -31,9 +31,12 @@ static int fail(const char *what)
 int main(void)
 {
 	int64_t grid[3] = { M / B, N / B, K / B };
-	struct tpurt_block_spec xs = { 2, { B, B }, "i, j, k -> i, k" };
-	struct tpurt_block_spec ys = { 2, { B, B }, "i, j, k -> k, j" };
-	struct tpurt_block_spec zs = { 2, { B, B }, "i, j, k -> i, j" };
+	struct tpurt_block_spec xs = { .rank = 2, .shape = { B, B },
+					.index_map = "i, j, k -> i, k" };
+	struct tpurt_block_spec ys = { .rank = 2, .shape = { B, B },
+					.index_map = "i, j, k -> k, j" };
+	struct tpurt_block_spec zs = { .rank = 2, .shape = { B, B },
+					.index_map = "i, j, k -> i, j" };
 	struct tpurt_compiler_params params = {
 		.dimension_semantics = "parallel, parallel, arbitrary",
 	};
