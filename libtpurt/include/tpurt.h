@@ -353,9 +353,10 @@ int tpurt_grid_spec_add_scratch(struct tpurt_grid_spec *gs, const char *name,
  * One entry of pallas_call's input_output_aliases: @input is an index
  * among ALL the call's arrays in Pallas order (scalar prefetch included,
  * as Pallas counts), @output an index among the outputs. The output is the
- * input's array: its initial contents are the input's, and blocks the
- * kernel never writes keep them. Pass the input's array again in the
- * output's place (or NULL there).
+ * input's array: its initial contents are the input's; blocks the job
+ * never visits (or, in TPURT_ANY, bytes no copy writes) keep them, while
+ * a visited block is written back whole, as in Pallas. Pass the input's
+ * array again in the output's place (or NULL there).
  */
 struct tpurt_alias {
 	int input;
