@@ -300,9 +300,6 @@ static int resolve(struct pallas_build *c, int n,
 		*r = job_ref(c, i);
 		return 0;
 	}
-	if (b.role == TPU_ROLE_SCALAR_PREFETCH)
-		return op_fail(n, op, "'%s' is scalar prefetch: it has no windows",
-			       rt.base);
 	return add_window(c, n, op, text, &rt, &b, r);
 }
 

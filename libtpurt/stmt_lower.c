@@ -62,6 +62,8 @@ static void operand_info(const struct tpurt_operand_spec *o, struct ref_info *r)
 		r->rank2 = o->prefetch_rank == 2;
 		r->rows = r->rank2 ? o->prefetch_shape[0] : 1;
 		r->cols = r->rank2 ? o->prefetch_shape[1] : 0;
+		r->rank = o->prefetch_rank;	/* 0: not declared */
+		memcpy(r->extent, o->prefetch_shape, sizeof(o->prefetch_shape));
 		return;
 	}
 	r->kind = b->memory_space == TPURT_ANY ? R_ANY :

@@ -159,7 +159,7 @@ static int lower_window(struct stmt_ctx *c, const struct stmt_node *n,
 		if (append_text(c, w->text, sizeof(w->text), n->col, "%s%s", "]", ""))
 			return c->err;
 	}
-	if (!w->r.rank || w->r.kind == R_SEM || w->r.kind == R_PREFETCH)
+	if (!w->r.rank || w->r.kind == R_SEM)
 		return 0;
 	if (tpurt_ref_parse(w->text, "window", &rt) ||
 	    tpurt_window_fit(&rt, "window", w->r.rank, w->r.extent, w->r.hidden,
@@ -249,10 +249,6 @@ static int lower_copy_args(struct stmt_ctx *c, const struct stmt_node *call,
 		return stmt_fail(c, (src.r.kind == R_SEM ? &src : &dst)->col,
 				 "'%s' is a semaphore, not a ref to copy",
 				 (src.r.kind == R_SEM ? &src : &dst)->r.name);
-	if (src.r.kind == R_PREFETCH || dst.r.kind == R_PREFETCH)
-		return stmt_fail(c, (src.r.kind == R_PREFETCH ? &src : &dst)->col,
-				 "'%s' is scalar prefetch: async copies move VMEM, SMEM and HBM refs",
-				 (src.r.kind == R_PREFETCH ? &src : &dst)->r.name);
 	if (dst.r.role == TPU_ROLE_INPUT)
 		return stmt_fail(c, dst.col, "'%s' is an input: a copy cannot write into it",
 				 dst.r.name);

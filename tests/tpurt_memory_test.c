@@ -774,4 +774,21 @@ TEST_F(call, body_ops_read_and_write_windows)
 	EXPECT_EQ(0, bad);
 }
 
+/* Scalar prefetch's SMEM copy is a copy's source like any SMEM ref. */
+TEST_F(call, copies_between_smem_refs)
+{
+	static const int32_t pt[8] = { 11, 22, 33, 44, 55, 66, 77, 88 };
+	const float *o = tpurt_array_map(self->a.o);
+	int bad = 0;
+
+	ASSERT_EQ(0, run(self->dev, self->gs, &self->a, pt,
+			 "pltpu.sync_copy(pt.at[pl.ds(pl.program_id(0), 1)], slot_ref)\n"
+			 "o[...] = jnp.zeros_like(o) + slot_ref[0]\n", NULL))
+		TH_LOG("%s", tpurt_last_error());
+	for (int s = 0; s < STEPS; s++)
+		for (int i = 0; i < BR * 128; i++)
+			bad += o[s * BR * 128 + i] != (float)pt[s];
+	EXPECT_EQ(0, bad);
+}
+
 TEST_HARNESS_MAIN

@@ -357,9 +357,10 @@ int tpurt_grid_spec_add_scratch(struct tpurt_grid_spec *gs, const char *name,
  * One entry of pallas_call's input_output_aliases: @input is an index
  * among ALL the call's arrays in Pallas order (scalar prefetch included,
  * as Pallas counts), @output an index among the outputs. The output is the
- * input's array: its initial contents are the input's, and blocks the
- * kernel never writes keep them. Pass the input's array again in the
- * output's place (or NULL there).
+ * input's array: its initial contents are the input's; blocks the job
+ * never visits (or, in TPURT_ANY, bytes no copy writes) keep them, while
+ * a visited block is written back whole, as in Pallas. Pass the input's
+ * array again in the output's place (or NULL there).
  */
 struct tpurt_alias {
 	int input;
@@ -596,12 +597,16 @@ int tpurt_kernel_end_scoped(struct tpurt_kernel *k);
  * "name = 0.125" binds a constant. Shapes, dtypes and names are checked
  * here, against @gs: pass pallas_call a grid spec with the same refs.
  * Errors name the statement (numbered from 1 in the kernel) and point at
- * the column. Statements and builder calls may be mixed.
+ * the column. Statements and builder calls may be mixed. The memory
+ * model's statements (windows, pltpu.make_async_copy, sync_copy,
+ * semaphores, SMEM element stores) are in doc/libtpurt.md.
  */
 int tpurt_kernel_stmt(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs,
 		      const char *text);
 /* Each line of @text (newline-separated) as tpurt_kernel_stmt(); blank
- * lines and '#' comments are skipped. */
+ * lines and '#' comments are skipped, a line with brackets open goes on,
+ * and "@pl.when(c)" / "@pl.run_scoped(name=type, ...)" with their
+ * "def _(...):" open indented blocks. */
 int tpurt_kernel_stmts(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs,
 		       const char *text);
 
@@ -609,7 +614,10 @@ int tpurt_kernel_stmts(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs,
  * What @k became: its temporaries, then one line per op in the statement
  * syntax (refs as name[...], broadcasts as row(b[...]) and col(b[...]),
  * scalars the scalar core computes as scalar(expr), SMEM reads as s[expr],
- * predicates as a "when(pred): " prefix).
+ * predicates as a "when(pred): " prefix; windows as buf.at[i][...],
+ * copies as make_async_copy(src, dst, sem).start() or sync_copy(src,
+ * dst), semaphore_signal/wait(sem, n), SMEM stores as s[i] = v, and a
+ * "scoped" line per run_scoped scratch).
  */
 int tpurt_kernel_dump(const struct tpurt_kernel *k, FILE *out);
 
