@@ -79,8 +79,7 @@ struct storm {
 	char path[64];
 	struct storm_file f[2];
 	uint8_t *scratch;
-	struct io_uring ring;
-	unsigned int ring_flags;
+	struct io_uring ring[2];	/* SQE128 (CQE32 or not); a plain one */
 	void *map[MAX_MAPS];
 	size_t map_len[MAX_MAPS];
 	struct storm_stats *st;
@@ -568,14 +567,19 @@ static void storm_ioctl(struct storm *s, struct storm_file *f)
 	}
 }
 
-/* A batch of random uring_cmds, then whatever CQEs have arrived. */
+/*
+ * A batch of random uring_cmds, then whatever CQEs have arrived; now and
+ * then on the ring without SQE128, which the driver refuses.
+ */
 static void storm_uring(struct storm *s, struct storm_file *f)
 {
+	struct io_uring *ring = &s->ring[chance(s, 5)];
+	int sqe128 = ring->flags & IORING_SETUP_SQE128;
 	struct io_uring_cqe *cqe;
 	int n = 1 + below(s, 8), queued = 0;
 
 	for (int i = 0; i < n; i++) {
-		struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
+		struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 		union {
 			struct drm_tpu_submit submit;
 			struct drm_tpu_copy copy;
@@ -594,23 +598,23 @@ static void storm_uring(struct storm *s, struct storm_file *f)
 			fill_random(s, &a, sizeof(a));
 		if (chance(s, 5))
 			a.bytes[sizeof(a) - 1 - below(s, 8)] = 1 + below(s, 255);
-		memset(sqe, 0, (s->ring_flags & IORING_SETUP_SQE128) ? 128 : 64);
+		memset(sqe, 0, sqe128 ? 128 : 64);
 		sqe->opcode = IORING_OP_URING_CMD;
 		sqe->fd = chance(s, 95) ? f->fd : other(s, f)->fd;
 		sqe->cmd_op = pick < 9 ? DRM_TPU_URING_CMD_SUBMIT :
 			      pick < 18 ? DRM_TPU_URING_CMD_COPY : (uint32_t)any_u64(s);
 		if (chance(s, 5))
 			sqe->flags |= IOSQE_ASYNC;
-		if (s->ring_flags & IORING_SETUP_SQE128)
+		if (sqe128)
 			memcpy(sqe->cmd, &a, sizeof(a));
 		queued++;
 	}
-	if (queued && io_uring_submit(&s->ring) > 0)
+	if (queued && io_uring_submit(ring) > 0)
 		s->st->urings += queued;
-	while (io_uring_peek_cqe(&s->ring, &cqe) == 0) {
+	while (io_uring_peek_cqe(ring, &cqe) == 0) {
 		s->st->cqes++;
 		s->st->cqes_ok += cqe->res == 0;
-		io_uring_cqe_seen(&s->ring, cqe);
+		io_uring_cqe_seen(ring, cqe);
 	}
 }
 
@@ -618,10 +622,7 @@ static void storm_uring(struct storm *s, struct storm_file *f)
 static void storm_run(const char *path, uint64_t seed, double end,
 		      struct storm_stats *st)
 {
-	static const unsigned int ring_flags[] = {
-		IORING_SETUP_SQE128 | IORING_SETUP_CQE32, IORING_SETUP_SQE128, 0,
-	};
-	struct io_uring_params p = { 0 };
+	struct io_uring_params p = { 0 }, plain = { 0 };
 	struct storm s = { .rng = seed | 1, .st = st };
 	uint8_t *mem;
 
@@ -637,9 +638,9 @@ static void storm_run(const char *path, uint64_t seed, double end,
 		if (s.f[i].fd < 0)
 			_exit(2);
 	}
-	s.ring_flags = ring_flags[below(&s, 3)];
-	p.flags = s.ring_flags;
-	if (io_uring_queue_init_params(64, &s.ring, &p))
+	p.flags = IORING_SETUP_SQE128 | (chance(&s, 50) ? IORING_SETUP_CQE32 : 0);
+	if (io_uring_queue_init_params(64, &s.ring[0], &p) ||
+	    io_uring_queue_init_params(8, &s.ring[1], &plain))
 		_exit(3);
 
 	while (tpu_now() < end) {
@@ -653,7 +654,8 @@ static void storm_run(const char *path, uint64_t seed, double end,
 			storm_uring(&s, f);
 	}
 	/* Leave with work in flight: closing must cope. */
-	io_uring_queue_exit(&s.ring);
+	io_uring_queue_exit(&s.ring[0]);
+	io_uring_queue_exit(&s.ring[1]);
 	_exit(0);
 }
 
