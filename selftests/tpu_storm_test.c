@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <liburing.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,8 @@ struct storm {
 	void *map[MAX_MAPS];
 	size_t map_len[MAX_MAPS];
 	struct storm_stats *st;
+	double end;
+	int may_reopen, failed;
 };
 
 /* --- random values --- */
@@ -559,7 +562,7 @@ static void storm_ioctl(struct storm *s, struct storm_file *f)
 		storm_mmap(s, f);
 		break;
 	default:
-		if (chance(s, 2))
+		if (s->may_reopen && chance(s, 2))
 			storm_reopen(s, f);
 		else
 			storm_syncobj(s, f);
@@ -618,45 +621,77 @@ static void storm_uring(struct storm *s, struct storm_file *f)
 	}
 }
 
-/* One storm process: random calls until @end. */
-static void storm_run(const char *path, uint64_t seed, double end,
-		      struct storm_stats *st)
+/*
+ * One thread's storm on the files in @arg (its own handles, scratch and
+ * rings) until its end; only the first thread of a process reopens files,
+ * under the other one's feet.
+ */
+static void *storm_thread(void *arg)
 {
 	struct io_uring_params p = { 0 }, plain = { 0 };
-	struct storm s = { .rng = seed | 1, .st = st };
+	struct storm *s = arg;
 	uint8_t *mem;
 
-	snprintf(s.path, sizeof(s.path), "%s", path);
 	mem = mmap(NULL, SCRATCH + 8192, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED)
-		_exit(2);
-	s.scratch = mem + 4096;
-	if (mprotect(s.scratch, SCRATCH, PROT_READ | PROT_WRITE))
-		_exit(2);
-	for (int i = 0; i < 2; i++) {
-		s.f[i].fd = open(path, O_RDWR | O_CLOEXEC);
-		if (s.f[i].fd < 0)
-			_exit(2);
+	s->scratch = mem + 4096;
+	p.flags = IORING_SETUP_SQE128 | (chance(s, 50) ? IORING_SETUP_CQE32 : 0);
+	if (mem == MAP_FAILED ||
+	    mprotect(s->scratch, SCRATCH, PROT_READ | PROT_WRITE) ||
+	    io_uring_queue_init_params(64, &s->ring[0], &p) ||
+	    io_uring_queue_init_params(8, &s->ring[1], &plain)) {
+		s->failed = 1;
+		return NULL;
 	}
-	p.flags = IORING_SETUP_SQE128 | (chance(&s, 50) ? IORING_SETUP_CQE32 : 0);
-	if (io_uring_queue_init_params(64, &s.ring[0], &p) ||
-	    io_uring_queue_init_params(8, &s.ring[1], &plain))
-		_exit(3);
-
-	while (tpu_now() < end) {
-		struct storm_file *f = &s.f[below(&s, 2)];
+	while (tpu_now() < s->end) {
+		struct storm_file *f = &s->f[below(s, 2)];
 
 		if (f->fd < 0)
-			f->fd = open(path, O_RDWR | O_CLOEXEC);
-		if (chance(&s, 80))
-			storm_ioctl(&s, f);
+			f->fd = open(s->path, O_RDWR | O_CLOEXEC);
+		if (chance(s, 80))
+			storm_ioctl(s, f);
 		else
-			storm_uring(&s, f);
+			storm_uring(s, f);
 	}
 	/* Leave with work in flight: closing must cope. */
-	io_uring_queue_exit(&s.ring[0]);
-	io_uring_queue_exit(&s.ring[1]);
-	_exit(0);
+	io_uring_queue_exit(&s->ring[0]);
+	io_uring_queue_exit(&s->ring[1]);
+	return NULL;
+}
+
+static void storm_signal(int sig)
+{
+}
+
+/*
+ * One storm process: two threads on the same two files until @end, so
+ * calls on one file also race each other. Each thread's sequence of calls
+ * follows from @seed; their interleaving does not.
+ */
+static void storm_run(const char *path, uint64_t seed, double end,
+		      struct storm_stats st[2])
+{
+	static struct storm s[2];
+	pthread_t other_thread;
+
+	for (int t = 0; t < 2; t++) {
+		s[t] = (struct storm){
+			.rng = (seed + t * 0x9e3779b97f4a7c15ull) | 1,
+			.st = &st[t], .end = end, .may_reopen = !t,
+		};
+		snprintf(s[t].path, sizeof(s[t].path), "%s", path);
+	}
+	/* Signals end waits (-EINTR) rather than restart them. */
+	sigaction(SIGUSR1, &(struct sigaction){ .sa_handler = storm_signal }, NULL);
+	for (int i = 0; i < 2; i++) {
+		s[0].f[i].fd = s[1].f[i].fd = open(path, O_RDWR | O_CLOEXEC);
+		if (s[0].f[i].fd < 0)
+			_exit(2);
+	}
+	if (pthread_create(&other_thread, NULL, storm_thread, &s[1]))
+		_exit(2);
+	storm_thread(&s[0]);
+	pthread_join(other_thread, NULL);
+	_exit(s[0].failed || s[1].failed ? 3 : 0);
 }
 
 /* --- the neighbour --- */
@@ -785,24 +820,29 @@ TEST_F_TIMEOUT(storm, random_ioctls_and_uring_cmds,
 	ASSERT_EQ(0, fstat(self->n.fd, &sb));
 	snprintf(path, sizeof(path), "/dev/dri/renderD%u", minor(sb.st_rdev));
 	have_usage = !tpu_usage_read(self->n.fd, &before);
-	st = mmap(NULL, STORM_PROCS * sizeof(*st), PROT_READ | PROT_WRITE,
+	st = mmap(NULL, 2 * STORM_PROCS * sizeof(*st), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, st);
-	memset(st, 0, STORM_PROCS * sizeof(*st));
 
 	end = tpu_now() + seconds;
 	for (int i = 0; i < STORM_PROCS; i++) {
 		pid[i] = fork();
 		ASSERT_LE(0, pid[i]);
 		if (!pid[i])
-			storm_run(path, seed * (i + 1) + 0x9e3779b97f4a7c15ull * i, end,
-				  &st[i]);
+			storm_run(path, seed * (i + 1) + 0x5851f42d4c957f2dull * i, end,
+				  &st[2 * i]);
 	}
-	/* The neighbour re-reads its buffer all through the storm. */
-	while (tpu_now() < end) {
-		damaged += !neighbour_intact(&self->n);
-		checks++;
-		usleep(200000);
+	/*
+	 * The neighbour re-reads its buffer all through the storm, and
+	 * interrupts the storm's waits with signals.
+	 */
+	for (unsigned int round = 0; tpu_now() < end; round++) {
+		if (round % 10 == 0) {
+			damaged += !neighbour_intact(&self->n);
+			checks++;
+		}
+		kill(pid[round % STORM_PROCS], SIGUSR1);
+		usleep(20000);
 	}
 	for (int i = 0; i < STORM_PROCS; i++) {
 		double grace = end + STORM_GRACE_SECONDS;
@@ -817,15 +857,19 @@ TEST_F_TIMEOUT(storm, random_ioctls_and_uring_cmds,
 		}
 		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
 			TH_LOG("storm process %d: status %#x", i, status);
-		ksft_print_msg("storm %d: %" PRIu64 " ioctls (%" PRIu64 " ok: %" PRIu64
-			       " jobs, %" PRIu64 " copies, %" PRIu64 " buffers), %" PRIu64
-			       " maps, %" PRIu64 " reopens, %" PRIu64 " uring_cmds (%" PRIu64
-			       " CQEs, %" PRIu64 " ok)\n", i, st[i].ioctls, st[i].ioctls_ok,
-			       st[i].jobs, st[i].copies, st[i].bos, st[i].maps, st[i].reopens,
-			       st[i].urings, st[i].cqes, st[i].cqes_ok);
-		/* A storm that did nothing tested nothing. */
-		EXPECT_LT(200, st[i].ioctls);
-		EXPECT_LT(0, st[i].jobs + st[i].copies);
+		for (int t = 0; t < 2; t++) {
+			const struct storm_stats *x = &st[2 * i + t];
+
+			ksft_print_msg("storm %d.%d: %" PRIu64 " ioctls (%" PRIu64 " ok: %" PRIu64
+				       " jobs, %" PRIu64 " copies, %" PRIu64 " buffers), %" PRIu64
+				       " maps, %" PRIu64 " reopens, %" PRIu64 " uring_cmds (%" PRIu64
+				       " CQEs, %" PRIu64 " ok)\n", i, t, x->ioctls, x->ioctls_ok,
+				       x->jobs, x->copies, x->bos, x->maps, x->reopens,
+				       x->urings, x->cqes, x->cqes_ok);
+			/* A storm that did nothing tested nothing. */
+			EXPECT_LT(100, x->ioctls);
+			EXPECT_LT(0, x->jobs + x->copies);
+		}
 	}
 	EXPECT_EQ(0, stragglers) TH_LOG("%d storm processes did not end in time", stragglers);
 
@@ -846,7 +890,7 @@ TEST_F_TIMEOUT(storm, random_ioctls_and_uring_cmds,
 		TH_LOG("kernel log: %s", complaint);
 	EXPECT_EQ(0, tpu_taint() & ~taint & TPU_TAINT_COMPLAINTS)
 		TH_LOG("taint %#lx, was %#lx", tpu_taint(), taint);
-	munmap(st, STORM_PROCS * sizeof(*st));
+	munmap(st, 2 * STORM_PROCS * sizeof(*st));
 }
 
 TEST_HARNESS_MAIN
