@@ -1,20 +1,22 @@
 // SPDX-License-Identifier: MIT
 /*
- * A storm: STORM_PROCS processes, each with two files of the device,
- * issue random ioctls (every DRM_IOCTL_TPU_* number, with right and wrong
- * sizes and directions, invalid numbers of the driver's range, and the DRM
- * core's GEM, PRIME and syncobj ioctls that make handles come and go) and
- * random io_uring commands, with random contents: real and random handles,
- * mutated valid jobs and random descriptors, pointers into guarded scratch
- * memory and bad pointers; they also map buffers and reopen files with
- * work in flight. Meanwhile a neighbour (the test itself) keeps a buffer
- * with a known checksum and re-reads it. Afterwards the neighbour's data
- * is intact, a normal job and copy work, everything the storm held is
- * freed, and the kernel logged no warning, BUG or oops.
+ * A storm: STORM_PROCS processes, each with two threads on the same two
+ * files of the device, issue random ioctls (every DRM_IOCTL_TPU_* number,
+ * with right and wrong sizes and directions, invalid numbers of the
+ * driver's range, and the DRM core's GEM, PRIME and syncobj ioctls that
+ * make handles come and go) and random io_uring commands, with random
+ * contents: real and random handles, valid jobs, mutated ones and random
+ * descriptors, pointers into guarded scratch memory, into buffer mappings
+ * and bad pointers; they also map buffers and reopen files with work in
+ * flight, and their waits are interrupted by signals. Meanwhile a
+ * neighbour (the test itself) keeps a buffer with a known checksum and
+ * re-reads it. Afterwards the neighbour's data is intact, a normal job and
+ * copy work, everything the storm held is freed, and the kernel logged no
+ * warning, BUG or oops.
  *
- * TPU_STORM_SEED=N reproduces a run's sequence of calls (the seed is
- * printed; timing still varies); TPU_STORM_SECONDS=N sets its length
- * (default 10, at most 100).
+ * TPU_STORM_SEED=N reproduces each thread's sequence of calls (the seed is
+ * printed; timing and interleaving still vary); TPU_STORM_SECONDS=N sets
+ * the storm's length (default 10, at most 100).
  */
 #include <errno.h>
 #include <fcntl.h>
