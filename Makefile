@@ -195,6 +195,7 @@ $(GUEST_BIN)/%: selftests/%.c $(TPURT_SO) $(KSELFTEST)/kselftest_harness.h
 $(GUEST_BIN)/tpu_uring_test: selftests/tpu_job_blob.h
 $(GUEST_BIN)/tpu_uring_test: SELFTEST_LIBS = -luring
 $(GUEST_BIN)/tpu_template_test: SELFTEST_LIBS = -lm
+$(GUEST_BIN)/tpu_reset_test: selftests/tpu_kernel_health.h
 $(GUEST_BIN)/tpu_limits_test $(GUEST_BIN)/tpu_storm_test: selftests/tpu_job_blob.h \
 	selftests/tpu_blocker.h selftests/tpu_kernel_health.h
 $(GUEST_BIN)/tpu_limits_test $(GUEST_BIN)/tpu_storm_test: SELFTEST_LIBS = -luring
