@@ -4,7 +4,8 @@
  * held: the kernel log since a mark (/dev/kmsg) scanned for warnings,
  * BUGs and oopses; the taint flags those set; and the driver's debugfs
  * "usage" (HBM held by buffers, jobs not yet freed) and DRM's "clients"
- * (open files), read through the render node's debugfs directory.
+ * (open files), read through the render node's debugfs directory, and the
+ * job reports in use in the device's DMA pool (sysfs "pools").
  */
 #ifndef TPU_KERNEL_HEALTH_H
 #define TPU_KERNEL_HEALTH_H
@@ -104,7 +105,33 @@ struct tpu_usage {
 	uint64_t hbm_buffers;
 	int jobs_alive;		/* jobs and copies not yet freed */
 	int clients;		/* open files of the device */
+	int reports;		/* job reports (records) not yet freed */
 };
+
+/*
+ * Blocks in use in the device's DMA pool @pool, from the PCI device's
+ * sysfs "pools" (a header line, then "name in-use total size pages").
+ */
+static inline int tpu_dma_pool_in_use(int fd, const char *pool)
+{
+	char path[96], line[256], name[64];
+	struct stat st;
+	int used = -1, n;
+	FILE *f;
+
+	fstat(fd, &st);
+	snprintf(path, sizeof(path), "/sys/dev/char/%u:%u/device/pools",
+		 major(st.st_rdev), minor(st.st_rdev));
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%63s %d", name, &n) == 2 && !strcmp(name, pool))
+			used = n;
+	}
+	fclose(f);
+	return used;
+}
 
 /* The driver's usage now; 0 or -errno (-ENOENT: no debugfs). */
 static inline int tpu_usage_read(int fd, struct tpu_usage *u)
@@ -131,6 +158,7 @@ static inline int tpu_usage_read(int fd, struct tpu_usage *u)
 	while (fgets(line, sizeof(line), f))
 		u->clients++;
 	fclose(f);
+	u->reports = tpu_dma_pool_in_use(fd, "tpu-job-report");
 	return 0;
 }
 
@@ -147,7 +175,8 @@ static inline int tpu_usage_settle(int fd, const struct tpu_usage *want,
 		if (now->hbm_bytes == want->hbm_bytes &&
 		    now->hbm_buffers == want->hbm_buffers &&
 		    now->jobs_alive == want->jobs_alive &&
-		    now->clients == want->clients)
+		    now->clients == want->clients &&
+		    now->reports == want->reports)
 			return 0;
 		usleep(50000);
 	}

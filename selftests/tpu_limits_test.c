@@ -435,11 +435,15 @@ TEST_F_TIMEOUT(limits, sigkill_frees_everything, 120)
 	EXPECT_LE(before.jobs_alive + CHILD_BIG_JOBS + CHILD_JOBS + CHILD_COPIES +
 		  CHILD_URING, held.jobs_alive);
 	EXPECT_EQ(before.clients + 1, held.clients);
+	/* Each job has a report, kept as its record after it ends. */
+	EXPECT_LE(before.reports + CHILD_BIG_JOBS + CHILD_JOBS + CHILD_URING,
+		  held.reports);
 
-	ksft_print_msg("the child held %lu HBM bytes in %lu buffers and %d jobs (the test %lu, %lu, %d)\n",
+	ksft_print_msg("the child held %lu HBM bytes in %lu buffers, %d jobs, %d reports (the test %lu, %lu, %d, %d)\n",
 		       held.hbm_bytes - before.hbm_bytes, held.hbm_buffers - before.hbm_buffers,
-		       held.jobs_alive - before.jobs_alive, before.hbm_bytes,
-		       before.hbm_buffers, before.jobs_alive);
+		       held.jobs_alive - before.jobs_alive, held.reports - before.reports,
+		       before.hbm_bytes, before.hbm_buffers, before.jobs_alive,
+		       before.reports);
 	ASSERT_EQ(0, kill(pid, SIGKILL));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	busy = tpu_blocker_busy(&self->blocker);
@@ -451,10 +455,10 @@ TEST_F_TIMEOUT(limits, sigkill_frees_everything, 120)
 
 	/* Everything freed: back to the usage before the test. */
 	EXPECT_EQ(0, tpu_usage_settle(self->fd, &before, DRAIN_SECONDS, &after))
-		TH_LOG("after: %lu HBM bytes in %lu buffers, %d jobs, %d files; before: %lu, %lu, %d, %d",
+		TH_LOG("after: %lu HBM bytes in %lu buffers, %d jobs, %d files, %d reports; before: %lu, %lu, %d, %d, %d",
 		       after.hbm_bytes, after.hbm_buffers, after.jobs_alive, after.clients,
-		       before.hbm_bytes, before.hbm_buffers, before.jobs_alive,
-		       before.clients);
+		       after.reports, before.hbm_bytes, before.hbm_buffers,
+		       before.jobs_alive, before.clients, before.reports);
 	/* And the device works: block 0 of out (zero so far) = in + 0. */
 	{
 		uint32_t done;

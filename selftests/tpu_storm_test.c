@@ -881,10 +881,11 @@ TEST_F_TIMEOUT(storm, random_ioctls_and_uring_cmds,
 	EXPECT_EQ(0, normal_job(self->n.fd));
 	if (have_usage) {
 		EXPECT_EQ(0, tpu_usage_settle(self->n.fd, &before, STORM_SETTLE_SECONDS, &after))
-			TH_LOG("after: %lu HBM bytes in %lu buffers, %d jobs, %d files; before: %lu, %lu, %d, %d",
+			TH_LOG("after: %lu HBM bytes in %lu buffers, %d jobs, %d files, %d reports; before: %lu, %lu, %d, %d, %d",
 			       after.hbm_bytes, after.hbm_buffers, after.jobs_alive,
-			       after.clients, before.hbm_bytes, before.hbm_buffers,
-			       before.jobs_alive, before.clients);
+			       after.clients, after.reports, before.hbm_bytes,
+			       before.hbm_buffers, before.jobs_alive, before.clients,
+			       before.reports);
 	} else {
 		ksft_print_msg("no debugfs usage: freeing not checked\n");
 	}
