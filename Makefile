@@ -76,8 +76,8 @@ SAMPLES		= tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse \
 		  matmul_input_fusion matmul_int8 matmul_vjp softmax layer_norm \
 		  flash_attention manual_pipeline sparse_dsd paged_attention
 SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test \
-		  tpu_uring_test tpu_template_test tpu_attention_test tpu_hw_test \
-		  tpu_module_test tpu_trace_test tpu_memory_test
+		  tpu_uring_test tpu_template_test tpu_attention_test tpu_limits_test \
+		  tpu_storm_test tpu_hw_test tpu_module_test tpu_trace_test tpu_memory_test
 # Samples that also build for the host, on the in-process device
 # (sample_open() with TPUEMU_SAMPLE_SIM=1): `make host-samples`.
 HOST_SAMPLES	= softmax layer_norm flash_attention manual_pipeline sparse_dsd \
@@ -231,6 +231,10 @@ $(GUEST_BIN)/%: selftests/%.c $(TPURT_SO) $(KSELFTEST)/kselftest_harness.h
 $(GUEST_BIN)/tpu_uring_test: selftests/tpu_job_blob.h
 $(GUEST_BIN)/tpu_uring_test: SELFTEST_LIBS = -luring
 $(GUEST_BIN)/tpu_template_test: SELFTEST_LIBS = -lm
+$(GUEST_BIN)/tpu_reset_test: selftests/tpu_kernel_health.h
+$(GUEST_BIN)/tpu_limits_test $(GUEST_BIN)/tpu_storm_test: selftests/tpu_job_blob.h \
+	selftests/tpu_blocker.h selftests/tpu_kernel_health.h
+$(GUEST_BIN)/tpu_limits_test $(GUEST_BIN)/tpu_storm_test: SELFTEST_LIBS = -luring
 
 # Every host test may use the job builder (tests/job_builder.[ch]).
 TEST_HELPERS	= tests/job_builder.c

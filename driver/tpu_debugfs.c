@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * debugfs: the queues' state, and a way to reset them on demand so that
- * recovery can be tested without a job that hangs.
+ * debugfs: the queues' state, what the device's users hold (so tests can
+ * see that a closed or killed file freed everything), and a way to reset
+ * the queues on demand so that recovery can be tested without a job that
+ * hangs.
  */
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
@@ -38,6 +40,25 @@ static int tpu_debugfs_queues_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(tpu_debugfs_queues);
 
+/* HBM allocated to buffers, and jobs pushed to a scheduler and not yet freed. */
+static int tpu_debugfs_usage_show(struct seq_file *m, void *unused)
+{
+	struct tpu_device *tdev = m->private;
+	struct drm_mm_node *node;
+	u64 bytes = 0, buffers = 0;
+
+	mutex_lock(&tdev->hbm_lock);
+	drm_mm_for_each_node(node, &tdev->hbm_mm) {
+		bytes += node->size;
+		buffers++;
+	}
+	mutex_unlock(&tdev->hbm_lock);
+	seq_printf(m, "hbm bytes: %llu\nhbm buffers: %llu\njobs alive: %d\n",
+		   bytes, buffers, atomic_read(&tdev->jobs_alive));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(tpu_debugfs_usage);
+
 /* Any write resets both queues; their jobs in flight run again. */
 static ssize_t tpu_debugfs_reset_write(struct file *file, const char __user *buf,
 				       size_t len, loff_t *pos)
@@ -62,6 +83,8 @@ void tpu_debugfs_init(struct drm_minor *minor)
 
 	debugfs_create_file("queues", 0444, minor->debugfs_root, tdev,
 			    &tpu_debugfs_queues_fops);
+	debugfs_create_file("usage", 0444, minor->debugfs_root, tdev,
+			    &tpu_debugfs_usage_fops);
 	debugfs_create_file("reset_queues", 0200, minor->debugfs_root, tdev,
 			    &tpu_debugfs_reset_fops);
 }

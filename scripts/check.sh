@@ -102,7 +102,7 @@ expectations() {
 # "true", so a guest exit code other than 0 means the guest did not finish.
 GUEST_CMD='
 for t in tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test tpu_uring_test tpu_template_test \
-	tpu_attention_test tpu_trace_test tpu_memory_test; do echo "# guest: $t"; tap-run $t; done
+	tpu_attention_test tpu_trace_test tpu_memory_test tpu_limits_test tpu_storm_test; do echo "# guest: $t"; tap-run $t; done
 for s in tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse analyze_matmul \
 	matmul_transpose_rhs matmul_activation matmul_input_fusion matmul_int8 matmul_vjp \
 	softmax layer_norm flash_attention manual_pipeline sparse_dsd paged_attention; do

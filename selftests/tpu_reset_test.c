@@ -9,26 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <xf86drm.h>
 
 #include "tpu_drm.h"
 #include "tpurt.h"
+#include "tpu_kernel_health.h"
 #include "kselftest_harness.h"
 
 #define COPIES	16
 #define LEN	(8u << 20)
-
-static void debugfs_path(int fd, const char *name, char *path, size_t len)
-{
-	struct stat st;
-
-	fstat(fd, &st);
-	snprintf(path, len, "/sys/kernel/debug/dri/%u/%s", minor(st.st_rdev),
-		 name);
-}
 
 /* Descriptors the driver has on the DMA queue right now. */
 static int dma_in_flight(int fd)
@@ -38,7 +28,7 @@ static int dma_in_flight(int fd)
 	FILE *f;
 	int n;
 
-	debugfs_path(fd, "queues", path, sizeof(path));
+	tpu_debugfs_path(fd, "queues", path, sizeof(path));
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
@@ -53,7 +43,7 @@ static int reset_queues(int fd)
 	char path[96];
 	int dfd, ret = 0;
 
-	debugfs_path(fd, "reset_queues", path, sizeof(path));
+	tpu_debugfs_path(fd, "reset_queues", path, sizeof(path));
 	dfd = open(path, O_WRONLY);
 	if (dfd < 0)
 		return -errno;
