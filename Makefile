@@ -66,17 +66,17 @@ SAMPLES		= tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse \
 		  analyze_matmul matmul_transpose_rhs matmul_activation \
 		  matmul_input_fusion matmul_int8 matmul_vjp softmax layer_norm \
 		  flash_attention
-SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test \
-		  tpu_uring_test tpu_template_test tpu_attention_test tpu_hw_test \
-		  tpu_module_test
 # Samples that also build for the host, on the in-process device
 # (sample_open() with TPUEMU_SAMPLE_SIM=1): `make host-samples`.
 HOST_SAMPLES	= softmax layer_norm flash_attention
 HOST_SAMPLE_BIN	= $(BUILD)/host/bin
 GUEST_BENCH	= bench_dma bench_matmul bench_submit
 GUEST_BIN	= $(BUILD)/guest/bin
-GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%) \
-		  $(GUEST_BENCH:%=$(GUEST_BIN)/%)
+GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(GUEST_BENCH:%=$(GUEST_BIN)/%)
+# The selftests (selftests/Makefile lists them) build into $(GUEST_BIN) too,
+# and install as the kernel's kselftest install lays them out, with its
+# run_kselftest.sh: the guest's /kselftest (scripts/vm-run.sh).
+GUEST_KSELFTEST	= $(BUILD)/guest/kselftest
 
 # --- host tools (tools/): the timing model's CLI, the parameter table ---
 TOOL_BIN	= $(BUILD)/bin
@@ -97,7 +97,7 @@ SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: all deps userspace module qemu run shell check host-check vm-check clean \
-	list-host-tests model-table bench bench-gemm bench-engine bench-dma bench-submit \
+	list-host-tests list-samples guest-selftests model-table bench bench-gemm bench-engine bench-dma bench-submit \
 	host-samples bench-attention
 
 all: userspace module qemu
@@ -105,7 +105,8 @@ all: userspace module qemu
 deps:
 	$(Q)scripts/deps.sh
 
-userspace: $(TPURT_SO) $(TPURT_SIM_LIB) $(RULES_LIB) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS) \
+userspace: $(TPURT_SO) $(TPURT_SIM_LIB) $(RULES_LIB) $(ENGINE_LIB) $(GUEST_PROGS) guest-selftests \
+	$(HOST_TEST_BINS) $(TOOLS) \
 	$(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(HOST_SAMPLE_BIN)/tpu_attention_test
 
 $(BUILD)/rules/%.o: rules/%.c
@@ -168,14 +169,9 @@ $(HOST_SAMPLE_BIN)/%: samples/%.c $(SAMPLE_DEPS) $(TPURT_SIM_LIB) $(ENGINE_LIB) 
 # host build, like the samples', takes TPUEMU_SAMPLE_SIM=1.
 ATTN_TEST_SRCS	= selftests/tpu_attention_test.c $(SAMPLE_HELPERS)
 
-$(GUEST_BIN)/tpu_attention_test: $(ATTN_TEST_SRCS) $(SAMPLE_DEPS) $(TPURT_SO) \
-		$(KSELFTEST)/kselftest_harness.h
-	$(quiet) CC $@
-	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(TEST_CFLAGS) -Isamples -o $@ $(ATTN_TEST_SRCS) $(TPURT_LINK) -lm
-
 $(HOST_SAMPLE_BIN)/tpu_attention_test: $(ATTN_TEST_SRCS) $(SAMPLE_DEPS) \
-		$(TPURT_SIM_LIB) $(ENGINE_LIB) $(RULES_LIB) $(KSELFTEST)/kselftest_harness.h
+		selftests/tpu_require_device.h $(TPURT_SIM_LIB) $(ENGINE_LIB) $(RULES_LIB) \
+		$(KSELFTEST)/kselftest_harness.h
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(TEST_CFLAGS) -Isamples -o $@ $(ATTN_TEST_SRCS) $(TPURT_SIM_LIB) \
@@ -186,15 +182,13 @@ host-samples: $(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(HOST_SAMPLE_BIN)/tpu_atte
 	$(Q)rc=0; for s in $(HOST_SAMPLES) tpu_attention_test; do \
 		TPUEMU_SAMPLE_SIM=1 $(HOST_SAMPLE_BIN)/$$s || rc=1; done; exit $$rc
 
-# The harness is the kernel's own, from Debian's linux-source (make deps).
-$(GUEST_BIN)/%: selftests/%.c $(TPURT_SO) $(KSELFTEST)/kselftest_harness.h
-	$(quiet) CC $@
-	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TPURT_LINK) $(SELFTEST_LIBS)
-
-$(GUEST_BIN)/tpu_uring_test: selftests/tpu_job_blob.h
-$(GUEST_BIN)/tpu_uring_test: SELFTEST_LIBS = -luring
-$(GUEST_BIN)/tpu_template_test: SELFTEST_LIBS = -lm
+# The selftests, by selftests/Makefile with the kernel's lib.mk and harness
+# (from Debian's linux-source, make deps); lib.mk rebuilds what changed.
+guest-selftests: $(TPURT_SO)
+	$(quiet) KSFT $(GUEST_KSELFTEST)
+	$(Q)$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) -C selftests \
+		OUTPUT=$(abspath $(GUEST_BIN)) TPURT_LIBDIR=$(abspath $(BUILD)/lib) \
+		KSFT_INSTALL_PATH=$(abspath $(GUEST_KSELFTEST)) kselftest_install
 
 # Every host test may use the job builder (tests/job_builder.[ch]).
 TEST_HELPERS	= tests/job_builder.c
@@ -317,6 +311,10 @@ check: deps
 # The host tests scripts/check.sh runs (from $(BUILD)/tests).
 list-host-tests:
 	@echo $(HOST_TESTS)
+
+# The samples scripts/check.sh runs in the guest.
+list-samples:
+	@echo $(SAMPLES)
 
 # Fuzzing with libFuzzer under ASan and UBSan: fuzz, fuzz-check, fuzz-seeds.
 include fuzz/fuzz.mk
