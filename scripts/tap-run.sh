@@ -70,7 +70,12 @@ function tally_reset() {
 
 if [ "${1:-}" = --kselftest ]; then
 	shift
-	cat "$@" | awk "$TALLY_AWK"'
+	# mawk reads a pipe in blocks, not as lines come, unless interactive.
+	awk=awk
+	if awk -W version 2>/dev/null | grep -q mawk; then
+		awk="awk -W interactive"
+	fi
+	cat "$@" | $awk "$TALLY_AWK"'
 		function out(s) {
 			print s
 			fflush()
