@@ -52,6 +52,9 @@ function count(line) {
 	}
 }
 function tally() {
+	plans += 0
+	plan += 0
+	results += 0
 	wrong = 1
 	if (plans == 0)
 		return "no plan, " results " results"
