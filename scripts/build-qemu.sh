@@ -41,13 +41,21 @@ for l in "$SRC"/hw/tpu-mxu/*; do
 	[ -e "$l" ] || rm -f "$l"	# dangling: removed from qemu-device/
 done
 
-cat > "$SRC/configs/devices/x86_64-softmmu/tpuemu.mak" <<'MAK'
+# Written only when it changes: it is one of meson's inputs, and a newer
+# one makes ninja regenerate the build files (half a minute) every time.
+devices_mak=$SRC/configs/devices/x86_64-softmmu/tpuemu.mak
+cat > "$devices_mak.new" <<'MAK'
 # tpuemu: q35 and microvm with the tpu-mxu device and nothing else on PCI.
 CONFIG_PCI_DEVICES=n
 CONFIG_Q35=y
 CONFIG_MICROVM=y
 CONFIG_TPU_MXU=y
 MAK
+if cmp -s "$devices_mak.new" "$devices_mak"; then
+	rm -f "$devices_mak.new"
+else
+	mv "$devices_mak.new" "$devices_mak"
+fi
 
 CONFIGURE_ARGS=(--target-list=x86_64-softmmu --without-default-features
 	--without-default-devices --with-devices-x86_64=tpuemu
