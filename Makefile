@@ -75,9 +75,6 @@ SAMPLES		= tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse \
 		  analyze_matmul matmul_transpose_rhs matmul_activation \
 		  matmul_input_fusion matmul_int8 matmul_vjp softmax layer_norm \
 		  flash_attention manual_pipeline sparse_dsd paged_attention
-SELFTESTS	= tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test \
-		  tpu_uring_test tpu_template_test tpu_attention_test tpu_limits_test \
-		  tpu_storm_test tpu_hw_test tpu_module_test tpu_trace_test tpu_memory_test
 # Samples that also build for the host, on the in-process device
 # (sample_open() with TPUEMU_SAMPLE_SIM=1): `make host-samples`.
 HOST_SAMPLES	= softmax layer_norm flash_attention manual_pipeline sparse_dsd \
@@ -88,8 +85,11 @@ SAMPLE_SELFTESTS = tpu_attention_test tpu_memory_test
 HOST_SAMPLE_BIN	= $(BUILD)/host/bin
 GUEST_BENCH	= bench_dma bench_matmul bench_submit
 GUEST_BIN	= $(BUILD)/guest/bin
-GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(SELFTESTS:%=$(GUEST_BIN)/%) \
-		  $(GUEST_BENCH:%=$(GUEST_BIN)/%)
+GUEST_PROGS	= $(SAMPLES:%=$(GUEST_BIN)/%) $(GUEST_BENCH:%=$(GUEST_BIN)/%)
+# The selftests (selftests/Makefile lists them) build into $(GUEST_BIN) too,
+# and install as the kernel's kselftest install lays them out, with its
+# run_kselftest.sh: the guest's /kselftest (scripts/vm-run.sh).
+GUEST_KSELFTEST	= $(BUILD)/guest/kselftest
 
 # --- host tools (tools/): the timing model's CLI, the parameter table ---
 TOOL_BIN	= $(BUILD)/bin
@@ -112,21 +112,17 @@ SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 		  tpurt_utilization_test tpurt_memory_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
-# Scripts (tests/NAME.sh): make install with pkg-config out of tree; the
-# reference's coverage of libtpurt.map.
-HOST_SCRIPT_TESTS = install_test doc_coverage_test
-HOST_TESTS	+= $(HOST_SCRIPT_TESTS)
-
 .PHONY: sparse all deps userspace module qemu run shell check host-check vm-check clean \
-	list-host-tests model-table bench bench-gemm bench-engine bench-dma bench-submit \
-	host-samples bench-attention roofline trace-example
+	list-host-tests list-samples guest-selftests model-table bench bench-gemm bench-engine \
+	bench-dma bench-submit host-samples bench-attention roofline trace-example
 
 all: userspace module qemu
 
 deps:
 	$(Q)scripts/deps.sh
 
-userspace: $(TPURT_SO) $(TPURT_SIM_LIB) $(RULES_LIB) $(ENGINE_LIB) $(GUEST_PROGS) $(HOST_TEST_BINS) $(TOOLS) \
+userspace: $(TPURT_SO) $(TPURT_SIM_LIB) $(RULES_LIB) $(ENGINE_LIB) $(GUEST_PROGS) guest-selftests \
+	$(HOST_TEST_BINS) $(TOOLS) \
 	$(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(SAMPLE_SELFTESTS:%=$(HOST_SAMPLE_BIN)/%)
 
 $(BUILD)/rules/%.o: rules/%.c
@@ -202,16 +198,11 @@ $(HOST_SAMPLE_BIN)/%: samples/%.c $(SAMPLE_DEPS) $(TPURT_SIM_LIB) $(ENGINE_LIB) 
 		$(ENGINE_LINK) $(DRM_LIBS) -luring -lm
 
 # tpu_attention_test and tpu_memory_test run the samples' kernels; their
-# host builds, like the samples', take TPUEMU_SAMPLE_SIM=1.
-$(SAMPLE_SELFTESTS:%=$(GUEST_BIN)/%): $(GUEST_BIN)/%: selftests/%.c $(SAMPLE_DEPS) \
-		$(TPURT_SO) $(KSELFTEST)/kselftest_harness.h
-	$(quiet) CC $@
-	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(TEST_CFLAGS) -Isamples -o $@ $< $(SAMPLE_HELPERS) $(TPURT_LINK) -lm
-
+# host builds, like the samples', take TPUEMU_SAMPLE_SIM=1 (the guest's are
+# selftests/Makefile's).
 $(SAMPLE_SELFTESTS:%=$(HOST_SAMPLE_BIN)/%): $(HOST_SAMPLE_BIN)/%: selftests/%.c \
-		$(SAMPLE_DEPS) $(TPURT_SIM_LIB) $(ENGINE_LIB) $(RULES_LIB) \
-		$(KSELFTEST)/kselftest_harness.h
+		$(SAMPLE_DEPS) selftests/tpu_require_device.h $(TPURT_SIM_LIB) $(ENGINE_LIB) \
+		$(RULES_LIB) $(KSELFTEST)/kselftest_harness.h
 	$(quiet) CC $@
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(TEST_CFLAGS) -Isamples -o $@ $< $(SAMPLE_HELPERS) $(TPURT_SIM_LIB) \
@@ -222,19 +213,13 @@ host-samples: $(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(SAMPLE_SELFTESTS:%=$(HOST
 	$(Q)rc=0; for s in $(HOST_SAMPLES) $(SAMPLE_SELFTESTS); do \
 		TPUEMU_SAMPLE_SIM=1 $(HOST_SAMPLE_BIN)/$$s || rc=1; done; exit $$rc
 
-# The harness is the kernel's own, from Debian's linux-source (make deps).
-$(GUEST_BIN)/%: selftests/%.c $(TPURT_SO) $(KSELFTEST)/kselftest_harness.h
-	$(quiet) CC $@
-	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TPURT_LINK) $(SELFTEST_LIBS)
-
-$(GUEST_BIN)/tpu_uring_test: selftests/tpu_job_blob.h
-$(GUEST_BIN)/tpu_uring_test: SELFTEST_LIBS = -luring
-$(GUEST_BIN)/tpu_template_test: SELFTEST_LIBS = -lm
-$(GUEST_BIN)/tpu_reset_test: selftests/tpu_kernel_health.h
-$(GUEST_BIN)/tpu_limits_test $(GUEST_BIN)/tpu_storm_test: selftests/tpu_job_blob.h \
-	selftests/tpu_blocker.h selftests/tpu_kernel_health.h
-$(GUEST_BIN)/tpu_limits_test $(GUEST_BIN)/tpu_storm_test: SELFTEST_LIBS = -luring
+# The selftests, by selftests/Makefile with the kernel's lib.mk and harness
+# (from Debian's linux-source, make deps); lib.mk rebuilds what changed.
+guest-selftests: $(TPURT_SO)
+	$(quiet) KSFT $(GUEST_KSELFTEST)
+	$(Q)$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) -C selftests \
+		OUTPUT=$(abspath $(GUEST_BIN)) TPURT_LIBDIR=$(abspath $(BUILD)/lib) \
+		KSFT_INSTALL_PATH=$(abspath $(GUEST_KSELFTEST)) kselftest_install
 
 # Every host test may use the job builder (tests/job_builder.[ch]).
 TEST_HELPERS	= tests/job_builder.c
@@ -473,6 +458,10 @@ uninstall:
 # The host tests scripts/check.sh runs (from $(BUILD)/tests).
 list-host-tests:
 	@echo $(HOST_TESTS)
+
+# The samples scripts/check.sh runs in the guest.
+list-samples:
+	@echo $(SAMPLES)
 
 # Fuzzing with libFuzzer under ASan and UBSan: fuzz, fuzz-check, fuzz-seeds.
 include fuzz/fuzz.mk

@@ -5,11 +5,15 @@
 # The source tree and build directory live in $TPUEMU_CACHE/qemu/<version>/,
 # keyed by Debian's QEMU version (scripts/deps.sh fetches the source). This
 # checkout's qemu-device/ and uapi/ are linked into the tree as hw/tpu-mxu,
-# so editing the device rebuilds a few objects, not QEMU.
+# so editing the device rebuilds a few objects, not QEMU. A first build takes
+# minutes: configure says it is still running every 10 s, and ninja's
+# progress ("[N/M] ...") shows at least that often.
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${TPUEMU_CACHE:-/var/cache/tpuemu}
+PROGRESS_NAME=build-qemu
+. "$TOP/scripts/progress.sh"
 QKEY=$(cat "$CACHE/qemu-version" 2>/dev/null) || {
 	echo "build-qemu: no QEMU source in $CACHE: run 'make deps' first" >&2
 	exit 1
@@ -37,13 +41,21 @@ for l in "$SRC"/hw/tpu-mxu/*; do
 	[ -e "$l" ] || rm -f "$l"	# dangling: removed from qemu-device/
 done
 
-cat > "$SRC/configs/devices/x86_64-softmmu/tpuemu.mak" <<'MAK'
+# Written only when it changes: it is one of meson's inputs, and a newer
+# one makes ninja regenerate the build files (half a minute) every time.
+devices_mak=$SRC/configs/devices/x86_64-softmmu/tpuemu.mak
+cat > "$devices_mak.new" <<'MAK'
 # tpuemu: q35 and microvm with the tpu-mxu device and nothing else on PCI.
 CONFIG_PCI_DEVICES=n
 CONFIG_Q35=y
 CONFIG_MICROVM=y
 CONFIG_TPU_MXU=y
 MAK
+if cmp -s "$devices_mak.new" "$devices_mak"; then
+	rm -f "$devices_mak.new"
+else
+	mv "$devices_mak.new" "$devices_mak"
+fi
 
 CONFIGURE_ARGS=(--target-list=x86_64-softmmu --without-default-features
 	--without-default-devices --with-devices-x86_64=tpuemu
@@ -54,10 +66,9 @@ key=$(echo "${CONFIGURE_ARGS[*]}" | sha1sum | cut -c1-12)
 if [ ! -f "$BUILD/build.ninja" ] || [ "$(cat "$BUILD/.configure-key" 2>/dev/null)" != "$key" ]; then
 	rm -rf "$BUILD"
 	mkdir -p "$BUILD"
-	(cd "$BUILD" && "$SRC/configure" "${CONFIGURE_ARGS[@]}" > configure.log 2>&1) || {
-		tail -n 30 "$BUILD/configure.log" >&2
-		exit 1
-	}
+	echo "build-qemu: configuring QEMU $QKEY in $BUILD"
+	(cd "$BUILD" && progress_run "configuring" configure.log \
+		"$SRC/configure" "${CONFIGURE_ARGS[@]}")
 	echo "$key" > "$BUILD/.configure-key"
 fi
 # Ninja goes by mtimes, and the links above may now point at another
@@ -69,7 +80,12 @@ dkey=$(find -L "$TOP/qemu-device" "$TOP/uapi" "$TOP/rules" -type f \
 if [ "$(cat "$BUILD/.tpu-mxu-key" 2>/dev/null)" != "$dkey" ]; then
 	find "$BUILD" -path '*tpu-mxu*' \( -name '*.o' -o -name '*.a' \) -delete
 fi
-if ! ninja -C "$BUILD" qemu-system-x86_64 > "$BUILD/ninja.log" 2>&1; then
+set +e
+ninja -C "$BUILD" qemu-system-x86_64 2>&1 | tee "$BUILD/ninja.log" |
+	{ grep --line-buffered '^\[' | progress_lines; }
+rc=${PIPESTATUS[0]}
+set -e
+if [ "$rc" != 0 ]; then
 	grep -v '^\[' "$BUILD/ninja.log" | tail -n 40 >&2
 	echo "build-qemu: build failed; full log in $BUILD/ninja.log" >&2
 	exit 1

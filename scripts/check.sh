@@ -3,10 +3,13 @@
 # Run every test: driver style, host unit tests, and the selftests and
 # samples inside the VM (once with the device's defaults, once with other
 # properties). Prints TAP as it goes and ends with "N passed, N failed,
-# N skipped"; exits non-zero on any failure. Every test binary runs under
-# scripts/tap-run.sh, here and in the guest: its own results count, and so
-# does one more for the binary as a whole (not found, a non-zero exit, a
-# signal, no plan, fewer or more results than its plan fail it).
+# N skipped"; exits non-zero on any failure. Every test binary's own results
+# count, and so does one more for the binary as a whole (not found, a
+# non-zero exit, a signal, no plan, fewer or more results than its plan
+# fail it): on the host and for the guest's samples scripts/tap-run.sh
+# judges it; the guest's selftests run under the kernel's own
+# run_kselftest.sh, whose output "tap-run.sh --kselftest" holds to the
+# same rules.
 set -uo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,6 +54,8 @@ done
 # list: a listed test that was not built fails) ---
 echo "# host: tap-run-test.sh"
 scripts/tap-run.sh tests/runner/tap-run-test.sh | tee "$LOGS/host-runner.tap"
+echo "# host: kselftest-tap-test.sh"
+scripts/tap-run.sh tests/runner/kselftest-tap-test.sh | tee "$LOGS/host-kselftest-runner.tap"
 host_tests=$(make -s --no-print-directory list-host-tests 2>&1) ||
 	{ echo "$host_tests"; host_tests=; }
 [ -n "$host_tests" ] || result "$LOGS/host-list.tap" fail "host tests: make list-host-tests listed none"
@@ -95,32 +100,47 @@ expectations() {
 	done
 }
 
-# The guest's script: selftests (TAP), samples (one result each), and last
-# the tests that unload the driver (the device's own robustness, reloads).
-# Each runs under tap-run (scripts/tap-run.sh, which vm-run.sh puts in the
-# guest), whose results count the failures; the script itself ends with
-# "true", so a guest exit code other than 0 means the guest did not finish.
-GUEST_CMD='
-for t in tpu_params_test tpu_dma_test tpu_array_test tpu_reset_test tpu_job_test tpu_uring_test tpu_template_test \
-	tpu_attention_test tpu_trace_test tpu_memory_test tpu_limits_test tpu_storm_test; do echo "# guest: $t"; tap-run $t; done
-for s in tpu-info block_matmul_host matmul_first matmul_bf16 block_sparse analyze_matmul \
-	matmul_transpose_rhs matmul_activation matmul_input_fusion matmul_int8 matmul_vjp \
-	softmax layer_norm flash_attention manual_pipeline sparse_dsd paged_attention; do
-	tap-run --single --name "sample $s" $s
+# The kernel options the selftests need (selftests/config) are on in the
+# guest's kernel: =y as built in, =m as a module or built in.
+echo "# guest: selftests/config"
+ABI=$(cat "$CACHE/kernel-abi")
+KCONFIG=$CACHE/kernel/$ABI/boot/config-$ABI
+while IFS== read -r opt want; do
+	have=$(sed -n "s/^$opt=//p" "$KCONFIG" 2>/dev/null)
+	case "$want:$have" in
+	y:y | m:m | m:y) result "$LOGS/guest-config.tap" ok "kernel $ABI: $opt=$have" ;;
+	*) result "$LOGS/guest-config.tap" fail "kernel $ABI: $opt=${have:-unset}, selftests/config wants $want" ;;
+	esac
+done < <(grep '^CONFIG_' selftests/config)
+
+# The guest's script: the samples (Makefile's SAMPLES: one result each,
+# under tap-run --single), then the selftests under the kernel's runner,
+# in selftests/Makefile's order (the tests that unload the driver last);
+# its output goes through tap-run --kselftest here. Each start is named,
+# so a long pass shows where it is. The script ends with "true", so a
+# guest exit code other than 0 means the guest did not finish.
+samples=$(make -s --no-print-directory list-samples) ||
+	result "$LOGS/guest-list.tap" fail "make list-samples: $samples"
+GUEST_CMD="
+for s in $samples; do
+	echo \"# guest: sample \$s\"
+	tap-run --single --name \"sample \$s\" \$s
 done
-for t in tpu_hw_test tpu_module_test; do echo "# guest: $t"; tap-run $t; done
-true'
+/kselftest/run_kselftest.sh
+true"
 
 vm_pass() {	# vm_pass NAME OPTS [VM_MEM]
 	local name=$1 opts=$2 mem=${3:-2G} rc
 	echo "# vm: $name (tpu-mxu${opts:+,$opts})"
-	QEMU_DEVICE_OPTS=$opts VM_MEM=$mem VM_ENV="$(expectations "$opts")" \
+	# A missing device fails the selftests here rather than skipping them.
+	# A pass took over 8 minutes on a busy 2-core machine (load 10): 900 s.
+	QEMU_DEVICE_OPTS=$opts VM_MEM=$mem \
+		VM_ENV="$(expectations "$opts") TPU_SELFTEST_REQUIRE_DEVICE=1" \
 		QEMU_EXTRA_ARGS="-d guest_errors -D $LOGS/qemu-$name.log" \
-		scripts/vm-run.sh --timeout 600 --log "$LOGS/vm-$name.console" -- "$GUEST_CMD" \
-		> "$LOGS/vm-$name.out" 2>&1
-	rc=$?
-	cat "$LOGS/vm-$name.out"
-	grep -E '^(not )?ok ' "$LOGS/vm-$name.out" > "$LOGS/vm-$name.tap"
+		scripts/vm-run.sh --timeout 900 --log "$LOGS/vm-$name.console" -- "$GUEST_CMD" 2>&1 |
+		tee "$LOGS/vm-$name.out" | scripts/tap-run.sh --kselftest | tee "$LOGS/vm-$name.shown"
+	rc=${PIPESTATUS[0]}
+	grep -E '^(not )?ok ' "$LOGS/vm-$name.shown" > "$LOGS/vm-$name.tap"
 	if [ "$rc" = 0 ]; then
 		result "$LOGS/vm-$name.tap" ok "vm $name: guest finished cleanly"
 	else

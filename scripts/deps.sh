@@ -7,8 +7,16 @@ set -euo pipefail
 
 CACHE=${TPUEMU_CACHE:-/var/cache/tpuemu}
 export DEBIAN_FRONTEND=noninteractive
+PROGRESS_NAME=deps
+. "$(dirname "$0")/progress.sh"
 
 log() { echo "deps: $*"; }
+
+# apt-get's own progress (downloads, unpacking, setting up), one line each.
+apt_progress() {
+	sed -un -e 's/^Get:[0-9]* [^ ]* [^ ]* [^ ]* \([^ ]*\) [^ ]* /Downloading \1 /' \
+		-e '/^\(Downloading\|Unpacking\|Setting up\)/s/^/deps:   /p'
+}
 
 if [ "$(id -u)" -ne 0 ]; then
 	exec sudo -E "$0" "$@"
@@ -44,8 +52,9 @@ PKGS=(
 	busybox-static cpio kmod seabios qemu-system-data
 	# userspace libraries of the runtime, samples and selftests
 	libdrm-dev liburing-dev libopenblas-dev libsleef-dev
-	# driver style and static checks (checkpatch, kernel-doc, sparse)
-	perl sparse
+	# driver style and static checks (checkpatch, kernel-doc, sparse); the
+	# kselftest runner's output prefixer (in the guest too) and lib.mk's install
+	perl sparse rsync
 	# fuzzing (make fuzz): libFuzzer, ASan and UBSan runtimes
 	clang-14 libclang-rt-14-dev
 	# plots (make roofline)
@@ -66,12 +75,12 @@ done
 [ ${#missing[@]} -gt 0 ] && need_update=1
 if [ "$need_update" = 1 ]; then
 	log "apt-get update"
-	apt-get update -q >/dev/null
+	progress_run "updating the package index" "$CACHE/apt-update.log" apt-get update -q
 	mkdir -p "$(dirname "$stamp")" && touch "$stamp"
 fi
 if [ ${#missing[@]} -gt 0 ]; then
 	log "installing ${missing[*]}"
-	apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+	apt-get install -y -q --no-install-recommends "${missing[@]}" | apt_progress
 fi
 
 # The guest kernel: the ABI that linux-image-amd64 points at.
@@ -80,38 +89,55 @@ ABI=$(apt-cache depends linux-image-amd64 | sed -n 's/.*Depends: linux-image-\(.
 echo "$ABI" > "$CACHE/kernel-abi"
 if ! dpkg-query -W -f='${Status}' "linux-headers-$ABI" 2>/dev/null | grep -q "ok installed"; then
 	log "installing linux-headers-$ABI"
-	apt-get install -y -q --no-install-recommends "linux-headers-$ABI" >/dev/null
+	apt-get install -y -q --no-install-recommends "linux-headers-$ABI" | apt_progress
 fi
 KDIR=$CACHE/kernel/$ABI
 if [ ! -f "$KDIR/.done" ]; then
 	log "fetching linux-image-$ABI-unsigned"
 	tmp=$(mktemp -d)
-	(cd "$tmp" && apt-get download -q "linux-image-$ABI-unsigned" >/dev/null 2>&1)
+	(cd "$tmp" && progress_run "downloading linux-image-$ABI-unsigned" download.log \
+		apt-get download -q "linux-image-$ABI-unsigned")
 	rm -rf "$KDIR" && mkdir -p "$KDIR"
 	dpkg -x "$tmp"/linux-image-*.deb "$KDIR"
 	rm -rf "$tmp"
 	touch "$KDIR/.done"
 fi
 
-# The kernel's own kselftest harness and checkpatch, from the linux-source
-# package's tarball (one pass over it: it is large).
+# From the linux-source package's tarball (one pass over it: it is large):
+# the kernel's own kselftest harness headers, its runner as the kernel's
+# `make install` of kselftests lays it out (run_kselftest.sh, kselftest/,
+# lib.mk, which selftests/Makefile includes), and checkpatch and kernel-doc.
+# The stamp holds this list: a cache extracted with another list is redone.
+LS_FILES=(
+	tools/testing/selftests/kselftest.h
+	tools/testing/selftests/kselftest_harness.h
+	tools/testing/selftests/kselftest_module.h
+	tools/testing/selftests/lib.mk
+	tools/testing/selftests/run_kselftest.sh
+	tools/testing/selftests/kselftest/runner.sh
+	tools/testing/selftests/kselftest/prefix.pl
+	tools/testing/selftests/kselftest/module.sh
+	scripts/checkpatch.pl
+	scripts/spelling.txt
+	scripts/const_structs.checkpatch
+	scripts/kernel-doc
+)
 SRCVER=$(apt-cache policy linux-source-6.1 | sed -n 's/.*Candidate: //p')
 LSDIR=$CACHE/linux-source/$SRCVER
-if [ ! -f "$LSDIR/.done" ]; then
-	log "extracting kselftest headers and checkpatch from linux-source-6.1 $SRCVER"
+if [ "$(cat "$LSDIR/.done" 2>/dev/null)" != "${LS_FILES[*]}" ]; then
+	log "extracting the kselftest harness and runner, checkpatch and kernel-doc from linux-source-6.1 $SRCVER"
 	tmp=$(mktemp -d)
-	(cd "$tmp" && apt-get download -q linux-source-6.1 >/dev/null 2>&1)
+	(cd "$tmp" && progress_run "downloading linux-source-6.1 (140 MB)" download.log \
+		apt-get download -q linux-source-6.1)
 	rm -rf "$LSDIR" && mkdir -p "$LSDIR"
-	dpkg-deb --fsys-tarfile "$tmp"/linux-source-6.1_*.deb |
-		tar -xO ./usr/src/linux-source-6.1.tar.xz | xz -dc |
-		tar -x -C "$LSDIR" --strip-components=1 --wildcards \
-			'linux-source-6.1/tools/testing/selftests/kselftest*.h' \
-			'linux-source-6.1/scripts/checkpatch.pl' \
-			'linux-source-6.1/scripts/spelling.txt' \
-			'linux-source-6.1/scripts/const_structs.checkpatch' \
-			'linux-source-6.1/scripts/kernel-doc'
+	extract() {
+		dpkg-deb --fsys-tarfile "$tmp"/linux-source-6.1_*.deb |
+			tar -xO ./usr/src/linux-source-6.1.tar.xz | xz -dc |
+			tar -x -C "$LSDIR" --strip-components=1 "${LS_FILES[@]/#/linux-source-6.1/}"
+	}
+	progress_run "extracting linux-source-6.1" "$tmp/extract.log" extract
 	rm -rf "$tmp"
-	touch "$LSDIR/.done"
+	echo "${LS_FILES[*]}" > "$LSDIR/.done"
 fi
 ln -sfn "$LSDIR/tools/testing/selftests" "$CACHE/kselftest"
 ln -sfn "$LSDIR/scripts" "$CACHE/kernel-scripts"
@@ -124,7 +150,8 @@ if [ ! -f "$QSRC/.done" ]; then
 	log "fetching qemu $QVER source"
 	rm -rf "$CACHE/qemu/$QKEY/src" "$CACHE/qemu/$QKEY/dl"
 	mkdir -p "$CACHE/qemu/$QKEY/dl"
-	(cd "$CACHE/qemu/$QKEY/dl" && apt-get source -q "qemu=$QVER" >/dev/null 2>&1)
+	(cd "$CACHE/qemu/$QKEY/dl" && progress_run "fetching and unpacking the qemu source" \
+		../source.log apt-get source -q "qemu=$QVER")
 	mv "$CACHE/qemu/$QKEY/dl"/qemu-*/ "$QSRC"
 	rm -rf "$CACHE/qemu/$QKEY/dl"
 	touch "$QSRC/.done"

@@ -4,6 +4,7 @@
 #
 #   tap-run.sh [--name NAME] PROGRAM [ARGS...]
 #   tap-run.sh --single [--name NAME] PROGRAM [ARGS...]
+#   tap-run.sh --kselftest [FILE...]
 #   tap-run.sh --summary [FILE...]
 #
 # A TAP program's output passes through unchanged, so each of its own
@@ -17,11 +18,121 @@
 # --single: the program prints no TAP (a sample): it is one result, ok when
 # it exits 0; its output is shown, as "# " comments, only when it fails.
 #
+# --kselftest: reads the output of the kernel's run_kselftest.sh (FILEs or
+# stdin, as it comes; other lines pass through) and holds its tests to the
+# same rules. The runner prefixes a test's output with "# " (so none of its
+# results would count) and judges it by its exit status alone: its
+# "ok N selftests: COLLECTION: TEST" line, "# SKIP" for exit 4, "not ok"
+# for any other non-zero exit or a timeout. Here each test's own lines are
+# shown without that prefix, so its results count; the runner's line
+# follows, turned into "not ok" when the test's TAP does not add up (no
+# plan, fewer or more results than its plan); a test the runner started
+# but gave no result, and tests of its plan that never started, fail.
+# Exits 1 if any line it printed is "not ok".
+#
 # --summary: counts the results in FILEs (or stdin) and prints
 # "N passed, N failed, N skipped"; exits 1 if any failed or none passed.
 #
 # Exits 0 when the program's own result is ok, 1 otherwise. Plain POSIX sh:
 # it runs in the guest's busybox sh as well as on the host.
+
+# How a program's TAP adds up, for both modes: count() takes a line, a
+# plan ("1..N", first or last) or a result as the summary counts them
+# (lines that start with "ok " or "not ok "; indented nested TAP and "#"
+# comments do not count); tally() says "N/M results" or what is wrong, and
+# sets wrong.
+TALLY_AWK='
+function count(line) {
+	if (line ~ /^1\.\.[0-9]+([ \t]|$)/) {
+		plans++
+		sub(/^1\.\./, "", line)
+		plan = line + 0
+	} else if (line ~ /^(not )?ok /) {
+		results++
+	}
+}
+function tally() {
+	plans += 0
+	plan += 0
+	results += 0
+	wrong = 1
+	if (plans == 0)
+		return "no plan, " results " results"
+	if (plans != 1)
+		return plans " plans, " results " results"
+	if (results < plan)
+		return results "/" plan " results (fewer than its plan)"
+	if (results > plan)
+		return results "/" plan " results (more than its plan)"
+	wrong = 0
+	return results "/" plan " results"
+}
+function tally_reset() {
+	plans = plan = results = 0
+}'
+
+if [ "${1:-}" = --kselftest ]; then
+	shift
+	# mawk reads a pipe in blocks, not as lines come, unless interactive.
+	awk=awk
+	if awk -W version 2>/dev/null | grep -q mawk; then
+		awk="awk -W interactive"
+	fi
+	cat "$@" | $awk "$TALLY_AWK"'
+		function out(s) {
+			print s
+			fflush()
+			if (s ~ /^not ok /)
+				failed++
+		}
+		# The runner result that ends the test: verbatim, unless the
+		# test says ok but its own TAP does not add up.
+		function finish(line,   c) {
+			intest = 0
+			c = tally()
+			if (index(line, " selftests: " name) == 0)
+				c = "a result for another test than " name
+			else if (!wrong || line !~ /^ok /)
+				c = ""
+			if (c != "") {
+				sub(/ # .*$/, "", line)
+				line = "not " line " # " c
+			}
+			out(line)
+		}
+		intest && /^(not )?ok [0-9]+ selftests: / { finish($0); next }
+		intest {
+			line = $0
+			if (sub(/^# ?/, "", line))
+				count(line)
+			out(line)
+			next
+		}
+		# "TAP version 13", "1..N", then the first test: the runner.
+		/^# selftests: [^ ]+: [^ ]+$/ {
+			if (pending != "")
+				expected += pending
+			pending = ""
+			started++
+			intest = 1
+			name = substr($0, 14)
+			tally_reset()
+			out($0)
+			next
+		}
+		{ pending = "" }
+		/^TAP version 13$/ { header = NR }
+		/^1\.\.[0-9]+$/ && header == NR - 1 { pending = substr($0, 4) + 0 }
+		{ out($0) }
+		END {
+			if (intest)
+				out("not ok - selftests: " name ": no result from the runner (the run stopped in this test)")
+			if (started < expected)
+				out("not ok - selftests: " expected - started " of " expected " tests never started")
+			exit (failed > 0)
+		}'
+	exit
+fi
 
 if [ "${1:-}" = --summary ]; then
 	shift
@@ -94,28 +205,11 @@ if [ "$single" = 1 ]; then
 	exit 1
 fi
 
-# The plan ("1..N", first or last) and the results, counted as the summary
-# counts them: lines that start with "ok " or "not ok " (indented nested
-# TAP and "#" comments do not count).
-counts=$(awk '
-	/^1\.\.[0-9]+([ \t]|$)/ { plans++; sub(/^1\.\./, ""); plan = $1 + 0 }
-	/^(not )?ok / { results++ }
-	END { printf "%d %d %d\n", plans, plan, results }' "$tmp")
-read -r plans plan results <<EOF
-$counts
-EOF
-
-if [ "$plans" = 0 ]; then
-	count="no plan, $results results" bad=1
-elif [ "$plans" != 1 ]; then
-	count="$plans plans, $results results" bad=1
-elif [ "$results" -lt "$plan" ]; then
-	count="$results/$plan results (fewer than its plan)" bad=1
-elif [ "$results" -gt "$plan" ]; then
-	count="$results/$plan results (more than its plan)" bad=1
-else
-	count="$results/$plan results"
-fi
+counts=$(awk "$TALLY_AWK"'
+	{ count($0) }
+	END { c = tally(); print wrong, c }' "$tmp")
+[ "${counts%% *}" = 0 ] || bad=1
+count=${counts#* }
 
 if [ -n "$bad" ]; then
 	echo "not ok - $name: $status, $count"

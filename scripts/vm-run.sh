@@ -5,11 +5,15 @@
 #   scripts/vm-run.sh [--shell] [--timeout SECONDS] [--log FILE] [-- COMMAND...]
 #
 # The initramfs holds busybox, the DRM modules tpu.ko needs, tpu.ko itself,
-# every program in $BUILD/guest/bin and the shared libraries they use, and
-# the test runner scripts/tap-run.sh as /bin/tap-run. The
-# guest loads the modules, runs COMMAND with /bin/sh, prints its exit code on
-# the serial console and powers off; this script exits with that code, or
-# 124 if the guest did not finish in time, 125 if it died without an answer.
+# every program in $BUILD/guest/bin and the shared libraries they use, the
+# test runner scripts/tap-run.sh as /bin/tap-run, and the selftests as the
+# kernel's kselftest install lays them out ($BUILD/guest/kselftest, from
+# `make guest-selftests`) in /kselftest, with what its run_kselftest.sh
+# uses. The guest loads the modules, runs COMMAND with /bin/sh, prints its
+# exit code on the serial console and powers off; this script exits with
+# that code, or 124 if the guest did not finish in time, 125 if it died
+# without an answer. The console shows as it comes; when the guest says
+# nothing for 10 s, a line on stderr says it is still running.
 #
 # Environment: ACCEL=tcg (default) or kvm; QEMU_DEVICE_OPTS, extra tpu-mxu
 # properties (hbm-size=2G,cores=2); VM_MEM (default 2G); VM_SMP (default 2);
@@ -69,7 +73,7 @@ done
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tpuemu-vm.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 ROOT=$WORK/root
-mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp,etc,lib/modules}
+mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp,etc,lib/modules,usr/bin}
 
 # busybox as every tool
 cp /bin/busybox "$ROOT/bin/busybox"
@@ -118,8 +122,28 @@ shopt -s globstar
 if [ -d "$BUILD/guest/bin" ]; then
 	cp -a "$BUILD/guest/bin/." "$ROOT/bin/"
 fi
+
+# The selftests under the kernel's runner, and what it uses: perl for its
+# prefix.pl (which passes a test's lines on as they come; busybox's sed,
+# its fallback, holds them until the test ends) and /usr/bin/timeout for
+# settings' timeout: busybox's, given coreutils' --foreground.
+PERL_LIB=/usr/lib/x86_64-linux-gnu/perl-base
+if [ -d "$BUILD/guest/kselftest" ]; then
+	cp -a "$BUILD/guest/kselftest" "$ROOT/kselftest"
+	cp /usr/bin/perl "$ROOT/usr/bin/perl"
+	mkdir -p "$ROOT$PERL_LIB"
+	cp -a "$PERL_LIB/." "$ROOT$PERL_LIB/"
+	ln -s ../../bin/busybox "$ROOT/usr/bin/env"
+	cat > "$ROOT/usr/bin/timeout" <<'TIMEOUT'
+#!/bin/sh
+[ "$1" = --foreground ] && shift
+exec busybox timeout "$@"
+TIMEOUT
+	chmod +x "$ROOT/usr/bin/timeout"
+fi
+
 mkdir -p "$ROOT/lib64" "$ROOT/lib/x86_64-linux-gnu"
-for prog in "$ROOT"/bin/* "$ROOT"/added/**; do
+for prog in "$ROOT"/bin/* "$ROOT"/usr/bin/* "$ROOT"/kselftest/*/* "$ROOT"/added/**; do
 	[ -L "$prog" ] && continue
 	{ LD_LIBRARY_PATH=$BUILD/lib ldd "$prog" 2>/dev/null || true; } | awk '/=> \// { print $3 } /^\t\/lib64\// { print $1 }'
 done | sort -u | while read -r lib; do
@@ -136,9 +160,12 @@ cat > "$ROOT/init" <<'INIT'
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
+# What udev would add: the kselftest runner writes to /dev/stdout.
+ln -s /proc/self/fd /dev/fd
+for f in 0:stdin 1:stdout 2:stderr; do ln -s /proc/self/fd/${f%%:*} /dev/${f#*:}; done
 mount -t tmpfs tmp /tmp
 mount -t debugfs debugfs /sys/kernel/debug
-export PATH=/bin TPU_KO=/lib/modules/tpu.ko
+export PATH=/bin:/usr/bin TPU_KO=/lib/modules/tpu.ko
 for m in $(cat /etc/modules.load); do
 	insmod /lib/modules/$m || echo "init: insmod $m failed"
 done
@@ -193,10 +220,37 @@ if [ "$SHELL_MODE" = 1 ]; then
 	exec "$QEMU" "${QEMU_ARGS[@]}" -serial mon:stdio
 fi
 
+# The console line by line as it comes (into $OUT whole; shown without
+# carriage returns and our exit marker), and a word on stderr when the
+# guest has been quiet for QUIET seconds, with the last thing it said.
+QUIET=10
+console() {
+	local line part= last= start=$SECONDS rc
+	while :; do
+		rc=0
+		IFS= read -r -t "$QUIET" line || rc=$?
+		if [ "$rc" -gt 128 ]; then
+			part=$part$line
+			echo "vm-run: guest running for $((SECONDS - start)) s, quiet for $QUIET s${last:+ since: ${last:0:72}}" >&2
+			continue
+		fi
+		line=$part$line part=
+		[ "$rc" = 0 ] || [ -n "$line" ] || break
+		line=${line//$'\r'/}
+		printf '%s\n' "$line" >> "$OUT"
+		case "$line" in
+		TPUEMU-EXIT=* | *'reboot: Power down'*) ;;
+		*) printf '%s\n' "$line"; last=$line ;;
+		esac
+		[ "$rc" = 0 ] || break
+	done
+}
+
 OUT=$WORK/console.log
+: > "$OUT"
+echo "vm-run: booting the guest (ACCEL=$ACCEL, $DEVICE)" >&2
 set +e
-timeout -k 5 "$TIMEOUT" "$QEMU" "${QEMU_ARGS[@]}" -serial stdio < /dev/null 2>&1 |
-	tr -d '\r' | tee "$OUT" | grep -v -e '^TPUEMU-EXIT=' -e 'reboot: Power down'
+timeout -k 5 "$TIMEOUT" "$QEMU" "${QEMU_ARGS[@]}" -serial stdio < /dev/null 2>&1 | console
 qemu_rc=${PIPESTATUS[0]}
 set -e
 [ -n "$LOG" ] && cp "$OUT" "$LOG"

@@ -8,6 +8,7 @@
 
 #include "tpurt.h"
 #include "kselftest_harness.h"
+#include "tpu_require_device.h"
 
 FIXTURE(array) {
 	struct tpurt_device *dev;
@@ -215,4 +216,4 @@ TEST_F(array, npy_bad_files)
 	EXPECT_EQ(-ENOENT, tpurt_array_load_npy(self->dev, "/nonexistent.npy", 0, &a));
 }
 
-TEST_HARNESS_MAIN
+TPU_HARNESS_MAIN

@@ -17,6 +17,7 @@
 #include "kernels.h"
 #include "sample_util.h"
 #include "kselftest_harness.h"
+#include "tpu_require_device.h"
 
 /* --- softmax --- */
 
@@ -257,4 +258,4 @@ TEST_F(attn_debug, catches_uninitialised_l)
 		    any_nan(self->d.a[3]));
 }
 
-TEST_HARNESS_MAIN
+TPU_HARNESS_MAIN_OPEN(sample_open)

@@ -17,6 +17,7 @@
 #include "tpu_drm.h"
 #include "tpurt.h"
 #include "kselftest_harness.h"
+#include "tpu_require_device.h"
 
 #define MiB (1ull << 20)
 
@@ -488,4 +489,4 @@ TEST_F(dma, copy_wait_runs_once_under_restarting_signals)
 	copy_wait_under_signals(_metadata, self->fd, self->dev, SA_RESTART);
 }
 
-TEST_HARNESS_MAIN
+TPU_HARNESS_MAIN

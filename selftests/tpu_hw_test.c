@@ -22,6 +22,7 @@
 #include "tpu_hw.h"
 #include "tpurt.h"
 #include "kselftest_harness.h"
+#include "tpu_require_device.h"
 
 #define PCI_ROOT	"/sys/bus/pci/devices"
 #define NO_MEMORY	0x7f0000000000ull	/* far beyond any guest RAM */
@@ -370,4 +371,4 @@ TEST_F(hw, enable_while_busy_keeps_head_and_tail_consistent)
 	EXPECT_EQ(0, rd(self, QREG(TPU_Q_TAIL)));
 }
 
-TEST_HARNESS_MAIN
+TPU_HARNESS_MAIN

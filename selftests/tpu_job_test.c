@@ -19,6 +19,7 @@
 #include "tpu_job_blob.h"
 #include "tpurt.h"
 #include "kselftest_harness.h"
+#include "tpu_require_device.h"
 
 /* Small integers: every sum is exact whatever the order, so results are
  * compared bit for bit. */
@@ -720,4 +721,4 @@ TEST_F(job, unreleased_records_are_limited)
 	tpurt_buffer_free(out);
 }
 
-TEST_HARNESS_MAIN
+TPU_HARNESS_MAIN

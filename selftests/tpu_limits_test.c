@@ -25,6 +25,7 @@
 #include "tpu_blocker.h"
 #include "tpu_kernel_health.h"
 #include "kselftest_harness.h"
+#include "tpu_require_device.h"
 
 #define VEC		16			/* f32 elements per small job */
 #define VEC_BYTES	(VEC * sizeof(float))
@@ -474,4 +475,4 @@ TEST_F_TIMEOUT(limits, sigkill_frees_everything, 120)
 	EXPECT_EQ(0, tpu_taint() & ~taint & TPU_TAINT_COMPLAINTS);
 }
 
-TEST_HARNESS_MAIN
+TPU_HARNESS_MAIN

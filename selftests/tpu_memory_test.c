@@ -20,6 +20,7 @@
 #include "memory_kernels.h"
 #include "sample_util.h"
 #include "kselftest_harness.h"
+#include "tpu_require_device.h"
 
 /* --- manual_pipeline --- */
 
@@ -215,4 +216,4 @@ TEST_F(paged, debug_mode)
 	EXPECT_TRUE(correct);
 }
 
-TEST_HARNESS_MAIN
+TPU_HARNESS_MAIN_OPEN(sample_open)

@@ -14,6 +14,7 @@
 #include "tpu_job_blob.h"
 #include "tpurt.h"
 #include "kselftest_harness.h"
+#include "tpu_require_device.h"
 
 #define RELOADS 5
 
@@ -125,4 +126,4 @@ TEST(unload_with_jobs_in_flight)
 	EXPECT_EQ(0, device_answers()) TH_LOG("%s", tpurt_last_error());
 }
 
-TEST_HARNESS_MAIN
+TPU_HARNESS_MAIN

@@ -16,6 +16,7 @@
 #include "tpu_drm.h"
 #include "tpurt.h"
 #include "kselftest_harness.h"
+#include "tpu_require_device.h"
 
 #define DRM_MAJOR_NUMBER	226
 #define DRM_RENDER_MINOR_BASE	128
@@ -130,4 +131,4 @@ TEST_F(tpu, unknown_param_rejected)
 	EXPECT_LE(1, value);
 }
 
-TEST_HARNESS_MAIN
+TPU_HARNESS_MAIN

@@ -16,6 +16,7 @@
 #include "tpurt.h"
 #include "tpu_kernel_health.h"
 #include "kselftest_harness.h"
+#include "tpu_require_device.h"
 
 #define COPIES	16
 #define LEN	(8u << 20)
@@ -141,4 +142,4 @@ TEST_F(reset, idle_reset_then_work)
 	EXPECT_EQ(0, memcmp(a, b, sizeof(a)));
 }
 
-TEST_HARNESS_MAIN
+TPU_HARNESS_MAIN

@@ -39,6 +39,7 @@
 #include "tpu_blocker.h"
 #include "tpu_kernel_health.h"
 #include "kselftest_harness.h"
+#include "tpu_require_device.h"
 
 #define STORM_PROCS		3
 #define STORM_SECONDS		10
@@ -896,4 +897,4 @@ TEST_F_TIMEOUT(storm, random_ioctls_and_uring_cmds,
 	munmap(st, 2 * STORM_PROCS * sizeof(*st));
 }
 
-TEST_HARNESS_MAIN
+TPU_HARNESS_MAIN

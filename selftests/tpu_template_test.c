@@ -14,6 +14,7 @@
 
 #include "tpurt.h"
 #include "kselftest_harness.h"
+#include "tpu_require_device.h"
 
 struct shape {
 	int64_t m, k, n, b;	/* b: block size of every dim, 0: the runtime's */
@@ -329,4 +330,4 @@ TEST_F(tmpl, backward_pass_relu_and_gelu)
 	}
 }
 
-TEST_HARNESS_MAIN
+TPU_HARNESS_MAIN

@@ -18,6 +18,7 @@
 
 #include "tpurt.h"
 #include "kselftest_harness.h"
+#include "tpu_require_device.h"
 
 #define TRACE_PATH	"/tmp/tpu_trace_test.json"
 #define JOBS		3
@@ -137,4 +138,4 @@ TEST(traced_jobs_match_their_statistics)
 	unlink(TRACE_PATH);
 }
 
-TEST_HARNESS_MAIN
+TPU_HARNESS_MAIN_OPEN(open_device)

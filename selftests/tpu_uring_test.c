@@ -20,6 +20,7 @@
 #include "tpurt.h"
 #include "tpu_job_blob.h"
 #include "kselftest_harness.h"
+#include "tpu_require_device.h"
 
 #define VEC		16			/* f32 elements per job */
 #define VEC_BYTES	(VEC * sizeof(float))
@@ -751,4 +752,4 @@ TEST_F(uring, runtime_queue)
 	EXPECT_EQ(0, queue_chains(self->dev, TPURT_PATH_IOCTL));
 }
 
-TEST_HARNESS_MAIN
+TPU_HARNESS_MAIN

@@ -16,6 +16,7 @@ fail)		echo "1..2"; echo "ok 1 a"; echo "not ok 2 b"; exit 1 ;;
 skip)		echo "1..0 # SKIP no device"; exit 4 ;;
 trailing)	echo "ok 1 a"; echo "ok 2 b"; echo "1..2" ;;
 stderr)		echo "1..1"; echo "ok 1 a" >&2 ;;
+hang)		echo "1..1"; sleep 30; echo "ok 1 a" ;;
 sample-ok)	echo "PASS: ok 1 looks like TAP but is not" ;;
 sample-fail)	echo "ok 1 looks like TAP"; echo "FAIL"; exit 3 ;;
 *)		echo "fake.sh: unknown kind $1" >&2; exit 2 ;;
