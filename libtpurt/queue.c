@@ -379,10 +379,10 @@ static void submit_ioctl(struct tpurt_queue *q, unsigned int id)
 
 	if (cmd->kind == QCMD_COPY) {
 		cmd->args.copy.out_syncobj = cmd->own_sync;
-		ret = drmIoctl(fd, DRM_IOCTL_TPU_COPY, &cmd->args.copy);
+		ret = tpurt_ioctl(fd, DRM_IOCTL_TPU_COPY, &cmd->args.copy);
 	} else {
 		cmd->args.submit.out_syncobj = cmd->own_sync;
-		ret = drmIoctl(fd, DRM_IOCTL_TPU_SUBMIT, &cmd->args.submit);
+		ret = tpurt_ioctl(fd, DRM_IOCTL_TPU_SUBMIT, &cmd->args.submit);
 	}
 	if (!ret)
 		ret = drmSyncobjExportSyncFile(fd, cmd->own_sync, &cmd->sync_fd);

@@ -222,7 +222,7 @@ static int copy(struct tpurt_buffer *buf, struct drm_tpu_copy *args,
 {
 	args->flags = DRM_TPU_COPY_WAIT;
 	args->handle = buf->handle;
-	if (drmIoctl(buf->dev->fd, DRM_IOCTL_TPU_COPY, args))
+	if (tpurt_ioctl(buf->dev->fd, DRM_IOCTL_TPU_COPY, args))
 		return ioctl_fail(buf->dev, what);
 	return 0;
 }
@@ -304,7 +304,7 @@ static int render_job_submit(struct tpurt_job *job, const void *desc,
 				  strerror(-err));
 	}
 	args.out_syncobj = job->syncobj;
-	if (drmIoctl(dev->fd, DRM_IOCTL_TPU_SUBMIT, &args)) {
+	if (tpurt_ioctl(dev->fd, DRM_IOCTL_TPU_SUBMIT, &args)) {
 		err = -errno;
 		drmSyncobjDestroy(dev->fd, job->syncobj);
 		job->syncobj = 0;

@@ -488,4 +488,7 @@ int tpurt_kernel_act_derivative(struct tpurt_kernel *k, enum tpurt_activation ac
 				const char *dst, const char *pre,
 				const char *t, const char *u);
 
+/* ioctl.c: an ioctl retried on EINTR, not on EAGAIN (a queue limit). */
+int tpurt_ioctl(int fd, unsigned long request, void *arg);
+
 #endif /* TPURT_PRIVATE_H */
