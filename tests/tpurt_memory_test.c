@@ -15,6 +15,7 @@
 
 #include "tpurt.h"
 #include "kselftest_harness.h"
+#include "kernel_lowering.h"
 
 #define ROWS	64		/* x_hbm: ROWS x 128 f32 in HBM */
 #define BR	8		/* rows a step handles */
@@ -54,35 +55,6 @@ static struct tpurt_grid_spec *mem_spec(void)
 	return gs;
 }
 
-static char *dump(const struct tpurt_kernel *k)
-{
-	char *buf = NULL;
-	size_t len;
-	FILE *f = open_memstream(&buf, &len);
-
-	tpurt_kernel_dump(k, f);
-	fclose(f);
-	return buf;
-}
-
-/* The dump of @text lowered into a new kernel; NULL (and the error in
- * tpurt_last_error()) if it does not lower. */
-static char *lowered(const struct tpurt_grid_spec *gs, const char *text)
-{
-	struct tpurt_kernel *k;
-	char *buf;
-
-	if (tpurt_kernel_create(&k))
-		return NULL;
-	if (tpurt_kernel_stmts(k, gs, text)) {
-		tpurt_kernel_free(k);
-		return NULL;
-	}
-	buf = dump(k);
-	tpurt_kernel_free(k);
-	return buf;
-}
-
 FIXTURE(mem) {
 	struct tpurt_grid_spec *gs;
 };
@@ -97,23 +69,6 @@ FIXTURE_TEARDOWN(mem)
 {
 	tpurt_grid_spec_free(self->gs);
 }
-
-#define EXPECT_LOWERS(text, want) do {					\
-	char *got = lowered(self->gs, text);				\
-									\
-	ASSERT_NE(NULL, got) TH_LOG("%s", tpurt_last_error());		\
-	EXPECT_STREQ(want, got);					\
-	free(got);							\
-} while (0)
-
-#define EXPECT_FAILS(text, want) do {					\
-	char *got = lowered(self->gs, text);				\
-									\
-	EXPECT_EQ(NULL, got);						\
-	EXPECT_NE(NULL, strstr(tpurt_last_error(), want))		\
-		TH_LOG("got: %s", tpurt_last_error());			\
-	free(got);							\
-} while (0)
 
 /* The TPU pipelining doc's kernel: HBM -> VMEM double-buffered by hand. */
 static const char double_buffered[] =
@@ -268,11 +223,11 @@ TEST_F(mem, a_failed_statement_changes_nothing)
 	ASSERT_EQ(0, tpurt_kernel_create(&k));
 	ASSERT_EQ(0, tpurt_kernel_stmts(k, self->gs, "cp = pltpu.make_async_copy(x_hbm.at[pl.ds(0, 8)], buf.at[0], sem.at[0])\ncp.start()"))
 		TH_LOG("%s", tpurt_last_error());
-	before = dump(k);
+	before = kernel_dump_string(k);
 	EXPECT_EQ(-EINVAL, tpurt_kernel_stmt(k, self->gs, "cp.wait(1)"));
 	EXPECT_EQ(-EINVAL, tpurt_kernel_stmts(k, self->gs,
 		"@pl.run_scoped(v=pltpu.VMEM((8, 128), jnp.float32))\ndef _(v):\n    o[...] = v[...] + zz"));
-	after = dump(k);
+	after = kernel_dump_string(k);
 	EXPECT_STREQ(before, after);
 	free(before), free(after);
 	tpurt_kernel_free(k);

@@ -12,6 +12,7 @@
 
 #include "tpurt.h"
 #include "kselftest_harness.h"
+#include "kernel_lowering.h"
 
 /*
  * x, y: f32 inputs (128, 256); b: f32 row (1, 256); c: f32 column
@@ -59,28 +60,6 @@ static struct tpurt_grid_spec *test_spec(void)
 	return gs;
 }
 
-/* The dump of @text lowered into a new kernel; NULL (and the error in
- * tpurt_last_error()) if it does not lower. */
-static char *lowered(const struct tpurt_grid_spec *gs, const char *text)
-{
-	struct tpurt_kernel *k;
-	char *buf = NULL;
-	size_t len;
-	FILE *f;
-
-	if (tpurt_kernel_create(&k))
-		return NULL;
-	if (tpurt_kernel_stmts(k, gs, text)) {
-		tpurt_kernel_free(k);
-		return NULL;
-	}
-	f = open_memstream(&buf, &len);
-	tpurt_kernel_dump(k, f);
-	fclose(f);
-	tpurt_kernel_free(k);
-	return buf;
-}
-
 FIXTURE(stmt) {
 	struct tpurt_grid_spec *gs;
 };
@@ -95,14 +74,6 @@ FIXTURE_TEARDOWN(stmt)
 {
 	tpurt_grid_spec_free(self->gs);
 }
-
-#define EXPECT_LOWERS(text, want) do {					\
-	char *got = lowered(self->gs, text);				\
-									\
-	ASSERT_NE(NULL, got) TH_LOG("%s", tpurt_last_error());		\
-	EXPECT_STREQ(want, got);					\
-	free(got);							\
-} while (0)
 
 TEST_F(stmt, dots_transpose_cast_and_accumulate)
 {
@@ -271,15 +242,6 @@ TEST_F(stmt, flash_attention_step)
 
 /* --- errors --- */
 
-#define EXPECT_FAILS(text, want) do {					\
-	char *got = lowered(self->gs, text);				\
-									\
-	EXPECT_EQ(NULL, got);						\
-	EXPECT_NE(NULL, strstr(tpurt_last_error(), want))		\
-		TH_LOG("got: %s", tpurt_last_error());			\
-	free(got);							\
-} while (0)
-
 TEST_F(stmt, errors_point_at_the_column)
 {
 	EXPECT_FAILS("m_new = jnp.maximum(m[...], mx(x[...]))",
@@ -309,17 +271,13 @@ TEST_F(stmt, errors_point_at_the_column)
 TEST_F(stmt, a_failed_statement_leaves_the_kernel_as_it_was)
 {
 	struct tpurt_kernel *k;
-	char *buf = NULL;
-	size_t len;
-	FILE *f;
+	char *buf;
 
 	ASSERT_EQ(0, tpurt_kernel_create(&k));
 	ASSERT_EQ(0, tpurt_kernel_stmt(k, self->gs, "e = jnp.exp(x[...])"));
 	EXPECT_EQ(-EINVAL, tpurt_kernel_stmt(k, self->gs, "o[...] = jnp.exp(e) + acc[...]"));
 	EXPECT_EQ(-EINVAL, tpurt_kernel_stmts(k, self->gs, "o[...] = e\nbad = mx(e)"));
-	f = open_memstream(&buf, &len);
-	tpurt_kernel_dump(k, f);
-	fclose(f);
+	buf = kernel_dump_string(k);
 	EXPECT_STREQ("temp e: float32[128, 256] in slot 0\ne[...] = exp(x[...])\n", buf);
 	/* numbering counts the statements added */
 	EXPECT_EQ(-EINVAL, tpurt_kernel_stmt(k, self->gs, "o[...] = q[...]"));
