@@ -231,6 +231,9 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HELPERS) tests/job_builder.h $(TPURT_SO) \
 	$(Q)$(CC) $(TEST_CFLAGS) -Iqemu-device/engine -Irules -o $@ $< $(TEST_HELPERS) \
 		$(TEST_EXTRA) $(ENGINE_LINK) $(TPURT_LINK) -lm
 
+# The statement tests share the lowering helpers (tests/kernel_lowering.h).
+$(BUILD)/tests/tpurt_stmt_test $(BUILD)/tests/tpurt_memory_test: tests/kernel_lowering.h
+
 # A script test runs from $(BUILD)/tests with the tree's paths filled in.
 $(BUILD)/tests/%: tests/%.sh
 	$(quiet) GEN $@
