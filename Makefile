@@ -295,20 +295,23 @@ bench-engine: $(BUILD)/bench/bench_engine
 bench-vec: $(BUILD)/bench/bench_vec
 	$(Q)scripts/bench-json.sh bench-vec -- $<
 
+# The benches on the in-process device share bench/bench_util.[ch].
+BENCH_SIM_HELPERS = bench/bench_util.c
+
 # Flash attention and softmax (the samples' kernels) on the in-process
 # device, beside host OpenBLAS and memcpy in the same run.
-$(BUILD)/bench/bench_attention: $(SAMPLE_DEPS) $(TPURT_SIM_LIB)
+$(BUILD)/bench/bench_attention: $(SAMPLE_DEPS) $(BENCH_SIM_HELPERS) bench/bench_util.h $(TPURT_SIM_LIB)
 $(BUILD)/bench/bench_attention: BENCH_EXTRA = -Ilibtpurt/include -Isamples \
-	$(SAMPLE_HELPERS) $(TPURT_SIM_LIB) $(DRM_LIBS) -luring
+	$(SAMPLE_HELPERS) $(BENCH_SIM_HELPERS) $(TPURT_SIM_LIB) $(DRM_LIBS) -luring
 
 bench-attention: $(BUILD)/bench/bench_attention
 	$(Q)scripts/bench-json.sh bench-attention -- $<
 
 # Paged attention (the sample's kernel) on the in-process device, beside a
 # host reference that gathers the pages and calls OpenBLAS, in the same run.
-$(BUILD)/bench/bench_paged: $(SAMPLE_DEPS) $(TPURT_SIM_LIB)
+$(BUILD)/bench/bench_paged: $(SAMPLE_DEPS) $(BENCH_SIM_HELPERS) bench/bench_util.h $(TPURT_SIM_LIB)
 $(BUILD)/bench/bench_paged: BENCH_EXTRA = -Ilibtpurt/include -Isamples \
-	$(SAMPLE_HELPERS) $(TPURT_SIM_LIB) $(DRM_LIBS) -luring
+	$(SAMPLE_HELPERS) $(BENCH_SIM_HELPERS) $(TPURT_SIM_LIB) $(DRM_LIBS) -luring
 
 .PHONY: bench-paged
 bench-paged: $(BUILD)/bench/bench_paged

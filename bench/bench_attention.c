@@ -25,6 +25,7 @@
 
 #include "kernels.h"
 #include "sample_util.h"
+#include "bench_util.h"
 
 #define CORES		2
 #define ROUNDS		3
@@ -37,46 +38,6 @@
 #define SOFTMAX_BR	32
 #define VMEM_LIMIT	(64ull << 20)
 
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "bench_attention: %s: %s\n", what, tpurt_last_error());
-	exit(1);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(const double *v, int n)
-{
-	double s[ROUNDS];
-
-	memcpy(s, v, n * sizeof(*s));
-	qsort(s, n, sizeof(*s), cmp_double);
-	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-}
-
-/* Each round's a / b, then their median: a burst of load hits both sides. */
-static double median_ratio(const double *a, const double *b, int n)
-{
-	double r[ROUNDS];
-
-	for (int i = 0; i < n; i++)
-		r[i] = a[i] / b[i];
-	return median(r, n);
-}
-
 /* OpenBLAS's idle workers spin for a while; let them sleep before the device runs. */
 static void blas_quiesce(void)
 {
@@ -85,21 +46,6 @@ static void blas_quiesce(void)
 }
 
 /* --- the host reference: per head, f32, OpenBLAS and two threads --- */
-
-/*
- * The in-process device runs a core on this thread, and the engine's
- * bf16_row_avx2 (tpu_cast.c) returns through a tail call with the upper
- * halves of the YMM registers dirty; OpenBLAS's SSE kernels then run
- * several times slower here. Clear them, so the anchor is not charged for
- * the device's leftovers.
- */
-static void clean_upper_state(void)
-{
-#if defined(__x86_64__)
-	if (__builtin_cpu_supports("avx"))
-		__asm__ volatile("vzeroupper");
-#endif
-}
 
 struct softmax_rows {
 	float *s;
@@ -155,8 +101,8 @@ static double host_reference(const float *q, const float *k, const float *v,
 	double t;
 
 	openblas_set_num_threads(CORES);
-	clean_upper_state();
-	t = now();
+	bench_clean_upper_state();
+	t = bench_now();
 	for (int64_t b = 0; b < BH; b++) {
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, seq, seq, D,
 			    1 / sqrtf(D), q + b * head, D, k + b * head, D, 0, s,
@@ -165,7 +111,7 @@ static double host_reference(const float *q, const float *k, const float *v,
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, seq, D,
 			    seq, 1, s, seq, v + b * head, D, 0, o + b * head, D);
 	}
-	t = now() - t;
+	t = bench_now() - t;
 	blas_quiesce();
 	return t;
 }
@@ -194,25 +140,25 @@ static void attn_init(struct tpurt_device *dev, struct attn_bench *ab,
 	ab->gs = attn_spec(&ab->s);
 	if (!ab->gs || tpurt_kernel_create(&ab->k) ||
 	    attn_kernel(ab->k, ab->gs, &ab->s, 0))
-		die("kernel");
+		bench_die("kernel");
 	ab->params = attn_params(0);
 	ab->params.vmem_limit_bytes = VMEM_LIMIT;
 	for (int i = 0; i < 3; i++) {
 		ab->h[i] = malloc(n * sizeof(float));
 		if (!ab->h[i])
-			die("host arrays");
+			bench_die("host arrays");
 		sample_fill(ab->h[i], TPURT_F32, n, 61 + i);
 		round_to_bf16(ab->h[i], n);
 		ab->a[i] = sample_array_of(dev, TPURT_BF16, 3, shape, ab->h[i], NULL);
 		if (!ab->a[i])
-			die("arrays");
+			bench_die("arrays");
 	}
 	if (tpurt_array_create(dev, TPURT_BF16, 3, shape, &ab->a[3]))
-		die("arrays");
+		bench_die("arrays");
 	ab->s_ref = malloc(seq * seq * sizeof(float));
 	ab->o_ref = malloc(n * sizeof(float));
 	if (!ab->s_ref || !ab->o_ref)
-		die("host arrays");
+		bench_die("host arrays");
 }
 
 static void attn_fini(struct attn_bench *ab)
@@ -228,11 +174,11 @@ static void attn_fini(struct attn_bench *ab)
 
 static double attn_device(struct attn_bench *ab)
 {
-	double t = now();
+	double t = bench_now();
 
 	if (tpurt_pallas_call(ab->k, ab->gs, &ab->params, ab->a, 4, &ab->st))
-		die("pallas_call");
-	return now() - t;
+		bench_die("pallas_call");
+	return bench_now() - t;
 }
 
 static void attn_round(struct attn_bench *ab, int round)
@@ -249,7 +195,7 @@ static double attn_max_error(struct attn_bench *ab)
 	double worst = 0;
 
 	if (!o)
-		die("read");
+		bench_die("read");
 	for (uint64_t i = 0; i < tpurt_array_size(ab->a[3]); i++)
 		worst = fmax(worst, fabs(tpurt_bf16_to_f32(o[i]) - ab->o_ref[i]));
 	free(o);
@@ -262,7 +208,7 @@ static void attn_print(const struct tpurt_device_info *info,
 	const char *kind = ab->s.causal ? "_causal" : "";
 	long long seq = ab->s.seq;
 	double flops = attn_flops(&ab->s);
-	double dev = median(ab->dev, rounds), ref = median(ab->ref, rounds);
+	double dev = bench_median(ab->dev, rounds), ref = bench_median(ab->ref, rounds);
 	double model = ab->st.model_time_ps * 1e-12;
 
 	printf("bench: flash_attention%s_%lld = %.4f s\n", kind, seq, dev);
@@ -270,7 +216,7 @@ static void attn_print(const struct tpurt_device_info *info,
 	       flops / dev / 1e9);
 	printf("bench: host_reference%s_%lld = %.4f s\n", kind, seq, ref);
 	printf("bench: flash_attention%s_vs_reference_%lld = %.2f x\n", kind, seq,
-	       median_ratio(ab->ref, ab->dev, rounds));
+	       bench_median_ratio(ab->ref, ab->dev, rounds));
 	printf("bench: flash_attention%s_max_abs_error_%lld = %.2g\n", kind, seq,
 	       attn_max_error(ab));
 	printf("bench: modeled_v5e_time_flash_attention%s_%lld = %.3f ms\n", kind,
@@ -299,29 +245,29 @@ static void bench_softmax(struct tpurt_device *dev, int rounds)
 
 	if (!gs || !src || !dst || tpurt_kernel_create(&k) ||
 	    softmax_kernel(k, gs))
-		die("softmax kernel");
+		bench_die("softmax kernel");
 	sample_fill(src, TPURT_F32, n, 71);
 	memset(dst, 0, bytes);
 	x = sample_array_of(dev, TPURT_F32, 2, shape, src, NULL);
 	if (!x || tpurt_array_create(dev, TPURT_F32, 2, shape, &o))
-		die("softmax arrays");
+		bench_die("softmax arrays");
 	for (int r = 0; r < rounds; r++) {
-		double t = now();
+		double t = bench_now();
 
 		memcpy(dst, src, bytes);
-		cp[r] = now() - t;
-		t = now();
+		cp[r] = bench_now() - t;
+		t = bench_now();
 		if (tpurt_pallas_call(k, gs, &params,
 				      (struct tpurt_array *[]){ x, o }, 2, &st))
-			die("softmax pallas_call");
-		sm[r] = now() - t;
+			bench_die("softmax pallas_call");
+		sm[r] = bench_now() - t;
 	}
 	printf("bench: softmax_%dx%d_f32 = %.4f s\n", SOFTMAX_ROWS, SOFTMAX_COLS,
-	       median(sm, rounds));
+	       bench_median(sm, rounds));
 	printf("bench: host_memcpy_%zu_MiB = %.4f s\n", bytes >> 20,
-	       median(cp, rounds));
+	       bench_median(cp, rounds));
 	printf("bench: softmax_vs_host_memcpy = %.2f x\n",
-	       median_ratio(cp, sm, rounds));
+	       bench_median_ratio(cp, sm, rounds));
 	printf("bench: modeled_v5e_time_softmax_%dx%d_f32 = %.3f ms\n",
 	       SOFTMAX_ROWS, SOFTMAX_COLS, st.model_time_ps * 1e-9);
 	free(src), free(dst);
@@ -358,7 +304,7 @@ int main(int argc, char **argv)
 	struct tpurt_device *dev;
 
 	if (tpurt_open_sim(&cfg, &dev) || tpurt_device_info(dev, &info))
-		die("open");
+		bench_die("open");
 	if (argc == 2 && !strcmp(argv[1], "softmax")) {
 		bench_softmax(dev, 1);
 	} else if (argc == 4) {

@@ -31,6 +31,7 @@
 
 #include "memory_kernels.h"
 #include "sample_util.h"
+#include "bench_util.h"
 
 #define ROUNDS		3
 #define BATCH		8
@@ -38,49 +39,6 @@
 #define KV_HEADS	8
 #define D		128
 #define PAGES_PER_BLOCK	8	/* pages_per_compute_block: a grid step's pages */
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "bench_paged: %s: %s\n", what, tpurt_last_error());
-	exit(1);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(const double *v, int n)
-{
-	double s[ROUNDS];
-
-	memcpy(s, v, n * sizeof(*s));
-	qsort(s, n, sizeof(*s), cmp_double);
-	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-}
-
-/*
- * The engine's AVX2 kernels can return with the upper YMM halves dirty,
- * which slows OpenBLAS's SSE code on this thread; clear them first (as
- * bench_attention does), so the reference is not charged for the device.
- */
-static void clean_upper_state(void)
-{
-#if defined(__x86_64__)
-	if (__builtin_cpu_supports("avx"))
-		__asm__ volatile("vzeroupper");
-#endif
-}
 
 struct paged_bench {
 	struct paged_shape s;
@@ -122,8 +80,8 @@ static double host_reference(struct paged_bench *pb)
 	double t;
 
 	openblas_set_num_threads(1);
-	clean_upper_state();
-	t = now();
+	bench_clean_upper_state();
+	t = bench_now();
 	for (int64_t b = 0; b < s->batch; b++)
 		for (int64_t h = 0; h < s->heads; h++) {
 			int64_t n = pb->lengths[b], kvh = h / (s->heads / s->kv_heads);
@@ -142,7 +100,7 @@ static double host_reference(struct paged_bench *pb)
 			cblas_sgemv(CblasRowMajor, CblasTrans, n, D, 1 / sum, pb->vc, D,
 				    pb->p, 1, 0, o, 1);
 		}
-	return now() - t;
+	return bench_now() - t;
 }
 
 static uint16_t *to_bf16(const float *f, size_t n)
@@ -175,7 +133,7 @@ static void paged_init(struct tpurt_device *dev, struct paged_bench *pb,
 	if (!pb->q || !k || !v || !pb->pages || !pb->gs ||
 	    tpurt_kernel_create(&pb->kern) || paged_kernel(pb->kern, pb->gs, &pb->s) ||
 	    paged_arrays(dev, &pb->s, pb->lengths, pb->pages, pb->q, k, v, pb->args))
-		die("paged attention set-up");
+		bench_die("paged attention set-up");
 	pb->k = to_bf16(k, np);
 	pb->v = to_bf16(v, np);
 	free(k), free(v);
@@ -184,7 +142,7 @@ static void paged_init(struct tpurt_device *dev, struct paged_bench *pb,
 	pb->p = malloc(len * sizeof(float));
 	pb->o_ref = malloc(nq * sizeof(float));
 	if (!pb->k || !pb->v || !pb->kc || !pb->vc || !pb->p || !pb->o_ref)
-		die("host arrays");
+		bench_die("host arrays");
 }
 
 static void paged_fini(struct paged_bench *pb)
@@ -199,11 +157,11 @@ static void paged_fini(struct paged_bench *pb)
 static double paged_device(struct paged_bench *pb)
 {
 	struct tpurt_compiler_params params = paged_params(0);
-	double t = now();
+	double t = bench_now();
 
 	if (tpurt_pallas_call(pb->kern, pb->gs, &params, pb->args, 10, &pb->st))
-		die("pallas_call");
-	return now() - t;
+		bench_die("pallas_call");
+	return bench_now() - t;
 }
 
 /* The device's o (f32: one query head a kv head) against the host's. */
@@ -213,7 +171,7 @@ static double max_error(struct paged_bench *pb)
 	double worst = 0;
 
 	if (!o)
-		die("read");
+		bench_die("read");
 	for (size_t i = 0; i < BATCH * HEADS * D; i++)
 		worst = fmax(worst, fabs(o[i] - pb->o_ref[i]));
 	free(o);
@@ -224,16 +182,13 @@ static void report(struct paged_bench *pb, int rounds)
 {
 	const char *tag = pb->s.page_size == 16 ? "" : "_page64";
 	long long len = pb->lengths[0];
-	double r[ROUNDS];
 
-	for (int i = 0; i < rounds; i++)
-		r[i] = pb->ref[i] / pb->dev[i];
 	printf("bench: paged_attention%s_%lld = %.4f s\n", tag, len,
-	       median(pb->dev, rounds));
+	       bench_median(pb->dev, rounds));
 	printf("bench: paged_attention%s_host_reference_%lld = %.4f s\n", tag, len,
-	       median(pb->ref, rounds));
+	       bench_median(pb->ref, rounds));
 	printf("bench: paged_attention%s_vs_reference_%lld = %.2f x\n", tag, len,
-	       median(r, rounds));
+	       bench_median_ratio(pb->ref, pb->dev, rounds));
 	printf("bench: paged_attention%s_max_abs_error_%lld = %.2g\n", tag, len,
 	       max_error(pb));
 	printf("bench: paged_attention%s_model_us_%lld = %.1f us\n", tag, len,
@@ -268,7 +223,7 @@ int main(int argc, char **argv)
 	struct tpurt_device *dev;
 
 	if (tpurt_open_sim(&cfg, &dev))
-		die("open");
+		bench_die("open");
 	if (argc == 3) {
 		bench(dev, atoll(argv[1]), atoll(argv[2]), 1);
 	} else {
