@@ -274,6 +274,30 @@ static int add_window(struct pallas_build *c, int n, const struct tpurt_kernel_o
 	return 0;
 }
 
+/*
+ * Parse @text, as op @n names a ref (@kind: "" or ": semaphore", for
+ * errors), into @rt; find the ref it names and its base @b. Returns the
+ * ref's index, or a negative errno.
+ */
+static int parse_ref(struct pallas_build *c, int n,
+		     const struct tpurt_kernel_op *op, const char *text,
+		     const char *kind, struct tpurt_ref_text *rt,
+		     struct ref_base *b)
+{
+	char what[64];
+	int i, ret;
+
+	snprintf(what, sizeof(what), "kernel op %d (%s)%s", n,
+		 tpurt_kernel_opcode_name(op->opcode), kind);
+	ret = tpurt_ref_parse(text, what, rt);
+	if (ret)
+		return ret;
+	i = find_ref(c, n, op, rt->base);
+	if (i >= 0)
+		base_of(c, i, b);
+	return i;
+}
+
 /* A ref or a window of one, as the op names it: never a semaphore. */
 static int resolve(struct pallas_build *c, int n,
 		   const struct tpurt_kernel_op *op, const char *text,
@@ -281,18 +305,10 @@ static int resolve(struct pallas_build *c, int n,
 {
 	struct tpurt_ref_text rt;
 	struct ref_base b;
-	char what[64];
-	int i, ret;
+	int i = parse_ref(c, n, op, text, "", &rt, &b);
 
-	snprintf(what, sizeof(what), "kernel op %d (%s)", n,
-		 tpurt_kernel_opcode_name(op->opcode));
-	ret = tpurt_ref_parse(text, what, &rt);
-	if (ret)
-		return ret;
-	i = find_ref(c, n, op, rt.base);
 	if (i < 0)
 		return i;
-	base_of(c, i, &b);
 	if (is_semaphore(b.space))
 		return op_fail(n, op, "'%s' is a semaphore, not a ref to compute on or copy",
 			       rt.base);
@@ -310,18 +326,10 @@ static int resolve_semaphore(struct pallas_build *c, int n,
 {
 	struct tpurt_ref_text rt;
 	struct ref_base b;
-	char what[64];
-	int i, ret;
+	int i = parse_ref(c, n, op, text, ": semaphore", &rt, &b);
 
-	snprintf(what, sizeof(what), "kernel op %d (%s): semaphore",
-		 n, tpurt_kernel_opcode_name(op->opcode));
-	ret = tpurt_ref_parse(text, what, &rt);
-	if (ret)
-		return ret;
-	i = find_ref(c, n, op, rt.base);
 	if (i < 0)
 		return i;
-	base_of(c, i, &b);
 	if (!is_semaphore(b.space))
 		return op_fail(n, op, "'%s' is not a semaphore (scratch of TPURT_SEMAPHORE_DMA or _REGULAR)",
 			       rt.base);
