@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,25 @@ static bool conflict(const struct tpu_region *a, const struct tpu_region *b)
 	return (a->write || b->write) && regions_overlap(a, b);
 }
 
+/* Fail the job in op @n at this step with @code and the message. Returns -1. */
+static int fail_op(struct tpu_core *core, unsigned int n, unsigned int code,
+		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int fail_op(struct tpu_core *core, unsigned int n, unsigned int code,
+		   const char *fmt, ...)
+{
+	char msg[sizeof(core->res.message)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	core->res.error.op = n;
+	tpu_job_fail(&core->res, code, "%s", msg);
+	tpu_core_fail_step(core, core->step);
+	return -1;
+}
+
 static int hazard(struct tpu_core *core, unsigned int n,
 		  const struct tpu_region *r, const struct tpu_inflight *c,
 		  const struct tpu_region *cr)
@@ -38,14 +58,11 @@ static int hazard(struct tpu_core *core, unsigned int n,
 		snprintf(name, sizeof(name), "operand %u", r->base.index);
 	else
 		snprintf(name, sizeof(name), "scratch %u", r->base.index);
-	core->res.error.op = n;
-	tpu_job_fail(&core->res, TPU_JOB_ERR_HAZARD,
-		     "step %llu: op %u %s %s while the async copy of op %u (started at step %llu) %s it: wait for the copy first",
-		     (unsigned long long)core->step, n,
-		     r->write ? "writes" : "reads", name, c->op,
-		     (unsigned long long)c->step, cr->write ? "writes" : "reads");
-	tpu_core_fail_step(core, core->step);
-	return -1;
+	return fail_op(core, n, TPU_JOB_ERR_HAZARD,
+		       "step %llu: op %u %s %s while the async copy of op %u (started at step %llu) %s it: wait for the copy first",
+		       (unsigned long long)core->step, n,
+		       r->write ? "writes" : "reads", name, c->op,
+		       (unsigned long long)c->step, cr->write ? "writes" : "reads");
 }
 
 int tpu_copy_hazard_op(struct tpu_core *core, unsigned int n,
@@ -204,26 +221,19 @@ static int copy_data(struct tpu_core *core, unsigned int n,
 	struct box_mem sm, dm;
 
 	kept_dims(&dst->box, dd);
-	if (!hbm_box_inside(core, src) || !hbm_box_inside(core, dst)) {
-		core->res.error.op = n;
-		tpu_job_fail(&core->res, TPU_JOB_ERR_BUFFER,
-			     "op %u at step %llu: the async copy leaves its array in HBM",
-			     n, (unsigned long long)core->step);
-		tpu_core_fail_step(core, core->step);
-		return -1;
-	}
+	if (!hbm_box_inside(core, src) || !hbm_box_inside(core, dst))
+		return fail_op(core, n, TPU_JOB_ERR_BUFFER,
+			       "op %u at step %llu: the async copy leaves its array in HBM",
+			       n, (unsigned long long)core->step);
 	for (unsigned int j = 0; j < k; j++)
 		shape[j] = src->box.size[sd[j]];
 	if (box_memory(core, src, sd, k, &sm) || box_memory(core, dst, dd, k, &dm))
 		return 0;	/* nothing behind it: a model-only run */
 	if (!move_box(core, &sm, &dm, shape, k, tpu_dtype_size(src->box.dtype)))
 		return 0;
-	core->res.error.op = n;
-	tpu_job_fail(&core->res, TPU_JOB_ERR_ABORTED,
-		     "stopped in the async copy of op %u at step %llu: the queue was reset",
-		     n, (unsigned long long)core->step);
-	tpu_core_fail_step(core, core->step);
-	return -1;
+	return fail_op(core, n, TPU_JOB_ERR_ABORTED,
+		       "stopped in the async copy of op %u at step %llu: the queue was reset",
+		       n, (unsigned long long)core->step);
 }
 
 static int track(struct tpu_core *core, const struct tpu_inflight *c)
