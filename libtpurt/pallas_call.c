@@ -566,10 +566,30 @@ static int device_check(const struct pallas_build *c, const void *blob,
 	return ret;
 }
 
-static int build(struct pallas_build *c, int nargs, void **blobp, size_t *lenp)
+static void init_build(struct pallas_build *c, const struct tpurt_kernel *k,
+		      const struct tpurt_grid_spec *gs,
+		      const struct tpurt_compiler_params *params,
+		      struct tpurt_array *const *args)
+{
+	memset(c, 0, sizeof(*c));
+	c->k = k;
+	c->gs = gs;
+	c->args = args;
+	if (params)
+		c->params = *params;
+}
+
+/* The descriptor of @k's call on @args into *@blobp (malloc'd), checked as
+ * the device checks it; @c keeps what the callers read after. */
+static int build(struct pallas_build *c, const struct tpurt_kernel *k,
+		 const struct tpurt_grid_spec *gs,
+		 const struct tpurt_compiler_params *params,
+		 struct tpurt_array *const *args, int nargs, void **blobp,
+		 size_t *lenp)
 {
 	int ret;
 
+	init_build(c, k, gs, params, args);
 	*blobp = NULL;
 	c->d = calloc(1, sizeof(*c->d));
 	if (!c->d)
@@ -598,19 +618,6 @@ static int build(struct pallas_build *c, int nargs, void **blobp, size_t *lenp)
 	return ret;
 }
 
-static void init_build(struct pallas_build *c, const struct tpurt_kernel *k,
-		      const struct tpurt_grid_spec *gs,
-		      const struct tpurt_compiler_params *params,
-		      struct tpurt_array *const *args)
-{
-	memset(c, 0, sizeof(*c));
-	c->k = k;
-	c->gs = gs;
-	c->args = args;
-	if (params)
-		c->params = *params;
-}
-
 int tpurt_pallas_call_build(const struct tpurt_kernel *k,
 			    const struct tpurt_grid_spec *gs,
 			    const struct tpurt_compiler_params *params,
@@ -619,9 +626,7 @@ int tpurt_pallas_call_build(const struct tpurt_kernel *k,
 {
 	struct pallas_build c;
 
-	*descp = NULL;
-	init_build(&c, k, gs, params, args);
-	return build(&c, nargs, descp, lenp);
+	return build(&c, k, gs, params, args, nargs, descp, lenp);
 }
 
 int tpurt_pallas_plan(const struct tpurt_kernel *k,
@@ -638,8 +643,7 @@ int tpurt_pallas_plan(const struct tpurt_kernel *k,
 	size_t len;
 	int ret;
 
-	init_build(&c, k, gs, params, args);
-	ret = build(&c, nargs, &blob, &len);
+	ret = build(&c, k, gs, params, args, nargs, &blob, &len);
 	if (ret)
 		return ret;
 	tpurt_device_config(c.info, &cfg);
@@ -666,8 +670,7 @@ int tpurt_pallas_call_async(const struct tpurt_kernel *k,
 	int ret;
 
 	*jobp = NULL;
-	init_build(&c, k, gs, params, args);
-	ret = build(&c, nargs, &blob, &len);
+	ret = build(&c, k, gs, params, args, nargs, &blob, &len);
 	if (ret)
 		return ret;
 	job = calloc(1, sizeof(*job));
