@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels.h"
 #include "memory_kernels.h"
 #include "sample_util.h"
 #include "bench_util.h"
@@ -125,9 +126,9 @@ static void paged_init(struct tpurt_device *dev, struct paged_bench *pb,
 	np = KV_HEADS * pb->s.total_pages * page_size * D;
 	for (int b = 0; b < BATCH; b++)
 		pb->lengths[b] = (int32_t)len;
-	pb->q = paged_values(nq, 0.25f, TPURT_BF16, 41);
-	k = paged_values(np, 1.0f, TPURT_BF16, 42);
-	v = paged_values(np, 1.0f, TPURT_BF16, 43);
+	pb->q = random_values(nq, 0.25f, TPURT_BF16, 41);
+	k = random_values(np, 1.0f, TPURT_BF16, 42);
+	v = random_values(np, 1.0f, TPURT_BF16, 43);
 	pb->pages = paged_page_table(&pb->s, 44);
 	pb->gs = paged_spec(&pb->s);
 	if (!pb->q || !k || !v || !pb->pages || !pb->gs ||

@@ -59,16 +59,7 @@ static const struct attn_shape cases[] = {
 /* q, k or v: uniform in [-1, 1) (q scaled up for peakier scores), in bf16. */
 static float *input(const struct attn_shape *s, float scale, uint32_t seed)
 {
-	size_t n = s->bh * s->seq * s->d;
-	float *v = malloc(n * sizeof(float));
-
-	if (!v)
-		return NULL;
-	sample_fill(v, TPURT_F32, n, seed);
-	for (size_t i = 0; i < n; i++)
-		v[i] *= scale;
-	round_to_bf16(v, n);
-	return v;
+	return random_values(s->bh * s->seq * s->d, scale, TPURT_BF16, seed);
 }
 
 /* Compare the rows the reference computed (every @step-th of each head). */

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "sample_util.h"
+
 static const char softmax_text[] =
 	"x = x_ref[...].astype(jnp.float32)\n"
 	"m = jnp.max(x, axis=1, keepdims=True)\n"
@@ -268,4 +270,19 @@ void round_to_bf16(float *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		v[i] = tpurt_bf16_to_f32(tpurt_f32_to_bf16(v[i]));
+}
+
+float *random_values(size_t n, float scale, enum tpurt_dtype dtype,
+		     uint32_t seed)
+{
+	float *v = malloc(n * sizeof(float));
+
+	if (!v)
+		return NULL;
+	sample_fill(v, TPURT_F32, n, seed);
+	for (size_t i = 0; i < n; i++)
+		v[i] *= scale;
+	if (dtype == TPURT_BF16)
+		round_to_bf16(v, n);
+	return v;
 }

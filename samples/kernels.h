@@ -79,5 +79,8 @@ int kernel_text_lower(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs,
 
 /* @v rounded to bf16 and back, so host and device see the same values. */
 void round_to_bf16(float *v, size_t n);
+/* @n values uniform in [-@scale, @scale), rounded to @dtype's (malloc'd). */
+float *random_values(size_t n, float scale, enum tpurt_dtype dtype,
+		     uint32_t seed);
 
 #endif /* SAMPLE_KERNELS_H */

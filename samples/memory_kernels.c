@@ -339,8 +339,8 @@ int dsd_run(struct tpurt_device *dev, const struct dsd_shape *s,
 	gs = dsd_spec(s, b.nblocks);
 	if (!gs || tpurt_kernel_create(&k) || dsd_kernel(k, gs, b.nblocks))
 		goto out;
-	hx = paged_values(nx, 1.0f, s->dtype, 21);
-	hy = paged_values(s->k * s->n, 1.0f, s->dtype, 22);
+	hx = random_values(nx, 1.0f, s->dtype, 21);
+	hy = random_values(s->k * s->n, 1.0f, s->dtype, 22);
 	if (!hx || !hy)
 		goto out;
 	ii = int32_array(dev, b.nblocks, b.indices_i);
@@ -728,21 +728,6 @@ void paged_reference(const struct paged_shape *s, const int32_t *lengths,
 	free(p);
 }
 
-float *paged_values(size_t n, float scale, enum tpurt_dtype dtype,
-		    uint32_t seed)
-{
-	float *v = malloc(n * sizeof(float));
-
-	if (!v)
-		return NULL;
-	sample_fill(v, TPURT_F32, n, seed);
-	for (size_t i = 0; i < n; i++)
-		v[i] *= scale;
-	if (dtype == TPURT_BF16)
-		round_to_bf16(v, n);
-	return v;
-}
-
 int32_t *paged_page_table(const struct paged_shape *s, uint32_t seed)
 {
 	int32_t *perm = malloc(s->total_pages * sizeof(int32_t));
@@ -771,9 +756,9 @@ int paged_run(struct tpurt_device *dev, const struct paged_shape *s,
 	struct tpurt_compiler_params params = paged_params(flags);
 	size_t nq = s->batch * s->heads * s->head_dim;
 	size_t np = s->kv_heads * s->total_pages * s->page_size * s->head_dim;
-	float *q = paged_values(nq, 0.25f, s->dtype, 31);
-	float *k = paged_values(np, 1.0f, s->dtype, 32);
-	float *v = paged_values(np, 1.0f, s->dtype, 33);
+	float *q = random_values(nq, 0.25f, s->dtype, 31);
+	float *k = random_values(np, 1.0f, s->dtype, 32);
+	float *v = random_values(np, 1.0f, s->dtype, 33);
 	int32_t *pages = paged_page_table(s, 34);
 	double *want = malloc(nq * sizeof(double));
 	struct tpurt_grid_spec *gs = paged_spec(s);

@@ -113,9 +113,6 @@ int paged_arrays(struct tpurt_device *dev, const struct paged_shape *s,
 void paged_arrays_free(struct tpurt_array *args[10]);
 /* @s->batch * @s->pages_per_seq distinct pages, scattered over the cache (malloc'd). */
 int32_t *paged_page_table(const struct paged_shape *s, uint32_t seed);
-/* @n values uniform in [-@scale, @scale), rounded to @dtype's (malloc'd). */
-float *paged_values(size_t n, float scale, enum tpurt_dtype dtype,
-		    uint32_t seed);
 /*
  * softmax(q k^T) v over each sequence's first lengths[b] tokens, gathered
  * from the pages, in double, into @out (batch * heads * head_dim); zero for
