@@ -15,16 +15,7 @@ MAP=$TOP/libtpurt/libtpurt.map
 DOC=$TOP/doc/libtpurt.md
 LIB=$BUILD/lib/libtpurt.so.0
 
-n=0 failed=0
-result() {	# result ok|fail DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = ok ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
+. "$TOP/tests/tap.sh"
 
 # The names of every version node's "global:" part.
 exported=$(awk '
@@ -63,5 +54,4 @@ for s in $(uniq <<<"$sections"); do
 		result fail "doc/libtpurt.md: '## $s' documents no function of libtpurt.map"
 done
 
-echo "1..$n"
-[ "$failed" = 0 ]
+tap_end

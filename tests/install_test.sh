@@ -21,16 +21,7 @@ trap 'rm -rf "$tmp"' EXIT
 stage=$tmp/stage
 usr=$stage/usr/local
 
-n=0 failed=0
-result() {	# result ok|fail DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = ok ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
+. "$TOP/tests/tap.sh"
 # check DESCRIPTION COMMAND...: ok when COMMAND succeeds; its output shown
 # as comments when it does not.
 check() {
@@ -207,5 +198,4 @@ uninstalled() {
 }
 check "make uninstall removes every installed file" uninstalled
 
-echo "1..$n"
-[ "$failed" = 0 ]
+tap_end
