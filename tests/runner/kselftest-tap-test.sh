@@ -8,6 +8,8 @@
 # host's sh and under busybox sh (the guest's). Prints TAP.
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/runner/lib.sh
+. "$HERE/lib.sh"
 RUN=$HERE/../../scripts/tap-run.sh
 KSFT=${TPUEMU_CACHE:-/var/cache/tpuemu}/kselftest
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kselftest-tap-test.XXXXXX") || exit 1
@@ -57,38 +59,14 @@ not ok 11 selftests: fake: missing
 LINES
 }
 
-shells="sh"
-if bb=$(command -v busybox); then
-	mkdir "$WORK/bb"
-	for applet in $(busybox --list); do
-		ln -s "$bb" "$WORK/bb/$applet"
-	done
-	# The runner's prefix.pl runs "env perl": the guest has perl too.
-	ln -s "$(command -v perl)" "$WORK/bb/perl"
-	shells="$shells busybox"
-fi
+# The runner's prefix.pl runs "env perl": the guest has perl too.
+find_shells "$WORK/bb" perl
 nlines=$(expected | wc -l)
 nshells=$(echo "$shells" | wc -w)
 echo "1..$((nshells * (nlines + 8)))"
 
-n=0 failed=0
-check() {	# check OK DESCRIPTION [FILE to show when not OK]
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n $2"
-	else
-		[ -z "${3:-}" ] || sed 's/^/# | /' "$3"
-		echo "not ok $n $2"
-		failed=$((failed + 1))
-	fi
-}
-
 for shell in $shells; do
-	if [ "$shell" = busybox ]; then
-		path=$WORK/bb sh_cmd=$WORK/bb/sh
-	else
-		path=$PATH sh_cmd=sh
-	fi
+	use_shell "$shell" "$WORK/bb"
 	# A line from before the runner (a sample's result) passes through.
 	# (Into a pipe: the runner appends a test's output to /dev/stdout,
 	# which, were it a file, its own lines would overwrite.)

@@ -7,6 +7,8 @@
 # their "ok" lines do not count in check.sh. Prints TAP.
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/runner/lib.sh
+. "$HERE/lib.sh"
 RUN=$HERE/../../scripts/tap-run.sh
 FAKE=$HERE/fake.sh
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tap-run-test.XXXXXX") || exit 1
@@ -34,37 +36,15 @@ CASES
 }
 
 # The host's sh and tools; then busybox alone, as in the guest: its sh, and
-# only its applets on PATH (tee, awk, sed, mktemp... as tap-run uses them).
-shells="sh"
-if bb=$(command -v busybox); then
-	mkdir "$WORK/bb"
-	for applet in $(busybox --list); do
-		ln -s "$bb" "$WORK/bb/$applet"
-	done
-	shells="$shells busybox"
-fi
+# only its applets on PATH.
+find_shells "$WORK/bb"
 ncases=$(cases | wc -l)
 nshells=$(echo "$shells" | wc -w)
 echo "TAP version 13"
 echo "1..$((ncases * nshells + 5))"
 
-n=0 failed=0
-check() {	# check OK DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-		failed=$((failed + 1))
-	fi
-}
-
 for shell in $shells; do
-	if [ "$shell" = busybox ]; then
-		path=$WORK/bb sh_cmd=$WORK/bb/sh
-	else
-		path=$PATH sh_cmd=sh
-	fi
+	use_shell "$shell" "$WORK/bb"
 	cases > "$WORK/cases"
 	while IFS='|' read -r desc args want_rc want_line; do
 		# shellcheck disable=SC2086
