@@ -15,6 +15,7 @@ MAP=$TOP/libtpurt/libtpurt.map
 DOC=$TOP/doc/libtpurt.md
 LIB=$BUILD/lib/libtpurt.so.0
 
+# shellcheck source=tests/tap.sh
 . "$TOP/tests/tap.sh"
 
 # The names of every version node's "global:" part.

@@ -21,6 +21,7 @@ trap 'rm -rf "$tmp"' EXIT
 stage=$tmp/stage
 usr=$stage/usr/local
 
+# shellcheck source=tests/tap.sh
 . "$TOP/tests/tap.sh"
 # check DESCRIPTION COMMAND...: ok when COMMAND succeeds; its output shown
 # as comments when it does not.

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# shellcheck shell=bash
 # Sourced by the host script tests: TAP results, counted.
 #   result ok|fail DESCRIPTION   one numbered "ok"/"not ok" line
 #   tap_end                      the plan; fails if any result failed
