@@ -737,12 +737,14 @@ TEST(aliased_output_keeps_the_inputs_data_where_not_written)
 
 /* --- decode errors of copies and windows --- */
 
-/* x: ANY f32 16 x 16 (operand 0); scratch 0: VMEM @dtype 8 x 16; sem. */
-static void build_copy_base(struct mt *t, unsigned int x_dtype)
+/* A new one-core job: x: ANY @x_dtype 16 x 16 (operand 0), o: ANY f32
+ * 16 x 16 (operand 1); scratch 0: VMEM f32 8 x 16; scratch 1: 2 DMA sems. */
+static void copy_base_init(struct mt *t, unsigned int x_dtype)
 {
 	uint64_t xs[2] = { 16, 16 };
 	uint32_t ss[2] = { 8, 16 }, grid[1] = { 1 };
 
+	mt_init(t, 1);
 	jb_grid(t->b, 1, grid, "a");
 	jb_operand(t->b, TPU_ROLE_INPUT, tdev_alloc(t->d, 16 * 16 * 4), x_dtype,
 		   2, xs, NULL, NULL);
@@ -760,16 +762,14 @@ TEST(copy_shape_and_dtype_mismatches)
 	struct mt t;
 	unsigned int w;
 
-	mt_init(&t, 1);
-	build_copy_base(&t, TPU_DTYPE_F32);
+	copy_base_init(&t, TPU_DTYPE_F32);
 	w = jb_window(t.b, JB_OPND(0), 0, w4, 2, NULL);
 	jb_copy(t.b, TPU_OP_COPY_START, JB_SCR(0), JB_WIN(w), JB_SCR(1), NULL, NULL);
 	EXPECT_FAIL(&t, TPU_JOB_ERR_DESCRIPTOR,
 		    "op 0: copy shapes differ: src0 is 4x16 (ANY), dst is 8x16 (VMEM)");
 	mt_fini(&t);
 
-	mt_init(&t, 1);
-	build_copy_base(&t, TPU_DTYPE_INT32);
+	copy_base_init(&t, TPU_DTYPE_INT32);
 	w = jb_window(t.b, JB_OPND(0), 0, w8, 2, NULL);
 	jb_copy(t.b, TPU_OP_COPY_START, JB_SCR(0), JB_WIN(w), JB_SCR(1), NULL, NULL);
 	EXPECT_FAIL(&t, TPU_JOB_ERR_DESCRIPTOR,
@@ -784,8 +784,7 @@ TEST(compute_ops_never_touch_any_and_never_write_inputs)
 	struct mt t;
 	unsigned int w;
 
-	mt_init(&t, 1);
-	build_copy_base(&t, TPU_DTYPE_F32);
+	copy_base_init(&t, TPU_DTYPE_F32);
 	jb_unary(t.b, TPU_UNARY_RELU, JB_SCR(0), JB_OPND(0), NULL);
 	EXPECT_FAIL(&t, TPU_JOB_ERR_DESCRIPTOR,
 		    "op 0: src0 operand 0 is not a VMEM ref (space ANY: only async copies reach it)");
@@ -813,8 +812,7 @@ TEST(copy_wait_errors)
 	unsigned int w;
 
 	/* a semaphore index outside its scratch */
-	mt_init(&t, 1);
-	build_copy_base(&t, TPU_DTYPE_F32);
+	copy_base_init(&t, TPU_DTYPE_F32);
 	jb_copy(t.b, TPU_OP_COPY_START, JB_OPND(1), JB_OPND(0), JB_SCR(1), "5",
 		NULL);
 	EXPECT_FAIL(&t, TPU_JOB_ERR_SEMAPHORE,
@@ -822,8 +820,7 @@ TEST(copy_wait_errors)
 	mt_fini(&t);
 
 	/* a wait with nothing in flight */
-	mt_init(&t, 1);
-	build_copy_base(&t, TPU_DTYPE_F32);
+	copy_base_init(&t, TPU_DTYPE_F32);
 	jb_copy(t.b, TPU_OP_COPY_WAIT, JB_SCR(0), JB_NONE, JB_SCR(1), "1", NULL);
 	EXPECT_FAIL(&t, TPU_JOB_ERR_SEMAPHORE,
 		    "step 0: op 0 waits on semaphore sem[1] (scratch 1) for 512 bytes: 0 in flight");
@@ -833,8 +830,7 @@ TEST(copy_wait_errors)
 	mt_fini(&t);
 
 	/* a wait for more bytes than are in flight */
-	mt_init(&t, 1);
-	build_copy_base(&t, TPU_DTYPE_F32);
+	copy_base_init(&t, TPU_DTYPE_F32);
 	w = jb_window(t.b, JB_OPND(0), 0, w4, 2, NULL);
 	jb_window(t.b, JB_SCR(0), 0, w4, 2, NULL);
 	jb_copy(t.b, TPU_OP_COPY_START, JB_WIN(1), JB_WIN(w), JB_SCR(1), NULL, NULL);
@@ -843,8 +839,7 @@ TEST(copy_wait_errors)
 	mt_fini(&t);
 
 	/* a copy never waited for */
-	mt_init(&t, 1);
-	build_copy_base(&t, TPU_DTYPE_F32);
+	copy_base_init(&t, TPU_DTYPE_F32);
 	jb_copy(t.b, TPU_OP_COPY_START, JB_OPND(1), JB_OPND(0), JB_SCR(1), NULL,
 		NULL);
 	EXPECT_FAIL(&t, TPU_JOB_ERR_SEMAPHORE,
@@ -868,8 +863,7 @@ TEST(debug_hazards_of_copies_in_flight)
 	unsigned int w;
 
 	/* reading the destination before the wait */
-	mt_init(&t, 1);
-	build_copy_base(&t, TPU_DTYPE_F32);
+	copy_base_init(&t, TPU_DTYPE_F32);
 	jb_scratch(t.b, TPU_MEM_VMEM, TPU_DTYPE_F32, 2, w8);
 	w = jb_window(t.b, JB_OPND(0), 0, w8, 2, NULL);
 	jb_copy(t.b, TPU_OP_COPY_START, JB_SCR(0), JB_WIN(w), JB_SCR(1), NULL, NULL);
@@ -881,8 +875,7 @@ TEST(debug_hazards_of_copies_in_flight)
 	mt_fini(&t);
 
 	/* writing a copy's source while it is in flight */
-	mt_init(&t, 1);
-	build_copy_base(&t, TPU_DTYPE_F32);
+	copy_base_init(&t, TPU_DTYPE_F32);
 	w = jb_window(t.b, JB_OPND(1), 0, w8, 2, "8 0");
 	jb_zero(t.b, JB_SCR(0), NULL);
 	jb_copy(t.b, TPU_OP_COPY_START, JB_WIN(w), JB_SCR(0), JB_SCR(1), NULL, NULL);
@@ -893,8 +886,7 @@ TEST(debug_hazards_of_copies_in_flight)
 	mt_fini(&t);
 
 	/* a copy into a buffer another copy in flight reads */
-	mt_init(&t, 1);
-	build_copy_base(&t, TPU_DTYPE_F32);
+	copy_base_init(&t, TPU_DTYPE_F32);
 	w = jb_window(t.b, JB_OPND(1), 0, w8, 2, NULL);
 	jb_window(t.b, JB_OPND(0), 0, w8, 2, NULL);
 	jb_zero(t.b, JB_SCR(0), NULL);
