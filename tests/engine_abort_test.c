@@ -140,7 +140,31 @@ static double abort_latency(struct tdev *d, const void *blob, size_t len,
 	return a.set_at ? end - a.set_at : 0;
 }
 
-/* One grid step with one 2048^3 f32 matmul: stopped between row panels. */
+/*
+ * Run @blob once to time it, then again aborting a third of the way in:
+ * the abort stops it within a quarter of the full time (@what: the op or
+ * the copy it stops inside).
+ */
+static void expect_prompt_abort(struct __test_metadata *_metadata,
+				struct tdev *d, const void *blob, size_t len,
+				const char *what)
+{
+	struct tpu_job_result res;
+	double full, late;
+	int ret;
+
+	full = now_ms();
+	ASSERT_EQ(0, tdev_run(d, blob, len, 0, &res)) TH_LOG("%s", res.message);
+	full = now_ms() - full;
+	late = abort_latency(d, blob, len, (unsigned int)(full * 1000 / 3), &ret);
+	EXPECT_EQ(TPU_JOB_ERR_ABORTED, ret);
+	EXPECT_GT(full / 4, late)
+		TH_LOG("stopped %.1f ms after the abort; the %s takes %.1f ms",
+		       late, what, full);
+}
+
+/* One grid step with one 2048^3 f32 matmul: stopped between row panels
+ * (a third of the way in: inside the op, after the fetches). */
 TEST(abort_inside_a_long_op)
 {
 	struct mm_job j = {
@@ -148,26 +172,15 @@ TEST(abort_inside_a_long_op)
 		.in_dtype = TPU_DTYPE_F32, .out_dtype = TPU_DTYPE_F32,
 	};
 	struct tdev *d = tdev_new(64ull << 20, 1);
-	struct tpu_job_result res;
-	double full, late;
 	size_t len;
 	void *blob;
-	int ret;
 
 	j.x_slot = tdev_alloc(d, 2048 * 2048 * 4);
 	j.y_slot = tdev_alloc(d, 2048 * 2048 * 4);
 	j.z_slot = tdev_alloc(d, 2048 * 2048 * 4);
 	blob = mm_build(&j, &len);
 	jb_header(blob)->vmem_limit_bytes = 120ull << 20;
-	full = now_ms();
-	ASSERT_EQ(0, tdev_run(d, blob, len, 0, &res));
-	full = now_ms() - full;
-	/* Abort a third of the way in: inside the op, after the fetches. */
-	late = abort_latency(d, blob, len, (unsigned int)(full * 1000 / 3), &ret);
-	EXPECT_EQ(TPU_JOB_ERR_ABORTED, ret);
-	EXPECT_GT(full / 4, late)
-		TH_LOG("stopped %.1f ms after the abort; the op takes %.1f ms",
-		       late, full);
+	expect_prompt_abort(_metadata, d, blob, len, "op");
 	free(blob);
 	tdev_free(d);
 }
@@ -184,11 +197,8 @@ TEST(abort_inside_a_long_copy)
 	uint64_t shape[1] = { N };
 	uint32_t grid[1] = { 1 }, one[1] = { 1 };
 	unsigned int x = tdev_alloc(d, 4ull * N), y = tdev_alloc(d, 4ull * N);
-	struct tpu_job_result res;
-	double full, late;
 	size_t len;
 	void *blob;
-	int ret;
 
 	jb_grid(b, 1, grid, "a");
 	jb_operand(b, TPU_ROLE_INPUT, x, TPU_DTYPE_INT32, 1, shape, NULL, NULL);
@@ -200,14 +210,7 @@ TEST(abort_inside_a_long_copy)
 	jb_copy(b, TPU_OP_COPY_WAIT, JB_OPND(1), JB_NONE, JB_SCR(0), NULL, NULL);
 	blob = jb_finish(b, &len);
 	jb_free(b);
-	full = now_ms();
-	ASSERT_EQ(0, tdev_run(d, blob, len, 0, &res)) TH_LOG("%s", res.message);
-	full = now_ms() - full;
-	late = abort_latency(d, blob, len, (unsigned int)(full * 1000 / 3), &ret);
-	EXPECT_EQ(TPU_JOB_ERR_ABORTED, ret);
-	EXPECT_GT(full / 4, late)
-		TH_LOG("stopped %.1f ms after the abort; the copy takes %.1f ms",
-		       late, full);
+	expect_prompt_abort(_metadata, d, blob, len, "copy");
 	free(blob);
 	tdev_free(d);
 }
