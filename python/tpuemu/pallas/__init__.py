@@ -120,6 +120,11 @@ def _block_spec(spec, shape, grid_rank, prefetch, what):
     return cs, keep, tuple(1 if n is None else n for n in bshape)
 
 
+def _kname(kernel):
+    return getattr(kernel, "__name__", None) or getattr(getattr(kernel, "func", None),
+                                                        "__name__", "kernel")
+
+
 def _as_list(x):
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
@@ -138,7 +143,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         global _last_stats
         gs_grid = grid_spec.grid or (1,)
         nsp = grid_spec.num_scalar_prefetch
-        params = list(inspect.signature(kernel).parameters)
+        params = [n for n, p in inspect.signature(kernel).parameters.items()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         arrays = [_np.ascontiguousarray(a) for a in args]
         nin = len(arrays) - nsp
         ispecs = grid_spec.in_specs
@@ -150,7 +156,7 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         if len(params) != nrefs:
             raise TypeError("kernel %s takes %d refs, pallas_call gives %d (%d scalar "
                             "prefetch, %d inputs, %d outputs, %d scratch)"
-                            % (kernel.__name__, len(params), nrefs, nsp, nin, len(outs),
+                            % (_kname(kernel), len(params), nrefs, nsp, nin, len(outs),
                                len(scratch)))
         if len(ispecs) != nin or len(ospecs) != len(outs):
             raise TypeError("in_specs/out_specs do not match the inputs/outputs")
@@ -246,7 +252,7 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         argv = ffi.new("struct tpurt_array *[]", handles)
         st = ffi.new("struct tpurt_job_stats *")
         check(lib.tpurt_pallas_call(k, gs, cp, argv, len(handles), st),
-              "pallas_call(%s)" % kernel.__name__)
+              "pallas_call(%s)" % _kname(kernel))
         _last_stats = {f: getattr(st, f) for f in (
             "steps", "blocks_fetched", "blocks_skipped", "blocks_written", "hbm_bytes_in",
             "hbm_bytes_out", "mxu_flops", "cores_used", "device_wall_ns", "call_wall_ns",
