@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # The Python front end's tests: the in-process device, the tree's package,
 # and (TPUEMU_TAP=1, as tests/python_test.sh runs them) TAP output: a plan,
-# one result per test, a failure's report as "# " comments.
+# one result per test, a failure's report as "# " comments; with
+# TPUEMU_TAP_FD=N on descriptor N).
 import os
 import sys
 
@@ -11,11 +12,20 @@ sys.path.insert(0, os.path.join(_top, "python"))
 
 _tap = os.environ.get("TPUEMU_TAP") == "1"
 _n = 0
+_out = sys.stdout
+if _tap and os.environ.get("TPUEMU_TAP_FD"):
+    # TAP on its own descriptor, pytest's report elsewhere (stderr)
+    _out = os.fdopen(int(os.environ["TPUEMU_TAP_FD"]), "w", buffering=1)
+
+
+def _say(line):
+    _out.write(line + "\n")
+    _out.flush()
 
 
 def pytest_collection_finish(session):
     if _tap:
-        print("1..%d" % len(session.items), flush=True)
+        _say("1..%d" % len(session.items))
 
 
 def pytest_runtest_logreport(report):
@@ -26,13 +36,13 @@ def pytest_runtest_logreport(report):
         _n += 1
         name = report.nodeid
         if report.passed:
-            print("ok %d - %s" % (_n, name), flush=True)
+            _say("ok %d - %s" % (_n, name))
         elif report.skipped:
-            print("ok %d - %s # SKIP" % (_n, name), flush=True)
+            _say("ok %d - %s # SKIP" % (_n, name))
         else:
-            print("not ok %d - %s" % (_n, name), flush=True)
+            _say("not ok %d - %s" % (_n, name))
             for line in str(report.longrepr).splitlines():
-                print("# " + line, flush=True)
+                _say("# " + line)
     elif report.when == "teardown" and report.failed:
         _n += 1
-        print("not ok %d - %s (teardown)" % (_n, report.nodeid), flush=True)
+        _say("not ok %d - %s (teardown)" % (_n, report.nodeid))
