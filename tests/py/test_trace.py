@@ -169,3 +169,28 @@ def test_input_output_aliases():
                        out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
                        grid=(2,), input_output_aliases={0: 0})(x)
     np.testing.assert_allclose(r, x * 2.0)
+
+
+def test_transpose_dtype_min():
+    def k(x_ref, y_ref, o_ref):
+        s = jnp.dot(x_ref[...], y_ref[...].T, preferred_element_type=jnp.float32)
+        o_ref[...] = (s - jnp.min(s, axis=1, keepdims=True)).astype(x_ref.dtype)
+
+    rng = np.random.default_rng(9)
+    x, y = rng.standard_normal((8, 128), dtype=np.float32), \
+        rng.standard_normal((128, 128), dtype=np.float32)
+    r, st = run1(k, x, y, out=jax.ShapeDtypeStruct((8, 128), np.float32))
+    s = x @ y.T
+    np.testing.assert_allclose(r, s - s.min(axis=1, keepdims=True), rtol=1e-4, atol=1e-3)
+
+
+def test_squeezed_block_dimension():
+    def k(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + 1.0
+
+    x = np.random.default_rng(10).standard_normal((4, 8, 128), dtype=np.float32)
+    r = pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                       in_specs=[pl.BlockSpec((None, 8, 128), lambda b: (b, 0, 0))],
+                       out_specs=pl.BlockSpec((None, 8, 128), lambda b: (b, 0, 0)),
+                       grid=(4,))(x)
+    np.testing.assert_allclose(r, x + 1.0)
