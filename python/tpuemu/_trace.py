@@ -127,7 +127,13 @@ class Recorder:
     def bind(self, v):
         self.nlocal += 1
         name = "_v%d" % self.nlocal
-        self.emit("%s = %s" % (name, v.render()))
+        # unconditionally: the value was read where Python read it, which
+        # may be outside the pl.when a store that changes it is in
+        conds, self.conds = self.conds, []
+        try:
+            self.emit("%s = %s" % (name, v.render()))
+        finally:
+            self.conds = conds
         v.kind, v.args, v.text, v.reads = "local", (), name, frozenset()
         self.live.pop(id(v), None)
 
@@ -328,6 +334,8 @@ _fmt_orig = _fmt
 def _fmt(x):  # noqa: F811 (dtype arguments)
     if isinstance(x, _DT):
         return x.t
+    if isinstance(x, (Ref, Window)):
+        return x.render()
     return _fmt_orig(x)
 
 
@@ -414,6 +422,45 @@ class Ref:
     def render(self):
         return self.name
 
+    @property
+    def at(self):
+        """ref.at[idx]: a window (pl.ds, ints, ':'), for copies, reads and stores."""
+        return _At(self)
+
+
+class _At:
+    def __init__(self, ref):
+        self.ref = ref
+
+    def __getitem__(self, idx):
+        return Window(self.ref, "%s.at[%s]" % (self.ref.name, self.ref._index(idx)))
+
+
+class Window:
+    """REF.at[IDX]: rendered as such; read and stored whole with [...]."""
+
+    def __init__(self, ref, text):
+        self.ref = ref
+        self.text = text
+        self.name = ref.name
+
+    def render(self):
+        return self.text
+
+    def __getitem__(self, idx):
+        if idx is not Ellipsis:
+            raise trace_error("a window is read whole: %s[...]" % self.text)
+        return Value("text", self.text + "[...]", reads=frozenset([self.ref.name]))
+
+    def __setitem__(self, idx, value):
+        if idx is not Ellipsis:
+            raise trace_error("a window is stored whole: %s[...] = ..." % self.text)
+        rec = recorder()
+        if not self.ref.writable:
+            raise trace_error("store into input '%s' (inputs are read-only)" % self.ref.name)
+        _protect(rec, self.ref.name, value)
+        rec.emit("%s[...] = %s" % (self.text, _fmt(value)))
+
 
 class Slice:
     """pl.ds(start, size)."""
@@ -439,6 +486,7 @@ def _protect(rec, ref, value, _probe=None):
     """Before a store into @ref: bind every value still held by the kernel
     that reads @ref, so later uses see the old contents as Python would."""
     tree = {}
+    n = None
     stack = [value] if isinstance(value, Value) else []
     while stack:
         n = stack.pop()

@@ -194,3 +194,20 @@ def test_squeezed_block_dimension():
                        out_specs=pl.BlockSpec((None, 8, 128), lambda b: (b, 0, 0)),
                        grid=(4,))(x)
     np.testing.assert_allclose(r, x + 1.0)
+
+
+def test_bound_value_outside_when():
+    # a value read before a pl.when that stores its ref is bound at every step
+    def k(x_ref, o_ref, m_ref):
+        m_ref[...] = x_ref[...]
+        old = m_ref[...]
+
+        @pl.when(pl.program_id(0) == 0)
+        def _():
+            m_ref[...] = old * 3.0
+        o_ref[...] = old + m_ref[...]
+
+    x = _x(seed=11)
+    r, st = run1(k, x, scratch=[pltpu.VMEM((8, 128), jnp.float32)])
+    assert st[1] == "_v1 = m_ref[...]"
+    np.testing.assert_allclose(r, x * 4.0, rtol=1e-6)

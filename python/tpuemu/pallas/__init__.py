@@ -195,7 +195,7 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 gs, n.encode(), s._space_code, as_dtype(s.dtype).code, len(s.shape),
                 ffi.new("int64_t[]", list(s.shape))), "scratch '%s'" % n)
             refs.append(Ref(n, s.shape, s.dtype,
-                            space="smem" if s._space_code == 1 else "vmem"))
+                            space={1: "smem", 3: "sem", 4: "sem"}.get(s._space_code, "vmem")))
 
         # trace the kernel
         rec = _trace.start()

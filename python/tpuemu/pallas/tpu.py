@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """jax.experimental.pallas.tpu over libtpurt (tpuemu.pallas.tpu as pltpu)."""
 from . import GridSpec
+from .. import _trace
+from .._trace import Ref, Window, scalar, trace_error
 
 
 class PrefetchScalarGridSpec(GridSpec):
@@ -40,3 +42,86 @@ class CompilerParams:
 
 
 TPUCompilerParams = CompilerParams
+
+
+class _SemaphoreKind:
+    """pltpu.SemaphoreType.DMA / .REGULAR: one semaphore, or ((n,)) an array."""
+
+    def __init__(self, code, name):
+        self._space_code = code
+        self.shape = (1,)
+        self.dtype = "int32"
+        self._name = name
+
+    def __call__(self, shape):
+        s = _SemaphoreKind(self._space_code, self._name)
+        s.shape = tuple(shape)
+        return s
+
+    def __repr__(self):
+        return "SemaphoreType.%s%s" % (self._name, "" if self.shape == (1,) else (self.shape,))
+
+
+class SemaphoreType:
+    DMA = _SemaphoreKind(3, "DMA")
+    REGULAR = _SemaphoreKind(4, "REGULAR")
+
+
+def _ref_text(r, what):
+    if isinstance(r, (Ref, Window)):
+        return r.render()
+    raise trace_error("%s must be a ref or ref.at[...], not %r" % (what, r))
+
+
+class AsyncCopy:
+    """pltpu.make_async_copy(src, dst, sem): .start() and .wait() record
+    the statement syntax's copy statements."""
+
+    def __init__(self, src, dst, sem):
+        dref = dst.ref if isinstance(dst, Window) else dst
+        if isinstance(dref, Ref) and not dref.writable:
+            raise trace_error("copy into input '%s' (inputs are read-only)" % dref.name)
+        self.text = "pltpu.make_async_copy(%s, %s, %s)" % (
+            _ref_text(src, "the source"), _ref_text(dst, "the destination"),
+            _ref_text(sem, "the semaphore"))
+        self.dst = dref
+
+    def start(self):
+        rec = _trace.recorder()
+        if isinstance(self.dst, Ref):
+            _trace._protect(rec, self.dst.name, None)
+        rec.emit(self.text + ".start()")
+        return self
+
+    def wait(self):
+        _trace.recorder().emit(self.text + ".wait()")
+        return self
+
+
+def make_async_copy(src, dst, sem):
+    return AsyncCopy(src, dst, sem)
+
+
+def sync_copy(src, dst):
+    rec = _trace.recorder()
+    dref = dst.ref if isinstance(dst, Window) else dst
+    if isinstance(dref, Ref):
+        if not dref.writable:
+            raise trace_error("copy into input '%s' (inputs are read-only)" % dref.name)
+        _trace._protect(rec, dref.name, None)
+    rec.emit("pltpu.sync_copy(%s, %s)" % (_ref_text(src, "the source"),
+                                          _ref_text(dst, "the destination")))
+
+
+def semaphore_signal(sem, inc=1):
+    _trace.recorder().emit("pltpu.semaphore_signal(%s, %s)"
+                           % (_ref_text(sem, "the semaphore"), _trace._fmt(inc)))
+
+
+def semaphore_wait(sem, value=1):
+    _trace.recorder().emit("pltpu.semaphore_wait(%s, %s)"
+                           % (_ref_text(sem, "the semaphore"), _trace._fmt(value)))
+
+
+def semaphore_read(sem):
+    return scalar("pltpu.semaphore_read(%s)" % _ref_text(sem, "the semaphore"))
