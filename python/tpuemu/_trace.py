@@ -9,7 +9,6 @@ pl.when conditions. Values are inlined where used; one that reads a ref
 which a store is about to change, and is still held by the kernel, is
 bound to a local first ("_v1 = m[...]") so it keeps what Python would see.
 """
-import inspect
 import os
 import sys
 import weakref
@@ -161,15 +160,17 @@ def stop():
 # --- values ---
 
 def _fmt(x):
-    if isinstance(x, Value):
+    """The statement-syntax text of a kernel operand."""
+    if isinstance(x, (Value, Ref, Window)):
         return x.render()
+    if isinstance(x, _DT):
+        return x.t
     if isinstance(x, bool):
         return "True" if x else "False"
     if isinstance(x, int):
         return str(x)
     if isinstance(x, float):
-        r = repr(x)
-        return r
+        return repr(x)
     if isinstance(x, (DType, DTypeOf)):
         return dtype_text(x)
     if isinstance(x, tuple):
@@ -328,15 +329,6 @@ class _DT:
         self.t = dtype_text(d)
 
 
-_fmt_orig = _fmt
-
-
-def _fmt(x):  # noqa: F811 (dtype arguments)
-    if isinstance(x, _DT):
-        return x.t
-    if isinstance(x, (Ref, Window)):
-        return x.render()
-    return _fmt_orig(x)
 
 
 def call(fn, *args, **kwargs):
@@ -536,7 +528,3 @@ def _calibrate():
 
 
 _calibrate()
-
-
-def bind_locals_of(kernel):
-    return inspect.signature(kernel).parameters
