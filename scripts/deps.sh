@@ -57,6 +57,8 @@ PKGS=(
 	perl sparse rsync
 	# fuzzing (make fuzz): libFuzzer, ASan and UBSan runtimes
 	clang-14 libclang-rt-14-dev
+	# the Python front end (python/tpuemu) and its tests
+	python3-cffi python3-numpy python3-pytest
 	# plots (make roofline)
 	gnuplot-nox
 )

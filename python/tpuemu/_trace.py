@@ -1,0 +1,530 @@
+# SPDX-License-Identifier: MIT
+"""Tracing: proxies whose operations record Pallas statement text.
+
+A kernel is called once with Ref proxies. Reading a ref (x_ref[...]) or
+calling a tpuemu.numpy function gives a Value, an expression tree that
+renders as libtpurt's statement syntax; storing into a ref records one
+statement ("o[...] += jnp.dot(x[...], y[...], ...)"), under the enclosing
+pl.when conditions. Values are inlined where used; one that reads a ref
+which a store is about to change, and is still held by the kernel, is
+bound to a local first ("_v1 = m[...]") so it keeps what Python would see.
+"""
+import os
+import sys
+import weakref
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class TraceError(Exception):
+    """The kernel does something tracing cannot record."""
+
+
+def user_frame():
+    """(filename, lineno, source line) of the innermost frame outside tpuemu."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = os.path.abspath(f.f_code.co_filename)
+        if not fn.startswith(_PKG_DIR + os.sep):
+            try:
+                import linecache
+                src = linecache.getline(fn, f.f_lineno).strip()
+            except Exception:
+                src = ""
+            return fn, f.f_lineno, src
+        f = f.f_back
+    return "?", 0, ""
+
+
+def where():
+    fn, line, src = user_frame()
+    return "%s:%d: %s" % (fn, line, src) if src else "%s:%d" % (fn, line)
+
+
+def trace_error(msg):
+    return TraceError("%s\n  at %s" % (msg, where()))
+
+
+class DType:
+    """A dtype as kernels and out_shape name it (jnp.float32, ...)."""
+
+    def __init__(self, name, code, np_name):
+        self.name = name
+        self.code = code		# enum tpurt_dtype
+        self.np_name = np_name		# NumPy's carrier dtype (bf16: uint16)
+
+    @property
+    def text(self):
+        return "jnp." + self.name
+
+    def __repr__(self):
+        return "dtype(%s)" % self.name
+
+    def __eq__(self, other):
+        try:
+            return as_dtype(other) is self
+        except TypeError:
+            return False
+
+    def __hash__(self):
+        return hash(self.name)
+
+
+float32 = DType("float32", 0, "float32")
+bfloat16 = DType("bfloat16", 1, "uint16")
+int8 = DType("int8", 2, "int8")
+uint8 = DType("uint8", 3, "uint8")
+int32 = DType("int32", 4, "int32")
+bool_ = DType("bool", 5, "bool")
+_DTYPES = {d.name: d for d in (float32, bfloat16, int8, uint8, int32, bool_)}
+_DTYPES["uint16"] = bfloat16		# bf16's carrier
+
+
+def as_dtype(d):
+    """A DType from a DType, a NumPy dtype or type, or a name."""
+    if isinstance(d, DType):
+        return d
+    import numpy as np
+    try:
+        name = np.dtype(d).name
+    except TypeError:
+        name = str(d)
+    if name in _DTYPES:
+        return _DTYPES[name]
+    raise TypeError("unsupported dtype %r (float32, bfloat16, int8, uint8, int32, bool)" % (d,))
+
+
+class DTypeOf:
+    """x.dtype of a traced value: rendered as the statement syntax's x.dtype."""
+
+    def __init__(self, text):
+        self.text = text
+
+
+def dtype_text(d):
+    if isinstance(d, DTypeOf):
+        return d.text
+    return as_dtype(d).text
+
+
+# --- recording ---
+
+class Recorder:
+    def __init__(self):
+        self.stmts = []		# (text, where)
+        self.conds = []		# enclosing pl.when conditions (text)
+        self.live = {}		# id -> weakref: unbound values that read a ref
+        self.nlocal = 0
+
+    def emit(self, text):
+        if self.conds:
+            c = " and ".join("(%s)" % c for c in self.conds) if len(self.conds) > 1 \
+                else self.conds[0]
+            text = "pl.when(%s): %s" % (c, text)
+        self.stmts.append((text, where()))
+
+    def bind(self, v):
+        self.nlocal += 1
+        name = "_v%d" % self.nlocal
+        # unconditionally: the value was read where Python read it, which
+        # may be outside the pl.when a store that changes it is in
+        conds, self.conds = self.conds, []
+        try:
+            self.emit("%s = %s" % (name, v.render()))
+        finally:
+            self.conds = conds
+        v.kind, v.args, v.text, v.reads = "local", (), name, frozenset()
+        self.live.pop(id(v), None)
+
+
+_rec = None
+
+
+def recorder():
+    if _rec is None:
+        raise trace_error("a kernel operation outside of pallas_call's tracing")
+    return _rec
+
+
+def start():
+    global _rec
+    _rec = Recorder()
+    return _rec
+
+
+def stop():
+    global _rec
+    _rec = None
+
+
+# --- values ---
+
+def _fmt(x):
+    """The statement-syntax text of a kernel operand."""
+    if isinstance(x, (Value, Ref, Window)):
+        return x.render()
+    if isinstance(x, _DT):
+        return x.t
+    if isinstance(x, bool):
+        return "True" if x else "False"
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        return repr(x)
+    if isinstance(x, (DType, DTypeOf)):
+        return dtype_text(x)
+    if isinstance(x, tuple):
+        return "(" + ", ".join(_fmt(e) for e in x) + ("," if len(x) == 1 else "") + ")"
+    try:
+        import numpy as np
+        if isinstance(x, np.generic):
+            return _fmt(x.item())
+    except ImportError:
+        pass
+    raise trace_error("cannot use %r (%s) in a kernel: only traced values, "
+                      "Python numbers and dtypes" % (x, type(x).__name__))
+
+
+def _reads(*xs):
+    r = set()
+    for x in xs:
+        if isinstance(x, Value):
+            r |= x.reads
+        elif isinstance(x, tuple):
+            r |= _reads(*x)
+    return frozenset(r)
+
+
+class Value:
+    """A traced value: an expression in the statement syntax.
+
+    kind "text": a leaf (a ref read, a local, program_id...);
+    "op": args (lhs, rhs) with text the operator;
+    "call": text the function, args the arguments (kwargs as (k, v) pairs)."""
+
+    __array_priority__ = 1000	# numpy scalars defer to us
+
+    def __init__(self, kind, text, args=(), reads=frozenset(), scalar=False):
+        self.kind = kind
+        self.text = text
+        self.args = args
+        self.reads = reads
+        self.scalar = scalar
+        if reads and _rec is not None:
+            _rec.live[id(self)] = weakref.ref(self)
+
+    def children(self):
+        for a in self.args:
+            if isinstance(a, Value):
+                yield a
+            elif isinstance(a, tuple):
+                for e in a:
+                    if isinstance(e, Value):
+                        yield e
+
+    def render(self):
+        if self.kind in ("text", "local"):
+            return self.text
+        if self.kind == "op":
+            a, b = self.args
+            return "(%s %s %s)" % (_fmt(a), self.text, _fmt(b))
+        if self.kind == "unop":
+            return "(%s%s)" % (self.text, _fmt(self.args[0]))
+        if self.kind == "call":
+            parts = []
+            for a in self.args:
+                if isinstance(a, tuple) and len(a) == 2 and a[0] == "__kw__":
+                    parts.append(a[1])
+                else:
+                    parts.append(_fmt(a))
+            return "%s(%s)" % (self.text, ", ".join(parts))
+        if self.kind == "method":
+            return "%s.%s(%s)" % (_fmt(self.args[0]), self.text,
+                                  ", ".join(_fmt(a) for a in self.args[1:]))
+        if self.kind == "attr":
+            return "%s.%s" % (_fmt(self.args[0]), self.text)
+        raise AssertionError(self.kind)
+
+    def __str__(self):
+        return self.render()
+
+    def __repr__(self):
+        return "<traced %s>" % self.render()
+
+    # Python control flow on a traced value cannot be recorded.
+    def __bool__(self):
+        raise trace_error("Python control flow on a traced value (%s): its value is only "
+                          "known on the device; use pl.when(...) or jnp.where(...)"
+                          % self.render())
+
+    def __index__(self):
+        raise trace_error("a traced value (%s) used as a Python integer" % self.render())
+
+    __int__ = __float__ = __index__
+
+    def __iter__(self):
+        raise trace_error("iterating over a traced value (%s)" % self.render())
+
+    def __len__(self):
+        raise trace_error("len() of a traced value (%s)" % self.render())
+
+    def _op(self, sym, other, swap=False):
+        a, b = (other, self) if swap else (self, other)
+        _fmt(other)	# a clear error for unsupported operands
+        return Value("op", sym, (a, b), _reads(a, b),
+                     scalar=all(getattr(x, "scalar", True) for x in (a, b)))
+
+    def __add__(self, o): return self._op("+", o)
+    def __radd__(self, o): return self._op("+", o, True)
+    def __sub__(self, o): return self._op("-", o)
+    def __rsub__(self, o): return self._op("-", o, True)
+    def __mul__(self, o): return self._op("*", o)
+    def __rmul__(self, o): return self._op("*", o, True)
+    def __truediv__(self, o): return self._op("/", o)
+    def __rtruediv__(self, o): return self._op("/", o, True)
+    def __floordiv__(self, o): return self._op("//", o)
+    def __rfloordiv__(self, o): return self._op("//", o, True)
+    def __mod__(self, o): return self._op("%", o)
+    def __rmod__(self, o): return self._op("%", o, True)
+    def __pow__(self, o): return self._op("**", o)
+    def __matmul__(self, o): return self._op("@", o)
+    def __rmatmul__(self, o): return self._op("@", o, True)
+    def __and__(self, o): return self._op("&", o)
+    def __rand__(self, o): return self._op("&", o, True)
+    def __or__(self, o): return self._op("|", o)
+    def __ror__(self, o): return self._op("|", o, True)
+    def __eq__(self, o): return self._op("==", o)
+    def __ne__(self, o): return self._op("!=", o)
+    def __lt__(self, o): return self._op("<", o)
+    def __le__(self, o): return self._op("<=", o)
+    def __gt__(self, o): return self._op(">", o)
+    def __ge__(self, o): return self._op(">=", o)
+    __hash__ = object.__hash__
+
+    def __neg__(self):
+        return Value("unop", "-", (self,), self.reads, self.scalar)
+
+    def __pos__(self):
+        return self
+
+    def __invert__(self):
+        return Value("unop", "~", (self,), self.reads, self.scalar)
+
+    @property
+    def T(self):
+        return Value("attr", "T", (self,), self.reads)
+
+    @property
+    def dtype(self):
+        return DTypeOf(self.render() + ".dtype")
+
+    def astype(self, dtype):
+        return Value("method", "astype", (self, _DT(dtype)), self.reads)
+
+
+class _DT:
+    """A dtype argument, rendered as text."""
+
+    def __init__(self, d):
+        self.t = dtype_text(d)
+
+
+
+
+def call(fn, *args, **kwargs):
+    """A traced call of a statement-syntax function (jnp.exp, ...)."""
+    a = list(args)
+    for k, v in kwargs.items():
+        if isinstance(v, (DType, DTypeOf)):
+            v = _DT(v)
+        a.append(("__kw__", "%s=%s" % (k, _fmt(v))))
+    return Value("call", fn, tuple(a), _reads(*args, *kwargs.values()))
+
+
+def scalar(text):
+    return Value("text", text, scalar=True)
+
+
+# --- refs ---
+
+class Ref:
+    """A kernel's ref: a block of an operand, or scratch."""
+
+    def __init__(self, name, shape, dtype, space="vmem", writable=True):
+        self.name = name
+        self.shape = tuple(shape)
+        self.dtype = as_dtype(dtype) if dtype is not None else None
+        self.space = space
+        self.writable = writable
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def __repr__(self):
+        return "<ref %s %s %s>" % (self.name, self.shape, self.dtype)
+
+    def _index(self, idx):
+        if idx is Ellipsis:
+            return "..."
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        parts = []
+        for e in idx:
+            if e is Ellipsis:
+                parts.append("...")
+            elif isinstance(e, slice):
+                if e.start is None and e.stop is None and e.step is None:
+                    parts.append(":")
+                else:
+                    raise trace_error("slices of a ref other than ':' (use pl.ds)")
+            elif isinstance(e, Slice):
+                parts.append(e.render())
+            else:
+                parts.append(_fmt(e))
+        return ", ".join(parts)
+
+    def __getitem__(self, idx):
+        ix = self._index(idx)
+        scalar_read = self.space == "smem"
+        return Value("text", "%s[%s]" % (self.name, ix),
+                     reads=frozenset([self.name]), scalar=scalar_read)
+
+    def __setitem__(self, idx, value):
+        rec = recorder()
+        if not self.writable:
+            raise trace_error("store into input '%s' (inputs are read-only)" % self.name)
+        target = "%s[%s]" % (self.name, self._index(idx))
+        op = "="
+        # o[...] += e arrives as o.__setitem__(..., o[...] + e)
+        if isinstance(value, Value) and value.kind == "op" and \
+                value.text in ("+", "-", "*", "/"):
+            lhs = value.args[0]
+            if isinstance(lhs, Value) and lhs.kind == "text" and lhs.text == target:
+                op = value.text + "="
+            del lhs		# _protect counts references
+        _protect(rec, self.name, value)
+        if op == "=":
+            rhs = _fmt(value)
+        else:
+            rhs = _fmt(value.args[1])
+        rec.emit("%s %s %s" % (target, op, rhs))
+
+    # jnp.zeros_like(ref) and the like accept refs
+    def render(self):
+        return self.name
+
+    @property
+    def at(self):
+        """ref.at[idx]: a window (pl.ds, ints, ':'), for copies, reads and stores."""
+        return _At(self)
+
+
+class _At:
+    def __init__(self, ref):
+        self.ref = ref
+
+    def __getitem__(self, idx):
+        return Window(self.ref, "%s.at[%s]" % (self.ref.name, self.ref._index(idx)))
+
+
+class Window:
+    """REF.at[IDX]: rendered as such; read and stored whole with [...]."""
+
+    def __init__(self, ref, text):
+        self.ref = ref
+        self.text = text
+        self.name = ref.name
+
+    def render(self):
+        return self.text
+
+    def __getitem__(self, idx):
+        if idx is not Ellipsis:
+            raise trace_error("a window is read whole: %s[...]" % self.text)
+        return Value("text", self.text + "[...]", reads=frozenset([self.ref.name]))
+
+    def __setitem__(self, idx, value):
+        if idx is not Ellipsis:
+            raise trace_error("a window is stored whole: %s[...] = ..." % self.text)
+        rec = recorder()
+        if not self.ref.writable:
+            raise trace_error("store into input '%s' (inputs are read-only)" % self.ref.name)
+        _protect(rec, self.ref.name, value)
+        rec.emit("%s[...] = %s" % (self.text, _fmt(value)))
+
+
+class Slice:
+    """pl.ds(start, size)."""
+
+    def __init__(self, start, size):
+        self.start, self.size = start, size
+
+    def render(self):
+        return "pl.ds(%s, %s)" % (_fmt(self.start), _fmt(self.size))
+
+
+# CPython's reference counts tell a temporary (held only by its parent
+# expressions) from a value the kernel still holds in a variable. _K is what
+# _protect itself holds on each value it looks at: the list of live values,
+# the loop variable, the tree entry and getrefcount's argument; _ROOT the
+# stored value's extra references (the store's argument and the
+# interpreter's stack), measured once by _calibrate().
+_K = 4
+_ROOT = None
+
+
+def _protect(rec, ref, value, _probe=None):
+    """Before a store into @ref: bind every value still held by the kernel
+    that reads @ref, so later uses see the old contents as Python would."""
+    tree = {}
+    n = None
+    stack = [value] if isinstance(value, Value) else []
+    while stack:
+        n = stack.pop()
+        if id(n) in tree:
+            tree[id(n)][1] += 1
+            continue
+        tree[id(n)] = [n, 1]	# its parent (the root: the store)
+        stack.extend(n.children())
+    del stack, n
+    if isinstance(value, Value):
+        tree[id(value)][1] += _ROOT or 0
+    todo = []
+    v = ent = None
+    for v in [w() for w in list(rec.live.values())]:
+        if v is None:
+            continue
+        ent = tree.get(id(v))
+        if _probe is not None and v is value:
+            _probe.append(sys.getrefcount(v) - ent[1] - _K)
+        if ref not in v.reads or v.kind == "local":
+            continue
+        if ent is None or sys.getrefcount(v) - ent[1] - _K > 0:
+            todo.append(v)
+    del v, ent
+    # bind innermost first, so an outer value refers to the local
+    todo.sort(key=lambda v: len(v.render()))
+    for v in todo:
+        rec.bind(v)
+
+
+class _Probe(Ref):
+    def __setitem__(self, idx, value):
+        probe = []
+        _protect(_rec, "-", value, probe)
+        self.got = probe[0]
+
+
+def _calibrate():
+    global _ROOT, _rec
+    saved, _rec = _rec, Recorder()
+    try:
+        r = _Probe("p", (8, 128), float32)
+        r[...] = Value("text", "x", reads=frozenset("x")) + 1
+        _ROOT = r.got
+    finally:
+        _rec = saved
+
+
+_calibrate()

@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: MIT
+"""The jax.numpy functions a kernel body uses, traced (tpuemu.numpy as jnp)."""
+from ._trace import (float32, bfloat16, int8, uint8, int32, bool_, call, Value,
+                     Ref)
+
+inf = float("inf")
+nan = float("nan")
+
+
+def _v(x):
+    # a ref given where a value is meant (jnp.zeros_like(acc_ref))
+    if isinstance(x, Ref):
+        return Value("text", x.name)
+    return x
+
+
+def dot(a, b, preferred_element_type=None):
+    if preferred_element_type is None:
+        return call("jnp.dot", a, b)
+    return call("jnp.dot", a, b, preferred_element_type=preferred_element_type)
+
+
+def matmul(a, b, preferred_element_type=None):
+    return dot(a, b, preferred_element_type)
+
+
+def _unary(name):
+    def f(x):
+        return call("jnp." + name, _v(x))
+    f.__name__ = name
+    return f
+
+
+for _n in ("exp exp2 log log1p sqrt rsqrt reciprocal tanh abs negative square "
+           "floor ceil sign round logical_not zeros_like ones_like").split():
+    globals()[_n] = _unary(_n)
+
+
+def _binary(name):
+    def f(a, b):
+        return call("jnp." + name, _v(a), _v(b))
+    f.__name__ = name
+    return f
+
+
+for _n in ("add subtract multiply divide maximum minimum power mod equal not_equal "
+           "less less_equal greater greater_equal logical_and logical_or").split():
+    globals()[_n] = _binary(_n)
+
+
+def where(c, a, b):
+    return call("jnp.where", c, a, b)
+
+
+def clip(x, lo, hi):
+    return call("jnp.clip", x, lo, hi)
+
+
+def _reduce(name):
+    def f(x, axis=None, keepdims=False):
+        if axis is None:
+            return call("jnp." + name, x)
+        if keepdims:
+            return call("jnp." + name, x, axis=axis, keepdims=True)
+        return call("jnp." + name, x, axis=axis)
+    f.__name__ = name
+    return f
+
+
+sum = _reduce("sum")	# noqa: A001
+max = _reduce("max")	# noqa: A001
+min = _reduce("min")	# noqa: A001
+
+
+def full_like(x, v):
+    return call("jnp.full_like", _v(x), v)
+
+
+def astype(x, dtype):
+    return x.astype(dtype)
+
+
+__all__ = ["float32", "bfloat16", "int8", "uint8", "int32", "bool_", "inf", "nan",
+           "dot", "matmul", "where", "clip", "sum", "max", "min", "full_like", "astype",
+           "exp", "maximum", "minimum", "zeros_like", "ones_like"]

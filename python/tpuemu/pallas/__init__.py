@@ -1,0 +1,273 @@
+# SPDX-License-Identifier: MIT
+"""jax.experimental.pallas over libtpurt (tpuemu.pallas as pl)."""
+import inspect
+
+import numpy as _np
+
+from .. import _trace
+from .._trace import Value, Ref, Slice, TraceError, as_dtype, scalar, trace_error
+from .._lib import ffi, lib, check, device
+
+_last_stats = None
+
+ANY = "any"
+_SPACES = {None: 0, "vmem": 0, "smem": 1, "any": 2, "sem_dma": 3, "sem_regular": 4}
+
+
+class Buffered:
+    """pl.Buffered(n): the block's pipeline depth."""
+
+    def __init__(self, buffer_count):
+        self.buffer_count = int(buffer_count)
+
+
+class BlockSpec:
+    def __init__(self, block_shape=None, index_map=None, *, memory_space=None,
+                 pipeline_mode=None):
+        self.block_shape = block_shape
+        self.index_map = index_map
+        self.memory_space = memory_space
+        self.pipeline_mode = pipeline_mode
+
+
+class GridSpec:
+    def __init__(self, grid=(), in_specs=None, out_specs=None, scratch_shapes=(),
+                 num_scalar_prefetch=0):
+        self.grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+        self.in_specs = in_specs
+        self.out_specs = out_specs
+        self.scratch_shapes = tuple(scratch_shapes or ())
+        self.num_scalar_prefetch = num_scalar_prefetch
+
+
+def program_id(axis):
+    return scalar("pl.program_id(%d)" % axis)
+
+
+def num_programs(axis):
+    return scalar("pl.num_programs(%d)" % axis)
+
+
+def ds(start, size):
+    return Slice(start, size)
+
+
+def when(cond):
+    """@pl.when(cond): the decorated function's statements run where cond holds.
+    The function is called once, at once, while tracing."""
+    rec = _trace.recorder()
+    text = cond.render() if isinstance(cond, Value) else _trace._fmt(cond)
+
+    def deco(fn):
+        rec.conds.append(text)
+        try:
+            fn()
+        finally:
+            rec.conds.pop()
+        return fn
+    return deco
+
+
+_NAMES = "ijkl"
+
+
+def _index_map_text(fn, grid_rank, prefetch, what):
+    if fn is None:
+        return None
+    names = list(_NAMES[:grid_rank])
+    refs = [Ref(n, (), "int32", space="smem", writable=False) for n in prefetch]
+    args = [scalar(n) for n in names] + refs
+    try:
+        res = fn(*args)
+    except TraceError:
+        raise
+    if not isinstance(res, (tuple, list)):
+        res = (res,)
+    body = ", ".join(_trace._fmt(e) for e in res)
+    return "%s -> %s" % (", ".join(names + list(prefetch)), body)
+
+
+def _np_dtype(d):
+    return _np.dtype(as_dtype(d).np_name)
+
+
+def _block_spec(spec, shape, grid_rank, prefetch, what):
+    """(struct tpurt_block_spec, keepalive, block shape)"""
+    cs = ffi.new("struct tpurt_block_spec *")
+    keep = []
+    space = getattr(spec, "memory_space", None) if spec is not None else None
+    space = getattr(space, "_space", space)
+    cs.memory_space = _SPACES[space]
+    if spec is not None and spec.pipeline_mode is not None:
+        cs.buffer_count = spec.pipeline_mode.buffer_count
+    if cs.memory_space == 2:
+        cs.rank = len(shape)
+        for d, n in enumerate(shape):
+            cs.shape[d] = n
+        return cs, keep, tuple(shape)
+    bshape = spec.block_shape if spec is not None and spec.block_shape is not None \
+        else tuple(shape)
+    cs.rank = len(bshape)
+    for d, n in enumerate(bshape):
+        cs.shape[d] = -1 if n is None else int(n)
+    if spec is not None and spec.index_map is not None:
+        text = _index_map_text(spec.index_map, grid_rank, prefetch, what)
+    else:
+        text = "%s -> %s" % (", ".join(_NAMES[:grid_rank]), ", ".join("0" * len(bshape)))
+    c = ffi.new("char[]", text.encode())
+    keep.append(c)
+    cs.index_map = c
+    return cs, keep, tuple(1 if n is None else n for n in bshape)
+
+
+def _kname(kernel):
+    return getattr(kernel, "__name__", None) or getattr(getattr(kernel, "func", None),
+                                                        "__name__", "kernel")
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
+                out_specs=None, scratch_shapes=(), compiler_params=None,
+                input_output_aliases=None, interpret=False, name=None, debug=False,
+                cost_estimate=None):
+    """pl.pallas_call: returns a function of NumPy arrays giving NumPy arrays."""
+    if grid_spec is None:
+        grid_spec = GridSpec(grid, in_specs, out_specs, scratch_shapes)
+    single_out = not isinstance(out_shape, (list, tuple))
+    outs = _as_list(out_shape)
+
+    def run(*args):
+        global _last_stats
+        gs_grid = grid_spec.grid or (1,)
+        nsp = grid_spec.num_scalar_prefetch
+        params = [n for n, p in inspect.signature(kernel).parameters.items()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        arrays = [_np.ascontiguousarray(a) for a in args]
+        nin = len(arrays) - nsp
+        ispecs = grid_spec.in_specs
+        ispecs = [None] * nin if ispecs is None else _as_list(ispecs)
+        ospecs = grid_spec.out_specs
+        ospecs = [None] * len(outs) if ospecs is None else _as_list(ospecs)
+        scratch = list(grid_spec.scratch_shapes)
+        nrefs = len(arrays) + len(outs) + len(scratch)
+        if len(params) != nrefs:
+            raise TypeError("kernel %s takes %d refs, pallas_call gives %d (%d scalar "
+                            "prefetch, %d inputs, %d outputs, %d scratch)"
+                            % (_kname(kernel), len(params), nrefs, nsp, nin, len(outs),
+                               len(scratch)))
+        if len(ispecs) != nin or len(ospecs) != len(outs):
+            raise TypeError("in_specs/out_specs do not match the inputs/outputs")
+        gp = ffi.new("struct tpurt_grid_spec **")
+        check(lib.tpurt_grid_spec_create(len(gs_grid), ffi.new("int64_t[]", list(gs_grid)), gp),
+              "grid spec")
+        gs = ffi.gc(gp[0], lib.tpurt_grid_spec_free)
+        keep = []
+        refs = []
+        prefetch = params[:nsp]
+        for n, a in zip(prefetch, arrays[:nsp]):
+            if a.dtype != _np.int32:
+                raise TypeError("scalar prefetch '%s' must be int32" % n)
+            check(lib.tpurt_grid_spec_add_scalar_prefetch_shaped(
+                gs, n.encode(), a.ndim, ffi.new("int64_t[]", list(a.shape))), n)
+            refs.append(Ref(n, a.shape, "int32", space="smem", writable=False))
+        for n, a, spec in zip(params[nsp:], arrays[nsp:], ispecs):
+            cs, k, bshape = _block_spec(spec, a.shape, len(gs_grid), prefetch, n)
+            keep += [cs, k]
+            check(lib.tpurt_grid_spec_add_input(gs, n.encode(), cs), "input '%s'" % n)
+            dt = as_dtype(a.dtype)
+            check(lib.tpurt_grid_spec_set_dtype(gs, n.encode(), dt.code), n)
+            sp = {0: "vmem", 1: "smem", 2: "any"}[cs.memory_space]
+            refs.append(Ref(n, bshape, dt, space=sp, writable=False))
+        onames = params[len(arrays):len(arrays) + len(outs)]
+        for n, o, spec in zip(onames, outs, ospecs):
+            cs, k, bshape = _block_spec(spec, o.shape, len(gs_grid), prefetch, n)
+            keep += [cs, k]
+            check(lib.tpurt_grid_spec_add_output(gs, n.encode(), cs), "output '%s'" % n)
+            dt = as_dtype(o.dtype)
+            check(lib.tpurt_grid_spec_set_dtype(gs, n.encode(), dt.code), n)
+            sp = {0: "vmem", 1: "smem", 2: "any"}[cs.memory_space]
+            refs.append(Ref(n, bshape, dt, space=sp))
+        for n, s in zip(params[len(arrays) + len(outs):], scratch):
+            check(lib.tpurt_grid_spec_add_scratch(
+                gs, n.encode(), s._space_code, as_dtype(s.dtype).code, len(s.shape),
+                ffi.new("int64_t[]", list(s.shape))), "scratch '%s'" % n)
+            refs.append(Ref(n, s.shape, s.dtype,
+                            space={1: "smem", 3: "sem", 4: "sem"}.get(s._space_code, "vmem")))
+
+        # trace the kernel
+        rec = _trace.start()
+        try:
+            kernel(*refs)
+        finally:
+            _trace.stop()
+        kp = ffi.new("struct tpurt_kernel **")
+        check(lib.tpurt_kernel_create(kp), "kernel")
+        k = ffi.gc(kp[0], lib.tpurt_kernel_free)
+        for text, loc in rec.stmts:
+            if lib.tpurt_kernel_stmt(k, gs, text.encode()) < 0:
+                msg = ffi.string(lib.tpurt_last_error()).decode()
+                raise TraceError("%s\n  traced from %s" % (msg, loc))
+        run.statements = [t for t, _ in rec.stmts]
+
+        # arrays
+        cp = ffi.new("struct tpurt_compiler_params *")
+        if compiler_params is not None:
+            ds_ = getattr(compiler_params, "dimension_semantics", None)
+            if ds_:
+                c = ffi.new("char[]", ", ".join(ds_).encode())
+                keep.append(c)
+                cp.dimension_semantics = c
+            cp.vmem_limit_bytes = getattr(compiler_params, "vmem_limit_bytes", None) or 0
+        aliases = dict(input_output_aliases or {})
+        if aliases:
+            al = ffi.new("struct tpurt_alias[]", len(aliases))
+            for idx, (i, o) in enumerate(aliases.items()):
+                al[idx].input, al[idx].output = i, o
+            keep.append(al)
+            cp.input_output_aliases = al
+            cp.num_aliases = len(aliases)
+        dev = device()
+        handles = []
+
+        def make(shape, dt):
+            ap = ffi.new("struct tpurt_array **")
+            shp = list(shape) or [1]
+            check(lib.tpurt_array_create(dev, dt.code, len(shp), ffi.new("int64_t[]", shp), ap),
+                  "array")
+            h = ffi.gc(ap[0], lib.tpurt_array_free)
+            handles.append(h)
+            return h
+        for a in arrays:
+            h = make(a.shape, as_dtype(a.dtype))
+            check(lib.tpurt_array_write(h, ffi.from_buffer(a)), "array write")
+        out_idx = {o: i for i, o in aliases.items()}
+        for j, o in enumerate(outs):
+            if j in out_idx:
+                handles.append(handles[out_idx[j]])
+            else:
+                make(o.shape, as_dtype(o.dtype))
+        argv = ffi.new("struct tpurt_array *[]", handles)
+        st = ffi.new("struct tpurt_job_stats *")
+        check(lib.tpurt_pallas_call(k, gs, cp, argv, len(handles), st),
+              "pallas_call(%s)" % _kname(kernel))
+        _last_stats = {f: getattr(st, f) for f in (
+            "steps", "blocks_fetched", "blocks_skipped", "blocks_written", "hbm_bytes_in",
+            "hbm_bytes_out", "mxu_flops", "cores_used", "device_wall_ns", "call_wall_ns",
+            "model_time_ps", "model_mxu_busy_ps", "model_dma_busy_ps", "model_bubble_ps")}
+        results = []
+        for j, o in enumerate(outs):
+            r = _np.empty(o.shape, dtype=_np_dtype(o.dtype))
+            check(lib.tpurt_array_read(handles[len(arrays) + j], ffi.from_buffer(r)),
+                  "array read")
+            results.append(r)
+        return results[0] if single_out else tuple(results) if isinstance(out_shape, tuple) \
+            else results
+    run.statements = None
+    return run
+
+
+__all__ = ["pallas_call", "BlockSpec", "GridSpec", "program_id", "num_programs", "when",
+           "ds", "Buffered", "ANY", "TraceError", "trace_error"]
