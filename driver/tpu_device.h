@@ -40,6 +40,8 @@
  * @dep_fence_context: fence context of dependencies wrapped by tpu_sched
  * @dep_fence_seqno: their last sequence number
  * @reset_lock: serialises queue resets
+ * @sched_lock: held from arming a scheduler job to pushing it, so jobs
+ *	reach their entity in fence order
  * @jobs_alive: jobs pushed to a scheduler and not yet freed
  * @jobs_idle: woken when @jobs_alive drops to 0
  */
@@ -62,6 +64,7 @@ struct tpu_device {
 	u64 dep_fence_context;
 	atomic_t dep_fence_seqno;
 	struct mutex reset_lock; /* one reset at a time */
+	struct mutex sched_lock; /* arm + push of scheduler jobs */
 	atomic_t jobs_alive;
 	wait_queue_head_t jobs_idle;
 };

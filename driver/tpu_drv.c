@@ -196,6 +196,7 @@ static int tpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return ret;
 	tdev->dep_fence_context = dma_fence_context_alloc(1);
 	mutex_init(&tdev->reset_lock);
+	mutex_init(&tdev->sched_lock);
 	init_waitqueue_head(&tdev->jobs_idle);
 	ret = tpu_gem_init(tdev);
 	if (ret)

@@ -5,7 +5,6 @@
  * submission to drm_sched, and recovery of a stuck queue.
  */
 #include <linux/dma-fence-array.h>
-#include <linux/mutex.h>
 #include <linux/slab.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_gem.h>
@@ -18,14 +17,6 @@
 
 /* Killed jobs wait for their queue's previous job; that ends at once. */
 #define TPU_SCHED_DRAIN_TIMEOUT_MS	10000
-
-/*
- * drm_sched numbers a job's fences when it is armed and queues it when it
- * is pushed: both under one lock, or two threads submitting to one entity
- * (a file's ioctls and io_uring commands, every file's buffer clears on
- * the kernel entity) can queue jobs out of their fence order.
- */
-static DEFINE_MUTEX(tpu_sched_push_lock);
 
 /**
  * tpu_sched_job_add_syncobj() - make the job wait for a syncobj's fence
@@ -118,13 +109,19 @@ struct dma_fence *tpu_sched_job_push(struct tpu_sched_job *job,
 			return ERR_PTR(ret);
 		}
 	}
-	mutex_lock(&tpu_sched_push_lock);
+	/*
+	 * drm_sched numbers a job's fences when it is armed and queues it when
+	 * it is pushed: both under one lock, or two threads submitting to one
+	 * entity (a file's ioctls and io_uring commands, every file's buffer
+	 * clears on the kernel entity) can queue jobs out of fence order.
+	 */
+	mutex_lock(&job->tdev->sched_lock);
 	drm_sched_job_arm(&job->base);
 	done = dma_fence_get(&job->base.s_fence->finished);
 	atomic_inc(&job->tdev->jobs_alive);
 	job->alive = true;
 	drm_sched_entity_push_job(&job->base);
-	mutex_unlock(&tpu_sched_push_lock);
+	mutex_unlock(&job->tdev->sched_lock);
 	return done;
 }
 
