@@ -105,8 +105,10 @@ HOST_TESTS	= engine_vector_test engine_config_test engine_copy_test engine_gemm_
 		  engine_trace_test engine_memory_test \
 		  tpurt_open_test params_table_test $(SIM_TESTS) tpurt_trace_test \
 		  bench_json_test $(HOST_SCRIPT_TESTS)
-# Script tests (tests/NAME.sh, generated into $(BUILD)/tests/NAME).
-HOST_SCRIPT_TESTS = python_test
+# Script tests (tests/NAME.sh, generated into $(BUILD)/tests/NAME): make
+# install with pkg-config out of tree; the reference's coverage of
+# libtpurt.map; the Python front end's pytest run.
+HOST_SCRIPT_TESTS = install_test doc_coverage_test python_test
 # Runtime tests on the in-process device (libtpurt-sim.a).
 SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 		  tpurt_matmul_test tpurt_analysis_test tpurt_template_test \
