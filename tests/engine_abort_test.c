@@ -163,21 +163,25 @@ static void expect_prompt_abort(struct __test_metadata *_metadata,
 		       late, what, full);
 }
 
-/* One grid step with one 2048^3 f32 matmul: stopped between row panels
- * (a third of the way in: inside the op, after the fetches). */
+/*
+ * One grid step with one 4096 x 1024 x 1024 f32 matmul: stopped between
+ * row panels (a third of the way in: inside the op, after the fetches).
+ * Eight panels of 512 rows, so the abort lands within an eighth of the op:
+ * with 2048 rows, a panel was a quarter, the test's own bound.
+ */
 TEST(abort_inside_a_long_op)
 {
 	struct mm_job j = {
-		.m = 2048, .k = 2048, .n = 2048, .bm = 2048, .bk = 2048, .bn = 2048,
+		.m = 4096, .k = 1024, .n = 1024, .bm = 4096, .bk = 1024, .bn = 1024,
 		.in_dtype = TPU_DTYPE_F32, .out_dtype = TPU_DTYPE_F32,
 	};
 	struct tdev *d = tdev_new(64ull << 20, 1);
 	size_t len;
 	void *blob;
 
-	j.x_slot = tdev_alloc(d, 2048 * 2048 * 4);
-	j.y_slot = tdev_alloc(d, 2048 * 2048 * 4);
-	j.z_slot = tdev_alloc(d, 2048 * 2048 * 4);
+	j.x_slot = tdev_alloc(d, 4096 * 1024 * 4);
+	j.y_slot = tdev_alloc(d, 1024 * 1024 * 4);
+	j.z_slot = tdev_alloc(d, 4096 * 1024 * 4);
 	blob = mm_build(&j, &len);
 	jb_header(blob)->vmem_limit_bytes = 120ull << 20;
 	expect_prompt_abort(_metadata, d, blob, len, "op");
