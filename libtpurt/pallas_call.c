@@ -541,11 +541,11 @@ static const char *hint(const struct tpu_job_result *res)
  * device will before it runs the job; its rejection, in the call's words.
  */
 static int device_check(const struct pallas_build *c, const void *blob,
-			size_t len)
+			size_t len, struct tpu_plan *keep)
 {
 	struct tpu_job_result res = { 0 };
 	struct tpu_config cfg;
-	struct tpu_plan *plan = malloc(sizeof(*plan));
+	struct tpu_plan *plan = keep ? keep : malloc(sizeof(*plan));
 	char msg[512];
 	int ret;
 
@@ -562,7 +562,8 @@ static int device_check(const struct pallas_build *c, const void *blob,
 		in_call_words(c, res.message, msg, sizeof(msg));
 		ret = tpurt_fail(-EINVAL, "%s%s", msg, hint(&res));
 	}
-	free(plan);
+	if (plan != keep)
+		free(plan);
 	return ret;
 }
 
@@ -580,12 +581,13 @@ static void init_build(struct pallas_build *c, const struct tpurt_kernel *k,
 }
 
 /* The descriptor of @k's call on @args into *@blobp (malloc'd), checked as
- * the device checks it; @c keeps what the callers read after. */
+ * the device checks it, its decoded plan in @plan unless NULL; @c keeps what
+ * the callers read after. */
 static int build(struct pallas_build *c, const struct tpurt_kernel *k,
 		 const struct tpurt_grid_spec *gs,
 		 const struct tpurt_compiler_params *params,
 		 struct tpurt_array *const *args, int nargs, void **blobp,
-		 size_t *lenp)
+		 size_t *lenp, struct tpu_plan *plan)
 {
 	int ret;
 
@@ -609,7 +611,7 @@ static int build(struct pallas_build *c, const struct tpurt_kernel *k,
 		ret = tpurt_desc_finish(c->d, blobp, lenp);
 	}
 	if (!ret)
-		ret = device_check(c, *blobp, *lenp);
+		ret = device_check(c, *blobp, *lenp, plan);
 	if (ret) {
 		free(*blobp);
 		*blobp = NULL;
@@ -626,7 +628,7 @@ int tpurt_pallas_call_build(const struct tpurt_kernel *k,
 {
 	struct pallas_build c;
 
-	return build(&c, k, gs, params, args, nargs, descp, lenp);
+	return build(&c, k, gs, params, args, nargs, descp, lenp, NULL);
 }
 
 int tpurt_pallas_plan(const struct tpurt_kernel *k,
@@ -636,21 +638,16 @@ int tpurt_pallas_plan(const struct tpurt_kernel *k,
 		      struct tpu_plan *plan,
 		      char (*scratch_names)[TPURT_NAME_MAX])
 {
-	struct tpu_job_result res = { 0 };
 	struct pallas_build c;
-	struct tpu_config cfg;
 	void *blob;
 	size_t len;
 	int ret;
 
-	ret = build(&c, k, gs, params, args, nargs, &blob, &len);
+	/* the build's own device check decodes it: keep that plan */
+	ret = build(&c, k, gs, params, args, nargs, &blob, &len, plan);
 	if (ret)
 		return ret;
-	tpurt_device_config(c.info, &cfg);
-	ret = tpu_job_decode(blob, len, &cfg, plan, &res);
 	free(blob);
-	if (ret)	/* device_check took it: the decoder is deterministic */
-		return tpurt_fail(-EINVAL, "pallas_call: internal: %s", res.message);
 	for (unsigned int i = 0; i < plan->num_scratch; i++)
 		snprintf(scratch_names[i], TPURT_NAME_MAX, "%s", scratch_name(&c, i));
 	return 0;
@@ -670,7 +667,7 @@ int tpurt_pallas_call_async(const struct tpurt_kernel *k,
 	int ret;
 
 	*jobp = NULL;
-	ret = build(&c, k, gs, params, args, nargs, &blob, &len);
+	ret = build(&c, k, gs, params, args, nargs, &blob, &len, NULL);
 	if (ret)
 		return ret;
 	job = calloc(1, sizeof(*job));
