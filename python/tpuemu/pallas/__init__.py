@@ -173,23 +173,22 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             check(lib.tpurt_grid_spec_add_scalar_prefetch_shaped(
                 gs, n.encode(), a.ndim, ffi.new("int64_t[]", list(a.shape))), n)
             refs.append(Ref(n, a.shape, "int32", space="smem", writable=False))
-        for n, a, spec in zip(params[nsp:], arrays[nsp:], ispecs):
-            cs, k, bshape = _block_spec(spec, a.shape, len(gs_grid), prefetch, n)
-            keep += [cs, k]
-            check(lib.tpurt_grid_spec_add_input(gs, n.encode(), cs), "input '%s'" % n)
-            dt = as_dtype(a.dtype)
+        def add_blocked(add, what, n, shape, dtype, spec, writable):
+            cs, k, bshape = _block_spec(spec, shape, len(gs_grid), prefetch, n)
+            keep.extend([cs, k])
+            check(add(gs, n.encode(), cs), "%s '%s'" % (what, n))
+            dt = as_dtype(dtype)
             check(lib.tpurt_grid_spec_set_dtype(gs, n.encode(), dt.code), n)
             sp = {0: "vmem", 1: "smem", 2: "any"}[cs.memory_space]
-            refs.append(Ref(n, bshape, dt, space=sp, writable=False))
+            refs.append(Ref(n, bshape, dt, space=sp, writable=writable))
+
+        for n, a, spec in zip(params[nsp:], arrays[nsp:], ispecs):
+            add_blocked(lib.tpurt_grid_spec_add_input, "input", n, a.shape,
+                        a.dtype, spec, False)
         onames = params[len(arrays):len(arrays) + len(outs)]
         for n, o, spec in zip(onames, outs, ospecs):
-            cs, k, bshape = _block_spec(spec, o.shape, len(gs_grid), prefetch, n)
-            keep += [cs, k]
-            check(lib.tpurt_grid_spec_add_output(gs, n.encode(), cs), "output '%s'" % n)
-            dt = as_dtype(o.dtype)
-            check(lib.tpurt_grid_spec_set_dtype(gs, n.encode(), dt.code), n)
-            sp = {0: "vmem", 1: "smem", 2: "any"}[cs.memory_space]
-            refs.append(Ref(n, bshape, dt, space=sp))
+            add_blocked(lib.tpurt_grid_spec_add_output, "output", n, o.shape,
+                        o.dtype, spec, True)
         for n, s in zip(params[len(arrays) + len(outs):], scratch):
             check(lib.tpurt_grid_spec_add_scratch(
                 gs, n.encode(), s._space_code, as_dtype(s.dtype).code, len(s.shape),
