@@ -27,6 +27,11 @@
 #   scripts/vm-run.sh --add ./myprog -- ./myprog
 # runs a program built against build/lib/libtpurt.so or an installed
 # libtpurt. --list builds the initramfs and lists it instead of booting.
+#
+# Python: --python adds Debian's python3 with numpy and cffi, the tree's
+# python/tpuemu package and samples/py (in /tmp/samples/py, so
+# "python3 samples/py/matmul.py" runs from the folder COMMAND starts in);
+# a COMMAND that runs python3 gets it without asking.
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,6 +46,7 @@ SHELL_MODE=0
 LOG=
 LIST=0
 ADD=()
+PYTHON=0
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -52,6 +58,7 @@ while [ $# -gt 0 ]; do
 		[ -e "$2" ] || { echo "vm-run: --add $2: no such file or folder" >&2; exit 2; }
 		ADD+=("$2"); shift ;;
 	--list) LIST=1 ;;
+	--python) PYTHON=1 ;;
 	--) shift; break ;;
 	*) break ;;
 	esac
@@ -152,6 +159,61 @@ done | sort -u | while read -r lib; do
 	*) cp -L "$lib" "$ROOT/lib/x86_64-linux-gnu/" ;;
 	esac
 done
+
+# --- Python (--python, or a COMMAND that runs python3) ---
+# Debian's python3.11 without what a kernel script never imports (tests,
+# IDLE, Tk, pip's bootstrap, 2to3, docs, distutils, the static libpython,
+# and the extension modules behind OpenSSL, SQLite, curses, readline and
+# Berkeley DB); numpy (without its tests, f2py and headers), cffi,
+# pycparser and ply from dist-packages; python/tpuemu byte-compiled, so
+# the guest's slow CPU does not compile it at every start. NumPy gets
+# Debian's reference BLAS and LAPACK (libblas3, liblapack3) where they are
+# installed: 11 MB against OpenBLAS's 40, and the samples' NumPy
+# references are small.
+PY_STDLIB=/usr/lib/python3.11
+PY_DIST=/usr/lib/python3/dist-packages
+REF_BLAS=/usr/lib/x86_64-linux-gnu/blas/libblas.so.3
+REF_LAPACK=/usr/lib/x86_64-linux-gnu/lapack/liblapack.so.3
+add_python() {
+	local lib libdir=$ROOT/lib/x86_64-linux-gnu so
+	[ -x /usr/bin/python3.11 ] && [ -d "$PY_DIST/numpy" ] && [ -d "$PY_DIST/cffi" ] ||
+		{ echo "vm-run: --python needs python3.11, python3-numpy and python3-cffi (make deps)" >&2; exit 2; }
+	cp /usr/bin/python3.11 "$ROOT/usr/bin/python3.11"
+	ln -sf python3.11 "$ROOT/usr/bin/python3"
+	mkdir -p "$ROOT$PY_DIST"
+	tar -C "${PY_STDLIB%/*}" -c \
+		--exclude='python3.11/'{test,idlelib,tkinter,turtledemo,ensurepip,lib2to3,pydoc_data,distutils,venv,dist-packages,site-packages} \
+		--exclude='python3.11/config-*' --exclude='python3.11/turtle.py' \
+		--exclude='lib-dynload/'{_ssl,_hashlib,_sqlite3,_dbm,_curses,_curses_panel,readline,nis,ossaudiodev,_test,_xx,xxlimited,_ctypes_test}'*' \
+		python3.11 | tar -C "$ROOT/usr/lib" -x
+	tar -C "$PY_DIST" -c --exclude='tests' --exclude='numpy/'{f2py,distutils,array_api,_pyinstaller,doc} \
+		--exclude='*.pyi' --exclude='*.h' --exclude='*.a' --exclude='*.pxd' --exclude='*.c' \
+		numpy cffi pycparser ply _cffi_backend.cpython-311-x86_64-linux-gnu.so |
+		tar -C "$ROOT$PY_DIST" -x
+	cp -a "$TOP/python/tpuemu" "$ROOT$PY_DIST/tpuemu"
+	find "$ROOT$PY_DIST/tpuemu" -name __pycache__ -prune -exec rm -rf {} +
+	/usr/bin/python3.11 -m compileall -q "$ROOT$PY_DIST/tpuemu" >/dev/null
+	[ ! -e "$ROOT/added/samples" ] ||
+		{ echo "vm-run: --python puts samples/py in /tmp/samples: --add a folder with another name" >&2; exit 2; }
+	mkdir -p "$ROOT/added/samples"
+	cp -a "$TOP/samples/py" "$ROOT/added/samples/py"
+	# The package's loader finds libtpurt.so.0 where the loader looks.
+	cp -L "$BUILD/lib/libtpurt.so.0" "$libdir/"
+	[ -e "$REF_BLAS" ] && cp -L "$REF_BLAS" "$libdir/libblas.so.3"
+	[ -e "$REF_LAPACK" ] && cp -L "$REF_LAPACK" "$libdir/liblapack.so.3"
+	# The libraries of every ELF file above, the guest's copies first.
+	for so in "$ROOT/usr/bin/python3.11" "$libdir/libtpurt.so.0" "$libdir"/lib{blas,lapack}.so.3 \
+		$(find "$ROOT/usr/lib/python3.11/lib-dynload" "$ROOT$PY_DIST" -name '*.so'); do
+		[ -e "$so" ] || continue
+		{ LD_LIBRARY_PATH=$libdir ldd "$so" 2>/dev/null || true; } | awk '/=> \// { print $3 }'
+	done | sort -u | while read -r lib; do
+		case "$lib" in "$ROOT"/*) continue ;; esac
+		[ -e "$libdir/${lib##*/}" ] || cp -L "$lib" "$libdir/"
+	done
+}
+if [ "$PYTHON" = 1 ] || [[ "$COMMAND" =~ (^|[^[:alnum:]_.-])python3([^[:alnum:]_.-]|$) ]]; then
+	add_python
+fi
 
 cp "$TOP/scripts/tap-run.sh" "$ROOT/bin/tap-run"
 
