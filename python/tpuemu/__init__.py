@@ -8,8 +8,9 @@
 """
 import numpy as _np
 
-from ._trace import TraceError, float32, bfloat16, int8, int32  # noqa: F401
+from ._trace import TraceError, as_dtype, float32, bfloat16, int8, int32  # noqa: F401
 from ._lib import TpurtError  # noqa: F401
+from . import lax, nn  # noqa: F401  (jax.lax.dot_general, jax.nn.relu)
 
 
 class ShapeDtypeStruct:
@@ -45,6 +46,30 @@ def from_bf16(h):
     """bfloat16 bits (uint16) -> float32."""
     h = _np.ascontiguousarray(h, dtype=_np.uint16)
     return (h.astype(_np.uint32) << 16).view(_np.float32)
+
+
+def save_npy(path, x, dtype=None):
+    """np.save as libtpurt's tpurt_array_save_npy writes: bfloat16 as raw
+    '<u2' bits. With dtype=bfloat16, float data is rounded (to_bf16) first;
+    uint16 data is taken as bf16 bits already."""
+    a = _np.asarray(x)
+    if dtype is not None and as_dtype(dtype) is bfloat16 and a.dtype != _np.uint16:
+        a = to_bf16(a)
+    _np.save(path, _np.ascontiguousarray(a), allow_pickle=False)
+
+
+def load_npy(path, dtype=None):
+    """np.load of a .npy file; bfloat16 comes back as its uint16 bits (from
+    '<u2', or '|V2' as ml_dtypes writes it). dtype, if given, must match
+    (bfloat16: uint16 or V2 on disk)."""
+    a = _np.load(path, allow_pickle=False)
+    if a.dtype.kind == "V" and a.dtype.itemsize == 2:
+        a = a.view(_np.uint16)
+    if dtype is not None:
+        want = _np.dtype(as_dtype(dtype).np_name)
+        if a.dtype != want:
+            raise TypeError("%s holds %s, not %s" % (path, a.dtype, as_dtype(dtype).name))
+    return a
 
 
 def last_stats():

@@ -51,6 +51,12 @@ struct tpurt_compiler_params {
 int tpurt_kernel_create(struct tpurt_kernel **kp);
 void tpurt_kernel_free(struct tpurt_kernel *k);
 int tpurt_kernel_stmt(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs, const char *text);
+int tpurt_kernel_run_scoped(struct tpurt_kernel *k, const char *name, int space, int dtype,
+                            int rank, const int64_t *shape);
+int tpurt_kernel_end_scoped(struct tpurt_kernel *k);
+int tpurt_array_load_npy(struct tpurt_device *dev, const char *path, int as_bf16,
+                         struct tpurt_array **arrayp);
+int tpurt_array_save_npy(const struct tpurt_array *a, const char *path);
 struct tpurt_job_error {
     uint32_t code;
     int32_t operand;

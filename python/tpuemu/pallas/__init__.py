@@ -68,6 +68,36 @@ def when(cond):
     return deco
 
 
+def run_scoped(f, *types, **named_types):
+    """pl.run_scoped(f, *types): f called at once with a scratch ref per
+    type (pltpu.VMEM(shape, dtype), pltpu.SMEM(...), pltpu.SemaphoreType.DMA
+    ...), named after f's parameters (keywords: named by the keyword), live
+    until f returns; f's result is run_scoped's."""
+    rec = _trace.recorder()
+    params = [n for n, p in inspect.signature(f).parameters.items()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(params) < len(types):
+        raise trace_error("pl.run_scoped: %s takes %d refs, %d types given"
+                          % (getattr(f, "__name__", "the body"), len(params), len(types)))
+    scoped = list(zip(params, types)) + list(named_types.items())
+    refs = []
+    for name, t in scoped:
+        code = getattr(t, "_space_code", None)
+        if code is None:
+            raise trace_error("pl.run_scoped: '%s' must be pltpu.VMEM(...), pltpu.SMEM(...) "
+                              "or a pltpu.SemaphoreType, not %r" % (name, t))
+        ref = Ref(name, t.shape, t.dtype,
+                  space={1: "smem", 3: "sem", 4: "sem"}.get(code, "vmem"))
+        rec.open_scope(ref, code, as_dtype(t.dtype).code, "@pl.run_scoped(%s=%r)" % (name, t))
+        refs.append(ref)
+    try:
+        out = f(*refs[:len(types)], **dict(zip(named_types, refs[len(types):])))
+    finally:
+        for ref in reversed(refs):
+            rec.close_scope(ref.name)
+    return out
+
+
 _NAMES = "ijkl"
 
 
@@ -205,11 +235,19 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         kp = ffi.new("struct tpurt_kernel **")
         check(lib.tpurt_kernel_create(kp), "kernel")
         k = ffi.gc(kp[0], lib.tpurt_kernel_free)
-        for text, loc in rec.stmts:
-            if lib.tpurt_kernel_stmt(k, gs, text.encode()) < 0:
+        for text, loc, scope in rec.stmts:
+            if scope is None:
+                rc = lib.tpurt_kernel_stmt(k, gs, text.encode())
+            elif scope:
+                name, space, dtype, shape = scope
+                rc = lib.tpurt_kernel_run_scoped(k, name.encode(), space, dtype, len(shape),
+                                                 ffi.new("int64_t[]", list(shape)))
+            else:
+                rc = lib.tpurt_kernel_end_scoped(k)
+            if rc < 0:
                 msg = ffi.string(lib.tpurt_last_error()).decode()
                 raise TraceError("%s\n  traced from %s" % (msg, loc))
-        run.statements = [t for t, _ in rec.stmts]
+        run.statements = [t for t, _, _ in rec.stmts]
 
         # arrays
         cp = ffi.new("struct tpurt_compiler_params *")
@@ -269,4 +307,4 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
 
 
 __all__ = ["pallas_call", "BlockSpec", "GridSpec", "program_id", "num_programs", "when",
-           "ds", "Buffered", "ANY", "TraceError", "trace_error"]
+           "ds", "run_scoped", "Buffered", "ANY", "TraceError", "trace_error"]

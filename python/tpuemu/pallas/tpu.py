@@ -29,6 +29,11 @@ class _Scratch:
         self.dtype = dtype
         self._space_code = code
 
+    def __repr__(self):
+        from .._trace import dtype_text
+        return "pltpu.%s(%r, %s)" % ("SMEM" if self._space_code == 1 else "VMEM", self.shape,
+                                     dtype_text(self.dtype))
+
 
 VMEM = _MemorySpace("vmem", 0)
 SMEM = _MemorySpace("smem", 1)
@@ -59,7 +64,7 @@ class _SemaphoreKind:
         return s
 
     def __repr__(self):
-        return "SemaphoreType.%s%s" % (self._name, "" if self.shape == (1,) else (self.shape,))
+        return "pltpu.SemaphoreType.%s%s" % (self._name, "" if self.shape == (1,) else (self.shape,))
 
 
 class SemaphoreType:
