@@ -111,7 +111,7 @@ def dtype_text(d):
 
 class Recorder:
     def __init__(self):
-        self.stmts = []		# (text, where)
+        self.stmts = []		# (text, where, scope): scope None for a statement
         self.conds = []		# enclosing pl.when conditions (text)
         self.live = {}		# id -> weakref: unbound values that read a ref
         self.nlocal = 0
@@ -121,14 +121,22 @@ class Recorder:
             c = " and ".join("(%s)" % c for c in self.conds) if len(self.conds) > 1 \
                 else self.conds[0]
             text = "pl.when(%s): %s" % (c, text)
-        self.stmts.append((text, where()))
+        self.stmts.append((text, where(), None))
 
-    def bind(self, v):
+    def open_scope(self, ref, space_code, dtype_code, text):
+        """pl.run_scoped: @ref is scratch until the matching close_scope()."""
+        self.stmts.append((text, where(), (ref.name, space_code, dtype_code, ref.shape)))
+
+    def close_scope(self, name):
+        self.stmts.append(("end_scoped(%s)" % name, where(), ()))
+
+    def bind(self, v, conds=()):
+        """Bind @v to a new local, under @conds (by default none: the value
+        was read where Python read it, which may be outside the pl.when a
+        store that changes it is in)."""
         self.nlocal += 1
         name = "_v%d" % self.nlocal
-        # unconditionally: the value was read where Python read it, which
-        # may be outside the pl.when a store that changes it is in
-        conds, self.conds = self.conds, []
+        conds, self.conds = self.conds, list(conds)
         try:
             self.emit("%s = %s" % (name, v.render()))
         finally:
@@ -210,6 +218,7 @@ class Value:
         self.args = args
         self.reads = reads
         self.scalar = scalar
+        self.conds = tuple(_rec.conds) if _rec is not None else ()	# where it was made
         if reads and _rec is not None:
             _rec.live[id(self)] = weakref.ref(self)
 
@@ -403,6 +412,7 @@ class Ref:
             if isinstance(lhs, Value) and lhs.kind == "text" and lhs.text == target:
                 op = value.text + "="
             del lhs		# _protect counts references
+        _share(rec, value)
         _protect(rec, self.name, value)
         if op == "=":
             rhs = _fmt(value)
@@ -450,6 +460,7 @@ class Window:
         rec = recorder()
         if not self.ref.writable:
             raise trace_error("store into input '%s' (inputs are read-only)" % self.ref.name)
+        _share(rec, value)
         _protect(rec, self.ref.name, value)
         rec.emit("%s[...] = %s" % (self.text, _fmt(value)))
 
@@ -474,12 +485,12 @@ _K = 4
 _ROOT = None
 
 
-def _protect(rec, ref, value, _probe=None):
-    """Before a store into @ref: bind every value still held by the kernel
-    that reads @ref, so later uses see the old contents as Python would."""
+def _tree(value):
+    """{id: [node, references from the stored expression]} of @value's
+    nodes, the root's counting the store's own (_ROOT)."""
     tree = {}
     n = None
-    stack = [value] if isinstance(value, Value) else []
+    stack = [value]
     while stack:
         n = stack.pop()
         if id(n) in tree:
@@ -488,8 +499,14 @@ def _protect(rec, ref, value, _probe=None):
         tree[id(n)] = [n, 1]	# its parent (the root: the store)
         stack.extend(n.children())
     del stack, n
-    if isinstance(value, Value):
-        tree[id(value)][1] += _ROOT or 0
+    tree[id(value)][1] += _ROOT or 0
+    return tree
+
+
+def _protect(rec, ref, value, _probe=None):
+    """Before a store into @ref: bind every value still held by the kernel
+    that reads @ref, so later uses see the old contents as Python would."""
+    tree = _tree(value) if isinstance(value, Value) else {}
     todo = []
     v = ent = None
     for v in [w() for w in list(rec.live.values())]:
@@ -506,7 +523,44 @@ def _protect(rec, ref, value, _probe=None):
     # bind innermost first, so an outer value refers to the local
     todo.sort(key=lambda v: len(v.render()))
     for v in todo:
-        rec.bind(v)
+        _bind_where_made(rec, v)
+
+
+# Values worth a local: computed by ops (not a ref read, a local or a
+# scalar-core expression, which cost nothing to repeat; nor x.T, which the
+# statement syntax allows only on a dot operand).
+_SHARED_KINDS = ("op", "unop", "call", "method")
+
+
+def _share(rec, value):
+    """Before a store of @value: bind each computed part of it that the
+    kernel still holds (in a variable, or inside another value it holds) to
+    a local, so a value used twice (s in softmax's max and exp) is computed
+    once, as in Pallas, rather than inlined twice. The local is bound under
+    the pl.when the value was made in (when the store is inside it), so a
+    value made in a skipped block costs nothing."""
+    if not isinstance(value, Value):
+        return
+    tree = _tree(value)
+    todo = []
+    v = ent = None
+    for v in [e[0] for e in list(tree.values())]:
+        ent = tree[id(v)]
+        if v.kind not in _SHARED_KINDS or v.scalar:
+            continue
+        if sys.getrefcount(v) - ent[1] - _K > 0:
+            todo.append(v)
+    del v, ent
+    todo.sort(key=lambda v: len(v.render()))
+    for v in todo:
+        _bind_where_made(rec, v)
+
+
+def _bind_where_made(rec, v):
+    """Bind @v under the pl.when it was made in when the current statement
+    is inside that block (every later use is too), else unconditionally."""
+    inside = tuple(rec.conds[:len(v.conds)]) == v.conds
+    rec.bind(v, v.conds if inside else ())
 
 
 class _Probe(Ref):
