@@ -165,8 +165,9 @@ done
 # IDLE, Tk, pip's bootstrap, 2to3, docs, distutils, the static libpython,
 # and the extension modules behind OpenSSL, SQLite, curses, readline and
 # Berkeley DB); numpy (without its tests, f2py and headers), cffi,
-# pycparser and ply from dist-packages; python/tpuemu byte-compiled, so
-# the guest's slow CPU does not compile it at every start. NumPy gets
+# pycparser and ply from dist-packages; python/tpuemu byte-compiled, with
+# its cffi declarations parsed here (out-of-line ABI mode), so the guest's
+# slow CPU does neither at every start. NumPy gets
 # Debian's reference BLAS and LAPACK (libblas3, liblapack3) where they are
 # installed: 11 MB against OpenBLAS's 40, and the samples' NumPy
 # references are small.
@@ -192,6 +193,10 @@ add_python() {
 		tar -C "$ROOT$PY_DIST" -x
 	cp -a "$TOP/python/tpuemu" "$ROOT$PY_DIST/tpuemu"
 	find "$ROOT$PY_DIST/tpuemu" -name __pycache__ -prune -exec rm -rf {} +
+	# cffi's out-of-line ABI module (tpuemu/_ffi.py): declarations parsed here
+	/usr/bin/python3.11 -c 'import cffi, runpy, sys
+b = cffi.FFI(); b.cdef(runpy.run_path(sys.argv[1])["CDEF"]); b.set_source("tpuemu._ffi", None)
+b.emit_python_code(sys.argv[2])' "$TOP/python/tpuemu/_cdef.py" "$ROOT$PY_DIST/tpuemu/_ffi.py"
 	/usr/bin/python3.11 -m compileall -q "$ROOT$PY_DIST/tpuemu" >/dev/null
 	[ ! -e "$ROOT/added/samples" ] ||
 		{ echo "vm-run: --python puts samples/py in /tmp/samples: --add a folder with another name" >&2; exit 2; }
