@@ -40,8 +40,9 @@ def matmul(x, y, *, bm=128, bk=128, bn=128):
 
 def main():
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((512, 1024), dtype=np.float32)
-    y = rng.standard_normal((1024, 256), dtype=np.float32)
+    # small enough for NumPy's reference on the guest's emulated CPU
+    x = rng.standard_normal((256, 512), dtype=np.float32)
+    y = rng.standard_normal((512, 256), dtype=np.float32)
     z = matmul(x, y)
     ref = x @ y
     ok = np.allclose(z, ref, rtol=1e-4, atol=1e-3)
