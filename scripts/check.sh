@@ -129,7 +129,15 @@ done
 /kselftest/run_kselftest.sh
 true"
 
-vm_pass() {	# vm_pass NAME OPTS [VM_MEM]
+# The Python samples, in the defaults pass only: samples/py/run_all.py
+# runs them in one python3 (NumPy is imported once; each start costs
+# seconds under TCG), a TAP result each, tap-run one more for the run.
+# vm-run.sh puts Python in the image for a command that runs python3.
+PY_GUEST_CMD="
+echo '# guest: python samples'
+tap-run --name 'python samples' python3 samples/py/run_all.py"
+
+vm_pass() {	# vm_pass NAME OPTS [VM_MEM [FIRST_CMD]]
 	local name=$1 opts=$2 mem=${3:-2G} rc
 	echo "# vm: $name (tpu-mxu${opts:+,$opts})"
 	# A missing device fails the selftests here rather than skipping them.
@@ -137,7 +145,7 @@ vm_pass() {	# vm_pass NAME OPTS [VM_MEM]
 	QEMU_DEVICE_OPTS=$opts VM_MEM=$mem \
 		VM_ENV="$(expectations "$opts") TPU_SELFTEST_REQUIRE_DEVICE=1" \
 		QEMU_EXTRA_ARGS="-d guest_errors -D $LOGS/qemu-$name.log" \
-		scripts/vm-run.sh --timeout 900 --log "$LOGS/vm-$name.console" -- "$GUEST_CMD" 2>&1 |
+		scripts/vm-run.sh --timeout 900 --log "$LOGS/vm-$name.console" -- "${4:-}$GUEST_CMD" 2>&1 |
 		tee "$LOGS/vm-$name.out" | scripts/tap-run.sh --kselftest | tee "$LOGS/vm-$name.shown"
 	rc=${PIPESTATUS[0]}
 	grep -E '^(not )?ok ' "$LOGS/vm-$name.shown" > "$LOGS/vm-$name.tap"
@@ -158,7 +166,7 @@ vm_pass() {	# vm_pass NAME OPTS [VM_MEM]
 		result "$LOGS/vm-$name.tap" fail "vm $name: QEMU logged ${refused:-0} refusals and ${sizes:-0} bad sizes; tpu_hw_test makes at least 10 and 4"
 	fi
 }
-vm_pass defaults ""
+vm_pass defaults "" 2G "$PY_GUEST_CMD"
 # 4G of guest RAM puts pages above 4 GiB: DMA must use 64-bit addresses.
 vm_pass custom "hbm-size=2G,vmem-size=64M,vmem-limit=32M,smem-size=512K,cores=2,mxu-dim=256,mxu-count=2,peak-flops-bf16=918000000000000,peak-flops-f32=459000000000000,peak-ops-int8=1836000000000000,hbm-bandwidth=1640000000000,step-cost-ns=200,launch-cost-ns=50000,vpu-elems-per-s=12288000000000,eup-elems-per-s=3072000000000" 4G
 
