@@ -161,54 +161,53 @@ done | sort -u | while read -r lib; do
 done
 
 # --- Python (--python, or a COMMAND that runs python3) ---
-# Debian's python3.11 without what a kernel script never imports (tests,
-# IDLE, Tk, pip's bootstrap, 2to3, docs, distutils, the static libpython,
-# and the extension modules behind OpenSSL, SQLite, curses, readline and
-# Berkeley DB); numpy (without its tests, f2py and headers), cffi,
-# pycparser and ply from dist-packages; python/tpuemu byte-compiled, with
-# its cffi declarations parsed here (out-of-line ABI mode), so the guest's
-# slow CPU does neither at every start. NumPy gets
-# Debian's reference BLAS and LAPACK (libblas3, liblapack3) where they are
-# installed: 11 MB against OpenBLAS's 40, and the samples' NumPy
-# references are small.
-PY_STDLIB=/usr/lib/python3.11
+# Debian's python3 (the version /usr/bin/python3 names) without what a
+# kernel script never imports (tests, IDLE, Tk, pip's bootstrap, 2to3, docs,
+# distutils, the static libpython, and the extension modules behind
+# OpenSSL, SQLite, curses, readline and Berkeley DB); numpy (without its
+# tests, f2py and headers), cffi, pycparser and ply from dist-packages;
+# python/tpuemu byte-compiled, with its cffi declarations parsed here
+# (out-of-line ABI mode), so the guest's slow CPU does neither at every
+# start. NumPy gets Debian's reference BLAS and LAPACK (libblas3,
+# liblapack3) where they are installed: 11 MB against OpenBLAS's 40, and
+# the samples' NumPy references are small.
 PY_DIST=/usr/lib/python3/dist-packages
 REF_BLAS=/usr/lib/x86_64-linux-gnu/blas/libblas.so.3
 REF_LAPACK=/usr/lib/x86_64-linux-gnu/lapack/liblapack.so.3
 add_python() {
-	local lib libdir=$ROOT/lib/x86_64-linux-gnu so
-	[ -x /usr/bin/python3.11 ] && [ -d "$PY_DIST/numpy" ] && [ -d "$PY_DIST/cffi" ] ||
-		{ echo "vm-run: --python needs python3.11, python3-numpy and python3-cffi (make deps)" >&2; exit 2; }
-	cp /usr/bin/python3.11 "$ROOT/usr/bin/python3.11"
-	ln -sf python3.11 "$ROOT/usr/bin/python3"
+	local py lib so libdir=$ROOT/lib/x86_64-linux-gnu
+	py=$(readlink /usr/bin/python3 || true)
+	[ -x "/usr/bin/$py" ] && [ -d "/usr/lib/$py" ] && [ -d "$PY_DIST/numpy" ] && [ -d "$PY_DIST/cffi" ] ||
+		{ echo "vm-run: --python needs Debian's python3, python3-numpy and python3-cffi (make deps)" >&2; exit 2; }
+	cp "/usr/bin/$py" "$ROOT/usr/bin/$py"
+	ln -sf "$py" "$ROOT/usr/bin/python3"
 	mkdir -p "$ROOT$PY_DIST"
-	tar -C "${PY_STDLIB%/*}" -c \
-		--exclude='python3.11/'{test,idlelib,tkinter,turtledemo,ensurepip,lib2to3,pydoc_data,distutils,venv,dist-packages,site-packages} \
-		--exclude='python3.11/config-*' --exclude='python3.11/turtle.py' \
+	tar -C /usr/lib -c \
+		--exclude="$py/"{test,idlelib,tkinter,turtledemo,ensurepip,lib2to3,pydoc_data,distutils,venv,dist-packages,site-packages,'config-*',turtle.py} \
 		--exclude='lib-dynload/'{_ssl,_hashlib,_sqlite3,_dbm,_curses,_curses_panel,readline,nis,ossaudiodev,_test,_xx,xxlimited,_ctypes_test}'*' \
-		python3.11 | tar -C "$ROOT/usr/lib" -x
-	tar -C "$PY_DIST" -c --exclude='tests' --exclude='numpy/'{f2py,distutils,array_api,_pyinstaller,doc} \
+		"$py" | tar -C "$ROOT/usr/lib" -x
+	(cd "$PY_DIST" && tar -c --exclude='tests' --exclude='numpy/'{f2py,distutils,array_api,_pyinstaller,doc} \
 		--exclude='*.pyi' --exclude='*.h' --exclude='*.a' --exclude='*.pxd' --exclude='*.c' \
-		numpy cffi pycparser ply _cffi_backend.cpython-311-x86_64-linux-gnu.so |
-		tar -C "$ROOT$PY_DIST" -x
+		numpy cffi pycparser ply _cffi_backend.*.so) | tar -C "$ROOT$PY_DIST" -x
 	cp -a "$TOP/python/tpuemu" "$ROOT$PY_DIST/tpuemu"
 	find "$ROOT$PY_DIST/tpuemu" -name __pycache__ -prune -exec rm -rf {} +
 	# cffi's out-of-line ABI module (tpuemu/_ffi.py): declarations parsed here
-	/usr/bin/python3.11 -c 'import cffi, runpy, sys
+	/usr/bin/python3 -c 'import cffi, runpy, sys
 b = cffi.FFI(); b.cdef(runpy.run_path(sys.argv[1])["CDEF"]); b.set_source("tpuemu._ffi", None)
 b.emit_python_code(sys.argv[2])' "$TOP/python/tpuemu/_cdef.py" "$ROOT$PY_DIST/tpuemu/_ffi.py"
-	/usr/bin/python3.11 -m compileall -q "$ROOT$PY_DIST/tpuemu" >/dev/null
+	/usr/bin/python3 -m compileall -q "$ROOT$PY_DIST/tpuemu" >/dev/null
 	[ ! -e "$ROOT/added/samples" ] ||
 		{ echo "vm-run: --python puts samples/py in /tmp/samples: --add a folder with another name" >&2; exit 2; }
 	mkdir -p "$ROOT/added/samples"
 	cp -a "$TOP/samples/py" "$ROOT/added/samples/py"
 	# The package's loader finds libtpurt.so.0 where the loader looks.
 	cp -L "$BUILD/lib/libtpurt.so.0" "$libdir/"
-	[ -e "$REF_BLAS" ] && cp -L "$REF_BLAS" "$libdir/libblas.so.3"
-	[ -e "$REF_LAPACK" ] && cp -L "$REF_LAPACK" "$libdir/liblapack.so.3"
+	if [ -e "$REF_BLAS" ] && [ -e "$REF_LAPACK" ]; then
+		cp -L "$REF_BLAS" "$REF_LAPACK" "$libdir/"
+	fi
 	# The libraries of every ELF file above, the guest's copies first.
-	for so in "$ROOT/usr/bin/python3.11" "$libdir/libtpurt.so.0" "$libdir"/lib{blas,lapack}.so.3 \
-		$(find "$ROOT/usr/lib/python3.11/lib-dynload" "$ROOT$PY_DIST" -name '*.so'); do
+	for so in "$ROOT/usr/bin/$py" "$libdir"/lib{tpurt.so.0,blas.so.3,lapack.so.3} \
+		$(find "$ROOT/usr/lib/$py/lib-dynload" "$ROOT$PY_DIST" -name '*.so'); do
 		[ -e "$so" ] || continue
 		{ LD_LIBRARY_PATH=$libdir ldd "$so" 2>/dev/null || true; } | awk '/=> \// { print $3 }'
 	done | sort -u | while read -r lib; do
@@ -216,7 +215,7 @@ b.emit_python_code(sys.argv[2])' "$TOP/python/tpuemu/_cdef.py" "$ROOT$PY_DIST/tp
 		[ -e "$libdir/${lib##*/}" ] || cp -L "$lib" "$libdir/"
 	done
 }
-if [ "$PYTHON" = 1 ] || [[ "$COMMAND" =~ (^|[^[:alnum:]_.-])python3([^[:alnum:]_.-]|$) ]]; then
+if [ "$PYTHON" = 1 ] || [[ "$COMMAND" =~ (^|[^[:alnum:]_.-])python3(\.[0-9]+)?([^[:alnum:]_.-]|$) ]]; then
 	add_python
 fi
 
