@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Host test: the Python front end (python/tpuemu) under pytest, against the
-# in-process device (TPURT_DEVICE=sim) of the tree's build/lib. Needs
+# in-process device (TPURT_DEVICE=sim) of the tree's build/lib, with every
+# sample of samples/py a test of its own (tests/py/test_samples.py). Needs
 # `make userspace` and Debian's python3 with python3-cffi, python3-numpy and
 # python3-pytest (scripts/deps.sh). TAP: a plan and one result per pytest
 # test (tests/py/conftest.py prints them), a failure's report as comments.
