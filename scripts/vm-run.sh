@@ -194,7 +194,7 @@ add_python() {
 	# cffi's out-of-line ABI module (tpuemu/_ffi.py): declarations parsed here
 	/usr/bin/python3 -c 'import cffi, runpy, sys
 b = cffi.FFI(); b.cdef(runpy.run_path(sys.argv[1])["CDEF"]); b.set_source("tpuemu._ffi", None)
-b.emit_python_code(sys.argv[2])' "$TOP/python/tpuemu/_cdef.py" "$ROOT$PY_DIST/tpuemu/_ffi.py"
+b.emit_python_code(sys.argv[2])' "$TOP/python/tpuemu/_cdef.py" "$ROOT$PY_DIST/tpuemu/_ffi.py" >/dev/null
 	/usr/bin/python3 -m compileall -q "$ROOT$PY_DIST/tpuemu" >/dev/null
 	[ ! -e "$ROOT/added/samples" ] ||
 		{ echo "vm-run: --python puts samples/py in /tmp/samples: --add a folder with another name" >&2; exit 2; }
