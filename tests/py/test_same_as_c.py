@@ -117,12 +117,28 @@ def test_block_sparse_as_block_sparse_c():
     np.testing.assert_array_equal(z_py, read(args[4], z))
 
 
+def _code(a):
+    return {np.dtype(np.int8): INT8, np.dtype(np.uint16): BF16}.get(a.dtype, F32)
+
+
 def _tpurt_matmul(x, y, out_like, opts):
-    hx = array(x, INT8 if x.dtype == np.int8 else BF16)
-    hy, hz = array(y, BF16), array(out_like, F32 if out_like.dtype == np.float32 else BF16)
+    hx, hy, hz = array(x, _code(x)), array(y, _code(y)), array(out_like, _code(out_like))
     st = ffi.new("struct tpurt_job_stats *")
     check(lib.tpurt_matmul(hx, hy, hz, opts, st), "tpurt_matmul")
     return read(hz, out_like)
+
+
+def test_first_kernel_as_tpurt_matmul():
+    """The guide's first kernel (f32, 128 blocks) and tpurt_matmul on the
+    same blocks add the same products in the same order, whatever GEMM
+    kernels the host's BLAS picks."""
+    m = sample("matmul")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((256, 512), dtype=np.float32)
+    y = rng.standard_normal((512, 256), dtype=np.float32)
+    o = ffi.new("struct tpurt_matmul_opts *")
+    o.bm = o.bk = o.bn = 128
+    np.testing.assert_array_equal(m.matmul(x, y), _tpurt_matmul(x, y, np.zeros((256, 256), np.float32), o))
 
 
 @pytest.mark.parametrize("transpose_rhs", [False, True])
