@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 struct tpu_pool {
@@ -28,6 +29,18 @@ struct worker_arg {
 	unsigned int index;
 };
 
+/*
+ * Worker i runs core i + 1 (the caller's thread is core 0): named so, it
+ * can be told apart in top -H and /proc/PID/task/TID/comm.
+ */
+static void name_thread(unsigned int index)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "tpu-core%u", index + 1);
+	pthread_setname_np(pthread_self(), name);
+}
+
 static void *worker(void *p)
 {
 	struct worker_arg a = *(struct worker_arg *)p;
@@ -35,6 +48,7 @@ static void *worker(void *p)
 	uint64_t seen = 0;
 
 	free(p);
+	name_thread(a.index);
 	pthread_mutex_lock(&pool->lock);
 	for (;;) {
 		while (pool->generation == seen && !pool->stopping)
