@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: MIT
+/*
+ * f32 and bf16 GEMM on small blocks (a Pallas kernel's 128 x 128 tiles),
+ * our own instead of OpenBLAS's.
+ *
+ * A grid job with small blocks calls the GEMM tens of thousands of times,
+ * and OpenBLAS packs both operands on every call (at (128, 128, 128) its
+ * copy routines took a third of its kernel's time), after bf16 had paid a
+ * widening pass of its own. Here f32 A is read in place (the kernel
+ * broadcasts its elements along a row, or down a column when transposed)
+ * but for a partial last panel; B is packed once per call into NR-column
+ * panels, widened on the way from bf16, and bf16 A is widened into rows. Each C element is summed over k in order with fused
+ * multiply-adds from zero, then added to C (accumulate) or stored; the
+ * result can differ from OpenBLAS's in rounding only.
+ */
+#include "tpu_gemm_internal.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+/* B of at most this many elements (k x n) stays in L2 once packed. */
+#define SMALL_KN	(256 * 256)
+#define SMALL_MAX_DIM	512
+
+/* Tiles: AVX-512 8 x 32 (16 zmm accumulators), AVX2 6 x 16 (12 ymm). */
+#define MR_MAX		8
+#define NR_MAX		32
+
+/* One operand as op(X): element (r, c) is p[r * rs + c * cs], f32 or bf16. */
+struct small_src {
+	const void *p;
+	int64_t rs, cs;
+	bool bf16;
+};
+
+/* Micro-kernel: C[MR x NR] (+)= A(MR x k at a, strides rs/cs) @ packed B. */
+typedef void small_kernel_fn(int64_t k, const float *a, int64_t rs, int64_t cs,
+			     const float *b, float *c, int64_t ldc, bool acc);
+
+static float src_at(const struct small_src *s, int64_t r, int64_t c)
+{
+	int64_t i = r * s->rs + c * s->cs;
+	uint32_t bits;
+	float f;
+
+	if (!s->bf16)
+		return ((const float *)s->p)[i];
+	bits = (uint32_t)((const uint16_t *)s->p)[i] << 16;
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+/* Eight elements of a row as f32: bf16 is an f32's top half, so a shift. */
+__attribute__((target("avx2")))
+static inline __m256 load8(const void *row, int64_t j, bool bf16)
+{
+	if (!bf16)
+		return _mm256_loadu_ps((const float *)row + j);
+	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(
+		_mm_loadu_si128((const __m128i *)((const uint16_t *)row + j))), 16));
+}
+
+/*
+ * Panels of packed B start this many floats apart beyond their k x NR: at a
+ * power-of-two distance the row-by-row packing's stores fought over the
+ * same L1 sets.
+ */
+#define PANEL_PAD	16
+
+static int64_t panel_stride(int64_t k, int NR)
+{
+	return k * NR + PANEL_PAD;
+}
+
+/*
+ * op(B) (k x n) into NR-column panels of k rows each, columns past n zero.
+ * Row by row, eight columns per move when B is stored k x n (B is a new
+ * block at each grid step: whole rows are what the hardware fetches ahead
+ * best), one element at a time when it is stored transposed.
+ */
+__attribute__((target("avx2")))
+static void pack_b(float *dst, const struct small_src *b, int64_t k, int64_t n,
+		   int NR)
+{
+	int64_t full = b->cs == 1 ? n / NR * NR : 0;
+	int64_t es = b->bf16 ? 2 : 4, ps = panel_stride(k, NR);
+
+	for (int64_t q = 0; q < k; q++) {
+		const char *row = (const char *)b->p + q * b->rs * es;
+		float *d = dst + q * NR;
+
+		for (int64_t j = 0; j < full; j += NR, d += ps)
+			for (int c = 0; c < NR; c += 8)
+				_mm256_storeu_ps(d + c, load8(row, j + c, b->bf16));
+		for (int64_t j = full; j < n; j += NR, d += ps)
+			for (int c = 0; c < NR; c++)
+				d[c] = j + c < n ? src_at(b, q, j + c) : 0.0f;
+	}
+}
+
+/*
+ * op(A)'s rows i0..i0+rows-1 as f32 rows of k, then zero rows up to
+ * @padded: bf16 A widened once per call, or f32 A's last partial panel.
+ */
+__attribute__((target("avx2")))
+static void widen_a(float *dst, const struct small_src *a, int64_t i0,
+		    int64_t rows, int64_t padded, int64_t k)
+{
+	int64_t es = a->bf16 ? 2 : 4, vec = a->cs == 1 ? k / 8 * 8 : 0;
+
+	for (int64_t r = 0; r < rows; r++, dst += k) {
+		const char *row = (const char *)a->p + (i0 + r) * a->rs * es;
+		int64_t q = 0;
+
+		for (; q < vec; q += 8)
+			_mm256_storeu_ps(dst + q, load8(row, q, a->bf16));
+		for (; q < k; q++)
+			dst[q] = src_at(a, i0 + r, q);
+	}
+	memset(dst, 0, (padded - rows) * k * sizeof(float));
+}
+
+/* --- micro-kernels: the same loop for each ISA, in macros --- */
+
+#define KROW(r)	do {							\
+		VEC x = BCAST(a + (r) * rs + q * cs);			\
+		c##r##0 = FMA(x, b0, c##r##0);				\
+		c##r##1 = FMA(x, b1, c##r##1);				\
+	} while (0)
+
+#define KSTORE(r) do {							\
+		float *d = c + (r) * ldc;				\
+		if (acc) {						\
+			c##r##0 = ADD(c##r##0, LOAD(d));		\
+			c##r##1 = ADD(c##r##1, LOAD(d + W));		\
+		}							\
+		STORE(d, c##r##0);					\
+		STORE(d + W, c##r##1);					\
+	} while (0)
+
+#define VEC		__m512
+#define W		16
+#define BCAST(p)	_mm512_set1_ps(*(p))
+#define FMA		_mm512_fmadd_ps
+#define ADD		_mm512_add_ps
+#define LOAD		_mm512_loadu_ps
+#define STORE		_mm512_storeu_ps
+__attribute__((target("avx512f")))
+static void kernel_avx512(int64_t k, const float *a, int64_t rs, int64_t cs,
+			  const float *b, float *c, int64_t ldc, bool acc)
+{
+	VEC c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
+	VEC c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00;
+	VEC c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+
+	for (int64_t q = 0; q < k; q++, b += 2 * W) {
+		VEC b0 = LOAD(b), b1 = LOAD(b + W);
+
+		KROW(0); KROW(1); KROW(2); KROW(3);
+		KROW(4); KROW(5); KROW(6); KROW(7);
+	}
+	KSTORE(0); KSTORE(1); KSTORE(2); KSTORE(3);
+	KSTORE(4); KSTORE(5); KSTORE(6); KSTORE(7);
+}
+#undef VEC
+#undef W
+#undef BCAST
+#undef FMA
+#undef ADD
+#undef LOAD
+#undef STORE
+
+#define VEC		__m256
+#define W		8
+#define BCAST(p)	_mm256_broadcast_ss(p)
+#define FMA		_mm256_fmadd_ps
+#define ADD		_mm256_add_ps
+#define LOAD		_mm256_loadu_ps
+#define STORE		_mm256_storeu_ps
+__attribute__((target("avx2,fma")))
+static void kernel_avx2(int64_t k, const float *a, int64_t rs, int64_t cs,
+			const float *b, float *c, int64_t ldc, bool acc)
+{
+	VEC c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
+	VEC c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+	VEC c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+
+	for (int64_t q = 0; q < k; q++, b += 2 * W) {
+		VEC b0 = LOAD(b), b1 = LOAD(b + W);
+
+		KROW(0); KROW(1); KROW(2); KROW(3); KROW(4); KROW(5);
+	}
+	KSTORE(0); KSTORE(1); KSTORE(2); KSTORE(3); KSTORE(4); KSTORE(5);
+}
+#undef VEC
+#undef W
+#undef BCAST
+#undef FMA
+#undef ADD
+#undef LOAD
+#undef STORE
+
+struct small_isa {
+	small_kernel_fn *kern;
+	int mr, nr;
+};
+
+static const struct small_isa isa_avx512 = { kernel_avx512, 8, 32 };
+static const struct small_isa isa_avx2 = { kernel_avx2, 6, 16 };
+
+/* A partial tile goes through a whole one on the stack. */
+static void tile(const struct small_isa *isa, int64_t k, const float *a,
+		 int64_t rs, int64_t cs, const float *b, float *c, int64_t ldc,
+		 int64_t mr, int64_t nr, bool acc)
+{
+	float t[MR_MAX * NR_MAX];
+
+	if (mr == isa->mr && nr == isa->nr) {
+		isa->kern(k, a, rs, cs, b, c, ldc, acc);
+		return;
+	}
+	isa->kern(k, a, rs, cs, b, t, isa->nr, false);
+	for (int64_t r = 0; r < mr; r++)
+		for (int64_t j = 0; j < nr; j++)
+			c[r * ldc + j] = acc ? c[r * ldc + j] + t[r * isa->nr + j] :
+					       t[r * isa->nr + j];
+}
+
+static int64_t min64(int64_t x, int64_t y)
+{
+	return x < y ? x : y;
+}
+
+bool tpu_gemm_small(bool bf16, bool trans_a, bool trans_b, int64_t m,
+		    int64_t n, int64_t k, const void *a, int64_t lda,
+		    const void *b, int64_t ldb, float *c, int64_t ldc,
+		    bool accumulate)
+{
+	struct small_src sa = { a, trans_a ? 1 : lda, trans_a ? lda : 1, bf16 };
+	struct small_src sb = { b, trans_b ? 1 : ldb, trans_b ? ldb : 1, bf16 };
+	const struct small_isa *isa;
+	int64_t mr, nr, ps, mp;
+	float *pa, *pb;
+
+	/*
+	 * f32 on AVX2 stays with OpenBLAS: its Haswell kernel with packing
+	 * matched ours at 128^3 (ours gained on AVX-512, and bf16 everywhere,
+	 * where OpenBLAS needs a widening pass before its own packing).
+	 */
+	if (tpu_gemm_isa < (bf16 ? TPU_GEMM_AVX2 : TPU_GEMM_AVX512) ||
+	    n > SMALL_MAX_DIM || k > SMALL_MAX_DIM || n * k > SMALL_KN ||
+	    m <= 0 || n <= 0 || k <= 0)
+		return false;
+	isa = tpu_gemm_isa >= TPU_GEMM_AVX512 ? &isa_avx512 : &isa_avx2;
+	mr = isa->mr;
+	nr = isa->nr;
+	ps = panel_stride(k, nr);
+	mp = (m + mr - 1) / mr * mr;
+	pb = tpu_gemm_scratch(TPU_GEMM_SLOT_B,
+			      ((n + nr - 1) / nr) * ps * sizeof(float));
+	pa = tpu_gemm_scratch(TPU_GEMM_SLOT_A,
+			      (bf16 ? mp : mr) * k * sizeof(float));
+	if (!pb || !pa)
+		return false;
+	pack_b(pb, &sb, k, n, nr);
+	if (bf16)
+		widen_a(pa, &sa, 0, m, mp, k);
+	/* An A panel stays in L1 while the B panels stream from L2. */
+	for (int64_t i = 0; i < m; i += mr) {
+		int64_t rows = min64(mr, m - i), rs = k, cs = 1;
+		const float *ap = pa + (bf16 ? i * k : 0);
+
+		if (!bf16 && rows == mr) {
+			ap = (const float *)a + i * sa.rs;
+			rs = sa.rs;
+			cs = sa.cs;
+		} else if (!bf16) {
+			widen_a(pa, &sa, i, rows, mr, k);
+		}
+		for (int64_t j = 0; j < n; j += nr)
+			tile(isa, k, ap, rs, cs, pb + j / nr * ps, c + i * ldc + j,
+			     ldc, rows, min64(nr, n - j), accumulate);
+	}
+	return true;
+}
