@@ -120,85 +120,69 @@ static void widen_a(float *dst, const struct small_src *a, int64_t i0,
 	memset(dst, 0, (padded - rows) * k * sizeof(float));
 }
 
-/* --- micro-kernels: the same loop for each ISA, in macros --- */
+/*
+ * --- micro-kernels: the same loop for each ISA, in macros over the
+ * intrinsics' prefix P (_mm512 or _mm256); W floats a vector ---
+ */
 
-#define KROW(r)	do {							\
-		VEC x = BCAST(a + (r) * rs + q * cs);			\
-		c##r##0 = FMA(x, b0, c##r##0);				\
-		c##r##1 = FMA(x, b1, c##r##1);				\
+#define KROW(P, r) do {							\
+		__typeof__(b0) x = P##_set1_ps(a[(r) * rs + q * cs]);	\
+		c##r##0 = P##_fmadd_ps(x, b0, c##r##0);			\
+		c##r##1 = P##_fmadd_ps(x, b1, c##r##1);			\
 	} while (0)
 
-#define KSTORE(r) do {							\
+#define KSTORE(P, r) do {						\
 		float *d = c + (r) * ldc;				\
 		if (acc) {						\
-			c##r##0 = ADD(c##r##0, LOAD(d));		\
-			c##r##1 = ADD(c##r##1, LOAD(d + W));		\
+			c##r##0 = P##_add_ps(c##r##0, P##_loadu_ps(d));	\
+			c##r##1 = P##_add_ps(c##r##1, P##_loadu_ps(d + W)); \
 		}							\
-		STORE(d, c##r##0);					\
-		STORE(d + W, c##r##1);					\
+		P##_storeu_ps(d, c##r##0);				\
+		P##_storeu_ps(d + W, c##r##1);				\
 	} while (0)
 
-#define VEC		__m512
-#define W		16
-#define BCAST(p)	_mm512_set1_ps(*(p))
-#define FMA		_mm512_fmadd_ps
-#define ADD		_mm512_add_ps
-#define LOAD		_mm512_loadu_ps
-#define STORE		_mm512_storeu_ps
+#define KLOOP(P, ROWS) do {						\
+		for (int64_t q = 0; q < k; q++, b += 2 * W) {		\
+			__typeof__(c00) b0 = P##_loadu_ps(b);		\
+			__typeof__(c00) b1 = P##_loadu_ps(b + W);	\
+									\
+			ROWS(P, KROW);					\
+		}							\
+		ROWS(P, KSTORE);					\
+	} while (0)
+
+#define ROWS8(P, F) do {						\
+		F(P, 0); F(P, 1); F(P, 2); F(P, 3);			\
+		F(P, 4); F(P, 5); F(P, 6); F(P, 7);			\
+	} while (0)
+
+#define ROWS6(P, F) do {						\
+		F(P, 0); F(P, 1); F(P, 2); F(P, 3); F(P, 4); F(P, 5);	\
+	} while (0)
+
 __attribute__((target("avx512f")))
 static void kernel_avx512(int64_t k, const float *a, int64_t rs, int64_t cs,
 			  const float *b, float *c, int64_t ldc, bool acc)
 {
-	VEC c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
-	VEC c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00;
-	VEC c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+	enum { W = 16 };
+	__m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
+	__m512 c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00;
+	__m512 c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
 
-	for (int64_t q = 0; q < k; q++, b += 2 * W) {
-		VEC b0 = LOAD(b), b1 = LOAD(b + W);
-
-		KROW(0); KROW(1); KROW(2); KROW(3);
-		KROW(4); KROW(5); KROW(6); KROW(7);
-	}
-	KSTORE(0); KSTORE(1); KSTORE(2); KSTORE(3);
-	KSTORE(4); KSTORE(5); KSTORE(6); KSTORE(7);
+	KLOOP(_mm512, ROWS8);
 }
-#undef VEC
-#undef W
-#undef BCAST
-#undef FMA
-#undef ADD
-#undef LOAD
-#undef STORE
 
-#define VEC		__m256
-#define W		8
-#define BCAST(p)	_mm256_broadcast_ss(p)
-#define FMA		_mm256_fmadd_ps
-#define ADD		_mm256_add_ps
-#define LOAD		_mm256_loadu_ps
-#define STORE		_mm256_storeu_ps
 __attribute__((target("avx2,fma")))
 static void kernel_avx2(int64_t k, const float *a, int64_t rs, int64_t cs,
 			const float *b, float *c, int64_t ldc, bool acc)
 {
-	VEC c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
-	VEC c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-	VEC c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+	enum { W = 8 };
+	__m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
+	__m256 c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+	__m256 c40 = c00, c41 = c00, c50 = c00, c51 = c00;
 
-	for (int64_t q = 0; q < k; q++, b += 2 * W) {
-		VEC b0 = LOAD(b), b1 = LOAD(b + W);
-
-		KROW(0); KROW(1); KROW(2); KROW(3); KROW(4); KROW(5);
-	}
-	KSTORE(0); KSTORE(1); KSTORE(2); KSTORE(3); KSTORE(4); KSTORE(5);
+	KLOOP(_mm256, ROWS6);
 }
-#undef VEC
-#undef W
-#undef BCAST
-#undef FMA
-#undef ADD
-#undef LOAD
-#undef STORE
 
 struct small_isa {
 	small_kernel_fn *kern;
