@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * f32 and bf16 GEMM through OpenBLAS (small blocks on our own kernels,
- * tpu_gemm_small.c), per-thread scratch, and set-up.
+ * f32 and bf16 GEMM through OpenBLAS (bf16 on small blocks through our own
+ * kernels, tpu_gemm_small.c), per-thread scratch, and set-up.
  *
  * OpenBLAS (Debian's libopenblas, kernels picked at run time for the host)
  * is the fastest sgemm packaged for this machine. The engine parallelises
@@ -159,9 +159,7 @@ void tpu_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
 		  const float *a, int64_t lda, const float *b, int64_t ldb,
 		  float *c, int64_t ldc, bool accumulate)
 {
-	if (gemm_trivial(m, n, k, c, ldc, sizeof(*c), accumulate) ||
-	    tpu_gemm_small(false, trans_a, trans_b, m, n, k, a, lda, b, ldb, c,
-			   ldc, accumulate))
+	if (gemm_trivial(m, n, k, c, ldc, sizeof(*c), accumulate))
 		return;
 	sgemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
@@ -264,8 +262,8 @@ void tpu_gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
 		   float *c, int64_t ldc, bool accumulate)
 {
 	if (gemm_trivial(m, n, k, c, ldc, sizeof(*c), accumulate) ||
-	    tpu_gemm_small(true, trans_a, trans_b, m, n, k, a, lda, b, ldb, c,
-			   ldc, accumulate))
+	    tpu_gemm_bf16_small(trans_a, trans_b, m, n, k, a, lda, b, ldb, c,
+				ldc, accumulate))
 		return;
 	for (int64_t p = 0; p < k; p += BF16_KSLICE) {
 		int64_t kk = k - p < BF16_KSLICE ? k - p : BF16_KSLICE;

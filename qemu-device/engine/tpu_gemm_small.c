@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: MIT
 /*
- * f32 and bf16 GEMM on small blocks (a Pallas kernel's 128 x 128 tiles),
- * our own instead of OpenBLAS's.
+ * bf16 GEMM on small blocks (a Pallas kernel's 128 x 128 tiles), our own
+ * instead of OpenBLAS's.
  *
- * A grid job with small blocks calls the GEMM tens of thousands of times,
- * and OpenBLAS packs both operands on every call (at (128, 128, 128) its
- * copy routines took a third of its kernel's time), after bf16 had paid a
- * widening pass of its own. Here f32 A is read in place (the kernel
- * broadcasts its elements along a row, or down a column when transposed)
- * but for a partial last panel; B is packed once per call into NR-column
- * panels, widened on the way from bf16, and bf16 A is widened into rows. Each C element is summed over k in order with fused
- * multiply-adds from zero, then added to C (accumulate) or stored; the
- * result can differ from OpenBLAS's in rounding only.
+ * A grid job with small blocks calls the GEMM tens of thousands of times.
+ * Through OpenBLAS, bf16 paid a widening pass into f32 buffers and then
+ * OpenBLAS's packing of both operands on every call (its copy routines
+ * alone took a third of its kernel's time at 128^3). Here each operand is
+ * widened once per call straight into the layout the kernel reads: B into
+ * NR-column panels, A into rows. Each C element is summed over k in order
+ * with fused multiply-adds from zero, then added to C (accumulate) or
+ * stored: bf16 products are exact in f32, so results differ from the
+ * OpenBLAS path's in rounding of the sums only.
+ *
+ * f32 stays with OpenBLAS: the same kernels on f32 were no faster on whole
+ * jobs, and results pinned by tests (the same f32 matmul through blocks of
+ * different sizes) depend on OpenBLAS's summation order.
  */
 #include "tpu_gemm_internal.h"
 
@@ -26,38 +30,31 @@
 #define MR_MAX		8
 #define NR_MAX		32
 
-/* One operand as op(X): element (r, c) is p[r * rs + c * cs], f32 or bf16. */
+/* One bf16 operand as op(X): element (r, c) is p[r * rs + c * cs]. */
 struct small_src {
-	const void *p;
+	const uint16_t *p;
 	int64_t rs, cs;
-	bool bf16;
 };
 
-/* Micro-kernel: C[MR x NR] (+)= A(MR x k at a, strides rs/cs) @ packed B. */
-typedef void small_kernel_fn(int64_t k, const float *a, int64_t rs, int64_t cs,
+/* Micro-kernel: C[MR x NR] (+)= A(MR rows of k, lda apart) @ packed B. */
+typedef void small_kernel_fn(int64_t k, const float *a, int64_t lda,
 			     const float *b, float *c, int64_t ldc, bool acc);
 
 static float src_at(const struct small_src *s, int64_t r, int64_t c)
 {
-	int64_t i = r * s->rs + c * s->cs;
-	uint32_t bits;
+	uint32_t bits = (uint32_t)s->p[r * s->rs + c * s->cs] << 16;
 	float f;
 
-	if (!s->bf16)
-		return ((const float *)s->p)[i];
-	bits = (uint32_t)((const uint16_t *)s->p)[i] << 16;
 	memcpy(&f, &bits, sizeof(f));
 	return f;
 }
 
-/* Eight elements of a row as f32: bf16 is an f32's top half, so a shift. */
+/* Eight bf16 as f32: bf16 is an f32's top half, so a shift. */
 __attribute__((target("avx2")))
-static inline __m256 load8(const void *row, int64_t j, bool bf16)
+static inline __m256 load8(const uint16_t *p)
 {
-	if (!bf16)
-		return _mm256_loadu_ps((const float *)row + j);
 	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(
-		_mm_loadu_si128((const __m128i *)((const uint16_t *)row + j))), 16));
+		_mm_loadu_si128((const __m128i *)p)), 16));
 }
 
 /*
@@ -82,42 +79,37 @@ __attribute__((target("avx2")))
 static void pack_b(float *dst, const struct small_src *b, int64_t k, int64_t n,
 		   int NR)
 {
-	int64_t full = b->cs == 1 ? n / NR * NR : 0;
-	int64_t es = b->bf16 ? 2 : 4, ps = panel_stride(k, NR);
+	int64_t full = b->cs == 1 ? n / NR * NR : 0, ps = panel_stride(k, NR);
 
 	for (int64_t q = 0; q < k; q++) {
-		const char *row = (const char *)b->p + q * b->rs * es;
+		const uint16_t *row = b->p + q * b->rs;
 		float *d = dst + q * NR;
 
 		for (int64_t j = 0; j < full; j += NR, d += ps)
 			for (int c = 0; c < NR; c += 8)
-				_mm256_storeu_ps(d + c, load8(row, j + c, b->bf16));
+				_mm256_storeu_ps(d + c, load8(row + j + c));
 		for (int64_t j = full; j < n; j += NR, d += ps)
 			for (int c = 0; c < NR; c++)
 				d[c] = j + c < n ? src_at(b, q, j + c) : 0.0f;
 	}
 }
 
-/*
- * op(A)'s rows i0..i0+rows-1 as f32 rows of k, then zero rows up to
- * @padded: bf16 A widened once per call, or f32 A's last partial panel.
- */
+/* op(A) (m rows of k) as f32 rows, then zero rows up to @padded. */
 __attribute__((target("avx2")))
-static void widen_a(float *dst, const struct small_src *a, int64_t i0,
-		    int64_t rows, int64_t padded, int64_t k)
+static void widen_a(float *dst, const struct small_src *a, int64_t m,
+		    int64_t padded, int64_t k)
 {
-	int64_t es = a->bf16 ? 2 : 4, vec = a->cs == 1 ? k / 8 * 8 : 0;
+	int64_t vec = a->cs == 1 ? k / 8 * 8 : 0;
 
-	for (int64_t r = 0; r < rows; r++, dst += k) {
-		const char *row = (const char *)a->p + (i0 + r) * a->rs * es;
+	for (int64_t r = 0; r < m; r++, dst += k) {
 		int64_t q = 0;
 
 		for (; q < vec; q += 8)
-			_mm256_storeu_ps(dst + q, load8(row, q, a->bf16));
+			_mm256_storeu_ps(dst + q, load8(a->p + r * a->rs + q));
 		for (; q < k; q++)
-			dst[q] = src_at(a, i0 + r, q);
+			dst[q] = src_at(a, r, q);
 	}
-	memset(dst, 0, (padded - rows) * k * sizeof(float));
+	memset(dst, 0, (padded - m) * k * sizeof(float));
 }
 
 /*
@@ -126,7 +118,7 @@ static void widen_a(float *dst, const struct small_src *a, int64_t i0,
  */
 
 #define KROW(P, r) do {							\
-		__typeof__(b0) x = P##_set1_ps(a[(r) * rs + q * cs]);	\
+		__typeof__(b0) x = P##_set1_ps(a[(r) * lda + q]);	\
 		c##r##0 = P##_fmadd_ps(x, b0, c##r##0);			\
 		c##r##1 = P##_fmadd_ps(x, b1, c##r##1);			\
 	} while (0)
@@ -161,7 +153,7 @@ static void widen_a(float *dst, const struct small_src *a, int64_t i0,
 	} while (0)
 
 __attribute__((target("avx512f")))
-static void kernel_avx512(int64_t k, const float *a, int64_t rs, int64_t cs,
+static void kernel_avx512(int64_t k, const float *a, int64_t lda,
 			  const float *b, float *c, int64_t ldc, bool acc)
 {
 	enum { W = 16 };
@@ -173,7 +165,7 @@ static void kernel_avx512(int64_t k, const float *a, int64_t rs, int64_t cs,
 }
 
 __attribute__((target("avx2,fma")))
-static void kernel_avx2(int64_t k, const float *a, int64_t rs, int64_t cs,
+static void kernel_avx2(int64_t k, const float *a, int64_t lda,
 			const float *b, float *c, int64_t ldc, bool acc)
 {
 	enum { W = 8 };
@@ -194,16 +186,16 @@ static const struct small_isa isa_avx2 = { kernel_avx2, 6, 16 };
 
 /* A partial tile goes through a whole one on the stack. */
 static void tile(const struct small_isa *isa, int64_t k, const float *a,
-		 int64_t rs, int64_t cs, const float *b, float *c, int64_t ldc,
-		 int64_t mr, int64_t nr, bool acc)
+		 int64_t lda, const float *b, float *c, int64_t ldc, int64_t mr,
+		 int64_t nr, bool acc)
 {
 	float t[MR_MAX * NR_MAX];
 
 	if (mr == isa->mr && nr == isa->nr) {
-		isa->kern(k, a, rs, cs, b, c, ldc, acc);
+		isa->kern(k, a, lda, b, c, ldc, acc);
 		return;
 	}
-	isa->kern(k, a, rs, cs, b, t, isa->nr, false);
+	isa->kern(k, a, lda, b, t, isa->nr, false);
 	for (int64_t r = 0; r < mr; r++)
 		for (int64_t j = 0; j < nr; j++)
 			c[r * ldc + j] = acc ? c[r * ldc + j] + t[r * isa->nr + j] :
@@ -215,25 +207,19 @@ static int64_t min64(int64_t x, int64_t y)
 	return x < y ? x : y;
 }
 
-bool tpu_gemm_small(bool bf16, bool trans_a, bool trans_b, int64_t m,
-		    int64_t n, int64_t k, const void *a, int64_t lda,
-		    const void *b, int64_t ldb, float *c, int64_t ldc,
-		    bool accumulate)
+bool tpu_gemm_bf16_small(bool trans_a, bool trans_b, int64_t m, int64_t n,
+			 int64_t k, const uint16_t *a, int64_t lda,
+			 const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
+			 bool accumulate)
 {
-	struct small_src sa = { a, trans_a ? 1 : lda, trans_a ? lda : 1, bf16 };
-	struct small_src sb = { b, trans_b ? 1 : ldb, trans_b ? ldb : 1, bf16 };
+	struct small_src sa = { a, trans_a ? 1 : lda, trans_a ? lda : 1 };
+	struct small_src sb = { b, trans_b ? 1 : ldb, trans_b ? ldb : 1 };
 	const struct small_isa *isa;
 	int64_t mr, nr, ps, mp;
 	float *pa, *pb;
 
-	/*
-	 * f32 on AVX2 stays with OpenBLAS: its Haswell kernel with packing
-	 * matched ours at 128^3 (ours gained on AVX-512, and bf16 everywhere,
-	 * where OpenBLAS needs a widening pass before its own packing).
-	 */
-	if (tpu_gemm_isa < (bf16 ? TPU_GEMM_AVX2 : TPU_GEMM_AVX512) ||
-	    n > SMALL_MAX_DIM || k > SMALL_MAX_DIM || n * k > SMALL_KN ||
-	    m <= 0 || n <= 0 || k <= 0)
+	if (tpu_gemm_isa < TPU_GEMM_AVX2 || n > SMALL_MAX_DIM ||
+	    k > SMALL_MAX_DIM || n * k > SMALL_KN || m <= 0 || n <= 0 || k <= 0)
 		return false;
 	isa = tpu_gemm_isa >= TPU_GEMM_AVX512 ? &isa_avx512 : &isa_avx2;
 	mr = isa->mr;
@@ -242,28 +228,16 @@ bool tpu_gemm_small(bool bf16, bool trans_a, bool trans_b, int64_t m,
 	mp = (m + mr - 1) / mr * mr;
 	pb = tpu_gemm_scratch(TPU_GEMM_SLOT_B,
 			      ((n + nr - 1) / nr) * ps * sizeof(float));
-	pa = tpu_gemm_scratch(TPU_GEMM_SLOT_A,
-			      (bf16 ? mp : mr) * k * sizeof(float));
+	pa = tpu_gemm_scratch(TPU_GEMM_SLOT_A, mp * k * sizeof(float));
 	if (!pb || !pa)
 		return false;
 	pack_b(pb, &sb, k, n, nr);
-	if (bf16)
-		widen_a(pa, &sa, 0, m, mp, k);
+	widen_a(pa, &sa, m, mp, k);
 	/* An A panel stays in L1 while the B panels stream from L2. */
-	for (int64_t i = 0; i < m; i += mr) {
-		int64_t rows = min64(mr, m - i), rs = k, cs = 1;
-		const float *ap = pa + (bf16 ? i * k : 0);
-
-		if (!bf16 && rows == mr) {
-			ap = (const float *)a + i * sa.rs;
-			rs = sa.rs;
-			cs = sa.cs;
-		} else if (!bf16) {
-			widen_a(pa, &sa, i, rows, mr, k);
-		}
+	for (int64_t i = 0; i < m; i += mr)
 		for (int64_t j = 0; j < n; j += nr)
-			tile(isa, k, ap, rs, cs, pb + j / nr * ps, c + i * ldc + j,
-			     ldc, rows, min64(nr, n - j), accumulate);
-	}
+			tile(isa, k, pa + i * k, k, pb + j / nr * ps,
+			     c + i * ldc + j, ldc, min64(mr, m - i),
+			     min64(nr, n - j), accumulate);
 	return true;
 }
