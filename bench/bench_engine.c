@@ -10,11 +10,13 @@
  * are printed under their own names, never mixed with it.
  */
 #include <cblas.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "job_builder.h"
 #include "tpu_dtype.h"
@@ -22,7 +24,8 @@
 #include "tpu_gemm.h"
 
 #define CORES		2
-#define MAX_SIZE	4096
+#define MAX_SIZE	4096	/* the main table's largest */
+#define MAX_SCALE_SIZE	8192	/* the scaling table's */
 #define MAX_ROUNDS	7
 #define VMEM_LIMIT	(96ull << 20)
 
@@ -50,7 +53,8 @@ static const uint32_t blocks[][3] = {	/* bm, bk, bn */
 /* A pretend device whose HBM is backed by huge pages, as QEMU's RAM is. */
 struct bench_dev {
 	struct tpu_config cfg;
-	struct tpu_engine *engine;
+	struct tpu_engine *engine;	/* CORES cores */
+	struct tpu_engine *engine1;	/* one core, on the same HBM */
 	uint8_t *hbm;
 	uint64_t hbm_size, used;
 	struct tpu_buffer_slot slots[NKINDS * ARRAYS + 1];
@@ -71,15 +75,24 @@ static void die(const char *what)
 	exit(1);
 }
 
-static void dev_init(struct bench_dev *d, uint64_t hbm_size)
+static struct tpu_engine *engine_with(struct tpu_config *cfg,
+				      unsigned int cores)
 {
+	struct tpu_engine *e;
 	char err[256];
 
-	tpu_config_defaults(&d->cfg);
-	d->cfg.cores = CORES;
-	d->engine = tpu_engine_create(&d->cfg, err, sizeof(err));
-	if (!d->engine)
+	cfg->cores = cores;
+	e = tpu_engine_create(cfg, err, sizeof(err));
+	if (!e)
 		die(err);
+	return e;
+}
+
+static void dev_init(struct bench_dev *d, uint64_t hbm_size)
+{
+	tpu_config_defaults(&d->cfg);
+	d->engine1 = engine_with(&d->cfg, 1);
+	d->engine = engine_with(&d->cfg, CORES);
 	d->hbm_size = hbm_size;
 	d->hbm = aligned_alloc(2 << 20, hbm_size);
 	if (!d->hbm)
@@ -130,12 +143,19 @@ static void problem_init(struct bench_dev *d, struct problem *p, uint64_t size)
 	p->anchor_c = dev_alloc(d, n * 4);
 }
 
+static uint32_t clip(uint32_t block, uint64_t size)
+{
+	return block < size ? block : (uint32_t)size;
+}
+
+/* Blocks @b (bm, bk, bn), each cut to the problem's size. */
 static void *job_blob(const struct problem *p, unsigned int t,
 		      const uint32_t *b, size_t *len)
 {
 	struct mm_job j = {
 		.m = p->size, .k = p->size, .n = p->size,
-		.bm = b[0], .bk = b[1], .bn = b[2],
+		.bm = clip(b[0], p->size), .bk = clip(b[1], p->size),
+		.bn = clip(b[2], p->size),
 		.in_dtype = kinds[t].in, .out_dtype = kinds[t].out,
 		.acc_scratch = true,
 		.x_slot = p->slot[t][X], .y_slot = p->slot[t][Y],
@@ -149,23 +169,30 @@ static void *job_blob(const struct problem *p, unsigned int t,
 	return blob;
 }
 
-static double run_job(struct bench_dev *d, const void *blob, size_t len,
-		      struct tpu_job_result *res)
+static double run_job_on(struct bench_dev *d, struct tpu_engine *e,
+			 const void *blob, size_t len, struct tpu_job_result *res)
 {
 	double t = now();
 
-	if (tpu_engine_run(d->engine, blob, len, d->hbm, d->hbm_size, d->slots,
+	if (tpu_engine_run(e, blob, len, d->hbm, d->hbm_size, d->slots,
 			   d->nslots, 0, res))
 		die(res->message);
 	return now() - t;
 }
 
-static double run_anchor(struct bench_dev *d, const struct problem *p)
+static double run_job(struct bench_dev *d, const void *blob, size_t len,
+		      struct tpu_job_result *res)
+{
+	return run_job_on(d, d->engine, blob, len, res);
+}
+
+static double run_anchor_on(struct bench_dev *d, const struct problem *p,
+			    int threads)
 {
 	int n = (int)p->size;
 	double t;
 
-	openblas_set_num_threads(CORES);
+	openblas_set_num_threads(threads);
 	t = now();
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
 		    dev_ptr(d, p->slot[0][X]), n, dev_ptr(d, p->slot[0][Y]), n,
@@ -178,6 +205,11 @@ static double run_anchor(struct bench_dev *d, const struct problem *p)
 	 */
 	nanosleep(&(struct timespec){ .tv_nsec = 250000000 }, NULL);
 	return t;
+}
+
+static double run_anchor(struct bench_dev *d, const struct problem *p)
+{
+	return run_anchor_on(d, p, CORES);
 }
 
 /* A few elements of the engine's result against a dot product in double. */
@@ -309,6 +341,73 @@ static void bench_size(struct bench_dev *d, uint64_t size, struct figures *f)
 		}
 }
 
+/* The scaling table: sizes, and the kinds it runs (f32, bf16). */
+static const uint64_t scale_sizes[] = { 1024, 2048, 4096, MAX_SCALE_SIZE };
+#define SCALE_KINDS	2
+#define SCALE_ROUNDS	3
+
+/* One size of the scaling table: 1 and CORES cores beside as many threads. */
+static void bench_scaling(struct bench_dev *d, uint64_t size)
+{
+	static const uint32_t block[3] = { 512, 1024, 1024 };
+	double ops = 2.0 * size * size * size;
+	/* an 8192^3 job is over a TFLOP: once is enough to see its cost */
+	int rounds = size >= MAX_SCALE_SIZE ? 1 : SCALE_ROUNDS;
+	double anchor[SCALE_ROUNDS], t[SCALE_KINDS][SCALE_ROUNDS];
+	struct tpu_job_result res;
+	void *blob[SCALE_KINDS];
+	size_t len[SCALE_KINDS];
+	struct problem p;
+
+	problem_init(d, &p, size);
+	for (unsigned int k = 0; k < SCALE_KINDS; k++)
+		blob[k] = job_blob(&p, k, block, &len[k]);
+	for (int cores = 1; cores <= CORES; cores++) {
+		struct tpu_engine *e = cores == 1 ? d->engine1 : d->engine;
+
+		for (int r = 0; r < rounds; r++) {
+			anchor[r] = run_anchor_on(d, &p, cores);
+			for (unsigned int k = 0; k < SCALE_KINDS; k++)
+				t[k][r] = run_job_on(d, e, blob[k], len[k], &res);
+		}
+		printf("bench: scaling_openblas_sgemm_%dt_%llu = %.1f GFLOP/s\n",
+		       cores, (unsigned long long)size,
+		       ops / median(anchor, rounds) / 1e9);
+		for (unsigned int k = 0; k < SCALE_KINDS; k++) {
+			check_result(d, &p, k);
+			printf("bench: scaling_engine_%s_%dc_%llu = %.1f GFLOP/s\n",
+			       kinds[k].name, cores, (unsigned long long)size,
+			       ops / median(t[k], rounds) / 1e9);
+			printf("bench: scaling_engine_vs_openblas_%s_%dc_%llu = %.2f x\n",
+			       kinds[k].name, cores, (unsigned long long)size,
+			       median_ratio(anchor, t[k], rounds));
+		}
+	}
+	for (unsigned int k = 0; k < SCALE_KINDS; k++)
+		free(blob[k]);
+}
+
+/*
+ * OpenBLAS fell back to its generic kernels on a host with AVX2 or
+ * AVX-512: run again with the kernels of the engine's instruction set.
+ * Returns only if nothing needs doing (or exec failed).
+ */
+static void openblas_use_host_kernels(char **argv)
+{
+	const char *isa = tpu_gemm_isa_name();
+	const char *core = !strcmp(isa, "avx512") ? "SkylakeX" :
+			   !strcmp(isa, "avx2") ? "Haswell" : NULL;
+
+	if (!core || getenv("OPENBLAS_CORETYPE") ||
+	    strcmp(openblas_get_corename(), "Prescott"))
+		return;
+	fprintf(stderr, "bench_engine: OpenBLAS picked Prescott on a host with %s; running again with OPENBLAS_CORETYPE=%s\n",
+		isa, core);
+	setenv("OPENBLAS_CORETYPE", core, 1);
+	execv("/proc/self/exe", argv);
+	perror("bench_engine: exec");
+}
+
 /* The figures: blocks (512, 1024, 1024) at 4096^3. */
 static void print_headlines(const struct figures *f)
 {
@@ -319,33 +418,51 @@ static void print_headlines(const struct figures *f)
 	       f->ratio[0][2] / f->ratio[0][0]);
 }
 
-/* Arguments: the sizes to run (default all); the headlines need 4096. */
+static bool wanted(int argc, char **argv, uint64_t size)
+{
+	bool yes = argc < 2;
+
+	for (int a = 1; a < argc; a++)
+		yes |= strtoull(argv[a], NULL, 0) == size;
+	return yes;
+}
+
+/*
+ * Arguments: the sizes to run (default all: 1024, 2048, 4096 and the
+ * scaling table's 8192); the headlines need 4096.
+ */
 int main(int argc, char **argv)
 {
 	static const uint64_t sizes[] = { 1024, 2048, MAX_SIZE };
 	struct bench_dev d = { 0 };
 	struct figures f = { 0 };
+	uint64_t hbm_side = MAX_SIZE;
 	double start = now();
 	bool any = false;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	tpu_gemm_init();
+	openblas_use_host_kernels(argv);
+	if (wanted(argc, argv, MAX_SCALE_SIZE))
+		hbm_side = MAX_SCALE_SIZE;
 	/* every kind's x, y and z plus the anchor's output, at the largest size */
-	dev_init(&d, (uint64_t)MAX_SIZE * MAX_SIZE * (4 * 4 + 2 * 3 + 1 * 2 + 4));
-	printf("# engine: %d cores; openblas %s; int8 kernel %s; median of rounds\n",
-	       CORES, openblas_get_corename(), tpu_gemm_i8_kernel());
+	dev_init(&d, hbm_side * hbm_side * (4 * 4 + 2 * 3 + 1 * 2 + 4));
+	printf("# engine: %d cores; openblas %s; GEMM ISA %s; int8 kernel %s; median of rounds\n",
+	       CORES, openblas_get_corename(), tpu_gemm_isa_name(),
+	       tpu_gemm_i8_kernel());
 	for (unsigned int s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-		bool wanted = argc < 2;
-
-		for (int a = 1; a < argc; a++)
-			wanted |= strtoull(argv[a], NULL, 0) == sizes[s];
-		if (wanted)
+		if (wanted(argc, argv, sizes[s]))
 			bench_size(&d, sizes[s], &f);
-		any |= wanted && sizes[s] == MAX_SIZE;
+		any |= wanted(argc, argv, sizes[s]) && sizes[s] == MAX_SIZE;
 	}
 	if (any)
 		print_headlines(&f);
+	for (unsigned int s = 0; s < sizeof(scale_sizes) / sizeof(scale_sizes[0]); s++)
+		if (wanted(argc, argv, scale_sizes[s]))
+			bench_scaling(&d, scale_sizes[s]);
 	printf("bench: bench_engine_wall_time = %.1f s\n", now() - start);
 	tpu_engine_destroy(d.engine);
+	tpu_engine_destroy(d.engine1);
 	free(d.hbm);
 	return 0;
 }

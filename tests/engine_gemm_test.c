@@ -204,6 +204,8 @@ static const int64_t shapes[][3] = {
 	{ 6, 16, 2 }, { 33, 47, 129 }, { 64, 255, 17 }, { 13, 37, 1100 },
 	{ 200, 21, 30 }, { 3, 2100, 5 }, { 97, 33, 513 },
 	{ 24, 32, 64 },		/* whole 12-row tiles of the zmm kernel */
+	{ 128, 128, 128 },	/* a Pallas block: the small-block kernels */
+	{ 131, 200, 96 },	/* partial tiles of both small kernels */
 };
 
 /* Every shape, transpose combination and accumulate mode for one dtype pair. */
@@ -231,6 +233,24 @@ TEST(bf16)
 {
 	tpu_gemm_init();
 	sweep(_metadata, BF16, BF16);
+}
+
+/* Each instruction set the host has: AVX-512 and AVX2 kernels for small blocks. */
+TEST(f32_bf16_every_isa)
+{
+	static const char *const isas[] = { "portable", "avx2", "avx512" };
+
+	tpu_gemm_init();
+	for (size_t i = 0; i < sizeof(isas) / sizeof(isas[0]); i++) {
+		if (tpu_gemm_use_isa(isas[i])) {
+			TH_LOG("GEMM ISA %s: not on this host", isas[i]);
+			continue;
+		}
+		sweep(_metadata, F32, F32);
+		sweep(_metadata, BF16, BF16);
+	}
+	EXPECT_EQ(-1, tpu_gemm_use_isa("no-such-isa"));
+	tpu_gemm_use_isa(NULL);
 }
 
 TEST(int8_all_signedness)
@@ -280,11 +300,10 @@ TEST(empty_k)
 }
 
 /* Sums past INT32_MAX wrap: 255 * 255 * 40000 and -128 * -128 sums. */
-TEST(int32_wraps)
+static void wraps(struct __test_metadata *_metadata)
 {
 	struct prob p;
 
-	tpu_gemm_init();
 	prob_init(&p, U8, U8, false, true, false, 2, 17, 40000);
 	memset(p.a, 0xff, 2 * p.lda);
 	memset(p.b, 0xff, 17 * p.ldb);
@@ -301,6 +320,40 @@ TEST(int32_wraps)
 	prob_run(&p);
 	EXPECT_EQ(0, prob_check(_metadata, &p));
 	prob_free(&p);
+
+	/* the one int16 overflow of a pair: (-128)(-128) + (-128)(-128) */
+	prob_init(&p, S8, S8, false, false, false, 7, 33, 4099);
+	memset(p.a, 0x80, 7 * p.lda);
+	memset(p.b, 0x80, 4099 * p.ldb);
+	prob_run(&p);
+	EXPECT_EQ(0, prob_check(_metadata, &p));
+	EXPECT_EQ(128 * 128 * 4099, ((int32_t *)p.c)[0]);
+	prob_free(&p);
+
+	/* uint8 255 against int8 -128 and 127, alternating along k */
+	prob_init(&p, U8, S8, false, true, false, 5, 19, 3001);
+	memset(p.a, 0xff, 5 * p.lda);
+	for (int64_t i = 0; i < 19 * p.ldb; i++)
+		((uint8_t *)p.b)[i] = i & 1 ? 0x7f : 0x80;
+	prob_run(&p);
+	EXPECT_EQ(0, prob_check(_metadata, &p));
+	prob_free(&p);
+}
+
+/* On every int8 kernel the host can run, the AVX2 ones included. */
+TEST(int32_wraps)
+{
+	static const char *const names[] = { "portable", "avx2", "avxvnni-i16",
+						   "avxvnni", "avx512vnni" };
+
+	tpu_gemm_init();
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (tpu_gemm_i8_use(names[i]))
+			continue;
+		TH_LOG("int8 kernel: %s", tpu_gemm_i8_kernel());
+		wraps(_metadata);
+	}
+	tpu_gemm_i8_use(NULL);
 }
 
 /* Two threads on disjoint halves of one C, as two engine cores would. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "job_builder.h"
+#include "tpu_gemm.h"
 #include "kselftest_harness.h"
 
 struct shape {
@@ -199,6 +200,42 @@ TEST(random_floats_close_to_double_reference)
 	EXPECT_TRUE(worst < 1e-4f) TH_LOG("max error %g", worst);
 	free(want);
 	free(got);
+}
+
+/*
+ * Every GEMM instruction set the host has (TPU_GEMM_ISA's choices): the
+ * small-block kernels and the int8 ones give the reference's bits on whole
+ * jobs, transposed operands and partial tiles included.
+ */
+TEST(every_gemm_isa_gives_the_reference)
+{
+	static const char *const isas[] = { "portable", "avx2", "avx512" };
+	static const struct shape small[] = {
+		{ 256, 256, 256, 128, 128, 128 },
+		{ 200, 300, 190, 100, 150, 70 },	/* partial tiles */
+	};
+
+	tpu_gemm_init();
+	for (size_t i = 0; i < sizeof(isas) / sizeof(isas[0]); i++) {
+		if (tpu_gemm_use_isa(isas[i])) {
+			TH_LOG("GEMM ISA %s: not on this host", isas[i]);
+			continue;
+		}
+		for (size_t s = 0; s < sizeof(small) / sizeof(small[0]); s++) {
+			struct mm_job f = mm_of(&small[s], TPU_DTYPE_F32, TPU_DTYPE_F32, true);
+			struct mm_job b = mm_of(&small[s], TPU_DTYPE_BF16, TPU_DTYPE_F32, true);
+			struct mm_job q = mm_of(&small[s], TPU_DTYPE_INT8, TPU_DTYPE_INT32, true);
+
+			check_mm(_metadata, &f, 2);
+			f.transpose_lhs = f.transpose_rhs = true;
+			check_mm(_metadata, &f, 1);
+			check_mm(_metadata, &b, 2);
+			b.transpose_rhs = true;
+			check_mm(_metadata, &b, 1);
+			check_mm(_metadata, &q, 2);
+		}
+	}
+	tpu_gemm_use_isa(NULL);
 }
 
 TEST(model_only_8192_cubed_is_instant)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * f32 and bf16 GEMM through OpenBLAS, per-thread scratch, and set-up.
+ * f32 and bf16 GEMM through OpenBLAS (bf16 on small blocks through our own
+ * kernels, tpu_gemm_small.c), per-thread scratch, and set-up.
  *
  * OpenBLAS (Debian's libopenblas, kernels picked at run time for the host)
  * is the fastest sgemm packaged for this machine. The engine parallelises
@@ -17,6 +18,17 @@
 #include <string.h>
 
 bool tpu_gemm_has_avx2;
+bool tpu_gemm_vnni_ok;
+enum tpu_gemm_isa tpu_gemm_isa;
+
+static const char *const isa_names[TPU_GEMM_ISA_COUNT] = {
+	[TPU_GEMM_PORTABLE] = "portable",
+	[TPU_GEMM_AVX2] = "avx2",
+	[TPU_GEMM_AVX512] = "avx512",
+};
+
+/* The host's best, capped by TPU_GEMM_ISA (to try an AVX2-only host's paths). */
+static enum tpu_gemm_isa host_isa, probed_isa;
 
 struct gemm_scratch {
 	void *buf[TPU_GEMM_SLOTS];
@@ -39,14 +51,45 @@ static void gemm_setup(void)
 {
 	openblas_set_num_threads(1);
 	pthread_key_create(&scratch_key, scratch_free);
+	const char *env = getenv("TPU_GEMM_ISA");
+
 	__builtin_cpu_init();
-	tpu_gemm_has_avx2 = __builtin_cpu_supports("avx2") &&
-			    __builtin_cpu_supports("fma");
+	host_isa = TPU_GEMM_PORTABLE;
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		host_isa = TPU_GEMM_AVX2;
+	if (host_isa && __builtin_cpu_supports("avx512f") &&
+	    __builtin_cpu_supports("avx512bw"))
+		host_isa = TPU_GEMM_AVX512;
+	probed_isa = host_isa;
+	for (int i = 0; env && i < TPU_GEMM_ISA_COUNT; i++)
+		if (!strcmp(env, isa_names[i]) && (enum tpu_gemm_isa)i < host_isa)
+			host_isa = i;
+	tpu_gemm_use_isa(NULL);
 }
 
 void tpu_gemm_init(void)
 {
 	pthread_once(&gemm_once, gemm_setup);
+}
+
+int tpu_gemm_use_isa(const char *name)
+{
+	enum tpu_gemm_isa isa = host_isa;
+
+	for (int i = 0; name && i < TPU_GEMM_ISA_COUNT; i++)
+		if (!strcmp(name, isa_names[i]))
+			isa = i;
+	if (name && (isa > host_isa || strcmp(name, isa_names[isa])))
+		return -1;
+	tpu_gemm_isa = isa;
+	tpu_gemm_has_avx2 = isa >= TPU_GEMM_AVX2;
+	tpu_gemm_vnni_ok = isa == probed_isa && tpu_gemm_has_avx2;
+	return 0;
+}
+
+const char *tpu_gemm_isa_name(void)
+{
+	return isa_names[tpu_gemm_isa];
 }
 
 static struct gemm_scratch *thread_scratch(void)
@@ -218,7 +261,9 @@ void tpu_gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
 		   const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
 		   float *c, int64_t ldc, bool accumulate)
 {
-	if (gemm_trivial(m, n, k, c, ldc, sizeof(*c), accumulate))
+	if (gemm_trivial(m, n, k, c, ldc, sizeof(*c), accumulate) ||
+	    tpu_gemm_bf16_small(trans_a, trans_b, m, n, k, a, lda, b, ldb, c,
+				ldc, accumulate))
 		return;
 	for (int64_t p = 0; p < k; p += BF16_KSLICE) {
 		int64_t kk = k - p < BF16_KSLICE ? k - p : BF16_KSLICE;

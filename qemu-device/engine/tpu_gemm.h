@@ -10,7 +10,8 @@
  * m, n, k and the leading dimensions must fit in an int (BLAS's indices).
  *
  * f32 and bf16 go through OpenBLAS (bf16 widened to f32 first, in buffers
- * kept per thread); 8-bit through our own packed kernels (tpu_gemm_i8.c).
+ * kept per thread), bf16 on small blocks through our own kernels
+ * (tpu_gemm_small.c); 8-bit through our own packed kernels (tpu_gemm_i8.c).
  */
 #ifndef TPU_GEMM_H
 #define TPU_GEMM_H
@@ -43,6 +44,24 @@ void tpu_gemm_i8(bool a_unsigned, bool b_unsigned, bool trans_a, bool trans_b,
 		 int64_t m, int64_t n, int64_t k,
 		 const void *a, int64_t lda, const void *b, int64_t ldb,
 		 int32_t *c, int64_t ldc, bool accumulate);
+
+/*
+ * Vector extensions the GEMM kernels use: "avx512", "avx2" or "portable",
+ * the best the host has unless TPU_GEMM_ISA names a lesser one (so an
+ * AVX-512 host can measure and test what an AVX2-only host runs: no
+ * AVX-512 and no VNNI of any kind under "avx2"). OpenBLAS picks its own
+ * kernels; OPENBLAS_CORETYPE steers it.
+ */
+const char *tpu_gemm_isa_name(void);
+
+/*
+ * Tests and benchmarks: cap the kernels at @name (one of the above), or
+ * back to the host's own (capped by TPU_GEMM_ISA) when @name is NULL.
+ * Returns 0, or -1 if the host (or TPU_GEMM_ISA) does not allow it. Also
+ * drops a tpu_gemm_i8_use() choice the new cap excludes. Not while another
+ * thread is in a tpu_gemm_* call.
+ */
+int tpu_gemm_use_isa(const char *name);
 
 /* The int8 micro-kernel in use ("avx512vnni", "avxvnni", ...), for logs. */
 const char *tpu_gemm_i8_kernel(void);

@@ -310,9 +310,10 @@ static bool kernel_runs_here(int i)
 		return false;
 	if (i8_kernels[i].fn == kernel_avx2)
 		return true;
+	if (!tpu_gemm_vnni_ok)
+		return false;
 	if (i8_kernels[i].vnni == VNNI_ZMM)
-		return __builtin_cpu_supports("avx512f") &&
-		       __builtin_cpu_supports("avx512bw") &&
+		return tpu_gemm_isa >= TPU_GEMM_AVX512 &&
 		       __builtin_cpu_supports("avx512vnni");
 	return __builtin_cpu_supports("avxvnni");
 }
@@ -328,7 +329,10 @@ static int best_kernel(void)
 
 static int picked(void)
 {
-	return chosen_kernel >= 0 ? chosen_kernel : best_kernel();
+	/* a later tpu_gemm_use_isa() cap may rule the choice out */
+	if (chosen_kernel >= 0 && kernel_runs_here(chosen_kernel))
+		return chosen_kernel;
+	return best_kernel();
 }
 
 const char *tpu_gemm_i8_kernel(void)

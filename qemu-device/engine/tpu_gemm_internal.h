@@ -25,8 +25,31 @@ enum tpu_gemm_slot {
  */
 void *tpu_gemm_scratch(enum tpu_gemm_slot slot, size_t bytes);
 
-/* The host's vector extensions, probed once by tpu_gemm_init(). */
-extern bool tpu_gemm_has_avx2;
+/*
+ * The vector extensions the GEMM kernels may use: the host's, probed once by
+ * tpu_gemm_init(), capped by TPU_GEMM_ISA or tpu_gemm_use_isa().
+ * AVX512 here means AVX512F and BW; VNNI is probed by the int8 kernels.
+ */
+enum tpu_gemm_isa {
+	TPU_GEMM_PORTABLE,
+	TPU_GEMM_AVX2,		/* with FMA */
+	TPU_GEMM_AVX512,
+	TPU_GEMM_ISA_COUNT
+};
+
+extern enum tpu_gemm_isa tpu_gemm_isa;
+extern bool tpu_gemm_has_avx2;	/* tpu_gemm_isa >= TPU_GEMM_AVX2 */
+extern bool tpu_gemm_vnni_ok;	/* AVX2 and not capped: VNNI if the host has it */
+
+/*
+ * tpu_gemm_bf16() on our own kernels for small blocks (tpu_gemm_small.c).
+ * False, with C untouched, when the shape is not small, the host lacks
+ * AVX2, or scratch memory ran out.
+ */
+bool tpu_gemm_bf16_small(bool trans_a, bool trans_b, int64_t m, int64_t n,
+			 int64_t k, const uint16_t *a, int64_t lda,
+			 const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
+			 bool accumulate);
 
 /*
  * tpu_gemm_i8() on vpdpbusd (tpu_gemm_i8_vnni.c), m, n, k > 0: on AVX-VNNI's
