@@ -228,6 +228,24 @@ void tpu_sched_drain(struct tpu_device *tdev)
 			atomic_read(&tdev->jobs_alive));
 }
 
+/*
+ * The job may have finished between the timeout firing and the scheduler's
+ * stop: then it keeps its result (setting an error on a signalled fence is
+ * a bug). The fence's lock orders this against the signal.
+ */
+static void tpu_sched_fail_hung(struct drm_sched_job *hung_job)
+{
+	struct dma_fence *finished = &hung_job->s_fence->finished;
+	unsigned long flags;
+
+	spin_lock_irqsave(finished->lock, flags);
+	if (!test_bit(DMA_FENCE_FLAG_SIGNALED_BIT, &finished->flags)) {
+		to_tpu_sched_job(hung_job)->timed_out = true;
+		dma_fence_set_error(finished, -ETIMEDOUT);
+	}
+	spin_unlock_irqrestore(finished->lock, flags);
+}
+
 /**
  * tpu_sched_recover() - reset one queue, failing a stuck job if there is one
  * @queue: the queue
@@ -245,10 +263,8 @@ void tpu_sched_recover(struct tpu_queue *queue,
 
 	mutex_lock(&tdev->reset_lock);
 	drm_sched_stop(&queue->sched, hung_job);
-	if (hung_job) {
-		to_tpu_sched_job(hung_job)->timed_out = true;
-		dma_fence_set_error(&hung_job->s_fence->finished, -ETIMEDOUT);
-	}
+	if (hung_job)
+		tpu_sched_fail_hung(hung_job);
 	if (tpu_ring_reset(&queue->ring))
 		tpu_err(tdev, "%s did not restart\n", queue->ring.name);
 	drm_sched_resubmit_jobs(&queue->sched);
