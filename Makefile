@@ -93,7 +93,7 @@ GUEST_KSELFTEST	= $(BUILD)/guest/kselftest
 
 # --- host tools (tools/): the timing model's CLI, the parameter table ---
 TOOL_BIN	= $(BUILD)/bin
-TOOLS		= $(TOOL_BIN)/tpurt-model $(TOOL_BIN)/tpurt-params
+TOOLS		= $(TOOL_BIN)/tpurt-model $(TOOL_BIN)/tpurt-params $(TOOL_BIN)/tpuemu-blas-core
 PUBLISHED_TSV	= tools/v5e-published.tsv
 
 # --- host unit tests (tests/) ---

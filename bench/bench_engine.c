@@ -394,15 +394,12 @@ static void bench_scaling(struct bench_dev *d, uint64_t size)
  */
 static void openblas_use_host_kernels(char **argv)
 {
-	const char *isa = tpu_gemm_isa_name();
-	const char *core = !strcmp(isa, "avx512") ? "SkylakeX" :
-			   !strcmp(isa, "avx2") ? "Haswell" : NULL;
+	const char *core = tpu_gemm_blas_coretype();
 
-	if (!core || getenv("OPENBLAS_CORETYPE") ||
-	    strcmp(openblas_get_corename(), "Prescott"))
+	if (!core)
 		return;
 	fprintf(stderr, "bench_engine: OpenBLAS picked Prescott on a host with %s; running again with OPENBLAS_CORETYPE=%s\n",
-		isa, core);
+		tpu_gemm_isa_name(), core);
 	setenv("OPENBLAS_CORETYPE", core, 1);
 	execv("/proc/self/exe", argv);
 	perror("bench_engine: exec");

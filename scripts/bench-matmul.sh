@@ -10,6 +10,8 @@ set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$TOP/build}
 case "$BUILD" in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
+# The anchor and the engine in QEMU on the same, real OpenBLAS kernels.
+. "$TOP/scripts/blas-env.sh"
 CORES=${CORES:-2}
 tmp=$(mktemp -d)
 out=$tmp/out

@@ -38,6 +38,8 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${TPUEMU_CACHE:-/var/cache/tpuemu}
 BUILD=${BUILD:-$TOP/build}
 case "$BUILD" in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
+# The engine in QEMU computes with OpenBLAS: its real kernels for this host.
+. "$TOP/scripts/blas-env.sh"
 ACCEL=${ACCEL:-tcg}
 VM_MEM=${VM_MEM:-2G}
 VM_SMP=${VM_SMP:-2}

@@ -92,6 +92,20 @@ const char *tpu_gemm_isa_name(void)
 	return isa_names[tpu_gemm_isa];
 }
 
+const char *tpu_gemm_blas_coretype(void)
+{
+	const char *isa;
+
+	tpu_gemm_init();
+	isa = tpu_gemm_isa_name();
+
+	if (getenv("OPENBLAS_CORETYPE") ||
+	    strcmp(openblas_get_corename(), "Prescott"))
+		return NULL;
+	return !strcmp(isa, "avx512") ? "SkylakeX" :
+	       !strcmp(isa, "avx2") ? "Haswell" : NULL;
+}
+
 static struct gemm_scratch *thread_scratch(void)
 {
 	struct gemm_scratch *s = pthread_getspecific(scratch_key);

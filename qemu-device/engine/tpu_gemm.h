@@ -55,6 +55,16 @@ void tpu_gemm_i8(bool a_unsigned, bool b_unsigned, bool trans_a, bool trans_b,
 const char *tpu_gemm_isa_name(void);
 
 /*
+ * OpenBLAS 0.3.21 does not know some newer CPUs (Intel family 6 model 207)
+ * and falls back to its SSE3 "Prescott" kernels, several times slower
+ * than the host allows. OpenBLAS picks its kernels when it loads, so the
+ * fix is OPENBLAS_CORETYPE in the environment of the next process: this
+ * returns the core type to set ("SkylakeX", "Haswell"), or NULL when
+ * OpenBLAS runs its own choice for this host or the variable is set.
+ */
+const char *tpu_gemm_blas_coretype(void);
+
+/*
  * Tests and benchmarks: cap the kernels at @name (one of the above), or
  * back to the host's own (capped by TPU_GEMM_ISA) when @name is NULL.
  * Returns 0, or -1 if the host (or TPU_GEMM_ISA) does not allow it. Also
