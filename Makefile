@@ -390,13 +390,33 @@ qemu:
 	$(Q)scripts/build-qemu.sh
 
 # QEMU_DEVICE_OPTS=hbm-size=2G,cores=2 passes tpu-mxu properties; ACCEL=kvm.
-# The samples print PASS or FAIL; the run fails if any fails. The Python
-# samples (samples/py) run in one python3: vm-run.sh adds Python to the image.
+# The samples print PASS or FAIL; the run fails if any fails. They run at
+# sizes that take seconds under TCG; FULL=1 runs the guide's sizes
+# (TPUEMU_SAMPLE_FULL=1: 4096^3 in analyze_matmul, 2048^3 elsewhere). The
+# Python samples (samples/py) run in one python3: vm-run.sh adds Python to
+# the image.
 RUN_SAMPLES	= rc=0; for s in $(SAMPLES); do $$s || rc=1; done; \
 		  python3 samples/py/run_all.py || rc=1; exit $$rc
+RUN_ENV		= $(if $(filter 1,$(FULL)),TPUEMU_SAMPLE_FULL=1)
 run: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)scripts/vm-run.sh --timeout 600 -- '$(RUN_SAMPLES)'
+	$(Q)VM_ENV="$(RUN_ENV) $$VM_ENV" scripts/vm-run.sh --timeout 600 -- '$(RUN_SAMPLES)'
+
+# After editing the driver or a selftest: rebuild tpu.ko and the selftests,
+# boot, and run only the selftests T (one or more names) under the kernel's
+# runner, judged as make check judges them. No make deps, no QEMU build:
+#   make selftest T=tpu_job_test
+#   make selftest T=tpu_storm_test VM_ENV=TPU_STORM_SECONDS=60
+.PHONY: selftest
+ifneq ($(filter selftest,$(MAKECMDGOALS)),)
+ifeq ($(T),)
+$(error name the selftests: make selftest T=tpu_job_test)
+endif
+endif
+selftest: module guest-selftests
+	$(Q){ VM_ENV="TPU_SELFTEST_REQUIRE_DEVICE=1 $$VM_ENV" scripts/vm-run.sh --timeout 600 -- \
+		/kselftest/run_kselftest.sh $(foreach t,$(T),-t tpu:$(t)) 2>&1 || \
+		echo "not ok - vm-run: exit $$?"; } | scripts/tap-run.sh --kselftest
 
 # Every sample on the host's in-process device (TPURT_DEVICE=sim): the
 # guest's own binaries, whose libtpurt.so.0 loads libtpurt-sim.so.0 from

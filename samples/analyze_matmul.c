@@ -7,6 +7,8 @@
  * peak. 8192 is printed from the model alone (not run). Then a block-size
  * sweep picks the best blocks for 4096, and the "XLA" row is the runtime's
  * own choice (tpurt_matmul with no blocks given). Every run is checked.
+ * The 4096 rows run with TPUEMU_SAMPLE_FULL=1 (make run FULL=1); by
+ * default they come from the model too, as 8192's do.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +78,8 @@ static bool run_row(const char *label, struct operands *o, int64_t bm,
 				   TPURT_BF16, TPURT_BF16, false, 1.0 / 128);
 }
 
-static void model_row(int64_t size, int64_t bm, int64_t bk, int64_t bn)
+static void model_row(const char *label, int64_t size, int64_t bm, int64_t bk,
+		      int64_t bn)
 {
 	struct tpurt_matmul_analysis an;
 	double flops = 2.0 * size * size * size;
@@ -84,24 +87,45 @@ static void model_row(int64_t size, int64_t bm, int64_t bk, int64_t bn)
 	if (tpurt_matmul_analyze(&info, size, size, size, bm, bk, bn,
 				 TPURT_BF16, &an))
 		return;
-	printf("  pallas m=k=n=%-5lld blocks (%lld, %lld, %lld): modeled v5e "
+	printf("  %-6s m=k=n=%-5lld blocks (%lld, %lld, %lld): modeled v5e "
 	       "%.6f s, %.1f TFLOP/s, %.2f%% of peak (model only, not run)\n",
-	       (long long)size, (long long)bm, (long long)bk, (long long)bn,
+	       label, (long long)size, (long long)bm, (long long)bk, (long long)bn,
 	       an.est_time_s, flops / an.est_time_s / 1e12,
 	       tpurt_model_utilization(&info, TPURT_BF16, flops, an.est_time_s));
+}
+
+/*
+ * A 4096 row (blocks 0: the runtime's choice): run with TPUEMU_SAMPLE_FULL=1,
+ * else from the model alone.
+ */
+static bool large_row(const char *label, struct operands *large, const int64_t *b)
+{
+	int64_t chosen[3];
+
+	if (large->size)
+		return run_row(label, large, b[0], b[1], b[2]);
+	if (!b[0]) {
+		if (tpurt_matmul_choose_blocks(&info, 4096, 4096, 4096, TPURT_BF16,
+					       0, chosen))
+			return false;
+		b = chosen;
+	}
+	model_row(label, 4096, b[0], b[1], b[2]);
+	return true;
 }
 
 int main(void)
 {
 	static const int64_t blocks[2][3] = { { 128, 128, 128 }, { 512, 1024, 1024 } };
-	struct operands small, large;
+	struct operands small, large = { 0 };
 	int64_t best[3];
 	bool ok = true;
 	int b;
 
 	if (tpurt_open(&dev) || tpurt_device_info(dev, &info))
 		return sample_fail(NAME, "open");
-	if (!operands_make(&small, 1024) || !operands_make(&large, 4096))
+	if (!operands_make(&small, 1024) ||
+	    (sample_full() && !operands_make(&large, 4096)))
 		return sample_fail(NAME, "arrays");
 	printf("%s: bf16 inputs, f32 accumulator; modeled peak %.0f TFLOP/s, "
 	       "HBM %.0f GB/s\n", NAME,
@@ -109,8 +133,8 @@ int main(void)
 	       info.hbm_bandwidth / 1e9);
 	for (b = 0; b < 2; b++) {
 		ok &= run_row("pallas", &small, blocks[b][0], blocks[b][1], blocks[b][2]);
-		ok &= run_row("pallas", &large, blocks[b][0], blocks[b][1], blocks[b][2]);
-		model_row(8192, blocks[b][0], blocks[b][1], blocks[b][2]);
+		ok &= large_row("pallas", &large, blocks[b]);
+		model_row("pallas", 8192, blocks[b][0], blocks[b][1], blocks[b][2]);
 	}
 
 	/* The sweep: the fastest blocks by the model, within the VMEM limit. */
@@ -118,10 +142,10 @@ int main(void)
 		return sample_fail(NAME, "block sweep");
 	printf("%s: block sweep at 4096 picks (%lld, %lld, %lld)\n", NAME,
 	       (long long)best[0], (long long)best[1], (long long)best[2]);
-	ok &= run_row("best", &large, best[0], best[1], best[2]);
+	ok &= large_row("best", &large, best);
 	/* "XLA": whatever the runtime chooses when given no blocks. */
 	ok &= run_row("xla", &small, 0, 0, 0);
-	ok &= run_row("xla", &large, 0, 0, 0);
+	ok &= large_row("xla", &large, (const int64_t[3]){ 0 });
 	operands_free(&small);
 	operands_free(&large);
 	tpurt_close(dev);

@@ -18,7 +18,8 @@
 #include "sample_util.h"
 
 #define NAME "matmul_activation"
-#define SIZE 2048
+/* m = k = n: the guide's 2048 with TPUEMU_SAMPLE_FULL=1 (sample_size). */
+static int64_t size;
 
 static struct tpurt_device_info info;
 
@@ -59,9 +60,9 @@ static bool run(const char *label, struct tpurt_array *x, struct tpurt_array *y,
 		printf("  %s: %s\n", label, tpurt_last_error());
 		return false;
 	}
-	snprintf(what, sizeof(what), "%-5s m=k=n=%d blocks (%lld, %lld, %lld)",
-		 label, SIZE, (long long)b[0], (long long)b[1], (long long)b[2]);
-	sample_report(what, &info, st, SIZE, SIZE, SIZE, TPURT_BF16);
+	snprintf(what, sizeof(what), "%-5s m=k=n=%lld blocks (%lld, %lld, %lld)",
+		 label, (long long)size, (long long)b[0], (long long)b[1], (long long)b[2]);
+	sample_report(what, &info, st, size, size, size, TPURT_BF16);
 	return true;
 }
 
@@ -76,24 +77,25 @@ int main(void)
 	void *hx, *hy, *h0, *h;
 	bool ok = true;
 
+	size = sample_size(1024, 2048);
 	if (tpurt_open(&dev) || tpurt_device_info(dev, &info))
 		return sample_fail(NAME, "open");
-	x = sample_array(dev, TPURT_BF16, SIZE, SIZE, 31, &hx);
-	y = sample_array(dev, TPURT_BF16, SIZE, SIZE, 32, &hy);
-	z0 = sample_array(dev, TPURT_BF16, SIZE, SIZE, 33, NULL);
-	z = sample_array(dev, TPURT_BF16, SIZE, SIZE, 34, NULL);
+	x = sample_array(dev, TPURT_BF16, size, size, 31, &hx);
+	y = sample_array(dev, TPURT_BF16, size, size, 32, &hy);
+	z0 = sample_array(dev, TPURT_BF16, size, size, 33, NULL);
+	z = sample_array(dev, TPURT_BF16, size, size, 34, NULL);
 	if (!x || !y || !z0 || !z)
 		return sample_fail(NAME, "arrays");
 	printf("%s: bf16 act(x @ y), the activation fused at the last k step\n", NAME);
 	for (int b = 0; b < 2; b++) {
 		ok &= run("plain", x, y, z0, blocks[b], TPURT_ACT_IDENTITY, &plain);
 		h0 = sample_read(z0);
-		ok &= h0 && sample_check_matmul(hx, hy, h0, SIZE, SIZE, SIZE, TPURT_BF16,
+		ok &= h0 && sample_check_matmul(hx, hy, h0, size, size, size, TPURT_BF16,
 						TPURT_BF16, false, 1.0 / 128);
 		for (int a = 0; a < 2 && h0; a++) {
 			ok &= run(names[a], x, y, z, blocks[b], acts[a], &fused);
 			h = sample_read(z);
-			ok &= h && check_act(acts[a], h0, h, SIZE * SIZE);
+			ok &= h && check_act(acts[a], h0, h, size * size);
 			sample_ratio(names[a], &fused, &plain);
 			free(h);
 		}

@@ -14,7 +14,8 @@
 #include "sample_util.h"
 
 #define NAME "matmul_input_fusion"
-#define SIZE 2048
+/* m = k = n: the guide's 2048 with TPUEMU_SAMPLE_FULL=1 (sample_size). */
+static int64_t size;
 
 static struct tpurt_device_info info;
 
@@ -29,14 +30,14 @@ static bool run(const char *label, struct tpurt_array *x, struct tpurt_array *y,
 		printf("  %s: %s\n", label, tpurt_last_error());
 		return false;
 	}
-	snprintf(what, sizeof(what), "%-5s m=k=n=%d blocks (512, 1024, 1024)", label, SIZE);
-	sample_report(what, &info, st, SIZE, SIZE, SIZE, TPURT_BF16);
+	snprintf(what, sizeof(what), "%-5s m=k=n=%lld blocks (512, 1024, 1024)", label, (long long)size);
+	sample_report(what, &info, st, size, size, size, TPURT_BF16);
 	return true;
 }
 
 int main(void)
 {
-	int64_t kdim[1] = { SIZE };
+	int64_t kdim[1];
 	struct tpurt_matmul_opts plain_o = { 0 }, fused_o = { 0 };
 	struct tpurt_array *q, *scale, *xd, *y, *z0, *z;
 	struct tpurt_job_stats plain, fused;
@@ -47,22 +48,24 @@ int main(void)
 	void *hy, *h0 = NULL, *h = NULL;
 	bool ok = true;
 
+	size = sample_size(1024, 2048);
+	kdim[0] = size;
 	if (tpurt_open(&dev) || tpurt_device_info(dev, &info))
 		return sample_fail(NAME, "open");
-	q = sample_array(dev, TPURT_INT8, SIZE, SIZE, 41, (void **)&hq);
-	y = sample_array(dev, TPURT_BF16, SIZE, SIZE, 42, &hy);
-	xd = sample_array(dev, TPURT_BF16, SIZE, SIZE, 43, (void **)&hxd);
-	z0 = sample_array(dev, TPURT_F32, SIZE, SIZE, 44, NULL);
-	z = sample_array(dev, TPURT_F32, SIZE, SIZE, 45, NULL);
-	hs = malloc(SIZE * sizeof(float));
+	q = sample_array(dev, TPURT_INT8, size, size, 41, (void **)&hq);
+	y = sample_array(dev, TPURT_BF16, size, size, 42, &hy);
+	xd = sample_array(dev, TPURT_BF16, size, size, 43, (void **)&hxd);
+	z0 = sample_array(dev, TPURT_F32, size, size, 44, NULL);
+	z = sample_array(dev, TPURT_F32, size, size, 45, NULL);
+	hs = malloc(size * sizeof(float));
 	if (!q || !y || !xd || !z0 || !z || !hs ||
 	    tpurt_array_create(dev, TPURT_F32, 1, kdim, &scale))
 		return sample_fail(NAME, "arrays");
 	/* scales 1/64 .. 1/8: the int8 range [-8, 8) maps to about [-1, 1) */
-	for (int c = 0; c < SIZE; c++)
+	for (int c = 0; c < size; c++)
 		hs[c] = (float)(1 + c % 8) / 64;
-	for (size_t i = 0; i < (size_t)SIZE * SIZE; i++)
-		hxd[i] = tpurt_f32_to_bf16((float)(hq[i] * (double)hs[i % SIZE]));
+	for (size_t i = 0; i < (size_t)size * size; i++)
+		hxd[i] = tpurt_f32_to_bf16((float)(hq[i] * (double)hs[i % size]));
 	if (tpurt_array_write(scale, hs) || tpurt_array_write(xd, hxd))
 		return sample_fail(NAME, "write");
 
@@ -80,9 +83,9 @@ int main(void)
 	if (ok) {
 		h0 = sample_read(z0);
 		h = sample_read(z);
-		ok = h0 && h && sample_check_matmul(hxd, hy, h0, SIZE, SIZE, SIZE,
+		ok = h0 && h && sample_check_matmul(hxd, hy, h0, size, size, size,
 						    TPURT_BF16, TPURT_F32, false, 1e-5);
-		if (ok && memcmp(h0, h, (size_t)SIZE * SIZE * sizeof(float))) {
+		if (ok && memcmp(h0, h, (size_t)size * size * sizeof(float))) {
 			printf("  fused and plain results differ\n");
 			ok = false;
 		}

@@ -13,7 +13,8 @@
 #include "sample_util.h"
 
 #define NAME "matmul_int8"
-#define SIZE 2048
+/* m = k = n: the guide's 2048 with TPUEMU_SAMPLE_FULL=1 (sample_size). */
+static int64_t size;
 #define SCALE (1.0f / 64)
 
 static struct tpurt_device_info info;
@@ -30,8 +31,8 @@ static bool run(const char *label, struct tpurt_array *x, struct tpurt_array *y,
 		printf("  %s: %s\n", label, tpurt_last_error());
 		return false;
 	}
-	snprintf(what, sizeof(what), "%-10s m=k=n=%d blocks (512, 1024, 1024)", label, SIZE);
-	sample_report(what, &info, st, SIZE, SIZE, SIZE, in);
+	snprintf(what, sizeof(what), "%-10s m=k=n=%lld blocks (512, 1024, 1024)", label, (long long)size);
+	sample_report(what, &info, st, size, size, size, in);
 	return true;
 }
 
@@ -55,15 +56,16 @@ int main(void)
 	void *hx, *hy, *h32 = NULL, *hf = NULL;
 	bool ok = true;
 
+	size = sample_size(1024, 2048);
 	if (tpurt_open(&dev) || tpurt_device_info(dev, &info))
 		return sample_fail(NAME, "open");
-	xb = sample_array(dev, TPURT_BF16, SIZE, SIZE, 51, NULL);
-	yb = sample_array(dev, TPURT_BF16, SIZE, SIZE, 52, NULL);
-	zb = sample_array(dev, TPURT_BF16, SIZE, SIZE, 53, NULL);
-	x = sample_array(dev, TPURT_INT8, SIZE, SIZE, 54, &hx);
-	y = sample_array(dev, TPURT_INT8, SIZE, SIZE, 55, &hy);
-	z32 = sample_array(dev, TPURT_INT32, SIZE, SIZE, 56, NULL);
-	zf = sample_array(dev, TPURT_F32, SIZE, SIZE, 57, NULL);
+	xb = sample_array(dev, TPURT_BF16, size, size, 51, NULL);
+	yb = sample_array(dev, TPURT_BF16, size, size, 52, NULL);
+	zb = sample_array(dev, TPURT_BF16, size, size, 53, NULL);
+	x = sample_array(dev, TPURT_INT8, size, size, 54, &hx);
+	y = sample_array(dev, TPURT_INT8, size, size, 55, &hy);
+	z32 = sample_array(dev, TPURT_INT32, size, size, 56, NULL);
+	zf = sample_array(dev, TPURT_F32, size, size, 57, NULL);
 	if (!xb || !yb || !zb || !x || !y || !z32 || !zf)
 		return sample_fail(NAME, "arrays");
 	printf("%s: int8 x int8 -> int32 accumulator; modeled peak %.0f TOP/s int8, %.0f TFLOP/s bf16\n",
@@ -81,9 +83,9 @@ int main(void)
 		h32 = sample_read(z32);
 		hf = sample_read(zf);
 		/* small integers: every sum is exact, so tolerance 0 */
-		ok = h32 && hf && sample_check_matmul(hx, hy, h32, SIZE, SIZE, SIZE,
+		ok = h32 && hf && sample_check_matmul(hx, hy, h32, size, size, size,
 						      TPURT_INT8, TPURT_INT32, false, 0) &&
-		     check_scaled(h32, hf, (size_t)SIZE * SIZE);
+		     check_scaled(h32, hf, (size_t)size * size);
 	}
 	free(hx), free(hy), free(h32), free(hf);
 	tpurt_array_free(xb), tpurt_array_free(yb), tpurt_array_free(zb);

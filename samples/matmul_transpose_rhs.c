@@ -14,7 +14,8 @@
 #include "sample_util.h"
 
 #define NAME "matmul_transpose_rhs"
-#define SIZE 2048
+/* m = k = n: the guide's 2048 with TPUEMU_SAMPLE_FULL=1 (sample_size). */
+static int64_t size;
 
 static const int64_t blocks[2][3] = { { 128, 128, 128 }, { 512, 1024, 1024 } };
 
@@ -33,11 +34,11 @@ static bool run(const char *label, const struct tpurt_device_info *info,
 		printf("  %s: %s\n", label, tpurt_last_error());
 		return false;
 	}
-	snprintf(what, sizeof(what), "%-9s m=k=n=%d blocks (%lld, %lld, %lld)",
-		 label, SIZE, (long long)b[0], (long long)b[1], (long long)b[2]);
-	sample_report(what, info, st, SIZE, SIZE, SIZE, TPURT_BF16);
+	snprintf(what, sizeof(what), "%-9s m=k=n=%lld blocks (%lld, %lld, %lld)",
+		 label, (long long)size, (long long)b[0], (long long)b[1], (long long)b[2]);
+	sample_report(what, info, st, size, size, size, TPURT_BF16);
 	hz = sample_read(z);
-	ok = hz && sample_check_matmul(hx, hy, hz, SIZE, SIZE, SIZE, TPURT_BF16,
+	ok = hz && sample_check_matmul(hx, hy, hz, size, size, size, TPURT_BF16,
 				       TPURT_BF16, tr, 1.0 / 128);
 	free(hz);
 	return ok;
@@ -52,13 +53,14 @@ int main(void)
 	void *hx, *hy, *hyt;
 	bool ok = true;
 
+	size = sample_size(1024, 2048);
 	if (tpurt_open(&dev) || tpurt_device_info(dev, &info))
 		return sample_fail(NAME, "open");
-	x = sample_array(dev, TPURT_BF16, SIZE, SIZE, 21, &hx);
-	y = sample_array(dev, TPURT_BF16, SIZE, SIZE, 22, &hy);
+	x = sample_array(dev, TPURT_BF16, size, size, 21, &hx);
+	y = sample_array(dev, TPURT_BF16, size, size, 22, &hy);
 	/* y.T as stored: (n, k), physically transposed */
-	yt_store = sample_array(dev, TPURT_BF16, SIZE, SIZE, 23, &hyt);
-	z = sample_array(dev, TPURT_BF16, SIZE, SIZE, 24, NULL);
+	yt_store = sample_array(dev, TPURT_BF16, size, size, 23, &hyt);
+	z = sample_array(dev, TPURT_BF16, size, size, 24, NULL);
 	if (!x || !y || !yt_store || !z)
 		return sample_fail(NAME, "arrays");
 	if (tpurt_array_transpose_view(yt_store, &yt))

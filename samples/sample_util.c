@@ -17,6 +17,18 @@ int sample_open(struct tpurt_device **devp)
 	return tpurt_open(devp);
 }
 
+bool sample_full(void)
+{
+	const char *full = getenv("TPUEMU_SAMPLE_FULL");
+
+	return full && !strcmp(full, "1");
+}
+
+int64_t sample_size(int64_t small, int64_t full)
+{
+	return sample_full() ? full : small;
+}
+
 static uint32_t next(uint32_t *s)
 {
 	*s = *s * 1664525u + 1013904223u;

@@ -16,6 +16,15 @@
  */
 int sample_open(struct tpurt_device **devp);
 
+/*
+ * A problem size: @small by default (make run and make check, where the
+ * guest's own CPU is emulated and its references are slow), @full with
+ * TPUEMU_SAMPLE_FULL=1 in the environment (the guide's sizes: make run
+ * FULL=1). sample_full() says which.
+ */
+bool sample_full(void);
+int64_t sample_size(int64_t small, int64_t full);
+
 /* Uniform values in [-1, 1) (rounded to bf16 for bf16), ints in [-8, 8). */
 void sample_fill(void *p, enum tpurt_dtype dtype, size_t n, uint32_t seed);
 double sample_get(const void *p, enum tpurt_dtype dtype, size_t i);
