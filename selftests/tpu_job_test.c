@@ -663,7 +663,10 @@ TEST_F(job, limit_runs_from_device_start)
 	size_t slow_len, fast_len;
 	double start, slow_took;
 
-	/* 16384 steps of 128-blocks: seconds of host time, within 10 s. */
+	/*
+	 * 16384 steps of 128-blocks: seconds of host time. Its own limit is
+	 * a minute, so a loaded host cannot time out the job in front.
+	 */
 	ASSERT_EQ(0, mm_make(self->dev, &slow, 4096, 4096, 2048, 128, 128, 128, NULL));
 	ASSERT_EQ(0, tpurt_pallas_call_build(slow.k, slow.gs, &ppa, slow.args, 3,
 					     &slow_desc, &slow_len));
@@ -675,7 +678,8 @@ TEST_F(job, limit_runs_from_device_start)
 		fast_h[i] = tpurt_buffer_handle(tpurt_array_buffer(fast.args[i]));
 	}
 	start = now_s();
-	ASSERT_EQ(0, submit(self->fd, slow_desc, slow_len, slow_h, 3, 0, 0, &slow_id));
+	ASSERT_EQ(0, submit_timeout(self->fd, slow_desc, slow_len, slow_h, 3, 0, 0,
+				    60000, &slow_id));
 	ASSERT_EQ(0, submit_timeout(self->fd, fast_desc, fast_len, fast_h, 3, 0, 0,
 				    500, &fast_id));
 	EXPECT_EQ(0, job_status(self->fd, slow_id, &rep));
