@@ -23,6 +23,7 @@ FRAG=$TOP/scripts/debug-kernel.config
 JOBS=${DEBUG_KERNEL_JOBS:-2}
 PROGRESS_NAME=build-debug-kernel
 . "$TOP/scripts/progress.sh"
+. "$TOP/scripts/linux-source.sh"
 
 log() { echo "build-debug-kernel: $*"; }
 die() { echo "build-debug-kernel: $*" >&2; exit 1; }
@@ -58,19 +59,7 @@ fi
 # The whole source tree: `make M=` against the build needs it too.
 if [ ! -f "$SRC/.done" ]; then
 	log "fetching linux-source-6.1 $SRCVER"
-	tmp=$(mktemp -d)
-	trap 'rm -rf "$tmp"' EXIT
-	(cd "$tmp" && progress_run "downloading linux-source-6.1 (140 MB)" download.log \
-		apt-get download -q linux-source-6.1)
-	rm -rf "$SRC" && mkdir -p "$SRC"
-	extract() {
-		dpkg-deb --fsys-tarfile "$tmp"/linux-source-6.1_*.deb |
-			tar -xO ./usr/src/linux-source-6.1.tar.xz | xz -dc |
-			tar -x -C "$SRC" --strip-components=1
-	}
-	progress_run "extracting linux-source-6.1" "$tmp/extract.log" extract
-	rm -rf "$tmp"
-	trap - EXIT
+	linux_source_extract "$SRC"
 	touch "$SRC/.done"
 fi
 
