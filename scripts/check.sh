@@ -97,7 +97,7 @@ if [ "$DEBUG" = 1 ]; then
 	QEMU=$CACHE/qemu-system-x86_64-asan VM_TIMEOUT=3600
 	KNAME="debug $(basename "$dk")" KCONFIG=$dk/build/.config
 	export VM_QEMU=$QEMU VM_KERNEL=$dk/bzImage VM_MODULES=$dk \
-		VM_TPU_KO=$TOP/$BUILD/debug/module/tpu.ko \
+		VM_TPU_KO=$BUILD/debug/module/tpu.ko \
 		VM_APPEND="console=ttyS0 loglevel=5 panic=-1"
 	export ASAN_OPTIONS=detect_leaks=0 \
 		UBSAN_OPTIONS=print_stacktrace=1
