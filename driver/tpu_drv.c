@@ -187,6 +187,15 @@ static int tpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		tpu_err(tdev, "no 64-bit DMA: %d\n", ret);
 		return ret;
 	}
+	/*
+	 * An SG entry's length has 64 bits: the device takes any segment the
+	 * DMA API makes, not the PCI default of 64 KiB that copies exceeded.
+	 */
+	ret = dma_set_max_seg_size(&pdev->dev, UINT_MAX);
+	if (ret) {
+		tpu_err(tdev, "cannot set the DMA segment size: %d\n", ret);
+		return ret;
+	}
 
 	ret = tpu_hw_init(tdev);
 	if (ret)

@@ -93,6 +93,7 @@ struct dma_fence *tpu_sched_job_push(struct tpu_sched_job *job,
 				     struct drm_sched_entity *entity,
 				     void *owner)
 {
+	struct tpu_device *tdev = job->tdev;
 	struct dma_fence *done;
 	unsigned int i;
 	int ret;
@@ -114,14 +115,16 @@ struct dma_fence *tpu_sched_job_push(struct tpu_sched_job *job,
 	 * it is pushed: both under one lock, or two threads submitting to one
 	 * entity (a file's ioctls and io_uring commands, every file's buffer
 	 * clears on the kernel entity) can queue jobs out of fence order.
+	 * Once pushed, the job may run and be freed at once: @tdev is read
+	 * from it before.
 	 */
-	mutex_lock(&job->tdev->sched_lock);
+	mutex_lock(&tdev->sched_lock);
 	drm_sched_job_arm(&job->base);
 	done = dma_fence_get(&job->base.s_fence->finished);
-	atomic_inc(&job->tdev->jobs_alive);
+	atomic_inc(&tdev->jobs_alive);
 	job->alive = true;
 	drm_sched_entity_push_job(&job->base);
-	mutex_unlock(&job->tdev->sched_lock);
+	mutex_unlock(&tdev->sched_lock);
 	return done;
 }
 

@@ -10,6 +10,13 @@
 # judges it; the guest's selftests run under the kernel's own
 # run_kselftest.sh, whose output "tap-run.sh --kselftest" holds to the
 # same rules.
+#
+# --debug (make check-debug): the two VM passes alone, on the debug kernel
+# (scripts/build-debug-kernel.sh), the tpu.ko built for it
+# ($BUILD/debug/module) and the sanitizer QEMU (QEMU_VARIANT=asan
+# scripts/build-qemu.sh), all built beforehand; each pass's console is then
+# searched for kernel reports, kmemleak's leaks and sanitizer reports
+# (scripts/debug-reports.sh). Logs in $BUILD/check-debug.
 set -uo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,6 +24,8 @@ cd "$TOP"
 CACHE=${TPUEMU_CACHE:-/var/cache/tpuemu}
 BUILD=${BUILD:-build}
 LOGS=$BUILD/check
+DEBUG=0
+[ "${1:-}" = --debug ] && DEBUG=1 LOGS=$BUILD/check-debug
 rm -rf "$LOGS" && mkdir -p "$LOGS"
 
 # One TAP result line written by this script (not by a test binary).
@@ -24,31 +33,34 @@ result() {	# result LOG ok|fail NAME
 	if [ "$2" = ok ]; then echo "ok - $3"; else echo "not ok - $3"; fi | tee -a "$1"
 }
 
-# --- style: checkpatch on the driver, kernel-doc on the uAPI ---
-echo "# style"
-for f in driver/*.[ch] Kbuild; do
-	if "$CACHE/kernel-scripts/checkpatch.pl" --no-tree --strict --quiet -f "$f" \
-		> "$LOGS/checkpatch.out" 2>&1; then
-		result "$LOGS/style.tap" ok "checkpatch $f"
+# Style, then the host tests: not in --debug, which is about the guest.
+if [ "$DEBUG" = 0 ]; then
+	# --- style: checkpatch on the driver, kernel-doc on the uAPI ---
+	echo "# style"
+	for f in driver/*.[ch] Kbuild; do
+		if "$CACHE/kernel-scripts/checkpatch.pl" --no-tree --strict --quiet -f "$f" \
+			> "$LOGS/checkpatch.out" 2>&1; then
+			result "$LOGS/style.tap" ok "checkpatch $f"
+		else
+			cat "$LOGS/checkpatch.out"
+			result "$LOGS/style.tap" fail "checkpatch $f"
+		fi
+	done
+	if make -s --no-print-directory sparse > "$LOGS/sparse.out" 2>&1; then
+		result "$LOGS/style.tap" ok "sparse driver/"
 	else
-		cat "$LOGS/checkpatch.out"
-		result "$LOGS/style.tap" fail "checkpatch $f"
+		cat "$LOGS/sparse.out"
+		result "$LOGS/style.tap" fail "sparse driver/"
 	fi
-done
-if make -s --no-print-directory sparse > "$LOGS/sparse.out" 2>&1; then
-	result "$LOGS/style.tap" ok "sparse driver/"
-else
-	cat "$LOGS/sparse.out"
-	result "$LOGS/style.tap" fail "sparse driver/"
+	for f in uapi/tpu_drm.h uapi/tpu_job.h; do
+		if out=$("$CACHE/kernel-scripts/kernel-doc" -none "$f" 2>&1) && [ -z "$out" ]; then
+			result "$LOGS/style.tap" ok "kernel-doc $f"
+		else
+			echo "$out"
+			result "$LOGS/style.tap" fail "kernel-doc $f"
+		fi
+	done
 fi
-for f in uapi/tpu_drm.h uapi/tpu_job.h; do
-	if out=$("$CACHE/kernel-scripts/kernel-doc" -none "$f" 2>&1) && [ -z "$out" ]; then
-		result "$LOGS/style.tap" ok "kernel-doc $f"
-	else
-		echo "$out"
-		result "$LOGS/style.tap" fail "kernel-doc $f"
-	fi
-done
 
 # --- the test runner's own test, then the host unit tests (the Makefile's
 # list: a listed test that was not built fails) and the fuzz targets,
@@ -62,6 +74,8 @@ host_part() {
 	scripts/tap-run.sh tests/runner/tap-run-test.sh | tee "$LOGS/host-runner.tap"
 	echo "# host: kselftest-tap-test.sh"
 	scripts/tap-run.sh tests/runner/kselftest-tap-test.sh | tee "$LOGS/host-kselftest-runner.tap"
+	echo "# host: debug-reports-test.sh"
+	scripts/tap-run.sh tests/runner/debug-reports-test.sh | tee "$LOGS/host-debug-reports.tap"
 	host_tests=$(make -s --no-print-directory list-host-tests 2>&1) ||
 		{ echo "$host_tests"; host_tests=; }
 	[ -n "$host_tests" ] ||
@@ -77,9 +91,11 @@ host_part() {
 		tee "$LOGS/host-fuzz.tap" ||
 		result "$LOGS/host-fuzz.tap" fail "make fuzz-check"
 }
-if [ "${CHECK_PARALLEL:-0}" != 1 ]; then
+host_pid=
+if [ "$DEBUG" = 1 ]; then
+	:
+elif [ "${CHECK_PARALLEL:-0}" != 1 ]; then
 	host_part
-	host_pid=
 else
 	echo "# host: tests and fuzz-check run beside the VM passes; shown after them"
 	host_part > "$LOGS/host.out" 2>&1 &
@@ -88,6 +104,29 @@ fi
 
 # --- in the VM ---
 QEMU=$CACHE/qemu-system-x86_64
+ABI=$(cat "$CACHE/kernel-abi")
+KNAME=$ABI KCONFIG=$CACHE/kernel/$ABI/boot/config-$ABI
+VM_TIMEOUT=900
+GUEST_BEFORE= GUEST_AFTER=
+if [ "$DEBUG" = 1 ]; then
+	# KASAN, lockdep and kmemleak in the guest and ASan in QEMU make a
+	# pass several times slower: more time for the VM and each selftest.
+	# QEMU's allocations still live at exit are not reported
+	# (detect_leaks=0); every other ASan or UBSan report is.
+	dk=$(scripts/build-debug-kernel.sh --print-dir)
+	QEMU=$CACHE/qemu-system-x86_64-asan VM_TIMEOUT=3600
+	KNAME="debug $(basename "$dk")" KCONFIG=$dk/build/.config
+	export VM_QEMU=$QEMU VM_KERNEL=$dk/bzImage VM_MODULES=$dk \
+		VM_TPU_KO=$BUILD/debug/module/tpu.ko \
+		VM_APPEND="console=ttyS0 loglevel=5 panic=-1"
+	export ASAN_OPTIONS=detect_leaks=0 \
+		UBSAN_OPTIONS=print_stacktrace=1
+	for f in "$VM_QEMU" "$VM_KERNEL" "$VM_TPU_KO" "$KCONFIG"; do
+		[ -e "$f" ] || { echo "check: missing $f (make check-debug builds it)" >&2; exit 1; }
+	done
+	GUEST_BEFORE="echo timeout=1500 > /kselftest/tpu/settings"
+	GUEST_AFTER=$(scripts/debug-reports.sh --guest-script)
+fi
 
 # Bytes from a QEMU size ("2G", "512K", "4096").
 to_bytes() {
@@ -121,13 +160,11 @@ expectations() {
 # The kernel options the selftests need (selftests/config) are on in the
 # guest's kernel: =y as built in, =m as a module or built in.
 echo "# guest: selftests/config"
-ABI=$(cat "$CACHE/kernel-abi")
-KCONFIG=$CACHE/kernel/$ABI/boot/config-$ABI
 while IFS== read -r opt want; do
 	have=$(sed -n "s/^$opt=//p" "$KCONFIG" 2>/dev/null)
 	case "$want:$have" in
-	y:y | m:m | m:y) result "$LOGS/guest-config.tap" ok "kernel $ABI: $opt=$have" ;;
-	*) result "$LOGS/guest-config.tap" fail "kernel $ABI: $opt=${have:-unset}, selftests/config wants $want" ;;
+	y:y | m:m | m:y) result "$LOGS/guest-config.tap" ok "kernel $KNAME: $opt=$have" ;;
+	*) result "$LOGS/guest-config.tap" fail "kernel $KNAME: $opt=${have:-unset}, selftests/config wants $want" ;;
 	esac
 done < <(grep '^CONFIG_' selftests/config)
 
@@ -149,11 +186,13 @@ guest_cmd() {	# guest_cmd SAMPLES SELFTESTS
 		done
 	fi
 	echo "
+$GUEST_BEFORE
 for s in $1; do
 	echo \"# guest: sample \$s\"
 	tap-run --single --name \"sample \$s\" \$s
 done
 /kselftest/run_kselftest.sh$only
+$GUEST_AFTER
 true"
 }
 GUEST_CMD=$(guest_cmd "$samples" "")
@@ -194,7 +233,7 @@ vm_pass() {	# vm_pass NAME OPTS [VM_MEM [GUEST_COMMAND]]
 	QEMU_DEVICE_OPTS=$opts VM_MEM=$mem \
 		VM_ENV="$(expectations "$opts") TPU_SELFTEST_REQUIRE_DEVICE=1 TPU_STORM_SECONDS=${TPU_STORM_SECONDS:-3}" \
 		QEMU_EXTRA_ARGS="-d guest_errors -D $LOGS/qemu-$name.log" \
-		scripts/vm-run.sh --timeout 900 --log "$LOGS/vm-$name.console" -- "$cmd" 2>&1 |
+		scripts/vm-run.sh --timeout "$VM_TIMEOUT" --log "$LOGS/vm-$name.console" -- "$cmd" 2>&1 |
 		tee "$LOGS/vm-$name.out" | scripts/tap-run.sh --kselftest | tee "$LOGS/vm-$name.shown"
 	rc=${PIPESTATUS[0]}
 	grep -E '^(not )?ok ' "$LOGS/vm-$name.shown" > "$LOGS/vm-$name.tap"
@@ -214,7 +253,14 @@ vm_pass() {	# vm_pass NAME OPTS [VM_MEM [GUEST_COMMAND]]
 	else
 		result "$LOGS/vm-$name.tap" fail "vm $name: QEMU logged ${refused:-0} refusals and ${sizes:-0} bad sizes; tpu_hw_test makes at least 10 and 4"
 	fi
+	[ "$DEBUG" = 0 ] ||
+		scripts/debug-reports.sh "$name" "$LOGS/vm-$name.console" | tee "$LOGS/debug-$name.tap"
 }
+# Under --debug without the Python samples: they run the same driver paths
+# as the C samples, and Python's start under KASAN and ASan costs minutes.
+if [ "$DEBUG" = 1 ]; then
+	PY_GUEST_CMD=
+fi
 vm_pass defaults "" 2G "$PY_GUEST_CMD$GUEST_CMD"
 # 4G of guest RAM puts pages above 4 GiB: DMA must use 64-bit addresses.
 vm_pass custom "hbm-size=2G,vmem-size=64M,vmem-limit=32M,smem-size=512K,cores=2,mxu-dim=256,mxu-count=2,peak-flops-bf16=918000000000000,peak-flops-f32=459000000000000,peak-ops-int8=1836000000000000,hbm-bandwidth=1640000000000,step-cost-ns=200,launch-cost-ns=50000,vpu-elems-per-s=12288000000000,eup-elems-per-s=3072000000000" 4G \

@@ -9,6 +9,7 @@ CACHE=${TPUEMU_CACHE:-/var/cache/tpuemu}
 export DEBIAN_FRONTEND=noninteractive
 PROGRESS_NAME=deps
 . "$(dirname "$0")/progress.sh"
+. "$(dirname "$0")/linux-source.sh"
 
 log() { echo "deps: $*"; }
 
@@ -128,17 +129,7 @@ SRCVER=$(apt-cache policy linux-source-6.1 | sed -n 's/.*Candidate: //p')
 LSDIR=$CACHE/linux-source/$SRCVER
 if [ "$(cat "$LSDIR/.done" 2>/dev/null)" != "${LS_FILES[*]}" ]; then
 	log "extracting the kselftest harness and runner, checkpatch and kernel-doc from linux-source-6.1 $SRCVER"
-	tmp=$(mktemp -d)
-	(cd "$tmp" && progress_run "downloading linux-source-6.1 (140 MB)" download.log \
-		apt-get download -q linux-source-6.1)
-	rm -rf "$LSDIR" && mkdir -p "$LSDIR"
-	extract() {
-		dpkg-deb --fsys-tarfile "$tmp"/linux-source-6.1_*.deb |
-			tar -xO ./usr/src/linux-source-6.1.tar.xz | xz -dc |
-			tar -x -C "$LSDIR" --strip-components=1 "${LS_FILES[@]/#/linux-source-6.1/}"
-	}
-	progress_run "extracting linux-source-6.1" "$tmp/extract.log" extract
-	rm -rf "$tmp"
+	linux_source_extract "$LSDIR" "${LS_FILES[@]}"
 	echo "${LS_FILES[*]}" > "$LSDIR/.done"
 fi
 ln -sfn "$LSDIR/tools/testing/selftests" "$CACHE/kselftest"

@@ -22,6 +22,14 @@
 # options (e.g. "-d guest_errors -D FILE"); BUILD (default build);
 # TPUEMU_CACHE (default /var/cache/tpuemu).
 #
+# Another kernel, driver or QEMU (scripts/check-debug.sh swaps them all):
+# VM_KERNEL, the kernel image; VM_MODULES, the folder searched for the
+# modules tpu.ko depends on (none when the kernel has them built in);
+# VM_TPU_KO, the tpu.ko built for that kernel; VM_QEMU, the QEMU binary;
+# VM_APPEND, the kernel command line. Defaults: Debian's kernel and its
+# modules, ./tpu.ko, the cache's qemu-system-x86_64, and a quiet console
+# where an oops panics.
+#
 # Your own files: --add FILE (a file or a folder, repeatable) copies it into
 # /tmp, the folder COMMAND starts in, under its own name, with the shared
 # libraries of the programs among them, so
@@ -73,9 +81,11 @@ COMMAND="$*"
 
 ABI=$(cat "$CACHE/kernel-abi")
 KROOT=$CACHE/kernel/$ABI
-KERNEL=$KROOT/boot/vmlinuz-$ABI
-QEMU=$CACHE/qemu-system-x86_64
-TPU_KO=$TOP/tpu.ko
+KERNEL=${VM_KERNEL:-$KROOT/boot/vmlinuz-$ABI}
+MODULES=${VM_MODULES:-$KROOT/lib/modules/$ABI/kernel}
+QEMU=${VM_QEMU:-$CACHE/qemu-system-x86_64}
+TPU_KO=${VM_TPU_KO:-$TOP/tpu.ko}
+APPEND=${VM_APPEND:-console=ttyS0 quiet loglevel=3 panic=-1 oops=panic}
 for f in "$KERNEL" "$QEMU" "$TPU_KO"; do
 	[ -e "$f" ] || { echo "vm-run: missing $f (run 'make' first)" >&2; exit 2; }
 done
@@ -96,7 +106,7 @@ declare -A seen=()
 order=()
 find_module() {
 	local pattern=${1//[-_]/[-_]}
-	find "$KROOT/lib/modules/$ABI/kernel" -name "$pattern.ko" -print -quit
+	find "$MODULES" -name "$pattern.ko" -print -quit
 }
 add_module() {
 	local path=$1 dep
@@ -301,7 +311,7 @@ QEMU_ARGS=(-M q35 -nodefaults -display none -no-reboot
 	-m "$VM_MEM" -smp "$VM_SMP"
 	-L /usr/share/seabios -L /usr/share/qemu
 	-kernel "$KERNEL" -initrd "$WORK/initramfs.gz"
-	-append "console=ttyS0 quiet loglevel=3 panic=-1 oops=panic"
+	-append "$APPEND"
 	-device "$DEVICE" ${QEMU_EXTRA_ARGS:-})
 case "$ACCEL" in
 tcg) QEMU_ARGS+=(-accel tcg) ;;

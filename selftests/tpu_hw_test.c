@@ -100,6 +100,14 @@ static void settle(void)
 	usleep(20000);	/* the device's worker runs asynchronously */
 }
 
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
 FIXTURE(hw) {
 	volatile uint32_t *regs;
 	volatile uint8_t *bytes;
@@ -120,6 +128,21 @@ static void wr(FIXTURE_DATA(hw) *self, uint32_t reg, uint32_t val)
 }
 
 #define QREG(reg) TPU_REG_Q(TPU_QUEUE_DMA, reg)
+
+/*
+ * The DMA queue consumed every descriptor its tail offers, and settled. A
+ * fixed wait alone was too short under a slow QEMU (ASan, make
+ * check-debug) on a busy host: at most 5 s.
+ */
+static void wait_consumed(FIXTURE_DATA(hw) *self)
+{
+	double t0 = now_ms();
+
+	while (rd(self, QREG(TPU_Q_HEAD)) != rd(self, QREG(TPU_Q_TAIL)) &&
+	       now_ms() - t0 < 5000)
+		usleep(1000);
+	settle();
+}
 
 FIXTURE_SETUP(hw)
 {
@@ -250,7 +273,7 @@ TEST_F(hw, rings_outside_memory_do_not_stall_the_queue)
 	start_queue(self, NO_MEMORY, LAPIC_MMIO);
 	ASSERT_TRUE(rd(self, QREG(TPU_Q_STATUS)) & TPU_Q_STATUS_ENABLED);
 	wr(self, QREG(TPU_Q_TAIL), 3);
-	settle();
+	wait_consumed(self);
 	/* Every descriptor was consumed, and each counted as an error. */
 	EXPECT_EQ(3, rd(self, QREG(TPU_Q_HEAD)));
 	EXPECT_EQ(3, rd(self, QREG(TPU_Q_ERRORS)));
@@ -279,7 +302,7 @@ TEST_F(hw, bad_descriptors_complete_with_their_error)
 		ring[i].id = 100 + i;
 	start_queue(self, pa, pa + 1024);
 	wr(self, QREG(TPU_Q_TAIL), 4);
-	settle();
+	wait_consumed(self);
 	ASSERT_EQ(4, rd(self, QREG(TPU_Q_HEAD)));
 	EXPECT_EQ(TPU_STATUS_DMA_FAULT, cpl[0].status);
 	EXPECT_EQ(TPU_STATUS_BAD_DESC, cpl[1].status);
@@ -289,14 +312,6 @@ TEST_F(hw, bad_descriptors_complete_with_their_error)
 	for (int i = 0; i < 4; i++)
 		EXPECT_EQ(100 + i, cpl[i].id);
 	EXPECT_EQ(3, rd(self, QREG(TPU_Q_ERRORS)));
-}
-
-static double now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
 /*
