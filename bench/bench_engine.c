@@ -448,9 +448,11 @@ int main(int argc, char **argv)
 	       CORES, openblas_get_corename(), tpu_gemm_isa_name(),
 	       tpu_gemm_i8_kernel());
 	for (unsigned int s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-		if (wanted(argc, argv, sizes[s]))
+		bool run = wanted(argc, argv, sizes[s]);
+
+		if (run)
 			bench_size(&d, sizes[s], &f);
-		any |= wanted(argc, argv, sizes[s]) && sizes[s] == MAX_SIZE;
+		any |= run && sizes[s] == MAX_SIZE;
 	}
 	if (any)
 		print_headlines(&f);

@@ -10,6 +10,7 @@
  */
 #include "tpu_gemm.h"
 #include "tpu_gemm_internal.h"
+#include "tpu_isa_env.h"
 
 #include <cblas.h>
 #include <immintrin.h>
@@ -51,7 +52,6 @@ static void gemm_setup(void)
 {
 	openblas_set_num_threads(1);
 	pthread_key_create(&scratch_key, scratch_free);
-	const char *env = getenv("TPU_GEMM_ISA");
 
 	__builtin_cpu_init();
 	host_isa = TPU_GEMM_PORTABLE;
@@ -61,9 +61,8 @@ static void gemm_setup(void)
 	    __builtin_cpu_supports("avx512bw"))
 		host_isa = TPU_GEMM_AVX512;
 	probed_isa = host_isa;
-	for (int i = 0; env && i < TPU_GEMM_ISA_COUNT; i++)
-		if (!strcmp(env, isa_names[i]) && (enum tpu_gemm_isa)i < host_isa)
-			host_isa = i;
+	host_isa = tpu_isa_env_cap("TPU_GEMM_ISA", isa_names, TPU_GEMM_ISA_COUNT,
+				   host_isa);
 	tpu_gemm_use_isa(NULL);
 }
 

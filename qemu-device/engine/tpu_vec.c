@@ -5,6 +5,7 @@
  * row's partial sums, the NaN a reduction returns).
  */
 #include "tpu_vec.h"
+#include "tpu_isa_env.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -44,12 +45,8 @@ static enum tpu_vec_isa host_isa(void)
 
 static void probe(void)
 {
-	const char *env = getenv("TPU_VEC_ISA");
-
-	best_isa = host_isa();
-	for (int i = 0; env && i < TPU_VEC_ISA_COUNT; i++)
-		if (!strcmp(env, isa_names[i]) && (enum tpu_vec_isa)i < best_isa)
-			best_isa = i;
+	best_isa = tpu_isa_env_cap("TPU_VEC_ISA", isa_names, TPU_VEC_ISA_COUNT,
+				   host_isa());
 	cur_isa = best_isa;
 	kernels = isa_kernels[cur_isa];
 }
