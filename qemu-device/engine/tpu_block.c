@@ -8,27 +8,21 @@
 #include "tpu_block.h"
 #include "tpu_core_fail.h"
 #include "tpu_poison.h"
+#include "tpu_prefetch.h"
 #include "tpu_vmem.h"
 
-int tpu_block_locate(struct tpu_core *core, unsigned int i, const int64_t *idx,
-		     uint64_t step, struct tpu_block_span *sp)
+enum span_fault { SPAN_OK, SPAN_OUTSIDE_ARRAY, SPAN_OUTSIDE_SLOT };
+
+static enum span_fault block_span(const struct tpu_core *core,
+				  const struct tpu_plan_operand *o,
+				  const int64_t *idx, struct tpu_block_span *sp)
 {
-	const struct tpu_plan_operand *o = &core->run->plan->operand[i];
 	uint64_t first = 0, last = 0, es = tpu_dtype_size(o->dtype);
-	char b[96], n[96];
 
 	sp->full = true;
 	for (unsigned int d = 0; d < o->rank; d++) {
-		if (idx[d] < 0 || (uint64_t)idx[d] >= o->nblocks[d]) {
-			tpu_format_index(b, sizeof(b), idx, o->rank);
-			tpu_format_index(n, sizeof(n), (const int64_t *)o->nblocks,
-					 o->rank);
-			tpu_job_fail(&core->res, TPU_JOB_ERR_BLOCK_OOB,
-				     "operand %u: block (%s) at step %llu outside the array's (%s) blocks",
-				     i, b, (unsigned long long)step, n);
-			tpu_core_fail_block(core, step, i, idx, o->rank);
-			return -1;
-		}
+		if (idx[d] < 0 || (uint64_t)idx[d] >= o->nblocks[d])
+			return SPAN_OUTSIDE_ARRAY;
 		sp->start[d] = (uint64_t)idx[d] * o->block[d];
 		sp->valid[d] = o->shape[d] - sp->start[d];
 		if (sp->valid[d] >= o->block[d])
@@ -40,17 +34,36 @@ int tpu_block_locate(struct tpu_core *core, unsigned int i, const int64_t *idx,
 	}
 	sp->first = o->offset + first * es;
 	sp->end = o->offset + (last + 1) * es;
-	if (sp->end > core->run->slots[o->slot].size) {
-		tpu_format_index(b, sizeof(b), idx, o->rank);
+	if (sp->end > core->run->slots[o->slot].size)
+		return SPAN_OUTSIDE_SLOT;
+	return SPAN_OK;
+}
+
+int tpu_block_locate(struct tpu_core *core, unsigned int i, const int64_t *idx,
+		     uint64_t step, struct tpu_block_span *sp)
+{
+	const struct tpu_plan_operand *o = &core->run->plan->operand[i];
+	enum span_fault f = block_span(core, o, idx, sp);
+	char b[96], n[96];
+
+	if (f == SPAN_OK)
+		return 0;
+	tpu_format_index(b, sizeof(b), idx, o->rank);
+	if (f == SPAN_OUTSIDE_ARRAY) {
+		tpu_format_index(n, sizeof(n), (const int64_t *)o->nblocks,
+				 o->rank);
+		tpu_job_fail(&core->res, TPU_JOB_ERR_BLOCK_OOB,
+			     "operand %u: block (%s) at step %llu outside the array's (%s) blocks",
+			     i, b, (unsigned long long)step, n);
+	} else {
 		tpu_job_fail(&core->res, TPU_JOB_ERR_BUFFER,
 			     "operand %u: block (%s) at step %llu ends at byte %llu of slot %u (%llu bytes)",
 			     i, b, (unsigned long long)step,
 			     (unsigned long long)sp->end, o->slot,
 			     (unsigned long long)core->run->slots[o->slot].size);
-		tpu_core_fail_block(core, step, i, idx, o->rank);
-		return -1;
 	}
-	return 0;
+	tpu_core_fail_block(core, step, i, idx, o->rank);
+	return -1;
 }
 
 /*
@@ -88,6 +101,26 @@ static bool viewable(const struct tpu_plan_operand *o, const uint8_t *p)
 		if (o->block[d] != 1)
 			return false;
 	return true;
+}
+
+void tpu_block_prefetch(struct tpu_core *core, unsigned int i,
+			const int64_t *idx)
+{
+	const struct tpu_plan_operand *o = &core->run->plan->operand[i];
+	uint64_t es = tpu_dtype_size(o->dtype), rows = 1;
+	struct tpu_block_span sp;
+	const uint8_t *first;
+
+	/* a bad index fails the step that uses it, not this one */
+	if (block_span(core, o, idx, &sp) != SPAN_OK)
+		return;
+	first = core->run->hbm + core->run->slots[o->slot].offset + sp.first;
+	if (!viewable(o, first))
+		return;
+	for (unsigned int d = 0; d + 1 < o->rank; d++)
+		rows *= sp.valid[d];
+	tpu_prefetch_rows(first, rows, sp.valid[o->rank - 1] * es,
+			  o->rank >= 2 ? o->stride[o->rank - 2] * es : 0);
 }
 
 int tpu_block_fetch(struct tpu_core *core, unsigned int i,

@@ -63,6 +63,13 @@ static inline uint64_t tpu_block_bytes(const struct tpu_plan_operand *o,
 int tpu_block_fetch(struct tpu_core *core, unsigned int i,
 		    const struct tpu_block_span *sp);
 
+/*
+ * Queue input block @idx of operand @i for tpu_prefetch_issue() when its
+ * rows are equally spaced; nothing if @idx is bad (its own step fails).
+ */
+void tpu_block_prefetch(struct tpu_core *core, unsigned int i,
+			const int64_t *idx);
+
 /* Copy the in-bounds part of output block @i from VMEM back to HBM. */
 void tpu_block_write_back(struct tpu_core *core, unsigned int i,
 			  const struct tpu_block_span *sp);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * f32 and bf16 GEMM through OpenBLAS (bf16 on small blocks through our own
+ * f32 and bf16 GEMM through OpenBLAS (on small blocks through our own
  * kernels, tpu_gemm_small.c), per-thread scratch, and set-up.
  *
  * OpenBLAS (Debian's libopenblas, kernels picked at run time for the host)
@@ -172,7 +172,9 @@ void tpu_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
 		  const float *a, int64_t lda, const float *b, int64_t ldb,
 		  float *c, int64_t ldc, bool accumulate)
 {
-	if (gemm_trivial(m, n, k, c, ldc, sizeof(*c), accumulate))
+	if (gemm_trivial(m, n, k, c, ldc, sizeof(*c), accumulate) ||
+	    tpu_gemm_f32_small(trans_a, trans_b, m, n, k, a, lda, b, ldb, c,
+			       ldc, accumulate))
 		return;
 	sgemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }

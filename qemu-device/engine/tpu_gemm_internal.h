@@ -42,10 +42,13 @@ extern bool tpu_gemm_has_avx2;	/* tpu_gemm_isa >= TPU_GEMM_AVX2 */
 extern bool tpu_gemm_vnni_ok;	/* AVX2 and not capped: VNNI if the host has it */
 
 /*
- * tpu_gemm_bf16() on our own kernels for small blocks (tpu_gemm_small.c).
- * False, with C untouched, when the shape is not small, the host lacks
- * AVX2, or scratch memory ran out.
+ * tpu_gemm_f32() and tpu_gemm_bf16() on our own kernels for small blocks
+ * (tpu_gemm_small.c). False, with C untouched, when the shape is not small,
+ * the host lacks AVX2, or scratch memory ran out.
  */
+bool tpu_gemm_f32_small(bool trans_a, bool trans_b, int64_t m, int64_t n,
+			int64_t k, const float *a, int64_t lda, const float *b,
+			int64_t ldb, float *c, int64_t ldc, bool accumulate);
 bool tpu_gemm_bf16_small(bool trans_a, bool trans_b, int64_t m, int64_t n,
 			 int64_t k, const uint16_t *a, int64_t lda,
 			 const uint16_t *b, int64_t ldb, float *c, int64_t ldc,

@@ -1,23 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
- * bf16 GEMM on small blocks (a Pallas kernel's 128 x 128 tiles), our own
- * instead of OpenBLAS's.
+ * f32 and bf16 GEMM on small blocks (a Pallas kernel's 128 x 128 tiles),
+ * our own instead of OpenBLAS's.
  *
  * A grid job with small blocks calls the GEMM tens of thousands of times.
- * Through OpenBLAS, bf16 paid a widening pass into f32 buffers and then
- * OpenBLAS's packing of both operands on every call (its copy routines
- * alone took a third of its kernel's time at 128^3). Here each operand is
- * widened once per call straight into the layout the kernel reads: B into
- * NR-column panels, A into rows. Each C element is summed over k in order
- * with fused multiply-adds from zero, then added to C (accumulate) or
- * stored: bf16 products are exact in f32, so results differ from the
- * OpenBLAS path's in rounding of the sums only.
- *
- * f32 stays with OpenBLAS: the same kernels on f32 were no faster on whole
- * jobs, and results pinned by tests (the same f32 matmul through blocks of
- * different sizes) depend on OpenBLAS's summation order.
+ * OpenBLAS packs both operands on every call: at 128^3 its copy routines
+ * took a quarter of an f32 step (a third of its kernel's time), and bf16
+ * paid a widening pass into f32 buffers before that. Here B is packed (and
+ * widened) once per call straight into NR-column panels; A is read in
+ * place when it is f32 rows, else widened into rows. Each C element is
+ * summed over k in order with fused multiply-adds from zero, then added to
+ * C (accumulate) or stored: bf16 products are exact in f32, so results
+ * differ from OpenBLAS's in the rounding of the sums only.
  */
 #include "tpu_gemm_internal.h"
+#include "tpu_prefetch.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -30,10 +27,14 @@
 #define MR_MAX		8
 #define NR_MAX		32
 
-/* One bf16 operand as op(X): element (r, c) is p[r * rs + c * cs]. */
+/*
+ * One operand as op(X), f32 or bf16: element (r, c) is at element
+ * r * rs + c * cs of @p.
+ */
 struct small_src {
-	const uint16_t *p;
+	const void *p;
 	int64_t rs, cs;
+	bool f32;
 };
 
 /* Micro-kernel: C[MR x NR] (+)= A(MR rows of k, lda apart) @ packed B. */
@@ -42,19 +43,30 @@ typedef void small_kernel_fn(int64_t k, const float *a, int64_t lda,
 
 static float src_at(const struct small_src *s, int64_t r, int64_t c)
 {
-	uint32_t bits = (uint32_t)s->p[r * s->rs + c * s->cs] << 16;
+	int64_t at = r * s->rs + c * s->cs;
+	uint32_t bits;
 	float f;
 
+	if (s->f32)
+		return ((const float *)s->p)[at];
+	bits = (uint32_t)((const uint16_t *)s->p)[at] << 16;
 	memcpy(&f, &bits, sizeof(f));
 	return f;
 }
 
-/* Eight bf16 as f32: bf16 is an f32's top half, so a shift. */
+/*
+ * Eight elements of row @r from column @c on as f32 (the row is stored
+ * contiguously): bf16 is an f32's top half, so a shift.
+ */
 __attribute__((target("avx2")))
-static inline __m256 load8(const uint16_t *p)
+static inline __m256 load8(const struct small_src *s, int64_t r, int64_t c)
 {
+	int64_t at = r * s->rs + c;
+
+	if (s->f32)
+		return _mm256_loadu_ps((const float *)s->p + at);
 	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(
-		_mm_loadu_si128((const __m128i *)p)), 16));
+		_mm_loadu_si128((const __m128i *)((const uint16_t *)s->p + at))), 16));
 }
 
 /*
@@ -70,6 +82,23 @@ static int64_t panel_stride(int64_t k, int NR)
 }
 
 /*
+ * Rows of an operand read in place in HBM are a large stride apart (a row
+ * of the whole array), each in its own page, where the hardware does not
+ * fetch ahead: without asking for them early, packing B took a third of
+ * an f32 step at 128^3, waiting on memory.
+ */
+#define PREFETCH_ROWS	8
+
+static void prefetch_row(const struct small_src *s, int64_t r, int64_t cols)
+{
+	const char *p = (const char *)s->p + r * s->rs * (s->f32 ? 4 : 2);
+	int64_t bytes = cols * (s->f32 ? 4 : 2);
+
+	for (int64_t off = 0; off < bytes; off += 64)
+		_mm_prefetch(p + off, _MM_HINT_T0);
+}
+
+/*
  * op(B) (k x n) into NR-column panels of k rows each, columns past n zero.
  * Row by row, eight columns per move when B is stored k x n (B is a new
  * block at each grid step: whole rows are what the hardware fetches ahead
@@ -81,13 +110,17 @@ static void pack_b(float *dst, const struct small_src *b, int64_t k, int64_t n,
 {
 	int64_t full = b->cs == 1 ? n / NR * NR : 0, ps = panel_stride(k, NR);
 
+	for (int64_t q = 0; b->cs == 1 && q < PREFETCH_ROWS && q < k; q++)
+		prefetch_row(b, q, n);
 	for (int64_t q = 0; q < k; q++) {
-		const uint16_t *row = b->p + q * b->rs;
 		float *d = dst + q * NR;
+
+		if (b->cs == 1 && q + PREFETCH_ROWS < k)
+			prefetch_row(b, q + PREFETCH_ROWS, n);
 
 		for (int64_t j = 0; j < full; j += NR, d += ps)
 			for (int c = 0; c < NR; c += 8)
-				_mm256_storeu_ps(d + c, load8(row + j + c));
+				_mm256_storeu_ps(d + c, load8(b, q, j + c));
 		for (int64_t j = full; j < n; j += NR, d += ps)
 			for (int c = 0; c < NR; c++)
 				d[c] = j + c < n ? src_at(b, q, j + c) : 0.0f;
@@ -105,7 +138,7 @@ static void widen_a(float *dst, const struct small_src *a, int64_t m,
 		int64_t q = 0;
 
 		for (; q < vec; q += 8)
-			_mm256_storeu_ps(dst + q, load8(a->p + r * a->rs + q));
+			_mm256_storeu_ps(dst + q, load8(a, r, q));
 		for (; q < k; q++)
 			dst[q] = src_at(a, r, q);
 	}
@@ -207,16 +240,43 @@ static int64_t min64(int64_t x, int64_t y)
 	return x < y ? x : y;
 }
 
-bool tpu_gemm_bf16_small(bool trans_a, bool trans_b, int64_t m, int64_t n,
-			 int64_t k, const uint16_t *a, int64_t lda,
-			 const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
-			 bool accumulate)
+/*
+ * Rows of A as the kernel reads them, whole tiles of rows: f32 rows in
+ * place (@lda apart) but for a last partial tile, which is copied and
+ * zero-padded (@tail, k apart); anything else widened into scratch.
+ */
+struct a_rows {
+	const float *p, *tail;
+	int64_t lda, whole;	/* rows read in place, before @tail */
+};
+
+static bool rows_of_a(const struct small_src *a, int64_t m, int64_t k,
+		      int64_t mr, struct a_rows *ar)
 {
-	struct small_src sa = { a, trans_a ? 1 : lda, trans_a ? lda : 1 };
-	struct small_src sb = { b, trans_b ? 1 : ldb, trans_b ? ldb : 1 };
+	int64_t whole = a->f32 && a->cs == 1 ? m / mr * mr : 0;
+	int64_t rest = m - whole, padded = (rest + mr - 1) / mr * mr;
+	struct small_src t = *a;
+	float *buf = NULL;
+
+	if (rest) {
+		buf = tpu_gemm_scratch(TPU_GEMM_SLOT_A, padded * k * sizeof(float));
+		if (!buf)
+			return false;
+		t.p = (const char *)a->p + whole * a->rs * (a->f32 ? 4 : 2);
+		widen_a(buf, &t, rest, padded, k);
+	}
+	*ar = (struct a_rows){ a->p, buf, a->rs, whole };
+	return true;
+}
+
+static bool gemm_small(const struct small_src *sa, const struct small_src *sb,
+		       int64_t m, int64_t n, int64_t k, float *c, int64_t ldc,
+		       bool accumulate)
+{
 	const struct small_isa *isa;
-	int64_t mr, nr, ps, mp;
-	float *pa, *pb;
+	int64_t mr, nr, ps, tiles;
+	struct a_rows ar;
+	float *pb;
 
 	if (tpu_gemm_isa < TPU_GEMM_AVX2 || n > SMALL_MAX_DIM ||
 	    k > SMALL_MAX_DIM || n * k > SMALL_KN || m <= 0 || n <= 0 || k <= 0)
@@ -225,19 +285,48 @@ bool tpu_gemm_bf16_small(bool trans_a, bool trans_b, int64_t m, int64_t n,
 	mr = isa->mr;
 	nr = isa->nr;
 	ps = panel_stride(k, nr);
-	mp = (m + mr - 1) / mr * mr;
 	pb = tpu_gemm_scratch(TPU_GEMM_SLOT_B,
 			      ((n + nr - 1) / nr) * ps * sizeof(float));
-	pa = tpu_gemm_scratch(TPU_GEMM_SLOT_A, mp * k * sizeof(float));
-	if (!pb || !pa)
+	if (!pb || !rows_of_a(sa, m, k, mr, &ar))
 		return false;
-	pack_b(pb, &sb, k, n, nr);
-	widen_a(pa, &sa, m, mp, k);
-	/* An A panel stays in L1 while the B panels stream from L2. */
-	for (int64_t i = 0; i < m; i += mr)
-		for (int64_t j = 0; j < n; j += nr)
-			tile(isa, k, pa + i * k, k, pb + j / nr * ps,
+	pack_b(pb, sb, k, n, nr);
+	/*
+	 * An A panel stays in L1 while the B panels stream from L2; a share
+	 * of the next grid step's blocks is asked for at each tile.
+	 */
+	tiles = ((m + mr - 1) / mr) * ((n + nr - 1) / nr);
+	for (int64_t i = 0; i < m; i += mr) {
+		const float *pa = i < ar.whole ? ar.p + i * ar.lda :
+						 ar.tail + (i - ar.whole) * k;
+		int64_t lda = i < ar.whole ? ar.lda : k;
+
+		for (int64_t j = 0; j < n; j += nr, tiles--) {
+			tpu_prefetch_issue(tiles);
+			tile(isa, k, pa, lda, pb + j / nr * ps,
 			     c + i * ldc + j, ldc, min64(mr, m - i),
 			     min64(nr, n - j), accumulate);
+		}
+	}
 	return true;
+}
+
+bool tpu_gemm_f32_small(bool trans_a, bool trans_b, int64_t m, int64_t n,
+			int64_t k, const float *a, int64_t lda, const float *b,
+			int64_t ldb, float *c, int64_t ldc, bool accumulate)
+{
+	struct small_src sa = { a, trans_a ? 1 : lda, trans_a ? lda : 1, true };
+	struct small_src sb = { b, trans_b ? 1 : ldb, trans_b ? ldb : 1, true };
+
+	return gemm_small(&sa, &sb, m, n, k, c, ldc, accumulate);
+}
+
+bool tpu_gemm_bf16_small(bool trans_a, bool trans_b, int64_t m, int64_t n,
+			 int64_t k, const uint16_t *a, int64_t lda,
+			 const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
+			 bool accumulate)
+{
+	struct small_src sa = { a, trans_a ? 1 : lda, trans_a ? lda : 1, false };
+	struct small_src sb = { b, trans_b ? 1 : ldb, trans_b ? ldb : 1, false };
+
+	return gemm_small(&sa, &sb, m, n, k, c, ldc, accumulate);
 }

@@ -7,7 +7,8 @@
  * changes and after the last step; edge blocks zero-padded on read and
  * written only in bounds (tpu_block.c). Double buffering is not emulated on
  * the host (the fetch of step s+1 happens after step s), only modeled: the
- * results are the same since input blocks are read-only.
+ * results are the same since input blocks are read-only. The host's caches
+ * are asked for step s+1's blocks during step s (tpu_prefetch.h).
  */
 #include <string.h>
 
@@ -18,6 +19,7 @@
 #include "tpu_hazard.h"
 #include "tpu_pipeline.h"
 #include "tpu_poison.h"
+#include "tpu_prefetch.h"
 #include "tpu_semaphore.h"
 
 /* Operands in space ANY have no blocks: the body's copies move them. */
@@ -215,6 +217,21 @@ static int fetch_inputs(struct tpu_core *core, block_index idx,
 	return 0;
 }
 
+/* Ask the caches for the next step's new input blocks (tpu_prefetch.h). */
+static void prefetch_inputs(struct tpu_core *core, block_index cur,
+			    block_index next)
+{
+	const struct tpu_plan *plan = core->run->plan;
+
+	for (unsigned int i = plan->num_scalar_prefetch; i < plan->num_operands; i++) {
+		const struct tpu_plan_operand *o = &plan->operand[i];
+
+		if (o->role == TPU_ROLE_INPUT && is_blocked(o) &&
+		    !same_index(cur[i], next[i], o->rank))
+			tpu_block_prefetch(core, i, next[i]);
+	}
+}
+
 static int open_outputs(struct tpu_core *core, block_index idx, uint64_t pflat)
 {
 	const struct tpu_plan *plan = core->run->plan;
@@ -321,8 +338,12 @@ void tpu_core_run(struct tpu_core *core)
 		has_next = next_step(core, npid, &nstep);
 		if (has_next && eval_index_maps(core, npid, nstep, next))
 			break;
-		if (fetch_inputs(core, cur, &fetch) ||
-		    open_outputs(core, cur, parallel_index(plan, core->pid)) ||
+		if (fetch_inputs(core, cur, &fetch))
+			break;
+		tpu_prefetch_clear();
+		if (has_next && !core->run->model_only)
+			prefetch_inputs(core, cur, next);
+		if (open_outputs(core, cur, parallel_index(plan, core->pid)) ||
 		    tpu_body_run(core, &work, &flops, &useful))
 			break;
 		if (close_outputs(core, next, has_next, &out_bytes))
