@@ -29,7 +29,8 @@
  * @npages: entries of @pages
  * @device_writes_pages: the device writes @pages (mark them dirty)
  * @sgt: @pages as a scatter-gather table, DMA-mapped if @mapped
- * @mapped: @sgt is DMA-mapped
+ * @mapped: @sgt is DMA-mapped: from run_job until the device is done
+ * @unmap: unmaps @sgt when the descriptor retires from the ring
  * @segs: the device's SG list, one 4 KiB coherent segment each
  * @seg_dma: bus addresses of @segs
  * @nsegs: entries of @segs
@@ -42,6 +43,7 @@ struct tpu_copy_job {
 	bool device_writes_pages;
 	struct sg_table sgt;
 	bool mapped;
+	struct tpu_ring_retire unmap;
 	struct tpu_sg_entry **segs;
 	dma_addr_t *seg_dma;
 	unsigned int nsegs;
@@ -58,6 +60,13 @@ static enum dma_data_direction tpu_copy_job_dma_dir(struct tpu_copy_job *job)
 	return job->device_writes_pages ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
 }
 
+static void tpu_copy_job_unmap_user(struct tpu_copy_job *job)
+{
+	dma_unmap_sgtable(&job->sjob.tdev->pdev->dev, &job->sgt,
+			  tpu_copy_job_dma_dir(job), 0);
+	job->mapped = false;
+}
+
 static void tpu_copy_job_free(struct tpu_copy_job *job)
 {
 	struct device *dev = &job->sjob.tdev->pdev->dev;
@@ -68,8 +77,11 @@ static void tpu_copy_job_free(struct tpu_copy_job *job)
 				  job->seg_dma[i]);
 	kfree(job->segs);
 	kfree(job->seg_dma);
+	/* Normally the ring has unmapped it; not after a reset that failed. */
+	if (job->pages)
+		tpu_ring_forget(&job->sjob.tdev->dma_queue.ring, &job->unmap);
 	if (job->mapped)
-		dma_unmap_sgtable(dev, &job->sgt, tpu_copy_job_dma_dir(job), 0);
+		tpu_copy_job_unmap_user(job);
 	if (job->sgt.sgl)
 		sg_free_table(&job->sgt);
 	if (job->pages) {
@@ -81,18 +93,30 @@ static void tpu_copy_job_free(struct tpu_copy_job *job)
 	kfree(job);
 }
 
-/* Pin the user range and describe it to the device as a chained SG list. */
-static int tpu_copy_job_map_user(struct tpu_copy_job *job, u64 user_ptr,
+/* Segments for @nents SG entries: SG_PER_SEGMENT - 1 each, and a link. */
+static unsigned int tpu_sg_segments(unsigned int nents)
+{
+	unsigned int nsegs, capacity;
+
+	for (nsegs = 1, capacity = SG_PER_SEGMENT; nents > capacity; nsegs++)
+		capacity += SG_PER_SEGMENT - 1;
+	return nsegs;
+}
+
+/*
+ * Pin the user range and allocate the device's SG list for it. Mapping
+ * waits for run_job: a queued copy holds no mapping.
+ */
+static int tpu_copy_job_pin_user(struct tpu_copy_job *job, u64 user_ptr,
 				 u64 length)
 {
 	struct device *dev = &job->sjob.tdev->pdev->dev;
 	unsigned long first_page = user_ptr >> PAGE_SHIFT;
 	unsigned long last_page = (user_ptr + length - 1) >> PAGE_SHIFT;
 	unsigned int gup_flags = job->device_writes_pages ? FOLL_WRITE : 0;
-	unsigned int nents, nsegs, seg, slot, capacity;
-	struct scatterlist *sg;
 	unsigned long pinned = 0;
-	int ret, i;
+	unsigned int nsegs, seg;
+	int ret;
 
 	job->npages = last_page - first_page + 1;
 	job->pages = kvmalloc_array(job->npages, sizeof(*job->pages), GFP_KERNEL);
@@ -114,15 +138,9 @@ static int tpu_copy_job_map_user(struct tpu_copy_job *job, u64 user_ptr,
 					GFP_KERNEL);
 	if (ret)
 		return ret;
-	ret = dma_map_sgtable(dev, &job->sgt, tpu_copy_job_dma_dir(job), 0);
-	if (ret)
-		return ret;
-	job->mapped = true;
 
-	/* Each segment holds SG_PER_SEGMENT - 1 entries and a link. */
-	nents = job->sgt.nents;
-	for (nsegs = 1, capacity = SG_PER_SEGMENT; nents > capacity; nsegs++)
-		capacity += SG_PER_SEGMENT - 1;
+	/* Mapping only merges entries: orig_nents bounds the mapped count. */
+	nsegs = tpu_sg_segments(job->sgt.orig_nents);
 	job->segs = kcalloc(nsegs, sizeof(*job->segs), GFP_KERNEL);
 	job->seg_dma = kcalloc(nsegs, sizeof(*job->seg_dma), GFP_KERNEL);
 	if (!job->segs || !job->seg_dma)
@@ -135,9 +153,23 @@ static int tpu_copy_job_map_user(struct tpu_copy_job *job, u64 user_ptr,
 			return -ENOMEM;
 		job->nsegs++;
 	}
+	return 0;
+}
 
-	seg = 0;
-	slot = 0;
+/* DMA-map the pinned pages and describe them to the device. */
+static int tpu_copy_job_map_user(struct tpu_copy_job *job)
+{
+	struct device *dev = &job->sjob.tdev->pdev->dev;
+	unsigned int nents, seg = 0, slot = 0;
+	struct scatterlist *sg;
+	int ret, i;
+
+	ret = dma_map_sgtable(dev, &job->sgt, tpu_copy_job_dma_dir(job), 0);
+	if (ret)
+		return ret;
+	job->mapped = true;
+
+	nents = job->sgt.nents;
 	for_each_sgtable_dma_sg(&job->sgt, sg, i) {
 		if (slot == SG_PER_SEGMENT - 1 && i < nents - 1) {
 			job->segs[seg][slot].addr = job->seg_dma[seg + 1];
@@ -154,14 +186,42 @@ static int tpu_copy_job_map_user(struct tpu_copy_job *job, u64 user_ptr,
 	return 0;
 }
 
+/*
+ * The device is done with the pages (or was reset): give them back to the
+ * CPU before the copy's fence can signal, so a waiter never reads memory
+ * still mapped for the device, and a later copy may map the same cache
+ * lines. dma_unmap_*() may be called from the interrupt.
+ */
+static void tpu_copy_job_retired(struct tpu_ring_retire *retire)
+{
+	tpu_copy_job_unmap_user(container_of(retire, struct tpu_copy_job, unmap));
+}
+
 static struct dma_fence *tpu_dma_run_job(struct drm_sched_job *sched_job)
 {
 	struct tpu_copy_job *job = to_copy_job(sched_job);
+	struct tpu_ring *ring = &job->sjob.tdev->dma_queue.ring;
+	struct dma_fence *fence;
+	int ret;
 
 	if (unlikely(tpu_sched_job_cancelled(&job->sjob)))
 		return NULL;
-	return tpu_ring_submit(&job->sjob.tdev->dma_queue.ring, &job->desc,
-			       &sched_job->s_fence->finished);
+	if (!job->pages)
+		return tpu_ring_submit(ring, &job->desc,
+				       &sched_job->s_fence->finished, NULL);
+	/* A rerun after a reset that failed still has its mapping. */
+	tpu_ring_forget(ring, &job->unmap);
+	if (!job->mapped) {
+		ret = tpu_copy_job_map_user(job);
+		if (ret)
+			return ERR_PTR(ret);
+	}
+	job->unmap.fn = tpu_copy_job_retired;
+	fence = tpu_ring_submit(ring, &job->desc, &sched_job->s_fence->finished,
+				&job->unmap);
+	if (IS_ERR(fence))
+		tpu_copy_job_unmap_user(job);
+	return fence;
 }
 
 static enum drm_gpu_sched_stat tpu_dma_timedout_job(struct drm_sched_job *sched_job)
@@ -328,12 +388,12 @@ static int tpu_copy_job_prepare(struct tpu_copy_job *job, struct drm_file *file,
 	case DRM_TPU_COPY_TO_BO:
 		job->desc.op = TPU_DMA_OP_H2D;
 		job->desc.hbm_offset = dst;
-		return tpu_copy_job_map_user(job, args->user_ptr, args->length);
+		return tpu_copy_job_pin_user(job, args->user_ptr, args->length);
 	case DRM_TPU_COPY_FROM_BO:
 		job->desc.op = TPU_DMA_OP_D2H;
 		job->desc.hbm_offset = dst;
 		job->device_writes_pages = true;
-		return tpu_copy_job_map_user(job, args->user_ptr, args->length);
+		return tpu_copy_job_pin_user(job, args->user_ptr, args->length);
 	default:
 		ret = tpu_lookup_bo_range(file, args->src_handle,
 					  args->src_offset, args->length,

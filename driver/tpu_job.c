@@ -119,7 +119,7 @@ static struct dma_fence *tpu_compute_run_job(struct drm_sched_job *sched_job)
 	if (unlikely(tpu_sched_job_cancelled(&job->sjob)))
 		return NULL;
 	return tpu_ring_submit(&job->sjob.tdev->compute_queue.ring, &job->desc,
-			       &sched_job->s_fence->finished);
+			       &sched_job->s_fence->finished, NULL);
 }
 
 static enum drm_gpu_sched_stat

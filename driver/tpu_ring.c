@@ -59,9 +59,12 @@ static int tpu_status_to_errno(u32 status)
 }
 
 /*
- * Retire the oldest slot with @err. drm_sched does not pass a hardware
- * fence's error on to its finished fence, so with @set_job_error set it
- * there too, before the signal runs the scheduler's callback.
+ * Retire the oldest slot with @err: its retire work, then its fence.
+ * drm_sched does not pass a hardware fence's error on to its finished
+ * fence, so with @set_job_error set it there too, before the signal runs
+ * the scheduler's callback. The work cannot be a fence callback: the
+ * fence reads as signalled before its callbacks have run, and the
+ * scheduler may then free the job while a callback still uses it.
  */
 static void tpu_ring_retire_one(struct tpu_ring *ring, int err,
 				bool set_job_error)
@@ -69,7 +72,12 @@ static void tpu_ring_retire_one(struct tpu_ring *ring, int err,
 	u32 slot = ring->head & (ring->size - 1);
 	struct dma_fence *fence = ring->fences[slot];
 	struct dma_fence *finished = ring->finished[slot];
+	struct tpu_ring_retire *retire = ring->retire[slot];
 
+	if (retire) {
+		ring->retire[slot] = NULL;
+		retire->fn(retire);
+	}
 	if (err) {
 		dma_fence_set_error(fence, err);
 		if (set_job_error && finished && !dma_fence_is_signaled(finished))
@@ -145,6 +153,8 @@ static irqreturn_t tpu_ring_irq(int irq, void *arg)
  * @ring: the ring
  * @desc: TPU_DESC_SIZE bytes; its id is set here
  * @finished: the scheduler fence to share the descriptor's error, or NULL
+ * @retire: work to run when the descriptor retires, or NULL; until then,
+ *	or tpu_ring_forget(), it must stay alive
  *
  * The scheduler keeps fewer jobs in flight than the ring has slots, so a
  * full ring is a driver bug.
@@ -152,7 +162,8 @@ static irqreturn_t tpu_ring_irq(int irq, void *arg)
  * Return: the descriptor's fence (a new reference), or an ERR_PTR.
  */
 struct dma_fence *tpu_ring_submit(struct tpu_ring *ring, const void *desc,
-				  struct dma_fence *finished)
+				  struct dma_fence *finished,
+				  struct tpu_ring_retire *retire)
 {
 	struct tpu_fence *fence;
 	struct tpu_desc_header *hdr;
@@ -180,12 +191,34 @@ struct dma_fence *tpu_ring_submit(struct tpu_ring *ring, const void *desc,
 	hdr->id = ring->seqno;
 	ring->fences[slot] = dma_fence_get(&fence->base);
 	ring->finished[slot] = dma_fence_get(finished);
+	ring->retire[slot] = retire;
 	ring->tail++;
 	/* The descriptor must be visible before the doorbell. */
 	wmb();
 	tpu_ring_write_reg(ring, TPU_Q_TAIL, ring->tail);
 	spin_unlock_irqrestore(&ring->lock, flags);
 	return &fence->base;
+}
+
+/**
+ * tpu_ring_forget() - make sure the ring will not run @retire
+ * @ring: the ring
+ * @retire: work passed to tpu_ring_submit()
+ *
+ * After a reset that did not finish, descriptors stay on the ring with
+ * their work; a job freed or run again meanwhile takes its work back. On
+ * return @retire has either run to completion or is no longer on the ring.
+ */
+void tpu_ring_forget(struct tpu_ring *ring, struct tpu_ring_retire *retire)
+{
+	unsigned long flags;
+	u32 i;
+
+	spin_lock_irqsave(&ring->lock, flags);
+	for (i = ring->head; i != ring->tail; i++)
+		if (ring->retire[i & (ring->size - 1)] == retire)
+			ring->retire[i & (ring->size - 1)] = NULL;
+	spin_unlock_irqrestore(&ring->lock, flags);
 }
 
 /**
@@ -288,7 +321,8 @@ int tpu_ring_init(struct tpu_device *tdev, struct tpu_ring *ring,
 
 	ring->fences = kcalloc(size, sizeof(*ring->fences), GFP_KERNEL);
 	ring->finished = kcalloc(size, sizeof(*ring->finished), GFP_KERNEL);
-	if (!ring->fences || !ring->finished) {
+	ring->retire = kcalloc(size, sizeof(*ring->retire), GFP_KERNEL);
+	if (!ring->fences || !ring->finished || !ring->retire) {
 		ret = -ENOMEM;
 		goto err_free_fences;
 	}
@@ -324,6 +358,7 @@ err_free_cpl:
 err_free_desc:
 	dma_free_coherent(dev, size * TPU_DESC_SIZE, ring->desc, ring->desc_dma);
 err_free_fences:
+	kfree(ring->retire);
 	kfree(ring->finished);
 	kfree(ring->fences);
 	return ret;
@@ -343,6 +378,7 @@ void tpu_ring_fini(struct tpu_ring *ring)
 			  ring->cpl_dma);
 	dma_free_coherent(dev, ring->size * TPU_DESC_SIZE, ring->desc,
 			  ring->desc_dma);
+	kfree(ring->retire);
 	kfree(ring->finished);
 	kfree(ring->fences);
 }

@@ -9,6 +9,17 @@
 struct tpu_device;
 
 /**
+ * struct tpu_ring_retire - work for when a descriptor leaves the device
+ * @fn: called once the device is done with the descriptor (completed, or
+ *	stopped by a reset), from the ring's interrupt or reset with the
+ *	ring's lock held, before the descriptor's fence signals: whoever
+ *	sees the fence signalled sees @fn's work done
+ */
+struct tpu_ring_retire {
+	void (*fn)(struct tpu_ring_retire *retire);
+};
+
+/**
  * struct tpu_ring - the driver's side of one device queue
  * @tdev: the device
  * @queue: TPU_QUEUE_*
@@ -19,6 +30,7 @@ struct tpu_device;
  * @cpl_dma: their bus address
  * @fences: the fence of each in-flight slot
  * @finished: per slot, the scheduler fence that shares its slot's error
+ * @retire: per slot, the work to run when it retires, or NULL
  * @tail: next index to fill (free-running, as TPU_Q_TAIL)
  * @head: next index to retire (free-running, as TPU_Q_HEAD)
  * @head_since: when the descriptor at @head reached the device's front
@@ -39,6 +51,7 @@ struct tpu_ring {
 	dma_addr_t cpl_dma;
 	struct dma_fence **fences;
 	struct dma_fence **finished;
+	struct tpu_ring_retire **retire;
 	u32 tail;
 	u32 head;
 	unsigned long head_since;
@@ -54,7 +67,9 @@ int tpu_ring_init(struct tpu_device *tdev, struct tpu_ring *ring,
 void tpu_ring_fini(struct tpu_ring *ring);
 int tpu_ring_start(struct tpu_ring *ring);
 struct dma_fence *tpu_ring_submit(struct tpu_ring *ring, const void *desc,
-				  struct dma_fence *finished);
+				  struct dma_fence *finished,
+				  struct tpu_ring_retire *retire);
+void tpu_ring_forget(struct tpu_ring *ring, struct tpu_ring_retire *retire);
 void tpu_ring_fail_all(struct tpu_ring *ring, int error);
 bool tpu_ring_started(struct tpu_ring *ring, struct dma_fence *finished,
 		      unsigned long *since);

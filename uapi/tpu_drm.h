@@ -151,7 +151,12 @@ struct drm_tpu_bo_info {
  * any) has signalled, and signals @out_syncobj (if any) when done. Any
  * alignment and any length up to the buffer's end are allowed. The user
  * pages stay pinned, and the buffers alive, until the copy completes, even
- * if the caller closes them or exits.
+ * if the caller closes them or exits. The pages are mapped for the device
+ * only while the device runs the copy, and given back to the CPU before
+ * @out_syncobj (or the wait) signals. Two FROM_BO copies in flight at
+ * once into user ranges that share a cache line are outside the DMA API's
+ * rules: on a host without coherent DMA the bytes of that line are then
+ * undefined.
  *
  * Returns -EINVAL for a bad @op, @flags or @pad, a zero @length, or a
  * range outside a buffer; -ENOENT for an unknown handle or syncobj;
