@@ -183,4 +183,22 @@ static inline int tpu_usage_settle(int fd, const struct tpu_usage *want,
 	return -ETIMEDOUT;
 }
 
+/*
+ * The usage once no job is left alive, waiting up to @seconds: a test's
+ * baseline must not count a job an earlier test has not freed yet (the
+ * scheduler frees finished jobs in its own time). 0, -ETIMEDOUT with the
+ * last reading in @now, or tpu_usage_read()'s error.
+ */
+static inline int tpu_usage_quiet(int fd, double seconds, struct tpu_usage *now)
+{
+	for (int i = 0; i <= seconds * 20; i++) {
+		int ret = tpu_usage_read(fd, now);
+
+		if (ret || !now->jobs_alive)
+			return ret;
+		usleep(50000);
+	}
+	return -ETIMEDOUT;
+}
+
 #endif /* TPU_KERNEL_HEALTH_H */

@@ -822,7 +822,10 @@ TEST_F_TIMEOUT(storm, random_ioctls_and_uring_cmds,
 	ASSERT_LE(0, kmsg);
 	ASSERT_EQ(0, fstat(self->n.fd, &sb));
 	snprintf(path, sizeof(path), "/dev/dri/renderD%u", minor(sb.st_rdev));
-	have_usage = !tpu_usage_read(self->n.fd, &before);
+	have_usage = tpu_usage_read(self->n.fd, &before) != -ENOENT;
+	if (have_usage)
+		ASSERT_EQ(0, tpu_usage_quiet(self->n.fd, STORM_SETTLE_SECONDS, &before))
+			TH_LOG("%d jobs of earlier tests still alive", before.jobs_alive);
 	st = mmap(NULL, 2 * STORM_PROCS * sizeof(*st), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, st);
@@ -869,8 +872,12 @@ TEST_F_TIMEOUT(storm, random_ioctls_and_uring_cmds,
 				       " CQEs, %" PRIu64 " ok)\n", i, t, x->ioctls, x->ioctls_ok,
 				       x->jobs, x->copies, x->bos, x->maps, x->reopens,
 				       x->urings, x->cqes, x->cqes_ok);
-			/* A storm that did nothing tested nothing. */
-			EXPECT_LT(100, x->ioctls);
+			/*
+			 * A storm that did nothing tested nothing. A slow
+			 * guest (the debug kernel's KASAN) manages 16 a
+			 * second: the floor is well below that.
+			 */
+			EXPECT_LT(20, x->ioctls);
 			EXPECT_LT(0, x->jobs + x->copies);
 		}
 	}
