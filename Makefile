@@ -255,8 +255,9 @@ $(BUILD)/bench/%: bench/%.c $(ENGINE_LIB) $(RULES_LIB)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $< $(BENCH_EXTRA) $(ENGINE_LINK) -lm
 
-bench-gemm: $(BUILD)/bench/bench_gemm
-	$(Q)scripts/bench-json.sh bench-gemm -- $<
+# OpenBLAS's real kernels for the anchor on a CPU it does not know.
+bench-gemm: $(BUILD)/bench/bench_gemm $(BUILD)/bin/tpuemu-blas-core
+	$(Q)BUILD=$(BUILD); . scripts/blas-env.sh; scripts/bench-json.sh bench-gemm -- $<
 
 # In the VM; host OpenBLAS runs before and after it as the anchor.
 bench: deps

@@ -10,7 +10,7 @@
  * m, n, k and the leading dimensions must fit in an int (BLAS's indices).
  *
  * f32 and bf16 go through OpenBLAS (bf16 widened to f32 first, in buffers
- * kept per thread), bf16 on small blocks through our own kernels
+ * kept per thread), on small blocks through our own kernels
  * (tpu_gemm_small.c); 8-bit through our own packed kernels (tpu_gemm_i8.c).
  */
 #ifndef TPU_GEMM_H
