@@ -104,7 +104,7 @@ HOST_TESTS	= engine_vector_test engine_config_test engine_copy_test engine_gemm_
 		  engine_model_match_test engine_abort_test engine_vec_test \
 		  engine_trace_test engine_memory_test \
 		  tpurt_open_test params_table_test $(SIM_TESTS) tpurt_trace_test \
-		  bench_json_test $(HOST_SCRIPT_TESTS)
+		  bench_json_test sample_check_test $(HOST_SCRIPT_TESTS)
 # Script tests (tests/NAME.sh, generated into $(BUILD)/tests/NAME): make
 # install with pkg-config out of tree; the reference's coverage of
 # libtpurt.map; the Python front end's pytest run.
@@ -344,6 +344,10 @@ $(TOOL_BIN)/tpurt-params: tools/tpurt-params.c uapi/tpu_params.h uapi/tpu_drm.h
 	$(Q)$(CC) $(BASE_CFLAGS) $(DRM_CFLAGS) -o $@ $<
 
 # README's table of parameters is what tpurt-params prints.
+# The samples' own checks, as the samples link them.
+$(BUILD)/tests/sample_check_test: $(SAMPLE_DEPS)
+$(BUILD)/tests/sample_check_test: TEST_EXTRA = samples/sample_util.c
+
 $(BUILD)/tests/params_table_test: $(TOOL_BIN)/tpurt-params README.md
 $(BUILD)/tests/params_table_test: TEST_EXTRA = \
 	-DPARAMS_TOOL='"$(CURDIR)/$(TOOL_BIN)/tpurt-params"' -DREADME='"$(CURDIR)/README.md"'
