@@ -399,9 +399,10 @@ qemu:
 # sizes that take seconds under TCG; FULL=1 runs the guide's sizes
 # (TPUEMU_SAMPLE_FULL=1: 4096^3 in analyze_matmul, 2048^3 elsewhere). The
 # Python samples (samples/py) run in one python3: vm-run.sh adds Python to
-# the image.
-RUN_SAMPLES	= rc=0; for s in $(SAMPLES); do $$s || rc=1; done; \
-		  python3 samples/py/run_all.py || rc=1; exit $$rc
+# the image. All of them in two lanes on the guest's two CPUs (run-lanes:
+# each one's output whole, in this order), the Python samples first: the
+# longest, so the lanes even out.
+RUN_SAMPLES	= run-lanes 2 "python3 samples/py/run_all.py" $(SAMPLES)
 RUN_ENV		= $(if $(filter 1,$(FULL)),TPUEMU_SAMPLE_FULL=1)
 run: deps
 	$(Q)$(MAKE) --no-print-directory all

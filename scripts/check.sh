@@ -74,6 +74,8 @@ host_part() {
 	scripts/tap-run.sh tests/runner/tap-run-test.sh | tee "$LOGS/host-runner.tap"
 	echo "# host: kselftest-tap-test.sh"
 	scripts/tap-run.sh tests/runner/kselftest-tap-test.sh | tee "$LOGS/host-kselftest-runner.tap"
+	echo "# host: run-lanes-test.sh"
+	scripts/tap-run.sh tests/runner/run-lanes-test.sh | tee "$LOGS/host-run-lanes.tap"
 	echo "# host: debug-reports-test.sh"
 	scripts/tap-run.sh tests/runner/debug-reports-test.sh | tee "$LOGS/host-debug-reports.tap"
 	host_tests=$(make -s --no-print-directory list-host-tests 2>&1) ||
@@ -168,42 +170,47 @@ while IFS== read -r opt want; do
 	esac
 done < <(grep '^CONFIG_' selftests/config)
 
-# The guest's script: SAMPLES (one result each, under tap-run --single),
-# then the selftests under the kernel's runner, in selftests/Makefile's
-# order (the tests that unload the driver last): SELFTESTS of them, or all
-# when SELFTESTS is empty; its output goes through tap-run --kselftest
-# here. Each start is named, so a long pass shows where it is. The script
-# ends with "true", so a guest exit code other than 0 means the guest did
-# not finish. A name that is not a sample or a selftest fails the run.
+# The guest's script: SAMPLES (one result each, under tap-run --single)
+# and, with a third argument, the Python samples, in two lanes (run-lanes:
+# both guest CPUs; each sample's output whole and in order); then the
+# selftests alone under the kernel's runner, in selftests/Makefile's order
+# (the tests that unload the driver last): SELFTESTS of them, or all when
+# SELFTESTS is empty; its output goes through tap-run --kselftest here.
+# Each start is named, so a long pass shows where it is. The script ends
+# with "true", so a guest exit code other than 0 means the guest did not
+# finish. A name that is not a sample or a selftest fails the run.
+#
+# The Python samples: samples/py/run_all.py runs them in one python3
+# (NumPy is imported once; each start costs seconds under TCG), a TAP
+# result each, tap-run one more for the run. They come first: the longest
+# command, so the lanes even out. vm-run.sh puts Python in the image for a
+# command that runs python3.
 samples=$(make -s --no-print-directory list-samples) ||
 	result "$LOGS/guest-list.tap" fail "make list-samples: $samples"
 selftests=$(cut -d: -f2 "$BUILD/guest/kselftest/kselftest-list.txt")
-guest_cmd() {	# guest_cmd SAMPLES SELFTESTS
-	local t want=" $(echo $2) " only=
+guest_cmd() {	# guest_cmd SAMPLES SELFTESTS [python]
+	local t s want=" $(echo $2) " only= lanes=
 	if [ -n "$2" ]; then
 		for t in $selftests; do
 			[[ "$want" == *" $t "* ]] && only="$only -t tpu:$t"
 		done
 	fi
+	[ -z "${3:-}" ] ||
+		lanes="\"echo '# guest: python samples'; tap-run --name 'python samples' python3 samples/py/run_all.py\""
+	for s in $1; do
+		lanes="$lanes \"echo '# guest: sample $s'; tap-run --single --name 'sample $s' $s\""
+	done
 	echo "
 $GUEST_BEFORE
-for s in $1; do
-	echo \"# guest: sample \$s\"
-	tap-run --single --name \"sample \$s\" \$s
-done
+run-lanes 2 $lanes
 /kselftest/run_kselftest.sh$only
 $GUEST_AFTER
 true"
 }
 GUEST_CMD=$(guest_cmd "$samples" "")
-
-# The Python samples, in the defaults pass only: samples/py/run_all.py
-# runs them in one python3 (NumPy is imported once; each start costs
-# seconds under TCG), a TAP result each, tap-run one more for the run.
-# vm-run.sh puts Python in the image for a command that runs python3.
-PY_GUEST_CMD="
-echo '# guest: python samples'
-tap-run --name 'python samples' python3 samples/py/run_all.py"
+# Under --debug without the Python samples: they run the same driver paths
+# as the C samples, and Python's start under KASAN and ASan costs minutes.
+[ "$DEBUG" = 1 ] || GUEST_CMD=$(guest_cmd "$samples" "" python)
 
 # The second pass runs what depends on the device's properties: the
 # parameters (tpu_params_test), the limits and VMEM sizes, multi-core
@@ -256,12 +263,7 @@ vm_pass() {	# vm_pass NAME OPTS [VM_MEM [GUEST_COMMAND]]
 	[ "$DEBUG" = 0 ] ||
 		scripts/debug-reports.sh "$name" "$LOGS/vm-$name.console" | tee "$LOGS/debug-$name.tap"
 }
-# Under --debug without the Python samples: they run the same driver paths
-# as the C samples, and Python's start under KASAN and ASan costs minutes.
-if [ "$DEBUG" = 1 ]; then
-	PY_GUEST_CMD=
-fi
-vm_pass defaults "" 2G "$PY_GUEST_CMD$GUEST_CMD"
+vm_pass defaults "" 2G "$GUEST_CMD"
 # 4G of guest RAM puts pages above 4 GiB: DMA must use 64-bit addresses.
 vm_pass custom "hbm-size=2G,vmem-size=64M,vmem-limit=32M,smem-size=512K,cores=2,mxu-dim=256,mxu-count=2,peak-flops-bf16=918000000000000,peak-flops-f32=459000000000000,peak-ops-int8=1836000000000000,hbm-bandwidth=1640000000000,step-cost-ns=200,launch-cost-ns=50000,vpu-elems-per-s=12288000000000,eup-elems-per-s=3072000000000" 4G \
 	"$(guest_cmd "$CUSTOM_SAMPLES" "$CUSTOM_SELFTESTS")"

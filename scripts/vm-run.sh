@@ -233,6 +233,7 @@ if [ "$PYTHON" = 1 ] || [[ "$COMMAND" =~ (^|[^[:alnum:]_.-])python3(\.[0-9]+)?([
 fi
 
 cp "$TOP/scripts/tap-run.sh" "$ROOT/bin/tap-run"
+cp "$TOP/scripts/run-lanes.sh" "$ROOT/bin/run-lanes"
 
 cat > "$ROOT/init" <<'INIT'
 #!/bin/sh
