@@ -13,6 +13,33 @@ PROGRESS_NAME=deps
 
 log() { echo "deps: $*"; }
 
+# apt-cache takes about a second a call here (Debian's images keep no
+# pkgcache.bin), three calls of every make run: its answers are kept in
+# $CACHE/apt-answers until the package index or the installed set changes.
+apt_answer() {	# apt_answer NAME COMMAND...: COMMAND's output, or the kept one
+	local f=$CACHE/apt-answers/$1 key out
+	key=$(stat -c %Y /var/lib/apt/lists /var/lib/dpkg/status 2>/dev/null | tr '\n' .)
+	if [ -f "$f" ] && [ "$(head -n1 "$f")" = "$key" ]; then
+		tail -n +2 "$f"
+		return
+	fi
+	out=$("${@:2}")
+	if [ -n "$out" ]; then	# not an empty one: the caller fails on it
+		mkdir -p "$CACHE/apt-answers"
+		printf '%s\n%s\n' "$key" "$out" > "$f"
+	fi
+	printf '%s\n' "$out"
+}
+kernel_abi() {
+	apt-cache depends linux-image-amd64 | sed -n 's/.*Depends: linux-image-\(.*-amd64\)$/\1/p' | head -n1
+}
+linux_source_version() {
+	apt-cache policy linux-source-6.1 | sed -n 's/.*Candidate: //p'
+}
+qemu_source_version() {
+	apt-cache showsrc qemu | sed -n 's/^Version: //p' | sort -V | tail -n1
+}
+
 # apt-get's own progress (downloads, unpacking, setting up), one line each.
 apt_progress() {
 	sed -un -e 's/^Get:[0-9]* [^ ]* [^ ]* [^ ]* \([^ ]*\) [^ ]* /Downloading \1 /' \
@@ -71,9 +98,12 @@ stamp=/var/lib/apt/periodic/tpuemu-update-stamp
 if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +1440)" ]; then
 	need_update=1
 fi
+# One dpkg-query for them all (one each took 2 s of every make run).
 missing=()
+installed=" $(dpkg-query -W -f='${Package}:${Status}\n' "${PKGS[@]}" 2>/dev/null |
+	sed -n 's/:install ok installed$//p' | tr '\n' ' ') "
 for p in "${PKGS[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+	[[ "$installed" == *" $p "* ]] || missing+=("$p")
 done
 [ ${#missing[@]} -gt 0 ] && need_update=1
 if [ "$need_update" = 1 ]; then
@@ -87,7 +117,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # The guest kernel: the ABI that linux-image-amd64 points at.
-ABI=$(apt-cache depends linux-image-amd64 | sed -n 's/.*Depends: linux-image-\(.*-amd64\)$/\1/p' | head -n1)
+ABI=$(apt_answer kernel-abi kernel_abi)
 [ -n "$ABI" ] || { echo "deps: cannot resolve the kernel ABI from linux-image-amd64" >&2; exit 1; }
 echo "$ABI" > "$CACHE/kernel-abi"
 if ! dpkg-query -W -f='${Status}' "linux-headers-$ABI" 2>/dev/null | grep -q "ok installed"; then
@@ -125,7 +155,7 @@ LS_FILES=(
 	scripts/const_structs.checkpatch
 	scripts/kernel-doc
 )
-SRCVER=$(apt-cache policy linux-source-6.1 | sed -n 's/.*Candidate: //p')
+SRCVER=$(apt_answer linux-source linux_source_version)
 LSDIR=$CACHE/linux-source/$SRCVER
 if [ "$(cat "$LSDIR/.done" 2>/dev/null)" != "${LS_FILES[*]}" ]; then
 	log "extracting the kselftest harness and runner, checkpatch and kernel-doc from linux-source-6.1 $SRCVER"
@@ -136,7 +166,7 @@ ln -sfn "$LSDIR/tools/testing/selftests" "$CACHE/kselftest"
 ln -sfn "$LSDIR/scripts" "$CACHE/kernel-scripts"
 
 # QEMU's source with Debian's patches applied.
-QVER=$(apt-cache showsrc qemu | sed -n 's/^Version: //p' | sort -V | tail -n1)
+QVER=$(apt_answer qemu-source qemu_source_version)
 QKEY=${QVER//:/_}
 QSRC=$CACHE/qemu/$QKEY/src
 if [ ! -f "$QSRC/.done" ]; then
