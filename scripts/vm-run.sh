@@ -184,24 +184,58 @@ done
 # start. NumPy gets Debian's reference BLAS and LAPACK (libblas3,
 # liblapack3) where they are installed: 11 MB against OpenBLAS's 40, and
 # the samples' NumPy references are small.
+#
+# Python itself, NumPy and their libraries do not change from run to run:
+# they are one cpio archive built once into $CACHE/vm (keyed by this
+# function's text and the installed packages' versions), given to the
+# kernel ahead of the run's own archive (the kernel unpacks concatenated
+# archives in turn), which adds tpuemu and the samples. Building it took
+# 3 s of every run.
 PY_DIST=/usr/lib/python3/dist-packages
 REF_BLAS=/usr/lib/x86_64-linux-gnu/blas/libblas.so.3
 REF_LAPACK=/usr/lib/x86_64-linux-gnu/lapack/liblapack.so.3
-add_python() {
-	local py lib so libdir=$ROOT/lib/x86_64-linux-gnu
+PY_BASE=
+python_base() {	# python_base DIR: Python, NumPy, cffi and their libraries
+	local base=$1 py lib so libdir=$1/lib/x86_64-linux-gnu
 	py=$(readlink /usr/bin/python3 || true)
 	[ -x "/usr/bin/$py" ] && [ -d "/usr/lib/$py" ] && [ -d "$PY_DIST/numpy" ] && [ -d "$PY_DIST/cffi" ] ||
 		{ echo "vm-run: --python needs Debian's python3, python3-numpy and python3-cffi (make deps)" >&2; exit 2; }
-	cp "/usr/bin/$py" "$ROOT/usr/bin/$py"
-	ln -sf "$py" "$ROOT/usr/bin/python3"
-	mkdir -p "$ROOT$PY_DIST"
+	mkdir -p "$base/usr/bin" "$base$PY_DIST" "$libdir"
+	cp "/usr/bin/$py" "$base/usr/bin/$py"
+	ln -sf "$py" "$base/usr/bin/python3"
 	tar -C /usr/lib -c \
 		--exclude="$py/"{test,idlelib,tkinter,turtledemo,ensurepip,lib2to3,pydoc_data,distutils,venv,dist-packages,site-packages,'config-*',turtle.py} \
 		--exclude='lib-dynload/'{_ssl,_hashlib,_sqlite3,_dbm,_curses,_curses_panel,readline,nis,ossaudiodev,_test,_xx,xxlimited,_ctypes_test}'*' \
-		"$py" | tar -C "$ROOT/usr/lib" -x
+		"$py" | tar -C "$base/usr/lib" -x
 	(cd "$PY_DIST" && tar -c --exclude='tests' --exclude='numpy/'{f2py,distutils,array_api,_pyinstaller,doc} \
 		--exclude='*.pyi' --exclude='*.h' --exclude='*.a' --exclude='*.pxd' --exclude='*.c' \
-		numpy cffi pycparser ply _cffi_backend.*.so) | tar -C "$ROOT$PY_DIST" -x
+		numpy cffi pycparser ply _cffi_backend.*.so) | tar -C "$base$PY_DIST" -x
+	if [ -e "$REF_BLAS" ] && [ -e "$REF_LAPACK" ]; then
+		cp -L "$REF_BLAS" "$REF_LAPACK" "$libdir/"
+	fi
+	# The libraries of every ELF file above, the guest's copies first.
+	for so in "$base/usr/bin/$py" "$libdir"/lib{blas.so.3,lapack.so.3} \
+		$(find "$base/usr/lib/$py/lib-dynload" "$base$PY_DIST" -name '*.so'); do
+		[ -e "$so" ] || continue
+		{ LD_LIBRARY_PATH=$libdir ldd "$so" 2>/dev/null || true; } | awk '/=> \// { print $3 }'
+	done | sort -u | while read -r lib; do
+		case "$lib" in "$base"/*) continue ;; esac
+		[ -e "$libdir/${lib##*/}" ] || cp -L "$lib" "$libdir/"
+	done
+}
+add_python() {
+	local key
+	key=$( { declare -f python_base; dpkg-query -W -f='${Package} ${Version}\n'; } |
+		sha256sum | cut -c1-16)
+	PY_BASE=$CACHE/vm/python-$key.cpio.gz
+	if [ ! -f "$PY_BASE" ]; then
+		python_base "$WORK/pybase"
+		mkdir -p "$CACHE/vm"
+		(cd "$WORK/pybase" && find . | cpio -o -H newc --quiet | gzip -1) > "$PY_BASE.$$"
+		mv "$PY_BASE.$$" "$PY_BASE"
+		rm -rf "$WORK/pybase"
+	fi
+	mkdir -p "$ROOT$PY_DIST"
 	cp -a "$TOP/python/tpuemu" "$ROOT$PY_DIST/tpuemu"
 	find "$ROOT$PY_DIST/tpuemu" -name __pycache__ -prune -exec rm -rf {} +
 	# cffi's out-of-line ABI module (tpuemu/_ffi.py): declarations parsed here
@@ -214,18 +248,11 @@ b.emit_python_code(sys.argv[2])' "$TOP/python/tpuemu/_cdef.py" "$ROOT$PY_DIST/tp
 	mkdir -p "$ROOT/added/samples"
 	cp -a "$TOP/samples/py" "$ROOT/added/samples/py"
 	# The package's loader finds libtpurt.so.0 where the loader looks.
-	cp -L "$BUILD/lib/libtpurt.so.0" "$libdir/"
-	if [ -e "$REF_BLAS" ] && [ -e "$REF_LAPACK" ]; then
-		cp -L "$REF_BLAS" "$REF_LAPACK" "$libdir/"
-	fi
-	# The libraries of every ELF file above, the guest's copies first.
-	for so in "$ROOT/usr/bin/$py" "$libdir"/lib{tpurt.so.0,blas.so.3,lapack.so.3} \
-		$(find "$ROOT/usr/lib/$py/lib-dynload" "$ROOT$PY_DIST" -name '*.so'); do
-		[ -e "$so" ] || continue
-		{ LD_LIBRARY_PATH=$libdir ldd "$so" 2>/dev/null || true; } | awk '/=> \// { print $3 }'
-	done | sort -u | while read -r lib; do
-		case "$lib" in "$ROOT"/*) continue ;; esac
-		[ -e "$libdir/${lib##*/}" ] || cp -L "$lib" "$libdir/"
+	cp -L "$BUILD/lib/libtpurt.so.0" "$ROOT/lib/x86_64-linux-gnu/"
+	{ LD_LIBRARY_PATH=$BUILD/lib ldd "$BUILD/lib/libtpurt.so.0" 2>/dev/null || true; } |
+		awk '/=> \// { print $3 }' | while read -r lib; do
+		[ -e "$ROOT/lib/x86_64-linux-gnu/${lib##*/}" ] ||
+			cp -L "$lib" "$ROOT/lib/x86_64-linux-gnu/"
 	done
 }
 if [ "$PYTHON" = 1 ] || [[ "$COMMAND" =~ (^|[^[:alnum:]_.-])python3(\.[0-9]+)?([^[:alnum:]_.-]|$) ]]; then
@@ -277,11 +304,14 @@ for kv in ${VM_ENV:-}; do
 done
 [ "$SHELL_MODE" = 1 ] && touch "$ROOT/etc/shell"
 
-(cd "$ROOT" && find . | cpio -o -H newc --quiet | gzip -1) > "$WORK/initramfs.gz"
+(cd "$ROOT" && find . | cpio -o -H newc --quiet | gzip -1) > "$WORK/run.cpio.gz"
 if [ "$LIST" = 1 ]; then
-	gzip -dc "$WORK/initramfs.gz" | cpio -t --quiet | sort
+	for part in $PY_BASE "$WORK/run.cpio.gz"; do
+		gzip -dc "$part" | cpio -t --quiet
+	done | sort -u
 	exit 0
 fi
+cat $PY_BASE "$WORK/run.cpio.gz" > "$WORK/initramfs.gz"
 
 # The guest's CPU is emulated: a bzImage's own xz decompression costs
 # about 10 s of every boot under TCG. Boot the ELF inside it instead, by
