@@ -77,11 +77,15 @@ static void tpu_copy_job_free(struct tpu_copy_job *job)
 				  job->seg_dma[i]);
 	kfree(job->segs);
 	kfree(job->seg_dma);
-	/* Normally the ring has unmapped it; not after a reset that failed. */
-	if (job->pages)
+	/*
+	 * Normally the ring has unmapped it when the copy retired; still
+	 * mapped, it may be on the ring after a reset that failed.
+	 */
+	if (job->mapped) {
 		tpu_ring_forget(&job->sjob.tdev->dma_queue.ring, &job->unmap);
-	if (job->mapped)
-		tpu_copy_job_unmap_user(job);
+		if (job->mapped)
+			tpu_copy_job_unmap_user(job);
+	}
 	if (job->sgt.sgl)
 		sg_free_table(&job->sgt);
 	if (job->pages) {
@@ -209,8 +213,12 @@ static struct dma_fence *tpu_dma_run_job(struct drm_sched_job *sched_job)
 	if (!job->pages)
 		return tpu_ring_submit(ring, &job->desc,
 				       &sched_job->s_fence->finished, NULL);
-	/* A rerun after a reset that failed still has its mapping. */
-	tpu_ring_forget(ring, &job->unmap);
+	/*
+	 * A rerun after a reset that failed still has its mapping, and its
+	 * retire work may still be on the ring.
+	 */
+	if (job->mapped)
+		tpu_ring_forget(ring, &job->unmap);
 	if (!job->mapped) {
 		ret = tpu_copy_job_map_user(job);
 		if (ret)

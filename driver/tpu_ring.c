@@ -208,6 +208,7 @@ struct dma_fence *tpu_ring_submit(struct tpu_ring *ring, const void *desc,
  * After a reset that did not finish, descriptors stay on the ring with
  * their work; a job freed or run again meanwhile takes its work back. On
  * return @retire has either run to completion or is no longer on the ring.
+ * Only a job whose work has not run needs it: the work marks that itself.
  */
 void tpu_ring_forget(struct tpu_ring *ring, struct tpu_ring_retire *retire)
 {

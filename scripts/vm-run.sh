@@ -138,7 +138,7 @@ for f in ${ADD[@]+"${ADD[@]}"}; do
 done
 shopt -s globstar
 
-# Programs and the shared libraries they need.
+# Programs (their shared libraries: the library pass below).
 if [ -d "$BUILD/guest/bin" ]; then
 	cp -a "$BUILD/guest/bin/." "$ROOT/bin/"
 fi
@@ -163,15 +163,6 @@ TIMEOUT
 fi
 
 mkdir -p "$ROOT/lib64" "$ROOT/lib/x86_64-linux-gnu"
-for prog in "$ROOT"/bin/* "$ROOT"/usr/bin/* "$ROOT"/kselftest/*/* "$ROOT"/added/**; do
-	[ -L "$prog" ] && continue
-	{ LD_LIBRARY_PATH=$BUILD/lib ldd "$prog" 2>/dev/null || true; } | awk '/=> \// { print $3 } /^\t\/lib64\// { print $1 }'
-done | sort -u | while read -r lib; do
-	case "$lib" in
-	/lib64/*) cp -L "$lib" "$ROOT/lib64/" ;;
-	*) cp -L "$lib" "$ROOT/lib/x86_64-linux-gnu/" ;;
-	esac
-done
 
 # --- Python (--python, or a COMMAND that runs python3) ---
 # Debian's python3 (the version /usr/bin/python3 names) without what a
@@ -247,17 +238,25 @@ b.emit_python_code(sys.argv[2])' "$TOP/python/tpuemu/_cdef.py" "$ROOT$PY_DIST/tp
 		{ echo "vm-run: --python puts samples/py in /tmp/samples: --add a folder with another name" >&2; exit 2; }
 	mkdir -p "$ROOT/added/samples"
 	cp -a "$TOP/samples/py" "$ROOT/added/samples/py"
-	# The package's loader finds libtpurt.so.0 where the loader looks.
+	# The package's loader finds libtpurt.so.0 where the loader looks; the
+	# library pass below adds what it needs.
 	cp -L "$BUILD/lib/libtpurt.so.0" "$ROOT/lib/x86_64-linux-gnu/"
-	{ LD_LIBRARY_PATH=$BUILD/lib ldd "$BUILD/lib/libtpurt.so.0" 2>/dev/null || true; } |
-		awk '/=> \// { print $3 }' | while read -r lib; do
-		[ -e "$ROOT/lib/x86_64-linux-gnu/${lib##*/}" ] ||
-			cp -L "$lib" "$ROOT/lib/x86_64-linux-gnu/"
-	done
 }
 if [ "$PYTHON" = 1 ] || [[ "$COMMAND" =~ (^|[^[:alnum:]_.-])python3(\.[0-9]+)?([^[:alnum:]_.-]|$) ]]; then
 	add_python
 fi
+
+# The shared libraries of every program above (and of libtpurt for Python).
+for prog in "$ROOT"/bin/* "$ROOT"/usr/bin/* "$ROOT"/kselftest/*/* "$ROOT"/added/** \
+	"$ROOT"/lib/x86_64-linux-gnu/*; do
+	[ -L "$prog" ] && continue
+	{ LD_LIBRARY_PATH=$BUILD/lib ldd "$prog" 2>/dev/null || true; } | awk '/=> \// { print $3 } /^\t\/lib64\// { print $1 }'
+done | sort -u | while read -r lib; do
+	case "$lib" in
+	/lib64/*) cp -L "$lib" "$ROOT/lib64/" ;;
+	*) cp -L "$lib" "$ROOT/lib/x86_64-linux-gnu/" ;;
+	esac
+done
 
 cp "$TOP/scripts/tap-run.sh" "$ROOT/bin/tap-run"
 cp "$TOP/scripts/run-lanes.sh" "$ROOT/bin/run-lanes"

@@ -82,23 +82,6 @@ static int64_t panel_stride(int64_t k, int NR)
 }
 
 /*
- * Rows of an operand read in place in HBM are a large stride apart (a row
- * of the whole array), each in its own page, where the hardware does not
- * fetch ahead: without asking for them early, packing B took a third of
- * an f32 step at 128^3, waiting on memory.
- */
-#define PREFETCH_ROWS	8
-
-static void prefetch_row(const struct small_src *s, int64_t r, int64_t cols)
-{
-	const char *p = (const char *)s->p + r * s->rs * (s->f32 ? 4 : 2);
-	int64_t bytes = cols * (s->f32 ? 4 : 2);
-
-	for (int64_t off = 0; off < bytes; off += 64)
-		_mm_prefetch(p + off, _MM_HINT_T0);
-}
-
-/*
  * op(B) (k x n) into NR-column panels of k rows each, columns past n zero.
  * Row by row, eight columns per move when B is stored k x n (B is a new
  * block at each grid step: whole rows are what the hardware fetches ahead
@@ -110,13 +93,8 @@ static void pack_b(float *dst, const struct small_src *b, int64_t k, int64_t n,
 {
 	int64_t full = b->cs == 1 ? n / NR * NR : 0, ps = panel_stride(k, NR);
 
-	for (int64_t q = 0; b->cs == 1 && q < PREFETCH_ROWS && q < k; q++)
-		prefetch_row(b, q, n);
 	for (int64_t q = 0; q < k; q++) {
 		float *d = dst + q * NR;
-
-		if (b->cs == 1 && q + PREFETCH_ROWS < k)
-			prefetch_row(b, q + PREFETCH_ROWS, n);
 
 		for (int64_t j = 0; j < full; j += NR, d += ps)
 			for (int c = 0; c < NR; c += 8)
