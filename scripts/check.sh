@@ -116,7 +116,7 @@ QEMU=$CACHE/qemu-system-x86_64
 ABI=$(cat "$CACHE/kernel-abi")
 KNAME=$ABI KCONFIG=$CACHE/kernel/$ABI/boot/config-$ABI
 VM_TIMEOUT=900
-GUEST_BEFORE= GUEST_AFTER=
+GUEST_BEFORE= GUEST_AFTER= GUEST_ENV=
 if [ "$DEBUG" = 1 ]; then
 	# KASAN, lockdep and kmemleak in the guest and ASan in QEMU make a
 	# pass several times slower: more time for the VM and each selftest.
@@ -134,6 +134,8 @@ if [ "$DEBUG" = 1 ]; then
 		[ -e "$f" ] || { echo "check: missing $f (make check-debug builds it)" >&2; exit 1; }
 	done
 	GUEST_BEFORE="echo timeout=1500 > /kselftest/tpu/settings"
+	# Filling a queue behind tpu_limits_test's blocker is slower there.
+	GUEST_ENV="TPU_BLOCK_SECONDS=6"
 	GUEST_AFTER=$(scripts/debug-reports.sh --guest-script)
 fi
 
@@ -245,7 +247,7 @@ vm_pass() {	# vm_pass NAME OPTS [VM_MEM [GUEST_COMMAND]]
 	# A pass took over 8 minutes on a busy 2-core machine (load 10): 900 s.
 	# The storm is short here (TPU_STORM_SECONDS, default 3 in make check).
 	QEMU_DEVICE_OPTS=$opts VM_MEM=$mem \
-		VM_ENV="$(expectations "$opts") TPU_SELFTEST_REQUIRE_DEVICE=1 TPU_STORM_SECONDS=${TPU_STORM_SECONDS:-3}" \
+		VM_ENV="$(expectations "$opts") TPU_SELFTEST_REQUIRE_DEVICE=1 TPU_STORM_SECONDS=${TPU_STORM_SECONDS:-3} $GUEST_ENV" \
 		QEMU_EXTRA_ARGS="-d guest_errors -D $LOGS/qemu-$name.log" \
 		scripts/vm-run.sh --timeout "$VM_TIMEOUT" --log "$LOGS/vm-$name.console" -- "$cmd" 2>&1 |
 		tee "$LOGS/vm-$name.out" | scripts/tap-run.sh --kselftest | tee "$LOGS/vm-$name.shown"

@@ -167,9 +167,22 @@ static inline double tpu_blocker_time(struct tpu_blocker *b, uint32_t steps)
 }
 
 /*
- * Submit a blocker on @fd that runs about @seconds (at least a second
- * longer than asked, for a slower moment of the host), with a limit far
- * beyond that. 0 or a negative errno.
+ * How long a blocker runs: @seconds, or TPU_BLOCK_SECONDS from the
+ * environment (a slower kernel, e.g. make check-debug's KASAN guest, takes
+ * longer to fill a queue behind it).
+ */
+static inline double tpu_blocker_seconds(double seconds)
+{
+	const char *v = getenv("TPU_BLOCK_SECONDS");
+	double s = v ? strtod(v, NULL) : 0;
+
+	return s > 0 ? s : seconds;
+}
+
+/*
+ * Submit a blocker on @fd that runs about @seconds (see
+ * tpu_blocker_seconds()), with a limit far beyond that. 0 or a negative
+ * errno.
  */
 static inline int tpu_blocker_start(int fd, double seconds,
 				    struct tpu_blocker *b)
@@ -185,12 +198,18 @@ static inline int tpu_blocker_start(int fd, double seconds,
 	    (ret = tpu_bo_create(fd, TPU_BLOCKER_VEC_BYTES, &b->handles[1])) ||
 	    (ret = drmSyncobjCreate(fd, 0, &b->sync) ? -errno : 0))
 		return ret;
-	/* Calibrate on a run of 0.2 s or more. */
-	while ((t = tpu_blocker_time(b, steps)) >= 0 && t < 0.2 && steps < (1u << 28))
-		steps *= 2;
+	seconds = tpu_blocker_seconds(seconds);
+	/*
+	 * Calibrate on a run of 0.05 s or more: a short run gives the rate,
+	 * one run sized from it confirms it.
+	 */
+	while ((t = tpu_blocker_time(b, steps)) >= 0 && t < 0.05 && steps < (1u << 28)) {
+		want = t > 0.005 ? 0.1 * steps / t : 16.0 * steps;
+		steps = want > (1u << 28) ? (1u << 28) : (uint32_t)want;
+	}
 	if (t <= 0)
 		return -EIO;
-	want = (seconds + 1.0) * steps / t;
+	want = seconds * steps / t;
 	b->steps = want > (1u << 30) ? (1u << 30) : (uint32_t)want;
 	b->seconds = seconds;
 	limit_ms = (uint32_t)(seconds * 10000) + 10000;
