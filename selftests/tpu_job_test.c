@@ -50,17 +50,22 @@ static struct tpurt_array *array2(struct tpurt_device *dev, int64_t r,
 	return a;
 }
 
+/* Each z[a][b] sums over p in order; rows of y in turn, read in order. */
 static void ref_matmul(const float *x, const float *y, float *z, int64_t m,
 		       int64_t k, int64_t n)
 {
-	for (int64_t a = 0; a < m; a++)
-		for (int64_t b = 0; b < n; b++) {
-			float s = 0;
+	for (int64_t a = 0; a < m; a++) {
+		float *zr = z + a * n;
 
-			for (int64_t p = 0; p < k; p++)
-				s += x[a * k + p] * y[p * n + b];
-			z[a * n + b] = s;
+		memset(zr, 0, n * sizeof(*zr));
+		for (int64_t p = 0; p < k; p++) {
+			float xv = x[a * k + p];
+			const float *yr = y + p * n;
+
+			for (int64_t b = 0; b < n; b++)
+				zr[b] += xv * yr[b];
 		}
+	}
 }
 
 /* The guide's first kernel on (m, k) @ (k, n) with the given blocks. */

@@ -143,52 +143,67 @@ static void prob_run(struct prob *p)
 	}
 }
 
+/*
+ * An operand as doubles, one row of k per row of C (A) or column of C (B):
+ * the references below then read both contiguously.
+ */
+static double *unpack(const struct prob *p, bool is_b)
+{
+	int64_t rows = is_b ? p->n : p->m;
+	double *d = malloc((rows * p->k + 1) * sizeof(*d));
+
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t q = 0; q < p->k; q++)
+			d[r * p->k + q] = is_b ? elem(p->tb, p->b, b_idx(p, q, r)) :
+						 elem(p->ta, p->a, a_idx(p, r, q));
+	return d;
+}
+
 /* Exact int32 wrap-around, as the MXU's accumulators do. */
-static int32_t ref_int(const struct prob *p, int64_t i, int64_t j)
+static int32_t ref_int(const struct prob *p, const double *a, const double *b,
+		       int64_t i, int64_t j)
 {
 	uint32_t s = p->accumulate ? (uint32_t)((int32_t *)p->c0)[i * p->ldc + j] : 0;
 
 	for (int64_t q = 0; q < p->k; q++)
-		s += (uint32_t)(int32_t)(elem(p->ta, p->a, a_idx(p, i, q)) *
-					 elem(p->tb, p->b, b_idx(p, q, j)));
+		s += (uint32_t)(int32_t)(a[i * p->k + q] * b[j * p->k + q]);
 	return (int32_t)s;
 }
 
 /* Float results may differ by summation order: bound by the sum of |terms|. */
-static bool float_ok(const struct prob *p, int64_t i, int64_t j, double *want)
+static bool float_ok(const struct prob *p, const double *a, const double *b,
+		     int64_t i, int64_t j)
 {
 	double c0 = p->accumulate ? ((float *)p->c0)[i * p->ldc + j] : 0.0;
 	double s = c0, mag = fabs(c0);
 	float got = ((float *)p->c)[i * p->ldc + j];
 
 	for (int64_t q = 0; q < p->k; q++) {
-		double t = elem(p->ta, p->a, a_idx(p, i, q)) *
-			   elem(p->tb, p->b, b_idx(p, q, j));
+		double t = a[i * p->k + q] * b[j * p->k + q];
 
 		s += t;
 		mag += fabs(t);
 	}
-	*want = s;
 	return fabs(got - s) <= 1e-6 * mag + 1e-30;
 }
 
 /* Number of wrong elements; logs the first, and checks the C padding. */
 static int64_t prob_check(struct __test_metadata *_metadata, const struct prob *p)
 {
+	double *a = unpack(p, false), *b = unpack(p, true);
 	int64_t bad = 0;
 
 	for (int64_t i = 0; i < p->m; i++) {
 		for (int64_t j = 0; j < p->ldc; j++) {
 			int64_t at = i * p->ldc + j;
 			bool ok;
-			double want;
 
 			if (j >= p->n)	/* padding must be untouched */
 				ok = !memcmp((char *)p->c + at * 4, (char *)p->c0 + at * 4, 4);
 			else if (p->ta == F32 || p->ta == BF16)
-				ok = float_ok(p, i, j, &want);
+				ok = float_ok(p, a, b, i, j);
 			else
-				ok = ((int32_t *)p->c)[at] == ref_int(p, i, j);
+				ok = ((int32_t *)p->c)[at] == ref_int(p, a, b, i, j);
 			if (!ok && !bad++)
 				TH_LOG("dtype %d/%d t%d%d acc %d %ldx%ldx%ld: wrong at (%ld,%ld)",
 				       p->ta, p->tb, p->trans_a, p->trans_b,
@@ -196,6 +211,8 @@ static int64_t prob_check(struct __test_metadata *_metadata, const struct prob *
 				       (long)p->k, (long)i, (long)j);
 		}
 	}
+	free(a);
+	free(b);
 	return bad;
 }
 

@@ -601,20 +601,30 @@ double ref_binary(unsigned int fn, double a, double b)
 void ref_matmul(const struct mm_job *j, const void *x, const void *y,
 		const float *bias, void *z)
 {
+	/* x's rows and y's columns as doubles, once: the loop reads both in order */
+	double *xd = malloc((j->m * j->k + 1) * sizeof(*xd));
+	double *yd = malloc((j->n * j->k + 1) * sizeof(*yd));
+
+	for (uint64_t r = 0; r < j->m; r++)
+		for (uint64_t p = 0; p < j->k; p++)
+			xd[r * j->k + p] = ref_get(x, j->in_dtype, j->transpose_lhs ?
+						   p * j->m + r : r * j->k + p);
+	for (uint64_t c = 0; c < j->n; c++)
+		for (uint64_t p = 0; p < j->k; p++)
+			yd[c * j->k + p] = ref_get(y, j->in_dtype, j->transpose_rhs ?
+						   c * j->k + p : p * j->n + c);
 	for (uint64_t r = 0; r < j->m; r++)
 		for (uint64_t c = 0; c < j->n; c++) {
+			const double *xr = xd + r * j->k, *yc = yd + c * j->k;
 			double acc = 0;
 
-			for (uint64_t p = 0; p < j->k; p++) {
-				uint64_t xi = j->transpose_lhs ? p * j->m + r : r * j->k + p;
-				uint64_t yi = j->transpose_rhs ? c * j->k + p : p * j->n + c;
-
-				acc += ref_get(x, j->in_dtype, xi) *
-				       ref_get(y, j->in_dtype, yi);
-			}
+			for (uint64_t p = 0; p < j->k; p++)
+				acc += xr[p] * yc[p];
 			if (j->bias)
 				acc += bias[c];
 			ref_set(z, j->out_dtype, r * j->n + c,
 				ref_unary(j->activation, acc));
 		}
+	free(xd);
+	free(yd);
 }
