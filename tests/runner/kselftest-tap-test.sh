@@ -22,7 +22,7 @@ if [ ! -r "$KSFT/run_kselftest.sh" ] || [ ! -r "$KSFT/kselftest/runner.sh" ]; th
 fi
 
 # The install layout: the runner, its list, and a collection "fake" whose
-# tests are fake.sh KIND (a missing one too); a test may take 2 s.
+# tests are fake.sh KIND (a missing one too); a test may take 1 s.
 KINDS="good crash exit1 fewer more noplan fail skip trailing hang"
 layout() {	# layout DIR KIND...
 	local_dir=$1
@@ -30,7 +30,7 @@ layout() {	# layout DIR KIND...
 	mkdir -p "$local_dir/fake"
 	cp "$KSFT/run_kselftest.sh" "$local_dir/"
 	cp -r "$KSFT/kselftest" "$local_dir/"
-	echo "timeout=2" > "$local_dir/fake/settings"
+	echo "timeout=1" > "$local_dir/fake/settings"
 	for kind in "$@"; do
 		echo "fake:$kind"
 		[ "$kind" = missing ] && continue
@@ -54,7 +54,7 @@ not ok 6 selftests: fake: noplan # no plan, 1 results
 not ok 7 selftests: fake: fail # exit=1
 ok 8 selftests: fake: skip # SKIP
 ok 9 selftests: fake: trailing
-not ok 10 selftests: fake: hang # TIMEOUT 2 seconds
+not ok 10 selftests: fake: hang # TIMEOUT 1 seconds
 not ok 11 selftests: fake: missing
 LINES
 }
