@@ -19,7 +19,11 @@
 #include "tpu_job.h"
 #include "tpu_vec.h"
 
-enum { NRAND = 1 << 21, NTAIL = 33, GUARD = 0x7fbadbad };
+/*
+ * Random inputs per function: 2^19 find worst errors within 0.02 ulp of
+ * what 2^21 found, in a quarter of the time.
+ */
+enum { NRAND = 1 << 19, NTAIL = 33, GUARD = 0x7fbadbad };
 
 static float fbits(uint32_t b)
 {
