@@ -31,6 +31,7 @@ static void fill_ints(float *p, size_t n, uint32_t seed)
 	}
 }
 
+/* An (r, c) array of small integers from @seed; seed 0 leaves it as created. */
 static struct tpurt_array *array2(struct tpurt_device *dev, int64_t r,
 				  int64_t c, uint32_t seed, float **host)
 {
@@ -40,6 +41,8 @@ static struct tpurt_array *array2(struct tpurt_device *dev, int64_t r,
 
 	if (tpurt_array_create(dev, TPURT_F32, 2, shape, &a))
 		return NULL;
+	if (!seed)
+		return a;
 	h = malloc(r * c * sizeof(float));
 	fill_ints(h, r * c, seed);
 	tpurt_array_write(a, h);
@@ -79,9 +82,9 @@ struct mm {
 	int64_t m, kk, n;
 };
 
-static int mm_make(struct tpurt_device *dev, struct mm *mm, int64_t m,
+static int mm_init(struct tpurt_device *dev, struct mm *mm, int64_t m,
 		   int64_t k, int64_t n, int64_t bm, int64_t bk, int64_t bn,
-		   const char *xmap)
+		   const char *xmap, bool filled)
 {
 	int64_t grid[3] = { (m + bm - 1) / bm, (n + bn - 1) / bn, (k + bk - 1) / bk };
 	struct tpurt_block_spec xs = { 2, { bm, bk }, xmap ?: "i, j, k -> i, k" };
@@ -90,9 +93,9 @@ static int mm_make(struct tpurt_device *dev, struct mm *mm, int64_t m,
 
 	memset(mm, 0, sizeof(*mm));
 	mm->m = m, mm->kk = k, mm->n = n;
-	mm->x = array2(dev, m, k, 1, &mm->hx);
-	mm->y = array2(dev, k, n, 2, &mm->hy);
-	mm->z = array2(dev, m, n, 3, NULL);
+	mm->x = array2(dev, m, k, filled ? 1 : 0, &mm->hx);
+	mm->y = array2(dev, k, n, filled ? 2 : 0, &mm->hy);
+	mm->z = array2(dev, m, n, filled ? 3 : 0, NULL);
 	if (!mm->x || !mm->y || !mm->z)
 		return -1;
 	mm->args[0] = mm->x, mm->args[1] = mm->y, mm->args[2] = mm->z;
@@ -105,6 +108,24 @@ static int mm_make(struct tpurt_device *dev, struct mm *mm, int64_t m,
 	       tpurt_kernel_zero(mm->k, "z") ||
 	       tpurt_kernel_end_when(mm->k) ||
 	       tpurt_kernel_dot(mm->k, "z", "x", "y", TPURT_DOT_ACCUMULATE) ? -1 : 0;
+}
+
+static int mm_make(struct tpurt_device *dev, struct mm *mm, int64_t m,
+		   int64_t k, int64_t n, int64_t bm, int64_t bk, int64_t bn,
+		   const char *xmap)
+{
+	return mm_init(dev, mm, m, k, n, bm, bk, bn, xmap, true);
+}
+
+/*
+ * A job only to keep the device busy, its result never read: its operands
+ * are left as created (filling 3 x 64 MiB on the guest's emulated CPU
+ * took about a second).
+ */
+static int mm_make_busy(struct tpurt_device *dev, struct mm *mm, int64_t m,
+			int64_t k, int64_t n)
+{
+	return mm_init(dev, mm, m, k, n, 128, 128, 128, NULL, false);
 }
 
 static void mm_free(struct mm *mm)
@@ -634,7 +655,7 @@ TEST_F(job, timeout_then_a_good_job)
 	size_t len;
 
 	/* 32768 steps of 128-blocks: seconds of host time. */
-	ASSERT_EQ(0, mm_make(self->dev, &slow, 4096, 4096, 4096, 128, 128, 128, NULL));
+	ASSERT_EQ(0, mm_make_busy(self->dev, &slow, 4096, 4096, 4096));
 	ASSERT_EQ(0, tpurt_pallas_call_build(slow.k, slow.gs, &ppa, slow.args, 3, &desc, &len));
 	for (int i = 0; i < 3; i++)
 		handles[i] = tpurt_buffer_handle(tpurt_array_buffer(slow.args[i]));
@@ -669,10 +690,11 @@ TEST_F(job, limit_runs_from_device_start)
 	double start, slow_took;
 
 	/*
-	 * 16384 steps of 128-blocks: seconds of host time. Its own limit is
+	 * 32768 steps of 128-blocks: over a second of host time (16384 took
+	 * 0.64 s, too close to the 500 ms it must outlast). Its own limit is
 	 * a minute, so a loaded host cannot time out the job in front.
 	 */
-	ASSERT_EQ(0, mm_make(self->dev, &slow, 4096, 4096, 2048, 128, 128, 128, NULL));
+	ASSERT_EQ(0, mm_make_busy(self->dev, &slow, 4096, 4096, 4096));
 	ASSERT_EQ(0, tpurt_pallas_call_build(slow.k, slow.gs, &ppa, slow.args, 3,
 					     &slow_desc, &slow_len));
 	ASSERT_EQ(0, mm_make(self->dev, &fast, 256, 256, 256, 128, 128, 128, NULL));
