@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "tpu_gemm.h"
+#include "tpu_prefetch.h"
 
 /* K_INT8_AVX2: the AVX2 int8 kernel even where a faster one exists. */
 enum kind { K_OPENBLAS, K_F32, K_BF16, K_INT8, K_INT8_AVX2, KINDS };
@@ -264,6 +265,107 @@ static void bench_blockloop(int64_t size, int rounds)
 	operands_free(&o);
 }
 
+/*
+ * --- a Pallas grid of 128^3 blocks on one thread: each step's two input
+ * blocks are new, read in place from 4096 x 4096 arrays (rows 16 KiB
+ * apart). Beside it, the same call on hot data, copying a step's two
+ * blocks alone, and OpenBLAS on the whole problem: where a 128^3 grid
+ * loses against the whole sgemm ---
+ */
+
+#define SB	128
+
+/* Output blocks (i, j) of a walk, spread over the arrays: never hot. */
+#define WALK_BLOCKS	8
+
+static int64_t walk_block(int round, int b, int64_t nb)
+{
+	return ((int64_t)round * 5 + (int64_t)b * 3) % nb;
+}
+
+/* One walk: WALK_BLOCKS output blocks, each over every k step. */
+static double time_walk(enum kind kind, const struct operands *o, int round,
+			bool prefetch, bool copy_only)
+{
+	static float buf[2][SB * SB];
+	int64_t nb = o->n / SB;
+	double t = now();
+
+	for (int b = 0; b < WALK_BLOCKS; b++) {
+		int64_t i = walk_block(round, b, nb) * SB;
+		int64_t j = walk_block(round + 1, b, nb) * SB;
+
+		for (int64_t p = 0; p < o->k; p += SB) {
+			const float *pa = o->af + i * o->lda + p;
+			const float *pb = o->bf + p * o->ldb + j;
+
+			if (copy_only) {
+				for (int r = 0; r < SB; r++) {
+					memcpy(buf[0] + r * SB, pa + r * o->lda, SB * 4);
+					memcpy(buf[1] + r * SB, pb + r * o->ldb, SB * 4);
+				}
+				continue;
+			}
+			/* as the engine's pipeline does (tpu_pipeline.c) */
+			tpu_prefetch_clear();
+			if (prefetch && p + SB < o->k) {
+				tpu_prefetch_rows(pa + SB, SB, SB * 4, o->lda * 4);
+				tpu_prefetch_rows(pb + SB * o->ldb, SB, SB * 4, o->ldb * 4);
+			}
+			block_gemm(kind, o, i, j, p, SB, SB, SB, p > 0);
+		}
+	}
+	return now() - t;
+}
+
+static void bench_stream128(int64_t size, int rounds)
+{
+	enum { WHOLE, HOT, COLD, COLD_PF, BLAS_COLD, COPY, N };
+	static const char *const name[N] = {
+		"openblas_sgemm_1t_4096", "stream128_f32_hot_1t",
+		"stream128_f32_cold_1t", "stream128_f32_cold_prefetch_1t",
+		"stream128_openblas_cold_1t",
+	};
+	double best[N], steps = WALK_BLOCKS * (double)(size / SB);
+	double step_ops = 2.0 * SB * SB * SB;
+	struct operands o, hot;
+
+	operands_init(&o, size, size, size);
+	operands_init(&hot, SB, SB, SB);
+	for (int c = 0; c < N; c++)
+		best[c] = 1e30;
+	for (int r = 0; r < rounds; r++) {
+		double t[N];
+
+		t[WHOLE] = time_single(K_OPENBLAS, &o, 1) / (size / SB) /
+			   (size / SB) / (size / SB) * steps;
+		t[HOT] = time_single(K_F32, &hot, (int)steps);
+		t[HOT] *= steps;
+		t[COLD] = time_walk(K_F32, &o, r, false, false);
+		t[COLD_PF] = time_walk(K_F32, &o, r, true, false);
+		t[BLAS_COLD] = time_walk(K_OPENBLAS, &o, r, false, false);
+		t[COPY] = time_walk(K_F32, &o, r, false, true);
+		for (int c = 0; c < N; c++)
+			if (t[c] < best[c])
+				best[c] = t[c];
+	}
+	for (int c = 0; c < COPY; c++)
+		printf("bench: %s = %.1f GFLOP/s\n", name[c],
+		       step_ops * steps / best[c] / 1e9);
+	printf("bench: stream128_f32_cold_prefetch_vs_openblas_1t_4096 = %.2f x\n",
+	       best[WHOLE] / best[COLD_PF]);
+	printf("bench: stream128_f32_hot_vs_openblas_1t_4096 = %.2f x\n",
+	       best[WHOLE] / best[HOT]);
+	printf("bench: stream128_block_copy = %.1f GB/s\n",
+	       2.0 * SB * SB * 4 * steps / best[COPY] / 1e9);
+	printf("bench: stream128_block_copy_per_step = %.1f us\n",
+	       best[COPY] / steps * 1e6);
+	printf("bench: stream128_f32_hot_per_step = %.1f us\n",
+	       best[HOT] / steps * 1e6);
+	operands_free(&o);
+	operands_free(&hot);
+}
+
 int main(void)
 {
 	tpu_gemm_init();
@@ -272,5 +374,6 @@ int main(void)
 	bench_block_shape(512, 1024, 1024, 5);
 	bench_block_shape(128, 128, 128, 5);
 	bench_blockloop(4096, 3);
+	bench_stream128(4096, 5);
 	return 0;
 }
