@@ -31,9 +31,9 @@
 #define VEC_BYTES	(VEC * sizeof(float))
 /*
  * How long the blocker runs (TPU_BLOCK_SECONDS sets it): filling a queue
- * takes well under that, 0.02-0.25 s in make check's guest.
+ * takes well under that, 0.02-0.25 s in make check's idle guest.
  */
-#define BLOCK_SECONDS	1.5
+#define BLOCK_SECONDS	2.0
 /* How long freeing may lag behind a job's end (the scheduler's worker). */
 #define DRAIN_SECONDS	10.0
 /*
