@@ -134,38 +134,51 @@ static double act_ref(enum tpurt_activation a, double v)
 	return v;
 }
 
-/* act(s * x @ y + b) at (i, j); x (m, k) and y (k, n) logical. */
-static double ref_at(const struct mat *x, int tx, const struct mat *y, int ty,
-		     int64_t k, const struct mat *b, double s,
-		     enum tpurt_activation a, int64_t i, int64_t j)
+/*
+ * @rows rows of @k elements: logical row r of @m (@tr: stored transposed),
+ * or with @cols its logical column r. The references then read in order.
+ */
+static double *lines_of(const struct mat *m, int tr, bool cols, int64_t rows,
+			int64_t k)
 {
-	double acc = 0;
+	double *d = malloc((rows * k + 1) * sizeof(*d));
 
-	for (int64_t p = 0; p < k; p++)
-		acc += at(x, tx, i, p) * at(y, ty, p, j);
-	return act_ref(a, acc * s + (b ? b->h[j] : 0));
+	for (int64_t r = 0; d && r < rows; r++)
+		for (int64_t p = 0; p < k; p++)
+			d[r * k + p] = cols ? at(m, tr, p, r) : at(m, tr, r, p);
+	return d;
 }
 
-/* Count elements of z off the reference by more than @tol relative. */
+/*
+ * Count elements of z off act(s * x @ y + b) by more than @tol relative;
+ * x (m, k) and y (k, n) logical.
+ */
 static int check(struct __test_metadata *_metadata, struct mat *z,
 		 const struct mat *x, int tx, const struct mat *y, int ty,
 		 int64_t k, const struct mat *b, double s, enum tpurt_activation a,
 		 double tol)
 {
+	double *xr = lines_of(x, tx, false, z->r, k);
+	double *yc = lines_of(y, ty, true, z->c, k);
 	int bad = 0;
 
-	if (mat_sync(z))
+	if (!xr || !yc || mat_sync(z)) {
+		free(xr), free(yc);
 		return -1;
+	}
 	for (int64_t i = 0; i < z->r; i++) {
 		for (int64_t j = 0; j < z->c; j++) {
-			double want = ref_at(x, tx, y, ty, k, b, s, a, i, j);
-			double got = z->h[i * z->c + j];
+			double acc = 0, want, got = z->h[i * z->c + j];
 
+			for (int64_t p = 0; p < k; p++)
+				acc += xr[i * k + p] * yc[j * k + p];
+			want = act_ref(a, acc * s + (b ? b->h[j] : 0));
 			if (fabs(got - want) > tol * (1 + fabs(want)) && bad++ < 3)
 				TH_LOG("(%lld, %lld): got %.9g want %.9g", (long long)i,
 				       (long long)j, got, want);
 		}
 	}
+	free(xr), free(yc);
 	return bad;
 }
 
