@@ -37,14 +37,19 @@ FIXTURE_TEARDOWN(dma)
 	tpurt_close(self->dev);
 }
 
-/* A pattern that differs for every byte position and every @seed. */
+/*
+ * A pattern that differs for every byte position and every @seed: eight
+ * bytes a step of a 64-bit generator, not one: the guest's CPU is
+ * emulated.
+ */
 static void pattern(uint8_t *p, size_t n, uint32_t seed)
 {
-	uint32_t x = seed * 2654435761u + 1;
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1, v;
 
-	for (size_t i = 0; i < n; i++) {
-		x = x * 1103515245u + 12345u;
-		p[i] = (uint8_t)(x >> 16);
+	for (size_t i = 0; i < n; i += 8) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		v = x ^ (x >> 29);
+		memcpy(p + i, &v, n - i < 8 ? n - i : 8);
 	}
 }
 
