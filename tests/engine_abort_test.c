@@ -141,22 +141,37 @@ static double abort_latency(struct tdev *d, const void *blob, size_t len,
 }
 
 /*
- * Run @blob once to time it, then again aborting a third of the way in:
- * the abort stops it within a quarter of the full time (@what: the op or
- * the copy it stops inside).
+ * Time @blob (the quicker of two runs: the first also faults the arrays'
+ * pages in), then run it again aborting a third of the way in: the abort
+ * stops it within a quarter of the full time (@what: the op or the copy it
+ * stops inside). On a busy host a run can still finish before its abort
+ * lands (the aborting thread woke late, or the run was quicker than the
+ * timed ones): that run proves nothing either way, so up to three more,
+ * each aborted earlier, until one is stopped.
  */
 static void expect_prompt_abort(struct __test_metadata *_metadata,
 				struct tdev *d, const void *blob, size_t len,
 				const char *what)
 {
 	struct tpu_job_result res;
-	double full, late;
-	int ret;
+	double full = 0, late = 0;
+	int ret = 0;
 
-	full = now_ms();
-	ASSERT_EQ(0, tdev_run(d, blob, len, 0, &res)) TH_LOG("%s", res.message);
-	full = now_ms() - full;
-	late = abort_latency(d, blob, len, (unsigned int)(full * 1000 / 3), &ret);
+	for (int i = 0; i < 2; i++) {
+		double t = now_ms();
+
+		ASSERT_EQ(0, tdev_run(d, blob, len, 0, &res)) TH_LOG("%s", res.message);
+		t = now_ms() - t;
+		if (!i || t < full)
+			full = t;
+	}
+	for (int i = 0; i < 4 && ret != TPU_JOB_ERR_ABORTED; i++) {
+		late = abort_latency(d, blob, len,
+				     (unsigned int)(full * 1000 / (3 << i)), &ret);
+		if (ret != TPU_JOB_ERR_ABORTED)
+			TH_LOG("run %d ended (%d) before its abort, after 1/%d of %.1f ms",
+			       i, ret, 3 << i, full);
+	}
 	EXPECT_EQ(TPU_JOB_ERR_ABORTED, ret);
 	EXPECT_GT(full / 4, late)
 		TH_LOG("stopped %.1f ms after the abort; the %s takes %.1f ms",
