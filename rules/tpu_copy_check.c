@@ -85,8 +85,13 @@ int tpu_check_copy(const struct tpu_plan *plan, unsigned int i,
 	if (ret)
 		return ret;
 	/* a wait needs only the dst, whose bytes it takes */
-	if (op->opcode == TPU_OP_COPY_WAIT && op->src0.kind == TPU_REF_NONE)
+	if (op->opcode == TPU_OP_COPY_WAIT && op->src0.kind == TPU_REF_NONE) {
+		/* as every (none) ref: the driver checks the same */
+		if (op->src0.index)
+			return tpu_check_error(res, "op %u: src0 (none) has index %u: must be 0",
+					       i, op->src0.index);
 		return 0;
+	}
 	ret = copy_end(plan, i, op->src0, "src0", false, &src, res);
 	if (ret)
 		return ret;

@@ -775,6 +775,14 @@ TEST(copy_shape_and_dtype_mismatches)
 	EXPECT_FAIL(&t, TPU_JOB_ERR_DESCRIPTOR,
 		    "op 0: copy of int32 into float32: src0 and dst must have the same dtype");
 	mt_fini(&t);
+
+	/* a wait without a source: (none), index 0, as the driver requires */
+	copy_base_init(&t, TPU_DTYPE_F32);
+	jb_copy(t.b, TPU_OP_COPY_WAIT, JB_SCR(0),
+		(struct tpu_job_ref){ TPU_REF_NONE, 2 }, JB_SCR(1), NULL, NULL);
+	EXPECT_FAIL(&t, TPU_JOB_ERR_DESCRIPTOR,
+		    "op 0: src0 (none) has index 2: must be 0");
+	mt_fini(&t);
 }
 
 TEST(compute_ops_never_touch_any_and_never_write_inputs)
