@@ -232,22 +232,20 @@ static double time_openblas_2t(const struct operands *o)
 	return t;
 }
 
-static void bench_blockloop(int64_t size, int rounds)
+static void bench_blockloop(const struct operands *o, int rounds)
 {
-	struct operands o;
-	double anchor = 1e30, best[KINDS], ops = 2.0 * size * size * size;
+	double anchor = 1e30, best[KINDS], ops = 2.0 * o->m * o->n * o->k;
 	const enum kind kinds[] = { K_F32, K_BF16, K_INT8 };
 
-	operands_init(&o, size, size, size);
 	for (int c = 0; c < KINDS; c++)
 		best[c] = 1e30;
 	for (int r = 0; r < rounds; r++) {
-		double t = time_openblas_2t(&o);
+		double t = time_openblas_2t(o);
 
 		if (t < anchor)
 			anchor = t;
 		for (int c = 0; c < 3; c++) {
-			t = time_blockloop(kinds[c], &o);
+			t = time_blockloop(kinds[c], o);
 			if (t < best[kinds[c]])
 				best[kinds[c]] = t;
 		}
@@ -262,7 +260,6 @@ static void bench_blockloop(int64_t size, int rounds)
 		printf("bench: blockloop_vs_openblas_%s_4096 = %.2f x\n",
 		       kind_name[kinds[c]], anchor / best[kinds[c]]);
 	}
-	operands_free(&o);
 }
 
 /*
@@ -318,7 +315,7 @@ static double time_walk(enum kind kind, const struct operands *o, int round,
 	return now() - t;
 }
 
-static void bench_stream128(int64_t size, int rounds)
+static void bench_stream128(const struct operands *o, int rounds)
 {
 	enum { WHOLE, HOT, COLD, COLD_PF, BLAS_COLD, COPY, N };
 	static const char *const name[N] = {
@@ -326,25 +323,24 @@ static void bench_stream128(int64_t size, int rounds)
 		"stream128_f32_cold_1t", "stream128_f32_cold_prefetch_1t",
 		"stream128_openblas_cold_1t",
 	};
-	double best[N], steps = WALK_BLOCKS * (double)(size / SB);
+	int64_t nb = o->n / SB;
+	double best[N], steps = WALK_BLOCKS * (double)nb;
 	double step_ops = 2.0 * SB * SB * SB;
-	struct operands o, hot;
+	struct operands hot;
 
-	operands_init(&o, size, size, size);
 	operands_init(&hot, SB, SB, SB);
 	for (int c = 0; c < N; c++)
 		best[c] = 1e30;
 	for (int r = 0; r < rounds; r++) {
 		double t[N];
 
-		t[WHOLE] = time_single(K_OPENBLAS, &o, 1) / (size / SB) /
-			   (size / SB) / (size / SB) * steps;
-		t[HOT] = time_single(K_F32, &hot, (int)steps);
-		t[HOT] *= steps;
-		t[COLD] = time_walk(K_F32, &o, r, false, false);
-		t[COLD_PF] = time_walk(K_F32, &o, r, true, false);
-		t[BLAS_COLD] = time_walk(K_OPENBLAS, &o, r, false, false);
-		t[COPY] = time_walk(K_F32, &o, r, false, true);
+		/* the whole problem's time for as many flops as a walk */
+		t[WHOLE] = time_single(K_OPENBLAS, o, 1) / nb / nb / nb * steps;
+		t[HOT] = time_single(K_F32, &hot, (int)steps) * steps;
+		t[COLD] = time_walk(K_F32, o, r, false, false);
+		t[COLD_PF] = time_walk(K_F32, o, r, true, false);
+		t[BLAS_COLD] = time_walk(K_OPENBLAS, o, r, false, false);
+		t[COPY] = time_walk(K_F32, o, r, false, true);
 		for (int c = 0; c < N; c++)
 			if (t[c] < best[c])
 				best[c] = t[c];
@@ -362,18 +358,22 @@ static void bench_stream128(int64_t size, int rounds)
 	       best[COPY] / steps * 1e6);
 	printf("bench: stream128_f32_hot_per_step = %.1f us\n",
 	       best[HOT] / steps * 1e6);
-	operands_free(&o);
 	operands_free(&hot);
 }
 
 int main(void)
 {
+	struct operands big;
+
 	tpu_gemm_init();
 	printf("# openblas core %s; int8 kernel %s\n", openblas_get_corename(),
 	       tpu_gemm_i8_kernel());
 	bench_block_shape(512, 1024, 1024, 5);
 	bench_block_shape(128, 128, 128, 5);
-	bench_blockloop(4096, 3);
-	bench_stream128(4096, 5);
+	/* one 4096^3 problem for both: filling it takes seconds */
+	operands_init(&big, 4096, 4096, 4096);
+	bench_blockloop(&big, 3);
+	bench_stream128(&big, 5);
+	operands_free(&big);
 	return 0;
 }

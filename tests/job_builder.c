@@ -598,21 +598,26 @@ double ref_binary(unsigned int fn, double a, double b)
 	}
 }
 
+/* @rows rows of @k doubles; element (r, p) of @src at r * @rs + p * @ps. */
+static double *ref_rows(const void *src, unsigned int dtype, uint64_t rows,
+			uint64_t k, uint64_t rs, uint64_t ps)
+{
+	double *d = malloc((rows * k + 1) * sizeof(*d));
+
+	for (uint64_t r = 0; r < rows; r++)
+		for (uint64_t p = 0; p < k; p++)
+			d[r * k + p] = ref_get(src, dtype, r * rs + p * ps);
+	return d;
+}
+
 void ref_matmul(const struct mm_job *j, const void *x, const void *y,
 		const float *bias, void *z)
 {
 	/* x's rows and y's columns as doubles, once: the loop reads both in order */
-	double *xd = malloc((j->m * j->k + 1) * sizeof(*xd));
-	double *yd = malloc((j->n * j->k + 1) * sizeof(*yd));
+	bool tl = j->transpose_lhs, tr = j->transpose_rhs;
+	double *xd = ref_rows(x, j->in_dtype, j->m, j->k, tl ? 1 : j->k, tl ? j->m : 1);
+	double *yd = ref_rows(y, j->in_dtype, j->n, j->k, tr ? j->k : 1, tr ? 1 : j->n);
 
-	for (uint64_t r = 0; r < j->m; r++)
-		for (uint64_t p = 0; p < j->k; p++)
-			xd[r * j->k + p] = ref_get(x, j->in_dtype, j->transpose_lhs ?
-						   p * j->m + r : r * j->k + p);
-	for (uint64_t c = 0; c < j->n; c++)
-		for (uint64_t p = 0; p < j->k; p++)
-			yd[c * j->k + p] = ref_get(y, j->in_dtype, j->transpose_rhs ?
-						   c * j->k + p : p * j->n + c);
 	for (uint64_t r = 0; r < j->m; r++)
 		for (uint64_t c = 0; c < j->n; c++) {
 			const double *xr = xd + r * j->k, *yc = yd + c * j->k;
