@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "tpu_gemm.h"
@@ -42,14 +43,26 @@ static double now(void)
 	return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+#define HUGE_PAGE	((size_t)2 << 20)
+
+/*
+ * Arrays of a huge page or more on huge pages, as QEMU's guest RAM and
+ * bench_engine's HBM are: walking 128^3 blocks of 4096^2 f32 arrays, a
+ * step's two blocks took 22-24 us on 4 KiB pages, 12-19 us on huge ones.
+ */
 static void *alloc(size_t bytes)
 {
-	void *p = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+	size_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 64;
+	void *p;
 
+	bytes = (bytes + align - 1) & ~(align - 1);
+	p = aligned_alloc(align, bytes);
 	if (!p) {
 		perror("bench_gemm");
 		exit(1);
 	}
+	if (align == HUGE_PAGE)
+		madvise(p, bytes, MADV_HUGEPAGE);
 	return p;
 }
 
