@@ -64,7 +64,7 @@ int tpu_block_fetch(struct tpu_core *core, unsigned int i,
 		    const struct tpu_block_span *sp);
 
 /*
- * Queue input block @idx of operand @i for tpu_prefetch_issue() when its
+ * Queue input block @idx of operand @i for tpu_prefetch_take() when its
  * rows are equally spaced; nothing if @idx is bad (its own step fails).
  */
 void tpu_block_prefetch(struct tpu_core *core, unsigned int i,

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "tpu_prefetch.h"
 
-#include <immintrin.h>
-
 #define LINE		64
 #define MAX_RANGES	8	/* blocks queued per step; more are dropped */
 
@@ -43,26 +41,34 @@ void tpu_prefetch_rows(const void *p, uint64_t rows, uint64_t row_bytes,
 	queue.lines_left += rows * r->row_lines;
 }
 
-void tpu_prefetch_issue(uint64_t parts)
+unsigned int tpu_prefetch_take(const char **lines, unsigned int max,
+			       uint64_t parts)
 {
-	uint64_t n;
+	uint64_t n = queue.lines_left;
+	unsigned int got = 0;
 
-	if (!queue.lines_left)
-		return;
-	n = parts > 1 ? (queue.lines_left + parts - 1) / parts : queue.lines_left;
+	if (parts > 1)
+		n = (n + parts - 1) / parts;
+	if (n > max)
+		n = max;
 	queue.lines_left -= n;
-	while (n--) {
+	while (got < n) {
 		const struct prefetch_range *r = &queue.range[queue.at];
+		const char *row = r->p + queue.row * r->stride;
+		uint64_t take = r->row_lines - queue.line;
 
-		/* Into L2: the kernel's own working set keeps L1. */
-		_mm_prefetch(r->p + queue.row * r->stride + queue.line * LINE,
-			     _MM_HINT_T1);
-		if (++queue.line < r->row_lines)
-			continue;
+		if (take > n - got)
+			take = n - got;
+		for (uint64_t l = queue.line; l < queue.line + take; l++)
+			lines[got++] = row + l * LINE;
+		queue.line += take;
+		if (queue.line < r->row_lines)
+			break;
 		queue.line = 0;
 		if (++queue.row < r->rows)
 			continue;
 		queue.row = 0;
 		queue.at++;
 	}
+	return got;
 }

@@ -7,10 +7,11 @@
  * Blocks read in place in HBM have rows a whole array's row apart, each in
  * its own page, where the hardware prefetchers do not look ahead: at 128^3
  * f32 the GEMM waited on them for a quarter of each step. The pipeline
- * queues the next step's rows; long kernels issue them a share at a time
- * (tpu_prefetch_issue), so the requests overlap arithmetic instead of
- * queueing up behind each other. Only hints: the results never depend on
- * them. One queue per thread: a core runs on one worker thread.
+ * queues the next step's rows; long kernels take them a share at a time
+ * (tpu_prefetch_take) and issue them between their own loads, so the
+ * requests overlap arithmetic instead of queueing up behind each other.
+ * Only hints: the results never depend on them. One queue per thread: a
+ * core runs on one worker thread.
  */
 #ifndef TPU_PREFETCH_H
 #define TPU_PREFETCH_H
@@ -25,9 +26,13 @@ void tpu_prefetch_rows(const void *p, uint64_t rows, uint64_t row_bytes,
 		       uint64_t stride);
 
 /*
- * Issue 1/@parts of the lines still queued (all of them if @parts <= 1):
- * a kernel with @parts pieces of work left calls it once per piece.
+ * Up to @max of the lines still queued, 1/@parts of them (all if @parts
+ * <= 1), as addresses into @lines; returns how many. A kernel with @parts
+ * pieces of work left takes its share per piece and issues it spread over
+ * the piece's arithmetic: a burst of misses fills the core's line-fill
+ * buffers and stalls the kernel's own loads behind them.
  */
-void tpu_prefetch_issue(uint64_t parts);
+unsigned int tpu_prefetch_take(const char **lines, unsigned int max,
+			       uint64_t parts);
 
 #endif /* TPU_PREFETCH_H */
