@@ -198,7 +198,15 @@ done < <(grep '^CONFIG_' selftests/config)
 # command that runs python3.
 samples=$(make -s --no-print-directory list-samples) ||
 	result "$LOGS/guest-list.tap" fail "make list-samples: $samples"
-selftests=$(cut -d: -f2 "$BUILD/guest/kselftest/kselftest-list.txt")
+# The installed list names the selftests the guest's runner knows; a
+# list that is anything else (once it held a make database, from a
+# "make -p" run beside the build) would leave them unrun without a word.
+if grep -qvE '^tpu:tpu_[a-z0-9_]+$' "$BUILD/guest/kselftest/kselftest-list.txt"; then
+	result "$LOGS/guest-list.tap" fail "kselftest-list.txt has lines that are not tpu:NAME: make guest-selftests again"
+	selftests=
+else
+	selftests=$(cut -d: -f2 "$BUILD/guest/kselftest/kselftest-list.txt")
+fi
 guest_cmd() {	# guest_cmd SAMPLES SELFTESTS [python]
 	local t s want=" $(echo $2) " only= lanes=
 	if [ -n "$2" ]; then
@@ -242,8 +250,8 @@ for t in $CUSTOM_SELFTESTS; do
 		result "$LOGS/guest-list.tap" fail "check.sh: $t is not a selftest"
 done
 
-vm_pass() {	# vm_pass NAME OPTS [VM_MEM [GUEST_COMMAND]]
-	local name=$1 opts=$2 mem=${3:-2G} cmd=${4:-$GUEST_CMD} rc
+vm_pass() {	# vm_pass NAME OPTS VM_MEM GUEST_COMMAND SELFTESTS
+	local name=$1 opts=$2 mem=$3 cmd=$4 want=$5 rc t
 	echo "# vm: $name (tpu-mxu${opts:+,$opts})"
 	# A missing device fails the selftests here rather than skipping them.
 	# A pass took over 8 minutes on a busy 2-core machine (load 10): 900 s.
@@ -260,6 +268,12 @@ vm_pass() {	# vm_pass NAME OPTS [VM_MEM [GUEST_COMMAND]]
 	else
 		result "$LOGS/vm-$name.tap" fail "vm $name: guest exit $rc"
 	fi
+	# Each selftest the pass asked for has its runner's result line (a
+	# test the runner does not know only prints "No such test").
+	for t in $want; do
+		grep -qE "^(not )?ok [0-9]+ selftests: tpu: $t( |\$)" "$LOGS/vm-$name.out" ||
+			result "$LOGS/vm-$name.tap" fail "vm $name: selftest $t gave no result"
+	done
 	# tpu_hw_test's bad accesses must each have been logged by QEMU: the
 	# device's own refusals, and the wrong access sizes its MemoryRegionOps
 	# declare invalid.
@@ -274,10 +288,10 @@ vm_pass() {	# vm_pass NAME OPTS [VM_MEM [GUEST_COMMAND]]
 	[ "$DEBUG" = 0 ] ||
 		scripts/debug-reports.sh "$name" "$LOGS/vm-$name.console" | tee "$LOGS/debug-$name.tap"
 }
-vm_pass defaults "" 2G "$GUEST_CMD"
+vm_pass defaults "" 2G "$GUEST_CMD" "$selftests"
 # 4G of guest RAM puts pages above 4 GiB: DMA must use 64-bit addresses.
 vm_pass custom "hbm-size=2G,vmem-size=64M,vmem-limit=32M,smem-size=512K,cores=2,mxu-dim=256,mxu-count=2,peak-flops-bf16=918000000000000,peak-flops-f32=459000000000000,peak-ops-int8=1836000000000000,hbm-bandwidth=1640000000000,step-cost-ns=200,launch-cost-ns=50000,vpu-elems-per-s=12288000000000,eup-elems-per-s=3072000000000" 4G \
-	"$(guest_cmd "$CUSTOM_SAMPLES" "$CUSTOM_SELFTESTS")"
+	"$(guest_cmd "$CUSTOM_SAMPLES" "$CUSTOM_SELFTESTS")" "$CUSTOM_SELFTESTS"
 
 if [ -n "$host_pid" ]; then
 	wait "$host_pid"
