@@ -9,9 +9,12 @@
  *     completions reaped in batches (batch 1: one job at a time).
  * Prints `bench: NAME = VALUE UNIT` lines, latencies (median, p99) for the
  * one-at-a-time paths, and io_uring at batch 64 against ioctl_wait, the
- * anchor, measured in the same run.
+ * anchor, measured in the same run. ioctl_wait's latency is split into its
+ * parts: the SUBMIT ioctl, the JOB_INFO wait, and the device's own time for
+ * the job (its report's wall_ns), to see where a slow round trip went.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,14 +31,19 @@
 #define MAX_SAMPLES	200000
 #define WINDOW		64		/* syncobjs of the pipelined ioctl path */
 
+/* Microseconds, one per job. */
+struct samples {
+	double *us;
+	unsigned int n;
+};
+
 struct bench {
 	struct tpurt_device *dev;
 	int fd;
 	struct tpurt_buffer *in, *out;
 	uint32_t handles[2];
 	struct tpu_add_job job;
-	double *lat_us;
-	unsigned int nlat;
+	struct samples lat, submit, wait, device;
 	unsigned long failures;
 };
 
@@ -54,19 +62,32 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static void print_samples(struct samples *s, const char *name)
+{
+	if (!s->n)
+		return;
+	qsort(s->us, s->n, sizeof(double), cmp_double);
+	printf("bench: %s_median = %.1f us\n", name, s->us[s->n / 2]);
+	printf("bench: %s_p99 = %.1f us\n", name, s->us[(size_t)(s->n * 0.99)]);
+}
+
 static void print_latency(struct bench *b, const char *name)
 {
-	qsort(b->lat_us, b->nlat, sizeof(double), cmp_double);
-	printf("bench: %s_latency_median = %.1f us\n", name,
-	       b->lat_us[b->nlat / 2]);
-	printf("bench: %s_latency_p99 = %.1f us\n", name,
-	       b->lat_us[(size_t)(b->nlat * 0.99)]);
+	char what[64];
+
+	snprintf(what, sizeof(what), "%s_latency", name);
+	print_samples(&b->lat, what);
+}
+
+static void add_sample(struct samples *s, double us)
+{
+	if (s->n < MAX_SAMPLES)
+		s->us[s->n++] = us;
 }
 
 static void record_latency(struct bench *b, long long t0)
 {
-	if (b->nlat < MAX_SAMPLES)
-		b->lat_us[b->nlat++] = (now_ns() - t0) / 1000.0;
+	add_sample(&b->lat, (now_ns() - t0) / 1000.0);
 }
 
 static struct drm_tpu_submit submit_args(struct bench *b, uint32_t flags,
@@ -82,21 +103,34 @@ static struct drm_tpu_submit submit_args(struct bench *b, uint32_t flags,
 	};
 }
 
-/* One job, waited for: submit, then JOB_INFO(WAIT | RELEASE). */
-static int ioctl_wait_one(struct bench *b)
+/*
+ * One job, waited for: submit, then JOB_INFO(WAIT | RELEASE); with @parts,
+ * the time of each ioctl and the device's own time go into their samples.
+ */
+static int ioctl_wait_one(struct bench *b, bool parts)
 {
 	struct drm_tpu_submit s = submit_args(b, 0, 0);
+	struct tpu_job_report report;
 	struct drm_tpu_job_info info = {
 		.flags = DRM_TPU_JOB_INFO_WAIT | DRM_TPU_JOB_INFO_RELEASE,
+		.report_ptr = (uintptr_t)&report,
+		.report_size = sizeof(report),
 	};
+	long long t0 = now_ns(), t1;
 
 	if (drmIoctl(b->fd, DRM_IOCTL_TPU_SUBMIT, &s))
 		return -errno;
+	t1 = now_ns();
 	info.job_id = s.job_id;
 	if (drmIoctl(b->fd, DRM_IOCTL_TPU_JOB_INFO, &info))
 		return -errno;
 	if (info.status)
 		b->failures++;
+	if (parts) {
+		add_sample(&b->submit, (t1 - t0) / 1000.0);
+		add_sample(&b->wait, (now_ns() - t1) / 1000.0);
+		add_sample(&b->device, report.wall_ns / 1000.0);
+	}
 	return 0;
 }
 
@@ -107,13 +141,13 @@ static double run_ioctl_wait(struct bench *b)
 	int i;
 
 	for (i = 0; i < WARMUP; i++)
-		if (ioctl_wait_one(b))
+		if (ioctl_wait_one(b, false))
 			return -1;
-	b->nlat = 0;
+	b->lat.n = 0;
 	start = now_ns();
 	do {
 		t0 = now_ns();
-		if (ioctl_wait_one(b))
+		if (ioctl_wait_one(b, true))
 			return -1;
 		record_latency(b, t0);
 		n++;
@@ -186,7 +220,7 @@ static double run_uring(struct bench *b, unsigned int batch)
 
 	if (tpurt_queue_create(b->dev, 2 * batch, &q))
 		return -1;
-	b->nlat = 0;
+	b->lat.n = 0;
 	for (;;) {
 		if (warm >= WARMUP && !start)
 			start = now_ns();
@@ -236,7 +270,14 @@ int main(void)
 	b.fd = tpurt_device_fd(b.dev);
 	b.handles[TPU_BLOB_IN_SLOT] = tpurt_buffer_handle(b.in);
 	b.handles[TPU_BLOB_OUT_SLOT] = tpurt_buffer_handle(b.out);
-	b.lat_us = malloc(MAX_SAMPLES * sizeof(double));
+	b.lat.us = malloc(MAX_SAMPLES * sizeof(double));
+	b.submit.us = malloc(MAX_SAMPLES * sizeof(double));
+	b.wait.us = malloc(MAX_SAMPLES * sizeof(double));
+	b.device.us = malloc(MAX_SAMPLES * sizeof(double));
+	if (!b.lat.us || !b.submit.us || !b.wait.us || !b.device.us) {
+		fprintf(stderr, "bench_submit: out of memory\n");
+		return 1;
+	}
 	tpu_add_job_init(&b.job, VEC, 0, 1.0f, 0);
 	if (tpurt_device_submit_path(b.dev) != TPURT_PATH_URING) {
 		fprintf(stderr, "bench_submit: no io_uring commands here\n");
@@ -248,6 +289,9 @@ int main(void)
 		goto fail;
 	printf("bench: ioctl_wait_jobs_per_s = %.0f jobs/s\n", wait_rate);
 	print_latency(&b, "ioctl_wait");
+	print_samples(&b.submit, "ioctl_wait_submit_part");
+	print_samples(&b.wait, "ioctl_wait_wait_part");
+	print_samples(&b.device, "ioctl_wait_device_part");
 
 	pipe_rate = run_ioctl_pipelined(&b);
 	if (pipe_rate < 0)
