@@ -110,7 +110,7 @@ static struct drm_tpu_submit submit_args(struct bench *b, uint32_t flags,
 static int ioctl_wait_one(struct bench *b, bool parts)
 {
 	struct drm_tpu_submit s = submit_args(b, 0, 0);
-	struct tpu_job_report report;
+	struct tpu_job_report report = { 0 };
 	struct drm_tpu_job_info info = {
 		.flags = DRM_TPU_JOB_INFO_WAIT | DRM_TPU_JOB_INFO_RELEASE,
 		.report_ptr = (uintptr_t)&report,
