@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 #include "tpu_dtype.h"
 #include "tpu_engine.h"
 #include "tpu_gemm.h"
+#include "tpu_vmem.h"
 
 #define CORES		2
 #define MAX_SIZE	4096	/* the main table's largest */
@@ -94,10 +94,9 @@ static void dev_init(struct bench_dev *d, uint64_t hbm_size)
 	d->engine1 = engine_with(&d->cfg, 1);
 	d->engine = engine_with(&d->cfg, CORES);
 	d->hbm_size = hbm_size;
-	d->hbm = aligned_alloc(2 << 20, hbm_size);
+	d->hbm = tpu_vmem_alloc(hbm_size);
 	if (!d->hbm)
 		die("out of memory for HBM");
-	madvise(d->hbm, hbm_size, MADV_HUGEPAGE);
 }
 
 static unsigned int dev_alloc(struct bench_dev *d, uint64_t bytes)

@@ -13,11 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "tpu_gemm.h"
 #include "tpu_prefetch.h"
+#include "tpu_vmem.h"
 
 /* K_INT8_AVX2: the AVX2 int8 kernel even where a faster one exists. */
 enum kind { K_OPENBLAS, K_F32, K_BF16, K_INT8, K_INT8_AVX2, KINDS };
@@ -43,26 +43,19 @@ static double now(void)
 	return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-#define HUGE_PAGE	((size_t)2 << 20)
-
 /*
- * Arrays of a huge page or more on huge pages, as QEMU's guest RAM and
- * bench_engine's HBM are: walking 128^3 blocks of 4096^2 f32 arrays, a
- * step's two blocks took 22-24 us on 4 KiB pages, 12-19 us on huge ones.
+ * On huge pages, as QEMU's guest RAM and bench_engine's HBM are: walking
+ * 128^3 blocks of 4096^2 f32 arrays, a step's two blocks took 22-24 us on
+ * 4 KiB pages, 12-19 us on huge ones.
  */
 static void *alloc(size_t bytes)
 {
-	size_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 64;
-	void *p;
+	void *p = tpu_vmem_alloc(bytes);
 
-	bytes = (bytes + align - 1) & ~(align - 1);
-	p = aligned_alloc(align, bytes);
 	if (!p) {
 		perror("bench_gemm");
 		exit(1);
 	}
-	if (align == HUGE_PAGE)
-		madvise(p, bytes, MADV_HUGEPAGE);
 	return p;
 }
 

@@ -20,10 +20,9 @@ static uint64_t max_cols(const struct tpu_plan *plan)
 	return m;
 }
 
-/* Big buffers on huge pages: blocks are walked with strides of a page. */
 #define HUGE_PAGE	(2ull << 20)
 
-static void *vmem_alloc(uint64_t bytes)
+void *tpu_vmem_alloc(uint64_t bytes)
 {
 	uint64_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 64;
 	void *p;
@@ -43,7 +42,7 @@ void *tpu_vmem_get(struct tpu_core *core, unsigned int slot, uint64_t bytes)
 	if (v->p[slot] && v->size[slot] >= bytes)
 		return v->p[slot];
 	free(v->p[slot]);
-	v->p[slot] = vmem_alloc(bytes);
+	v->p[slot] = tpu_vmem_alloc(bytes);
 	v->size[slot] = v->p[slot] ? bytes : 0;
 	return v->p[slot];
 }

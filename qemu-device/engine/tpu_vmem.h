@@ -11,6 +11,14 @@
 
 #include "tpu_core.h"
 
+/*
+ * Host memory for a big buffer, as VMEM's are allocated: from a huge page
+ * (2 MiB) on, huge-page aligned and advised onto huge pages (blocks are
+ * walked with strides of a page), else 64-byte aligned for the GEMM.
+ * free() it; NULL if out of memory.
+ */
+void *tpu_vmem_alloc(uint64_t bytes);
+
 /* Buffer @slot of the core's VMEM, at least @bytes; NULL if out of memory. */
 void *tpu_vmem_get(struct tpu_core *core, unsigned int slot, uint64_t bytes);
 
