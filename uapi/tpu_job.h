@@ -543,8 +543,9 @@ enum tpu_unary {
  * @TPU_BINARY_MAX: max(a, b)
  * @TPU_BINARY_MIN: min(a, b)
  * @TPU_BINARY_DIV: a / b; IEEE division (x / 0 is inf or NaN) unless a, b
- *	and dst are all integer types: then floor division (Python's //), and
- *	b == 0 fails the job with %TPU_JOB_ERR_DIV_ZERO naming the op and step
+ *	and dst are all integer types (a whole-number %TPU_BCAST_IMM counts as
+ *	one): then floor division (Python's //), and b == 0 fails the job with
+ *	%TPU_JOB_ERR_DIV_ZERO naming the op and step
  * @TPU_BINARY_POW: a ** b (jnp.power)
  * @TPU_BINARY_MOD: a - b * floor(a / b) (Python's %, the sign of b); for
  *	integer types b == 0 fails as for %TPU_BINARY_DIV

@@ -194,8 +194,10 @@ static struct bsrc bsrc_of(const struct tpu_ref2d *ref, unsigned int bcast,
 	struct bsrc b = { ref, bcast, s->f, s->i, s->is_int };
 
 	if (bcast == TPU_BCAST_IMM) {
+		/* x // 3 on integers floors exactly: a whole immediate is an int */
 		b.f = tpu_op_imm(imm);
-		b.is_int = false;
+		b.is_int = b.f == nearbyint(b.f) && fabs(b.f) <= 0x1p62;
+		b.i = b.is_int ? (int64_t)b.f : 0;
 	} else if (bcast <= TPU_BCAST_COL) {
 		b.is_int = tpu_dtype_is_int(ref->dtype);
 	}
