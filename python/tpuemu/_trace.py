@@ -379,19 +379,39 @@ class Ref:
         if not isinstance(idx, tuple):
             idx = (idx,)
         parts = []
-        for e in idx:
+        after = None	# entries after an Ellipsis index the last dimensions
+        for n, e in enumerate(idx):
+            dim = n if after is None else len(self.shape) - (len(idx) - n)
             if e is Ellipsis:
+                if n == len(idx) - 1 and n:
+                    break	# x[0:8, ...]: the rest whole, as x[0:8]
                 parts.append("...")
+                after = n
             elif isinstance(e, slice):
-                if e.start is None and e.stop is None and e.step is None:
-                    parts.append(":")
-                else:
-                    raise trace_error("slices of a ref other than ':' (use pl.ds)")
+                parts.append(self._slice(e, dim))
             elif isinstance(e, Slice):
                 parts.append(e.render())
             else:
                 parts.append(_fmt(e))
         return ", ".join(parts)
+
+    def _slice(self, e, dim):
+        """A static Python slice as pl.ds: x_ref[:, 0:1] keeps the dimension."""
+        if e.start is None and e.stop is None and e.step is None:
+            return ":"
+        if any(isinstance(v, Value) for v in (e.start, e.stop, e.step)):
+            raise trace_error("ref '%s': a slice with traced bounds (%s); use pl.ds(start, size)"
+                              % (self.name, e))
+        if not 0 <= dim < len(self.shape):
+            raise trace_error("ref '%s' of shape %s: too many indices" % (self.name, self.shape))
+        start, stop, step = e.indices(self.shape[dim])
+        if step != 1:
+            raise trace_error("ref '%s': slice %s: strided reads are not supported "
+                              "(step %d)" % (self.name, e, step))
+        if stop <= start:
+            raise trace_error("ref '%s': slice %s of dimension %d (size %d) is empty"
+                              % (self.name, e, dim, self.shape[dim]))
+        return "pl.ds(%d, %d)" % (start, stop - start)
 
     def __getitem__(self, idx):
         ix = self._index(idx)

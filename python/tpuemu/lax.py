@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """The jax.lax functions a kernel body uses (tpuemu.lax as lax; jax.lax)."""
-from ._trace import Value, call, trace_error
+from ._trace import Value, call, recorder, trace_error
 
 # ((lhs contracting, rhs contracting), (lhs batch, rhs batch)) -> which
 # operand the MXU reads transposed: the statement syntax's x.T on a dot operand.
@@ -40,18 +40,18 @@ def broadcasted_iota(dtype, shape, dimension):
     return call("lax.broadcasted_iota", dtype, tuple(int(d) for d in shape), int(dimension))
 
 
-def _static_bound(x, what):
-    """A fori_loop bound as a Python int; a traced one cannot be unrolled."""
+def _static_bound(x, what, fn="lax.fori_loop"):
+    """A loop bound as a Python int; a traced one cannot be unrolled."""
     if isinstance(x, Value):
-        raise trace_error("lax.fori_loop: the %s bound (%s) is a traced value; the loop is "
+        raise trace_error("%s: the %s bound (%s) is a traced value; the loop is "
                           "unrolled while tracing, so its bounds must be Python ints "
-                          "(a grid dimension can loop on the device)" % (what, x.render()))
+                          "(a grid dimension can loop on the device)" % (fn, what, x.render()))
     try:
         import operator
         return operator.index(x)
     except TypeError:
-        raise trace_error("lax.fori_loop: the %s bound must be an int, not %r"
-                          % (what, x)) from None
+        raise trace_error("%s: the %s bound must be an int, not %r"
+                          % (fn, what, x)) from None
 
 
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
@@ -65,4 +65,84 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     return val
 
 
-__all__ = ["dot_general", "broadcasted_iota", "fori_loop"]
+def _unary(name, fn=None):
+    def f(x):
+        return call("jnp." + (fn or name), x)
+    f.__name__ = name
+    return f
+
+
+def _binary(name, fn=None):
+    def f(x, y):
+        return call("jnp." + (fn or name), x, y)
+    f.__name__ = name
+    return f
+
+
+# lax's element-wise functions that mean what the jnp ones of the device do
+# (lax.div and lax.rem truncate integers, lax.round rounds half away from
+# zero: those differ, so they are not here)
+exp, exp2, log, log1p, sqrt, rsqrt, tanh, abs, floor, ceil, sign, square = (  # noqa: A001
+    _unary(n) for n in "exp exp2 log log1p sqrt rsqrt tanh abs floor ceil sign square".split())
+neg = _unary("neg", "negative")
+logistic = _unary("logistic", "sigmoid")
+add, sub, mul, max, min, pow = (  # noqa: A001
+    _binary(n, f) for n, f in (("add", None), ("sub", "subtract"), ("mul", "multiply"),
+                               ("max", "maximum"), ("min", "minimum"), ("pow", "power")))
+eq, ne, lt, le, gt, ge = (
+    _binary(n, f) for n, f in (("eq", "equal"), ("ne", "not_equal"), ("lt", "less"),
+                               ("le", "less_equal"), ("gt", "greater"),
+                               ("ge", "greater_equal")))
+
+
+def select(pred, on_true, on_false):
+    return call("jnp.where", pred, on_true, on_false)
+
+
+def clamp(lo, x, hi):
+    return call("lax.clamp", lo, x, hi)
+
+
+def cond(pred, true_fun, false_fun, *operands):
+    """lax.cond. A Python predicate picks its branch while tracing; a traced
+    one runs each branch under pl.when(pred) and pl.when(~pred), so the
+    branches act through refs (stores, copies) and return nothing: a value
+    chosen per grid step is jnp.where(pred, a, b) of two values."""
+    if not isinstance(pred, Value):
+        return true_fun(*operands) if pred else false_fun(*operands)
+    rec = recorder()
+    out = []
+    for c, fn in ((pred, true_fun), (~pred, false_fun)):
+        rec.conds.append(c.render())
+        try:
+            out.append(fn(*operands))
+        finally:
+            rec.conds.pop()
+    if any(o is not None for o in out):
+        raise trace_error("lax.cond on a traced predicate (%s): its branches run under "
+                          "pl.when and must act through refs, not return values; "
+                          "for a value use jnp.where(pred, a, b)" % pred.render())
+    return None
+
+
+def while_loop(cond_fun, body_fun, init_val):
+    """lax.while_loop whose condition is known while tracing (it reads only
+    Python values): unrolled like fori_loop."""
+    val = init_val
+    for _ in range(1 << 16):
+        c = cond_fun(val)
+        if isinstance(c, Value):
+            raise trace_error("lax.while_loop: the condition (%s) is a traced value; the "
+                              "loop is unrolled while tracing, so it must depend on Python "
+                              "values only (lax.fori_loop with static bounds, or a grid "
+                              "dimension)" % c.render())
+        if not c:
+            return val
+        val = body_fun(val)
+    raise trace_error("lax.while_loop: still looping after 65536 iterations while tracing")
+
+
+__all__ = ["dot_general", "broadcasted_iota", "fori_loop", "cond", "while_loop", "select",
+           "clamp", "exp", "exp2", "log", "log1p", "sqrt", "rsqrt", "tanh", "abs", "floor",
+           "ceil", "sign", "square", "neg", "logistic", "add", "sub", "mul", "max", "min",
+           "pow", "eq", "ne", "lt", "le", "gt", "ge"]

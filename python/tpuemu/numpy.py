@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The jax.numpy functions a kernel body uses, traced (tpuemu.numpy as jnp)."""
 from ._trace import (float32, bfloat16, int8, uint8, int32, bool_, call, Value,
-                     Ref)
+                     Ref, trace_error)
 
 inf = float("inf")
 nan = float("nan")
@@ -80,6 +80,45 @@ def astype(x, dtype):
     return x.astype(dtype)
 
 
+def _shape(shape, fn):
+    """A block's shape as (rows, cols): values in a kernel are 2-D."""
+    try:
+        shape = tuple(int(d) for d in shape)
+    except TypeError:
+        raise trace_error("jnp.%s: the shape must be a tuple of ints, not %r"
+                          % (fn, shape)) from None
+    if len(shape) != 2:
+        raise trace_error("jnp.%s: shape %r: a kernel's arrays are 2-D (rows, cols)"
+                          % (fn, shape))
+    return shape
+
+
+def zeros(shape, dtype=None):
+    """jnp.zeros: float32 unless dtype says otherwise."""
+    return call("jnp.zeros", _shape(shape, "zeros"), dtype=dtype or float32)
+
+
+def ones(shape, dtype=None):
+    return call("jnp.full", _shape(shape, "ones"), 1, dtype=dtype or float32)
+
+
+def full(shape, fill_value, dtype=None):
+    """jnp.full: the fill's dtype unless dtype says otherwise."""
+    if dtype is None:
+        return call("jnp.full", _shape(shape, "full"), fill_value)
+    return call("jnp.full", _shape(shape, "full"), fill_value, dtype=dtype)
+
+
+def broadcast_to(x, shape):
+    """jnp.broadcast_to of a row, a column or a scalar: x plus zeros of
+    the shape (the device broadcasts rows, columns and scalars)."""
+    shape = _shape(shape, "broadcast_to")
+    if not isinstance(x, (Value, Ref)):
+        return full(shape, x)
+    return call("jnp.add", _v(x), zeros(shape, _v(x).dtype))
+
+
 __all__ = ["float32", "bfloat16", "int8", "uint8", "int32", "bool_", "inf", "nan",
            "dot", "matmul", "where", "clip", "sum", "max", "min", "full_like", "astype",
-           "exp", "maximum", "minimum", "zeros_like", "ones_like"]
+           "exp", "maximum", "minimum", "zeros_like", "ones_like", "zeros", "ones", "full",
+           "broadcast_to"]

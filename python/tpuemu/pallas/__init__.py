@@ -68,6 +68,41 @@ def when(cond):
     return deco
 
 
+def multiple_of(x, n):
+    """pl.multiple_of: a hint to Mosaic that x is a multiple of n; the
+    value itself."""
+    return x
+
+
+def cdiv(a, b):
+    """pl.cdiv: a / b rounded up."""
+    return (a + b - 1) // b
+
+
+def loop(lower, upper, *, step=1, unroll=None):
+    """@pl.loop(lower, upper, step=...): the decorated body(i) traced once
+    per i, as lax.fori_loop with static bounds is."""
+    from .. import lax
+    lo = lax._static_bound(lower, "lower", "pl.loop")
+    hi = lax._static_bound(upper, "upper", "pl.loop")
+    step = lax._static_bound(step, "step", "pl.loop")
+
+    def deco(body):
+        for i in range(lo, hi, step):
+            body(i)
+        return body
+    return deco
+
+
+def dot(a, b, trans_a=False, trans_b=False, allow_tf32=None, precision=None):
+    """pl.dot: a @ b with either operand read transposed, in float32 as
+    Pallas's preferred_element_type."""
+    from .. import numpy as jnp
+    a = a.T if trans_a else a
+    b = b.T if trans_b else b
+    return jnp.dot(a, b, preferred_element_type=_trace.float32)
+
+
 def run_scoped(f, *types, **named_types):
     """pl.run_scoped(f, *types): f called at once with a scratch ref per
     type (pltpu.VMEM(shape, dtype), pltpu.SMEM(...), pltpu.SemaphoreType.DMA
@@ -307,4 +342,4 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
 
 
 __all__ = ["pallas_call", "BlockSpec", "GridSpec", "program_id", "num_programs", "when",
-           "ds", "run_scoped", "Buffered", "ANY", "TraceError", "trace_error"]
+           "ds", "run_scoped", "multiple_of", "cdiv", "loop", "dot", "Buffered", "ANY", "TraceError", "trace_error"]

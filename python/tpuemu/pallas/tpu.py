@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """jax.experimental.pallas.tpu over libtpurt (tpuemu.pallas.tpu as pltpu)."""
-from . import GridSpec
+from . import GridSpec, run_scoped  # noqa: F401  (pltpu.run_scoped, as older JAX has it)
 from .. import _trace
 from .._trace import Ref, Window, scalar, trace_error
 

@@ -1,0 +1,212 @@
+# SPDX-License-Identifier: MIT
+"""The rest of the JAX surface kernels in JAX's docs and tests use: jnp.zeros,
+ones, full, broadcast_to; lax's element-wise functions, select, clamp,
+cond and while_loop; pl.loop, pl.dot, pl.multiple_of, pl.cdiv; static
+slices of refs; pltpu.run_scoped; integer // and % as Python floors them."""
+import numpy as np
+import pytest
+
+import tpuemu as jax
+import tpuemu.numpy as jnp
+from tpuemu import lax
+from tpuemu import pallas as pl
+from tpuemu.pallas import tpu as pltpu
+
+
+def _x(shape=(8, 128), seed=0):
+    return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+
+
+def _call(kernel, *args, out=None, **kw):
+    out = out or jax.ShapeDtypeStruct(args[0].shape, args[0].dtype)
+    return np.asarray(pl.pallas_call(kernel, out_shape=out, **kw)(*args))
+
+
+# --- jnp constructors ---
+
+def test_zeros_ones_full_and_their_dtypes():
+    def k(x_ref, o_ref, i_ref):
+        acc = jnp.zeros((8, 128), jnp.float32) + jnp.ones((8, 128))
+        o_ref[...] = acc * jnp.full((8, 128), 3.0) + x_ref[...]
+        i_ref[...] = jnp.full((8, 128), 7, jnp.int32) + jnp.zeros((8, 128), jnp.int32)
+
+    x = _x()
+    o, i = pl.pallas_call(k, out_shape=(jax.ShapeDtypeStruct((8, 128), np.float32),
+                                        jax.ShapeDtypeStruct((8, 128), np.int32)))(x)
+    np.testing.assert_allclose(np.asarray(o), x + 3.0, rtol=1e-6)
+    assert np.asarray(i).dtype == np.int32 and (np.asarray(i) == 7).all()
+
+
+def test_zeros_of_a_3d_shape_is_refused():
+    def k(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + jnp.zeros((2, 8, 128))
+
+    with pytest.raises(pl.TraceError, match="2-D"):
+        _call(k, _x())
+
+
+def test_broadcast_to_of_a_column_a_row_and_a_scalar():
+    def k(c_ref, r_ref, o_ref):
+        o_ref[...] = (jnp.broadcast_to(c_ref[...], (8, 128)) +
+                      jnp.broadcast_to(r_ref[...], (8, 128)) * 2.0 +
+                      jnp.broadcast_to(0.5, (8, 128)))
+
+    c, r = _x((8, 1), 1), _x((1, 128), 2)
+    got = _call(k, c, r, out=jax.ShapeDtypeStruct((8, 128), np.float32))
+    np.testing.assert_allclose(got, c + r * 2.0 + 0.5, rtol=1e-6)
+
+
+# --- lax ---
+
+def test_lax_elementwise_functions():
+    def k(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = (lax.rsqrt(lax.abs(x) + 1.0) + lax.exp(lax.neg(x)) +
+                      lax.logistic(x) + lax.max(x, 0.25) - lax.min(x, -0.25) +
+                      lax.select(lax.gt(x, 0.0), x, lax.square(x)) +
+                      lax.clamp(-0.5, x, 0.5))
+
+    x = _x(seed=3)
+    want = (1 / np.sqrt(np.abs(x) + 1) + np.exp(-x) + 1 / (1 + np.exp(-x)) +
+            np.maximum(x, .25) - np.minimum(x, -.25) + np.where(x > 0, x, x * x) +
+            np.clip(x, -.5, .5))
+    np.testing.assert_allclose(_call(k, x), want, rtol=2e-5, atol=2e-6)
+
+
+def test_cond_on_a_python_predicate_picks_a_branch():
+    def k(x_ref, o_ref):
+        o_ref[...] = lax.cond(x_ref.shape[0] == 8, lambda: x_ref[...] * 2.0,
+                              lambda: x_ref[...])
+
+    x = _x(seed=4)
+    np.testing.assert_allclose(_call(k, x), x * 2.0)
+
+
+def test_cond_on_a_traced_predicate_runs_each_branch_under_when():
+    def k(x_ref, o_ref):
+        def first():
+            o_ref[...] = x_ref[...]
+
+        def later():
+            o_ref[...] = -x_ref[...]
+        lax.cond(pl.program_id(0) == 0, first, later)
+
+    x = _x((8, 128), 5)
+    got = _call(k, x, out=jax.ShapeDtypeStruct((24, 128), np.float32), grid=(3,),
+                in_specs=[pl.BlockSpec((8, 128), lambda i: (0, 0))],
+                out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)))
+    np.testing.assert_array_equal(got, np.concatenate([x, -x, -x]))
+
+
+def test_cond_on_a_traced_predicate_returning_values_is_refused():
+    def k(x_ref, o_ref):
+        o_ref[...] = lax.cond(pl.program_id(0) == 0, lambda: x_ref[...],
+                              lambda: -x_ref[...])
+
+    with pytest.raises(pl.TraceError, match="jnp.where"):
+        _call(k, _x(), grid=(1,))
+
+
+def test_while_loop_with_a_static_condition_unrolls():
+    def k(x_ref, o_ref):
+        n, acc = lax.while_loop(lambda s: s[0] < 3, lambda s: (s[0] + 1, s[1] + x_ref[...]),
+                                (0, jnp.zeros((8, 128))))
+        o_ref[...] = acc
+
+    x = _x(seed=6)
+    np.testing.assert_allclose(_call(k, x), x + x + x, rtol=1e-6)
+
+
+def test_while_loop_with_a_traced_condition_is_refused():
+    def k(x_ref, o_ref):
+        o_ref[...] = lax.while_loop(lambda v: pl.program_id(0) < 2, lambda v: v, x_ref[...])
+
+    with pytest.raises(pl.TraceError, match="traced value"):
+        _call(k, _x(), grid=(1,))
+
+
+# --- pl helpers ---
+
+def test_pl_loop_with_step_and_multiple_of():
+    def k(x_ref, o_ref):
+        o_ref[...] = jnp.zeros_like(o_ref)
+
+        @pl.loop(0, 32, step=8)
+        def _(i):
+            o_ref[...] += x_ref[pl.ds(pl.multiple_of(i, 8), 8), :]
+
+    x = _x((32, 128), 7)
+    got = _call(k, x, out=jax.ShapeDtypeStruct((8, 128), np.float32))
+    np.testing.assert_allclose(got, x.reshape(4, 8, 128).sum(0), rtol=1e-5)
+    assert pl.cdiv(1000, 128) == 8 and pl.cdiv(1024, 128) == 8
+
+
+def test_pl_dot_transposes_either_operand():
+    def k(a_ref, b_ref, o_ref, p_ref):
+        o_ref[...] = pl.dot(a_ref[...], b_ref[...], trans_b=True)
+        p_ref[...] = pl.dot(a_ref[...], b_ref[...], trans_a=True)
+
+    a, b = _x((128, 128), 8), _x((128, 128), 9)
+    o, p = pl.pallas_call(k, out_shape=(jax.ShapeDtypeStruct((128, 128), np.float32),) * 2)(a, b)
+    np.testing.assert_allclose(np.asarray(o), a @ b.T, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(p), a.T @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_static_row_slices_read_as_pl_ds():
+    def k(x_ref, o_ref):
+        o_ref[...] = x_ref[8:16, :] + x_ref[-8:, ...] - x_ref[0:8]
+
+    x = _x((32, 128), 10)
+    got = _call(k, x, out=jax.ShapeDtypeStruct((8, 128), np.float32))
+    np.testing.assert_allclose(got, x[8:16] + x[24:32] - x[0:8], rtol=1e-6)
+
+
+def test_strided_and_empty_slices_are_refused():
+    def strided(x_ref, o_ref):
+        o_ref[...] = x_ref[0:16:2, :]
+
+    def empty(x_ref, o_ref):
+        o_ref[...] = x_ref[8:8, :]
+
+    with pytest.raises(pl.TraceError, match="strided"):
+        _call(strided, _x((16, 128)), out=jax.ShapeDtypeStruct((8, 128), np.float32))
+    with pytest.raises(pl.TraceError, match="empty"):
+        _call(empty, _x((16, 128)), out=jax.ShapeDtypeStruct((8, 128), np.float32))
+
+
+def test_pltpu_run_scoped_is_pl_run_scoped():
+    def k(x_ref, o_ref):
+        def body(buf):
+            buf[...] = x_ref[...] + 1.0
+            o_ref[...] = buf[...] * 2.0
+        pltpu.run_scoped(body, pltpu.VMEM((8, 128), jnp.float32))
+
+    x = _x(seed=11)
+    np.testing.assert_allclose(_call(k, x), (x + 1.0) * 2.0, rtol=1e-6)
+
+
+# --- integer division as Python and jnp floor it ---
+
+@pytest.mark.parametrize("d", [3, -4, 7])
+def test_integer_floor_division_and_modulo_by_a_constant(d):
+    def k(x_ref, q_ref, r_ref):
+        q_ref[...] = x_ref[...] // d
+        r_ref[...] = x_ref[...] % d
+
+    x = np.random.default_rng(12).integers(-1000, 1000, (8, 128), dtype=np.int32)
+    q, r = pl.pallas_call(k, out_shape=(jax.ShapeDtypeStruct((8, 128), np.int32),) * 2)(x)
+    np.testing.assert_array_equal(np.asarray(q), x // d)
+    np.testing.assert_array_equal(np.asarray(r), x % d)
+
+
+def test_integer_floor_division_of_arrays_and_of_a_constant_by_an_array():
+    def k(x_ref, y_ref, q_ref, c_ref):
+        q_ref[...] = x_ref[...] // y_ref[...]
+        c_ref[...] = 7 // y_ref[...]
+
+    rng = np.random.default_rng(13)
+    x = rng.integers(-1000, 1000, (8, 128), dtype=np.int32)
+    y = rng.integers(1, 50, (8, 128), dtype=np.int32) * rng.choice([-1, 1], (8, 128)).astype(np.int32)
+    q, c = pl.pallas_call(k, out_shape=(jax.ShapeDtypeStruct((8, 128), np.int32),) * 2)(x, y)
+    np.testing.assert_array_equal(np.asarray(q), x // y)
+    np.testing.assert_array_equal(np.asarray(c), 7 // y)
