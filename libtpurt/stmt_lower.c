@@ -811,16 +811,22 @@ static int lower_tile_arg(struct stmt_ctx *c, const struct stmt_node *n,
 	return 0;
 }
 
+/*
+ * jnp.sum/max/min(x, axis, keepdims); for jnp.mean, @count (when not NULL)
+ * gets how many elements each result summed and @name is "mean".
+ */
 static int lower_reduce(struct stmt_ctx *c, const struct stmt_node *call, int fn,
-			const struct dest *d, struct value *v)
+			const char *name, const struct dest *d, struct value *v,
+			int64_t *count)
 {
 	static const char *const kws[] = { "axis", "keepdims", NULL };
-	const char *name = tpurt_stmt_reduce_name((unsigned int)fn);
 	const struct stmt_node *axis_node = stmt_kwarg(call, "axis");
 	struct value x, y;
 	enum tpurt_dtype t;
 	int axis = 0, keep = 0;
 
+	if (!name)
+		name = tpurt_stmt_reduce_name((unsigned int)fn);
 	if (call->nargs == 2 && !call->nkw && fn != TPU_REDUCE_SUM) {
 		/* Python's max(a, b) on scalars: a pl.when condition's */
 		if (stmt_lower_node(c, call->arg[0], NULL, &x) || stmt_lower_node(c, call->arg[1], NULL, &y))
@@ -848,11 +854,26 @@ static int lower_reduce(struct stmt_ctx *c, const struct stmt_node *call, int fn
 	t = fn == TPU_REDUCE_SUM && x.dtype == TPURT_BOOL ? TPURT_INT32 : x.dtype;
 	if (d && !strcmp(d->name, x.ref))
 		d = NULL;
+	if (count)
+		*count = axis ? x.cols : x.rows;
 	if (result(c, d, t, axis ? x.rows : 1, axis ? 1 : x.cols, call->col, v))
 		return c->err;
 	release(c, &x);
 	return stmt_emitted(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn, v->ref,
 						   x.ref, axis), call->col);
+}
+
+/* jnp.mean(x, axis, keepdims): the sum, then true division by the count. */
+static int lower_mean(struct stmt_ctx *c, const struct stmt_node *call,
+		      const struct dest *d, struct value *v)
+{
+	struct value sum, n;
+	int64_t count;
+
+	if (lower_reduce(c, call, TPU_REDUCE_SUM, "mean", NULL, &sum, &count))
+		return c->err;
+	imm_of(&n, (double)count, 1);
+	return stmt_lower_binary(c, TPU_BINARY_DIV, 0, &sum, &n, d, call->col, v);
 }
 
 /* One side of where(): a ref whole, a row, a column or an immediate. */
@@ -1212,7 +1233,9 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 		return stmt_lower_binary(c, fn.fn, 0, &x, &y, d, call->col, v);
 	}
 	case FN_REDUCE:
-		return lower_reduce(c, call, fn.fn, d, v);
+		return lower_reduce(c, call, fn.fn, NULL, d, v, NULL);
+	case FN_MEAN:
+		return lower_mean(c, call, d, v);
 	case FN_WHERE:
 		return lower_where(c, call, d, v);
 	case FN_DOT:

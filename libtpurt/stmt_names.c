@@ -64,6 +64,7 @@ static const struct name_entry functions[] = {
 	{ "amax", FN_REDUCE, TPU_REDUCE_MAX },
 	{ "min", FN_REDUCE, TPU_REDUCE_MIN },
 	{ "amin", FN_REDUCE, TPU_REDUCE_MIN },
+	{ "mean", FN_MEAN, 0 },		/* sum, then / the count */
 	{ "where", FN_WHERE, 0 },
 	{ "select", FN_WHERE, 0 },
 	{ "dot", FN_DOT, 0 },

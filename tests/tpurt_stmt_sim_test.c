@@ -206,6 +206,57 @@ TEST_F(sim, elementwise_broadcasts_and_smem_scalars)
 	tpurt_array_free(c), tpurt_array_free(o);
 }
 
+/* jnp.mean along rows and columns: the sum divided by the count, in f32. */
+TEST_F(sim, mean_is_the_sum_over_the_count)
+{
+	enum { R = 16, C = 256 };
+	int64_t grid[1] = { 1 };
+	struct tpurt_array *x, *r, *c;
+	struct tpurt_block_spec xs = { 2, { R, C }, "i -> 0, 0" };
+	struct tpurt_block_spec rs = { 2, { R, 1 }, "i -> 0, 0" };
+	struct tpurt_block_spec cs = { 2, { 1, C }, "i -> 0, 0" };
+	struct tpurt_grid_spec *gs;
+	struct tpurt_kernel *k;
+	const float *xv, *rv, *cv;
+
+	x = new_array(self->dev, TPURT_F32, 2, R, C, 0, 12);
+	r = new_array(self->dev, TPURT_F32, 2, R, 1, 0, 13);
+	c = new_array(self->dev, TPURT_F32, 2, 1, C, 0, 14);
+	ASSERT_EQ(0, tpurt_grid_spec_create(1, grid, &gs));
+	ASSERT_EQ(0, tpurt_grid_spec_add_input(gs, "x", &xs));
+	ASSERT_EQ(0, tpurt_grid_spec_add_output(gs, "r", &rs));
+	ASSERT_EQ(0, tpurt_grid_spec_add_output(gs, "c", &cs));
+	tpurt_grid_spec_set_dtype(gs, "x", TPURT_F32);
+	tpurt_grid_spec_set_dtype(gs, "r", TPURT_F32);
+	tpurt_grid_spec_set_dtype(gs, "c", TPURT_F32);
+	ASSERT_EQ(0, tpurt_kernel_create(&k));
+	ASSERT_EQ(0, tpurt_kernel_stmts(k, gs,
+		"r[...] = jnp.mean(x[...], axis=1, keepdims=True)\n"
+		"c[...] = jnp.mean(x[...], axis=0, keepdims=True)\n")) TH_LOG("%s", tpurt_last_error());
+	EXPECT_EQ(-EINVAL, tpurt_kernel_stmt(k, gs, "r[...] = jnp.mean(x[...])"));
+	EXPECT_NE(NULL, strstr(tpurt_last_error(), "mean over the whole array"));
+	ASSERT_EQ(0, tpurt_pallas_call(k, gs, NULL, (struct tpurt_array *[]){ x, r, c },
+				       3, NULL)) TH_LOG("%s", tpurt_last_error());
+	xv = tpurt_array_map(x), rv = tpurt_array_map(r), cv = tpurt_array_map(c);
+	for (int i = 0; i < R; i++) {
+		double s = 0;
+
+		for (int j = 0; j < C; j++)
+			s += xv[i * C + j];
+		EXPECT_EQ((float)(s / C), rv[i]);	/* small integers: exact */
+	}
+	for (int j = 0; j < C; j++) {
+		double s = 0;
+
+		for (int i = 0; i < R; i++)
+			s += xv[i * C + j];
+		EXPECT_EQ((float)(s / R), cv[j]);
+	}
+	tpurt_kernel_free(k);
+	tpurt_grid_spec_free(gs);
+	tpurt_array_free(x), tpurt_array_free(r), tpurt_array_free(c);
+}
+
 /* A (None, 128, 64) block of a (4, 128, 64) array is a (128, 64) ref. */
 TEST_F(sim, squeezed_block_dims)
 {

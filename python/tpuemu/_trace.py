@@ -69,6 +69,13 @@ class DType:
     def __hash__(self):
         return hash(self.name)
 
+    def __call__(self, x):
+        """jnp.float32(x): a traced value cast, a Python number as it is
+        (a kernel's constants are weakly typed)."""
+        if isinstance(x, Value):
+            return x.astype(self)
+        return x
+
 
 float32 = DType("float32", 0, "float32")
 bfloat16 = DType("bfloat16", 1, "uint16")
@@ -329,6 +336,28 @@ class Value:
 
     def astype(self, dtype):
         return Value("method", "astype", (self, _DT(dtype)), self.reads)
+
+    # x.sum(axis=1, keepdims=True) and the like: jnp's functions
+    def sum(self, axis=None, keepdims=False):
+        return _reduce_call("sum", self, axis, keepdims)
+
+    def max(self, axis=None, keepdims=False):
+        return _reduce_call("max", self, axis, keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        return _reduce_call("min", self, axis, keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        return _reduce_call("mean", self, axis, keepdims)
+
+
+def _reduce_call(name, x, axis=None, keepdims=False):
+    """jnp.NAME(x, axis, keepdims) as a statement-syntax call."""
+    if axis is None:
+        return call("jnp." + name, x)
+    if keepdims:
+        return call("jnp." + name, x, axis=axis, keepdims=True)
+    return call("jnp." + name, x, axis=axis)
 
 
 class _DT:

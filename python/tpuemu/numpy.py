@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The jax.numpy functions a kernel body uses, traced (tpuemu.numpy as jnp)."""
 from ._trace import (float32, bfloat16, int8, uint8, int32, bool_, call, Value,
-                     Ref, trace_error)
+                     Ref, trace_error, _reduce_call)
 
 inf = float("inf")
 nan = float("nan")
@@ -58,11 +58,7 @@ def clip(x, lo, hi):
 
 def _reduce(name):
     def f(x, axis=None, keepdims=False):
-        if axis is None:
-            return call("jnp." + name, x)
-        if keepdims:
-            return call("jnp." + name, x, axis=axis, keepdims=True)
-        return call("jnp." + name, x, axis=axis)
+        return _reduce_call(name, x, axis, keepdims)
     f.__name__ = name
     return f
 
@@ -70,6 +66,7 @@ def _reduce(name):
 sum = _reduce("sum")	# noqa: A001
 max = _reduce("max")	# noqa: A001
 min = _reduce("min")	# noqa: A001
+mean = _reduce("mean")
 
 
 def full_like(x, v):
@@ -119,6 +116,6 @@ def broadcast_to(x, shape):
 
 
 __all__ = ["float32", "bfloat16", "int8", "uint8", "int32", "bool_", "inf", "nan",
-           "dot", "matmul", "where", "clip", "sum", "max", "min", "full_like", "astype",
+           "dot", "matmul", "where", "clip", "sum", "max", "min", "mean", "full_like", "astype",
            "exp", "maximum", "minimum", "zeros_like", "ones_like", "zeros", "ones", "full",
            "broadcast_to"]

@@ -2,7 +2,8 @@
 """The rest of the JAX surface kernels in JAX's docs and tests use: jnp.zeros,
 ones, full, broadcast_to; lax's element-wise functions, select, clamp,
 cond and while_loop; pl.loop, pl.dot, pl.multiple_of, pl.cdiv; static
-slices of refs; pltpu.run_scoped; integer // and % as Python floors them."""
+slices of refs; pltpu.run_scoped; integer // and % as Python floors them;
+jnp.mean and reductions as methods, jax.nn.softmax, dtypes called."""
 import numpy as np
 import pytest
 
@@ -210,3 +211,70 @@ def test_integer_floor_division_of_arrays_and_of_a_constant_by_an_array():
     q, c = pl.pallas_call(k, out_shape=(jax.ShapeDtypeStruct((8, 128), np.int32),) * 2)(x, y)
     np.testing.assert_array_equal(np.asarray(q), x // y)
     np.testing.assert_array_equal(np.asarray(c), 7 // y)
+
+
+# --- reductions as methods, mean, softmax, dtype calls ---
+
+def test_layer_norm_with_mean_and_methods():
+    def k(x_ref, o_ref):
+        x = x_ref[...]
+        mu = jnp.mean(x, axis=-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(axis=1, keepdims=True)
+        o_ref[...] = (x - mu) * lax.rsqrt(var + 1e-5) + x.max(axis=1, keepdims=True) * 0.0
+
+    x = _x((16, 256), 14)
+    want = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(_call(k, x), want, rtol=1e-4, atol=1e-5)
+
+
+def test_mean_of_columns_and_of_integers_is_float():
+    def k(x_ref, i_ref, o_ref, m_ref):
+        o_ref[...] = jnp.mean(x_ref[...], axis=0, keepdims=True)
+        m_ref[...] = i_ref[...].mean(axis=1, keepdims=True)
+
+    x = _x((8, 128), 15)
+    i = np.arange(8 * 128, dtype=np.int32).reshape(8, 128)
+    o, m = pl.pallas_call(k, out_shape=(jax.ShapeDtypeStruct((1, 128), np.float32),
+                                        jax.ShapeDtypeStruct((8, 1), np.float32)))(x, i)
+    np.testing.assert_allclose(np.asarray(o), x.mean(0, keepdims=True), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(m), i.mean(1, keepdims=True), rtol=1e-6)
+
+
+def test_mean_over_the_whole_array_names_mean():
+    def k(x_ref, o_ref):
+        o_ref[...] = x_ref[...] - jnp.mean(x_ref[...])
+
+    with pytest.raises(pl.TraceError, match="mean over the whole array"):
+        _call(k, _x())
+
+
+def test_softmax_log_softmax_and_gelu():
+    def k(x_ref, s_ref, l_ref, g_ref):
+        s_ref[...] = jax.nn.softmax(x_ref[...], axis=-1)
+        l_ref[...] = jax.nn.log_softmax(x_ref[...])
+        g_ref[...] = jax.nn.gelu(x_ref[...])
+
+    x = _x((8, 128), 16)
+    s, lg, g = pl.pallas_call(k, out_shape=(jax.ShapeDtypeStruct((8, 128), np.float32),) * 3)(x)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(s), e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(lg), np.log(e / e.sum(-1, keepdims=True)),
+                               rtol=1e-4, atol=1e-5)
+    tanh_gelu = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+    np.testing.assert_allclose(np.asarray(g), tanh_gelu, rtol=1e-4, atol=1e-5)
+
+
+def test_erf_gelu_is_refused():
+    def k(x_ref, o_ref):
+        o_ref[...] = jax.nn.gelu(x_ref[...], approximate=False)
+
+    with pytest.raises(pl.TraceError, match="approximate"):
+        _call(k, _x())
+
+
+def test_dtype_called_on_values_and_numbers():
+    def k(x_ref, o_ref):
+        o_ref[...] = jnp.float32(jnp.int32(x_ref[...] * 10.0)) * jnp.float32(0.5)
+
+    x = _x(seed=17)
+    np.testing.assert_allclose(_call(k, x), np.trunc(x * np.float32(10.0)) * 0.5)  # astype truncates
