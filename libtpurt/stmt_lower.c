@@ -641,7 +641,8 @@ static int transcendental(int fn)
 	       fn == TPU_UNARY_EXP || fn == TPU_UNARY_RECIPROCAL ||
 	       fn == TPU_UNARY_SQRT || fn == TPU_UNARY_RSQRT ||
 	       fn == TPU_UNARY_LOG || fn == TPU_UNARY_LOG1P ||
-	       fn == TPU_UNARY_EXP2;
+	       fn == TPU_UNARY_EXP2 || fn == TPU_UNARY_SIN ||
+	       fn == TPU_UNARY_COS || fn == TPU_UNARY_ERF;
 }
 
 static int fold_unary(int fn, double x, double *out)
@@ -661,6 +662,9 @@ static int fold_unary(int fn, double x, double *out)
 	case TPU_UNARY_CEIL: *out = ceil(x); break;
 	case TPU_UNARY_ROUND: *out = nearbyint(x); break;
 	case TPU_UNARY_TANH: *out = tanh(x); break;
+	case TPU_UNARY_SIN: *out = sin(x); break;
+	case TPU_UNARY_COS: *out = cos(x); break;
+	case TPU_UNARY_ERF: *out = erf(x); break;
 	case TPU_UNARY_SIGMOID: *out = 1 / (1 + exp(-x)); break;
 	case TPU_UNARY_RELU: *out = x > 0 ? x : 0; break;
 	case TPU_UNARY_NOT: *out = !x; break;

@@ -38,6 +38,9 @@ static const struct name_entry functions[] = {
 	{ "sign", FN_UNARY, TPU_UNARY_SIGN },
 	{ "logical_not", FN_UNARY, TPU_UNARY_NOT },
 	{ "round", FN_UNARY, TPU_UNARY_ROUND },
+	{ "sin", FN_UNARY, TPU_UNARY_SIN },
+	{ "cos", FN_UNARY, TPU_UNARY_COS },
+	{ "erf", FN_UNARY, TPU_UNARY_ERF },
 	{ "clip", FN_CLIP, TPU_UNARY_CLAMP },
 	{ "clamp", FN_CLAMP, TPU_UNARY_CLAMP },	/* lax.clamp(lo, x, hi) */
 	{ "add", FN_BINARY, TPU_BINARY_ADD },

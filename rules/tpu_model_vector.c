@@ -26,6 +26,8 @@ static struct passes unary_passes(unsigned int fn)
 		[TPU_UNARY_FLOOR] = { 1, 0 }, [TPU_UNARY_CEIL] = { 1, 0 },
 		[TPU_UNARY_SIGN] = { 2, 0 }, [TPU_UNARY_NOT] = { 1, 0 },
 		[TPU_UNARY_CLAMP] = { 2, 0 }, [TPU_UNARY_ROUND] = { 1, 0 },
+		[TPU_UNARY_SIN] = { 4, 1 }, [TPU_UNARY_COS] = { 4, 1 },
+		[TPU_UNARY_ERF] = { 4, 1 },
 	};
 
 	return fn < TPU_UNARY_COUNT ? p[fn] : (struct passes){ 1, 0 };

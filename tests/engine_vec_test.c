@@ -151,6 +151,9 @@ static double unary_ref(int fn, float xf, float lo, float hi)
 	case TPU_UNARY_SIGN:		return x > 0 ? 1 : x < 0 ? -1 : x;
 	case TPU_UNARY_NOT:		return x == 0;
 	case TPU_UNARY_CLAMP:		return min_ref(max_ref(xf, lo), hi);
+	case TPU_UNARY_SIN:		return sinl(x);
+	case TPU_UNARY_COS:		return cosl(x);
+	case TPU_UNARY_ERF:		return erfl(x);
 	default:			return nearbyintl(x);	/* ROUND */
 	}
 }
@@ -209,7 +212,8 @@ static double unary_bound(int fn)
 {
 	switch (fn) {
 	case TPU_UNARY_TANH: case TPU_UNARY_EXP: case TPU_UNARY_LOG:
-	case TPU_UNARY_LOG1P: case TPU_UNARY_EXP2:
+	case TPU_UNARY_LOG1P: case TPU_UNARY_EXP2: case TPU_UNARY_SIN:
+	case TPU_UNARY_COS: case TPU_UNARY_ERF:
 		return 1.001;	/* SLEEF u10: 1.0 and a hair */
 	case TPU_UNARY_GELU: case TPU_UNARY_SILU: case TPU_UNARY_SIGMOID:
 	case TPU_UNARY_RSQRT:
@@ -302,6 +306,7 @@ static void unary_range(int fn, float *lo, float *hi)
 	case TPU_UNARY_SIGMOID:
 	case TPU_UNARY_SILU:	*lo = -110, *hi = 90; break;
 	case TPU_UNARY_TANH:	*lo = -10, *hi = 10; break;
+	case TPU_UNARY_ERF:	*lo = -5, *hi = 5; break;
 	default:		*lo = -100, *hi = 100; break;
 	}
 }

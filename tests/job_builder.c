@@ -561,6 +561,9 @@ double ref_unary_clamp(unsigned int fn, double x, double lo, double hi)
 	case TPU_UNARY_SIGN:		return isnan(x) || x == 0 ? x : x > 0 ? 1 : -1;
 	case TPU_UNARY_NOT:		return x == 0;
 	case TPU_UNARY_CLAMP:		return ref_min(ref_max(x, lo), hi);
+	case TPU_UNARY_SIN:		return sin(x);
+	case TPU_UNARY_COS:		return cos(x);
+	case TPU_UNARY_ERF:		return erf(x);
 	default:			return rint(x);
 	}
 }

@@ -507,6 +507,10 @@ enum tpu_opcode {
  *	&tpu_job_op.imm and hi those in &tpu_job_op.imm2
  * @TPU_UNARY_ROUND: x rounded to the nearest integer, ties to even
  *	(jnp.round)
+ * @TPU_UNARY_SIN: sin(x), x in radians
+ * @TPU_UNARY_COS: cos(x)
+ * @TPU_UNARY_ERF: the error function (jax.lax.erf; jax.nn.gelu's exact
+ *	form is 0.5 * x * (1 + erf(x / sqrt(2))))
  * @TPU_UNARY_COUNT: number of functions
  */
 enum tpu_unary {
@@ -532,6 +536,9 @@ enum tpu_unary {
 	TPU_UNARY_NOT = 19,
 	TPU_UNARY_CLAMP = 20,
 	TPU_UNARY_ROUND = 21,
+	TPU_UNARY_SIN = 22,
+	TPU_UNARY_COS = 23,
+	TPU_UNARY_ERF = 24,
 	TPU_UNARY_COUNT
 };
 

@@ -412,6 +412,9 @@ enum tpurt_unary {
 	TPURT_NOT = 19,			/* logical not of a mask */
 	TPURT_CLAMP = 20,		/* jnp.clip: tpurt_kernel_clamp() */
 	TPURT_ROUND = 21,		/* to nearest, ties to even */
+	TPURT_SIN = 22,
+	TPURT_COS = 23,
+	TPURT_ERF = 24,			/* lax.erf */
 };
 
 enum tpurt_binary {

@@ -82,8 +82,9 @@ def _binary(name, fn=None):
 # lax's element-wise functions that mean what the jnp ones of the device do
 # (lax.div and lax.rem truncate integers, lax.round rounds half away from
 # zero: those differ, so they are not here)
-exp, exp2, log, log1p, sqrt, rsqrt, tanh, abs, floor, ceil, sign, square = (  # noqa: A001
-    _unary(n) for n in "exp exp2 log log1p sqrt rsqrt tanh abs floor ceil sign square".split())
+exp, exp2, log, log1p, sqrt, rsqrt, tanh, abs, floor, ceil, sign, square, sin, cos, erf = (  # noqa: A001
+    _unary(n) for n in ("exp exp2 log log1p sqrt rsqrt tanh abs floor ceil sign square sin cos "
+                        "erf").split())
 neg = _unary("neg", "negative")
 logistic = _unary("logistic", "sigmoid")
 add, sub, mul, max, min, pow = (  # noqa: A001
@@ -144,5 +145,6 @@ def while_loop(cond_fun, body_fun, init_val):
 
 __all__ = ["dot_general", "broadcasted_iota", "fori_loop", "cond", "while_loop", "select",
            "clamp", "exp", "exp2", "log", "log1p", "sqrt", "rsqrt", "tanh", "abs", "floor",
+           "sin", "cos", "erf",
            "ceil", "sign", "square", "neg", "logistic", "add", "sub", "mul", "max", "min",
            "pow", "eq", "ne", "lt", "le", "gt", "ge"]

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """jax.nn in a kernel body: the device's activations, and softmax."""
-from ._trace import call, trace_error
+from ._trace import call
 
 
 def _activation(name):
@@ -17,11 +17,12 @@ tanh = _activation("tanh")
 
 
 def gelu(x, approximate=True):
-    """jax.nn.gelu: the device's is the tanh approximation (JAX's default)."""
-    if not approximate:
-        raise trace_error("jax.nn.gelu(approximate=False) (the erf form) is not supported: "
-                          "the device computes the tanh approximation, approximate=True")
-    return call("jax.nn.gelu", x)
+    """jax.nn.gelu: the device's unary op for the tanh form (JAX's default);
+    approximate=False is x * (1 + erf(x / sqrt(2))) / 2, as jax.nn's."""
+    if approximate:
+        return call("jax.nn.gelu", x)
+    from . import lax
+    return x * (lax.erf(x * 0.7071067811865476) + 1.0) * 0.5
 
 
 def softmax(x, axis=-1):

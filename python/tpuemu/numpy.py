@@ -32,7 +32,7 @@ def _unary(name):
 
 
 for _n in ("exp exp2 log log1p sqrt rsqrt reciprocal tanh abs negative square "
-           "floor ceil sign round logical_not zeros_like ones_like").split():
+           "floor ceil sign round logical_not zeros_like ones_like sin cos").split():
     globals()[_n] = _unary(_n)
 
 

@@ -89,6 +89,9 @@ static double unary_f(uint8_t fn, double x, double lo, double hi)
 	case TPU_UNARY_SILU:		return x * sigmoid(x);
 	case TPU_UNARY_SIGMOID:		return sigmoid(x);
 	case TPU_UNARY_TANH:		return tanh(x);
+	case TPU_UNARY_SIN:		return sin(x);
+	case TPU_UNARY_COS:		return cos(x);
+	case TPU_UNARY_ERF:		return erf(x);
 	case TPU_UNARY_EXP:		return exp(x);
 	case TPU_UNARY_NEG:		return -x;
 	case TPU_UNARY_ABS:		return fabs(x);

@@ -69,6 +69,9 @@ static inline V vlog(V x) { return Sleef_logf8_u10avx2(x); }
 static inline V vlog1p(V x) { return Sleef_log1pf8_u10avx2(x); }
 static inline V vexp2(V x) { return Sleef_exp2f8_u10avx2(x); }
 static inline V vtanh(V x) { return Sleef_tanhf8_u10avx2(x); }
+static inline V vsin(V x) { return Sleef_sinf8_u10avx2(x); }
+static inline V vcos(V x) { return Sleef_cosf8_u10avx2(x); }
+static inline V verf(V x) { return Sleef_erff8_u10avx2(x); }
 static inline V vpow(V a, V b) { return Sleef_powf8_u10avx2(a, b); }
 
 static inline M vmask_bytes(const uint8_t *p)

@@ -69,6 +69,9 @@ static inline V vlog(V x) { return Sleef_logf16_u10avx512f(x); }
 static inline V vlog1p(V x) { return Sleef_log1pf16_u10avx512f(x); }
 static inline V vexp2(V x) { return Sleef_exp2f16_u10avx512f(x); }
 static inline V vtanh(V x) { return Sleef_tanhf16_u10avx512f(x); }
+static inline V vsin(V x) { return Sleef_sinf16_u10avx512f(x); }
+static inline V vcos(V x) { return Sleef_cosf16_u10avx512f(x); }
+static inline V verf(V x) { return Sleef_erff16_u10avx512f(x); }
 static inline V vpow(V a, V b) { return Sleef_powf16_u10avx512f(a, b); }
 
 static inline M vmask_bytes(const uint8_t *p)

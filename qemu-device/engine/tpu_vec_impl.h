@@ -161,6 +161,22 @@ static ALWAYS_INLINE V tiny_is_x(V x, V fx, float tiny)
 	return vblend(vlt(vand(x, vbits(0x7fffffff)), vset1(tiny)), fx, x);
 }
 
+static ALWAYS_INLINE D d_erf_first_term(D x)
+{
+	return dmul(x, dset1(1.1283791670955126));	/* 2 / sqrt(pi) */
+}
+
+/*
+ * erf(x) = 2x/sqrt(pi) (1 - x^2/3 + ...): below 2^-24 the series' first
+ * term, in double and rounded once; SLEEF's erff misses tiny and
+ * subnormal results by up to 1.8 ulp
+ */
+static ALWAYS_INLINE V erf_small(V x)
+{
+	return vblend(vlt(vand(x, vbits(0x7fffffff)), vset1(0x1p-24f)), verf(x),
+		      via_double(x, d_erf_first_term));
+}
+
 /* SLEEF's log1pf overflows to inf above ~1e38; log(x) is as good there */
 static ALWAYS_INLINE V log1p_wide(V x)
 {
@@ -205,6 +221,9 @@ UNARY(u_sqrt, vsqrt(x))
 UNARY(u_rsqrt, via_double(x, d_rsqrt))
 UNARY(u_log, vlog(x))
 UNARY(u_log1p, log1p_wide(x))
+UNARY(u_sin, vsin(x))
+UNARY(u_cos, vcos(x))
+UNARY(u_erf, erf_small(x))
 UNARY(u_exp2, vexp2(x))
 UNARY(u_square, vmul(x, x))
 UNARY(u_floor, vfloor(x))
@@ -474,6 +493,9 @@ const struct tpu_vec_kernels KERNELS = {
 		[TPU_UNARY_NOT] = u_not,
 		[TPU_UNARY_CLAMP] = u_clamp,
 		[TPU_UNARY_ROUND] = u_round,
+		[TPU_UNARY_SIN] = u_sin,
+		[TPU_UNARY_COS] = u_cos,
+		[TPU_UNARY_ERF] = u_erf,
 	},
 	.binary = {
 		[TPU_BINARY_ADD] = b_add,

@@ -90,6 +90,9 @@ static inline V vlog(V x) { return Sleef_logf_u10(x); }
 static inline V vlog1p(V x) { return Sleef_log1pf_u10(x); }
 static inline V vexp2(V x) { return Sleef_exp2f_u10(x); }
 static inline V vtanh(V x) { return Sleef_tanhf_u10(x); }
+static inline V vsin(V x) { return Sleef_sinf_u10(x); }
+static inline V vcos(V x) { return Sleef_cosf_u10(x); }
+static inline V verf(V x) { return Sleef_erff_u10(x); }
 static inline V vpow(V a, V b) { return Sleef_powf_u10(a, b); }
 
 static inline M vmask_bytes(const uint8_t *p) { return *p != 0; }

@@ -3,7 +3,8 @@
 ones, full, broadcast_to; lax's element-wise functions, select, clamp,
 cond and while_loop; pl.loop, pl.dot, pl.multiple_of, pl.cdiv; static
 slices of refs; pltpu.run_scoped; integer // and % as Python floors them;
-jnp.mean and reductions as methods, jax.nn.softmax, dtypes called."""
+jnp.mean and reductions as methods, jax.nn.softmax, dtypes called; sin,
+cos, erf and the exact gelu."""
 import numpy as np
 import pytest
 
@@ -264,12 +265,21 @@ def test_softmax_log_softmax_and_gelu():
     np.testing.assert_allclose(np.asarray(g), tanh_gelu, rtol=1e-4, atol=1e-5)
 
 
-def test_erf_gelu_is_refused():
-    def k(x_ref, o_ref):
-        o_ref[...] = jax.nn.gelu(x_ref[...], approximate=False)
+def test_sin_cos_erf_and_exact_gelu():
+    def k(x_ref, i_ref, t_ref, g_ref, e_ref):
+        t_ref[...] = jnp.sin(x_ref[...]) * lax.cos(x_ref[...]) + lax.erf(x_ref[...])
+        g_ref[...] = jax.nn.gelu(x_ref[...], approximate=False)
+        e_ref[...] = jnp.sin(i_ref[...])	# of integers: float32, as jnp's
 
-    with pytest.raises(pl.TraceError, match="approximate"):
-        _call(k, _x())
+    import math
+    x = _x((8, 128), 18) * 3
+    i = np.arange(8 * 128, dtype=np.int32).reshape(8, 128) - 500
+    t, g, e = pl.pallas_call(k, out_shape=(jax.ShapeDtypeStruct((8, 128), np.float32),) * 3)(x, i)
+    erf = np.vectorize(math.erf)
+    np.testing.assert_allclose(np.asarray(t), np.sin(x) * np.cos(x) + erf(x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(g), x * (1 + erf(x / np.sqrt(2))) / 2, rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(np.asarray(e), np.sin(i.astype(np.float64)), rtol=1e-6, atol=1e-6)
 
 
 def test_dtype_called_on_values_and_numbers():
