@@ -1830,9 +1830,13 @@ int stmt_lower(struct stmt_ctx *c, const struct stmt *st)
 		return stmt_fail(c, st->tcol, stmt_find_local(c, st->target, st->tlen) ?
 				 "'%.*s' is a local value, not a ref: assign it without [...]" :
 				 "unknown ref '%.*s'", st->tlen, st->target);
-	if (tpurt_stmt_dtype(st->target, st->tlen) >= 0 ||
-	    tpurt_stmt_function(st->target, st->tlen).kind != FN_NONE)
-		return stmt_fail(c, st->tcol, "'%.*s' is a function or dtype name",
+	/*
+	 * A local may take a function's name (mean = jnp.mean(x, ...)): a call
+	 * names the function, a bare name the local. Not a dtype's: those are
+	 * read as bare names.
+	 */
+	if (tpurt_stmt_dtype(st->target, st->tlen) >= 0)
+		return stmt_fail(c, st->tcol, "'%.*s' is a dtype name",
 				 st->tlen, st->target);
 	return bind_local(c, st);
 }
