@@ -187,7 +187,7 @@ static int body_window(struct stmt_ctx *c, const struct stmt_node *n,
 		return stmt_fail(c, n->col, "the dtype of '%s' is not declared: tpurt_grid_spec_set_dtype()",
 				 w->r.name);
 	if (!w->fit.contiguous)
-		return stmt_fail(c, n->col, "window %s is not contiguous: body ops take leading indices and/or a pl.ds of the first sliced dimension, the rest whole (copy it with make_async_copy)",
+		return stmt_fail(c, n->col, "window %s is not a 2-D slice: body ops take leading indices, then slices whole but for the first and the last (copy it with make_async_copy)",
 				 w->text);
 	return 0;
 }

@@ -175,8 +175,11 @@ static int append_start(struct tpurt_window_fit *w, const char *start)
 	return n < 0 || (size_t)n >= sizeof(w->starts) - at ? -1 : 0;
 }
 
-/* Every dimension after the first unsqueezed one is unsqueezed and whole:
- * the window is one run of rows of its base. */
+/*
+ * Every dimension after the first unsqueezed one is unsqueezed, and whole
+ * but for the last: the window's rows are a run of its base's rows, a base
+ * row apart (the device's rule, rules/tpu_window_check.c).
+ */
 static void body_view(struct tpurt_window_fit *w, int rank, const int64_t *extent)
 {
 	int first = -1;
@@ -186,7 +189,7 @@ static void body_view(struct tpurt_window_fit *w, int rank, const int64_t *exten
 	for (int d = 0; d < rank; d++) {
 		if (w->squeeze & (1u << d))
 			continue;
-		if (first >= 0 && w->size[d] != (uint64_t)extent[d])
+		if (first >= 0 && d < rank - 1 && w->size[d] != (uint64_t)extent[d])
 			w->contiguous = 0;
 		if (first < 0)
 			first = d;

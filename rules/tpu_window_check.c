@@ -44,9 +44,11 @@ static int window_base(const struct tpu_plan *plan, unsigned int i,
 }
 
 /*
- * The body sees a VMEM window as a 2-D ref when it is one run of the
- * base's rows: every dimension after the first unsqueezed one unsqueezed
- * and whole (squeezed ones have size 1, so the products are the same).
+ * The body sees a VMEM window as a 2-D ref when its rows are a run of the
+ * base's rows, evenly strided: every dimension after the first unsqueezed
+ * one unsqueezed, and whole but for the last (the columns: x.at[:,
+ * pl.ds(128, 128)] is rows of 128 a base row apart). Squeezed dimensions
+ * have size 1, so the products are the same.
  */
 static void derive_body_ref(struct tpu_plan_window *w)
 {
@@ -56,7 +58,8 @@ static void derive_body_ref(struct tpu_plan_window *w)
 	while (d < last && (w->squeeze >> d & 1))
 		d++;
 	for (d++; d <= last; d++)
-		if ((w->squeeze >> d & 1) || w->size[d] != w->extent[d])
+		if ((w->squeeze >> d & 1) ||
+		    (d < last && w->size[d] != w->extent[d]))
 			w->body_ok = false;
 	w->cols = w->size[last];
 	w->rows = (int64_t)(w->elems / w->size[last]);

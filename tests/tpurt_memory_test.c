@@ -183,7 +183,7 @@ TEST_F(mem, errors_name_the_statement_and_column)
 	EXPECT_FAILS("pltpu.semaphore_signal(sem.at[0, 1], 1)",
 		     "semaphore 'sem': name one element, sem.at[i] at column 24");
 	EXPECT_FAILS("o[...] = buf.at[pl.ds(0, 2), 3][...]",
-		     "is not contiguous");
+		     "is not a 2-D slice");
 	EXPECT_FAILS("pltpu.sync_copy(x_hbm.at[pl.ds(60, 8)], buf.at[0])",
 		     "dimension 0: [60, 68) leaves the ref's 64 elements at column 17");
 	EXPECT_FAILS("pltpu.sync_copy(buf.at[0], o_hbm.at[pl.ds(0, 8)])\n"

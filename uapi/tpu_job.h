@@ -385,9 +385,9 @@ struct tpu_job_ref {
  *
  * In the body, a window of a VMEM ref is a 2-D ref like a block (its last
  * dimension the columns, the product of the other unsqueezed sizes the
- * rows) and must be contiguous: every dimension after the first unsqueezed
- * one is unsqueezed and whole (a window squeezed in every dimension is a
- * 1 x 1 ref). Async copies take any window. Windows of SMEM refs serve
+ * rows, a base row apart): every dimension after the first unsqueezed one
+ * is unsqueezed, and whole but for the last (a window squeezed in every
+ * dimension is a 1 x 1 ref). Async copies take any window. Windows of SMEM refs serve
  * copies only; %TPU_OP_SCALAR_STORE and %TPU_BCAST_SMEM take whole refs.
  */
 struct tpu_job_window {

@@ -288,3 +288,53 @@ def test_dtype_called_on_values_and_numbers():
 
     x = _x(seed=17)
     np.testing.assert_allclose(_call(k, x), np.trunc(x * np.float32(10.0)) * 0.5)  # astype truncates
+
+
+# --- column slices of refs in the body ---
+
+def test_column_slices_read_and_store():
+    def k(x_ref, o_ref):
+        o_ref[:, 0:128] = x_ref[:, 128:256] * 2.0
+        o_ref[:, 128:256] = x_ref[:, 0:128] + x_ref[:, 255:256]
+
+    x = _x((16, 256), 19)
+    got = _call(k, x)
+    np.testing.assert_allclose(got[:, :128], x[:, 128:] * 2.0)
+    np.testing.assert_allclose(got[:, 128:], x[:, :128] + x[:, 255:256], rtol=1e-6)
+
+
+def test_heads_as_column_slices_of_one_block():
+    heads, d = 2, 128
+
+    def k(q_ref, k_ref, o_ref):
+        for h in range(heads):
+            cols = pl.ds(h * d, d)
+            s = lax.dot_general(q_ref[:, cols], k_ref[:, cols], (((1,), (1,)), ((), ())),
+                                preferred_element_type=jnp.float32)
+            o_ref[:, cols] = jnp.dot(jax.nn.softmax(s, axis=-1), k_ref[:, cols],
+                                     preferred_element_type=jnp.float32)
+
+    q, kv = _x((128, heads * d), 20), _x((128, heads * d), 21)
+    got = _call(k, q, kv)
+    for h in range(heads):
+        c = slice(h * d, (h + 1) * d)
+        s = q[:, c] @ kv[:, c].T
+        p = np.exp(s - s.max(-1, keepdims=True))
+        want = (p / p.sum(-1, keepdims=True)) @ kv[:, c]
+        np.testing.assert_allclose(got[:, c], want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_window_partial_in_a_middle_dimension_is_refused():
+    def k(x_ref, o_ref):
+        o_ref[...] = x_ref[:, 0:4, :].reshape(8, 128) if False else x_ref[0, 0:4, :]
+
+    x = np.zeros((2, 8, 128), np.float32)
+    # (0, 0:4, :) is rows 0-3 of plane 0: allowed
+    got = _call(k, x, out=jax.ShapeDtypeStruct((4, 128), np.float32))
+    assert got.shape == (4, 128)
+
+    def bad(x_ref, o_ref):
+        o_ref[...] = x_ref[:, 0:4, :][...] if False else x_ref[pl.ds(0, 2), 0:4, :]
+
+    with pytest.raises(pl.TraceError, match="2-D slice"):
+        _call(bad, x, out=jax.ShapeDtypeStruct((8, 128), np.float32))
