@@ -361,7 +361,15 @@ static double fold_binary(int fn, double a, double b, int ints)
 	case TPU_BINARY_GT: return a > b;
 	case TPU_BINARY_GE: return a >= b;
 	case TPU_BINARY_AND: return a && b;
-	default: return a || b;
+	case TPU_BINARY_OR: return a || b;
+	case TPU_BINARY_BITAND: return (double)((int64_t)a & (int64_t)b);
+	case TPU_BINARY_BITOR: return (double)((int64_t)a | (int64_t)b);
+	case TPU_BINARY_BITXOR: return (double)((int64_t)a ^ (int64_t)b);
+	case TPU_BINARY_SHL:	/* Python ints: no width to shift out of */
+		return b < 0 || b > 62 ? 0 : (double)((int64_t)a * ((int64_t)1 << (int)b));
+	default:		/* SHR, SHR_LOGICAL */
+		return b < 0 ? 0 : b > 62 ? (a < 0 ? -1 : 0) :
+		       (double)((int64_t)a >> (int)b);
 	}
 }
 
@@ -483,7 +491,9 @@ static int commutes(int fn)
 	return fn == TPU_BINARY_ADD || fn == TPU_BINARY_MUL ||
 	       fn == TPU_BINARY_MAX || fn == TPU_BINARY_MIN ||
 	       fn == TPU_BINARY_EQ || fn == TPU_BINARY_NE ||
-	       fn == TPU_BINARY_AND || fn == TPU_BINARY_OR;
+	       fn == TPU_BINARY_AND || fn == TPU_BINARY_OR ||
+	       fn == TPU_BINARY_BITAND || fn == TPU_BINARY_BITOR ||
+	       fn == TPU_BINARY_BITXOR;
 }
 
 /* fn(a, b) as fn'(b, a), or -1. */
@@ -508,6 +518,15 @@ static int binary_dtype(struct stmt_ctx *c, int fn, const struct value *a,
 {
 	if (is_compare(fn)) {
 		*t = TPURT_BOOL;
+		return 0;
+	}
+	if (fn >= TPU_BINARY_BITAND) {
+		*t = promote(a, b);
+		if (is_float(*t) || (!a->weak && is_float(a->dtype)) ||
+		    (!b->weak && is_float(b->dtype)))
+			return stmt_fail(c, col, "%s takes integers, not %s and %s",
+					 tpurt_stmt_binary_name((unsigned int)fn),
+					 stmt_dtype_str(a->dtype), stmt_dtype_str(b->dtype));
 		return 0;
 	}
 	if (fn == TPU_BINARY_AND || fn == TPU_BINARY_OR) {
@@ -1294,7 +1313,8 @@ static int operator_fn(const struct stmt_node *n)
 		{ "<=", TPU_BINARY_LE }, { ">", TPU_BINARY_GT },
 		{ ">=", TPU_BINARY_GE }, { "&", TPU_BINARY_AND },
 		{ "|", TPU_BINARY_OR }, { "and", TPU_BINARY_AND },
-		{ "or", TPU_BINARY_OR },
+		{ "or", TPU_BINARY_OR }, { "^", TPU_BINARY_BITXOR },
+		{ "<<", TPU_BINARY_SHL }, { ">>", TPU_BINARY_SHR },
 	};
 
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
@@ -1307,6 +1327,30 @@ static int is_iota_call(const struct stmt_node *n)
 {
 	return n->kind == SN_CALL && n->base->kind == SN_NAME &&
 	       tpurt_stmt_function(n->base->name, n->base->len).kind == FN_IOTA;
+}
+
+/* An integer of its own dtype (not a Python number's, not a mask). */
+static int strong_int(const struct value *x)
+{
+	return !x->weak && !is_float(x->dtype) && x->dtype != TPURT_BOOL;
+}
+
+/*
+ * & | ^ as Python and jnp mean them: bitwise when an operand is an integer
+ * array, logical on masks (^ of masks is !=).
+ */
+static int bitwise_or_logical(const struct stmt_node *n, int fn,
+			      const struct value *a, const struct value *b)
+{
+	int ints = strong_int(a) || strong_int(b);
+
+	if (stmt_name_is(n, "&"))
+		return ints ? TPU_BINARY_BITAND : TPU_BINARY_AND;
+	if (stmt_name_is(n, "|"))
+		return ints ? TPU_BINARY_BITOR : TPU_BINARY_OR;
+	if (stmt_name_is(n, "^") && !ints && (is_tile(a) || is_tile(b)))
+		return TPU_BINARY_NE;
+	return fn;
 }
 
 static int lower_binop(struct stmt_ctx *c, const struct stmt_node *n,
@@ -1331,6 +1375,7 @@ static int lower_binop(struct stmt_ctx *c, const struct stmt_node *n,
 	if ((stmt_name_is(n, "and") || stmt_name_is(n, "or")) && (is_tile(&a) || is_tile(&b)))
 		return stmt_fail(c, n->col, "'%.*s' of arrays: use & or |", n->len,
 				 n->name);
+	fn = bitwise_or_logical(n, fn, &a, &b);
 	return stmt_lower_binary(c, fn, stmt_name_is(n, "//"), &a, &b, d, n->col, v);
 }
 
@@ -1345,8 +1390,15 @@ static int lower_unop(struct stmt_ctx *c, const struct stmt_node *n,
 		return *v = x, 0;
 	if (stmt_name_is(n, "-"))
 		return lower_unary(c, TPU_UNARY_NEG, &x, d, n->col, v);
+	if (is_tile(&x) && !is_float(x.dtype) && x.dtype != TPURT_BOOL) {
+		struct value ones;	/* ~x of integers: x ^ -1 */
+
+		imm_of(&ones, -1, 1);
+		return stmt_lower_binary(c, TPU_BINARY_BITXOR, 0, &x, &ones, d,
+					 n->col, v);
+	}
 	if (is_tile(&x) && x.dtype != TPURT_BOOL)
-		return stmt_fail(c, n->col, "~ of %s: only masks (bool) are negated",
+		return stmt_fail(c, n->col, "~ of %s: only masks (bool) and integers are inverted",
 				 stmt_dtype_str(x.dtype));
 	if (stmt_is_scalar(&x) && x.kind != V_IMM) {
 		char t[TPURT_TEXT_MAX - 4];

@@ -58,6 +58,7 @@ static void next(struct parser *ps)
 {
 	static const char *const multi[] = {
 		"...", "//", "**", "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=",
+		"<<", ">>",
 	};
 	const char *p = ps->p;
 
@@ -432,7 +433,9 @@ static struct stmt_node *parse_level(struct parser *ps, const char *const *ops,
 
 static const char *const mul_ops[] = { "*", "/", "//", "%", "@", NULL };
 static const char *const add_ops[] = { "+", "-", NULL };
+static const char *const shift_ops[] = { "<<", ">>", NULL };
 static const char *const and_ops[] = { "&", NULL };
+static const char *const xor_ops[] = { "^", NULL };
 static const char *const or_ops[] = { "|", NULL };
 static const char *const cmp_ops[] = { "==", "!=", "<", "<=", ">", ">=", NULL };
 static const char *const kand_ops[] = { "and", NULL };
@@ -448,14 +451,24 @@ static struct stmt_node *parse_sum(struct parser *ps)
 	return parse_level(ps, add_ops, parse_term);
 }
 
+static struct stmt_node *parse_shift(struct parser *ps)
+{
+	return parse_level(ps, shift_ops, parse_sum);
+}
+
 static struct stmt_node *parse_band(struct parser *ps)
 {
-	return parse_level(ps, and_ops, parse_sum);
+	return parse_level(ps, and_ops, parse_shift);
+}
+
+static struct stmt_node *parse_bxor(struct parser *ps)
+{
+	return parse_level(ps, xor_ops, parse_band);
 }
 
 static struct stmt_node *parse_bor(struct parser *ps)
 {
-	return parse_level(ps, or_ops, parse_band);
+	return parse_level(ps, or_ops, parse_bxor);
 }
 
 static int at_cmp(const struct parser *ps)

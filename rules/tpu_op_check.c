@@ -368,6 +368,35 @@ static int check_bcasts(const struct tpu_plan_op *op, unsigned int i,
 	return 0;
 }
 
+/* The bitwise functions' operands and dst: integer types, whole immediates. */
+static int check_bitwise(struct tpu_plan *plan, unsigned int i,
+			 const struct tpu_plan_op *op, const struct ref_names *n,
+			 struct tpu_job_result *res)
+{
+	int64_t r, c;
+	uint8_t dt, st, bt;
+	float imm;
+
+	if (op->fn < TPU_BINARY_BITAND)
+		return 0;
+	ref_shape(plan, op->dst, &r, &c, &dt);
+	ref_shape(plan, op->src0, &r, &c, &st);
+	if (!tpu_dtype_is_int(dt) || !tpu_dtype_is_int(st))
+		return tpu_check_error(res, "op %u: bitwise fn %u takes integer types: src0 %s is %s, dst %s is %s",
+				       i, op->fn, n->src0, tpu_dtype_name(st),
+				       n->dst, tpu_dtype_name(dt));
+	if (op->bcast <= TPU_BCAST_SMEM && ref_shape(plan, op->src1, &r, &c, &bt) &&
+	    !tpu_dtype_is_int(bt))
+		return tpu_check_error(res, "op %u: bitwise fn %u takes integer types: src1 %s is %s",
+				       i, op->fn, n->src1, tpu_dtype_name(bt));
+	memcpy(&imm, &op->imm, sizeof(imm));
+	if (op->bcast == TPU_BCAST_IMM &&
+	    (!(imm >= -0x1p62f && imm <= 0x1p62f) || imm != (float)(int64_t)imm))
+		return tpu_check_error(res, "op %u: bitwise fn %u of immediate %g, not a whole number",
+				       i, op->fn, (double)imm);
+	return 0;
+}
+
 /* UNARY, BINARY, SELECT: src0 has dst's shape, the others broadcast. */
 static int check_elementwise(struct tpu_plan *plan, unsigned int i,
 			     struct tpu_plan_op *op, struct tpu_job_result *res)
@@ -385,6 +414,8 @@ static int check_elementwise(struct tpu_plan *plan, unsigned int i,
 		return ret;
 	ret = check_bcast_src(plan, i, op->src1, op->bcast, "src1", n.src1, &d,
 			      res);
+	if (!ret && op->opcode == TPU_OP_BINARY)
+		ret = check_bitwise(plan, i, op, &n, res);
 	if (ret || op->opcode == TPU_OP_BINARY)
 		return ret;
 	return check_bcast_src(plan, i, op->src2, op->bcast2, "src2", n.src2,

@@ -141,13 +141,73 @@ TEST(every_unary_function)
 	tdev_free(e.d);
 }
 
+/* Bitwise functions and shifts on int32 (dst's width), as XLA's. */
+static int64_t ref_bitwise(unsigned int fn, int32_t a, int32_t b)
+{
+	uint32_t u = (uint32_t)a;
+
+	switch (fn) {
+	case TPU_BINARY_BITAND:	return a & b;
+	case TPU_BINARY_BITOR:	return a | b;
+	case TPU_BINARY_BITXOR:	return a ^ b;
+	case TPU_BINARY_SHL:	return b < 0 || b > 31 ? 0 : (int32_t)(u << b);
+	case TPU_BINARY_SHR_LOGICAL:
+		return b < 0 || b > 31 ? 0 : (int32_t)(u >> b);
+	default:		return b < 0 || b > 31 ? (a < 0 ? -1 : 0) : a >> b;
+	}
+}
+
+TEST(bitwise_functions_of_int32_and_an_immediate)
+{
+	enum { N = 8, M = 128 };
+	uint64_t shape[2] = { N, M };
+	uint32_t grid[1] = { 1 }, blk[2] = { N, M };
+	struct tdev *d = tdev_new(1 << 20, 1);
+	unsigned int xs = tdev_alloc(d, N * M * 4), ys = tdev_alloc(d, N * M * 4);
+	unsigned int zs = tdev_alloc(d, N * M * 4);
+	int32_t *x = tdev_ptr(d, xs), *y = tdev_ptr(d, ys), *z = tdev_ptr(d, zs);
+
+	for (int i = 0; i < N * M; i++) {
+		x[i] = (int32_t)(0x9E3779B9u * (uint32_t)(i + 1));
+		y[i] = i % 41 - 4;	/* shift counts -4 to 36 */
+	}
+	for (unsigned int fn = TPU_BINARY_BITAND; fn < TPU_BINARY_COUNT; fn++)
+		for (int imm = 0; imm < 2; imm++) {
+			struct jb *b = jb_new();
+			struct tpu_job_result res;
+			struct tpu_job_op *op;
+			unsigned int xo, yo, zo;
+			float three = 3.0f;
+			int bad = 0;
+			size_t len;
+			void *blob;
+
+			jb_grid(b, 1, grid, "a");
+			xo = jb_operand(b, TPU_ROLE_INPUT, xs, TPU_DTYPE_INT32, 2, shape, blk, "0 0");
+			yo = jb_operand(b, TPU_ROLE_INPUT, ys, TPU_DTYPE_INT32, 2, shape, blk, "0 0");
+			zo = jb_operand(b, TPU_ROLE_OUTPUT, zs, TPU_DTYPE_INT32, 2, shape, blk, "0 0");
+			op = jb_binary(b, fn, imm ? TPU_BCAST_IMM : TPU_BCAST_NONE, JB_OPND(zo),
+				       JB_OPND(xo), imm ? JB_NONE : JB_OPND(yo), NULL);
+			if (imm)
+				memcpy(&op->imm, &three, 4);
+			blob = jb_finish(b, &len);
+			ASSERT_EQ(0, tdev_run(d, blob, len, 0, &res)) TH_LOG("%s", res.message);
+			for (int i = 0; i < N * M; i++)
+				bad += z[i] != ref_bitwise(fn, x[i], imm ? 3 : y[i]);
+			EXPECT_EQ(0, bad) TH_LOG("fn %u, %s", fn, imm ? "immediate 3" : "array");
+			free(blob);
+			jb_free(b);
+		}
+	tdev_free(d);
+}
+
 TEST(every_binary_function_and_broadcast)
 {
 	struct ew e;
 
 	ew_setup(&e);
 	for (unsigned int bc = 0; bc < TPU_BCAST_COUNT; bc++)
-		for (unsigned int fn = 0; fn < TPU_BINARY_COUNT; fn++) {
+		for (unsigned int fn = 0; fn < TPU_BINARY_BITAND; fn++) {
 			const float *z = tdev_ptr(e.d, e.z);
 			int bad = 0;
 
@@ -197,7 +257,7 @@ TEST(every_function_on_special_values)
 	for (unsigned int k = 0; k < NSPECIAL; k++) {
 		for (int i = 0; i < R * C; i++)
 			e.bv[i] = specials[k];
-		for (unsigned int fn = 0; fn < TPU_BINARY_COUNT; fn++) {
+		for (unsigned int fn = 0; fn < TPU_BINARY_BITAND; fn++) {
 			const float *z = tdev_ptr(e.d, e.z);
 			int bad = 0;
 
@@ -230,7 +290,7 @@ TEST(f32_ops_into_bf16)
 		ref_set(want, TPU_DTYPE_BF16, i, ref_unary(TPU_UNARY_RELU, e.av[i]));
 	EXPECT_EQ(0, memcmp(want, tdev_ptr(e.d, e.z), sizeof(want)));
 	for (unsigned int k = 0; k < 4; k++) {
-		for (unsigned int fn = 0; fn < TPU_BINARY_COUNT; fn++) {
+		for (unsigned int fn = 0; fn < TPU_BINARY_BITAND; fn++) {
 			ASSERT_EQ(0, ew_run(&e, TPU_OP_BINARY, fn, bcasts[k],
 					    TPU_DTYPE_BF16));
 			for (int i = 0; i < R; i++)

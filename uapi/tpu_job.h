@@ -564,9 +564,22 @@ enum tpu_unary {
  * @TPU_BINARY_GE: a >= b
  * @TPU_BINARY_AND: logical and of masks (non-zero is true), 1 or 0
  * @TPU_BINARY_OR: logical or of masks, 1 or 0
+ * @TPU_BINARY_BITAND: a & b, bit by bit
+ * @TPU_BINARY_BITOR: a | b
+ * @TPU_BINARY_BITXOR: a ^ b
+ * @TPU_BINARY_SHL: a << b (lax.shift_left)
+ * @TPU_BINARY_SHR: a >> b, arithmetic (lax.shift_right_arithmetic)
+ * @TPU_BINARY_SHR_LOGICAL: a >> b on the bits as unsigned
+ *	(lax.shift_right_logical)
  * @TPU_BINARY_COUNT: number of functions
  *
  * max and min propagate NaN, as jnp.maximum and jnp.minimum do.
+ *
+ * The bitwise functions (%TPU_BINARY_BITAND to %TPU_BINARY_SHR_LOGICAL)
+ * take integer types only (src0, b and dst; an immediate b a whole number)
+ * and work on dst's width, wrapping as two's complement. A shift by a
+ * count outside [0, width) gives 0, or for %TPU_BINARY_SHR the sign (0 or
+ * -1), as XLA's shifts do.
  */
 enum tpu_binary {
 	TPU_BINARY_ADD = 0,
@@ -585,6 +598,12 @@ enum tpu_binary {
 	TPU_BINARY_GE = 13,
 	TPU_BINARY_AND = 14,
 	TPU_BINARY_OR = 15,
+	TPU_BINARY_BITAND = 16,
+	TPU_BINARY_BITOR = 17,
+	TPU_BINARY_BITXOR = 18,
+	TPU_BINARY_SHL = 19,
+	TPU_BINARY_SHR = 20,
+	TPU_BINARY_SHR_LOGICAL = 21,
 	TPU_BINARY_COUNT
 };
 

@@ -434,6 +434,12 @@ enum tpurt_binary {
 	TPURT_GE = 13,
 	TPURT_AND = 14,			/* logical, of masks */
 	TPURT_OR = 15,
+	TPURT_BITAND = 16,		/* integers only, from here on */
+	TPURT_BITOR = 17,
+	TPURT_BITXOR = 18,
+	TPURT_SHL = 19,
+	TPURT_SHR = 20,			/* arithmetic */
+	TPURT_SHR_LOGICAL = 21,
 };
 
 enum tpurt_reduce {

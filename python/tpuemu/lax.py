@@ -96,6 +96,10 @@ eq, ne, lt, le, gt, ge = (
                                ("ge", "greater_equal")))
 
 
+shift_left, shift_right_arithmetic, shift_right_logical = (
+    _binary(n) for n in "shift_left shift_right_arithmetic shift_right_logical".split())
+
+
 def select(pred, on_true, on_false):
     return call("jnp.where", pred, on_true, on_false)
 
@@ -147,4 +151,5 @@ __all__ = ["dot_general", "broadcasted_iota", "fori_loop", "cond", "while_loop",
            "clamp", "exp", "exp2", "log", "log1p", "sqrt", "rsqrt", "tanh", "abs", "floor",
            "sin", "cos", "erf",
            "ceil", "sign", "square", "neg", "logistic", "add", "sub", "mul", "max", "min",
-           "pow", "eq", "ne", "lt", "le", "gt", "ge"]
+           "pow", "eq", "ne", "lt", "le", "gt", "ge", "shift_left", "shift_right_arithmetic",
+           "shift_right_logical"]

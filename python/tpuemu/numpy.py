@@ -44,8 +44,17 @@ def _binary(name):
 
 
 for _n in ("add subtract multiply divide maximum minimum power mod equal not_equal "
-           "less less_equal greater greater_equal logical_and logical_or").split():
+           "less less_equal greater greater_equal logical_and logical_or bitwise_and "
+           "bitwise_or bitwise_xor left_shift right_shift").split():
     globals()[_n] = _binary(_n)
+
+
+def invert(x):
+    """jnp.invert / bitwise_not: ~x (bitwise on integers, not on masks)."""
+    return ~_v(x)
+
+
+bitwise_not = bitwise_invert = invert
 
 
 def where(c, a, b):

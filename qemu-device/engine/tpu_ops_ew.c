@@ -152,12 +152,43 @@ static bool floor_divmod(int64_t a, int64_t b, int64_t *q, int64_t *r)
 	return true;
 }
 
+/* @v's low @bits bits as a two's complement (or, !@is_signed, plain) value. */
+static int64_t wrap_to(uint64_t v, unsigned int bits, bool is_signed)
+{
+	uint64_t m = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+
+	v &= m;
+	if (is_signed && bits < 64 && v >> (bits - 1))
+		v |= ~m;
+	return (int64_t)v;
+}
+
+/* XLA's shifts on dst's width: a count outside [0, width) shifts it all out. */
+static int64_t shift_i(uint8_t fn, int64_t a, int64_t n, unsigned int bits,
+		       bool is_signed)
+{
+	uint64_t u = (uint64_t)wrap_to((uint64_t)a, bits, false);
+	bool out = n < 0 || n >= (int64_t)bits;
+
+	if (fn == TPU_BINARY_SHL)
+		return out ? 0 : wrap_to(u << n, bits, is_signed);
+	if (fn == TPU_BINARY_SHR_LOGICAL)
+		return out ? 0 : wrap_to(u >> n, bits, is_signed);
+	a = wrap_to(u, bits, is_signed);	/* SHR: arithmetic */
+	if (out)
+		return a < 0 ? -1 : 0;
+	return a >> n;
+}
+
 /* fn on exact integers; false on division by zero. */
 static bool binary_i(uint8_t fn, int64_t a, int64_t b, int64_t *out)
 {
 	int64_t q, r;
 
 	switch (fn) {
+	case TPU_BINARY_BITAND:	*out = a & b; return true;
+	case TPU_BINARY_BITOR:	*out = a | b; return true;
+	case TPU_BINARY_BITXOR:	*out = a ^ b; return true;
 	case TPU_BINARY_ADD:	*out = tpu_elem_sat_add(a, b); return true;
 	case TPU_BINARY_SUB:	*out = b == INT64_MIN ? (a < 0 ? a - b : INT64_MAX) :
 				       tpu_elem_sat_add(a, -b); return true;
@@ -266,11 +297,19 @@ static int op_binary_int(const struct tpu_plan_op *op,
 	const struct tpu_ref2d *d = &args->dst;
 	int64_t *a = (int64_t *)args->row_tmp[0], *b = (int64_t *)args->row_tmp[1];
 
+	unsigned int bits = 8 * (unsigned int)tpu_dtype_size(d->dtype);
+	bool is_signed = d->dtype != TPU_DTYPE_UINT8;
+
 	for (int64_t i = 0; i < d->rows; i++) {
 		int64_t step = bsrc_load_i64(bs, i, d->cols, b);
 
 		tpu_elem_load_i64(&args->src0, i, a, d->cols);
 		for (int64_t j = 0; j < d->cols; j++) {
+			if (op->fn >= TPU_BINARY_SHL) {
+				a[j] = shift_i(op->fn, a[j], b[j * step], bits,
+					       is_signed);
+				continue;
+			}
 			if (binary_i(op->fn, a[j], b[j * step], &a[j]))
 				continue;
 			*fault = (struct tpu_op_fault){ TPU_JOB_ERR_DIV_ZERO, i, j };
@@ -288,8 +327,10 @@ static int op_binary(const struct tpu_plan_op *op, const struct tpu_op_args *arg
 	struct bsrc bs = bsrc_of(&args->src1, op->bcast, &args->scalar, op->imm);
 	double *a = args->row_tmp[0], *b = args->row_tmp[1];
 
-	if (bs.is_int && tpu_dtype_is_int(args->src0.dtype) &&
-	    tpu_dtype_is_int(d->dtype) && int_arith(op->fn))
+	/* the bitwise functions: integers only (the op checks saw to it) */
+	if ((bs.is_int && tpu_dtype_is_int(args->src0.dtype) &&
+	     tpu_dtype_is_int(d->dtype) && int_arith(op->fn)) ||
+	    op->fn >= TPU_BINARY_BITAND)
 		return op_binary_int(op, args, &bs, fault);
 	for (int64_t i = 0; i < d->rows; i++) {
 		int64_t step = bsrc_load(&bs, i, d->cols, b);

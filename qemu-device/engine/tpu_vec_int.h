@@ -26,7 +26,7 @@ typedef void (*tpu_vec_select_fn)(float *dst, const void *mask,
 
 struct tpu_vec_kernels {
 	tpu_vec_unary_fn unary[TPU_UNARY_COUNT];
-	tpu_vec_binary_fn binary[TPU_BINARY_COUNT];
+	tpu_vec_binary_fn binary[TPU_BINARY_COUNT];	/* NULL from BITAND on */
 	/* the partial sums of a row, lane by lane, before the fixed tree */
 	void (*sum_lanes)(double lanes[TPU_VEC_SUM_LANES], const float *src,
 			  int64_t n);

@@ -338,3 +338,63 @@ def test_a_window_partial_in_a_middle_dimension_is_refused():
 
     with pytest.raises(pl.TraceError, match="2-D slice"):
         _call(bad, x, out=jax.ShapeDtypeStruct((8, 128), np.float32))
+
+
+# --- bitwise operators and shifts on integers ---
+
+def _ints(seed, lo=-2**31, hi=2**31 - 1, shape=(8, 128)):
+    return np.random.default_rng(seed).integers(lo, hi, shape, dtype=np.int64).astype(np.int32)
+
+
+def test_bitwise_operators_of_int32():
+    def k(x_ref, y_ref, a_ref, o_ref, x_out, n_ref):
+        x, y = x_ref[...], y_ref[...]
+        a_ref[...] = x & y
+        o_ref[...] = (x | 0x0F0F) ^ y
+        x_out[...] = jnp.bitwise_xor(x, 12345) & jnp.bitwise_or(y, -256)
+        n_ref[...] = ~x ^ jnp.invert(y << 1)
+
+    x, y = _ints(22), _ints(23)
+    outs = pl.pallas_call(k, out_shape=(jax.ShapeDtypeStruct((8, 128), np.int32),) * 4)(x, y)
+    a, o, xo, n = (np.asarray(r) for r in outs)
+    np.testing.assert_array_equal(a, x & y)
+    np.testing.assert_array_equal(o, (x | 0x0F0F) ^ y)
+    np.testing.assert_array_equal(xo, (x ^ 12345) & (y | -256))
+    np.testing.assert_array_equal(n, ~x ^ ~(y << 1))
+
+
+def test_shifts_wrap_and_shift_out_as_xla():
+    def k(x_ref, s_ref, l_ref, r_ref, u_ref, c_ref):
+        x, s = x_ref[...], s_ref[...]
+        l_ref[...] = x << s
+        r_ref[...] = x >> s
+        u_ref[...] = lax.shift_right_logical(x, s)
+        c_ref[...] = (x << 3) ^ (x >> 28) | jnp.left_shift(x, 1) & jnp.right_shift(x, 2)
+
+    x = _ints(24)
+    s = np.random.default_rng(25).integers(-2, 40, (8, 128)).astype(np.int32)
+    l, r, u, c = (np.asarray(o) for o in pl.pallas_call(
+        k, out_shape=(jax.ShapeDtypeStruct((8, 128), np.int32),) * 4)(x, s))
+    xu = x.astype(np.uint32).astype(np.uint64)
+    out = (s < 0) | (s >= 32)
+    sc = np.clip(s, 0, 31).astype(np.uint64)
+    want_l = np.where(out, 0, ((xu << sc) & 0xFFFFFFFF).astype(np.uint32).view(np.int32))
+    want_r = np.where(out, np.where(x < 0, -1, 0), x >> np.clip(s, 0, 31))
+    want_u = np.where(out, 0, (xu >> sc).astype(np.uint32).view(np.int32))
+    np.testing.assert_array_equal(l, want_l)
+    np.testing.assert_array_equal(r, want_r)
+    np.testing.assert_array_equal(u, want_u)
+    np.testing.assert_array_equal(c, (x << 3) ^ (x >> 28) | (x << 1) & (x >> 2))
+
+
+def test_xor_of_masks_and_bitwise_of_floats():
+    def masks(x_ref, o_ref):
+        o_ref[...] = ((x_ref[...] > 0) ^ (x_ref[...] > 0.5)).astype(jnp.float32)
+
+    def floats(x_ref, o_ref):
+        o_ref[...] = x_ref[...] << 2
+
+    x = _x(seed=26)
+    np.testing.assert_array_equal(_call(masks, x), ((x > 0) ^ (x > 0.5)).astype(np.float32))
+    with pytest.raises(pl.TraceError, match="takes integers"):
+        _call(floats, x)
