@@ -850,7 +850,8 @@ static int lower_reduce(struct stmt_ctx *c, const struct stmt_node *call, int fn
 
 	if (!name)
 		name = tpurt_stmt_reduce_name((unsigned int)fn);
-	if (call->nargs == 2 && !call->nkw && fn != TPU_REDUCE_SUM) {
+	if (call->nargs == 2 && !call->nkw &&
+	    (fn == TPU_REDUCE_MAX || fn == TPU_REDUCE_MIN)) {
 		/* Python's max(a, b) on scalars: a pl.when condition's */
 		if (stmt_lower_node(c, call->arg[0], NULL, &x) || stmt_lower_node(c, call->arg[1], NULL, &y))
 			return c->err;
@@ -875,6 +876,8 @@ static int lower_reduce(struct stmt_ctx *c, const struct stmt_node *call, int fn
 		return stmt_fail(c, call->col, "%s(axis=1) without keepdims=True gives a (rows,) vector, which broadcasts along rows; write keepdims=True",
 				 name);
 	t = fn == TPU_REDUCE_SUM && x.dtype == TPURT_BOOL ? TPURT_INT32 : x.dtype;
+	if (fn >= TPU_REDUCE_ARGMAX)
+		t = TPURT_INT32;	/* indices */
 	if (d && !strcmp(d->name, x.ref))
 		d = NULL;
 	if (count)

@@ -76,6 +76,8 @@ static const struct name_entry functions[] = {
 	{ "min", FN_REDUCE, TPU_REDUCE_MIN },
 	{ "amin", FN_REDUCE, TPU_REDUCE_MIN },
 	{ "mean", FN_MEAN, 0 },		/* sum, then / the count */
+	{ "argmax", FN_REDUCE, TPU_REDUCE_ARGMAX },
+	{ "argmin", FN_REDUCE, TPU_REDUCE_ARGMIN },
 	{ "where", FN_WHERE, 0 },
 	{ "select", FN_WHERE, 0 },
 	{ "dot", FN_DOT, 0 },

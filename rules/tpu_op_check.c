@@ -442,6 +442,9 @@ static int check_reduce(struct tpu_plan *plan, unsigned int i,
 				       i, op->axis, n.src0, (long long)sr,
 				       (long long)sc, (long long)wr, (long long)wc,
 				       n.dst, (long long)dr, (long long)dc);
+	if (op->fn >= TPU_REDUCE_ARGMAX && dt != TPU_DTYPE_INT32)
+		return tpu_check_error(res, "op %u: argmax/argmin gives indices: dst %s must be int32, not %s",
+				       i, n.dst, tpu_dtype_name(dt));
 	return 0;
 }
 

@@ -71,7 +71,7 @@ static double x_at(struct vt *v, unsigned int xt, int i, int j)
 /* Each block's row sums/maxes (axis 1) and column ones (axis 0). */
 TEST(reduce_edge_blocks_read_no_padding)
 {
-	for (unsigned int fn = 0; fn < TPU_REDUCE_COUNT; fn++)
+	for (unsigned int fn = 0; fn < TPU_REDUCE_ARGMAX; fn++)	/* into f32 */
 		for (unsigned int axis = 0; axis < 2; axis++) {
 			uint64_t zs[2] = { axis ? R : GR, axis ? GC : C };
 			uint32_t zb[2] = { axis ? BR : 1, axis ? 1 : BC };
@@ -104,6 +104,50 @@ TEST(reduce_edge_blocks_read_no_padding)
 						      fmin(acc, e);
 					}
 				bad += ((float *)tdev_ptr(v.d, v.z))[p] != (float)acc;
+			}
+			EXPECT_EQ(0, bad) TH_LOG("reduce %u axis %u", fn, axis);
+			tdev_free(v.d);
+		}
+}
+
+/* argmax/argmin within each block, as int32: the first of equal values. */
+TEST(argmax_argmin_of_edge_blocks)
+{
+	for (unsigned int fn = TPU_REDUCE_ARGMAX; fn < TPU_REDUCE_COUNT; fn++)
+		for (unsigned int axis = 0; axis < 2; axis++) {
+			uint64_t zs[2] = { axis ? R : GR, axis ? GC : C };
+			uint32_t zb[2] = { axis ? BR : 1, axis ? 1 : BC };
+			struct tpu_job_op *op;
+			struct vt v;
+			unsigned int x, z;
+			struct jb *b;
+			float *xv;
+			int bad = 0;
+
+			vt_setup(&v, TPU_DTYPE_F32);
+			xv = tdev_ptr(v.d, v.x);
+			for (int j = 0; j < C; j++)	/* a tie in every column */
+				xv[(R - 1) * C + j] = xv[j];
+			b = vt_job(&v, TPU_DTYPE_F32, TPU_DTYPE_INT32, zs, zb, &x, &z);
+			op = jb_unary(b, 0, JB_OPND(z), JB_OPND(x), NULL);
+			op->opcode = TPU_OP_REDUCE;
+			op->fn = fn;
+			op->axis = axis;
+			ASSERT_EQ(0, vt_finish(&v, b, 0)) TH_LOG("%s", v.res.message);
+			for (int p = 0; p < (int)(zs[0] * zs[1]); p++) {
+				int i0 = axis ? p / GC : (p / C) * BR;
+				int j0 = axis ? (p % GC) * BC : p % C;
+				int ni = axis ? 1 : BR, nj = axis ? BC : 1, at = 0, k = 0;
+				double best = 0;
+
+				for (int i = i0; i < i0 + ni && i < R; i++)
+					for (int j = j0; j < j0 + nj && j < C; j++, k++) {
+						double e = x_at(&v, TPU_DTYPE_F32, i, j);
+
+						if (!k || (fn == TPU_REDUCE_ARGMAX ? e > best : e < best))
+							best = e, at = k;
+					}
+				bad += ((int32_t *)tdev_ptr(v.d, v.z))[p] != at;
 			}
 			EXPECT_EQ(0, bad) TH_LOG("reduce %u axis %u", fn, axis);
 			tdev_free(v.d);
@@ -407,7 +451,7 @@ TEST(descriptor_errors_name_the_field)
 		{ TPU_OP_BINARY, TPU_BINARY_SHL, TPU_BCAST_IMM, 0, 0, 0, 0, "bitwise fn 19 takes integer types" },
 		{ TPU_OP_BINARY, 0, 6, 0, 0, 0, 0, "op 0: bcast 6 unknown" },
 		{ TPU_OP_BINARY, 0, 0, 4, 0, 0, 0, "op 0: bcast2 must be zero" },
-		{ TPU_OP_REDUCE, 3, 0, 0, 1, 0, 0, "op 0: fn 3 unknown" },
+		{ TPU_OP_REDUCE, TPU_REDUCE_COUNT, 0, 0, 1, 0, 0, "op 0: fn 5 unknown" },
 		{ TPU_OP_REDUCE, 0, 0, 0, 1, 0, 0, "reduce over axis 1" },
 		{ TPU_OP_SELECT, 0, 0, 3, 0, 0, 0, "op 0: bcast2 smem" },
 		{ TPU_OP_SELECT, 0, 0, 5, 0, 0, 0, "op 0: bcast2 scalar" },

@@ -615,12 +615,18 @@ enum tpu_binary {
  *	integer type's minimum)
  * @TPU_REDUCE_MIN: minimum (NaN propagates; identity +inf, or the
  *	integer type's maximum)
+ * @TPU_REDUCE_ARGMAX: index of the maximum (jnp.argmax: the first of
+ *	equal maxima, the first NaN if any) into an int32 dst; 0 where a
+ *	row or column lies wholly out of bounds
+ * @TPU_REDUCE_ARGMIN: index of the minimum, likewise
  * @TPU_REDUCE_COUNT: number of reductions
  */
 enum tpu_reduce {
 	TPU_REDUCE_SUM = 0,
 	TPU_REDUCE_MAX = 1,
 	TPU_REDUCE_MIN = 2,
+	TPU_REDUCE_ARGMAX = 3,
+	TPU_REDUCE_ARGMIN = 4,
 	TPU_REDUCE_COUNT
 };
 

@@ -446,6 +446,8 @@ enum tpurt_reduce {
 	TPURT_REDUCE_SUM = 0,		/* jnp.sum */
 	TPURT_REDUCE_MAX = 1,		/* jnp.max */
 	TPURT_REDUCE_MIN = 2,		/* jnp.min */
+	TPURT_REDUCE_ARGMAX = 3,	/* jnp.argmax: int32 indices */
+	TPURT_REDUCE_ARGMIN = 4,
 };
 
 enum tpurt_broadcast {

@@ -76,6 +76,8 @@ sum = _reduce("sum")	# noqa: A001
 max = _reduce("max")	# noqa: A001
 min = _reduce("min")	# noqa: A001
 mean = _reduce("mean")
+argmax = _reduce("argmax")	# int32 indices; axis required, keepdims=True for axis 1
+argmin = _reduce("argmin")
 
 
 def full_like(x, v):

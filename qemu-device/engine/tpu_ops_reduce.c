@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * TPU_OP_REDUCE: sum, max or min over the rows (axis 0) or columns
- * (axis 1) of the in-bounds part of src0; rows or columns wholly out of
- * bounds give the identity. Float data accumulates in double and rounds
+ * TPU_OP_REDUCE: sum, max or min, or the index of the max or min, over
+ * the rows (axis 0) or columns (axis 1) of the in-bounds part of src0;
+ * rows or columns wholly out of bounds give the identity (index 0). Float data accumulates in double and rounds
  * once into dst (f32 rows through the vector kernels, in their fixed
  * order; others in element order); integer data in 64-bit integers. max and min
  * propagate NaN (the first one met).
@@ -134,9 +134,54 @@ static void reduce_i(const struct tpu_plan_op *op, const struct tpu_op_args *arg
 	tpu_elem_store_i64(d, 0, acc, d->cols);
 }
 
+/* Whether @x beats @best for argmax/argmin: NaN beats all, ties keep the first. */
+static bool arg_better(uint8_t fn, double x, double best)
+{
+	if (isnan(best))
+		return false;
+	if (isnan(x))
+		return true;
+	return fn == TPU_REDUCE_ARGMAX ? x > best : x < best;
+}
+
+/* argmax/argmin of any dtype (int32 and narrower are exact in double). */
+static void reduce_arg(const struct tpu_plan_op *op, const struct tpu_op_args *args)
+{
+	const struct tpu_ref2d *d = &args->dst;
+	double *best = args->row_tmp[0], *x = args->row_tmp[1];
+	int64_t *at = (int64_t *)args->row_tmp[2];
+	int64_t vr = args->valid_rows, vc = args->valid_cols;
+
+	if (op->axis == 1) {
+		for (int64_t i = 0; i < d->rows; i++) {
+			at[0] = 0;
+			if (i < vr && vc > 0) {
+				tpu_elem_load(&args->src0, i, x, vc);
+				best[0] = x[0];
+				for (int64_t j = 1; j < vc; j++)
+					if (arg_better(op->fn, x[j], best[0]))
+						best[0] = x[j], at[0] = j;
+			}
+			tpu_elem_store_i64(d, i, at, 1);
+		}
+		return;
+	}
+	for (int64_t j = 0; j < d->cols; j++)
+		at[j] = 0;
+	for (int64_t i = 0; i < vr; i++) {
+		tpu_elem_load(&args->src0, i, x, vc);
+		for (int64_t j = 0; j < vc; j++)
+			if (!i || arg_better(op->fn, x[j], best[j]))
+				best[j] = x[j], at[j] = i;
+	}
+	tpu_elem_store_i64(d, 0, at, d->cols);
+}
+
 void tpu_op_reduce(const struct tpu_plan_op *op, const struct tpu_op_args *args)
 {
-	if (tpu_dtype_is_int(args->src0.dtype))
+	if (op->fn >= TPU_REDUCE_ARGMAX)
+		reduce_arg(op, args);
+	else if (tpu_dtype_is_int(args->src0.dtype))
 		reduce_i(op, args);
 	else if (args->src0.dtype == TPU_DTYPE_F32)
 		reduce_f32(op, args);

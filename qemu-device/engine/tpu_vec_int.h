@@ -33,7 +33,7 @@ struct tpu_vec_kernels {
 	/* max or min of a row (+0 above -0); NaN if it holds one */
 	float (*max_row)(const float *src, int64_t n);
 	float (*min_row)(const float *src, int64_t n);
-	tpu_vec_cols_fn cols[TPU_REDUCE_COUNT];
+	tpu_vec_cols_fn cols[TPU_REDUCE_COUNT];	/* NULL for ARGMAX, ARGMIN */
 	tpu_vec_select_fn select_bytes;	/* one byte per mask element */
 	tpu_vec_select_fn select_f32;	/* f32 mask */
 	void (*bf16_to_f32)(float *dst, const uint16_t *src, int64_t n);

@@ -398,3 +398,19 @@ def test_xor_of_masks_and_bitwise_of_floats():
     np.testing.assert_array_equal(_call(masks, x), ((x > 0) ^ (x > 0.5)).astype(np.float32))
     with pytest.raises(pl.TraceError, match="takes integers"):
         _call(floats, x)
+
+
+# --- argmax, argmin ---
+
+def test_argmax_argmin_along_rows_and_columns():
+    def k(x_ref, r_ref, c_ref):
+        r_ref[...] = jnp.argmax(x_ref[...], axis=1, keepdims=True)
+        c_ref[...] = jnp.argmin(x_ref[...], axis=0, keepdims=True)
+
+    x = _x((16, 128), 27)
+    x[3, 7] = x[3, 100] = 50.0		# a tie: the first wins
+    r, c = pl.pallas_call(k, out_shape=(jax.ShapeDtypeStruct((16, 1), np.int32),
+                                        jax.ShapeDtypeStruct((1, 128), np.int32)))(x)
+    np.testing.assert_array_equal(np.asarray(r), x.argmax(1)[:, None])
+    np.testing.assert_array_equal(np.asarray(c), x.argmin(0)[None, :])
+    assert np.asarray(r)[3, 0] == 7
