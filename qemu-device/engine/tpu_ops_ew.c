@@ -296,7 +296,6 @@ static int op_binary_int(const struct tpu_plan_op *op,
 {
 	const struct tpu_ref2d *d = &args->dst;
 	int64_t *a = (int64_t *)args->row_tmp[0], *b = (int64_t *)args->row_tmp[1];
-
 	unsigned int bits = 8 * (unsigned int)tpu_dtype_size(d->dtype);
 	bool is_signed = d->dtype != TPU_DTYPE_UINT8;
 
@@ -308,6 +307,11 @@ static int op_binary_int(const struct tpu_plan_op *op,
 			if (op->fn >= TPU_BINARY_SHL) {
 				a[j] = shift_i(op->fn, a[j], b[j * step], bits,
 					       is_signed);
+				continue;
+			}
+			if (op->fn >= TPU_BINARY_BITAND) {	/* ~x of uint8 is 255 - x */
+				binary_i(op->fn, a[j], b[j * step], &a[j]);
+				a[j] = wrap_to((uint64_t)a[j], bits, is_signed);
 				continue;
 			}
 			if (binary_i(op->fn, a[j], b[j * step], &a[j]))

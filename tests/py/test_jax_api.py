@@ -414,3 +414,17 @@ def test_argmax_argmin_along_rows_and_columns():
     np.testing.assert_array_equal(np.asarray(r), x.argmax(1)[:, None])
     np.testing.assert_array_equal(np.asarray(c), x.argmin(0)[None, :])
     assert np.asarray(r)[3, 0] == 7
+
+
+def test_bitwise_of_uint8_and_int8_stay_in_their_width():
+    def k(u_ref, s_ref, nu_ref, ns_ref):
+        nu_ref[...] = ~u_ref[...] ^ (u_ref[...] << 3)
+        ns_ref[...] = (s_ref[...] << 2) | (s_ref[...] >> 1)
+
+    rng = np.random.default_rng(28)
+    u = rng.integers(0, 256, (8, 128)).astype(np.uint8)
+    s = rng.integers(-128, 128, (8, 128)).astype(np.int8)
+    nu, ns = pl.pallas_call(k, out_shape=(jax.ShapeDtypeStruct((8, 128), np.uint8),
+                                          jax.ShapeDtypeStruct((8, 128), np.int8)))(u, s)
+    np.testing.assert_array_equal(np.asarray(nu), ~u ^ (u << 3))
+    np.testing.assert_array_equal(np.asarray(ns), (s << 2) | (s >> 1))
