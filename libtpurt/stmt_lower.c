@@ -366,7 +366,8 @@ static double fold_binary(int fn, double a, double b, int ints)
 	case TPU_BINARY_BITOR: return (double)((int64_t)a | (int64_t)b);
 	case TPU_BINARY_BITXOR: return (double)((int64_t)a ^ (int64_t)b);
 	case TPU_BINARY_SHL:	/* Python ints: no width to shift out of */
-		return b < 0 || b > 62 ? 0 : (double)((int64_t)a * ((int64_t)1 << (int)b));
+		return b < 0 || b > 62 ? 0 :
+		       (double)(int64_t)((uint64_t)(int64_t)a << (int)b);
 	default:		/* SHR, SHR_LOGICAL */
 		return b < 0 ? 0 : b > 62 ? (a < 0 ? -1 : 0) :
 		       (double)((int64_t)a >> (int)b);

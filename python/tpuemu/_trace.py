@@ -343,27 +343,22 @@ class Value:
     def astype(self, dtype):
         return Value("method", "astype", (self, _DT(dtype)), self.reads)
 
-    # x.sum(axis=1, keepdims=True) and the like: jnp's functions
-    def sum(self, axis=None, keepdims=False):
-        return _reduce_call("sum", self, axis, keepdims)
 
-    def max(self, axis=None, keepdims=False):
-        return _reduce_call("max", self, axis, keepdims)
+def reducer(name):
+    """jnp.NAME(x, axis=None, keepdims=False) as a statement-syntax call."""
+    def f(x, axis=None, keepdims=False):
+        if axis is None:
+            return call("jnp." + name, x)
+        if keepdims:
+            return call("jnp." + name, x, axis=axis, keepdims=True)
+        return call("jnp." + name, x, axis=axis)
+    f.__name__ = name
+    return f
 
-    def min(self, axis=None, keepdims=False):
-        return _reduce_call("min", self, axis, keepdims)
 
-    def mean(self, axis=None, keepdims=False):
-        return _reduce_call("mean", self, axis, keepdims)
-
-
-def _reduce_call(name, x, axis=None, keepdims=False):
-    """jnp.NAME(x, axis, keepdims) as a statement-syntax call."""
-    if axis is None:
-        return call("jnp." + name, x)
-    if keepdims:
-        return call("jnp." + name, x, axis=axis, keepdims=True)
-    return call("jnp." + name, x, axis=axis)
+# x.sum(axis=1, keepdims=True) and the like: the jnp functions as methods
+for _n in ("sum", "max", "min", "mean"):
+    setattr(Value, _n, reducer(_n))
 
 
 class _DT:

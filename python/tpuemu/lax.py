@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 """The jax.lax functions a kernel body uses (tpuemu.lax as lax; jax.lax)."""
+from . import numpy as jnp
 from ._trace import Value, call, recorder, trace_error
 
 # ((lhs contracting, rhs contracting), (lhs batch, rhs batch)) -> which
@@ -65,43 +66,30 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     return val
 
 
-def _unary(name, fn=None):
-    def f(x):
-        return call("jnp." + (fn or name), x)
-    f.__name__ = name
-    return f
+# lax's element-wise functions that mean what jnp's do on the device, under
+# lax's names (lax.div and lax.rem truncate integers, lax.round rounds half
+# away from zero: those differ, so they are not here)
+exp, exp2, log, log1p, sqrt, rsqrt, tanh, abs, floor, ceil, sign, square, sin, cos = (  # noqa: A001
+    jnp.exp, jnp.exp2, jnp.log, jnp.log1p, jnp.sqrt, jnp.rsqrt, jnp.tanh, jnp.abs, jnp.floor,
+    jnp.ceil, jnp.sign, jnp.square, jnp.sin, jnp.cos)
+neg, add, sub, mul, max, min, pow = (  # noqa: A001
+    jnp.negative, jnp.add, jnp.subtract, jnp.multiply, jnp.maximum, jnp.minimum, jnp.power)
+eq, ne, lt, le, gt, ge = (jnp.equal, jnp.not_equal, jnp.less, jnp.less_equal, jnp.greater,
+                          jnp.greater_equal)
+shift_left, shift_right_arithmetic = jnp.left_shift, jnp.right_shift
+select = jnp.where
 
 
-def _binary(name, fn=None):
-    def f(x, y):
-        return call("jnp." + (fn or name), x, y)
-    f.__name__ = name
-    return f
+def erf(x):
+    return call("lax.erf", x)
 
 
-# lax's element-wise functions that mean what the jnp ones of the device do
-# (lax.div and lax.rem truncate integers, lax.round rounds half away from
-# zero: those differ, so they are not here)
-exp, exp2, log, log1p, sqrt, rsqrt, tanh, abs, floor, ceil, sign, square, sin, cos, erf = (  # noqa: A001
-    _unary(n) for n in ("exp exp2 log log1p sqrt rsqrt tanh abs floor ceil sign square sin cos "
-                        "erf").split())
-neg = _unary("neg", "negative")
-logistic = _unary("logistic", "sigmoid")
-add, sub, mul, max, min, pow = (  # noqa: A001
-    _binary(n, f) for n, f in (("add", None), ("sub", "subtract"), ("mul", "multiply"),
-                               ("max", "maximum"), ("min", "minimum"), ("pow", "power")))
-eq, ne, lt, le, gt, ge = (
-    _binary(n, f) for n, f in (("eq", "equal"), ("ne", "not_equal"), ("lt", "less"),
-                               ("le", "less_equal"), ("gt", "greater"),
-                               ("ge", "greater_equal")))
+def logistic(x):
+    return call("lax.logistic", x)
 
 
-shift_left, shift_right_arithmetic, shift_right_logical = (
-    _binary(n) for n in "shift_left shift_right_arithmetic shift_right_logical".split())
-
-
-def select(pred, on_true, on_false):
-    return call("jnp.where", pred, on_true, on_false)
+def shift_right_logical(x, y):
+    return call("lax.shift_right_logical", x, y)
 
 
 def clamp(lo, x, hi):

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 """jax.nn in a kernel body: the device's activations, and softmax."""
+from . import lax, numpy as jnp
 from ._trace import call
 
 
@@ -21,19 +22,16 @@ def gelu(x, approximate=True):
     approximate=False is x * (1 + erf(x / sqrt(2))) / 2, as jax.nn's."""
     if approximate:
         return call("jax.nn.gelu", x)
-    from . import lax
     return x * (lax.erf(x * 0.7071067811865476) + 1.0) * 0.5
 
 
 def softmax(x, axis=-1):
     """jax.nn.softmax along one axis of a 2-D value: exp(x - max) / sum."""
-    from . import numpy as jnp
     e = jnp.exp(x - jnp.max(x, axis=axis, keepdims=True))
     return e / jnp.sum(e, axis=axis, keepdims=True)
 
 
 def log_softmax(x, axis=-1):
-    from . import numpy as jnp
     s = x - jnp.max(x, axis=axis, keepdims=True)
     return s - jnp.log(jnp.sum(jnp.exp(s), axis=axis, keepdims=True))
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The jax.numpy functions a kernel body uses, traced (tpuemu.numpy as jnp)."""
 from ._trace import (float32, bfloat16, int8, uint8, int32, bool_, call, Value,
-                     Ref, trace_error, _reduce_call)
+                     Ref, trace_error, reducer)
 
 inf = float("inf")
 nan = float("nan")
@@ -65,19 +65,12 @@ def clip(x, lo, hi):
     return call("jnp.clip", x, lo, hi)
 
 
-def _reduce(name):
-    def f(x, axis=None, keepdims=False):
-        return _reduce_call(name, x, axis, keepdims)
-    f.__name__ = name
-    return f
-
-
-sum = _reduce("sum")	# noqa: A001
-max = _reduce("max")	# noqa: A001
-min = _reduce("min")	# noqa: A001
-mean = _reduce("mean")
-argmax = _reduce("argmax")	# int32 indices; axis required, keepdims=True for axis 1
-argmin = _reduce("argmin")
+sum = reducer("sum")	# noqa: A001
+max = reducer("max")	# noqa: A001
+min = reducer("min")	# noqa: A001
+mean = reducer("mean")
+argmax = reducer("argmax")	# int32 indices; axis required, keepdims=True for axis 1
+argmin = reducer("argmin")
 
 
 def full_like(x, v):

@@ -4,7 +4,7 @@ import inspect
 
 import numpy as _np
 
-from .. import _trace
+from .. import _trace, lax, numpy as jnp
 from .._trace import Value, Ref, Slice, TraceError, as_dtype, scalar, trace_error
 from .._lib import ffi, lib, check, device
 
@@ -82,7 +82,6 @@ def cdiv(a, b):
 def loop(lower, upper, *, step=1, unroll=None):
     """@pl.loop(lower, upper, step=...): the decorated body(i) traced once
     per i, as lax.fori_loop with static bounds is."""
-    from .. import lax
     lo = lax._static_bound(lower, "lower", "pl.loop")
     hi = lax._static_bound(upper, "upper", "pl.loop")
     step = lax._static_bound(step, "step", "pl.loop")
@@ -97,7 +96,6 @@ def loop(lower, upper, *, step=1, unroll=None):
 def dot(a, b, trans_a=False, trans_b=False, allow_tf32=None, precision=None):
     """pl.dot: a @ b with either operand read transposed, in float32 as
     Pallas's preferred_element_type."""
-    from .. import numpy as jnp
     a = a.T if trans_a else a
     b = b.T if trans_b else b
     return jnp.dot(a, b, preferred_element_type=_trace.float32)
