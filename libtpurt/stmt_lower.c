@@ -425,14 +425,28 @@ static int imm_bits_ok(struct stmt_ctx *c, double x, int col)
 	return 0;
 }
 
+/* A (1, 1) tile that must spread over both dimensions of rows x cols. */
+static bool is_corner(const struct value *x, int64_t rows, int64_t cols)
+{
+	return is_tile(x) && x->rows == 1 && x->cols == 1 && rows > 1 && cols > 1;
+}
+
 /* @x (a scalar or a row or column) broadcast to rows x cols of @dtype. */
 static int materialize(struct stmt_ctx *c, const struct value *x,
 		       enum tpurt_dtype dtype, int64_t rows, int64_t cols,
 		       int col, const struct dest *d, struct value *v)
 {
 	struct tpurt_kernel *k = c->k;
-	int ret = result(c, d, dtype, rows, cols, col, v);
+	struct value column;
+	int ret;
 
+	if (is_corner(x, rows, cols)) {
+		/* the device broadcasts rows and columns: down a column first */
+		if (materialize(c, x, dtype, rows, 1, col, NULL, &column))
+			return c->err;
+		x = &column;
+	}
+	ret = result(c, d, dtype, rows, cols, col, v);
 	if (ret)
 		return ret;
 	ret = stmt_emitted(c, tpurt_kernel_zero(k, v->ref), col);
@@ -467,11 +481,6 @@ static int broadcast(struct stmt_ctx *c, const struct value *a,
 				 shape_str(a, sa), shape_str(b, sb));
 	*rows = a->rows > b->rows ? a->rows : b->rows;
 	*cols = a->cols > b->cols ? a->cols : b->cols;
-	if ((a->rows == 1 && a->cols == 1 && (*rows > 1 || *cols > 1)) ||
-	    (b->rows == 1 && b->cols == 1 && (*rows > 1 || *cols > 1)))
-		if (*rows > 1 && *cols > 1)
-			return stmt_fail(c, col, "a (1, 1) tile broadcast over %s: the device broadcasts rows, columns and scalars only; read it as a scalar",
-					 shape_str(a->rows > 1 ? a : b, sa));
 	return 0;
 }
 
@@ -604,6 +613,13 @@ static int tile_binary(struct stmt_ctx *c, int fn, struct value a,
 				&full))
 			return c->err;
 		a = full;
+	}
+	if (is_corner(&b, rows, cols)) {
+		struct value column;
+
+		if (materialize(c, &b, b.dtype, rows, 1, col, NULL, &column))
+			return c->err;
+		b = column;
 	}
 	mode = is_tile(&b) ? bcast_mode(&b, rows, cols) : TPU_BCAST_NONE;
 	release(c, &a);
@@ -835,6 +851,47 @@ static int lower_tile_arg(struct stmt_ctx *c, const struct stmt_node *n,
 	return 0;
 }
 
+/* The dtype a reduction of @x gives. */
+static enum tpurt_dtype reduce_dtype(int fn, enum tpurt_dtype x)
+{
+	if (fn >= TPU_REDUCE_ARGMAX)
+		return TPURT_INT32;	/* indices */
+	return fn == TPU_REDUCE_SUM && x == TPURT_BOOL ? TPURT_INT32 : x;
+}
+
+/*
+ * jnp.sum/max/min(x) over the whole array: each row, then the column of
+ * results, into a (1, 1) tile, which broadcasts as the 0-d result would.
+ */
+static int lower_reduce_all(struct stmt_ctx *c, const struct stmt_node *call,
+			    int fn, const char *name, const struct dest *d,
+			    struct value *v, int64_t *count)
+{
+	struct value x, rows;
+	enum tpurt_dtype t;
+
+	if (fn >= TPU_REDUCE_ARGMAX)
+		return stmt_fail(c, call->col, "%s over the whole array (a flat index) is not supported: give axis=1 (each row) or axis=0 (each column)",
+				 name);
+	if (lower_tile_arg(c, call->arg[0], &x, name))
+		return c->err;
+	t = reduce_dtype(fn, x.dtype);
+	if (count)
+		*count = x.rows * x.cols;
+	if (d && !strcmp(d->name, x.ref))
+		d = NULL;
+	if (result(c, NULL, t, x.rows, 1, call->col, &rows))
+		return c->err;
+	release(c, &x);
+	if (stmt_emitted(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn,
+						rows.ref, x.ref, 1), call->col) ||
+	    result(c, d, t, 1, 1, call->col, v))
+		return c->err;
+	release(c, &rows);
+	return stmt_emitted(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn, v->ref,
+						   rows.ref, 0), call->col);
+}
+
 /*
  * jnp.sum/max/min(x, axis, keepdims); for jnp.mean, @count (when not NULL)
  * gets how many elements each result summed and @name is "mean".
@@ -867,8 +924,7 @@ static int lower_reduce(struct stmt_ctx *c, const struct stmt_node *call, int fn
 	if (call->nargs == 2)
 		axis_node = call->arg[1];
 	if (!axis_node)
-		return stmt_fail(c, call->col, "%s over the whole array is not supported: give axis=1 (each row) or axis=0 (each column)",
-				 name);
+		return lower_reduce_all(c, call, fn, name, d, v, count);
 	if (const_axis(c, axis_node, &axis) ||
 	    const_bool(c, stmt_kwarg(call, "keepdims"), &keep) ||
 	    lower_tile_arg(c, call->arg[0], &x, name))
@@ -876,9 +932,7 @@ static int lower_reduce(struct stmt_ctx *c, const struct stmt_node *call, int fn
 	if (axis == 1 && !keep)
 		return stmt_fail(c, call->col, "%s(axis=1) without keepdims=True gives a (rows,) vector, which broadcasts along rows; write keepdims=True",
 				 name);
-	t = fn == TPU_REDUCE_SUM && x.dtype == TPURT_BOOL ? TPURT_INT32 : x.dtype;
-	if (fn >= TPU_REDUCE_ARGMAX)
-		t = TPURT_INT32;	/* indices */
+	t = reduce_dtype(fn, x.dtype);
 	if (d && !strcmp(d->name, x.ref))
 		d = NULL;
 	if (count)

@@ -233,8 +233,6 @@ TEST_F(sim, mean_is_the_sum_over_the_count)
 	ASSERT_EQ(0, tpurt_kernel_stmts(k, gs,
 		"r[...] = jnp.mean(x[...], axis=1, keepdims=True)\n"
 		"c[...] = jnp.mean(x[...], axis=0, keepdims=True)\n")) TH_LOG("%s", tpurt_last_error());
-	EXPECT_EQ(-EINVAL, tpurt_kernel_stmt(k, gs, "r[...] = jnp.mean(x[...])"));
-	EXPECT_NE(NULL, strstr(tpurt_last_error(), "mean over the whole array"));
 	ASSERT_EQ(0, tpurt_pallas_call(k, gs, NULL, (struct tpurt_array *[]){ x, r, c },
 				       3, NULL)) TH_LOG("%s", tpurt_last_error());
 	xv = tpurt_array_map(x), rv = tpurt_array_map(r), cv = tpurt_array_map(c);
@@ -255,6 +253,56 @@ TEST_F(sim, mean_is_the_sum_over_the_count)
 	tpurt_kernel_free(k);
 	tpurt_grid_spec_free(gs);
 	tpurt_array_free(x), tpurt_array_free(r), tpurt_array_free(c);
+}
+
+/*
+ * Reductions without an axis reduce the whole array into a (1, 1) tile,
+ * which broadcasts over both dimensions as jnp's 0-d result does.
+ */
+TEST_F(sim, whole_array_reductions_broadcast_as_scalars)
+{
+	enum { R = 16, C = 256 };
+	int64_t grid[1] = { 1 };
+	struct tpurt_array *x, *m, *d;
+	struct tpurt_block_spec xs = { 2, { R, C }, "i -> 0, 0" };
+	struct tpurt_block_spec ms = { 2, { 1, 1 }, "i -> 0, 0" };
+	struct tpurt_grid_spec *gs;
+	struct tpurt_kernel *k;
+	const float *xv, *mv, *dv;
+	double sum = 0;
+	float max;
+
+	x = new_array(self->dev, TPURT_F32, 2, R, C, 0, 15);
+	m = new_array(self->dev, TPURT_F32, 2, 1, 1, 0, 16);
+	d = new_array(self->dev, TPURT_F32, 2, R, C, 0, 17);
+	ASSERT_EQ(0, tpurt_grid_spec_create(1, grid, &gs));
+	ASSERT_EQ(0, tpurt_grid_spec_add_input(gs, "x", &xs));
+	ASSERT_EQ(0, tpurt_grid_spec_add_output(gs, "m", &ms));
+	ASSERT_EQ(0, tpurt_grid_spec_add_output(gs, "d", &xs));
+	tpurt_grid_spec_set_dtype(gs, "x", TPURT_F32);
+	tpurt_grid_spec_set_dtype(gs, "m", TPURT_F32);
+	tpurt_grid_spec_set_dtype(gs, "d", TPURT_F32);
+	ASSERT_EQ(0, tpurt_kernel_create(&k));
+	ASSERT_EQ(0, tpurt_kernel_stmts(k, gs,
+		"m[...] = jnp.mean(x[...])\n"
+		"d[...] = x[...] - jnp.max(x[...]) + jnp.sum(x[...]) * 0.0\n")) TH_LOG("%s", tpurt_last_error());
+	EXPECT_EQ(-EINVAL, tpurt_kernel_stmt(k, gs, "m[...] = jnp.argmax(x[...])"));
+	EXPECT_NE(NULL, strstr(tpurt_last_error(), "argmax over the whole array (a flat index)"));
+	ASSERT_EQ(0, tpurt_pallas_call(k, gs, NULL, (struct tpurt_array *[]){ x, m, d },
+				       3, NULL)) TH_LOG("%s", tpurt_last_error());
+	xv = tpurt_array_map(x), mv = tpurt_array_map(m), dv = tpurt_array_map(d);
+	max = xv[0];
+	for (int i = 0; i < R * C; i++) {
+		sum += xv[i];
+		max = xv[i] > max ? xv[i] : max;
+	}
+	EXPECT_EQ((float)(sum / (R * C)), mv[0]);	/* small integers: exact */
+	for (int i = 0; i < R * C; i++) {
+		ASSERT_EQ(xv[i] - max, dv[i]) TH_LOG("element %d", i);
+	}
+	tpurt_kernel_free(k);
+	tpurt_grid_spec_free(gs);
+	tpurt_array_free(x), tpurt_array_free(m), tpurt_array_free(d);
 }
 
 /* A (None, 128, 64) block of a (4, 128, 64) array is a (128, 64) ref. */

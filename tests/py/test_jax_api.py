@@ -241,12 +241,20 @@ def test_mean_of_columns_and_of_integers_is_float():
     np.testing.assert_allclose(np.asarray(m), i.mean(1, keepdims=True), rtol=1e-6)
 
 
-def test_mean_over_the_whole_array_names_mean():
+def test_reductions_over_the_whole_array_broadcast_as_scalars():
     def k(x_ref, o_ref):
-        o_ref[...] = x_ref[...] - jnp.mean(x_ref[...])
+        x = x_ref[...]
+        o_ref[...] = jnp.exp(x - jnp.max(x)) / x.sum() + jnp.mean(x)
 
-    with pytest.raises(pl.TraceError, match="mean over the whole array"):
-        _call(k, _x())
+    x = _x()
+    np.testing.assert_allclose(np.asarray(_call(k, x)),
+                               np.exp(x - x.max()) / x.sum() + x.mean(), rtol=1e-5)
+
+    def arg(x_ref, o_ref):
+        o_ref[...] = jnp.argmax(x_ref[...]) + x_ref[...]
+
+    with pytest.raises(pl.TraceError, match="argmax over the whole array"):
+        _call(arg, x)
 
 
 def test_softmax_log_softmax_and_gelu():
