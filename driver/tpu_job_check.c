@@ -331,7 +331,8 @@ static int check_window(struct tpu_device *tdev, const struct job_view *view,
 /* The memory-model ops take no fn and no vector fields. */
 static bool memory_op(const struct tpu_job_op *op)
 {
-	return op->opcode >= TPU_OP_COPY_START && op->opcode < TPU_OP_COUNT;
+	return op->opcode >= TPU_OP_COPY_START &&
+	       op->opcode <= TPU_OP_SCALAR_STORE;
 }
 
 static int check_op(struct tpu_device *tdev, const struct job_view *view,
@@ -349,6 +350,8 @@ static int check_op(struct tpu_device *tdev, const struct job_view *view,
 	case TPU_OP_DOT:
 	case TPU_OP_SELECT:
 	case TPU_OP_IOTA:
+	case TPU_OP_TRANSPOSE:
+	case TPU_OP_ROLL:
 		fn_ok = !op->fn;
 		break;
 	case TPU_OP_UNARY:

@@ -119,7 +119,7 @@ static void check_plan(const struct tpu_config *cfg)
 		const struct tpu_plan_op *op = &plan.op[i];
 
 		FUZZ_ASSERT(op->opcode < TPU_OP_COUNT, "op %u: opcode", i);
-		if (op->opcode >= TPU_OP_COPY_START) {
+		if (tpu_opcode_is_memory(op->opcode)) {
 			check_memory_op(i, op);
 			continue;
 		}

@@ -308,9 +308,15 @@ static void parse_semaphore_read(struct parser *ps)
 static void parse_name(struct parser *ps)
 {
 	const struct tpurt_body_name *b;
-	struct tok t = ps->t;
+	struct tok t;
 	int d, s;
 
+	if (is(ps, "pl") && ps->t.start[ps->t.len] == '.') {
+		/* pl.program_id(0), as Python writes it */
+		next(ps);
+		next(ps);
+	}
+	t = ps->t;
 	if (is(ps, "min"))
 		return parse_minmax(ps, TPU_INSN_MIN);
 	if (is(ps, "max"))

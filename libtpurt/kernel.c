@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tpu_plan.h"
 #include "tpurt_private.h"
 
 int tpurt_kernel_create(struct tpurt_kernel **kp)
@@ -69,13 +70,13 @@ static int add_op(struct tpurt_kernel *k, uint8_t opcode, const char *dst,
 	op = &k->op[k->nops];
 	memset(op, 0, sizeof(*op));
 	op->opcode = opcode;
-	ret = dst || opcode < TPU_OP_COPY_START ?
+	ret = dst || !tpu_opcode_is_memory(opcode) ?
 	      copy_text(op->dst, TPURT_TEXT_MAX, dst, "destination ref") : 0;
 	if (!ret && src0)
 		ret = copy_text(op->src0, TPURT_TEXT_MAX, src0, "source ref");
 	if (!ret && src1)
 		ret = copy_text(op->src1, TPURT_TEXT_MAX, src1,
-				opcode >= TPU_OP_COPY_START ? "semaphore" : "source ref");
+				tpu_opcode_is_memory(opcode) ? "semaphore" : "source ref");
 	if (ret)
 		return ret;
 	op->npred = k->nwhen;
@@ -307,6 +308,33 @@ int tpurt_kernel_iota(struct tpurt_kernel *k, const char *dst, int axis,
 	return 0;
 }
 
+int tpurt_kernel_transpose(struct tpurt_kernel *k, const char *dst,
+			   const char *src)
+{
+	if (!src)
+		return tpurt_fail(-EINVAL, "kernel: transpose: source ref missing");
+	return add_op(k, TPU_OP_TRANSPOSE, dst, src, NULL, NULL);
+}
+
+int tpurt_kernel_roll(struct tpurt_kernel *k, const char *dst,
+		      const char *src, const char *shift, int axis)
+{
+	struct tpurt_kernel_op *op;
+	int ret = check_axis(axis, "roll");
+
+	if (!ret && (!src || !shift))
+		ret = tpurt_fail(-EINVAL, "kernel: roll: %s missing",
+				 src ? "shift" : "source ref");
+	if (!ret)
+		ret = add_op(k, TPU_OP_ROLL, dst, src, NULL, &op);
+	if (!ret)
+		ret = set_scalar(k, op, shift, "roll shift");
+	if (ret)
+		return ret;
+	op->axis = (uint8_t)axis;
+	return 0;
+}
+
 /* --- the memory model: copies, semaphores, SMEM stores, scopes --- */
 
 static int copy_op(struct tpurt_kernel *k, uint8_t opcode, const char *src,
@@ -526,6 +554,7 @@ const char *tpurt_kernel_opcode_name(unsigned int opcode)
 		[TPU_OP_SEM_SIGNAL] = "semaphore_signal",
 		[TPU_OP_SEM_WAIT] = "semaphore_wait",
 		[TPU_OP_SCALAR_STORE] = "scalar_store",
+		[TPU_OP_TRANSPOSE] = "transpose", [TPU_OP_ROLL] = "roll",
 	};
 
 	return opcode < TPU_OP_COUNT ? names[opcode] : "?";

@@ -105,6 +105,13 @@ static void put_op(FILE *out, const struct tpurt_kernel_op *op)
 		fprintf(out, "%s[...] = iota(%u%s%s)", op->dst, op->axis,
 			op->scalar[0] ? ", " : "", op->scalar);
 		break;
+	case TPU_OP_TRANSPOSE:
+		fprintf(out, "%s[...] = %s[...].T", op->dst, op->src0);
+		break;
+	case TPU_OP_ROLL:
+		fprintf(out, "%s[...] = roll(%s[...], %s, axis=%u)", op->dst,
+			op->src0, op->scalar, op->axis);
+		break;
 	case TPU_OP_COPY_START:
 	case TPU_OP_COPY_WAIT:
 		fprintf(out, "make_async_copy(%s, %s, %s).%s()", op->src0, op->dst,

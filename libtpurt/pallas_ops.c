@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "pallas_build.h"
+#include "tpu_plan.h"
 
 /* --- the kernel's refs --- */
 
@@ -452,7 +453,7 @@ static int fill_op(struct pallas_build *c, int n,
 	int ret;
 
 	jo->opcode = op->opcode;
-	if (op->opcode >= TPU_OP_COPY_START) {
+	if (tpu_opcode_is_memory(op->opcode)) {
 		ret = fill_memory_op(c, n, op, jo);
 		return ret ? ret : compile_pred(c, n, op, &jo->pred);
 	}
@@ -466,7 +467,8 @@ static int fill_op(struct pallas_build *c, int n,
 	if (!ret && op->scalar[0])
 		ret = body_program(c, n, op, op->scalar, 1,
 				   op->bcast == TPU_BCAST_SMEM ? "SMEM index" :
-				   op->opcode == TPU_OP_IOTA ? "iota offset" : "scalar",
+				   op->opcode == TPU_OP_IOTA ? "iota offset" :
+				   op->opcode == TPU_OP_ROLL ? "roll shift" : "scalar",
 				   &jo->scalar_index);
 	if (ret)
 		return ret;

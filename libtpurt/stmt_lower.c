@@ -19,6 +19,10 @@
 
 static int lower_ref_ok(struct stmt_ctx *c, const struct stmt_node *n,
 			struct value *v);
+static int lower_transpose_call(struct stmt_ctx *c, const struct stmt_node *call,
+				const struct dest *d, struct value *v);
+static int lower_roll(struct stmt_ctx *c, const struct stmt_node *call,
+		      const struct dest *d, struct value *v);
 
 static const char *shape_str(const struct value *v, char *buf)
 {
@@ -1325,6 +1329,10 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 		return lower_dot(c, call, call->arg[0], call->arg[1], d, 0, v);
 	case FN_IOTA:
 		return lower_iota(c, call, NULL, d, v);
+	case FN_TRANSPOSE:
+		return lower_transpose_call(c, call, d, v);
+	case FN_ROLL:
+		return lower_roll(c, call, d, v);
 	case FN_CLIP:
 	case FN_CLAMP:
 		return lower_clamp(c, call, fn.kind == FN_CLAMP, d, v);
@@ -1620,11 +1628,82 @@ static int lower_index(struct stmt_ctx *c, const struct stmt_node *n,
 	return 0;
 }
 
+/* x.T, jnp.transpose(x): into another ref (the device moves elements). */
+static int lower_transpose(struct stmt_ctx *c, const struct stmt_node *xn,
+			   int col, const struct dest *d, struct value *v)
+{
+	struct value x;
+
+	if (lower_tile_arg(c, xn, &x, "transpose"))
+		return c->err;
+	if (d && !strcmp(d->name, x.ref))
+		d = NULL;
+	if (result(c, d, x.dtype, x.cols, x.rows, col, v))
+		return c->err;
+	release(c, &x);
+	return stmt_emitted(c, tpurt_kernel_transpose(c->k, v->ref, x.ref), col);
+}
+
+/* jnp.transpose(x), jnp.transpose(x, (1, 0)), lax.transpose(x, (1, 0)). */
+static int lower_transpose_call(struct stmt_ctx *c, const struct stmt_node *call,
+				const struct dest *d, struct value *v)
+{
+	static const char *const kws[] = { "axes", "permutation", NULL };
+	const struct stmt_node *axes = call->nargs == 2 ? call->arg[1] :
+				       stmt_kwarg(call, "axes");
+	int64_t a0, a1;
+
+	if (!axes)
+		axes = stmt_kwarg(call, "permutation");
+	if (stmt_check_kwargs(c, call, kws) || stmt_nargs_are(c, call, 1, 2, "transpose"))
+		return c->err;
+	if (axes && (axes->kind != SN_TUPLE || axes->nargs != 2 ||
+		     stmt_const_int(c, axes->arg[0], &a0) ||
+		     stmt_const_int(c, axes->arg[1], &a1) || a0 != 1 || a1 != 0))
+		return c->err ? c->err :
+		       stmt_fail(c, axes->col, "transpose of a 2-D array takes axes (1, 0)");
+	return lower_transpose(c, call->arg[0], call->col, d, v);
+}
+
+/* pltpu.roll(x, shift, axis), jnp.roll(x, shift, axis): a scalar shift. */
+static int lower_roll(struct stmt_ctx *c, const struct stmt_node *call,
+		      const struct dest *d, struct value *v)
+{
+	static const char *const kws[] = { "shift", "axis", NULL };
+	const struct stmt_node *sn = call->nargs >= 2 ? call->arg[1] :
+				     stmt_kwarg(call, "shift");
+	const struct stmt_node *an = call->nargs == 3 ? call->arg[2] :
+				     stmt_kwarg(call, "axis");
+	char text[TPURT_TEXT_MAX];
+	struct value x, s;
+	int axis;
+
+	if (stmt_check_kwargs(c, call, kws) || stmt_nargs_are(c, call, 1, 3, "roll"))
+		return c->err;
+	if (!sn || !an)
+		return stmt_fail(c, call->col, "roll takes x, shift and axis (a flattened roll is not supported)");
+	if (const_axis(c, an, &axis) || stmt_lower_node(c, sn, NULL, &s))
+		return c->err;
+	if (!stmt_is_scalar(&s))
+		return stmt_fail(c, sn->col, "roll's shift is a scalar");
+	if (stmt_smem_scalar_ok(c, &s, sn->col) ||
+	    stmt_scalar_text(c, &s, sn->col, text, sizeof(text), 0) ||
+	    lower_tile_arg(c, call->arg[0], &x, "roll"))
+		return c->err;
+	if (d && !strcmp(d->name, x.ref))
+		d = NULL;
+	if (result(c, d, x.dtype, x.rows, x.cols, call->col, v))
+		return c->err;
+	release(c, &x);
+	return stmt_emitted(c, tpurt_kernel_roll(c->k, v->ref, x.ref, text, axis),
+			    call->col);
+}
+
 static int lower_attr(struct stmt_ctx *c, const struct stmt_node *n,
-		      struct value *v)
+		      const struct dest *d, struct value *v)
 {
 	if (stmt_name_is(n, "T"))
-		return stmt_fail(c, n->col, "transposes (.T) are supported on dot operands only");
+		return lower_transpose(c, n->base, n->col, d, v);
 	if (stmt_name_is(n, "at"))
 		return stmt_fail(c, n->col, "ref.at[...] is a window: read it with ref.at[i][...], or copy it");
 	if (!stmt_name_is(n, "dtype"))
@@ -1677,7 +1756,7 @@ int stmt_lower_node(struct stmt_ctx *c, const struct stmt_node *n,
 	case SN_CALL:
 		return lower_call(c, n, d, v);
 	case SN_ATTR:
-		return lower_attr(c, n, v);
+		return lower_attr(c, n, d, v);
 	case SN_INDEX:
 		return lower_index(c, n, v);
 	case SN_BINOP:

@@ -82,6 +82,8 @@ static const struct name_entry functions[] = {
 	{ "select", FN_WHERE, 0 },
 	{ "dot", FN_DOT, 0 },
 	{ "matmul", FN_DOT, 0 },
+	{ "transpose", FN_TRANSPOSE, 0 },
+	{ "roll", FN_ROLL, 0 },		/* pltpu.roll is jnp.roll */
 	{ "iota", FN_IOTA, 0 },
 	{ "broadcasted_iota", FN_IOTA, 0 },
 	{ "zeros_like", FN_ZEROS_LIKE, 0 },

@@ -161,7 +161,10 @@ static unsigned int used_fields(const struct tpu_plan_op *op)
 	case TPU_OP_REDUCE:
 		return F_FN | F_AXIS | F_SRC0;
 	case TPU_OP_IOTA:
-		return F_AXIS | F_SCALAR_INDEX;
+	case TPU_OP_ROLL:
+		return F_AXIS | F_SCALAR_INDEX | (op->opcode == TPU_OP_ROLL ? F_SRC0 : 0);
+	case TPU_OP_TRANSPOSE:
+		return F_SRC0;
 	case TPU_OP_BINARY:
 	case TPU_OP_SELECT:
 		f = F_BCAST | F_SRC0;
@@ -193,6 +196,7 @@ static unsigned int used_fields(const struct tpu_plan_op *op)
 static const char *const opcode_name[TPU_OP_COUNT] = {
 	"zero", "dot", "unary", "binary", "reduce", "select", "iota",
 	"copy_start", "copy_wait", "sem_signal", "sem_wait", "scalar_store",
+	"transpose", "roll",
 };
 
 /* Every field @op's opcode does not use must be zero (or a none ref). */
@@ -448,6 +452,45 @@ static int check_reduce(struct tpu_plan *plan, unsigned int i,
 	return 0;
 }
 
+/* The ref a window slices, or @r itself. */
+static struct tpu_plan_ref base_ref(const struct tpu_plan *plan, struct tpu_plan_ref r)
+{
+	return r.kind == TPU_REF_WINDOW && r.index < plan->num_windows ?
+	       plan->window[r.index].base : r;
+}
+
+/* TRANSPOSE, ROLL: src0 moved into dst, of its dtype, in another ref. */
+static int check_move(struct tpu_plan *plan, unsigned int i,
+		      const struct tpu_plan_op *op, struct tpu_job_result *res)
+{
+	bool transpose = op->opcode == TPU_OP_TRANSPOSE;
+	int64_t dr, dc, sr, sc;
+	uint8_t dt, st;
+	struct ref_names n;
+
+	ref_names(op, &n);
+	if (!is_vmem_ref(plan, op->src0))
+		return tpu_check_error(res, "op %u: src0 %s is not a VMEM ref (%s)",
+				       i, n.src0, not_vmem_why(plan, op->src0));
+	if (same_ref(base_ref(plan, op->dst), base_ref(plan, op->src0)))
+		return tpu_check_error(res, "op %u: %s dst %s and src0 %s are one ref: the elements move, so write into another",
+				       i, opcode_name[op->opcode], n.dst, n.src0);
+	ref_shape(plan, op->dst, &dr, &dc, &dt);
+	ref_shape(plan, op->src0, &sr, &sc, &st);
+	if (dt != st)
+		return tpu_check_error(res, "op %u: %s keeps the dtype: src0 %s is %s but dst %s is %s",
+				       i, opcode_name[op->opcode], n.src0,
+				       tpu_dtype_name(st), n.dst, tpu_dtype_name(dt));
+	if (dr != (transpose ? sc : sr) || dc != (transpose ? sr : sc))
+		return tpu_check_error(res, "op %u: %s of src0 %s (%lldx%lld) gives %lldx%lld, but dst %s is %lldx%lld",
+				       i, opcode_name[op->opcode], n.src0,
+				       (long long)sr, (long long)sc,
+				       (long long)(transpose ? sc : sr),
+				       (long long)(transpose ? sr : sc), n.dst,
+				       (long long)dr, (long long)dc);
+	return 0;
+}
+
 /*
  * The scalar program: one value where a broadcast or iota uses it, the
  * semaphore element of a copy; (index, amount) or (index, value) for the
@@ -463,6 +506,12 @@ static int check_scalar_index(struct tpu_plan *plan, unsigned int i,
 		return 0;
 	if (!(used_fields(op) & F_SCALAR_INDEX))
 		return 0;
+	if (op->opcode == TPU_OP_ROLL)
+		return op->scalar_index.len ?
+		       tpu_check_prog(plan, op->scalar_index, 1, res, "op", i,
+				      "scalar_index (roll shift)") :
+		       tpu_check_error(res, "op %u: scalar_index: roll needs a program leaving its shift",
+				       i);
 	if (op->opcode >= TPU_OP_SEM_SIGNAL) {
 		if (!op->scalar_index.len)
 			return tpu_check_error(res, "op %u: scalar_index: %s needs a program leaving 2 values (%s)",
@@ -533,7 +582,7 @@ int tpu_check_op(struct tpu_plan *plan, unsigned int i,
 		ret = check_bcasts(op, i, res);
 	if (!ret)
 		ret = check_unused(op, i, res);
-	if (!ret && op->opcode < TPU_OP_COPY_START)
+	if (!ret && !tpu_opcode_is_memory(op->opcode))
 		ret = check_dst(plan, i, op, res);
 	if (!ret && op->pred.len)
 		ret = tpu_check_prog(plan, op->pred, 1, res, "op", i, "predicate");
@@ -558,6 +607,9 @@ int tpu_check_op(struct tpu_plan *plan, unsigned int i,
 		return tpu_check_sem_op(plan, i, op, res);
 	case TPU_OP_SCALAR_STORE:
 		return tpu_check_scalar_store(plan, i, op, res);
+	case TPU_OP_TRANSPOSE:
+	case TPU_OP_ROLL:
+		return check_move(plan, i, op, res);
 	default:	/* ZERO, IOTA: dst only */
 		return 0;
 	}

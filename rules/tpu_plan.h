@@ -82,6 +82,12 @@ struct tpu_plan_op {
 	int64_t m, n, k;			/* TPU_OP_DOT */
 };
 
+/* The memory model's ops (copies, semaphores, scalar stores), not the vector unit's. */
+static inline bool tpu_opcode_is_memory(unsigned int opcode)
+{
+	return opcode >= TPU_OP_COPY_START && opcode <= TPU_OP_SCALAR_STORE;
+}
+
 struct tpu_plan_insn {
 	uint8_t op;
 	int32_t arg;

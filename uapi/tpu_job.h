@@ -450,6 +450,12 @@ struct tpu_job_window {
  *	wrapped to int32, or converted to f32 for an f32 ref. An index
  *	outside dst fails with %TPU_JOB_ERR_SMEM_RANGE. Stores to a
  *	scalar-prefetch operand change its SMEM copy, not its HBM array.
+ * @TPU_OP_TRANSPOSE: dst[...] = src0[...].T: dst is src0's columns by its
+ *	rows, of src0's dtype, and not src0 or a window of src0's ref
+ * @TPU_OP_ROLL: dst[...] = pltpu.roll(src0[...], s, @axis), as jnp.roll:
+ *	the element at index i along @axis moves to (i + s) mod the extent
+ *	(s may be negative), s the value of the program @scalar_index; dst
+ *	has src0's shape and dtype and is not src0 or a window of its ref
  * @TPU_OP_COUNT: number of opcodes
  *
  * dst is never an input operand (input blocks are read-only). Elementwise
@@ -477,6 +483,8 @@ enum tpu_opcode {
 	TPU_OP_SEM_SIGNAL = 9,
 	TPU_OP_SEM_WAIT = 10,
 	TPU_OP_SCALAR_STORE = 11,
+	TPU_OP_TRANSPOSE = 12,
+	TPU_OP_ROLL = 13,
 	TPU_OP_COUNT
 };
 
@@ -686,14 +694,15 @@ enum tpu_dot_flags {
  * @src0: first source (%TPU_REF_NONE for %TPU_OP_ZERO and %TPU_OP_IOTA)
  * @src1: second source (%TPU_REF_NONE unless DOT, or BINARY or SELECT with
  *	a @bcast that reads a ref)
- * @axis: 0 or 1 for %TPU_OP_REDUCE and %TPU_OP_IOTA; zero otherwise
+ * @axis: 0 or 1 for %TPU_OP_REDUCE, %TPU_OP_IOTA and %TPU_OP_ROLL; zero
+ *	otherwise
  * @bcast2: &enum tpu_bcast for %TPU_OP_SELECT's src2; zero otherwise
  * @pred: predicate program leaving one value: the op runs at a step where
  *	it is non-zero (pl.when); zero length runs it at every step
  * @scalar_index: program leaving the flat element index into src1 for
  *	%TPU_BCAST_SMEM, the scalar itself for %TPU_BCAST_SCALAR, the offset
- *	of %TPU_OP_IOTA, the values the copy and semaphore ops and
- *	%TPU_OP_SCALAR_STORE name; zero length otherwise
+ *	of %TPU_OP_IOTA, the shift of %TPU_OP_ROLL, the values the copy and
+ *	semaphore ops and %TPU_OP_SCALAR_STORE name; zero length otherwise
  * @imm: binary32 bits: the scalar for %TPU_BCAST_IMM, lo for
  *	%TPU_UNARY_CLAMP; zero otherwise
  * @src2: third source: %TPU_OP_SELECT's b when @bcast2 reads a ref;

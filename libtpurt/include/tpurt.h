@@ -539,6 +539,16 @@ int tpurt_kernel_select(struct tpurt_kernel *k, const char *dst,
  */
 int tpurt_kernel_iota(struct tpurt_kernel *k, const char *dst, int axis,
 		      const char *offset);
+/* dst[...] = src[...].T: dst is src's columns by its rows, of its dtype. */
+int tpurt_kernel_transpose(struct tpurt_kernel *k, const char *dst,
+			   const char *src);
+/*
+ * dst[...] = pltpu.roll(src[...], shift, @axis), which is jnp.roll: the
+ * element at i along @axis moves to (i + shift) mod the extent; @shift an
+ * index-map expression ("3", "program_id(0) * 8"), negative allowed.
+ */
+int tpurt_kernel_roll(struct tpurt_kernel *k, const char *dst,
+		      const char *src, const char *shift, int axis);
 
 /*
  * --- The memory model: async copies, semaphores, SMEM stores, scopes ---

@@ -336,6 +336,11 @@ class Value:
     def T(self):
         return Value("attr", "T", (self,), self.reads)
 
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return call("jnp.transpose", self, *((tuple(axes),) if axes else ()))
+
     @property
     def dtype(self):
         return DTypeOf(self.render() + ".dtype")

@@ -57,6 +57,32 @@ def invert(x):
 bitwise_not = bitwise_invert = invert
 
 
+rint = globals()["round"]	# both round half to even, as NumPy's
+
+
+def isnan(x):
+    """NaN is the one value unequal to itself."""
+    return _v(x) != _v(x)
+
+
+def tan(x):
+    return sin(x) / cos(x)	# noqa: F821  (made above)
+
+
+def transpose(x, axes=None):
+    """x.T of a 2-D value: the device moves its elements into another ref."""
+    if axes is None:
+        return call("jnp.transpose", _v(x))
+    return call("jnp.transpose", _v(x), tuple(int(a) for a in axes))
+
+
+def roll(x, shift, axis=None):
+    """jnp.roll along one axis; the shift may be traced (pl.program_id, SMEM)."""
+    if axis is None:
+        raise trace_error("jnp.roll without axis rolls the flattened array; give axis=0 or 1")
+    return call("jnp.roll", _v(x), shift, axis)
+
+
 def where(c, a, b):
     return call("jnp.where", c, a, b)
 
@@ -71,6 +97,15 @@ min = reducer("min")	# noqa: A001
 mean = reducer("mean")
 argmax = reducer("argmax")	# int32 indices; axis required, keepdims=True for axis 1
 argmin = reducer("argmin")
+
+
+def all(x, axis=None, keepdims=False):	# noqa: A001
+    """Whether every element is non-zero: the minimum of x != 0."""
+    return min(_v(x) != 0, axis, keepdims)
+
+
+def any(x, axis=None, keepdims=False):	# noqa: A001
+    return max(_v(x) != 0, axis, keepdims)
 
 
 def full_like(x, v):
@@ -122,4 +157,4 @@ def broadcast_to(x, shape):
 __all__ = ["float32", "bfloat16", "int8", "uint8", "int32", "bool_", "inf", "nan",
            "dot", "matmul", "where", "clip", "sum", "max", "min", "mean", "full_like", "astype",
            "exp", "maximum", "minimum", "zeros_like", "ones_like", "zeros", "ones", "full",
-           "broadcast_to"]
+           "broadcast_to", "transpose", "roll", "rint", "isnan", "tan", "all", "any"]

@@ -104,7 +104,7 @@ static void charge_op(struct tpu_core *core, const struct tpu_plan_op *op,
 	int64_t rows, cols;
 	uint8_t t;
 
-	if (op->opcode >= TPU_OP_COPY_START)
+	if (tpu_opcode_is_memory(op->opcode))
 		return;		/* the DMA engine's and scalar core's */
 	if (op->opcode != TPU_OP_DOT) {
 		plan_ref(plan, op->opcode == TPU_OP_REDUCE ? op->src0 : op->dst,
@@ -325,7 +325,7 @@ int tpu_body_run(struct tpu_core *core, struct tpu_model_work *work,
 			return fail_scalar(core, n, "op predicate", &f);
 		if (!v)
 			continue;
-		if (op->opcode >= TPU_OP_COPY_START) {
+		if (tpu_opcode_is_memory(op->opcode)) {
 			if (run_memory_op(core, n, op, work))
 				return -1;
 			continue;

@@ -12,7 +12,7 @@
 #include "tpu_plan.h"
 #include "tpu_ref2d.h"
 
-/* A scalar operand: bcast smem/imm/scalar's value, or iota's offset. */
+/* A scalar operand: bcast smem/imm/scalar's value, iota's offset, roll's shift. */
 struct tpu_op_scalar {
 	double f;		/* the value (rounded to odd if a huge int) */
 	int64_t i;		/* the value, if is_int */
@@ -54,7 +54,7 @@ static inline bool tpu_op_reads_src(const struct tpu_plan_op *op, int k)
 		return k == 0 || (k == 1 && reads_ref[op->bcast]);
 	case TPU_OP_SELECT:
 		return k == 0 || reads_ref[k == 1 ? op->bcast : op->bcast2];
-	default:	/* UNARY, REDUCE */
+	default:	/* UNARY, REDUCE, TRANSPOSE, ROLL */
 		return k == 0;
 	}
 }
@@ -63,7 +63,8 @@ static inline bool tpu_op_reads_src(const struct tpu_plan_op *op, int k)
 static inline bool tpu_op_has_scalar(const struct tpu_plan_op *op)
 {
 	return op->bcast == TPU_BCAST_SMEM || op->bcast == TPU_BCAST_IMM ||
-	       op->bcast == TPU_BCAST_SCALAR || op->opcode == TPU_OP_IOTA;
+	       op->bcast == TPU_BCAST_SCALAR || op->opcode == TPU_OP_IOTA ||
+	       op->opcode == TPU_OP_ROLL;
 }
 
 /* Run @op: 0, or -1 with @fault filled (integer div/mod by zero). */

@@ -14,6 +14,9 @@ int tpu_op_elementwise(const struct tpu_plan_op *op,
 void tpu_op_reduce(const struct tpu_plan_op *op,
 		   const struct tpu_op_args *args);
 
+/* TRANSPOSE, ROLL: src0's elements into dst, as bytes (tpu_ops_move.c). */
+void tpu_op_move(const struct tpu_plan_op *op, const struct tpu_op_args *args);
+
 /*
  * The fast path for f32 data (the vector kernels), without the rows of
  * doubles (tpu_ops_f32.c). False, doing nothing, when @op's data has none.

@@ -48,7 +48,10 @@ def num_programs(axis):
     return scalar("pl.num_programs(%d)" % axis)
 
 
-def ds(start, size):
+def ds(start, size=None):
+    """pl.ds(start, size); pl.ds(size) is pl.ds(0, size)."""
+    if size is None:
+        start, size = 0, start
     return Slice(start, size)
 
 
@@ -339,5 +342,9 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     return run
 
 
+# pl.semaphore_* are pltpu's (newer JAX has them under pl)
+from .tpu import semaphore_signal, semaphore_wait, semaphore_read  # noqa: E402
+
 __all__ = ["pallas_call", "BlockSpec", "GridSpec", "program_id", "num_programs", "when",
-           "ds", "run_scoped", "multiple_of", "cdiv", "loop", "dot", "Buffered", "ANY", "TraceError", "trace_error"]
+           "ds", "run_scoped", "multiple_of", "cdiv", "loop", "dot", "Buffered", "ANY", "TraceError",
+           "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read"]

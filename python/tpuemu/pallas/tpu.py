@@ -107,6 +107,19 @@ def make_async_copy(src, dst, sem):
     return AsyncCopy(src, dst, sem)
 
 
+def async_copy(src, dst, sem):
+    """pltpu.async_copy: make_async_copy(...) already started."""
+    return AsyncCopy(src, dst, sem).start()
+
+
+def roll(x, shift, axis, *, stride=None, stride_axis=None):
+    """pltpu.roll: jnp.roll along @axis (the shift may be traced)."""
+    if stride is not None or stride_axis is not None:
+        raise trace_error("pltpu.roll with stride (a shift growing along stride_axis) "
+                          "is not supported")
+    return _trace.call("pltpu.roll", x, shift, axis)
+
+
 def sync_copy(src, dst):
     rec = _trace.recorder()
     dref = dst.ref if isinstance(dst, Window) else dst
