@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The jax.lax functions a kernel body uses (tpuemu.lax as lax; jax.lax)."""
+import builtins
+
 from . import numpy as jnp
 from ._trace import Value, call, recorder, trace_error
 
@@ -96,26 +98,88 @@ def clamp(lo, x, hi):
     return call("lax.clamp", lo, x, hi)
 
 
-def cond(pred, true_fun, false_fun, *operands):
-    """lax.cond. A Python predicate picks its branch while tracing; a traced
-    one runs each branch under pl.when(pred) and pl.when(~pred), so the
-    branches act through refs (stores, copies) and return nothing: a value
-    chosen per grid step is jnp.where(pred, a, b) of two values."""
-    if not isinstance(pred, Value):
-        return true_fun(*operands) if pred else false_fun(*operands)
+def _select_tree(conds, outs, what):
+    """The branches' results (same structure) chosen by @conds, the first
+    that holds, else the last branch's: jnp.where on each leaf."""
+    last = outs[-1]
+    if isinstance(last, (tuple, list)):
+        if any(not isinstance(o, (tuple, list)) or len(o) != len(last) for o in outs):
+            raise trace_error("%s: the branches return different structures" % what)
+        return type(last)(_select_tree(conds, [o[k] for o in outs], what)
+                          for k in range(len(last)))
+    if any(o is None for o in outs):
+        if all(o is None for o in outs):
+            return None
+        raise trace_error("%s: some branches return a value and some None" % what)
+    acc = last
+    for c, o in zip(conds[-2::-1], outs[-2::-1]):
+        acc = jnp.where(c, o, acc)
+    return acc
+
+
+def _run_branches(conds, fns, operands, what):
+    """Each branch traced once under pl.when(its condition): its stores and
+    copies happen where it is chosen; the values it returns are computed
+    at every step and chosen with jnp.where (they cannot fault)."""
     rec = recorder()
-    out = []
-    for c, fn in ((pred, true_fun), (~pred, false_fun)):
+    outs = []
+    for c, fn in zip(conds, fns):
         rec.conds.append(c.render())
         try:
-            out.append(fn(*operands))
+            outs.append(fn(*operands))
         finally:
             rec.conds.pop()
-    if any(o is not None for o in out):
-        raise trace_error("lax.cond on a traced predicate (%s): its branches run under "
-                          "pl.when and must act through refs, not return values; "
-                          "for a value use jnp.where(pred, a, b)" % pred.render())
-    return None
+    return _select_tree(conds, outs, what)
+
+
+def cond(pred, true_fun, false_fun, *operands):
+    """lax.cond. A Python predicate picks its branch while tracing; a traced
+    one runs each branch under pl.when(pred) and pl.when(~pred), and the
+    values they return are chosen with jnp.where(pred, ...)."""
+    if not isinstance(pred, Value):
+        return true_fun(*operands) if pred else false_fun(*operands)
+    return _run_branches((pred, ~pred), (true_fun, false_fun), operands,
+                         "lax.cond on %s" % pred.render())
+
+
+def switch(index, branches, *operands):
+    """lax.switch: branches[index], the index clamped into range as lax's
+    is; a traced index runs branch k under pl.when(index == k)."""
+    branches = list(branches)
+    if not branches:
+        raise trace_error("lax.switch: no branches")
+    n = len(branches)
+    if not isinstance(index, Value):
+        return branches[builtins.min(builtins.max(int(index), 0), n - 1)](*operands)
+    if n == 1:
+        return branches[0](*operands)
+    conds = [index <= 0] + [index == k for k in range(1, n - 1)] + [index >= n - 1]
+    return _run_branches(conds, branches, operands, "lax.switch on %s" % index.render())
+
+
+def stop_gradient(x):
+    return x	# kernels are not differentiated here
+
+
+def convert_element_type(x, new_dtype):
+    return x.astype(new_dtype)
+
+
+def integer_pow(x, y):
+    """x ** y for a Python int y, by repeated squaring as XLA does."""
+    y = int(y)
+    if y == 0:
+        return jnp.full_like(x, 1)
+    if y < 0:
+        return 1 / integer_pow(x, -y)
+    acc, base = None, x
+    while y:
+        if y & 1:
+            acc = base if acc is None else acc * base
+        y >>= 1
+        if y:
+            base = base * base
+    return acc
 
 
 def while_loop(cond_fun, body_fun, init_val):
@@ -135,7 +199,8 @@ def while_loop(cond_fun, body_fun, init_val):
     raise trace_error("lax.while_loop: still looping after 65536 iterations while tracing")
 
 
-__all__ = ["dot_general", "broadcasted_iota", "fori_loop", "cond", "while_loop", "select",
+__all__ = ["dot_general", "broadcasted_iota", "fori_loop", "cond", "switch", "while_loop",
+           "select", "stop_gradient", "convert_element_type", "integer_pow",
            "clamp", "exp", "exp2", "log", "log1p", "sqrt", "rsqrt", "tanh", "abs", "floor",
            "sin", "cos", "erf",
            "ceil", "sign", "square", "neg", "logistic", "add", "sub", "mul", "max", "min",

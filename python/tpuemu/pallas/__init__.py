@@ -209,8 +209,10 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         global _last_stats
         gs_grid = grid_spec.grid or (1,)
         nsp = grid_spec.num_scalar_prefetch
-        params = [n for n, p in inspect.signature(kernel).parameters.items()
+        sig = inspect.signature(kernel).parameters.values()
+        params = [p.name for p in sig
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        rest = [p.name for p in sig if p.kind == p.VAR_POSITIONAL]
         arrays = [_np.ascontiguousarray(a) for a in args]
         nin = len(arrays) - nsp
         ispecs = grid_spec.in_specs
@@ -219,6 +221,9 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         ospecs = [None] * len(outs) if ospecs is None else _as_list(ospecs)
         scratch = list(grid_spec.scratch_shapes)
         nrefs = len(arrays) + len(outs) + len(scratch)
+        if rest and len(params) < nrefs:
+            # def kernel(*refs): the refs are named refs_0, refs_1, ...
+            params += ["%s_%d" % (rest[0], k) for k in range(nrefs - len(params))]
         if len(params) != nrefs:
             raise TypeError("kernel %s takes %d refs, pallas_call gives %d (%d scalar "
                             "prefetch, %d inputs, %d outputs, %d scratch)"

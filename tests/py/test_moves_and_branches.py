@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: MIT
+"""What ports of JAX's Pallas TPU tests ran into: x.T and jnp.transpose off
+the MXU, pltpu.roll, reductions over the whole array, jnp.isnan/rint/tan/
+all/any, lax.cond and lax.switch returning values on a traced index,
+lax.integer_pow/stop_gradient/convert_element_type, def kernel(*refs),
+pl.num_programs in index maps, pltpu.async_copy, pl.semaphore_* and
+pl.ds(size)."""
+import numpy as np
+import pytest
+
+import tpuemu as jax
+import tpuemu.numpy as jnp
+from tpuemu import lax
+from tpuemu import pallas as pl
+from tpuemu.pallas import tpu as pltpu
+
+
+def _x(shape=(16, 256), seed=0):
+    return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+
+
+def _rows(kernel, x, grid, out_rows=None):
+    """kernel over row blocks of x, one per step."""
+    b = x.shape[0] // grid
+    spec = pl.BlockSpec((b, x.shape[1]), lambda i: (i, 0))
+    return np.asarray(pl.pallas_call(kernel, grid=(grid,), in_specs=[spec], out_specs=spec,
+                                     out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x))
+
+
+def test_transpose_of_values():
+    def k(x_ref, o_ref):
+        o_ref[...] = x_ref[...].T + jnp.transpose(x_ref[...] * 2, (1, 0)) - x_ref[...].transpose()
+
+    x = _x()
+    out = pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((256, 16), x.dtype))(x)
+    np.testing.assert_array_equal(np.asarray(out), x.T + (x * 2).T - x.T)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("shift", [0, 3, -5, 300])
+def test_roll_static(shift, axis):
+    def k(x_ref, o_ref):
+        o_ref[...] = pltpu.roll(x_ref[...], shift=shift, axis=axis)
+
+    x = _x()
+    out = pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    np.testing.assert_array_equal(np.asarray(out), np.roll(x, shift, axis))
+
+
+def test_roll_by_a_traced_shift_and_bf16():
+    def k(x_ref, o_ref):
+        y = jnp.roll(x_ref[...].astype(jnp.bfloat16), pl.program_id(0) * 8 - 3, axis=1)
+        o_ref[...] = y.astype(jnp.float32)
+
+    x = _x()
+    xb = jax.from_bf16(jax.to_bf16(x))
+    want = np.concatenate([np.roll(xb[:8], -3, 1), np.roll(xb[8:], 5, 1)])
+    np.testing.assert_array_equal(_rows(k, x, 2), want)
+    with pytest.raises(pl.TraceError, match="stride"):
+        pl.pallas_call(lambda x_ref, o_ref: o_ref.__setitem__(
+            Ellipsis, pltpu.roll(x_ref[...], 1, 0, stride=1, stride_axis=1)),
+            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+
+def test_whole_array_reductions_and_predicates():
+    def k(x_ref, o_ref):
+        x = x_ref[...]
+        ok = jnp.where(jnp.all(x > -100.0), 1.0, 0.0) + jnp.where(jnp.any(x > 2.0), 10.0, 0.0)
+        o_ref[...] = jnp.where(jnp.isnan(x), ok, jnp.rint(x * 3) + jnp.tan(x) - jnp.sum(x))
+
+    x = _x()
+    x[3, 5] = np.nan	# all(NaN > -100) is False; sum is NaN
+    out = np.asarray(pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x))
+    assert out[3, 5] == 10.0 * (np.nanmax(x) > 2.0) and np.isnan(np.delete(out.ravel(), 3 * 256 + 5)).all()
+    x[3, 5] = 0.5
+    out = np.asarray(pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x))
+    np.testing.assert_allclose(out, np.rint(x * 3) + np.tan(x) - x.sum(), rtol=1e-5, atol=1e-3)
+
+
+def test_cond_and_switch_return_values_on_a_traced_index():
+    def k(x_ref, o_ref):
+        i = pl.program_id(0)
+        v = lax.cond(i == 0, lambda: x_ref[...] * 2, lambda: x_ref[...] - 1)
+        a, b = lax.switch(i * 5 - 1, [lambda w: (w + 1, w), lambda w: (w * 3, w),
+                                      lambda w: (w - 5, -w)], v)	# -1 and 4 clamp
+        o_ref[...] = a + b
+
+    x = _x()
+    v = np.concatenate([x[:8] * 2, x[8:] - 1])
+    want = np.concatenate([(v[:8] + 1) + v[:8], (v[8:] - 5) + -v[8:]])
+    np.testing.assert_allclose(_rows(k, x, 2), want, rtol=1e-6)
+
+
+def test_switch_branches_acting_through_refs():
+    def k(s_ref, x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+        for n in range(3):
+            lax.switch(s_ref[n], (lambda: o_ref.__setitem__(Ellipsis, o_ref[...] + 1.0),
+                                  lambda: o_ref.__setitem__(Ellipsis, o_ref[...] * 2.0)))
+            ()
+
+    x = _x((8, 128))
+    f = pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                       grid_spec=pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=1, grid=(1,)))
+    np.testing.assert_allclose(np.asarray(f(np.array([1, 0, 1], np.int32), x)),
+                               ((x * 2) + 1) * 2, rtol=1e-6)
+
+
+def test_integer_pow_stop_gradient_convert_element_type():
+    def k(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = lax.integer_pow(x, 3) + lax.stop_gradient(lax.integer_pow(x, 0)) + \
+            lax.convert_element_type(x * 4, jnp.int32)
+
+    x = _x()
+    out = pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    np.testing.assert_allclose(np.asarray(out), x * x * x + 1 + (x * 4).astype(np.int32),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_star_refs_and_num_programs_in_index_maps():
+    def k(*refs):
+        x_ref, y_ref, o_ref = refs
+        o_ref[...] = x_ref[...] + y_ref[...]
+
+    x = _x()
+    spec = pl.BlockSpec((8, 256), lambda i: (pl.num_programs(0) - 1 - i, 0))
+    out = pl.pallas_call(k, grid=(2,), in_specs=[spec, spec],
+                         out_specs=pl.BlockSpec((8, 256), lambda i: (i, 0)),
+                         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x, x)
+    np.testing.assert_array_equal(np.asarray(out), np.concatenate([x[8:], x[:8]]) * 2)
+
+
+def test_async_copy_pl_semaphores_and_ds_of_a_size():
+    def k(x_hbm, o_ref, buf, sem, reg):
+        pltpu.async_copy(x_hbm.at[pl.ds(8)], buf, sem).wait()
+        pl.semaphore_signal(reg, 3)
+        pl.semaphore_wait(reg, 3)
+        o_ref[...] = buf[...] + 1.0
+
+    x = _x((16, 128))
+    out = pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8, 128), x.dtype),
+                         in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                         scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32),
+                                         pltpu.SemaphoreType.DMA, pltpu.SemaphoreType.REGULAR])(x)
+    np.testing.assert_array_equal(np.asarray(out), x[:8] + 1.0)
