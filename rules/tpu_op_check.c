@@ -426,6 +426,14 @@ static int check_elementwise(struct tpu_plan *plan, unsigned int i,
 			       &d, res);
 }
 
+static int src0_not_vmem(const struct tpu_plan *plan, unsigned int i,
+			 const struct tpu_plan_op *op, const struct ref_names *n,
+			 struct tpu_job_result *res)
+{
+	return tpu_check_error(res, "op %u: src0 %s is not a VMEM ref (%s)",
+			       i, n->src0, not_vmem_why(plan, op->src0));
+}
+
 static int check_reduce(struct tpu_plan *plan, unsigned int i,
 			struct tpu_plan_op *op, struct tpu_job_result *res)
 {
@@ -435,8 +443,7 @@ static int check_reduce(struct tpu_plan *plan, unsigned int i,
 
 	ref_names(op, &n);
 	if (!is_vmem_ref(plan, op->src0))
-		return tpu_check_error(res, "op %u: src0 %s is not a VMEM ref (%s)",
-				       i, n.src0, not_vmem_why(plan, op->src0));
+		return src0_not_vmem(plan, i, op, &n, res);
 	ref_shape(plan, op->dst, &dr, &dc, &dt);
 	ref_shape(plan, op->src0, &sr, &sc, &st);
 	wr = op->axis ? sr : 1;
@@ -470,8 +477,7 @@ static int check_move(struct tpu_plan *plan, unsigned int i,
 
 	ref_names(op, &n);
 	if (!is_vmem_ref(plan, op->src0))
-		return tpu_check_error(res, "op %u: src0 %s is not a VMEM ref (%s)",
-				       i, n.src0, not_vmem_why(plan, op->src0));
+		return src0_not_vmem(plan, i, op, &n, res);
 	if (same_ref(base_ref(plan, op->dst), base_ref(plan, op->src0)))
 		return tpu_check_error(res, "op %u: %s dst %s and src0 %s are one ref: the elements move, so write into another",
 				       i, opcode_name[op->opcode], n.dst, n.src0);

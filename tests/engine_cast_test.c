@@ -127,7 +127,7 @@ TEST(int32_copy_and_pairs_without_a_fast_path)
 
 	ASSERT_TRUE(tpu_cast_row(out, TPU_DTYPE_INT32, in, TPU_DTYPE_INT32, 5));
 	EXPECT_EQ(0, memcmp(in, out, sizeof(in)));
-	/* narrowing and widening casts stay on the slow path */
+	/* saturating and widening casts stay on the double path */
 	EXPECT_FALSE(tpu_cast_row(b, TPU_DTYPE_INT8, in, TPU_DTYPE_INT32, 5));
 	EXPECT_FALSE(tpu_cast_row(out, TPU_DTYPE_F32, b, TPU_DTYPE_BF16, 2));
 }

@@ -257,7 +257,10 @@ TEST_F(stmt, errors_point_at_the_column)
 	EXPECT_FAILS("o[...] = x", "'x' is a ref: read it with x[...] at column 11");
 	EXPECT_FAILS("o = x[...]", "'o' is a ref: store into it with o[...] = ... at column 2");
 	EXPECT_FAILS("o[...] = x[...] y", "unexpected 'y' after the statement at column 17");
-	EXPECT_FAILS("o[...] = x[...].T", "transposes (.T) are supported on dot operands only");
+	EXPECT_FAILS("o[...] = x[...].T",
+		     "a value of shape (256, 128) stored into 'o' of shape (128, 256) at column 10");
+	EXPECT_FAILS("o[...] = pltpu.roll(x[...], 1)",
+		     "roll takes x, shift and axis (a flattened roll is not supported) at column 10");
 	EXPECT_FAILS("acc[...] = jnp.dot(q[...], k[...])",
 		     "dot of (128, 64) and (128, 64): contraction sizes 64 and 128 differ at column 12");
 	EXPECT_FAILS("m[...] = jnp.sum(x[...], axis=1)", "write keepdims=True");
