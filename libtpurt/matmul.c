@@ -262,7 +262,13 @@ static int add_epilogue(struct matmul_build *mb, enum tpurt_dtype acc_dtype)
 	}
 	if (!ret && o->bias)
 		ret = tpurt_kernel_binary(k, TPURT_ADD, src, src, "bias", TPURT_BCAST_ROW);
-	if (!ret)
+	if (!ret && o->activation == TPURT_ACT_IDENTITY && acc_dtype == TPURT_INT32 &&
+	    !strcmp(src, "acc") && tpu_dtype_is_8bit(mb->out->dtype))
+		/* an 8-bit output saturates; astype alone would wrap */
+		ret = mb->out->dtype == TPURT_INT8 ?
+		      tpurt_kernel_clamp(k, "out", src, -128.0f, 127.0f) :
+		      tpurt_kernel_clamp(k, "out", src, 0.0f, 255.0f);
+	else if (!ret)
 		ret = tpurt_kernel_unary(k, (enum tpurt_unary)o->activation, "out", src);
 	return ret ? ret : tpurt_kernel_end_when(k);
 }

@@ -192,6 +192,26 @@ struct tpu_job_op *jb_unary(struct jb *b, unsigned int fn,
 	return op;
 }
 
+/*
+ * The last k step's store of the accumulator, as libtpurt's template does
+ * it: an int32 accumulator into an 8-bit output saturates (a clamp; astype
+ * alone would wrap).
+ */
+static void store_acc(struct jb *b, const struct mm_job *j, struct tpu_job_ref z,
+		      struct tpu_job_ref acc)
+{
+	struct tpu_job_op *op = jb_unary(b, j->activation, z, acc, "pid2 nprog2 1 - ==");
+	float lo = j->out_dtype == TPU_DTYPE_INT8 ? -128.0f : 0.0f;
+	float hi = j->out_dtype == TPU_DTYPE_INT8 ? 127.0f : 255.0f;
+
+	if (j->activation != TPU_UNARY_IDENTITY || !tpu_dtype_is_8bit(j->in_dtype) ||
+	    !tpu_dtype_is_8bit(j->out_dtype))
+		return;
+	op->fn = TPU_UNARY_CLAMP;
+	memcpy(&op->imm, &lo, sizeof(lo));
+	memcpy(&op->imm2, &hi, sizeof(hi));
+}
+
 struct tpu_job_op *jb_binary(struct jb *b, unsigned int fn, unsigned int bcast,
 			     struct tpu_job_ref dst, struct tpu_job_ref src0,
 			     struct tpu_job_ref src1, const char *pred)
@@ -428,7 +448,7 @@ void *mm_build(const struct mm_job *j, size_t *len)
 		if (j->bias)
 			jb_binary(b, TPU_BINARY_ADD, TPU_BCAST_ROW, acc, acc,
 				  JB_OPND(bias), "pid2 nprog2 1 - ==");
-		jb_unary(b, j->activation, JB_OPND(z), acc, "pid2 nprog2 1 - ==");
+		store_acc(b, j, JB_OPND(z), acc);
 	} else if (j->activation) {
 		jb_unary(b, j->activation, JB_OPND(z), acc, "pid2 nprog2 1 - ==");
 	}

@@ -463,7 +463,9 @@ struct tpu_job_window {
  * inputs, then round into dst: to nearest even for f32; to nearest even
  * bf16 for bf16; for integer types, casts (%TPU_UNARY_IDENTITY) from
  * floating point truncate toward zero as jnp's astype does, other results
- * round to nearest even, both saturating (NaN becomes 0); for
+ * round to nearest even, both saturating (NaN becomes 0); casts from
+ * another integer type keep the low bits, two's complement, as XLA's
+ * convert does; for
  * %TPU_DTYPE_BOOL, non-zero (NaN included) becomes 1. Integer inputs with
  * an integer dst compute exactly in 64-bit integers where the fn is
  * integer arithmetic (add, sub, mul, div, mod, min, max, compares).

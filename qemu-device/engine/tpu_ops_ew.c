@@ -269,6 +269,36 @@ static int64_t bsrc_load_i64(const struct bsrc *b, int64_t i, int64_t n,
 
 /* --- the ops --- */
 
+/* An integer dst's width and sign, for wrapping. */
+static unsigned int int_bits(uint8_t dtype)
+{
+	return 8 * (unsigned int)tpu_dtype_size(dtype);
+}
+
+/*
+ * astype from one integer type to another keeps the low bits, two's
+ * complement, as XLA's convert does (int32 300 is int8 44); bool takes
+ * non-zero as 1 in tpu_elem_store_i64.
+ */
+static bool int_cast(const struct tpu_plan_op *op, const struct tpu_op_args *args)
+{
+	const struct tpu_ref2d *d = &args->dst;
+	int64_t *a = (int64_t *)args->row_tmp[0];
+
+	if (op->fn != TPU_UNARY_IDENTITY || !tpu_dtype_is_int(d->dtype) ||
+	    !tpu_dtype_is_int(args->src0.dtype))
+		return false;
+	for (int64_t i = 0; i < d->rows; i++) {
+		tpu_elem_load_i64(&args->src0, i, a, d->cols);
+		if (d->dtype != TPU_DTYPE_BOOL)
+			for (int64_t j = 0; j < d->cols; j++)
+				a[j] = wrap_to((uint64_t)a[j], int_bits(d->dtype),
+					       d->dtype != TPU_DTYPE_UINT8);
+		tpu_elem_store_i64(d, i, a, d->cols);
+	}
+	return true;
+}
+
 static void op_unary(const struct tpu_plan_op *op, const struct tpu_op_args *args)
 {
 	const struct tpu_ref2d *d = &args->dst;
@@ -277,6 +307,8 @@ static void op_unary(const struct tpu_plan_op *op, const struct tpu_op_args *arg
 	enum tpu_round mode = op->fn == TPU_UNARY_IDENTITY ? TPU_ROUND_TRUNC :
 			      TPU_ROUND_NEAREST;
 
+	if (int_cast(op, args))
+		return;
 	for (int64_t i = 0; i < d->rows; i++) {
 		tpu_elem_load(&args->src0, i, a, d->cols);
 		for (int64_t j = 0; j < d->cols; j++)
@@ -296,7 +328,7 @@ static int op_binary_int(const struct tpu_plan_op *op,
 {
 	const struct tpu_ref2d *d = &args->dst;
 	int64_t *a = (int64_t *)args->row_tmp[0], *b = (int64_t *)args->row_tmp[1];
-	unsigned int bits = 8 * (unsigned int)tpu_dtype_size(d->dtype);
+	unsigned int bits = int_bits(d->dtype);
 	bool is_signed = d->dtype != TPU_DTYPE_UINT8;
 
 	for (int64_t i = 0; i < d->rows; i++) {

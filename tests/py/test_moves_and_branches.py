@@ -144,3 +144,15 @@ def test_async_copy_pl_semaphores_and_ds_of_a_size():
                          scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32),
                                          pltpu.SemaphoreType.DMA, pltpu.SemaphoreType.REGULAR])(x)
     np.testing.assert_array_equal(np.asarray(out), x[:8] + 1.0)
+
+
+def test_integer_casts_wrap_as_xla_convert():
+    def k(x_ref, o_ref, u_ref):
+        o_ref[...] = lax.convert_element_type(x_ref[...], jnp.int8)
+        u_ref[...] = x_ref[...].astype(jnp.uint8)
+
+    x = np.random.default_rng(3).integers(-2**31, 2**31 - 1, (8, 256)).astype(np.int32)
+    o, u = pl.pallas_call(k, out_shape=(jax.ShapeDtypeStruct(x.shape, jnp.int8),
+                                        jax.ShapeDtypeStruct(x.shape, jnp.uint8)))(x)
+    np.testing.assert_array_equal(np.asarray(o), x.astype(np.int8))
+    np.testing.assert_array_equal(np.asarray(u), x.astype(np.uint8))
