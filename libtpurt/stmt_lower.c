@@ -420,6 +420,12 @@ static int scalar_binary(struct stmt_ctx *c, int fn, int floor_div,
 
 /* --- tiles --- */
 
+/* A scalar-core value cast to a float type (i.astype(jnp.float32)). */
+static int is_float_scalar(const struct value *v)
+{
+	return (v->kind == V_SCALAR || v->kind == V_SMEM) && is_float(v->dtype);
+}
+
 /* An immediate as the device holds it: binary32, exactly. */
 static int imm_bits_ok(struct stmt_ctx *c, double x, int col)
 {
@@ -641,6 +647,14 @@ int stmt_lower_binary(struct stmt_ctx *c, int fn, int floor_div,
 		return stmt_fail(c, col, "expected an array or a scalar operand");
 	if (!is_tile(b) && !stmt_is_scalar(b))
 		return stmt_fail(c, col, "expected an array or a scalar operand");
+	if (is_float_scalar(a) || is_float_scalar(b)) {
+		/* the scalar core computes on integers: on the vector unit, as (1, 1) */
+		struct value *s = is_float_scalar(a) ? a : b, t;
+
+		if (materialize(c, s, s->dtype, 1, 1, col, NULL, &t))
+			return c->err;
+		*s = t;
+	}
 	if (!is_tile(a) && !is_tile(b))
 		return scalar_binary(c, fn, floor_div, a, b, col, v);
 	/* x / y of integers is a float in jnp; x // y of floats floors */
@@ -747,6 +761,42 @@ static int lower_unary(struct stmt_ctx *c, int fn, struct value *x,
 }
 
 /* x.astype(t) */
+/*
+ * astype of a scalar-core value (a 64-bit integer): to int32 or a float
+ * type it only changes how the value promotes and stores (exact to 2^24
+ * as a float); to an 8-bit type or bool it wraps or tests, in the
+ * scalar core's arithmetic.
+ */
+static int scalar_cast(struct stmt_ctx *c, const struct value *x,
+		       enum tpurt_dtype t, int col, struct value *v)
+{
+	/* integer sources wrap, float ones (whole numbers here) saturate */
+	static const char *const fmt[2][TPURT_BOOL + 1] = {
+		{ [TPURT_INT8] = "(%s + 128) %% 256 - 128",
+		  [TPURT_UINT8] = "%s %% 256", [TPURT_BOOL] = "%s != 0" },
+		{ [TPURT_INT8] = "max(-128, min(127, %s))",
+		  [TPURT_UINT8] = "max(0, min(255, %s))", [TPURT_BOOL] = "%s != 0" },
+	};
+	const char *f = (unsigned int)t <= TPURT_BOOL ? fmt[is_float(x->dtype)][t] : NULL;
+	char text[TPURT_TEXT_MAX];
+
+	if (stmt_smem_scalar_ok(c, x, col))
+		return c->err;
+	*v = *x;
+	v->weak = 0;
+	v->dtype = t;
+	if (!f)
+		return 0;
+	if (stmt_scalar_text(c, x, col, text, sizeof(text), 1))
+		return c->err;
+	stmt_scalar_of(v, "", 1);
+	v->weak = 0;
+	v->dtype = t;
+	if (snprintf(v->text, sizeof(v->text), f, text) >= (int)sizeof(v->text))
+		return stmt_fail(c, col, "scalar expression too long");
+	return 0;
+}
+
 static int lower_cast(struct stmt_ctx *c, struct value *x, enum tpurt_dtype t,
 		      const struct dest *d, int col, struct value *v)
 {
@@ -756,8 +806,10 @@ static int lower_cast(struct stmt_ctx *c, struct value *x, enum tpurt_dtype t,
 		v->dtype = t;
 		return 0;
 	}
+	if (x->kind == V_SCALAR || x->kind == V_SMEM)
+		return scalar_cast(c, x, t, col, v);
 	if (!is_tile(x))
-		return stmt_fail(c, col, "astype of a scalar-core value is not supported");
+		return stmt_fail(c, col, "astype of this value is not supported");
 	if (x->dtype == t) {
 		*v = *x;
 		return 0;

@@ -156,3 +156,28 @@ def test_integer_casts_wrap_as_xla_convert():
                                         jax.ShapeDtypeStruct(x.shape, jnp.uint8)))(x)
     np.testing.assert_array_equal(np.asarray(o), x.astype(np.int8))
     np.testing.assert_array_equal(np.asarray(u), x.astype(np.uint8))
+
+
+def test_astype_of_scalars():
+    def k(s_ref, x_ref, o_ref, so_ref):
+        i = pl.program_id(0)
+        o_ref[...] = x_ref[...] + i.astype(jnp.float32) * 0.5
+        so_ref[0] = s_ref[0].astype(jnp.float32)
+        so_ref[1] = (s_ref[1] * 1000).astype(jnp.int8).astype(jnp.float32)
+        so_ref[2] = (s_ref[1] > 0).astype(jnp.int32)
+
+    x = _x((16, 128))
+    spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    smem = pl.BlockSpec(memory_space=pltpu.SMEM)
+    o, so = pl.pallas_call(k, grid=(2,), in_specs=[smem, spec], out_specs=[spec, smem],
+                           out_shape=(jax.ShapeDtypeStruct(x.shape, x.dtype),
+                                      jax.ShapeDtypeStruct((3,), jnp.float32)))(
+        np.array([7, 1], np.int32), x)
+    np.testing.assert_array_equal(np.asarray(o), x + np.repeat(np.float32([0.0, 0.5]), 8)[:, None])
+    np.testing.assert_array_equal(np.asarray(so), [7.0, -24.0, 1.0])	# 1000 wraps to int8 -24
+
+    def third(x_ref, o_ref):	# float arithmetic on a scalar: a (1, 1) tile
+        o_ref[...] = x_ref[...] + (pl.program_id(0) + 1).astype(jnp.float32) / 3
+
+    o = pl.pallas_call(third, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    np.testing.assert_allclose(np.asarray(o), x + np.float32(1) / np.float32(3), rtol=1e-6)
