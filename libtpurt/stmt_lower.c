@@ -23,6 +23,8 @@ static int lower_transpose_call(struct stmt_ctx *c, const struct stmt_node *call
 				const struct dest *d, struct value *v);
 static int lower_roll(struct stmt_ctx *c, const struct stmt_node *call,
 		      const struct dest *d, struct value *v);
+static int lower_concatenate(struct stmt_ctx *c, const struct stmt_node *call,
+			     struct value *v);
 
 static const char *shape_str(const struct value *v, char *buf)
 {
@@ -1385,6 +1387,8 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 		return lower_transpose_call(c, call, d, v);
 	case FN_ROLL:
 		return lower_roll(c, call, d, v);
+	case FN_CONCATENATE:
+		return lower_concatenate(c, call, v);
 	case FN_CLIP:
 	case FN_CLAMP:
 		return lower_clamp(c, call, fn.kind == FN_CLAMP, d, v);
@@ -1749,6 +1753,60 @@ static int lower_roll(struct stmt_ctx *c, const struct stmt_node *call,
 	release(c, &x);
 	return stmt_emitted(c, tpurt_kernel_roll(c->k, v->ref, x.ref, text, axis),
 			    call->col);
+}
+
+/*
+ * jnp.concatenate((a, b, ...), axis): each part stored into its slice of
+ * a new temporary (rows for axis 0, columns for axis 1: body windows).
+ */
+static int lower_concatenate(struct stmt_ctx *c, const struct stmt_node *call,
+			     struct value *v)
+{
+	static const char *const kws[] = { "axis", NULL };
+	const struct stmt_node *parts = call->nargs ? call->arg[0] : NULL;
+	const struct stmt_node *an = call->nargs == 2 ? call->arg[1] :
+				     stmt_kwarg(call, "axis");
+	struct value x[STMT_MAX_ARGS];
+	int64_t rows, cols, at = 0;
+	int axis = 0, n;
+
+	if (stmt_check_kwargs(c, call, kws) || stmt_nargs_are(c, call, 1, 2, "concatenate") ||
+	    (an && const_axis(c, an, &axis)))
+		return c->err;
+	if (parts->kind != SN_TUPLE || !parts->nargs)
+		return stmt_fail(c, parts->col, "concatenate takes a tuple of arrays");
+	n = parts->nargs;
+	for (int i = 0; i < n; i++) {
+		char sa[48], sb[48];
+
+		if (lower_tile_arg(c, parts->arg[i], &x[i], "concatenate"))
+			return c->err;
+		if (i && x[i].dtype != x[0].dtype)
+			return stmt_fail(c, parts->arg[i]->col, "concatenate of %s and %s: cast the parts to one dtype",
+					 stmt_dtype_str(x[0].dtype), stmt_dtype_str(x[i].dtype));
+		if (i && (axis ? x[i].rows != x[0].rows : x[i].cols != x[0].cols))
+			return stmt_fail(c, parts->arg[i]->col, "concatenate along axis %d of %s and %s: the other dimension differs",
+					 axis, shape_str(&x[0], sa), shape_str(&x[i], sb));
+		at += axis ? x[i].cols : x[i].rows;
+	}
+	rows = axis ? x[0].rows : at;
+	cols = axis ? at : x[0].cols;
+	if (result(c, NULL, x[0].dtype, rows, cols, call->col, v))
+		return c->err;
+	at = 0;
+	for (int i = 0; i < n; i++) {
+		int64_t size = axis ? x[i].cols : x[i].rows;
+		char win[TPURT_TEXT_MAX];
+
+		snprintf(win, sizeof(win), axis ? "%s.at[:, pl.ds(%lld, %lld)]" :
+			 "%s.at[pl.ds(%lld, %lld), :]", v->ref, (long long)at,
+			 (long long)size);
+		at += size;
+		release(c, &x[i]);
+		if (stmt_emitted(c, tpurt_kernel_store(c->k, win, x[i].ref), call->col))
+			return c->err;
+	}
+	return 0;
 }
 
 static int lower_attr(struct stmt_ctx *c, const struct stmt_node *n,

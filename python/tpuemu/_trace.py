@@ -249,7 +249,8 @@ class Value:
         if self.kind == "call":
             parts = []
             for a in self.args:
-                if isinstance(a, tuple) and len(a) == 2 and a[0] == "__kw__":
+                if isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str) \
+                        and a[0] == "__kw__":
                     parts.append(a[1])
                 else:
                     parts.append(_fmt(a))

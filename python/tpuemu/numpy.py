@@ -83,6 +83,24 @@ def roll(x, shift, axis=None):
     return call("jnp.roll", _v(x), shift, axis)
 
 
+def concatenate(arrays, axis=0):
+    """Parts stored into slices of a new array (rows or columns)."""
+    arrays = tuple(_v(a) for a in arrays)
+    if len(arrays) == 1:
+        return arrays[0]
+    return call("jnp.concatenate", arrays, axis=axis)
+
+
+def tile(x, reps):
+    """jnp.tile of a 2-D value: copies along the columns, then the rows."""
+    reps = (1, int(reps)) if isinstance(reps, int) else tuple(int(r) for r in reps)
+    if len(reps) != 2 or reps[0] < 1 or reps[1] < 1:
+        raise trace_error("jnp.tile: reps %r: a kernel's arrays are 2-D, give (rows, cols) "
+                          "counts of at least 1" % (reps,))
+    x = concatenate((_v(x),) * reps[1], axis=1)
+    return concatenate((x,) * reps[0], axis=0)
+
+
 def where(c, a, b):
     return call("jnp.where", c, a, b)
 
@@ -157,4 +175,4 @@ def broadcast_to(x, shape):
 __all__ = ["float32", "bfloat16", "int8", "uint8", "int32", "bool_", "inf", "nan",
            "dot", "matmul", "where", "clip", "sum", "max", "min", "mean", "full_like", "astype",
            "exp", "maximum", "minimum", "zeros_like", "ones_like", "zeros", "ones", "full",
-           "broadcast_to", "transpose", "roll", "rint", "isnan", "tan", "all", "any"]
+           "broadcast_to", "transpose", "roll", "concatenate", "tile", "rint", "isnan", "tan", "all", "any"]

@@ -181,3 +181,25 @@ def test_astype_of_scalars():
 
     o = pl.pallas_call(third, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
     np.testing.assert_allclose(np.asarray(o), x + np.float32(1) / np.float32(3), rtol=1e-6)
+
+
+def test_concatenate_tile_and_repeat():
+    def k(x_ref, c_ref, t_ref, r_ref):
+        x = x_ref[...]
+        c_ref[...] = jnp.concatenate([x, x * 2, x + 1], axis=0)
+        t_ref[...] = jnp.tile(x, (2, 3))
+        r_ref[...] = pltpu.repeat(x.astype(jnp.bfloat16), 2, axis=1).astype(jnp.float32)
+
+    x = _x((8, 128))
+    c, t, r = pl.pallas_call(k, out_shape=(jax.ShapeDtypeStruct((24, 128), x.dtype),
+                                           jax.ShapeDtypeStruct((16, 384), x.dtype),
+                                           jax.ShapeDtypeStruct((8, 256), x.dtype)))(x)
+    np.testing.assert_array_equal(np.asarray(c), np.concatenate([x, x * 2, x + 1], axis=0))
+    np.testing.assert_array_equal(np.asarray(t), np.tile(x, (2, 3)))
+    np.testing.assert_array_equal(np.asarray(r), np.tile(jax.from_bf16(jax.to_bf16(x)), (1, 2)))
+
+    def bad(x_ref, o_ref):
+        o_ref[...] = jnp.concatenate([x_ref[...], x_ref[...].astype(jnp.int32)], axis=1)
+
+    with pytest.raises(pl.TraceError, match="cast the parts to one dtype"):
+        pl.pallas_call(bad, out_shape=jax.ShapeDtypeStruct((8, 256), x.dtype))(x)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """jax.experimental.pallas.tpu over libtpurt (tpuemu.pallas.tpu as pltpu)."""
 from . import GridSpec, run_scoped  # noqa: F401  (pltpu.run_scoped, as older JAX has it)
-from .. import _trace
+from .. import _trace, numpy as jnp
 from .._trace import Ref, Window, scalar, trace_error
 
 
@@ -110,6 +110,11 @@ def make_async_copy(src, dst, sem):
 def async_copy(src, dst, sem):
     """pltpu.async_copy: make_async_copy(...) already started."""
     return AsyncCopy(src, dst, sem).start()
+
+
+def repeat(x, repeats, axis):
+    """pltpu.repeat: @repeats copies of x side by side along @axis."""
+    return jnp.concatenate((x,) * int(repeats), axis=axis)
 
 
 def roll(x, shift, axis, *, stride=None, stride_axis=None):
