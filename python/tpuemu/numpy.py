@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The jax.numpy functions a kernel body uses, traced (tpuemu.numpy as jnp)."""
+import builtins as _py
+
 from ._trace import (float32, bfloat16, int8, uint8, int32, bool_, call, Value,
                      Ref, trace_error, reducer)
 
@@ -101,6 +103,41 @@ def tile(x, reps):
     return concatenate((x,) * reps[0], axis=0)
 
 
+def einsum(subscripts, *operands, preferred_element_type=None):
+    """jnp.einsum of 2-D values: a transpose ("ij->ji") or a product with
+    one contracted index ("ij,jk->ik", "mk,mn->kn", ...), as a dot of
+    possibly transposed operands; no batch indices (a block is 2-D)."""
+    spec = subscripts.replace(" ", "")
+    ins, arrow, out = spec.partition("->")
+    ins = ins.split(",")
+    if len(ins) != len(operands) or _py.any(len(s) != 2 or len(set(s)) != 2 for s in ins):
+        raise trace_error("jnp.einsum(%r): a kernel's arrays are 2-D: give two distinct "
+                          "indices for each of the %d operands" % (subscripts, len(operands)))
+    letters = "".join(ins)
+    if not arrow:
+        out = "".join(_py.sorted(c for c in set(letters) if letters.count(c) == 1))
+    if len(ins) == 1:
+        if out == ins[0]:
+            return operands[0]
+        if out == ins[0][::-1]:
+            return transpose(operands[0])
+        raise trace_error("jnp.einsum(%r): one operand: only a copy or a transpose" % subscripts)
+    (a, b), (x, y) = ins, operands
+    shared = [c for c in a if c in b]
+    if len(ins) != 2 or len(shared) != 1 or shared[0] in out or len(out) != 2 or \
+            sorted(out) != sorted(c for c in a + b if c != shared[0]):
+        raise trace_error("jnp.einsum(%r): two operands contract exactly one index and "
+                          "keep the other two (no batch indices: loop over a batch in the "
+                          "grid)" % subscripts)
+    k = shared[0]
+    lhs = _v(x).T if a[0] == k else _v(x)
+    rhs = _v(y).T if b[1] == k else _v(y)
+    free_a = a.replace(k, "")
+    if out[0] != free_a:		# the product comes out (b's, a's): swap the operands
+        lhs, rhs = (_v(y) if b[1] == k else _v(y).T), (_v(x) if a[0] == k else _v(x).T)
+    return dot(lhs, rhs, preferred_element_type)
+
+
 def where(c, a, b):
     return call("jnp.where", c, a, b)
 
@@ -175,4 +212,4 @@ def broadcast_to(x, shape):
 __all__ = ["float32", "bfloat16", "int8", "uint8", "int32", "bool_", "inf", "nan",
            "dot", "matmul", "where", "clip", "sum", "max", "min", "mean", "full_like", "astype",
            "exp", "maximum", "minimum", "zeros_like", "ones_like", "zeros", "ones", "full",
-           "broadcast_to", "transpose", "roll", "concatenate", "tile", "rint", "isnan", "tan", "all", "any"]
+           "broadcast_to", "transpose", "roll", "einsum", "concatenate", "tile", "rint", "isnan", "tan", "all", "any"]

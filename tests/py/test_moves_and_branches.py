@@ -203,3 +203,30 @@ def test_concatenate_tile_and_repeat():
 
     with pytest.raises(pl.TraceError, match="cast the parts to one dtype"):
         pl.pallas_call(bad, out_shape=jax.ShapeDtypeStruct((8, 256), x.dtype))(x)
+
+
+@pytest.mark.parametrize("spec", ["ij,jk->ik", "mk,mn->kn", "ik,jk->ij", "ki,jk->ij",
+                                  "ij,jk", "ab,cb->ca", "ij->ji"])
+def test_einsum_of_two_d_values(spec):
+    rng = np.random.default_rng(4)
+    ins = spec.split("->")[0].split(",")
+    dims = {c: 128 if c in "ijmn" else 256 for c in "ijkmnabc"}
+    arrays = [rng.standard_normal([dims[c] for c in s], dtype=np.float32) for s in ins]
+    want = np.einsum(spec, *arrays)
+
+    def k(*refs):
+        refs[-1][...] = jnp.einsum(spec, *[r[...] for r in refs[:-1]],
+                                   preferred_element_type=jnp.float32)
+
+    out = pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(want.shape, np.float32))(*arrays)
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-4, atol=1e-3)
+
+
+def test_einsum_with_a_batch_index_is_refused():
+    x = _x((8, 128))
+
+    def k(x_ref, o_ref):
+        o_ref[...] = jnp.einsum("bqd,bkd->bqk", x_ref[...], x_ref[...])
+
+    with pytest.raises(pl.TraceError, match="2-D"):
+        pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8, 8), x.dtype))(x)
