@@ -230,3 +230,27 @@ def test_einsum_with_a_batch_index_is_refused():
 
     with pytest.raises(pl.TraceError, match="2-D"):
         pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8, 8), x.dtype))(x)
+
+
+def test_emit_pipeline_over_hbm_refs():
+    def kernel(x_hbm, o_hbm, last_hbm):
+        def add_one(x_ref, o_ref):
+            o_ref[...] = x_ref[...] + 1.0
+
+        pltpu.emit_pipeline(add_one, grid=(4,), in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+                            out_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))])(x_hbm, o_hbm)
+
+        def keep(x_ref, o_ref):		# out block i revisited for each j: the last j stays
+            o_ref[...] = x_ref[...]
+
+        pltpu.emit_pipeline(keep, grid=(2, 2),
+                            in_specs=pl.BlockSpec((16, 64), lambda i, j: (i, j)),
+                            out_specs=pl.BlockSpec((16, 64), lambda i, j: (i, 0)))(x_hbm, last_hbm)
+
+    x = _x((32, 128))
+    anyspec = pl.BlockSpec(memory_space=pl.ANY)
+    o, last = pl.pallas_call(kernel, in_specs=[anyspec], out_specs=[anyspec, anyspec],
+                             out_shape=(jax.ShapeDtypeStruct(x.shape, x.dtype),
+                                        jax.ShapeDtypeStruct((32, 64), x.dtype)))(x)
+    np.testing.assert_array_equal(np.asarray(o), x + 1.0)
+    np.testing.assert_array_equal(np.asarray(last), x[:, 64:])

@@ -110,8 +110,11 @@ def run_scoped(f, *types, **named_types):
     ...), named after f's parameters (keywords: named by the keyword), live
     until f returns; f's result is run_scoped's."""
     rec = _trace.recorder()
-    params = [n for n, p in inspect.signature(f).parameters.items()
-              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    sig = inspect.signature(f).parameters.values()
+    params = [p.name for p in sig if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    rest = [p.name for p in sig if p.kind == p.VAR_POSITIONAL]
+    if rest and len(params) < len(types):	# def body(*bufs): bufs_0, bufs_1, ...
+        params += ["%s_%d" % (rest[0], k) for k in range(len(types) - len(params))]
     if len(params) < len(types):
         raise trace_error("pl.run_scoped: %s takes %d refs, %d types given"
                           % (getattr(f, "__name__", "the body"), len(params), len(types)))

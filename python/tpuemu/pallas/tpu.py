@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """jax.experimental.pallas.tpu over libtpurt (tpuemu.pallas.tpu as pltpu)."""
 from . import GridSpec, run_scoped  # noqa: F401  (pltpu.run_scoped, as older JAX has it)
+import itertools
+
 from .. import _trace, numpy as jnp
 from .._trace import Ref, Window, scalar, trace_error
 
@@ -110,6 +112,75 @@ def make_async_copy(src, dst, sem):
 def async_copy(src, dst, sem):
     """pltpu.async_copy: make_async_copy(...) already started."""
     return AsyncCopy(src, dst, sem).start()
+
+
+def _block_window(ref, spec, idx, what):
+    """The window of @ref that @spec's block at grid point @idx covers."""
+    bshape = getattr(spec, "block_shape", None) or tuple(ref.shape)
+    if len(bshape) != len(ref.shape):
+        raise trace_error("%s: block shape %r for a ref of shape %r" % (what, bshape, ref.shape))
+    imap = getattr(spec, "index_map", None)
+    bidx = imap(*idx) if imap is not None else (0,) * len(bshape)
+    bidx = bidx if isinstance(bidx, (tuple, list)) else (bidx,)
+    parts = []
+    for d, (b, n, i) in enumerate(zip(bshape, ref.shape, bidx)):
+        if b is None:
+            parts.append(i)		# squeezed: the index is the element's
+        elif n % b:
+            raise trace_error("%s: block %r does not divide dimension %d of %r (edge blocks "
+                              "are not supported inside emit_pipeline)" % (what, bshape, d, ref.shape))
+        else:
+            parts.append(_trace.Slice(i * b, b))
+    return ref.at[tuple(parts)], tuple(b for b in bshape if b is not None)
+
+
+def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_out=False,
+                  **_options):
+    """pltpu.emit_pipeline: a pipeline inside the kernel over refs in HBM
+    (pl.ANY). Each step of @grid (unrolled while tracing; Python ints)
+    copies the input blocks into VMEM buffers, runs @body on them, and
+    writes an output block back when its block index changes and at the
+    end (a revisited output keeps accumulating in VMEM). The copies are
+    synchronous: the results are Pallas's, the overlap is not modeled."""
+    in_specs = list(in_specs) if isinstance(in_specs, (list, tuple)) else [in_specs]
+    out_specs = list(out_specs) if isinstance(out_specs, (list, tuple)) else [out_specs]
+    try:
+        grid = tuple(int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
+    except TypeError:
+        raise trace_error("pltpu.emit_pipeline: the grid %r must be Python ints (it is "
+                          "unrolled while tracing)" % (grid,)) from None
+
+    def pipeline(*refs):
+        nin = len(in_specs)
+        if len(refs) != nin + len(out_specs):
+            raise trace_error("pltpu.emit_pipeline: %d refs given for %d in_specs and %d "
+                              "out_specs" % (len(refs), nin, len(out_specs)))
+        specs = in_specs + out_specs
+        first = tuple(0 for _ in grid)
+        types = [VMEM(_block_window(r, s, first, "pltpu.emit_pipeline")[1], r.dtype)
+                 for r, s in zip(refs, specs)]
+
+        def steps(*bufs):
+            pending = [None] * len(out_specs)	# (text, window) of each out block
+            for idx in itertools.product(*(range(g) for g in grid)):
+                for r, s, b in zip(refs[:nin], in_specs, bufs[:nin]):
+                    sync_copy(_block_window(r, s, idx, "pltpu.emit_pipeline")[0], b)
+                for k, (r, s, b) in enumerate(zip(refs[nin:], out_specs, bufs[nin:])):
+                    w = _block_window(r, s, idx, "pltpu.emit_pipeline")[0]
+                    if pending[k] is not None and pending[k][0] == w.render():
+                        continue
+                    if pending[k] is not None:
+                        sync_copy(b, pending[k][1])
+                    if should_accumulate_out:
+                        sync_copy(w, b)
+                    pending[k] = (w.render(), w)
+                body(*bufs)
+            for b, p in zip(bufs[nin:], pending):
+                if p is not None:
+                    sync_copy(b, p[1])
+
+        run_scoped(steps, *types)
+    return pipeline
 
 
 def repeat(x, repeats, axis):
