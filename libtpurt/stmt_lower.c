@@ -25,6 +25,8 @@ static int lower_roll(struct stmt_ctx *c, const struct stmt_node *call,
 		      const struct dest *d, struct value *v);
 static int lower_concatenate(struct stmt_ctx *c, const struct stmt_node *call,
 			     struct value *v);
+static int lower_reshape(struct stmt_ctx *c, const struct stmt_node *call,
+			 struct value *v);
 
 static const char *shape_str(const struct value *v, char *buf)
 {
@@ -1288,8 +1290,8 @@ static int lower_fill(struct stmt_ctx *c, const struct stmt_node *call,
 			return stmt_fail(c, dt->col, "expected a dtype");
 		x.dtype = t.dtype;
 	}
-	if (!stmt_is_scalar(&fill))
-		return stmt_fail(c, call->col, "the fill value must be a scalar");
+	if (!stmt_is_scalar(&fill) && !(is_tile(&fill) && fill.rows == 1 && fill.cols == 1))
+		return stmt_fail(c, call->col, "the fill value must be a scalar (or a (1, 1) array: a reduction over the whole array)");
 	return materialize(c, &fill, x.dtype, x.rows, x.cols, call->col, d, v);
 }
 
@@ -1389,6 +1391,8 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 		return lower_roll(c, call, d, v);
 	case FN_CONCATENATE:
 		return lower_concatenate(c, call, v);
+	case FN_RESHAPE:
+		return lower_reshape(c, call, v);
 	case FN_CLIP:
 	case FN_CLAMP:
 		return lower_clamp(c, call, fn.kind == FN_CLAMP, d, v);
@@ -1807,6 +1811,35 @@ static int lower_concatenate(struct stmt_ctx *c, const struct stmt_node *call,
 			return c->err;
 	}
 	return 0;
+}
+
+/*
+ * jnp.reshape(x, (rows, cols)), the new shape's 2-D view (the last
+ * dimension, the product of the others; one may be -1): a value keeps
+ * its elements where they are, so only a reshape with x's own view is.
+ */
+static int lower_reshape(struct stmt_ctx *c, const struct stmt_node *call,
+			 struct value *v)
+{
+	const struct stmt_node *s = call->nargs == 2 ? call->arg[1] : NULL;
+	int64_t r, k;
+	char sa[48];
+
+	if (stmt_check_kwargs(c, call, NULL) || stmt_nargs_are(c, call, 2, 2, "reshape"))
+		return c->err;
+	if (s->kind != SN_TUPLE || s->nargs != 2)
+		return stmt_fail(c, s->col, "reshape takes a (rows, cols) view");
+	if (stmt_const_int(c, s->arg[0], &r) || stmt_const_int(c, s->arg[1], &k) ||
+	    lower_tile_arg(c, call->arg[0], v, "reshape"))
+		return c->err;
+	if (r == -1 && k > 0 && (v->rows * v->cols) % k == 0)
+		r = v->rows * v->cols / k;
+	else if (k == -1 && r > 0 && (v->rows * v->cols) % r == 0)
+		k = v->rows * v->cols / r;
+	if (r == v->rows && k == v->cols)
+		return 0;
+	return stmt_fail(c, call->col, "reshape of a %s value to (%lld, %lld) moves elements between rows and columns: not supported (a reshape must keep the last dimension and the product of the others)",
+			 shape_str(v, sa), (long long)r, (long long)k);
 }
 
 static int lower_attr(struct stmt_ctx *c, const struct stmt_node *n,

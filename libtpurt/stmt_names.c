@@ -85,6 +85,7 @@ static const struct name_entry functions[] = {
 	{ "transpose", FN_TRANSPOSE, 0 },
 	{ "roll", FN_ROLL, 0 },		/* pltpu.roll is jnp.roll */
 	{ "concatenate", FN_CONCATENATE, 0 },
+	{ "reshape", FN_RESHAPE, 0 },
 	{ "iota", FN_IOTA, 0 },
 	{ "broadcasted_iota", FN_IOTA, 0 },
 	{ "zeros_like", FN_ZEROS_LIKE, 0 },

@@ -349,10 +349,18 @@ class Value:
     def astype(self, dtype):
         return Value("method", "astype", (self, _DT(dtype)), self.reads)
 
+    def reshape(self, *shape):
+        from . import numpy as jnp
+        return jnp.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
+                           else shape)
+
 
 def reducer(name):
     """jnp.NAME(x, axis=None, keepdims=False) as a statement-syntax call."""
     def f(x, axis=None, keepdims=False):
+        if isinstance(axis, (tuple, list)):	# of a 2-D value: both is the whole array
+            axes = {a % 2 for a in axis}
+            axis = None if len(axes) == 2 else axes.pop() if axes else None
         if axis is None:
             return call("jnp." + name, x)
         if keepdims:

@@ -172,16 +172,26 @@ def astype(x, dtype):
 
 
 def _shape(shape, fn):
-    """A block's shape as (rows, cols): values in a kernel are 2-D."""
+    """A shape as the kernel's 2-D view of it, as refs are viewed: the last
+    dimension, the product of the others ((n,) is (1, n), () is (1, 1)); a
+    -1 stays -1 for jnp.reshape."""
     try:
-        shape = tuple(int(d) for d in shape)
+        shape = (int(shape),) if isinstance(shape, int) else tuple(int(d) for d in shape)
     except TypeError:
         raise trace_error("jnp.%s: the shape must be a tuple of ints, not %r"
                           % (fn, shape)) from None
-    if len(shape) != 2:
-        raise trace_error("jnp.%s: shape %r: a kernel's arrays are 2-D (rows, cols)"
-                          % (fn, shape))
-    return shape
+    if not shape:
+        return (1, 1)
+    rows = 1
+    for d in shape[:-1]:
+        rows = -1 if d == -1 or rows == -1 else rows * d
+    return (rows, shape[-1])
+
+
+def reshape(x, shape):
+    """A reshape that keeps the 2-D view (unit dimensions added or dropped,
+    leading dimensions split or merged): the elements stay where they are."""
+    return call("jnp.reshape", _v(x), _shape(shape, "reshape"))
 
 
 def zeros(shape, dtype=None):
@@ -204,7 +214,7 @@ def broadcast_to(x, shape):
     """jnp.broadcast_to of a row, a column or a scalar: x plus zeros of
     the shape (the device broadcasts rows, columns and scalars)."""
     shape = _shape(shape, "broadcast_to")
-    if not isinstance(x, (Value, Ref)):
+    if not isinstance(x, (Value, Ref)) or getattr(x, "scalar", False):
         return full(shape, x)
     return call("jnp.add", _v(x), zeros(shape, _v(x).dtype))
 
@@ -212,4 +222,4 @@ def broadcast_to(x, shape):
 __all__ = ["float32", "bfloat16", "int8", "uint8", "int32", "bool_", "inf", "nan",
            "dot", "matmul", "where", "clip", "sum", "max", "min", "mean", "full_like", "astype",
            "exp", "maximum", "minimum", "zeros_like", "ones_like", "zeros", "ones", "full",
-           "broadcast_to", "transpose", "roll", "einsum", "concatenate", "tile", "rint", "isnan", "tan", "all", "any"]
+           "broadcast_to", "transpose", "roll", "einsum", "reshape", "concatenate", "tile", "rint", "isnan", "tan", "all", "any"]

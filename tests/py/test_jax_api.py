@@ -39,12 +39,25 @@ def test_zeros_ones_full_and_their_dtypes():
     assert np.asarray(i).dtype == np.int32 and (np.asarray(i) == 7).all()
 
 
-def test_zeros_of_a_3d_shape_is_refused():
+def test_shapes_of_any_rank_are_viewed_2d_as_refs_are():
     def k(x_ref, o_ref):
-        o_ref[...] = x_ref[...] + jnp.zeros((2, 8, 128))
+        o_ref[...] = x_ref[...] + jnp.ones((1, 8, 128)) + \
+            jnp.full((128,), 2.0) + x_ref[...].reshape(1, 8, 128).reshape(-1, 128)
 
-    with pytest.raises(pl.TraceError, match="2-D"):
-        _call(k, _x())
+    x = _x()
+    np.testing.assert_allclose(_call(k, x), x + 3.0 + x, rtol=1e-6)
+
+    def bad(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + jnp.zeros((2, 8, 128))	# (16, 128)
+
+    with pytest.raises(pl.TraceError, match="do not broadcast"):
+        _call(bad, x)
+
+    def moved(x_ref, o_ref):
+        o_ref[...] = x_ref[...].reshape(16, 64).reshape(8, 128)
+
+    with pytest.raises(pl.TraceError, match="moves elements between rows and columns"):
+        _call(moved, x)
 
 
 def test_broadcast_to_of_a_column_a_row_and_a_scalar():

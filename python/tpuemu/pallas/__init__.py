@@ -186,7 +186,7 @@ def _block_spec(spec, shape, grid_rank, prefetch, what):
     c = ffi.new("char[]", text.encode())
     keep.append(c)
     cs.index_map = c
-    return cs, keep, tuple(1 if n is None else n for n in bshape)
+    return cs, keep, tuple(n for n in bshape if n is not None)	# the kernel's view: squeezed
 
 
 def _kname(kernel):
