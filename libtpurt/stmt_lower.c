@@ -245,6 +245,12 @@ static int temp_alloc(struct stmt_ctx *c, enum tpurt_dtype dtype, int64_t rows,
 }
 
 /* Where an op producing @dtype rows x cols writes: the target if it fits. */
+int stmt_new_tile(struct stmt_ctx *c, enum tpurt_dtype dtype, int64_t rows,
+		  int64_t cols, int col, struct value *v)
+{
+	return temp_alloc(c, dtype, rows, cols, col, v);
+}
+
 static int result(struct stmt_ctx *c, const struct dest *d, enum tpurt_dtype dtype,
 		  int64_t rows, int64_t cols, int col, struct value *v)
 {
@@ -427,7 +433,8 @@ static int scalar_binary(struct stmt_ctx *c, int fn, int floor_div,
 /* A scalar-core value cast to a float type (i.astype(jnp.float32)). */
 static int is_float_scalar(const struct value *v)
 {
-	return (v->kind == V_SCALAR || v->kind == V_SMEM) && is_float(v->dtype);
+	return (v->kind == V_SCALAR && is_float(v->dtype)) ||
+	       (v->kind == V_SMEM && v->dtype != TPURT_INT32);
 }
 
 /* An immediate as the device holds it: binary32, exactly. */
@@ -481,6 +488,16 @@ static int materialize(struct stmt_ctx *c, const struct value *x,
 					  TPURT_BCAST_ROW);
 	release(c, x);
 	return c->err ? c->err : stmt_emitted(c, ret, col);
+}
+
+int stmt_scalar_tile(struct stmt_ctx *c, struct value *x, int col)
+{
+	struct value t;
+
+	if (materialize(c, x, x->dtype, 1, 1, col, NULL, &t))
+		return c->err;
+	*x = t;
+	return 0;
 }
 
 /* NumPy's broadcast of two 2-D shapes. */
@@ -651,7 +668,7 @@ int stmt_lower_binary(struct stmt_ctx *c, int fn, int floor_div,
 		return stmt_fail(c, col, "expected an array or a scalar operand");
 	if (!is_tile(b) && !stmt_is_scalar(b))
 		return stmt_fail(c, col, "expected an array or a scalar operand");
-	if (is_float_scalar(a) || is_float_scalar(b)) {
+	if (!is_tile(a) && !is_tile(b) && (is_float_scalar(a) || is_float_scalar(b))) {
 		/* the scalar core computes on integers: on the vector unit, as (1, 1) */
 		struct value *s = is_float_scalar(a) ? a : b, t;
 
@@ -744,6 +761,10 @@ static int lower_unary(struct stmt_ctx *c, int fn, struct value *x,
 		imm_of(v, y, x->dtype == TPURT_INT32 && !transcendental(fn));
 		return 0;
 	}
+	if ((x->kind == V_SCALAR || x->kind == V_SMEM) &&
+	    !(x->kind == V_SCALAR && fn == TPU_UNARY_NEG && !is_float(x->dtype)) &&
+	    stmt_scalar_tile(c, x, col))
+		return c->err;	/* the scalar core negates integers only: a (1, 1) tile */
 	if (x->kind == V_SCALAR && fn == TPU_UNARY_NEG) {
 		*v = *x;
 		if (snprintf(v->text, sizeof(v->text), x->compound ? "-(%s)" : "-%s",
@@ -810,6 +831,8 @@ static int lower_cast(struct stmt_ctx *c, struct value *x, enum tpurt_dtype t,
 		v->dtype = t;
 		return 0;
 	}
+	if (x->kind == V_SMEM && x->dtype != TPURT_INT32 && stmt_scalar_tile(c, x, col))
+		return c->err;	/* the scalar core reads int32 SMEM only */
 	if (x->kind == V_SCALAR || x->kind == V_SMEM)
 		return scalar_cast(c, x, t, col, v);
 	if (!is_tile(x))

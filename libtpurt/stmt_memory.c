@@ -347,6 +347,46 @@ int stmt_lower_semaphore_read(struct stmt_ctx *c, const struct stmt_node *call,
 	return 0;
 }
 
+/*
+ * s[i] = value where the scalar core cannot store it (a float, a vector
+ * result such as jnp.sum(x), an 8-bit SMEM ref): the value as a (1, 1)
+ * VMEM tile of s's dtype, copied into the element by the DMA engine.
+ */
+static int store_smem_by_copy(struct stmt_ctx *c, const struct stmt *st,
+			      const struct stmt_node *n, const struct ref_info *r,
+			      const struct value *idx, struct value *v)
+{
+	char src[TPURT_TEXT_MAX], dst[2 * TPURT_TEXT_MAX + 64];
+	int col = st->value->col;
+	struct value t;
+
+	if (r->kind != R_SMEM || r->rank > 2)
+		return stmt_fail(c, col, "'%s': only an SMEM scratch or block of rank 1 or 2 takes this value (a float or a vector result)",
+				 r->name);
+	if (v->kind != V_TILE && stmt_scalar_tile(c, v, col))
+		return c->err;
+	if (v->rows != 1 || v->cols != 1)
+		return stmt_fail(c, col, "an SMEM element takes one value, not a (%lld, %lld) array",
+				 (long long)v->rows, (long long)v->cols);
+	if (v->dtype != r->dtype || strchr(v->ref, '.')) {
+		/* into a temporary of the element's dtype (a cast, as a store does) */
+		if (stmt_new_tile(c, r->dtype, 1, 1, col, &t) ||
+		    stmt_emitted(c, tpurt_kernel_store(c->k, t.ref, v->ref), col))
+			return c->err;
+		*v = t;
+	}
+	if (r->rank2)
+		snprintf(dst, sizeof(dst), "%s.at[pl.ds((%s) // %lld, 1), pl.ds((%s) %% %lld, 1)]",
+			 r->name, idx->text, (long long)r->cols, idx->text, (long long)r->cols);
+	else
+		snprintf(dst, sizeof(dst), "%s.at[pl.ds(%s, 1)]", r->name, idx->text);
+	snprintf(src, sizeof(src), r->rank2 ? "%s" : "%s.at[0]", v->ref);
+	if (stmt_emitted(c, tpurt_kernel_sync_copy(c->k, src, dst), n->col))
+		return c->err;
+	stale_locals(c, r->name);
+	return 0;
+}
+
 /* s[i] = value: one element of an SMEM ref. */
 static int store_smem_element(struct stmt_ctx *c, const struct stmt *st,
 			      const struct stmt_node *n, const struct ref_info *r)
@@ -370,6 +410,9 @@ static int store_smem_element(struct stmt_ctx *c, const struct stmt *st,
 	} else if (stmt_lower_node(c, st->value, NULL, &v)) {
 		return c->err;
 	}
+	if (v.kind == V_TILE || (v.kind == V_SMEM && v.dtype != TPURT_INT32) ||
+	    r->dtype != TPURT_INT32)
+		return store_smem_by_copy(c, st, n, r, &idx, &v);
 	if (!stmt_is_scalar(&v))
 		return stmt_fail(c, st->value->col, "an SMEM element takes a scalar (an integer the scalar core computes)");
 	if (stmt_smem_scalar_ok(c, &v, st->value->col) ||

@@ -138,6 +138,16 @@ TEST_F(stmt, smem_scalars)
 		      "o[...] = multiply(x[...], s[program_id(0) * 3 + program_id(1)])\n");
 	EXPECT_LOWERS("o[...] = x[...] * t[pl.program_id(2)]",
 		      "o[...] = multiply(x[...], t[program_id(2)])\n");
+	/* float SMEM arithmetic: on the vector unit, as a (1, 1) tile */
+	EXPECT_LOWERS("o[...] = x[...] + t[0] * 2",
+		      "temp %0: float32[1, 1] in slot 0\n"
+		      "temp %1: float32[128, 1] in slot 1\n"
+		      "%0[...] = 0\n"
+		      "%0[...] = add(%0[...], t[0])\n"
+		      "%0[...] = multiply(%0[...], 2)\n"
+		      "%1[...] = 0\n"
+		      "%1[...] = add(%1[...], row(%0[...]))\n"
+		      "o[...] = add(x[...], col(%1[...]))\n");
 }
 
 TEST_F(stmt, unary_functions_reductions_and_fills)
@@ -265,7 +275,6 @@ TEST_F(stmt, errors_point_at_the_column)
 		     "dot of (128, 64) and (128, 64): contraction sizes 64 and 128 differ at column 12");
 	EXPECT_FAILS("m[...] = jnp.sum(x[...], axis=1)", "write keepdims=True");
 	EXPECT_FAILS("o[...] = x[...] * s[1]", "'s' is 2-D: index it [i, j]");
-	EXPECT_FAILS("o[...] = x[...] + t[0] * 2", "'t' is SMEM scratch");
 	EXPECT_FAILS("o[...] = x[...] + 1.5 * pl.program_id(9)", "the grid has dimensions 0 to 2");
 	EXPECT_FAILS("o[...] = x[...] + pl.program_id(0) * 1.5", "the scalar core computes in integers");
 	EXPECT_FAILS("o[...] = x[...]\nx[...] = o[...]", "statement 2: 'x' is an input");

@@ -254,3 +254,23 @@ def test_emit_pipeline_over_hbm_refs():
                                         jax.ShapeDtypeStruct((32, 64), x.dtype)))(x)
     np.testing.assert_array_equal(np.asarray(o), x + 1.0)
     np.testing.assert_array_equal(np.asarray(last), x[:, 64:])
+
+
+def test_float_smem_scalars_and_reductions_stored_to_smem():
+    def k(x_ref, s_ref, o_ref, so_ref):
+        so_ref[0, 0] = jnp.sum(x_ref[...])			# a vector result into SMEM
+        so_ref[0, 1] = jnp.maximum(s_ref[0], s_ref[1]) * 2.0	# f32 SMEM arithmetic
+        so_ref[1, 0] = jnp.exp(s_ref[1])
+        so_ref[1, 1] = jnp.max(x_ref[...]).astype(jnp.int32)	# cast to the element's dtype
+        o_ref[...] = x_ref[...] * s_ref[0]			# still a bcast smem operand
+
+    x = _x((8, 128))
+    s = np.array([1.5, -0.25], np.float32)
+    smem = pl.BlockSpec(memory_space=pltpu.SMEM)
+    o, so = pl.pallas_call(k, in_specs=[pl.BlockSpec((8, 128), lambda i: (0, 0)), smem],
+                           out_specs=[pl.BlockSpec((8, 128), lambda i: (0, 0)), smem],
+                           out_shape=(jax.ShapeDtypeStruct(x.shape, x.dtype),
+                                      jax.ShapeDtypeStruct((2, 2), jnp.float32)))(x, s)
+    np.testing.assert_allclose(np.asarray(so), [[x.sum(), 3.0], [np.exp(-0.25), int(x.max())]],
+                               rtol=1e-5)
+    np.testing.assert_array_equal(np.asarray(o), x * np.float32(1.5))
