@@ -4,6 +4,9 @@
 # Set-up (`make deps`) runs first for both; it is idempotent.
 
 BUILD		?= build
+# One spelling for every object, however BUILD comes in (scripts export it
+# absolute): a .d naming /abs/build/x.o leaves build/x.o without its headers.
+override BUILD	:= $(patsubst $(CURDIR)/%,%,$(BUILD))
 TPUEMU_CACHE	?= /var/cache/tpuemu
 export TPUEMU_CACHE BUILD
 
