@@ -1012,14 +1012,25 @@ static int lower_reduce(struct stmt_ctx *c, const struct stmt_node *call, int fn
 	    const_bool(c, stmt_kwarg(call, "keepdims"), &keep) ||
 	    lower_tile_arg(c, call->arg[0], &x, name))
 		return c->err;
-	if (axis == 1 && !keep)
-		return stmt_fail(c, call->col, "%s(axis=1) without keepdims=True gives a (rows,) vector, which broadcasts along rows; write keepdims=True",
-				 name);
 	t = reduce_dtype(fn, x.dtype);
 	if (d && !strcmp(d->name, x.ref))
 		d = NULL;
 	if (count)
 		*count = axis ? x.cols : x.rows;
+	if (axis == 1 && !keep) {
+		/* a (rows,) vector: viewed 2-D as 1-D arrays are, a row */
+		struct value col;
+
+		if (result(c, NULL, t, x.rows, 1, call->col, &col))
+			return c->err;
+		release(c, &x);
+		if (stmt_emitted(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn, col.ref,
+							x.ref, 1), call->col) ||
+		    result(c, d, t, 1, x.rows, call->col, v))
+			return c->err;
+		release(c, &col);
+		return stmt_emitted(c, tpurt_kernel_transpose(c->k, v->ref, col.ref), call->col);
+	}
 	if (result(c, d, t, axis ? x.rows : 1, axis ? 1 : x.cols, call->col, v))
 		return c->err;
 	release(c, &x);
@@ -1861,6 +1872,15 @@ static int lower_reshape(struct stmt_ctx *c, const struct stmt_node *call,
 		k = v->rows * v->cols / r;
 	if (r == v->rows && k == v->cols)
 		return 0;
+	if ((v->rows == 1 && r == v->cols && k == 1) || (v->cols == 1 && k == v->rows && r == 1)) {
+		/* (n,) <-> (n, 1): a row to a column, a transpose of a vector */
+		struct value x = *v;
+
+		if (result(c, NULL, x.dtype, x.cols, x.rows, call->col, v))
+			return c->err;
+		release(c, &x);
+		return stmt_emitted(c, tpurt_kernel_transpose(c->k, v->ref, x.ref), call->col);
+	}
 	return stmt_fail(c, call->col, "reshape of a %s value to (%lld, %lld) moves elements between rows and columns: not supported (a reshape must keep the last dimension and the product of the others)",
 			 shape_str(v, sa), (long long)r, (long long)k);
 }

@@ -327,7 +327,7 @@ struct tpurt_kernel_temp {
 
 /* A name bound by a statement: a value in a temporary, an input's block
  * (read-only, so no copy), a constant or a scalar-core expression. */
-#define TPURT_KERNEL_MAX_LOCALS	32
+#define TPURT_KERNEL_MAX_LOCALS	128
 
 enum tpurt_local_kind {
 	TPURT_LOCAL_TEMP,		/* temp[] holds it */

@@ -273,7 +273,8 @@ TEST_F(stmt, errors_point_at_the_column)
 		     "roll takes x, shift and axis (a flattened roll is not supported) at column 10");
 	EXPECT_FAILS("acc[...] = jnp.dot(q[...], k[...])",
 		     "dot of (128, 64) and (128, 64): contraction sizes 64 and 128 differ at column 12");
-	EXPECT_FAILS("m[...] = jnp.sum(x[...], axis=1)", "write keepdims=True");
+	EXPECT_FAILS("m[...] = jnp.sum(x[...], axis=1)",	/* a 1-D (rows,) result */
+		     "a value of shape (1, 128) stored into 'm' of shape (128, 1)");
 	EXPECT_FAILS("o[...] = x[...] * s[1]", "'s' is 2-D: index it [i, j]");
 	EXPECT_FAILS("o[...] = x[...] + 1.5 * pl.program_id(9)", "the grid has dimensions 0 to 2");
 	EXPECT_FAILS("o[...] = x[...] + pl.program_id(0) * 1.5", "the scalar core computes in integers");

@@ -150,7 +150,7 @@ sum = reducer("sum")	# noqa: A001
 max = reducer("max")	# noqa: A001
 min = reducer("min")	# noqa: A001
 mean = reducer("mean")
-argmax = reducer("argmax")	# int32 indices; axis required, keepdims=True for axis 1
+argmax = reducer("argmax")	# int32 indices; axis required
 argmin = reducer("argmin")
 
 

@@ -274,3 +274,49 @@ def test_float_smem_scalars_and_reductions_stored_to_smem():
     np.testing.assert_allclose(np.asarray(so), [[x.sum(), 3.0], [np.exp(-0.25), int(x.max())]],
                                rtol=1e-5)
     np.testing.assert_array_equal(np.asarray(o), x * np.float32(1.5))
+
+
+def test_reductions_without_keepdims_are_1d_rows():
+    def k(x_ref, o_ref, m_ref):
+        m = jnp.max(x_ref[...], axis=1)			# (8,): viewed 2-D, a row
+        o_ref[...] = m.reshape(8, 1) + jnp.zeros((8, 128))	# (8,) -> (8, 1): a column
+        m_ref[...] = jnp.argmax(x_ref[...], axis=-1)
+
+    x = _x((8, 128))
+    o, m = pl.pallas_call(k, out_shape=(jax.ShapeDtypeStruct((8, 128), x.dtype),
+                                        jax.ShapeDtypeStruct((8,), jnp.int32)))(x)
+    np.testing.assert_array_equal(np.asarray(o), np.broadcast_to(x.max(1)[:, None], (8, 128)))
+    np.testing.assert_array_equal(np.asarray(m), x.argmax(1))
+
+
+def test_run_scoped_returns_values_read_from_its_scratch():
+    def k(y_ref, v_ref):
+        def body(s_ref, buf):
+            s_ref[0] = 1
+            s_ref[0] += 1
+            buf[...] = jnp.ones_like(buf)
+            return s_ref[0] + 2, buf[...] * 3.0
+        s, v = pl.run_scoped(body, pltpu.SMEM((1,), jnp.int32), pltpu.VMEM((8, 128), jnp.float32))
+        y_ref[0] = s
+        v_ref[...] = v
+
+    y, v = pl.pallas_call(k, out_specs=[pl.BlockSpec(memory_space=pltpu.SMEM),
+                                        pl.BlockSpec(memory_space=pltpu.VMEM)],
+                          out_shape=(jax.ShapeDtypeStruct((1,), jnp.int32),
+                                     jax.ShapeDtypeStruct((8, 128), jnp.float32)))()
+    assert np.asarray(y).tolist() == [4]
+    np.testing.assert_array_equal(np.asarray(v), np.full((8, 128), 3.0, np.float32))
+
+
+def test_a_kernel_with_many_scalar_locals():
+    def k(x_ref, y_ref):
+        for i in range(8):
+            for j in range(8):
+                v = x_ref[i, j].astype(jnp.int32)
+                y_ref[i, j] = v * v
+
+    x = np.arange(64, dtype=np.int32).reshape(8, 8)
+    smem = pl.BlockSpec(memory_space=pltpu.SMEM)
+    y = pl.pallas_call(k, in_specs=[smem], out_specs=smem,
+                       out_shape=jax.ShapeDtypeStruct((8, 8), jnp.int32))(x)
+    np.testing.assert_array_equal(np.asarray(y), x * x)

@@ -130,10 +130,23 @@ def run_scoped(f, *types, **named_types):
         rec.open_scope(ref, code, as_dtype(t.dtype).code, "@pl.run_scoped(%s=%r)" % (name, t))
         refs.append(ref)
     try:
-        out = f(*refs[:len(types)], **dict(zip(named_types, refs[len(types):])))
+        out = _settle(f(*refs[:len(types)], **dict(zip(named_types, refs[len(types):]))),
+                      {r.name for r in refs}, rec)
     finally:
         for ref in reversed(refs):
             rec.close_scope(ref.name)
+    return out
+
+
+def _settle(out, names, rec):
+    """Values run_scoped returns that read its scratch, computed before the
+    scratch goes: bound to locals (a scalar into a (1, 1) array)."""
+    if isinstance(out, (tuple, list)):
+        return type(out)(_settle(e, names, rec) for e in out)
+    if isinstance(out, Value) and out.reads & names:
+        if out.scalar:
+            out = jnp.full((1, 1), out)
+        rec.bind(out)
     return out
 
 

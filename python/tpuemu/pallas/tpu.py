@@ -109,8 +109,11 @@ def make_async_copy(src, dst, sem):
     return AsyncCopy(src, dst, sem)
 
 
-def async_copy(src, dst, sem):
-    """pltpu.async_copy: make_async_copy(...) already started."""
+def async_copy(src, dst, sem, *, priority=0):
+    """pltpu.async_copy: make_async_copy(...) already started. @priority
+    picks a DMA queue on a TPU; one queue here, so it is accepted and has
+    no effect."""
+    del priority
     return AsyncCopy(src, dst, sem).start()
 
 
