@@ -1684,6 +1684,78 @@ int stmt_lower_smem_read(struct stmt_ctx *c, const struct stmt_node *n,
 	return 0;
 }
 
+/* One constant index of a value's dimension of @extent: a:b, :, i. */
+static int value_index_item(struct stmt_ctx *c, const struct stmt_node *n,
+			    int64_t extent, int64_t *start, int64_t *size,
+			    int *dropped)
+{
+	int64_t lo = 0, hi = extent;
+
+	*dropped = n->kind != SN_SLICE;
+	if (n->kind == SN_SLICE) {
+		if ((n->arg[0] && stmt_const_int(c, n->arg[0], &lo)) ||
+		    (n->arg[1] && stmt_const_int(c, n->arg[1], &hi)))
+			return c->err;
+	} else {
+		if (stmt_const_int(c, n, &lo))
+			return c->err;
+		hi = (lo < 0 ? lo + extent : lo) + 1;
+	}
+	lo = lo < 0 ? lo + extent : lo;
+	hi = hi < 0 ? hi + extent : hi > extent ? extent : hi;
+	if (lo < 0 || lo >= hi)
+		return stmt_fail(c, n->col, "index out of the value's %lld elements, or an empty slice",
+				 (long long)extent);
+	*start = lo;
+	*size = hi - lo;
+	return 0;
+}
+
+/*
+ * x[i, j], x[a:b], x[:, j] of a value, constant indices: a window of the
+ * temporary holding it (a copy first if x is itself a window). Indexing
+ * drops a dimension as jnp's does, so x[:, j] is a (rows,) vector: a row.
+ */
+static int lower_value_index(struct stmt_ctx *c, const struct stmt_node *n,
+			     struct value *v)
+{
+	int64_t r0, nr, c0 = 0, nc = v->cols;
+	int drop_r, drop_c = 0;
+	struct value x = *v;
+
+	if (n->nargs > 2)
+		return stmt_fail(c, n->col, "a value is 2-D: at most two indices");
+	if (value_index_item(c, n->arg[0], x.rows, &r0, &nr, &drop_r) ||
+	    (n->nargs == 2 &&
+	     value_index_item(c, n->arg[1], x.cols, &c0, &nc, &drop_c)))
+		return c->err;
+	if (nr == x.rows && nc == x.cols)
+		return 0;
+	if (strchr(x.ref, '.') || strchr(x.ref, '[')) {
+		if (result(c, NULL, x.dtype, x.rows, x.cols, n->col, v) ||
+		    stmt_emitted(c, tpurt_kernel_store(c->k, v->ref, x.ref), n->col))
+			return c->err;
+		release(c, &x);
+		x = *v;
+	}
+	*v = x;
+	v->rows = nr;
+	v->cols = nc;
+	if (snprintf(v->ref, sizeof(v->ref), "%s.at[pl.ds(%lld, %lld), pl.ds(%lld, %lld)]",
+		     x.ref, (long long)r0, (long long)nr, (long long)c0,
+		     (long long)nc) >= (int)sizeof(v->ref))
+		return stmt_fail(c, n->col, "window text too long");
+	if (drop_c && !drop_r && nr > 1) {
+		/* a column picked out of the rows: jnp's (rows,), viewed as a row */
+		x = *v;
+		if (result(c, NULL, x.dtype, 1, nr, n->col, v))
+			return c->err;
+		release(c, &x);
+		return stmt_emitted(c, tpurt_kernel_transpose(c->k, v->ref, x.ref), n->col);
+	}
+	return 0;
+}
+
 static int lower_index(struct stmt_ctx *c, const struct stmt_node *n,
 		       struct value *v)
 {
@@ -1717,9 +1789,9 @@ static int lower_index(struct stmt_ctx *c, const struct stmt_node *n,
 		return stmt_lower_window_read(c, b, v);	/* buf.at[slot][...] */
 	if (stmt_lower_node(c, b, NULL, v))
 		return c->err;
-	if (n->nargs || !is_tile(v))
+	if (!is_tile(v))
 		return stmt_fail(c, n->col, "only [...] of an array is supported");
-	return 0;
+	return n->nargs ? lower_value_index(c, n, v) : 0;
 }
 
 /* x.T, jnp.transpose(x): into another ref (the device moves elements). */

@@ -260,6 +260,8 @@ class Value:
                                   ", ".join(_fmt(a) for a in self.args[1:]))
         if self.kind == "attr":
             return "%s.%s" % (_fmt(self.args[0]), self.text)
+        if self.kind == "index":
+            return "%s[%s]" % (_fmt(self.args[0]), self.text)
         raise AssertionError(self.kind)
 
     def __str__(self):
@@ -336,6 +338,24 @@ class Value:
     @property
     def T(self):
         return Value("attr", "T", (self,), self.reads)
+
+    def __getitem__(self, idx):
+        """x[i, j], x[a:b], x[:, j] with constant indices: part of a value."""
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        parts = []
+        for e in idx:
+            if isinstance(e, slice):
+                if e.step not in (None, 1) or any(isinstance(b, Value) for b in (e.start, e.stop)):
+                    raise trace_error("indexing a value (%s) takes constant slices "
+                                      "without a step" % self.render())
+                parts.append("%s:%s" % ("" if e.start is None else int(e.start),
+                                        "" if e.stop is None else int(e.stop)))
+            elif isinstance(e, Value) or e is Ellipsis or e is None:
+                raise trace_error("indexing a value (%s) takes constant ints and slices; "
+                                  "read a ref at traced indices instead" % self.render())
+            else:
+                parts.append(str(int(e)))
+        return Value("index", ", ".join(parts), (self,), self.reads)
 
     def transpose(self, *axes):
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):

@@ -320,3 +320,24 @@ def test_a_kernel_with_many_scalar_locals():
     y = pl.pallas_call(k, in_specs=[smem], out_specs=smem,
                        out_shape=jax.ShapeDtypeStruct((8, 8), jnp.int32))(x)
     np.testing.assert_array_equal(np.asarray(y), x * x)
+
+
+def test_constant_indexing_of_values():
+    def k(x_ref, a_ref, r_ref, c_ref, s_ref):
+        x = x_ref[...] * 2.0
+        a_ref[...] = x[8:16, 128:256] + x[0:8, 0:128]
+        r_ref[...] = x[3]				# (256,): a row
+        c_ref[...] = x[:, 5]				# (16,): viewed as a row too
+        s_ref[0, 0] = x[2, 7]
+
+    x = _x()
+    a, r, c, s = pl.pallas_call(
+        k, out_specs=[pl.BlockSpec(memory_space=pltpu.VMEM)] * 3 +
+        [pl.BlockSpec(memory_space=pltpu.SMEM)],
+        out_shape=(jax.ShapeDtypeStruct((8, 128), x.dtype), jax.ShapeDtypeStruct((256,), x.dtype),
+                   jax.ShapeDtypeStruct((16,), x.dtype), jax.ShapeDtypeStruct((1, 1), x.dtype)))(x)
+    y = x * 2
+    np.testing.assert_array_equal(np.asarray(a), y[8:16, 128:256] + y[0:8, 0:128])
+    np.testing.assert_array_equal(np.asarray(r), y[3])
+    np.testing.assert_array_equal(np.asarray(c), y[:, 5])
+    assert np.asarray(s)[0, 0] == y[2, 7]
