@@ -934,6 +934,18 @@ static int lower_tile_arg(struct stmt_ctx *c, const struct stmt_node *n,
 	return 0;
 }
 
+/* @x.T into @d or a temporary: another ref (the device moves elements). */
+static int transposed(struct stmt_ctx *c, struct value x, const struct dest *d,
+		      int col, struct value *v)
+{
+	if (d && !strcmp(d->name, x.ref))
+		d = NULL;
+	if (result(c, d, x.dtype, x.cols, x.rows, col, v))
+		return c->err;
+	release(c, &x);
+	return stmt_emitted(c, tpurt_kernel_transpose(c->k, v->ref, x.ref), col);
+}
+
 /* The dtype a reduction of @x gives. */
 static enum tpurt_dtype reduce_dtype(int fn, enum tpurt_dtype x)
 {
@@ -1025,11 +1037,9 @@ static int lower_reduce(struct stmt_ctx *c, const struct stmt_node *call, int fn
 			return c->err;
 		release(c, &x);
 		if (stmt_emitted(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn, col.ref,
-							x.ref, 1), call->col) ||
-		    result(c, d, t, 1, x.rows, call->col, v))
+							x.ref, 1), call->col))
 			return c->err;
-		release(c, &col);
-		return stmt_emitted(c, tpurt_kernel_transpose(c->k, v->ref, col.ref), call->col);
+		return transposed(c, col, d, call->col, v);
 	}
 	if (result(c, d, t, axis ? x.rows : 1, axis ? 1 : x.cols, call->col, v))
 		return c->err;
@@ -1747,11 +1757,7 @@ static int lower_value_index(struct stmt_ctx *c, const struct stmt_node *n,
 		return stmt_fail(c, n->col, "window text too long");
 	if (drop_c && !drop_r && nr > 1) {
 		/* a column picked out of the rows: jnp's (rows,), viewed as a row */
-		x = *v;
-		if (result(c, NULL, x.dtype, 1, nr, n->col, v))
-			return c->err;
-		release(c, &x);
-		return stmt_emitted(c, tpurt_kernel_transpose(c->k, v->ref, x.ref), n->col);
+		return transposed(c, *v, NULL, n->col, v);
 	}
 	return 0;
 }
@@ -1802,12 +1808,7 @@ static int lower_transpose(struct stmt_ctx *c, const struct stmt_node *xn,
 
 	if (lower_tile_arg(c, xn, &x, "transpose"))
 		return c->err;
-	if (d && !strcmp(d->name, x.ref))
-		d = NULL;
-	if (result(c, d, x.dtype, x.cols, x.rows, col, v))
-		return c->err;
-	release(c, &x);
-	return stmt_emitted(c, tpurt_kernel_transpose(c->k, v->ref, x.ref), col);
+	return transposed(c, x, d, col, v);
 }
 
 /* jnp.transpose(x), jnp.transpose(x, (1, 0)), lax.transpose(x, (1, 0)). */
@@ -1946,12 +1947,7 @@ static int lower_reshape(struct stmt_ctx *c, const struct stmt_node *call,
 		return 0;
 	if ((v->rows == 1 && r == v->cols && k == 1) || (v->cols == 1 && k == v->rows && r == 1)) {
 		/* (n,) <-> (n, 1): a row to a column, a transpose of a vector */
-		struct value x = *v;
-
-		if (result(c, NULL, x.dtype, x.cols, x.rows, call->col, v))
-			return c->err;
-		release(c, &x);
-		return stmt_emitted(c, tpurt_kernel_transpose(c->k, v->ref, x.ref), call->col);
+		return transposed(c, *v, NULL, call->col, v);
 	}
 	return stmt_fail(c, call->col, "reshape of a %s value to (%lld, %lld) moves elements between rows and columns: not supported (a reshape must keep the last dimension and the product of the others)",
 			 shape_str(v, sa), (long long)r, (long long)k);
