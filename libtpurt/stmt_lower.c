@@ -1748,7 +1748,6 @@ static int lower_value_index(struct stmt_ctx *c, const struct stmt_node *n,
 		release(c, &x);
 		x = *v;
 	}
-	*v = x;
 	v->rows = nr;
 	v->cols = nc;
 	if (snprintf(v->ref, sizeof(v->ref), "%s.at[pl.ds(%lld, %lld), pl.ds(%lld, %lld)]",

@@ -59,14 +59,6 @@ static inline bool tpu_op_reads_src(const struct tpu_plan_op *op, int k)
 	}
 }
 
-/* Whether @op takes a scalar computed at each step (by its scalar_index). */
-static inline bool tpu_op_has_scalar(const struct tpu_plan_op *op)
-{
-	return op->bcast == TPU_BCAST_SMEM || op->bcast == TPU_BCAST_IMM ||
-	       op->bcast == TPU_BCAST_SCALAR || op->opcode == TPU_OP_IOTA ||
-	       op->opcode == TPU_OP_ROLL;
-}
-
 /* Run @op: 0, or -1 with @fault filled (integer div/mod by zero). */
 int tpu_op_run(const struct tpu_plan_op *op, const struct tpu_op_args *args,
 	       struct tpu_op_fault *fault);
