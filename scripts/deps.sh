@@ -98,9 +98,11 @@ stamp=/var/lib/apt/periodic/tpuemu-update-stamp
 if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +1440)" ]; then
 	need_update=1
 fi
-# One dpkg-query for them all (one each took 2 s of every make run).
+# One dpkg-query for them all (one each took 2 s of every make run). It
+# exits 1 when any of them is not installed, the case this is for: that
+# must not end the script under pipefail.
 missing=()
-installed=" $(dpkg-query -W -f='${Package}:${Status}\n' "${PKGS[@]}" 2>/dev/null |
+installed=" $({ dpkg-query -W -f='${Package}:${Status}\n' "${PKGS[@]}" 2>/dev/null || true; } |
 	sed -n 's/:install ok installed$//p' | tr '\n' ' ') "
 for p in "${PKGS[@]}"; do
 	[[ "$installed" == *" $p "* ]] || missing+=("$p")
