@@ -84,7 +84,7 @@ static int check_layout(struct tpu_device *tdev,
 	if (!hdr->num_operands || hdr->num_operands > TPU_JOB_MAX_OPERANDS ||
 	    hdr->num_scalar_prefetch > hdr->num_operands ||
 	    hdr->num_scratch > TPU_JOB_MAX_SCRATCH ||
-	    !hdr->num_ops || hdr->num_ops > TPU_JOB_MAX_OPS ||
+	    hdr->num_ops > TPU_JOB_MAX_OPS ||
 	    hdr->num_insns > TPU_JOB_MAX_INSNS ||
 	    hdr->num_windows > TPU_JOB_MAX_WINDOWS)
 		return reject(tdev, "a count is out of range");

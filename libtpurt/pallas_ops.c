@@ -485,8 +485,6 @@ int tpurt_pallas_fill_ops(struct pallas_build *c)
 {
 	const struct tpurt_kernel *k = c->k;
 
-	if (!k->nops)
-		return tpurt_fail(-EINVAL, "kernel: no operations");
 	if (k->nwhen)
 		return tpurt_fail(-EINVAL, "kernel: %d when() block(s) not ended",
 				  k->nwhen);

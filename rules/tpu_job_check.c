@@ -136,8 +136,8 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 	if (plan->num_scratch > TPU_JOB_MAX_SCRATCH)
 		return tpu_check_error(res, "num_scratch %u: at most %d",
 					plan->num_scratch, TPU_JOB_MAX_SCRATCH);
-	if (plan->num_ops < 1 || plan->num_ops > TPU_JOB_MAX_OPS)
-		return tpu_check_error(res, "num_ops %u: must be 1 to %d",
+	if (plan->num_ops > TPU_JOB_MAX_OPS)
+		return tpu_check_error(res, "num_ops %u: at most %d",
 					plan->num_ops, TPU_JOB_MAX_OPS);
 	if (plan->num_insns > TPU_JOB_MAX_INSNS)
 		return tpu_check_error(res, "num_insns %u: at most %d",

@@ -443,7 +443,7 @@ TEST_F(job, malformed_descriptors_never_reach_the_device)
 	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
 	CORRUPT(h->reserved0 = 1);
 	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
-	CORRUPT(h->num_ops = 0);
+	CORRUPT(h->num_ops = TPU_JOB_MAX_OPS + 1);
 	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 3, 0, 0, &id));
 	CORRUPT(h->code_offset = len);
 	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 3, 0, 0, &id));

@@ -171,7 +171,8 @@ struct tpu_job_prog {
  * @dim_semantics: &enum tpu_dim_semantics of each grid dimension; entries at
  *	and beyond @grid_rank must be zero
  * @reserved0: must be zero
- * @num_ops: entries in the micro-op array, 1 to %TPU_JOB_MAX_OPS
+ * @num_ops: entries in the micro-op array, 0 to %TPU_JOB_MAX_OPS (a kernel
+ *	body may do nothing: the pipeline still moves its blocks)
  * @num_insns: entries in the code array, 0 to %TPU_JOB_MAX_INSNS
  * @operands_offset: byte offset of the &struct tpu_job_operand array
  * @scratch_offset: byte offset of the &struct tpu_job_scratch array (any
@@ -521,6 +522,10 @@ enum tpu_opcode {
  * @TPU_UNARY_COS: cos(x)
  * @TPU_UNARY_ERF: the error function (jax.lax.erf; jax.nn.gelu's exact
  *	form is 0.5 * x * (1 + erf(x / sqrt(2))))
+ * @TPU_UNARY_POPCNT: the number of one bits of x in src0's width, two's
+ *	complement (lax.population_count); integer src0 and dst only
+ * @TPU_UNARY_CLZ: the number of leading zero bits of x in src0's width
+ *	(lax.clz: the width for 0); integer src0 and dst only
  * @TPU_UNARY_COUNT: number of functions
  */
 enum tpu_unary {
@@ -549,6 +554,8 @@ enum tpu_unary {
 	TPU_UNARY_SIN = 22,
 	TPU_UNARY_COS = 23,
 	TPU_UNARY_ERF = 24,
+	TPU_UNARY_POPCNT = 25,
+	TPU_UNARY_CLZ = 26,
 	TPU_UNARY_COUNT
 };
 
