@@ -743,6 +743,12 @@ static int fold_unary(int fn, double x, double *out)
 	case TPU_UNARY_SIGMOID: *out = 1 / (1 + exp(-x)); break;
 	case TPU_UNARY_RELU: *out = x > 0 ? x : 0; break;
 	case TPU_UNARY_NOT: *out = !x; break;
+	case TPU_UNARY_POPCNT:	/* of an int32 constant */
+		*out = __builtin_popcount((uint32_t)(int32_t)x);
+		break;
+	case TPU_UNARY_CLZ:
+		*out = (int32_t)x ? __builtin_clz((uint32_t)(int32_t)x) : 32;
+		break;
 	default: return -1;
 	}
 	return 0;
@@ -754,6 +760,11 @@ static int lower_unary(struct stmt_ctx *c, int fn, struct value *x,
 	enum tpurt_dtype t;
 	double y;
 
+	if ((fn == TPU_UNARY_POPCNT || fn == TPU_UNARY_CLZ) &&
+	    (is_float(x->dtype) || (x->kind == V_IMM && x->imm != floor(x->imm))))
+		return stmt_fail(c, col, "%s takes integers, not %s",
+				 tpurt_stmt_unary_name((unsigned int)fn),
+				 tpurt_dtype_name(x->dtype));
 	if (x->kind == V_IMM) {
 		if (fold_unary(fn, x->imm, &y))
 			return stmt_fail(c, col, "%s of a constant is not supported",

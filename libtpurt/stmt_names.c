@@ -41,6 +41,8 @@ static const struct name_entry functions[] = {
 	{ "sin", FN_UNARY, TPU_UNARY_SIN },
 	{ "cos", FN_UNARY, TPU_UNARY_COS },
 	{ "erf", FN_UNARY, TPU_UNARY_ERF },
+	{ "population_count", FN_UNARY, TPU_UNARY_POPCNT },
+	{ "clz", FN_UNARY, TPU_UNARY_CLZ },
 	{ "clip", FN_CLIP, TPU_UNARY_CLAMP },
 	{ "clamp", FN_CLAMP, TPU_UNARY_CLAMP },	/* lax.clamp(lo, x, hi) */
 	{ "add", FN_BINARY, TPU_BINARY_ADD },

@@ -28,6 +28,7 @@ static struct passes unary_passes(unsigned int fn)
 		[TPU_UNARY_CLAMP] = { 2, 0 }, [TPU_UNARY_ROUND] = { 1, 0 },
 		[TPU_UNARY_SIN] = { 4, 1 }, [TPU_UNARY_COS] = { 4, 1 },
 		[TPU_UNARY_ERF] = { 4, 1 },
+		[TPU_UNARY_POPCNT] = { 2, 0 }, [TPU_UNARY_CLZ] = { 2, 0 },
 	};
 
 	return fn < TPU_UNARY_COUNT ? p[fn] : (struct passes){ 1, 0 };

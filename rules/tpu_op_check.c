@@ -401,6 +401,25 @@ static int check_bitwise(struct tpu_plan *plan, unsigned int i,
 	return 0;
 }
 
+/* The bit counts (population_count, clz): integer src0 and dst. */
+static int check_bitcount(struct tpu_plan *plan, unsigned int i,
+			  const struct tpu_plan_op *op, const struct ref_names *n,
+			  struct tpu_job_result *res)
+{
+	int64_t r, c;
+	uint8_t dt, st;
+
+	if (op->fn != TPU_UNARY_POPCNT && op->fn != TPU_UNARY_CLZ)
+		return 0;
+	ref_shape(plan, op->dst, &r, &c, &dt);
+	ref_shape(plan, op->src0, &r, &c, &st);
+	if (!tpu_dtype_is_int(dt) || !tpu_dtype_is_int(st))
+		return tpu_check_error(res, "op %u: bit count fn %u takes integer types: src0 %s is %s, dst %s is %s",
+				       i, op->fn, n->src0, tpu_dtype_name(st),
+				       n->dst, tpu_dtype_name(dt));
+	return 0;
+}
+
 /* UNARY, BINARY, SELECT: src0 has dst's shape, the others broadcast. */
 static int check_elementwise(struct tpu_plan *plan, unsigned int i,
 			     struct tpu_plan_op *op, struct tpu_job_result *res)
@@ -415,7 +434,7 @@ static int check_elementwise(struct tpu_plan *plan, unsigned int i,
 	ret = check_src_shape(plan, i, op->src0, "src0", n.src0,
 			      TPU_BCAST_NONE, &d, res);
 	if (ret || op->opcode == TPU_OP_UNARY)
-		return ret;
+		return ret ? ret : check_bitcount(plan, i, op, &n, res);
 	ret = check_bcast_src(plan, i, op->src1, op->bcast, "src1", n.src1, &d,
 			      res);
 	if (!ret && op->opcode == TPU_OP_BINARY)

@@ -129,7 +129,7 @@ TEST(every_unary_function)
 	struct ew e;
 
 	ew_setup(&e);
-	for (unsigned int fn = 0; fn < TPU_UNARY_COUNT; fn++) {
+	for (unsigned int fn = 0; fn < TPU_UNARY_POPCNT; fn++) {
 		const float *z = tdev_ptr(e.d, e.z);
 		int bad = 0;
 
@@ -201,6 +201,82 @@ TEST(bitwise_functions_of_int32_and_an_immediate)
 	tdev_free(d);
 }
 
+/* lax.population_count and lax.clz on src0's width: int32, and int8 into int32. */
+TEST(bit_counts_of_int32_and_int8)
+{
+	enum { N = 8, M = 128 };
+	uint64_t shape[2] = { N, M };
+	uint32_t grid[1] = { 1 }, blk[2] = { N, M };
+	struct tdev *d = tdev_new(1 << 20, 1);
+	unsigned int xs = tdev_alloc(d, N * M * 4), bs = tdev_alloc(d, N * M);
+	unsigned int zs = tdev_alloc(d, N * M * 4);
+	int32_t *x = tdev_ptr(d, xs), *z = tdev_ptr(d, zs);
+	int8_t *x8 = tdev_ptr(d, bs);
+
+	for (int i = 0; i < N * M; i++) {
+		x[i] = i < 4 ? (int32_t[]){ 0, -1, 1, INT32_MIN }[i] :
+			       (int32_t)(0x9E3779B9u * (uint32_t)i) >> (i % 31);
+		x8[i] = (int8_t)(i * 37);
+	}
+	for (unsigned int fn = TPU_UNARY_POPCNT; fn <= TPU_UNARY_CLZ; fn++)
+		for (int narrow = 0; narrow < 2; narrow++) {
+			struct jb *b = jb_new();
+			struct tpu_job_result res;
+			unsigned int xo, zo;
+			int bad = 0;
+			size_t len;
+			void *blob;
+
+			jb_grid(b, 1, grid, "a");
+			xo = jb_operand(b, TPU_ROLE_INPUT, narrow ? bs : xs,
+					narrow ? TPU_DTYPE_INT8 : TPU_DTYPE_INT32, 2, shape, blk, "0 0");
+			zo = jb_operand(b, TPU_ROLE_OUTPUT, zs, TPU_DTYPE_INT32, 2, shape, blk, "0 0");
+			jb_unary(b, fn, JB_OPND(zo), JB_OPND(xo), NULL);
+			blob = jb_finish(b, &len);
+			ASSERT_EQ(0, tdev_run(d, blob, len, 0, &res)) TH_LOG("%s", res.message);
+			for (int i = 0; i < N * M; i++) {
+				uint32_t u = narrow ? (uint8_t)x8[i] : (uint32_t)x[i];
+				int w = narrow ? 8 : 32, want = 0;
+
+				for (int k = 0; k < w; k++)
+					want += fn == TPU_UNARY_POPCNT ? (u >> k) & 1 : 0;
+				if (fn == TPU_UNARY_CLZ)
+					while (want < w && !((u >> (w - 1 - want)) & 1))
+						want++;
+				bad += z[i] != want;
+			}
+			EXPECT_EQ(0, bad) TH_LOG("fn %u, %s", fn, narrow ? "int8" : "int32");
+			free(blob);
+			jb_free(b);
+		}
+	tdev_free(d);
+}
+
+/* A bit count of floats is refused by the op checks. */
+TEST(bit_counts_refuse_floats)
+{
+	uint64_t shape[2] = { 8, 128 };
+	uint32_t grid[1] = { 1 }, blk[2] = { 8, 128 };
+	struct tdev *d = tdev_new(1 << 20, 1);
+	unsigned int xs = tdev_alloc(d, 8 * 128 * 4), zs = tdev_alloc(d, 8 * 128 * 4);
+	struct jb *b = jb_new();
+	struct tpu_job_result res;
+	unsigned int xo, zo;
+	size_t len;
+	void *blob;
+
+	jb_grid(b, 1, grid, "a");
+	xo = jb_operand(b, TPU_ROLE_INPUT, xs, TPU_DTYPE_F32, 2, shape, blk, "0 0");
+	zo = jb_operand(b, TPU_ROLE_OUTPUT, zs, TPU_DTYPE_INT32, 2, shape, blk, "0 0");
+	jb_unary(b, TPU_UNARY_POPCNT, JB_OPND(zo), JB_OPND(xo), NULL);
+	blob = jb_finish(b, &len);
+	EXPECT_NE(0, tdev_run(d, blob, len, 0, &res));
+	EXPECT_NE(NULL, strstr(res.message, "bit count fn 25 takes integer types"));
+	free(blob);
+	jb_free(b);
+	tdev_free(d);
+}
+
 TEST(every_binary_function_and_broadcast)
 {
 	struct ew e;
@@ -243,7 +319,7 @@ TEST(every_function_on_special_values)
 	ew_setup(&e);
 	for (int i = 0; i < R * C; i++)
 		e.av[i] = specials[i % NSPECIAL];
-	for (unsigned int fn = 0; fn < TPU_UNARY_COUNT; fn++) {
+	for (unsigned int fn = 0; fn < TPU_UNARY_POPCNT; fn++) {
 		const float *z = tdev_ptr(e.d, e.z);
 		int bad = 0;
 

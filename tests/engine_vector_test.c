@@ -453,7 +453,7 @@ TEST(descriptor_errors_name_the_field)
 		{ TPU_OP_UNARY, 0, 0, 0, 2, 0, 0, "op 0: axis 2" },
 		{ TPU_OP_UNARY, 0, 0, 0, 0, 1, 0, "op 0: src2 must be (none)" },
 		{ TPU_OP_UNARY, 0, 0, 0, 0, 0, 1, "op 0: imm2 must be zero" },
-		{ TPU_OP_UNARY, TPU_UNARY_COUNT, 0, 0, 0, 0, 0, "op 0: fn 25 unknown" },
+		{ TPU_OP_UNARY, TPU_UNARY_COUNT, 0, 0, 0, 0, 0, "op 0: fn 27 unknown" },
 		{ TPU_OP_BINARY, TPU_BINARY_COUNT, 0, 0, 0, 0, 0, "op 0: fn 22 unknown" },
 		{ TPU_OP_BINARY, TPU_BINARY_SHL, TPU_BCAST_IMM, 0, 0, 0, 0, "bitwise fn 19 takes integer types" },
 		{ TPU_OP_BINARY, 0, 6, 0, 0, 0, 0, "op 0: bcast 6 unknown" },

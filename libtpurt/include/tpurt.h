@@ -415,6 +415,8 @@ enum tpurt_unary {
 	TPURT_SIN = 22,
 	TPURT_COS = 23,
 	TPURT_ERF = 24,			/* lax.erf */
+	TPURT_POPCNT = 25,		/* lax.population_count: integers only */
+	TPURT_CLZ = 26,			/* lax.clz: integers only */
 };
 
 enum tpurt_binary {

@@ -299,6 +299,34 @@ static bool int_cast(const struct tpu_plan_op *op, const struct tpu_op_args *arg
 	return true;
 }
 
+/*
+ * lax.population_count and lax.clz: bit counts of src0's own width (an
+ * int8 -1 has 8 one bits), exact in int64 and stored into dst.
+ */
+static bool int_bitcount(const struct tpu_plan_op *op,
+			 const struct tpu_op_args *args)
+{
+	const struct tpu_ref2d *d = &args->dst;
+	int64_t *a = (int64_t *)args->row_tmp[0];
+	unsigned int w = int_bits(args->src0.dtype);
+
+	if (op->fn != TPU_UNARY_POPCNT && op->fn != TPU_UNARY_CLZ)
+		return false;
+	for (int64_t i = 0; i < d->rows; i++) {
+		tpu_elem_load_i64(&args->src0, i, a, d->cols);
+		for (int64_t j = 0; j < d->cols; j++) {
+			uint64_t u = (uint64_t)a[j] & (w < 64 ? (1ull << w) - 1 : ~0ull);
+
+			if (op->fn == TPU_UNARY_POPCNT)
+				a[j] = __builtin_popcountll(u);
+			else
+				a[j] = u ? __builtin_clzll(u) - (64 - (int)w) : (int)w;
+		}
+		tpu_elem_store_i64(d, i, a, d->cols);
+	}
+	return true;
+}
+
 static void op_unary(const struct tpu_plan_op *op, const struct tpu_op_args *args)
 {
 	const struct tpu_ref2d *d = &args->dst;
@@ -307,7 +335,7 @@ static void op_unary(const struct tpu_plan_op *op, const struct tpu_op_args *arg
 	enum tpu_round mode = op->fn == TPU_UNARY_IDENTITY ? TPU_ROUND_TRUNC :
 			      TPU_ROUND_NEAREST;
 
-	if (int_cast(op, args))
+	if (int_cast(op, args) || int_bitcount(op, args))
 		return;
 	for (int64_t i = 0; i < d->rows; i++) {
 		tpu_elem_load(&args->src0, i, a, d->cols);
