@@ -219,12 +219,15 @@ class Value:
 
     __array_priority__ = 1000	# numpy scalars defer to us
 
-    def __init__(self, kind, text, args=(), reads=frozenset(), scalar=False):
+    def __init__(self, kind, text, args=(), reads=frozenset(), scalar=False, dt=None):
         self.kind = kind
         self.text = text
         self.args = args
         self.reads = reads
         self.scalar = scalar
+        self.dt = dt		# its DType where tracing can tell (lax.div needs it), else None
+        self.shape = None	# its shape where tracing can tell (a whole ref read), else None
+        self.whole_of = None	# the Ref it reads whole, if it is such a read
         self.conds = tuple(_rec.conds) if _rec is not None else ()	# where it was made
         if reads and _rec is not None:
             _rec.live[id(self)] = weakref.ref(self)
@@ -291,7 +294,8 @@ class Value:
         a, b = (other, self) if swap else (self, other)
         _fmt(other)	# a clear error for unsupported operands
         return Value("op", sym, (a, b), _reads(a, b),
-                     scalar=all(getattr(x, "scalar", True) for x in (a, b)))
+                     scalar=all(getattr(x, "scalar", True) for x in (a, b)),
+                     dt=_result_dt(sym, a, b))
 
     def __add__(self, o): return self._op("+", o)
     def __radd__(self, o): return self._op("+", o, True)
@@ -327,13 +331,13 @@ class Value:
     __hash__ = object.__hash__
 
     def __neg__(self):
-        return Value("unop", "-", (self,), self.reads, self.scalar)
+        return Value("unop", "-", (self,), self.reads, self.scalar, self.dt)
 
     def __pos__(self):
         return self
 
     def __invert__(self):
-        return Value("unop", "~", (self,), self.reads, self.scalar)
+        return Value("unop", "~", (self,), self.reads, self.scalar, self.dt)
 
     @property
     def T(self):
@@ -367,12 +371,80 @@ class Value:
         return DTypeOf(self.render() + ".dtype")
 
     def astype(self, dtype):
-        return Value("method", "astype", (self, _DT(dtype)), self.reads)
+        return Value("method", "astype", (self, _DT(dtype)), self.reads, False,
+                     dtype if isinstance(dtype, DType) else _as_dtype_or_none(dtype))
 
     def reshape(self, *shape):
         from . import numpy as jnp
         return jnp.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
                            else shape)
+
+
+def _as_dtype_or_none(d):
+    try:
+        return as_dtype(d)
+    except TypeError:
+        return None
+
+
+_FLOATS = ("float32", "bfloat16")
+
+
+def dt_of(x):
+    """x's DType where tracing knows it (a ref read, a cast, arithmetic on
+    them), "weak int" / "weak float" for Python numbers, else None."""
+    if isinstance(x, Value):
+        return x.dt
+    if isinstance(x, bool):
+        return bool_
+    if isinstance(x, int):
+        return "weak int"
+    if isinstance(x, float):
+        return "weak float"
+    return None
+
+
+def is_float_dt(d):
+    return d == "weak float" or (isinstance(d, DType) and d.name in _FLOATS)
+
+
+def _promote(da, db):
+    """jnp's promotion of two known dtypes (Python numbers weakly typed)."""
+    if da is None or db is None:
+        return None
+    if isinstance(da, str) and isinstance(db, str):
+        return float32 if "weak float" in (da, db) else int32
+    if isinstance(da, str):
+        da, db = db, da
+    if isinstance(db, str):		# array op Python number
+        return float32 if db == "weak float" and not is_float_dt(da) else da
+    if da is db:
+        return da
+    if is_float_dt(da) or is_float_dt(db):
+        return float32 if is_float_dt(da) == is_float_dt(db) or float32 in (da, db) \
+            else (da if is_float_dt(da) else db)
+    return int32 if int32 in (da, db) or {da, db} == {int8, uint8} else \
+        (da if db is bool_ else db)
+
+
+def _result_dt(sym, a, b):
+    if sym in ("==", "!=", "<", "<=", ">", ">="):
+        return bool_
+    d = _promote(dt_of(a), dt_of(b))
+    if isinstance(d, str):
+        d = float32 if d == "weak float" else int32
+    if sym == "/" and d is not None and not is_float_dt(d):
+        return float32
+    return d
+
+
+def local(v):
+    """Bind a computed value to a local now (under the pl.when it is made
+    in), so an expression that uses it several times computes it once."""
+    if isinstance(v, Value) and v.kind not in ("text", "local"):
+        rec = recorder()
+        rec.bind(v, tuple(rec.conds))
+    return v
 
 
 def reducer(name):
@@ -414,8 +486,8 @@ def call(fn, *args, **kwargs):
     return Value("call", fn, tuple(a), _reads(*args, *kwargs.values()))
 
 
-def scalar(text):
-    return Value("text", text, scalar=True)
+def scalar(text, dt=None):
+    return Value("text", text, scalar=True, dt=dt)
 
 
 # --- refs ---
@@ -480,8 +552,12 @@ class Ref:
     def __getitem__(self, idx):
         ix = self._index(idx)
         scalar_read = self.space == "smem"
-        return Value("text", "%s[%s]" % (self.name, ix),
-                     reads=frozenset([self.name]), scalar=scalar_read)
+        v = Value("text", "%s[%s]" % (self.name, ix),
+                  reads=frozenset([self.name]), scalar=scalar_read, dt=self.dtype)
+        if ix == "..." or all(p.strip() == ":" for p in ix.split(",")):
+            v.shape = self.shape	# the whole block: jnp.dot of a 1-D one needs it
+            v.whole_of = self
+        return v
 
     def __setitem__(self, idx, value):
         rec = recorder()
@@ -536,7 +612,8 @@ class Window:
     def __getitem__(self, idx):
         if idx is not Ellipsis:
             raise trace_error("a window is read whole: %s[...]" % self.text)
-        return Value("text", self.text + "[...]", reads=frozenset([self.ref.name]))
+        return Value("text", self.text + "[...]", reads=frozenset([self.ref.name]),
+                     dt=self.ref.dtype)
 
     def __setitem__(self, idx, value):
         if idx is not Ellipsis:
@@ -630,7 +707,7 @@ def _share(rec, value):
     v = ent = None
     for v in [e[0] for e in list(tree.values())]:
         ent = tree[id(v)]
-        if v.kind not in _SHARED_KINDS or v.scalar:
+        if v.kind not in _SHARED_KINDS or v.scalar or _constant(v):
             continue
         if sys.getrefcount(v) - ent[1] - _K > 0:
             todo.append(v)
@@ -638,6 +715,12 @@ def _share(rec, value):
     todo.sort(key=lambda v: len(v.render()))
     for v in todo:
         _bind_where_made(rec, v)
+
+
+def _constant(v):
+    """A call of Python numbers only (jnp.full((1, 128), 3), an iota):
+    repeating it costs an op, a local would cost a temporary."""
+    return v.kind == "call" and not any(True for _ in v.children())
 
 
 def _bind_where_made(rec, v):

@@ -3,7 +3,8 @@
 import builtins
 
 from . import numpy as jnp
-from ._trace import Value, call, recorder, trace_error
+from . import _trace
+from ._trace import Value, call, recorder, trace_error, dt_of, is_float_dt, local
 
 # ((lhs contracting, rhs contracting), (lhs batch, rhs batch)) -> which
 # operand the MXU reads transposed: the statement syntax's x.T on a dot operand.
@@ -15,9 +16,40 @@ _DOT_DIMS = {
 }
 
 
+def _batched(lhs, rhs, lc, rc, preferred_element_type):
+    """dot_general with one leading batch dimension of 3-D values whose
+    shapes tracing knows (whole ref reads): each batch's 2-D product (rows
+    of the 2-D views: batch b is rows b*M to (b+1)*M), stacked."""
+    ls, rs = getattr(lhs, "shape", None), getattr(rhs, "shape", None)
+    lr, rr = getattr(lhs, "whole_of", None), getattr(rhs, "whole_of", None)
+    if ls is None or rs is None or lr is None or rr is None or len(ls) != 3 or \
+            len(rs) not in (2, 3):
+        raise trace_error("lax.dot_general: batch dimensions ((0,), (0,)) take whole reads "
+                          "of a 3-D ref and a 2-D or 3-D one (x_ref[...]), got shapes %s and "
+                          "%s" % (ls, rs))
+    if ls[0] != rs[0]:
+        raise trace_error("lax.dot_general: batch sizes %d and %d differ" % (ls[0], rs[0]))
+    outs = []
+    for b in range(ls[0]):
+        x = lr[b]
+        if len(rs) == 2:	# (B, K) rhs: a vector per batch
+            y = rr[b:b + 1]
+            outs.append(dot_general(x, y, (((lc[0] - 1,), (1,)), ((), ())),
+                                    preferred_element_type=preferred_element_type))
+            continue
+        y = rr[b]
+        outs.append(dot_general(x, y, (((lc[0] - 1,), (rc[0] - 1,)), ((), ())),
+                                preferred_element_type=preferred_element_type))
+    if len(rs) == 2:	# (B, M) results: each batch's (M, 1) column as a row
+        return jnp.concatenate([jnp.reshape(o, (1, -1)) for o in outs], axis=0)
+    return jnp.concatenate(outs, axis=0)
+
+
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
     """lax.dot_general of two 2-D blocks: the contraction dimensions pick
-    a plain, transposed-lhs or transposed-rhs dot; no batch dimensions."""
+    a plain, transposed-lhs or transposed-rhs dot; a 1-D rhs (a whole ref
+    read) is a matrix-vector product; batch dimensions ((0,), (0,)) of 3-D
+    operands whose shapes tracing knows loop over the batch."""
     try:
         (lc, rc), (lb, rb) = dimension_numbers
         key = (tuple(lc), tuple(rc))
@@ -25,9 +57,18 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         raise trace_error("lax.dot_general: dimension_numbers must be "
                           "((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)), got %r"
                           % (dimension_numbers,)) from None
+    if tuple(lb) == (0,) and tuple(rb) == (0,) and len(lc) == 1 and len(rc) == 1:
+        return _batched(lhs, rhs, tuple(lc), tuple(rc), preferred_element_type)
     if tuple(lb) or tuple(rb):
-        raise trace_error("lax.dot_general: batch dimensions %r are not supported "
-                          "(a block is 2-D: loop over the batch in the grid)" % ((lb, rb),))
+        raise trace_error("lax.dot_general: batch dimensions %r are not supported (only "
+                          "((0,), (0,)), a leading batch of 3-D operands)" % ((lb, rb),))
+    ls, rs = getattr(lhs, "shape", None), getattr(rhs, "shape", None)
+    if ls is not None and len(ls) > 2 and key[0] == (len(ls) - 1,) and \
+            rs is not None and len(rs) == 2:
+        key = ((1,), key[1])	# leading dimensions of lhs merge into its 2-D view's rows
+    if rs is not None and len(rs) == 1 and key in (((1,), (0,)), ((0,), (0,))):
+        a = lhs.T if key[0] == (0,) else lhs
+        return jnp.dot(a, rhs, preferred_element_type)
     if key not in _DOT_DIMS:
         raise trace_error("lax.dot_general: contraction dimensions %r: a 2-D block "
                           "contracts one dimension of each, 0 or 1" % (key,))
@@ -69,8 +110,8 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 
 
 # lax's element-wise functions that mean what jnp's do on the device, under
-# lax's names (lax.div and lax.rem truncate integers, lax.round rounds half
-# away from zero: those differ, so they are not here)
+# lax's names (lax.round rounds half away from zero: it differs, so it is
+# not here; lax.div and lax.rem, which truncate, are below)
 exp, exp2, log, log1p, sqrt, rsqrt, tanh, abs, floor, ceil, sign, square, sin, cos = (  # noqa: A001
     jnp.exp, jnp.exp2, jnp.log, jnp.log1p, jnp.sqrt, jnp.rsqrt, jnp.tanh, jnp.abs, jnp.floor,
     jnp.ceil, jnp.sign, jnp.square, jnp.sin, jnp.cos)
@@ -84,6 +125,79 @@ select = jnp.where
 
 def erf(x):
     return call("lax.erf", x)
+
+
+def population_count(x):
+    """The one bits of each integer, in its own width (int8 -1 has 8)."""
+    return call("lax.population_count", x)
+
+
+def clz(x):
+    """The leading zero bits of each integer, in its own width."""
+    return call("lax.clz", x)
+
+
+def _int_or_float(fn, x, y):
+    """Whether lax.div/rem's operands are floats: from the traced dtypes
+    (ref reads, casts and arithmetic on them carry theirs)."""
+    from ._trace import _promote
+    d = _promote(dt_of(x), dt_of(y))
+    if d is None:
+        raise trace_error("lax.%s: the operands' dtype is not known while tracing "
+                          "(%s, %s); give it with .astype(...)" % (fn, x, y))
+    return is_float_dt(d)
+
+
+def div(x, y):
+    """lax.div: x / y, integers rounded toward zero (C's, not Python's
+    //): the floor quotient plus one where a remainder and the signs differ."""
+    if not isinstance(x, Value) and not isinstance(y, Value):
+        return x / y if isinstance(x, float) or isinstance(y, float) else \
+            int(x / y) if y else x // y
+    if _int_or_float("div", x, y):
+        return x / y
+    x, y = local(x), local(y)
+    q, r = local(x // y), x % y
+    return jnp.where((r != 0) & ((x < 0) != (y < 0)), q + 1, q)
+
+
+def rem(x, y):
+    """lax.rem: x - lax.div(x, y) * y, the sign of x (C's fmod, not
+    Python's %): exact for floats as |x| % |y| with x's sign."""
+    if not isinstance(x, Value) and not isinstance(y, Value):
+        import math
+        return math.fmod(x, y) if isinstance(x, float) or isinstance(y, float) else \
+            int(math.fmod(x, y))
+    x, y = local(x), local(y)
+    if _int_or_float("rem", x, y):
+        m = local(jnp.abs(x) % (jnp.abs(y) if isinstance(y, Value) else abs(y)))
+        return jnp.where(x < 0, -m, m)
+    r = local(x % y)		# the sign of y: shift it to x's
+    return jnp.where((r != 0) & ((r < 0) != (x < 0)), r - y, r)
+
+
+# XLA's ErfInv32 (Giles, "Approximating the erfinv function"): w < 5 and
+# w >= 5 polynomials, evaluated as XLA does (the coefficients selected)
+_ERFINV_LT5 = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+               0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_GE5 = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+               0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def erf_inv(x):
+    """lax.erf_inv as XLA computes it in float32: w = -log1p(-x^2), a
+    degree-8 polynomial in w - 2.5 (w < 5) or sqrt(w) - 3, times x;
+    +-inf at +-1, NaN outside [-1, 1]."""
+    if not isinstance(x, Value):
+        raise trace_error("lax.erf_inv of a Python number: compute it outside the kernel")
+    x = local(x.astype(jnp.float32) if x.dt is not None and not is_float_dt(x.dt) else x)
+    w = local(-jnp.log1p(-(x * x)))
+    lt = local(w < 5.0)
+    w = local(jnp.where(lt, w - 2.5, jnp.sqrt(w) - 3.0))
+    p = jnp.where(lt, _ERFINV_LT5[0], _ERFINV_GE5[0])
+    for a, b in zip(_ERFINV_LT5[1:], _ERFINV_GE5[1:]):
+        p = local(jnp.where(lt, a, b) + p * w)
+    return jnp.where(jnp.abs(x) == 1.0, x * float("inf"), p * x)
 
 
 def logistic(x):
@@ -202,7 +316,7 @@ def while_loop(cond_fun, body_fun, init_val):
 __all__ = ["dot_general", "broadcasted_iota", "fori_loop", "cond", "switch", "while_loop",
            "select", "stop_gradient", "convert_element_type", "integer_pow",
            "clamp", "exp", "exp2", "log", "log1p", "sqrt", "rsqrt", "tanh", "abs", "floor",
-           "sin", "cos", "erf",
+           "sin", "cos", "erf", "erf_inv", "population_count", "clz", "div", "rem",
            "ceil", "sign", "square", "neg", "logistic", "add", "sub", "mul", "max", "min",
            "pow", "eq", "ne", "lt", "le", "gt", "ge", "shift_left", "shift_right_arithmetic",
            "shift_right_logical"]

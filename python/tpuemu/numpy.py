@@ -16,10 +16,28 @@ def _v(x):
     return x
 
 
+def _rank(x):
+    s = getattr(x, "shape", None) if isinstance(x, Value) else None
+    return None if s is None else len(s)
+
+
 def dot(a, b, preferred_element_type=None):
-    if preferred_element_type is None:
-        return call("jnp.dot", a, b)
-    return call("jnp.dot", a, b, preferred_element_type=preferred_element_type)
+    """jnp.dot of 2-D blocks; a 1-D operand whose shape tracing knows (a
+    whole ref read) as NumPy's: a matrix-vector product is the (rows, 1)
+    product with the vector as a column, given back 1-D (a row); two
+    vectors, their inner product."""
+    kw = {} if preferred_element_type is None else \
+        {"preferred_element_type": preferred_element_type}
+    ra, rb = _rank(a), _rank(b)
+    if rb == 1 and ra == 1:
+        p = _v(a) * _v(b)
+        return sum(p if preferred_element_type is None else p.astype(preferred_element_type))
+    if rb == 1:
+        return reshape(call("jnp.dot", a, _v(b).T, **kw), (-1,))
+    if ra is not None and ra > 2 or rb is not None and rb > 2:
+        raise trace_error("jnp.dot of %d-D and %d-D values: use lax.dot_general with "
+                          "batch dimensions" % (ra or 2, rb or 2))
+    return call("jnp.dot", a, b, **kw)
 
 
 def matmul(a, b, preferred_element_type=None):
@@ -90,7 +108,40 @@ def concatenate(arrays, axis=0):
     arrays = tuple(_v(a) for a in arrays)
     if len(arrays) == 1:
         return arrays[0]
+    if len(arrays) > 4:	# the statement syntax takes 4 parts a call: groups, bound
+        from ._trace import local
+        arrays = tuple(local(concatenate(arrays[k:k + 4], axis))
+                       for k in range(0, len(arrays), 4))
+        return concatenate(arrays, axis)
     return call("jnp.concatenate", arrays, axis=axis)
+
+
+def stack(arrays, axis=0):
+    """jnp.stack along the first axis: in the 2-D view (leading dimensions
+    merged into the rows) the parts' rows one after another, as
+    concatenate(axis=0). A new axis elsewhere moves elements between rows
+    and columns, which values here do not."""
+    arrays = tuple(_v(a) for a in arrays)
+    if not arrays:
+        raise trace_error("jnp.stack of no arrays")
+    if axis != 0:
+        raise trace_error("jnp.stack(..., axis=%r): only axis=0 is supported (a new axis "
+                          "elsewhere moves elements between rows and columns)" % (axis,))
+    return concatenate(arrays, axis=0)
+
+
+def floor_divide(a, b):
+    return _v(a) // _v(b)
+
+
+remainder = globals()["mod"]
+true_divide = globals()["divide"]
+
+
+def fmod(a, b):
+    """C's fmod: the sign of a (lax.rem)."""
+    from . import lax
+    return lax.rem(_v(a), _v(b))
 
 
 def tile(x, reps):
@@ -222,4 +273,5 @@ def broadcast_to(x, shape):
 __all__ = ["float32", "bfloat16", "int8", "uint8", "int32", "bool_", "inf", "nan",
            "dot", "matmul", "where", "clip", "sum", "max", "min", "mean", "full_like", "astype",
            "exp", "maximum", "minimum", "zeros_like", "ones_like", "zeros", "ones", "full",
-           "broadcast_to", "transpose", "roll", "einsum", "reshape", "concatenate", "tile", "rint", "isnan", "tan", "all", "any"]
+           "broadcast_to", "transpose", "roll", "einsum", "reshape", "concatenate", "stack", "tile",
+           "floor_divide", "remainder", "true_divide", "fmod", "rint", "isnan", "tan", "all", "any"]

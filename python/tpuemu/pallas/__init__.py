@@ -41,11 +41,11 @@ class GridSpec:
 
 
 def program_id(axis):
-    return scalar("pl.program_id(%d)" % axis)
+    return scalar("pl.program_id(%d)" % axis, _trace.int32)
 
 
 def num_programs(axis):
-    return scalar("pl.num_programs(%d)" % axis)
+    return scalar("pl.num_programs(%d)" % axis, _trace.int32)
 
 
 def ds(start, size=None):
