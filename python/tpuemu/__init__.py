@@ -20,6 +20,11 @@ class ShapeDtypeStruct:
         self.shape = tuple(int(d) for d in shape)
         self.dtype = dtype
 
+    @classmethod
+    def like(cls, x):
+        """ShapeDtypeStruct.like(x): x's shape and dtype."""
+        return cls(x.shape, x.dtype)
+
     def __repr__(self):
         return "ShapeDtypeStruct(%s, %s)" % (self.shape, self.dtype)
 

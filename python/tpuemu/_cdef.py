@@ -7,6 +7,27 @@ struct tpurt_array;
 struct tpurt_grid_spec;
 struct tpurt_kernel;
 int tpurt_open(struct tpurt_device **devp);
+struct tpurt_device_info {
+    char node[64];
+    char driver[32];
+    uint32_t hw_version;
+    uint64_t hbm_size;
+    uint64_t vmem_size;
+    uint64_t vmem_limit;
+    uint64_t smem_size;
+    uint32_t cores;
+    uint32_t mxu_dim;
+    uint32_t mxu_count;
+    uint64_t peak_flops_bf16;
+    uint64_t peak_flops_f32;
+    uint64_t peak_ops_int8;
+    uint64_t hbm_bandwidth;
+    uint64_t step_cost_ns;
+    uint64_t launch_cost_ns;
+    uint64_t vpu_elems_per_s;
+    uint64_t eup_elems_per_s;
+};
+int tpurt_device_info(struct tpurt_device *dev, struct tpurt_device_info *info);
 void tpurt_close(struct tpurt_device *dev);
 const char *tpurt_last_error(void);
 int tpurt_array_create(struct tpurt_device *dev, int dtype, int rank,

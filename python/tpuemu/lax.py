@@ -81,7 +81,11 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
 
 
 def broadcasted_iota(dtype, shape, dimension):
-    return call("lax.broadcasted_iota", dtype, tuple(int(d) for d in shape), int(dimension))
+    shape = tuple(int(d) for d in shape)
+    if len(shape) == 1:	# a 1-D array is viewed as a row: its index is the column
+        row = call("lax.broadcasted_iota", dtype, (1, shape[0]), 1)
+        return jnp.reshape(row, shape)
+    return call("lax.broadcasted_iota", dtype, shape, int(dimension))
 
 
 def _static_bound(x, what, fn="lax.fori_loop"):
@@ -313,7 +317,20 @@ def while_loop(cond_fun, body_fun, init_val):
     raise trace_error("lax.while_loop: still looping after 65536 iterations while tracing")
 
 
-__all__ = ["dot_general", "broadcasted_iota", "fori_loop", "cond", "switch", "while_loop",
+
+def axis_index(axis_name):
+    """lax.axis_index inside pl.kernel: which TensorCore of the mesh runs."""
+    from .pallas.kernel import axis_index as mesh_index
+    return mesh_index(axis_name)
+
+
+def axis_size(axis_name):
+    """lax.axis_size inside pl.kernel: the mesh axis's TensorCores."""
+    from .pallas.kernel import axis_size as mesh_size
+    return mesh_size(axis_name)
+
+
+__all__ = ["dot_general", "broadcasted_iota", "axis_index", "axis_size", "fori_loop", "cond", "switch", "while_loop",
            "select", "stop_gradient", "convert_element_type", "integer_pow",
            "clamp", "exp", "exp2", "log", "log1p", "sqrt", "rsqrt", "tanh", "abs", "floor",
            "sin", "cos", "erf", "erf_inv", "population_count", "clz", "div", "rem",

@@ -261,6 +261,20 @@ def full(shape, fill_value, dtype=None):
     return call("jnp.full", _shape(shape, "full"), fill_value, dtype=dtype)
 
 
+def arange(start, stop=None, step=1, dtype=None):
+    """jnp.arange of Python numbers: a 1-D iota, scaled and shifted."""
+    from .lax import broadcasted_iota
+    if stop is None:
+        start, stop = 0, start
+    n = _py.max(0, -(-(stop - start) // step))
+    if dtype is None:
+        dtype = float32 if _py.any(isinstance(v, float) for v in (start, stop, step)) else int32
+    x = broadcasted_iota(dtype, (n,), 0)
+    if step != 1:
+        x = x * step
+    return x + start if start else x
+
+
 def broadcast_to(x, shape):
     """jnp.broadcast_to of a row, a column or a scalar: x plus zeros of
     the shape (the device broadcasts rows, columns and scalars)."""

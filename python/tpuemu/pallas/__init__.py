@@ -365,7 +365,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
 
 # pl.semaphore_* are pltpu's (newer JAX has them under pl)
 from .tpu import semaphore_signal, semaphore_wait, semaphore_read  # noqa: E402
+from .kernel import kernel  # noqa: E402
 
 __all__ = ["pallas_call", "BlockSpec", "GridSpec", "program_id", "num_programs", "when",
            "ds", "run_scoped", "multiple_of", "cdiv", "loop", "dot", "Buffered", "ANY", "TraceError",
-           "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read"]
+           "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read", "kernel"]

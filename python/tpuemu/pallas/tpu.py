@@ -42,13 +42,95 @@ SMEM = _MemorySpace("smem", 1)
 ANY = HBM = _MemorySpace("any", 2)
 
 
+# pltpu.PARALLEL, pltpu.ARBITRARY (GridDimensionSemantics): CompilerParams and
+# emit_pipeline take them or their names. CORE_PARALLEL asks for a split
+# across TensorCores, which is what this device does with a parallel dimension.
+PARALLEL = "parallel"
+ARBITRARY = "arbitrary"
+CORE_PARALLEL = "core_parallel"
+
+
+class GridDimensionSemantics:
+    PARALLEL = PARALLEL
+    ARBITRARY = ARBITRARY
+    CORE_PARALLEL = CORE_PARALLEL
+
+
+def _semantics(entries):
+    if entries is None:
+        return None
+    out = []
+    for e in entries:
+        e = str(getattr(e, "value", e)).lower()
+        out.append("parallel" if e == CORE_PARALLEL else e)
+    return tuple(out)
+
+
 class CompilerParams:
     def __init__(self, dimension_semantics=None, vmem_limit_bytes=None, **kwargs):
-        self.dimension_semantics = dimension_semantics
+        self.dimension_semantics = _semantics(dimension_semantics)
         self.vmem_limit_bytes = vmem_limit_bytes
 
 
 TPUCompilerParams = CompilerParams
+
+
+class TensorCoreMesh:
+    """pltpu.TensorCoreMesh(axis_name): the device's TensorCores as one mesh
+    axis, for pl.kernel (num_cores: the device's, unless given)."""
+
+    def __init__(self, axis_name="core", num_cores=None, devices=None):
+        if isinstance(axis_name, (list, tuple)):
+            if len(axis_name) != 1:
+                raise TypeError("pltpu.TensorCoreMesh: one axis name, not %r" % (axis_name,))
+            axis_name = axis_name[0]
+        self.axis_name = axis_name
+        self.num_cores = int(num_cores) if num_cores is not None else get_tpu_info().num_cores
+        if not 1 <= self.num_cores <= get_tpu_info().num_cores:
+            raise ValueError("pltpu.TensorCoreMesh: %d cores on a device of %d"
+                             % (self.num_cores, get_tpu_info().num_cores))
+        self.axis_names = (axis_name,)
+        self.shape = {axis_name: self.num_cores}
+
+    def __repr__(self):
+        return "TensorCoreMesh(axis_name=%r, num_cores=%d)" % (self.axis_name, self.num_cores)
+
+
+def create_tensorcore_mesh(axis_name, devices=None, num_cores=None):
+    """pltpu.create_tensorcore_mesh: a TensorCoreMesh."""
+    return TensorCoreMesh(axis_name, num_cores=num_cores)
+
+
+class TpuInfo:
+    """pltpu.get_tpu_info()'s answer: the device's capabilities (the chip
+    it models, a v5e by default), in JAX's field names."""
+
+    def __init__(self, info):
+        self.chip_version = "v5e"
+        self.num_cores = int(info.cores)
+        self.num_lanes = 128
+        self.num_sublanes = 8
+        self.mxu_column_size = int(info.mxu_dim)
+        self.vmem_capacity_bytes = int(info.vmem_size)
+        self.smem_capacity_bytes = int(info.smem_size)
+        self.hbm_capacity_bytes = int(info.hbm_size)
+        self.mem_bw_bytes_per_second = int(info.hbm_bandwidth)
+        self.bf16_ops_per_second = int(info.peak_flops_bf16)
+        self.int8_ops_per_second = int(info.peak_ops_int8)
+
+    def is_megacore(self):
+        return self.num_cores > 1
+
+    def __repr__(self):
+        return "TpuInfo(%s)" % ", ".join("%s=%r" % kv for kv in vars(self).items())
+
+
+def get_tpu_info():
+    """pltpu.get_tpu_info(): the open device's TpuInfo."""
+    from .._lib import check, device, ffi, lib
+    info = ffi.new("struct tpurt_device_info *")
+    check(lib.tpurt_device_info(device(), info), "tpurt_device_info")
+    return TpuInfo(info)
 
 
 class _SemaphoreKind:
@@ -137,13 +219,45 @@ def _block_window(ref, spec, idx, what):
     return ref.at[tuple(parts)], tuple(b for b in bshape if b is not None)
 
 
+def _partition(grid, semantics, core_axis_name):
+    """The share of @grid that this core runs, as JAX's emit_pipeline splits a
+    grid over the TensorCores of @core_axis_name: the first parallel
+    dimension that the cores divide, or else the largest parallel one, the
+    first cores taking one step more. Returns (local grid, the split
+    dimension or None, its offset, its steps on this core or None if all
+    cores run the same count)."""
+    from .kernel import axis_index, axis_size
+    if core_axis_name is None:
+        return grid, None, 0, None
+    cores = axis_size(core_axis_name)
+    semantics = _semantics(semantics) or ("arbitrary",) * len(grid)
+    if len(semantics) != len(grid):
+        raise trace_error("pltpu.emit_pipeline: %d dimension_semantics for a grid of %d "
+                          "dimensions" % (len(semantics), len(grid)))
+    parallel = [d for d, s in enumerate(semantics) if s == "parallel"]
+    if cores == 1 or not parallel:
+        return grid, None, 0, None
+    core = axis_index(core_axis_name)
+    even = [d for d in parallel if grid[d] % cores == 0]
+    d = even[0] if even else max(parallel, key=lambda k: (grid[k], -k))
+    base, rem = divmod(grid[d], cores)
+    local = list(grid)
+    local[d] = base + (rem > 0)
+    if not rem:
+        return tuple(local), d, core * base, None
+    offset = jnp.where(core < rem, core * (base + 1), core * base + rem)
+    return tuple(local), d, offset, jnp.where(core < rem, base + 1, base)
+
+
 def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_out=False,
-                  **_options):
+                  core_axis_name=None, dimension_semantics=None, **_options):
     """pltpu.emit_pipeline: a pipeline inside the kernel over refs in HBM
     (pl.ANY). Each step of @grid (unrolled while tracing; Python ints)
     copies the input blocks into VMEM buffers, runs @body on them, and
     writes an output block back when its block index changes and at the
-    end (a revisited output keeps accumulating in VMEM). The copies are
+    end (a revisited output keeps accumulating in VMEM). With
+    @core_axis_name (inside pl.kernel), each TensorCore runs its share of a
+    parallel dimension of @dimension_semantics (_partition). The copies are
     synchronous: the results are Pallas's, the overlap is not modeled."""
     in_specs = list(in_specs) if isinstance(in_specs, (list, tuple)) else [in_specs]
     out_specs = list(out_specs) if isinstance(out_specs, (list, tuple)) else [out_specs]
@@ -152,12 +266,16 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
     except TypeError:
         raise trace_error("pltpu.emit_pipeline: the grid %r must be Python ints (it is "
                           "unrolled while tracing)" % (grid,)) from None
+    if any(g <= 0 for g in grid):
+        raise trace_error("pltpu.emit_pipeline: every grid dimension must be positive, "
+                          "not %r" % (grid,))
 
     def pipeline(*refs):
         nin = len(in_specs)
         if len(refs) != nin + len(out_specs):
             raise trace_error("pltpu.emit_pipeline: %d refs given for %d in_specs and %d "
                               "out_specs" % (len(refs), nin, len(out_specs)))
+        local, split, offset, count = _partition(grid, dimension_semantics, core_axis_name)
         specs = in_specs + out_specs
         first = tuple(0 for _ in grid)
         types = [VMEM(_block_window(r, s, first, "pltpu.emit_pipeline")[1], r.dtype)
@@ -165,7 +283,14 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
 
         def steps(*bufs):
             pending = [None] * len(out_specs)	# (text, window) of each out block
-            for idx in itertools.product(*(range(g) for g in grid)):
+
+            def flush():
+                for k, b in enumerate(bufs[nin:]):
+                    if pending[k] is not None:
+                        sync_copy(b, pending[k][1])
+                    pending[k] = None
+
+            def step(idx):
                 for r, s, b in zip(refs[:nin], in_specs, bufs[:nin]):
                     sync_copy(_block_window(r, s, idx, "pltpu.emit_pipeline")[0], b)
                 for k, (r, s, b) in enumerate(zip(refs[nin:], out_specs, bufs[nin:])):
@@ -178,9 +303,18 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                         sync_copy(w, b)
                     pending[k] = (w.render(), w)
                 body(*bufs)
-            for b, p in zip(bufs[nin:], pending):
-                if p is not None:
-                    sync_copy(b, p[1])
+
+            for li in itertools.product(*(range(g) for g in local)):
+                idx = tuple(i + offset if d == split else i for d, i in enumerate(li))
+                if count is None or li[split] < local[split] - 1:
+                    step(idx)
+                    continue
+                # the step only the first cores take: what is pending is
+                # written back first, the step's own blocks inside it
+                flush()
+                from . import when
+                when(li[split] < count)(lambda: (step(idx), flush()))
+            flush()
 
         run_scoped(steps, *types)
     return pipeline

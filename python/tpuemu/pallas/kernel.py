@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: MIT
+"""pl.kernel over a pltpu.TensorCoreMesh, as the Pallas TPU quickstart writes
+kernels: the body runs once on each TensorCore of the device, its inputs and
+outputs stay in HBM (pl.ANY: the body moves data with pltpu.sync_copy,
+async copies or pltpu.emit_pipeline), its scratch comes from scratch_types,
+and jax.lax.axis_index(axis_name) tells a core which it is.
+
+It is a pallas_call with a grid of one parallel dimension, one step per
+core: the device splits a parallel dimension across its cores, so each core
+runs its own step."""
+import inspect
+
+from . import BlockSpec, ANY, pallas_call, program_id
+from .._trace import trace_error
+
+# The meshes of the kernels being traced, innermost last: (axis name, cores).
+_mesh_axes = []
+
+
+def _mesh_axis(name, fn):
+    for axis, cores in reversed(_mesh_axes):
+        if axis == name:
+            return cores
+    known = ", ".join(repr(a) for a, _ in _mesh_axes) or "none"
+    raise trace_error("%s(%r): no mesh axis of that name (the mesh axes here: %s)"
+                      % (fn, name, known))
+
+
+def axis_index(axis_name):
+    """jax.lax.axis_index inside a pl.kernel: the TensorCore running it."""
+    _mesh_axis(axis_name, "jax.lax.axis_index")
+    return program_id(0)
+
+
+def axis_size(axis_name):
+    """jax.lax.axis_size inside a pl.kernel: the mesh's TensorCores."""
+    return _mesh_axis(axis_name, "jax.lax.axis_size")
+
+
+def _leaves(out_type):
+    if isinstance(out_type, (list, tuple)):
+        return list(out_type)
+    return [out_type]
+
+
+def _scratch(scratch_types):
+    """(names or None, types): a dict's names are keyword arguments."""
+    if isinstance(scratch_types, dict):
+        return list(scratch_types), list(scratch_types.values())
+    if isinstance(scratch_types, (list, tuple)):
+        return None, list(scratch_types)
+    return None, [scratch_types]
+
+
+def _compiler_params(params):
+    from .tpu import CompilerParams
+    limit = getattr(params, "vmem_limit_bytes", None) if params is not None else None
+    return CompilerParams(dimension_semantics=("parallel",), vmem_limit_bytes=limit)
+
+
+def kernel(body=None, out_type=(), *, mesh, scratch_types=(), compiler_params=None,
+           interpret=False, name=None, cost_estimate=None, debug=False, metadata=None):
+    """pl.kernel(body, out_type=..., mesh=pltpu.TensorCoreMesh(...),
+    scratch_types=...): a function of NumPy arrays giving the outputs.
+    Without @body, a decorator. The body takes the inputs' refs, then the
+    outputs', then the scratch refs (by keyword if scratch_types is a
+    dict)."""
+    if body is None:
+        return lambda b: kernel(b, out_type, mesh=mesh, scratch_types=scratch_types,
+                                compiler_params=compiler_params, name=name)
+    axis = getattr(mesh, "axis_name", None)
+    cores = getattr(mesh, "num_cores", None)
+    if axis is None or cores is None:
+        raise TypeError("pl.kernel: mesh must be a pltpu.TensorCoreMesh, not %r" % (mesh,))
+    outs = _leaves(out_type)
+    scratch_names, scratch = _scratch(scratch_types)
+
+    def call(*args):
+        nio = len(args) + len(outs)
+        params = [p.name for p in inspect.signature(body).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if len(params) < nio:
+            params += ["ref_%d" % k for k in range(len(params), nio)]
+        names = params[:nio] + (scratch_names or params[nio:nio + len(scratch)])
+        if len(names) != nio + len(scratch):
+            raise TypeError("pl.kernel: %s takes %d refs, the call gives %d inputs, %d "
+                            "outputs and %d scratch refs"
+                            % (getattr(body, "__name__", "the body"), len(params),
+                               len(args), len(outs), len(scratch)))
+
+        def traced(*refs):
+            _mesh_axes.append((axis, cores))
+            try:
+                if scratch_names is None:
+                    body(*refs)
+                else:
+                    body(*refs[:nio], **dict(zip(scratch_names, refs[nio:])))
+            finally:
+                _mesh_axes.pop()
+        traced.__signature__ = inspect.Signature(
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
+        traced.__name__ = name or getattr(body, "__name__", "kernel")
+        hbm = BlockSpec(memory_space=ANY)
+        run = pallas_call(traced, out_shape=out_type, grid=(cores,),
+                          in_specs=[hbm] * len(args), out_specs=[hbm] * len(outs)
+                          if isinstance(out_type, (list, tuple)) else hbm,
+                          scratch_shapes=scratch,
+                          compiler_params=_compiler_params(compiler_params))
+        out = run(*args)
+        call.statements = run.statements
+        return out
+    call.statements = None
+    return call
