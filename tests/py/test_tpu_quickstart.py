@@ -131,6 +131,11 @@ for rows in (256, 384, 640):
     x = rng.standard_normal((rows, 256)).astype(np.float32)
     y = rng.standard_normal((rows, 256)).astype(np.float32)
     np.testing.assert_array_equal(q.add_matrices_pipelined(x, y), x + y)
+x = rng.standard_normal((64, 256)).astype(np.float32)
+np.testing.assert_array_equal(q.add_one(x), x + 1)
+x = rng.standard_normal((48, 512)).astype(np.float32)
+np.testing.assert_array_equal(q.indexed_add_one(x, np.array([256], np.int32)),
+                              x[:, 256:512] + 1)
 print("ok")
 """
 
@@ -144,3 +149,133 @@ def test_examples_on_a_device_of_several_cores(cores):
     r = subprocess.run([sys.executable, "-c", _CHILD.format(cores=cores)], env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+
+
+# --- docs/pallas/tpu/core_map.md (without shard_map: one device here) ---
+
+def add_one_body(in_vmem, out_vmem):
+    out_vmem[...] = in_vmem[...] + 1
+
+
+def add_one(x):
+    tc_mesh = pltpu.create_tensorcore_mesh('core')
+
+    def add_one_kernel(x_hbm_ref, o_hbm_ref):
+        in_shape = x_hbm_ref.shape
+        pltpu.emit_pipeline(
+            add_one_body,
+            grid=(in_shape[0] // 8, in_shape[1] // 128),
+            in_specs=[pl.BlockSpec(block_shape=(8, 128), index_map=lambda i, j: (i, j))],
+            out_specs=[pl.BlockSpec(block_shape=(8, 128), index_map=lambda i, j: (i, j))],
+            core_axis_name='core',
+            dimension_semantics=(pltpu.PARALLEL, pltpu.ARBITRARY),
+        )(x_hbm_ref, o_hbm_ref)
+    return pl.kernel(add_one_kernel, out_shape=x, mesh=tc_mesh, scratch_shapes=[])(x)
+
+
+def indexed_add_one(x, index):
+    """The guide's scalar-prefetch example: the cores split the rows by hand
+    (index maps of the core index) and an offset read into SMEM moves the
+    columns; the inputs reach the body as one tuple of refs."""
+    tc_mesh = pltpu.create_tensorcore_mesh('core')
+    num_cores = len(tc_mesh.devices)
+    out_cols = x.shape[1] // 2
+
+    def indexed_add_one_kernel(in_refs, out_refs, i_smem_ref):
+        (x_hbm_ref, i_hbm_ref), o_hbm_ref = in_refs, out_refs
+        in_shape = x_hbm_ref.shape
+        pltpu.sync_copy(i_hbm_ref, i_smem_ref)
+        core_idx = jax.lax.axis_index('core')
+        core_slc_size = in_shape[0] // num_cores
+        i_map = lambda i: core_idx * core_slc_size // 8 + i	# noqa: E731
+        j_map = lambda j: i_smem_ref[0] // 128 + j	# noqa: E731
+        pltpu.emit_pipeline(
+            add_one_body,
+            grid=(core_slc_size // 8, out_cols // 128),
+            in_specs=[pl.BlockSpec(block_shape=(8, 128),
+                                   index_map=lambda i, j: (i_map(i), j_map(j)))],
+            out_specs=[pl.BlockSpec(block_shape=(8, 128),
+                                    index_map=lambda i, j: (i_map(i), j))],
+        )(x_hbm_ref, o_hbm_ref)
+
+    out_shape = jax.ShapeDtypeStruct((x.shape[0], out_cols), x.dtype)
+    return pl.kernel(indexed_add_one_kernel, out_shape=out_shape, mesh=tc_mesh,
+                     scratch_shapes=[pltpu.SMEM((1,), jnp.int32)])((x, index))
+
+
+def test_core_map_add_one():
+    x = np.random.default_rng(0).standard_normal((64, 256)).astype(np.float32)
+    np.testing.assert_array_equal(add_one(x), x + 1)
+
+
+def test_core_map_indexed_add_one():
+    x = np.random.default_rng(1).standard_normal((32, 512)).astype(np.float32)
+    idx = 128
+    y = indexed_add_one(x, np.array([idx], np.int32))
+    np.testing.assert_array_equal(y, x[:, idx:idx + 256] + 1)
+
+
+def test_tensorcore_mesh_lists_its_cores():
+    mesh = pltpu.create_tensorcore_mesh('core')
+    assert len(mesh.devices) == pltpu.get_tpu_info().num_cores
+    assert mesh.shape == {'core': len(mesh.devices)}
+
+
+def test_kernel_outputs_as_a_tuple_are_parameters_each():
+    @pl.kernel(out_shape=(jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                          jax.ShapeDtypeStruct((8, 128), jnp.float32)),
+               mesh=pltpu.TensorCoreMesh('core'),
+               scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32)])
+    def twice(x_ref, a_ref, b_ref, tmp):
+        pltpu.sync_copy(x_ref, tmp)
+        tmp[...] = tmp[...] * 2
+        pltpu.sync_copy(tmp, a_ref)
+        tmp[...] = tmp[...] + 1
+        pltpu.sync_copy(tmp, b_ref)
+
+    x = np.arange(8 * 128, dtype=np.float32).reshape(8, 128)
+    a, b = twice(x)
+    np.testing.assert_array_equal(a, 2 * x)
+    np.testing.assert_array_equal(b, 2 * x + 1)
+
+
+# --- docs/pallas/tpu/pipelining.md: megacore ---
+
+def add_matrices_kernel(x_vmem_ref, y_vmem_ref, z_vmem_ref):
+    x_vregs = x_vmem_ref[:, :]
+    y_vregs = y_vmem_ref[:, :]
+    z_vmem_ref[:, :] = x_vregs + y_vregs
+
+
+def add_matrices_pipelined_megacore(x, y):
+    block_spec = pl.BlockSpec((256, 512), lambda i: (i, 0))
+    return pl.pallas_call(
+        add_matrices_kernel, out_shape=x, in_specs=[block_spec, block_spec],
+        out_specs=block_spec, grid=(2,),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)))(x, y)
+
+
+def test_pipelining_megacore():
+    x, y = np.ones((512, 512), np.float32), np.ones((512, 512), np.float32)
+    y[256:] = 3
+    np.testing.assert_array_equal(add_matrices_pipelined_megacore(x, y), x + y)
+
+
+def test_pipelining_emit_pipeline_core_axis():
+    """The guide's template: emit_pipeline(..., core_axis=0) inside a
+    pallas_call whose first grid dimension is parallel ("sequential" is
+    older JAX's arbitrary)."""
+    def kernel_body(x_hbm, o_hbm):
+        pltpu.emit_pipeline(add_one_body, grid=(8, 2),
+                            in_specs=[pl.BlockSpec((8, 128), lambda i, j: (i, j))],
+                            out_specs=[pl.BlockSpec((8, 128), lambda i, j: (i, j))],
+                            core_axis=0,
+                            dimension_semantics=(pltpu.PARALLEL, pltpu.ARBITRARY))(x_hbm, o_hbm)
+
+    x = np.random.default_rng(2).standard_normal((64, 256)).astype(np.float32)
+    any_spec = pl.BlockSpec(memory_space=pltpu.ANY)
+    out = pl.pallas_call(
+        kernel_body, out_shape=jax.ShapeDtypeStruct(x.shape, jnp.float32), grid=(2, 1),
+        in_specs=[any_spec], out_specs=any_spec,
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "sequential")))(x)
+    np.testing.assert_array_equal(out, x + 1)

@@ -9,6 +9,9 @@ from .._trace import Value, Ref, Slice, TraceError, as_dtype, scalar, trace_erro
 from .._lib import ffi, lib, check, device
 
 _last_stats = None
+# The grids of the pallas_calls being traced, innermost last (emit_pipeline's
+# core_axis reads its size).
+_grids = []
 
 ANY = "any"
 _SPACES = {None: 0, "vmem": 0, "smem": 1, "any": 2, "sem_dma": 3, "sem_regular": 4}
@@ -285,9 +288,11 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
 
         # trace the kernel
         rec = _trace.start()
+        _grids.append(tuple(gs_grid))
         try:
             kernel(*refs)
         finally:
+            _grids.pop()
             _trace.stop()
         kp = ffi.new("struct tpurt_kernel **")
         check(lib.tpurt_kernel_create(kp), "kernel")

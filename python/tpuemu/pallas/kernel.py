@@ -37,10 +37,21 @@ def axis_size(axis_name):
     return _mesh_axis(axis_name, "jax.lax.axis_size")
 
 
-def _leaves(out_type):
-    if isinstance(out_type, (list, tuple)):
-        return list(out_type)
-    return [out_type]
+def _flatten(tree):
+    """The leaves of nested tuples and lists, and a function that rebuilds
+    the same structure from as many new leaves."""
+    if isinstance(tree, (list, tuple)):
+        parts = [_flatten(t) for t in tree]
+        leaves = [x for ls, _ in parts for x in ls]
+
+        def build(new):
+            out, at = [], 0
+            for ls, b in parts:
+                out.append(b(new[at:at + len(ls)]))
+                at += len(ls)
+            return type(tree)(out)
+        return leaves, build
+    return [tree], lambda new: new[0]
 
 
 def _scratch(scratch_types):
@@ -58,13 +69,18 @@ def _compiler_params(params):
     return CompilerParams(dimension_semantics=("parallel",), vmem_limit_bytes=limit)
 
 
-def kernel(body=None, out_type=(), *, mesh, scratch_types=(), compiler_params=None,
-           interpret=False, name=None, cost_estimate=None, debug=False, metadata=None):
+def kernel(body=None, out_type=None, *, mesh, scratch_types=None, compiler_params=None,
+           out_shape=None, scratch_shapes=None, interpret=False, name=None,
+           cost_estimate=None, debug=False, metadata=None):
     """pl.kernel(body, out_type=..., mesh=pltpu.TensorCoreMesh(...),
     scratch_types=...): a function of NumPy arrays giving the outputs.
     Without @body, a decorator. The body takes the inputs' refs, then the
     outputs', then the scratch refs (by keyword if scratch_types is a
-    dict)."""
+    dict); an argument or output given as a tuple or list reaches it as
+    the same structure of refs. out_shape and scratch_shapes are older
+    JAX's names of out_type and scratch_types."""
+    out_type = out_shape if out_type is None else out_type
+    scratch_types = scratch_shapes if scratch_types is None else scratch_types
     if body is None:
         return lambda b: kernel(b, out_type, mesh=mesh, scratch_types=scratch_types,
                                 compiler_params=compiler_params, name=name)
@@ -72,42 +88,56 @@ def kernel(body=None, out_type=(), *, mesh, scratch_types=(), compiler_params=No
     cores = getattr(mesh, "num_cores", None)
     if axis is None or cores is None:
         raise TypeError("pl.kernel: mesh must be a pltpu.TensorCoreMesh, not %r" % (mesh,))
-    outs = _leaves(out_type)
-    scratch_names, scratch = _scratch(scratch_types)
+    if out_type is None:
+        raise TypeError("pl.kernel: out_type (the outputs' shapes and dtypes) is required")
+    # as JAX's: each element of a tuple or list of outputs is a parameter
+    unwrap = not isinstance(out_type, (tuple, list))
+    out_parts = [out_type] if unwrap else list(out_type)
+    outs, build_outs = _flatten(out_parts)
+    scratch_names, scratch = _scratch(() if scratch_types is None else scratch_types)
 
-    def call(*args):
-        nio = len(args) + len(outs)
+    def call(*tree):
+        args, build_args = _flatten(list(tree))
+        nio = len(tree) + len(out_parts)
+        # the body's parameters: one per argument (a tree of refs), the
+        # outputs (one, or a tree), the scratch refs
         params = [p.name for p in inspect.signature(body).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         if len(params) < nio:
             params += ["ref_%d" % k for k in range(len(params), nio)]
-        names = params[:nio] + (scratch_names or params[nio:nio + len(scratch)])
-        if len(names) != nio + len(scratch):
-            raise TypeError("pl.kernel: %s takes %d refs, the call gives %d inputs, %d "
-                            "outputs and %d scratch refs"
+        if scratch_names is None and len(params) != nio + len(scratch):
+            raise TypeError("pl.kernel: %s takes %d refs, the call gives %d inputs, "
+                            "the outputs and %d scratch refs"
                             % (getattr(body, "__name__", "the body"), len(params),
-                               len(args), len(outs), len(scratch)))
+                               len(tree), len(scratch)))
+
+        def leaf_names(param, n):
+            return [param] if n == 1 else ["%s_%d" % (param, k) for k in range(n)]
+        names = [x for p, t in zip(params, list(tree) + out_parts)
+                 for x in leaf_names(p, len(_flatten(t)[0]))]
+        names += scratch_names or params[nio:]
+        nflat = len(args) + len(outs)
 
         def traced(*refs):
+            ins = build_args(refs[:len(args)]) + build_outs(refs[len(args):nflat])
             _mesh_axes.append((axis, cores))
             try:
                 if scratch_names is None:
-                    body(*refs)
+                    body(*ins, *refs[nflat:])
                 else:
-                    body(*refs[:nio], **dict(zip(scratch_names, refs[nio:])))
+                    body(*ins, **dict(zip(scratch_names, refs[nflat:])))
             finally:
                 _mesh_axes.pop()
         traced.__signature__ = inspect.Signature(
             [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
         traced.__name__ = name or getattr(body, "__name__", "kernel")
         hbm = BlockSpec(memory_space=ANY)
-        run = pallas_call(traced, out_shape=out_type, grid=(cores,),
-                          in_specs=[hbm] * len(args), out_specs=[hbm] * len(outs)
-                          if isinstance(out_type, (list, tuple)) else hbm,
+        run = pallas_call(traced, out_shape=list(outs), grid=(cores,),
+                          in_specs=[hbm] * len(args), out_specs=[hbm] * len(outs),
                           scratch_shapes=scratch,
                           compiler_params=_compiler_params(compiler_params))
-        out = run(*args)
+        out = build_outs(list(run(*args)))
         call.statements = run.statements
-        return out
+        return out[0] if unwrap else type(out_type)(out)
     call.statements = None
     return call

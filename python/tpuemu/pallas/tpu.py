@@ -62,7 +62,8 @@ def _semantics(entries):
     out = []
     for e in entries:
         e = str(getattr(e, "value", e)).lower()
-        out.append("parallel" if e == CORE_PARALLEL else e)
+        # "sequential" is older JAX's name of arbitrary
+        out.append({CORE_PARALLEL: PARALLEL, "sequential": ARBITRARY}.get(e, e))
     return tuple(out)
 
 
@@ -73,6 +74,14 @@ class CompilerParams:
 
 
 TPUCompilerParams = CompilerParams
+
+
+class TensorCore:
+    def __init__(self, core_id):
+        self.id = core_id
+
+    def __repr__(self):
+        return "TensorCore(id=%d)" % self.id
 
 
 class TensorCoreMesh:
@@ -91,6 +100,7 @@ class TensorCoreMesh:
                              % (self.num_cores, get_tpu_info().num_cores))
         self.axis_names = (axis_name,)
         self.shape = {axis_name: self.num_cores}
+        self.devices = tuple(TensorCore(i) for i in range(self.num_cores))
 
     def __repr__(self):
         return "TensorCoreMesh(axis_name=%r, num_cores=%d)" % (self.axis_name, self.num_cores)
@@ -219,17 +229,34 @@ def _block_window(ref, spec, idx, what):
     return ref.at[tuple(parts)], tuple(b for b in bshape if b is not None)
 
 
-def _partition(grid, semantics, core_axis_name):
-    """The share of @grid that this core runs, as JAX's emit_pipeline splits a
-    grid over the TensorCores of @core_axis_name: the first parallel
-    dimension that the cores divide, or else the largest parallel one, the
-    first cores taking one step more. Returns (local grid, the split
-    dimension or None, its offset, its steps on this core or None if all
-    cores run the same count)."""
+def _cores(core_axis, core_axis_name):
+    """(cores, this core's index) of emit_pipeline's core_axis (a parallel
+    dimension of the enclosing pallas_call's grid) or core_axis_name (a
+    pl.kernel mesh axis); None if neither is given."""
+    from . import _grids, program_id
     from .kernel import axis_index, axis_size
-    if core_axis_name is None:
+    if core_axis is not None and core_axis_name is not None:
+        raise trace_error("pltpu.emit_pipeline: only one of core_axis and core_axis_name")
+    if core_axis_name is not None:
+        return axis_size(core_axis_name), axis_index(core_axis_name)
+    if core_axis is None:
+        return None
+    if not _grids or not 0 <= int(core_axis) < len(_grids[-1]):
+        raise trace_error("pltpu.emit_pipeline: core_axis %r is not a dimension of the "
+                          "pallas_call's grid" % (core_axis,))
+    return _grids[-1][int(core_axis)], program_id(int(core_axis))
+
+
+def _partition(grid, semantics, cores):
+    """The share of @grid that this core runs, as JAX's emit_pipeline splits a
+    grid over @cores (_cores: their count and this one's index): the first
+    parallel dimension that the cores divide, or else the largest parallel
+    one, the first cores taking one step more. Returns (local grid, the
+    split dimension or None, its offset, its steps on this core or None if
+    all cores run the same count)."""
+    if cores is None:
         return grid, None, 0, None
-    cores = axis_size(core_axis_name)
+    cores, core = cores
     semantics = _semantics(semantics) or ("arbitrary",) * len(grid)
     if len(semantics) != len(grid):
         raise trace_error("pltpu.emit_pipeline: %d dimension_semantics for a grid of %d "
@@ -237,7 +264,6 @@ def _partition(grid, semantics, core_axis_name):
     parallel = [d for d, s in enumerate(semantics) if s == "parallel"]
     if cores == 1 or not parallel:
         return grid, None, 0, None
-    core = axis_index(core_axis_name)
     even = [d for d in parallel if grid[d] % cores == 0]
     d = even[0] if even else max(parallel, key=lambda k: (grid[k], -k))
     base, rem = divmod(grid[d], cores)
@@ -250,14 +276,16 @@ def _partition(grid, semantics, core_axis_name):
 
 
 def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_out=False,
-                  core_axis_name=None, dimension_semantics=None, **_options):
+                  core_axis=None, core_axis_name=None, dimension_semantics=None,
+                  **_options):
     """pltpu.emit_pipeline: a pipeline inside the kernel over refs in HBM
     (pl.ANY). Each step of @grid (unrolled while tracing; Python ints)
     copies the input blocks into VMEM buffers, runs @body on them, and
     writes an output block back when its block index changes and at the
     end (a revisited output keeps accumulating in VMEM). With
-    @core_axis_name (inside pl.kernel), each TensorCore runs its share of a
-    parallel dimension of @dimension_semantics (_partition). The copies are
+    @core_axis_name (inside pl.kernel) or @core_axis (a grid dimension of
+    the pallas_call), each core runs its share of a parallel dimension of
+    @dimension_semantics (_partition). The copies are
     synchronous: the results are Pallas's, the overlap is not modeled."""
     in_specs = list(in_specs) if isinstance(in_specs, (list, tuple)) else [in_specs]
     out_specs = list(out_specs) if isinstance(out_specs, (list, tuple)) else [out_specs]
@@ -275,7 +303,8 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
         if len(refs) != nin + len(out_specs):
             raise trace_error("pltpu.emit_pipeline: %d refs given for %d in_specs and %d "
                               "out_specs" % (len(refs), nin, len(out_specs)))
-        local, split, offset, count = _partition(grid, dimension_semantics, core_axis_name)
+        local, split, offset, count = _partition(grid, dimension_semantics,
+                                                 _cores(core_axis, core_axis_name))
         specs = in_specs + out_specs
         first = tuple(0 for _ in grid)
         types = [VMEM(_block_window(r, s, first, "pltpu.emit_pipeline")[1], r.dtype)
