@@ -27,6 +27,10 @@ class Buffered:
 class BlockSpec:
     def __init__(self, block_shape=None, index_map=None, *, memory_space=None,
                  pipeline_mode=None):
+        if callable(block_shape) and not callable(index_map):
+            # older JAX's order, BlockSpec(index_map, block_shape), as the
+            # flash attention guide still writes it
+            block_shape, index_map = index_map, block_shape
         self.block_shape = block_shape
         self.index_map = index_map
         self.memory_space = memory_space
