@@ -10,7 +10,7 @@ import numpy as _np
 
 from ._trace import TraceError, as_dtype, float32, bfloat16, int8, int32  # noqa: F401
 from ._lib import TpurtError  # noqa: F401
-from . import lax, nn  # noqa: F401  (jax.lax.dot_general, jax.nn.relu)
+from . import lax, nn, random  # noqa: F401  (jax.lax.dot_general, jax.nn.relu)
 
 
 class ShapeDtypeStruct:
@@ -34,6 +34,29 @@ def jit(f=None, **kwargs):
     if f is None:
         return lambda g: g
     return f
+
+
+def vmap(f, in_axes=0, out_axes=0):
+    """jax.vmap of a function of NumPy arrays (a pallas_call, say): f runs
+    once per index of the mapped axis and the results are stacked along
+    out_axes. in_axes: an int or None for all arguments, or one per
+    argument."""
+    def mapped(*args):
+        axes = in_axes if isinstance(in_axes, (list, tuple)) else [in_axes] * len(args)
+        if len(axes) != len(args):
+            raise TypeError("jax.vmap: %d in_axes for %d arguments" % (len(axes), len(args)))
+        sizes = {_np.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None}
+        if len(sizes) != 1:
+            raise ValueError("jax.vmap: the mapped axes have sizes %s; they must be one "
+                             "size" % sorted(sizes))
+        outs = []
+        for i in range(sizes.pop()):
+            outs.append(f(*(a if ax is None else _np.take(a, i, axis=ax)
+                            for a, ax in zip(args, axes))))
+        if isinstance(outs[0], (tuple, list)):
+            return type(outs[0])(_np.stack(o, axis=out_axes) for o in zip(*outs))
+        return _np.stack(outs, axis=out_axes)
+    return mapped
 
 
 def to_bf16(x):
