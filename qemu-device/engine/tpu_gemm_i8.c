@@ -207,6 +207,8 @@ static int32_t load_pair(const int16_t *p)
 	__m256i c20 = c00, c21 = c00, c30 = c00, c31 = c00;		\
 	__m256i c40 = c00, c41 = c00, c50 = c00, c51 = c00;		\
 									\
+	/* unrolled: the loop's own instructions compete for dispatch */ \
+	_Pragma("GCC unroll 4")					\
 	for (int64_t q = 0; q < kq; q++, b += 2 * NR) {			\
 		__m256i b0 = _mm256_loadu_si256((const __m256i *)b);	\
 		__m256i b1 = _mm256_loadu_si256((const __m256i *)b + 1); \
