@@ -322,7 +322,7 @@ static int check_window(struct tpu_device *tdev, const struct job_view *view,
 	struct tpu_job_ref base = w->base;
 
 	if (base.kind == TPU_REF_WINDOW || !ref_valid(view->hdr, base, false) ||
-	    w->squeeze >> TPU_JOB_MAX_RANK || w->reserved0 || w->reserved1 ||
+	    w->squeeze >> TPU_JOB_MAX_RANK || w->reserved0 ||
 	    !prog_in_code(view->hdr, &w->start))
 		return reject(tdev, "window %u: base, squeeze, start or reserved", i);
 	return 0;

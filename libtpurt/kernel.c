@@ -581,7 +581,9 @@ static void live_range(const struct tpurt_kernel *k, int t, int *first, int *las
 static int same_type(const struct tpurt_kernel_temp *a,
 		     const struct tpurt_kernel_temp *b)
 {
-	return a->dtype == b->dtype && a->rows == b->rows && a->cols == b->cols;
+	return a->dtype == b->dtype && a->rows == b->rows && a->cols == b->cols &&
+	       a->rank == b->rank &&
+	       !memcmp(a->shape, b->shape, sizeof(a->shape));
 }
 
 /* Temporaries hold values within a step only, so a slot whose last user

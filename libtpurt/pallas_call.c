@@ -336,8 +336,8 @@ static int fill_scratch(struct pallas_build *c)
 		const struct tpurt_kernel_temp *t = &k->temp[c->slot_temp[s]];
 		int64_t shape[2] = { t->rows, t->cols };
 
-		scratch_entry(&c->d->scratch[first_temp + s], TPURT_VMEM, t->dtype, 2,
-			      shape);
+		scratch_entry(&c->d->scratch[first_temp + s], TPURT_VMEM, t->dtype,
+			      t->rank ? t->rank : 2, t->rank ? t->shape : shape);
 	}
 	return 0;
 }

@@ -119,6 +119,10 @@ static void base_of(const struct pallas_build *c, int index, struct ref_base *b)
 	b->rank = 2;
 	b->extent[0] = c->k->temp[i].rows;
 	b->extent[1] = c->k->temp[i].cols;
+	if (c->k->temp[i].rank) {
+		b->rank = c->k->temp[i].rank;
+		memcpy(b->extent, c->k->temp[i].shape, sizeof(c->k->temp[i].shape));
+	}
 }
 
 static int is_semaphore(enum tpurt_memory_space space)
@@ -263,6 +267,7 @@ static int add_window(struct pallas_build *c, int n, const struct tpurt_kernel_o
 	w->base = base;
 	w->squeeze = fit.squeeze;
 	memcpy(w->size, fit.size, sizeof(w->size));
+	memcpy(w->stride, fit.stride, sizeof(w->stride));
 	if (!fit.all_zero) {
 		ret = body_program(c, n, op, fit.starts, b->rank, "window start",
 				   &w->start);

@@ -23,7 +23,7 @@ enum stmt_node_kind {
 	SN_BINOP,	/* args[0] op args[1] */
 	SN_UNOP,	/* op args[0]: -, +, ~, not */
 	SN_TUPLE,	/* (a, b) */
-	SN_SLICE,	/* a:b inside [], either side may be missing (NULL) */
+	SN_SLICE,	/* a:b[:s] inside [], any part may be missing (NULL) */
 };
 
 struct stmt_node {

@@ -222,7 +222,7 @@ static int temp_alloc(struct stmt_ctx *c, enum tpurt_dtype dtype, int64_t rows,
 	for (int i = 0; i < k->ntemps; i++) {
 		t = &k->temp[i];
 		if (!t->bound && !t->busy && t->dtype == dtype && t->rows == rows &&
-		    t->cols == cols) {
+		    t->cols == cols && !t->rank) {
 			t->busy = 1;
 			stmt_tile_of(v, t->name, rows, cols, dtype);
 			v->temp = i;
@@ -249,6 +249,39 @@ int stmt_new_tile(struct stmt_ctx *c, enum tpurt_dtype dtype, int64_t rows,
 		  int64_t cols, int col, struct value *v)
 {
 	return temp_alloc(c, dtype, rows, cols, col, v);
+}
+
+int stmt_new_tile_shaped(struct stmt_ctx *c, enum tpurt_dtype dtype, int rank,
+			 const int64_t *shape, int col, struct value *v)
+{
+	struct tpurt_kernel *k = c->k;
+	int64_t rows = 1;
+	int n = k->ntemps;
+
+	for (int d = 0; d + 1 < rank; d++)
+		rows *= shape[d];
+	for (int i = 0; i < k->ntemps; i++) {
+		struct tpurt_kernel_temp *t = &k->temp[i];
+
+		if (!t->bound && !t->busy && t->dtype == dtype && t->rank == rank &&
+		    !memcmp(t->shape, shape, (size_t)rank * sizeof(*shape))) {
+			t->busy = 1;
+			stmt_tile_of(v, t->name, rows, shape[rank - 1], dtype);
+			v->temp = i;
+			return 0;
+		}
+	}
+	/* a new one: not one of the 2-D ones temp_alloc would reuse */
+	if (k->ntemps == TPURT_KERNEL_MAX_TEMPS)
+		return stmt_fail(c, col, "needs more than %d temporaries",
+				 TPURT_KERNEL_MAX_TEMPS);
+	k->temp[n] = (struct tpurt_kernel_temp){ .dtype = dtype, .rows = rows,
+		.cols = shape[rank - 1], .rank = rank, .busy = 1 };
+	snprintf(k->temp[n].name, sizeof(k->temp[n].name), "%%%d", n);
+	memcpy(k->temp[n].shape, shape, (size_t)rank * sizeof(*shape));
+	stmt_tile_of(v, k->temp[n].name, rows, shape[rank - 1], dtype);
+	v->temp = k->ntemps++;
+	return 0;
 }
 
 static int result(struct stmt_ctx *c, const struct dest *d, enum tpurt_dtype dtype,
@@ -1714,6 +1747,8 @@ static int value_index_item(struct stmt_ctx *c, const struct stmt_node *n,
 
 	*dropped = n->kind != SN_SLICE;
 	if (n->kind == SN_SLICE) {
+		if (n->arg[2])
+			return stmt_fail(c, n->col, "a slice with a step of a value is not supported; slice the ref (x_ref[a:b:s])");
 		if ((n->arg[0] && stmt_const_int(c, n->arg[0], &lo)) ||
 		    (n->arg[1] && stmt_const_int(c, n->arg[1], &hi)))
 			return c->err;

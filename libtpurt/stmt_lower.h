@@ -81,6 +81,9 @@ int stmt_smem_scalar_ok(struct stmt_ctx *c, const struct value *v, int col);
 /* A new temporary tile. */
 int stmt_new_tile(struct stmt_ctx *c, enum tpurt_dtype dtype, int64_t rows,
 		  int64_t cols, int col, struct value *v);
+/* A new temporary of an N-D @shape (rank 3 or 4), seen rows x cols. */
+int stmt_new_tile_shaped(struct stmt_ctx *c, enum tpurt_dtype dtype, int rank,
+			 const int64_t *shape, int col, struct value *v);
 /* A scalar value (immediate, scalar-core, SMEM element) as a (1, 1) tile of its dtype. */
 int stmt_scalar_tile(struct stmt_ctx *c, struct value *x, int col);
 int stmt_lower_binary(struct stmt_ctx *c, int fn, int floor_div,

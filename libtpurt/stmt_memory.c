@@ -87,33 +87,59 @@ int stmt_is_call_of(const struct stmt_node *n, enum stmt_fn_kind kind)
 	       tpurt_stmt_function(n->base->name, n->base->len).kind == kind;
 }
 
-/* One index of a window as ref text: an expression, ds(start, size), a:b. */
-static int window_item(struct stmt_ctx *c, const struct stmt_node *n, char *buf,
-		       size_t len)
+/*
+ * One index of a window as ref text: an expression, ds(start, size[,
+ * stride]), a:b[:s] (constants; a:b:s of a dimension of @extent, or
+ * ::s, as ds).
+ */
+static int window_item(struct stmt_ctx *c, const struct stmt_node *n,
+		       int64_t extent, char *buf, size_t len)
 {
+	static const char *const kws[] = { "stride", NULL };
 	char t[TPURT_TEXT_MAX], u[TPURT_TEXT_MAX];
 	struct value v;
-	int64_t lo = 0, hi;
+	int64_t lo = 0, hi = extent, step = 1;
 
 	if (n->kind == SN_SLICE) {
-		if (!n->arg[0] && !n->arg[1])
+		if (n->arg[2] && stmt_const_int(c, n->arg[2], &step))
+			return c->err;
+		if (step < 1)
+			return stmt_fail(c, n->col, "a slice's step must be a positive constant");
+		if (!n->arg[0] && !n->arg[1] && step == 1)
 			return append_text(c, buf, len, n->col, "%s%s", ":", "");
-		if ((n->arg[0] && stmt_const_int(c, n->arg[0], &lo)) || !n->arg[1] ||
-		    stmt_const_int(c, n->arg[1], &hi))
+		if ((n->arg[0] && stmt_const_int(c, n->arg[0], &lo)) ||
+		    (n->arg[1] ? stmt_const_int(c, n->arg[1], &hi) : extent <= 0))
 			return c->err ? c->err :
 			       stmt_fail(c, n->col, "a slice a:b of a window takes constants; use pl.ds(start, size)");
-		snprintf(t, sizeof(t), "%lld:%lld", (long long)lo, (long long)hi);
+		if (step == 1) {
+			snprintf(t, sizeof(t), "%lld:%lld", (long long)lo, (long long)hi);
+			return append_text(c, buf, len, n->col, "%s%s", t, "");
+		}
+		lo = lo < 0 ? lo + extent : lo;
+		hi = hi < 0 ? hi + extent : hi > extent ? extent : hi;
+		if (lo < 0 || lo >= hi)
+			return stmt_fail(c, n->col, "an empty slice, or one outside the ref's %lld elements",
+					 (long long)extent);
+		snprintf(t, sizeof(t), "ds(%lld, %lld, %lld)", (long long)lo,
+			 (long long)((hi - lo + step - 1) / step), (long long)step);
 		return append_text(c, buf, len, n->col, "%s%s", t, "");
 	}
 	if (stmt_is_call_of(n, FN_DS)) {
+		const struct stmt_node *sn = n->nargs > 2 ? n->arg[2] : stmt_kwarg(n, "stride");
 		int64_t size;
 
-		if (stmt_check_kwargs(c, n, NULL) || stmt_nargs_are(c, n, 2, 2, "pl.ds") ||
+		if (stmt_check_kwargs(c, n, kws) || stmt_nargs_are(c, n, 2, 3, "pl.ds") ||
 		    stmt_lower_node(c, n->arg[0], NULL, &v) ||
 		    stmt_scalar_text(c, &v, n->arg[0]->col, t, sizeof(t), 0) ||
-		    stmt_const_int(c, n->arg[1], &size))
+		    stmt_const_int(c, n->arg[1], &size) ||
+		    (sn && stmt_const_int(c, sn, &step)))
 			return c->err;
-		snprintf(u, sizeof(u), "%lld)", (long long)size);
+		if (step < 1)
+			return stmt_fail(c, sn->col, "pl.ds's stride must be a positive constant");
+		if (step > 1)
+			snprintf(u, sizeof(u), "%lld, %lld)", (long long)size, (long long)step);
+		else
+			snprintf(u, sizeof(u), "%lld)", (long long)size);
 		return append_text(c, buf, len, n->col, "ds(%s, %s", t, u);
 	}
 	if (stmt_lower_node(c, n, NULL, &v) || stmt_smem_scalar_ok(c, &v, n->col) ||
@@ -151,11 +177,15 @@ static int lower_window(struct stmt_ctx *c, const struct stmt_node *n,
 	if (idx) {
 		if (append_text(c, w->text, sizeof(w->text), n->col, "%s%s", ".at[", ""))
 			return c->err;
-		for (int i = 0; i < idx->nargs; i++)
+		for (int i = 0, d = 0; i < idx->nargs; i++, d++) {
+			while (d < w->r.rank && (w->r.hidden >> d & 1))
+				d++;	/* squeezed block dimensions are not indexed */
 			if ((i && append_text(c, w->text, sizeof(w->text), n->col, "%s%s",
 					      ", ", "")) ||
-			    window_item(c, idx->arg[i], w->text, sizeof(w->text)))
+			    window_item(c, idx->arg[i], d < w->r.rank ? w->r.extent[d] : 0,
+					w->text, sizeof(w->text)))
 				return c->err;
+		}
 		if (append_text(c, w->text, sizeof(w->text), n->col, "%s%s", "]", ""))
 			return c->err;
 	}
@@ -169,7 +199,16 @@ static int lower_window(struct stmt_ctx *c, const struct stmt_node *n,
 	return 0;
 }
 
-/* A window a body op reads or writes: a contiguous one of a VMEM ref. */
+static int strided(const struct window *w)
+{
+	for (int d = 0; d < TPU_JOB_MAX_RANK; d++)
+		if (w->fit.stride[d] > 1)
+			return 1;
+	return 0;
+}
+
+/* A window a body op reads or writes: a contiguous one of a VMEM ref, or
+ * a strided one (through a copy). */
 static int body_window(struct stmt_ctx *c, const struct stmt_node *n,
 		       struct window *w)
 {
@@ -186,9 +225,33 @@ static int body_window(struct stmt_ctx *c, const struct stmt_node *n,
 	if (!w->r.has_dtype)
 		return stmt_fail(c, n->col, "the dtype of '%s' is not declared: tpurt_grid_spec_set_dtype()",
 				 w->r.name);
-	if (!w->fit.contiguous)
+	if (!w->fit.contiguous && !strided(w))
 		return stmt_fail(c, n->col, "window %s is not a 2-D slice: body ops take leading indices, then slices whole but for the first and the last (copy it with make_async_copy)",
 				 w->text);
+	return 0;
+}
+
+/*
+ * A strided window (x_ref[::2], pl.ds(0, 8, stride=2)) and a temporary
+ * of its shape: the DMA engine gathers the window into the temporary for
+ * a read, and scatters the temporary into the window after a store, as
+ * the body's ops take contiguous refs. @t's ref is the temporary as the
+ * copy names it (one dimension: its row).
+ */
+static int strided_temp(struct stmt_ctx *c, const struct window *w,
+			struct value *t, char *ref, size_t len)
+{
+	if (w->fit.ndims > 2) {
+		/* of the window's own shape, so that the copy's shapes agree */
+		if (stmt_new_tile_shaped(c, w->r.dtype, w->fit.ndims, w->fit.shape,
+					 w->col, t))
+			return c->err;
+		snprintf(ref, len, "%s", t->ref);
+		return 0;
+	}
+	if (stmt_new_tile(c, w->r.dtype, w->fit.rows, w->fit.cols, w->col, t))
+		return c->err;
+	snprintf(ref, len, w->fit.ndims == 2 ? "%s" : "%s.at[0]", t->ref);
 	return 0;
 }
 
@@ -196,11 +259,18 @@ static int body_window(struct stmt_ctx *c, const struct stmt_node *n,
 int stmt_lower_window_read(struct stmt_ctx *c, const struct stmt_node *n,
 			   struct value *v)
 {
+	char ref[TPURT_TEXT_MAX];
 	struct window w;
 
 	if (body_window(c, n, &w))
 		return c->err;
-	stmt_tile_of(v, w.text, w.fit.rows, w.fit.cols, w.r.dtype);
+	if (!strided(&w)) {
+		stmt_tile_of(v, w.text, w.fit.rows, w.fit.cols, w.r.dtype);
+		return 0;
+	}
+	if (strided_temp(c, &w, v, ref, sizeof(ref)) ||
+	    stmt_emitted(c, tpurt_kernel_sync_copy(c->k, w.text, ref), n->col))
+		return c->err;
 	return 0;
 }
 
@@ -425,6 +495,27 @@ static int store_smem_element(struct stmt_ctx *c, const struct stmt *st,
 	return 0;
 }
 
+/* x_ref[::2] = value: the value into a temporary, scattered by a copy
+ * (x_ref[::2] += value gathers the window first). */
+static int store_strided(struct stmt_ctx *c, const struct stmt *st,
+			 const struct window *w)
+{
+	char ref[TPURT_TEXT_MAX];
+	struct value t;
+	struct dest d;
+
+	if (strided_temp(c, w, &t, ref, sizeof(ref)) ||
+	    (st->aug && stmt_emitted(c, tpurt_kernel_sync_copy(c->k, w->text, ref),
+				     st->target_node->col)))
+		return c->err;
+	d = (struct dest){ t.ref, t.rows, t.cols, t.dtype };
+	if (stmt_assign(c, st, &d, &t) ||
+	    stmt_emitted(c, tpurt_kernel_sync_copy(c->k, ref, w->text), st->target_node->col))
+		return c->err;
+	c->k->temp[t.temp].busy = 0;	/* the copy was its last use */
+	return 0;
+}
+
 /* A target other than name or name[...]: a window or an SMEM element. */
 int stmt_store_to_node(struct stmt_ctx *c, const struct stmt *st)
 {
@@ -447,6 +538,8 @@ int stmt_store_to_node(struct stmt_ctx *c, const struct stmt *st)
 	if (w.r.role == TPU_ROLE_INPUT)
 		return stmt_fail(c, n->col, "'%s' is an input: its block is read-only",
 				 w.r.name);
+	if (strided(&w))
+		return store_strided(c, st, &w);
 	stmt_tile_of(&cur, w.text, w.fit.rows, w.fit.cols, w.r.dtype);
 	d = (struct dest){ cur.ref, cur.rows, cur.cols, cur.dtype };
 	return stmt_assign(c, st, &d, &cur);

@@ -277,7 +277,7 @@ static struct stmt_node *parse_call(struct parser *ps, struct stmt_node *base)
 	return n;
 }
 
-/* One index: an expression, or a slice a:b, a:, :b, : */
+/* One index: an expression, or a slice a:b, a:, :b, :, with a step a:b:s */
 static struct stmt_node *parse_subscript(struct parser *ps)
 {
 	struct stmt_node *lo = NULL, *n;
@@ -292,8 +292,13 @@ static struct stmt_node *parse_subscript(struct parser *ps)
 	if (!n)
 		return NULL;
 	n->arg[0] = lo;
-	n->arg[1] = is(ps, ",") || is(ps, "]") ? NULL : parse_expr(ps);
+	n->arg[1] = is(ps, ",") || is(ps, "]") || is(ps, ":") ? NULL : parse_expr(ps);
 	n->nargs = 2;
+	if (is(ps, ":") && !failed(ps)) {
+		next(ps);
+		n->arg[2] = is(ps, ",") || is(ps, "]") ? NULL : parse_expr(ps);
+		n->nargs = 3;
+	}
 	return n;
 }
 

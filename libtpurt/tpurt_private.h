@@ -256,6 +256,7 @@ struct tpurt_index {
 	enum tpurt_index_kind kind;
 	char start[TPURT_TEXT_MAX_];
 	int64_t size;
+	int64_t stride;			/* pl.ds(start, size, stride); 0: 1 */
 };
 
 struct tpurt_ref_text {
@@ -275,6 +276,7 @@ struct tpurt_window_fit {
 	char starts[4 * TPURT_TEXT_MAX_];	/* "s0, s1, ...": one per dim */
 	int all_zero;				/* every start is 0 */
 	int ndims;				/* unsqueezed */
+	uint8_t stride[TPU_JOB_MAX_RANK];	/* 0: unit; copies take others */
 	int64_t shape[TPU_JOB_MAX_RANK];	/* unsqueezed sizes */
 	int contiguous;				/* a body op may take it */
 	int64_t rows, cols;			/* as a 2-D ref */
@@ -321,6 +323,10 @@ struct tpurt_kernel_temp {
 	char name[TPURT_NAME_MAX];
 	enum tpurt_dtype dtype;
 	int64_t rows, cols;
+	/* rank 3 or 4: the shape a strided copy fills (the body sees rows x
+	 * cols, as of any scratch); 0: rows x cols */
+	int rank;
+	int64_t shape[TPU_JOB_MAX_RANK];
 	int bound;			/* holds a statement variable */
 	int busy;			/* holds an intermediate being lowered */
 };

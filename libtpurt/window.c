@@ -61,11 +61,22 @@ static int const_int(const char *s, int64_t *v)
 	return *skip_space(end) ? -1 : 0;
 }
 
-/* "pl.ds(start, size)" or "ds(...)": the start's text and the size. */
+/* The end of a ds argument at @p: the first top-level ',' or ')'. */
+static const char *arg_end(const char *p)
+{
+	const char *comma = item_end(p, ','), *close = item_end(p, ')');
+
+	return comma < close ? comma : close;
+}
+
+/*
+ * "pl.ds(start, size[, stride])" or "ds(...)": the start's text, the
+ * size and the stride (constants; "stride=" may name the third).
+ */
 static int parse_ds(const char *item, struct tpurt_index *ix)
 {
-	const char *p = item, *comma, *close;
-	char size[TPURT_TEXT_MAX];
+	const char *p = item, *comma, *end;
+	char size[TPURT_TEXT_MAX], stride[TPURT_TEXT_MAX];
 
 	if (!strncmp(p, "pl.", 3))
 		p += 3;
@@ -75,12 +86,23 @@ static int parse_ds(const char *item, struct tpurt_index *ix)
 	comma = item_end(p, ',');
 	if (*comma != ',')
 		return -1;
-	close = item_end(comma + 1, ')');
-	if (*close != ')' || *skip_space(close + 1))
-		return -1;
+	end = arg_end(comma + 1);
 	if (copy_trimmed(p, comma, ix->start, sizeof(ix->start)) ||
-	    copy_trimmed(comma + 1, close, size, sizeof(size)) ||
+	    copy_trimmed(comma + 1, end, size, sizeof(size)) ||
 	    const_int(size, &ix->size) || !ix->start[0])
+		return -1;
+	ix->stride = 1;
+	if (*end == ',') {
+		const char *s = skip_space(end + 1);
+
+		if (!strncmp(s, "stride", 6) && *skip_space(s + 6) == '=')
+			s = skip_space(s + 6) + 1;
+		end = arg_end(s);
+		if (copy_trimmed(s, end, stride, sizeof(stride)) ||
+		    const_int(stride, &ix->stride) || ix->stride < 1)
+			return -1;
+	}
+	if (*end != ')' || *skip_space(end + 1))
 		return -1;
 	ix->kind = TPURT_IX_SLICE;
 	return 0;
@@ -91,24 +113,32 @@ static int parse_item(const char *item, struct tpurt_index *ix)
 {
 	const char *colon = item_end(item, ':');
 	int64_t lo = 0, hi;
-	char a[TPURT_TEXT_MAX], b[TPURT_TEXT_MAX];
+	char a[TPURT_TEXT_MAX], b[TPURT_TEXT_MAX], c[TPURT_TEXT_MAX];
 	int ret;
 
 	memset(ix, 0, sizeof(*ix));
+	ix->stride = 1;
 	if (*colon == ':') {
+		const char *colon2 = item_end(colon + 1, ':');
+
 		if (copy_trimmed(item, colon, a, sizeof(a)) ||
-		    copy_trimmed(colon + 1, colon + strlen(colon), b, sizeof(b)))
+		    copy_trimmed(colon + 1, colon2, b, sizeof(b)))
 			return -1;
-		if (!a[0] && !b[0]) {
+		/* a:b:s, the constants of a NumPy slice (s >= 1) */
+		if (*colon2 == ':' &&
+		    (copy_trimmed(colon2 + 1, colon2 + strlen(colon2), c, sizeof(c)) ||
+		     const_int(c, &ix->stride) || ix->stride < 1))
+			return -1;
+		if (!a[0] && !b[0] && ix->stride == 1) {
 			ix->kind = TPURT_IX_WHOLE;
 			return 0;
 		}
-		if ((a[0] && const_int(a, &lo)) || const_int(b, &hi) || hi <= lo ||
-		    lo < 0)
+		if ((a[0] && const_int(a, &lo)) || !b[0] || const_int(b, &hi) ||
+		    hi <= lo || lo < 0)
 			return -1;
 		ix->kind = TPURT_IX_SLICE;
 		snprintf(ix->start, sizeof(ix->start), "%lld", (long long)lo);
-		ix->size = hi - lo;
+		ix->size = (hi - lo + ix->stride - 1) / ix->stride;
 		return 0;
 	}
 	ret = parse_ds(item, ix);
@@ -152,7 +182,7 @@ int tpurt_ref_parse(const char *text, const char *what, struct tpurt_ref_text *r
 		if (copy_trimmed(p, end, item, sizeof(item)) ||
 		    parse_item(item, &r->idx[r->nidx]))
 			return tpurt_fail(-EINVAL,
-					  "%s: ref '%s': index %d '%s' is not an expression, pl.ds(start, size), a:b (constants) or ':'",
+					  "%s: ref '%s': index %d '%s' is not an expression, pl.ds(start, size[, stride]), a:b[:s] (constants) or ':'",
 					  what, text, r->nidx, item);
 		r->nidx++;
 		if (*end == ']')
@@ -189,8 +219,9 @@ static void body_view(struct tpurt_window_fit *w, int rank, const int64_t *exten
 	for (int d = 0; d < rank; d++) {
 		if (w->squeeze & (1u << d))
 			continue;
-		if (first >= 0 && d < rank - 1 && w->size[d] != (uint64_t)extent[d])
-			w->contiguous = 0;
+		if ((first >= 0 && d < rank - 1 && w->size[d] != (uint64_t)extent[d]) ||
+		    w->stride[d] > 1)
+			w->contiguous = 0;	/* strided: copies only */
 		if (first < 0)
 			first = d;
 	}
@@ -239,17 +270,24 @@ int tpurt_window_fit(const struct tpurt_ref_text *r, const char *what,
 			if (append_start(w, "0"))
 				goto too_long;
 		} else {
-			if (ix->size < 1 || ix->size > extent[d])
+			int64_t step = ix->stride > 1 ? ix->stride : 1;
+			int64_t span = (ix->size - 1) * step + 1;
+
+			if (step > 255)
+				return tpurt_fail(-EINVAL, "%s: window of '%s': dimension %d: stride %lld, the device takes 1 to 255",
+						  what, r->base, d, (long long)step);
+			if (ix->size < 1 || span > extent[d])
 				return tpurt_fail(-EINVAL, "%s: window of '%s': dimension %d takes %lld of %lld elements",
-						  what, r->base, d, (long long)ix->size,
+						  what, r->base, d, (long long)span,
 						  (long long)extent[d]);
 			if (!const_int(ix->start, &start) &&
-			    (start < 0 || start + ix->size > extent[d]))
+			    (start < 0 || start + span > extent[d]))
 				return tpurt_fail(-EINVAL, "%s: window of '%s': dimension %d: [%lld, %lld) leaves the ref's %lld elements",
 						  what, r->base, d, (long long)start,
-						  (long long)(start + ix->size),
+						  (long long)(start + span),
 						  (long long)extent[d]);
 			w->size[d] = (uint32_t)ix->size;
+			w->stride[d] = step > 1 ? (uint8_t)step : 0;
 			if (append_start(w, ix->start))
 				goto too_long;
 		}

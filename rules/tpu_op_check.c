@@ -75,7 +75,7 @@ static const char *not_vmem_why(const struct tpu_plan *plan, struct tpu_plan_ref
 {
 	if (r.kind == TPU_REF_WINDOW && r.index < plan->num_windows)
 		return plan->window[r.index].space == TPU_MEM_VMEM ?
-		       "the body takes a window that is a 2-D VMEM slice: dimensions after its first unsqueezed one unsqueezed, and whole but for the last" :
+		       "the body takes a window that is a 2-D VMEM slice without strides: dimensions after its first unsqueezed one unsqueezed, and whole but for the last" :
 		       plan->window[r.index].space == TPU_MEM_ANY ?
 		       "it slices an array in space ANY, which only async copies reach" :
 		       "it slices SMEM, which bcast smem and scalar programs read";

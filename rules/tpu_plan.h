@@ -67,6 +67,7 @@ struct tpu_plan_window {
 	uint8_t rank, squeeze;
 	uint8_t space, dtype;			/* the base's */
 	uint32_t size[TPU_JOB_MAX_RANK];
+	uint32_t stride[TPU_JOB_MAX_RANK];	/* 1 or more: pl.ds(.., .., stride) */
 	uint64_t extent[TPU_JOB_MAX_RANK];	/* the base's: block, array or scratch */
 	struct tpu_plan_prog start;
 	uint64_t elems, bytes;
@@ -128,10 +129,18 @@ struct tpu_plan_box {
 	uint8_t space, dtype, rank, squeeze;
 	uint64_t extent[TPU_JOB_MAX_RANK];	/* the base's */
 	uint64_t size[TPU_JOB_MAX_RANK];	/* the box's */
+	uint64_t stride[TPU_JOB_MAX_RANK];	/* its steps, 1 or more */
 	struct tpu_plan_prog start;		/* len 0: every start is 0 */
 	int window;				/* its index, or -1 */
 	uint64_t elems, bytes;
 };
+
+/* The elements dimension @d of @b spans, from its first to its last. */
+static inline uint64_t tpu_plan_box_span(const struct tpu_plan_box *b,
+					 unsigned int d)
+{
+	return (b->size[d] - 1) * b->stride[d] + 1;
+}
 
 /* @r's box; false if @r has no data (none, a semaphore, out of range). */
 bool tpu_plan_ref_box(const struct tpu_plan *plan, struct tpu_plan_ref r,

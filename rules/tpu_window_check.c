@@ -55,6 +55,10 @@ static void derive_body_ref(struct tpu_plan_window *w)
 	unsigned int last = w->rank - 1, d = 0;
 
 	w->body_ok = w->space == TPU_MEM_VMEM;
+	for (d = 0; d <= last; d++)
+		if (w->stride[d] > 1)
+			w->body_ok = false;	/* strided: copies only */
+	d = 0;
 	while (d < last && (w->squeeze >> d & 1))
 		d++;
 	for (d++; d <= last; d++)
@@ -76,7 +80,7 @@ int tpu_check_window(struct tpu_plan *plan, unsigned int i,
 		.squeeze = raw->squeeze,
 		.start = tpu_check_decode_prog(&raw->start),
 	};
-	if (raw->reserved0 || raw->reserved1 || raw->start.reserved)
+	if (raw->reserved0 || raw->start.reserved)
 		return tpu_check_error(res, "window %u: reserved fields must be zero", i);
 	ret = window_base(plan, i, w, res);
 	if (ret)
@@ -87,18 +91,21 @@ int tpu_check_window(struct tpu_plan *plan, unsigned int i,
 	w->elems = 1;
 	for (unsigned int d = 0; d < TPU_JOB_MAX_RANK; d++) {
 		w->size[d] = le32(raw->size[d]);
+		w->stride[d] = raw->stride[d] ? raw->stride[d] : 1;
 		if (d >= w->rank) {
-			if (w->size[d])
-				return tpu_check_error(res, "window %u: size[%u] must be zero beyond rank %u",
-						       i, d, w->rank);
+			if (w->size[d] || w->stride[d] > 1)
+				return tpu_check_error(res, "window %u: size[%u] and stride[%u] must be zero beyond rank %u",
+						       i, d, d, w->rank);
 			continue;
 		}
-		if ((w->squeeze >> d & 1) && w->size[d] != 1)
-			return tpu_check_error(res, "window %u: size[%u] %u: dimension %u is squeezed (indexed), its size is 1",
-					       i, d, w->size[d], d);
-		if (w->size[d] < 1 || w->size[d] > w->extent[d])
-			return tpu_check_error(res, "window %u: size[%u] %u, must be 1 to the base's extent %llu",
-					       i, d, w->size[d],
+		if ((w->squeeze >> d & 1) && (w->size[d] != 1 || w->stride[d] > 1))
+			return tpu_check_error(res, "window %u: size[%u] %u, stride %u: dimension %u is squeezed (indexed), its size is 1 and it has no stride",
+					       i, d, w->size[d], w->stride[d], d);
+		/* the span start .. start + (size - 1) * stride fits the base */
+		if (w->size[d] < 1 ||
+		    (uint64_t)(w->size[d] - 1) * w->stride[d] + 1 > w->extent[d])
+			return tpu_check_error(res, "window %u: size[%u] %u with stride %u: must span 1 to the base's extent %llu",
+					       i, d, w->size[d], w->stride[d],
 					       (unsigned long long)w->extent[d]);
 		w->elems *= w->size[d];
 	}
@@ -136,6 +143,7 @@ bool tpu_plan_ref_box(const struct tpu_plan *plan, struct tpu_plan_ref r,
 	for (unsigned int d = 0; d < w.rank; d++) {
 		box->extent[d] = w.extent[d];
 		box->size[d] = box->window < 0 ? w.extent[d] : w.size[d];
+		box->stride[d] = box->window < 0 ? 1 : w.stride[d];
 		if (__builtin_mul_overflow(box->elems, box->size[d], &box->elems))
 			box->elems = UINT64_MAX;	/* no array is that big */
 	}

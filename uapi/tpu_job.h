@@ -382,14 +382,20 @@ struct tpu_job_ref {
  *	tables, ...); zero length: every start is 0. A window whose
  *	[start, start + size) leaves its base in some dimension fails the job
  *	with %TPU_JOB_ERR_WINDOW_OOB.
- * @reserved1: must be zero
+ * @stride: step of each dimension, pl.ds(start, size, stride): the
+ *	window takes start + k * stride for k < size; 0 and 1 both mean 1
+ *	(descriptors older than the field have 0); entries at and beyond
+ *	the rank and of squeezed dimensions must be 0 or 1. The window
+ *	leaves its base when start + (size - 1) * stride does.
  *
  * In the body, a window of a VMEM ref is a 2-D ref like a block (its last
  * dimension the columns, the product of the other unsqueezed sizes the
  * rows, a base row apart): every dimension after the first unsqueezed one
  * is unsqueezed, and whole but for the last (a window squeezed in every
- * dimension is a 1 x 1 ref). Async copies take any window. Windows of SMEM refs serve
- * copies only; %TPU_OP_SCALAR_STORE and %TPU_BCAST_SMEM take whole refs.
+ * dimension is a 1 x 1 ref), and it has no stride above 1. Async copies
+ * take any window, strided ones too (x_ref[::2] goes through a copy).
+ * Windows of SMEM refs serve copies only; %TPU_OP_SCALAR_STORE and
+ * %TPU_BCAST_SMEM take whole refs.
  */
 struct tpu_job_window {
 	struct tpu_job_ref base;
@@ -397,7 +403,7 @@ struct tpu_job_window {
 	__u8 reserved0;
 	__u32 size[TPU_JOB_MAX_RANK];
 	struct tpu_job_prog start;
-	__u32 reserved1;
+	__u8 stride[TPU_JOB_MAX_RANK];
 };
 
 /**

@@ -541,12 +541,14 @@ class Ref:
         if not 0 <= dim < len(self.shape):
             raise trace_error("ref '%s' of shape %s: too many indices" % (self.name, self.shape))
         start, stop, step = e.indices(self.shape[dim])
-        if step != 1:
-            raise trace_error("ref '%s': slice %s: strided reads are not supported "
-                              "(step %d)" % (self.name, e, step))
+        if step < 1:
+            raise trace_error("ref '%s': slice %s: a negative step (reversed "
+                              "read) is not supported" % (self.name, e))
         if stop <= start:
             raise trace_error("ref '%s': slice %s of dimension %d (size %d) is empty"
                               % (self.name, e, dim, self.shape[dim]))
+        if step != 1:	# strided: the DMA engine gathers or scatters it
+            return "pl.ds(%d, %d, %d)" % (start, (stop - start + step - 1) // step, step)
         return "pl.ds(%d, %d)" % (start, stop - start)
 
     def __getitem__(self, idx):
@@ -627,12 +629,18 @@ class Window:
 
 
 class Slice:
-    """pl.ds(start, size)."""
+    """pl.ds(start, size[, stride])."""
 
-    def __init__(self, start, size):
-        self.start, self.size = start, size
+    def __init__(self, start, size, stride=1):
+        if isinstance(stride, Value) or isinstance(size, Value):
+            raise trace_error("pl.ds: the size and stride must be Python ints")
+        self.start, self.size, self.stride = start, size, int(stride)
+        if self.stride < 1:
+            raise trace_error("pl.ds: stride %d; it must be 1 or more" % self.stride)
 
     def render(self):
+        if self.stride != 1:
+            return "pl.ds(%s, %s, %d)" % (_fmt(self.start), _fmt(self.size), self.stride)
         return "pl.ds(%s, %s)" % (_fmt(self.start), _fmt(self.size))
 
 

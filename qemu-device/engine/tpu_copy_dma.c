@@ -130,7 +130,7 @@ static int box_memory(const struct tpu_core *core, const struct tpu_box_at *at,
 		off += (uint64_t)at->start[d] * stride[d];
 	m->p = base + off * es;
 	for (unsigned int k = 0; k < n; k++)
-		m->stride[k] = stride[dim[k]] * es;
+		m->stride[k] = stride[dim[k]] * at->box.stride[dim[k]] * es;
 	return 0;
 }
 
@@ -205,9 +205,10 @@ static bool hbm_box_inside(const struct tpu_core *core, const struct tpu_box_at 
 	o = &core->run->plan->operand[at->box.base.index];
 	for (unsigned int d = 0; d < o->rank; d++) {
 		if (at->start[d] < 0 ||
-		    (uint64_t)at->start[d] + at->box.size[d] > o->shape[d])
+		    (uint64_t)at->start[d] + tpu_plan_box_span(&at->box, d) > o->shape[d])
 			return false;
-		last += ((uint64_t)at->start[d] + at->box.size[d] - 1) * o->stride[d];
+		last += ((uint64_t)at->start[d] + tpu_plan_box_span(&at->box, d) - 1) *
+			o->stride[d];
 	}
 	return last < o->elems;
 }

@@ -16,9 +16,11 @@ static int fail_oob(struct tpu_core *core, unsigned int op, unsigned int w,
 	else
 		snprintf(base, sizeof(base), "scratch %u", b->base.index);
 	tpu_job_fail(&core->res, TPU_JOB_ERR_WINDOW_OOB,
-		     "op %u: window %u at step %llu: dimension %u starts at %lld with size %llu, outside its base %s (extent %llu)",
+		     "op %u: window %u at step %llu: dimension %u starts at %lld with size %llu%s%.0llu, outside its base %s (extent %llu)",
 		     op, w, (unsigned long long)core->step, d,
 		     (long long)at->start[d], (unsigned long long)b->size[d],
+		     b->stride[d] > 1 ? " and stride " : "",
+		     (unsigned long long)(b->stride[d] > 1 ? b->stride[d] : 0),
 		     base, (unsigned long long)b->extent[d]);
 	e->op = op;
 	e->operand = b->base.kind == TPU_REF_OPERAND ? b->base.index : UINT32_MAX;
@@ -51,7 +53,7 @@ int tpu_window_resolve(struct tpu_core *core, unsigned int op,
 	}
 	for (unsigned int d = 0; d < b->rank; d++)
 		if (at->start[d] < 0 ||
-		    (uint64_t)at->start[d] > b->extent[d] - b->size[d])
+		    (uint64_t)at->start[d] > b->extent[d] - tpu_plan_box_span(b, d))
 			return fail_oob(core, op, (unsigned int)b->window, at, d);
 	return 0;
 }
@@ -69,7 +71,7 @@ void tpu_window_region(const struct tpu_core *core, const struct tpu_box_at *at,
 				  .write = write };
 	for (unsigned int d = 0; d < at->box.rank; d++) {
 		r->start[d] = at->start[d];
-		r->size[d] = at->box.size[d];
+		r->size[d] = tpu_plan_box_span(&at->box, d);	/* strided: the hull */
 	}
 }
 

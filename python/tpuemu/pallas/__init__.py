@@ -55,11 +55,28 @@ def num_programs(axis):
     return scalar("pl.num_programs(%d)" % axis, _trace.int32)
 
 
-def ds(start, size=None):
-    """pl.ds(start, size); pl.ds(size) is pl.ds(0, size)."""
+def ds(start, size=None, stride=1):
+    """pl.ds(start, size, stride=1); pl.ds(size) is pl.ds(0, size)."""
     if size is None:
         start, size = 0, start
-    return Slice(start, size)
+    return Slice(start, size, stride)
+
+
+dslice = ds
+
+
+def load(ref, idx, *, mask=None, other=None):
+    """pl.load(ref, idx): ref[idx] (no masks)."""
+    if mask is not None or other is not None:
+        raise trace_error("pl.load: masked loads are not supported")
+    return ref[idx]
+
+
+def store(ref, idx, val, *, mask=None):
+    """pl.store(ref, idx, val): ref[idx] = val (no masks)."""
+    if mask is not None:
+        raise trace_error("pl.store: masked stores are not supported")
+    ref[idx] = val
 
 
 def when(cond):
