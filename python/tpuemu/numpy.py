@@ -288,4 +288,96 @@ __all__ = ["float32", "bfloat16", "int8", "uint8", "int32", "bool_", "inf", "nan
            "dot", "matmul", "where", "clip", "sum", "max", "min", "mean", "full_like", "astype",
            "exp", "maximum", "minimum", "zeros_like", "ones_like", "zeros", "ones", "full",
            "broadcast_to", "transpose", "roll", "einsum", "reshape", "concatenate", "stack", "tile",
-           "floor_divide", "remainder", "true_divide", "fmod", "rint", "isnan", "tan", "all", "any"]
+           "floor_divide", "remainder", "true_divide", "fmod", "rint", "isnan", "tan", "all", "any",
+           "arange"]
+
+
+# --- outside a kernel: NumPy, with JAX's default dtypes ---
+#
+# The docs' examples build their inputs and check their results with jnp
+# on the host (jnp.arange(...).reshape(...), jnp.max(jnp.abs(r - ref))).
+# There a function of this module, or any other NumPy name, is NumPy's,
+# its 64-bit results narrowed to 32 bits as JAX's are without x64.
+
+import functools as _functools  # noqa: E402
+import sys as _sys  # noqa: E402
+
+import numpy as _np  # noqa: E402
+
+from . import _trace  # noqa: E402
+
+_HOST_NAMES = {"astype": None, "full_like": "full_like"}
+
+
+def _is_traced(x):
+    if isinstance(x, (Value, Ref, _trace.Window)):
+        return True
+    if isinstance(x, (list, tuple)):
+        return _py.any(_is_traced(y) for y in x)
+    return False
+
+
+def _host_arg(x):
+    if isinstance(x, _trace.DType):
+        if x is bfloat16:
+            raise TypeError("jnp: bfloat16 arrays on the host are uint16 bits here; "
+                            "use tpuemu.to_bf16 and tpuemu.from_bf16")
+        return _np.dtype(x.np_name)
+    return x
+
+
+def _narrow(r):
+    if isinstance(r, _np.ndarray) or isinstance(r, _np.generic):
+        if r.dtype == _np.float64:
+            return r.astype(_np.float32)
+        if r.dtype == _np.int64:
+            return r.astype(_np.int32)
+    return r
+
+
+def _on_host(name, fn):
+    np_fn = getattr(_np, _HOST_NAMES.get(name, name) or "", None)
+    if name == "astype":
+        def np_fn(x, dtype):
+            return _np.asarray(x).astype(dtype)
+    if np_fn is None:
+        return fn
+
+    @_functools.wraps(fn)
+    def either(*args, **kw):
+        if _trace._rec is not None or _is_traced(args) or _is_traced(list(kw.values())):
+            return fn(*args, **kw)
+        kw.pop("preferred_element_type", None)
+        if name in ("zeros", "ones") and "dtype" not in kw and len(args) < 2:
+            kw["dtype"] = _np.float32
+        r = np_fn(*[_host_arg(a) for a in args], **{k: _host_arg(v) for k, v in kw.items()})
+        return _narrow(r)
+    return either
+
+
+_IMPORTED = {"call", "reducer", "trace_error", "Value", "Ref"}
+for _name, _f in list(globals().items()):
+    if (callable(_f) and not _name.startswith("_") and _name not in _IMPORTED
+            and not isinstance(_f, (_trace.DType, type))):
+        globals()[_name] = _on_host(_name, _f)
+
+
+def __getattr__(name):
+    """Other NumPy names (jnp.array, jnp.allclose, jnp.tril ...): the host's
+    only; in a kernel they are not device operations."""
+    f = getattr(_np, name, None)
+    if f is None or name.startswith("_"):
+        raise AttributeError("module 'tpuemu.numpy' has no attribute %r" % name)
+    if not callable(f):
+        return f
+
+    @_functools.wraps(f)
+    def host_only(*args, **kw):
+        if _trace._rec is not None:
+            raise _trace.trace_error("jnp.%s is not supported in a kernel body" % name)
+        return _narrow(f(*[_host_arg(a) for a in args],
+                         **{k: _host_arg(v) for k, v in kw.items()}))
+    return host_only
+
+
+del _name, _f, _sys
