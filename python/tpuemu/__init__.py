@@ -36,6 +36,42 @@ def jit(f=None, **kwargs):
     return f
 
 
+class Device:
+    """jax.devices()'s entry: the one device libtpurt opens."""
+    platform = "tpu"
+    id = 0
+
+    @property
+    def device_kind(self):
+        from .pallas.tpu import get_tpu_info
+        return "TPU %s (tpuemu, %d cores)" % (get_tpu_info().chip_version,
+                                              get_tpu_info().num_cores)
+
+    def __repr__(self):
+        return "TpuDevice(id=0, kind=%r)" % self.device_kind
+
+
+def devices(backend=None):
+    return [Device()]
+
+
+def device_count():
+    return 1
+
+
+local_device_count = device_count
+
+
+def device_put(x, device=None):
+    """jax.device_put: the array itself (pallas_call copies it to HBM)."""
+    return x
+
+
+def block_until_ready(x):
+    """jax.block_until_ready: pallas_call has returned with its results."""
+    return x
+
+
 def vmap(f, in_axes=0, out_axes=0):
     """jax.vmap of a function of NumPy arrays (a pallas_call, say): f runs
     once per index of the mapped axis and the results are stacked along

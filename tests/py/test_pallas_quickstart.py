@@ -103,3 +103,11 @@ def test_random_is_deterministic_per_key_and_splits_differ():
     np.testing.assert_array_equal(jax.random.normal(a, (8,)), jax.random.normal(a, (8,)))
     r = jax.random.randint(a, (64,), 0, 10)
     assert r.dtype == np.int32 and r.min() >= 0 and r.max() < 10
+
+
+def test_the_guides_device_checks_pass():
+    # the guides open with assert "TPU" in jax.devices()[0].device_kind
+    assert "TPU" in jax.devices()[0].device_kind
+    assert jax.device_count() == 1
+    x = np.ones(4, np.float32)
+    assert jax.block_until_ready(jax.device_put(x)) is x
