@@ -259,7 +259,8 @@ static int add_window(struct pallas_build *c, int n, const struct tpurt_kernel_o
 			       TPU_JOB_MAX_WINDOWS);
 	snprintf(what, sizeof(what), "kernel op %d (%s)", n,
 		 tpurt_kernel_opcode_name(op->opcode));
-	ret = tpurt_window_fit(rt, what, b->rank, b->extent, b->hidden, &fit);
+	ret = tpurt_window_fit(rt, what, b->rank, b->extent, b->hidden,
+			       op->npred > 0, &fit);
 	if (ret)
 		return ret;
 	w = &c->d->window[h->num_windows];

@@ -193,7 +193,7 @@ static int lower_window(struct stmt_ctx *c, const struct stmt_node *n,
 		return 0;
 	if (tpurt_ref_parse(w->text, "window", &rt) ||
 	    tpurt_window_fit(&rt, "window", w->r.rank, w->r.extent, w->r.hidden,
-			     &w->fit))
+			     c->k->nwhen > 0, &w->fit))
 		return stmt_fail(c, n->col, "%s", tpurt_last_error());
 	w->known = 1;
 	return 0;

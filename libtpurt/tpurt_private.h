@@ -284,11 +284,14 @@ struct tpurt_window_fit {
 
 /*
  * Fit @r onto a base of @rank dimensions of @extent; the dimensions in
- * @hidden (squeezed block dimensions) are not indexed by the text.
+ * @hidden (squeezed block dimensions) are not indexed by the text. A
+ * constant start outside the base is an error unless the window is
+ * @predicated (under pl.when: the device checks it if the op runs, as a
+ * loop unrolled to a bound it may not reach writes).
  */
 int tpurt_window_fit(const struct tpurt_ref_text *r, const char *what,
 		     int rank, const int64_t *extent, unsigned int hidden,
-		     struct tpurt_window_fit *w);
+		     int predicated, struct tpurt_window_fit *w);
 
 /* A kernel operation as the builder recorded it: refs and predicates stay
  * text until pallas_call resolves them against a grid spec. */

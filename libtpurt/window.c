@@ -235,7 +235,7 @@ static void body_view(struct tpurt_window_fit *w, int rank, const int64_t *exten
 
 int tpurt_window_fit(const struct tpurt_ref_text *r, const char *what,
 		     int rank, const int64_t *extent, unsigned int hidden,
-		     struct tpurt_window_fit *w)
+		     int predicated, struct tpurt_window_fit *w)
 {
 	int visible = 0, i = 0;
 
@@ -254,7 +254,7 @@ int tpurt_window_fit(const struct tpurt_ref_text *r, const char *what,
 		if (!(hidden & (1u << d)))
 			i++;
 		if (hidden & (1u << d) || (ix && ix->kind == TPURT_IX_INDEX)) {
-			if (ix && !const_int(ix->start, &start) &&
+			if (ix && !predicated && !const_int(ix->start, &start) &&
 			    (start < 0 || start >= extent[d]))
 				return tpurt_fail(-EINVAL, "%s: window of '%s': index %lld of dimension %d is outside its %lld elements",
 						  what, r->base, (long long)start, d,
@@ -280,7 +280,7 @@ int tpurt_window_fit(const struct tpurt_ref_text *r, const char *what,
 				return tpurt_fail(-EINVAL, "%s: window of '%s': dimension %d takes %lld of %lld elements",
 						  what, r->base, d, (long long)span,
 						  (long long)extent[d]);
-			if (!const_int(ix->start, &start) &&
+			if (!predicated && !const_int(ix->start, &start) &&
 			    (start < 0 || start + span > extent[d]))
 				return tpurt_fail(-EINVAL, "%s: window of '%s': dimension %d: [%lld, %lld) leaves the ref's %lld elements",
 						  what, r->base, d, (long long)start,

@@ -102,15 +102,68 @@ def _static_bound(x, what, fn="lax.fori_loop"):
                           % (fn, what, x)) from None
 
 
+# The most trips a lax.fori_loop with a traced bound unrolls to (each
+# trip predicated); a loop that would run more fails its job.
+TRACED_LOOP_MAX_TRIPS = 16
+
+
+def _loop_guard(trips, limit, what):
+    """Fail the job, by a wait nothing can satisfy on a semaphore named for
+    the reason, where the loop would run more than @limit trips."""
+    from .pallas import run_scoped, when, tpu as pltpu
+
+    def guard(fori_loop_over_unroll_limit):
+        @when(trips > limit)
+        def _():
+            pltpu.semaphore_wait(fori_loop_over_unroll_limit, 1)
+    run_scoped(guard, pltpu.SemaphoreType.REGULAR)
+
+
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
-    """lax.fori_loop with static bounds: body_fun(i, val) traced once per
-    i, i a Python int (so pl.ds(i * 8, 8) and ref.at[i] are constants)."""
-    lo = _static_bound(lower, "lower")
-    hi = _static_bound(upper, "upper")
+    """lax.fori_loop. Static bounds: body_fun(i, val) traced once per i, i
+    a Python int (so pl.ds(i * 8, 8) and ref.at[i] are constants). A traced
+    bound (an SMEM element, pl.program_id): the body has no loop on the
+    device, so it is unrolled to TRACED_LOOP_MAX_TRIPS trips, trip k under
+    pl.when(lower + k < upper) and its carry chosen by jnp.where; i is
+    lower + k (a Python int when lower is one). A job whose loop would
+    take more trips fails, naming the limit, instead of stopping early."""
+    if not isinstance(lower, Value) and not isinstance(upper, Value):
+        lo = _static_bound(lower, "lower")
+        hi = _static_bound(upper, "upper")
+        val = init_val
+        for i in range(lo, hi):
+            val = body_fun(i, val)
+        return val
+    for b, what in ((lower, "lower"), (upper, "upper")):
+        if not isinstance(b, Value):
+            _static_bound(b, what)
+        elif not b.scalar:
+            raise trace_error("lax.fori_loop: the %s bound (%s) is an array; a "
+                              "traced bound is a scalar (an SMEM element, "
+                              "pl.program_id)" % (what, b.render()))
+    limit = TRACED_LOOP_MAX_TRIPS
+    _loop_guard(upper - lower, limit, "lax.fori_loop")
+    rec = recorder()
     val = init_val
-    for i in range(lo, hi):
-        val = body_fun(i, val)
+    for k in range(limit):
+        i = lower + k
+        live = i < upper
+        rec.conds.append(live.render())
+        try:
+            new = body_fun(i, val)
+        finally:
+            rec.conds.pop()
+        val = _select_tree((live, ~live), (new, val), "lax.fori_loop's carry")
+        _bind_leaves(rec, val)	# one trip's carry a local, not a growing tree
     return val
+
+
+def _bind_leaves(rec, val):
+    if isinstance(val, (tuple, list)):
+        for v in val:
+            _bind_leaves(rec, v)
+    elif isinstance(val, Value) and val.kind not in ("local", "text"):
+        rec.bind(val)
 
 
 # lax's element-wise functions that mean what jnp's do on the device, under

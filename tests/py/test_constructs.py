@@ -53,14 +53,14 @@ def test_fori_loop_stores_in_body_and_numpy_bounds():
     np.testing.assert_array_equal(r, (x + np.float32(1)) + np.float32(1))
 
 
-def test_fori_loop_traced_bound_names_the_line():
+def test_fori_loop_array_bound_names_the_line():
     def k(x_ref, o_ref):
-        o_ref[...] = lax.fori_loop(0, pl.program_id(0), lambda i, v: v, x_ref[...])  # this line
+        o_ref[...] = lax.fori_loop(0, x_ref[...], lambda i, v: v, x_ref[...])  # this line
 
     with pytest.raises(pl.TraceError) as e:
         _call(k, _x())
     msg = str(e.value)
-    assert "the upper bound (pl.program_id(0)) is a traced value" in msg
+    assert "the upper bound (x_ref[...]) is an array" in msg
     assert "test_constructs.py" in msg and "# this line" in msg
 
 

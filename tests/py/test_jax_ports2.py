@@ -115,3 +115,76 @@ def test_strided_value_slice_is_refused():
     with pytest.raises(pl.TraceError, match="without a step"):
         pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((4, 128), jnp.float32))(
             _normal((8, 128)))
+
+
+# --- lax.fori_loop with traced bounds: unrolled, each trip predicated ---
+
+def _dynamic_loop(loop_end):
+    def body(loop_end_ref, out_ref):
+        out_ref[...] = jnp.zeros_like(out_ref)
+
+        def loop_body(i, carry):
+            del i, carry
+            out_ref[...] += 1
+
+        lax.fori_loop(0, loop_end_ref[0], loop_body, None)
+
+    return pl.pallas_call(
+        body, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1, out_specs=pl.BlockSpec((8, 128), lambda *_: (0, 0)),
+            grid=1))(loop_end)
+
+
+@pytest.mark.parametrize("n", [5, 0, 16])
+def test_scalar_interpreter_dynamic_loop(n):
+    """tpu_pallas_test.py PallasCallScalarPrefetchTest.
+    test_scalar_interpreter_dynamic_loop (5 trips), and 0 and the limit."""
+    out = _dynamic_loop(np.array([n], np.int32))
+    np.testing.assert_array_equal(out, np.full((8, 128), n, np.float32))
+
+
+def test_dynamic_loop_beyond_the_unroll_limit_fails_the_job():
+    n = lax.TRACED_LOOP_MAX_TRIPS + 1
+    with pytest.raises(jax.TpurtError, match="TRACED_LOOP_MAX_TRIPS"):
+        _dynamic_loop(np.array([n], np.int32))
+
+
+def test_fori_loop_over_program_id_with_a_carry_and_traced_index():
+    """A carry through a loop whose bounds are program ids, the index
+    traced (lower is one): rows i of x summed for i in [pid, 2 * pid). The
+    carry is computed at every unrolled trip (the trips past the bound are
+    discarded by jnp.where), so its reads stay inside x."""
+    def kernel(x_ref, o_ref):
+        pid = pl.program_id(0)
+
+        def step(i, acc):
+            return acc + x_ref[pl.ds(i, 1), :]
+
+        acc = lax.fori_loop(pid, 2 * pid, step, jnp.zeros((1, 128), jnp.float32))
+        o_ref[...] = jnp.broadcast_to(acc, (8, 128))
+
+    x = _normal((32, 128))
+    out = pl.pallas_call(kernel, grid=(4,),
+                         in_specs=[pl.BlockSpec((32, 128), lambda i: (0, 0))],
+                         out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+                         out_shape=jax.ShapeDtypeStruct((32, 128), jnp.float32))(x)
+    want = np.repeat(np.stack([x[p:2 * p].sum(axis=0) if p else np.zeros(128, np.float32)
+                               for p in range(4)]), 8, axis=0)
+    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+
+
+def test_pl_loop_with_a_traced_bound():
+    def kernel(n_ref, o_ref):
+        o_ref[...] = jnp.zeros_like(o_ref)
+
+        @pl.loop(0, n_ref[0])
+        def _(i):
+            o_ref[pl.ds(i, 1), :] = jnp.full((1, 128), 1.0, jnp.float32) * jnp.float32(i + 1)
+
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                         grid_spec=pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=1))(
+        np.array([3], np.int32))
+    want = np.zeros((8, 128), np.float32)
+    want[:3] = np.arange(1, 4, dtype=np.float32)[:, None]
+    np.testing.assert_array_equal(out, want)

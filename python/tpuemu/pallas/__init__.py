@@ -6,9 +6,10 @@ import numpy as _np
 
 from .. import _trace, lax, numpy as jnp
 from .._trace import Value, Ref, Slice, TraceError, as_dtype, scalar, trace_error
-from .._lib import ffi, lib, check, device
+from .._lib import ffi, lib, check, device, TpurtError
 
 _last_stats = None
+_TPURT_INTERPRET = 1 << 1	# tpurt.h: interpret mode's block shapes
 # The grids of the pallas_calls being traced, innermost last (emit_pipeline's
 # core_axis reads its size).
 _grids = []
@@ -108,7 +109,13 @@ def cdiv(a, b):
 
 def loop(lower, upper, *, step=1, unroll=None):
     """@pl.loop(lower, upper, step=...): the decorated body(i) traced once
-    per i, as lax.fori_loop with static bounds is."""
+    per i, as lax.fori_loop with static bounds is; traced bounds (step 1)
+    as lax.fori_loop's: unrolled, each trip predicated."""
+    if (isinstance(lower, Value) or isinstance(upper, Value)) and step == 1:
+        def traced(body):
+            lax.fori_loop(lower, upper, lambda i, _: body(i), None)
+            return body
+        return traced
     lo = lax._static_bound(lower, "lower", "pl.loop")
     hi = lax._static_bound(upper, "upper", "pl.loop")
     step = lax._static_bound(step, "step", "pl.loop")
@@ -334,6 +341,7 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
 
         # arrays
         cp = ffi.new("struct tpurt_compiler_params *")
+        cp.flags = _TPURT_INTERPRET if interpret else 0
         if compiler_params is not None:
             ds_ = getattr(compiler_params, "dimension_semantics", None)
             if ds_:
@@ -371,8 +379,16 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 make(o.shape, as_dtype(o.dtype))
         argv = ffi.new("struct tpurt_array *[]", handles)
         st = ffi.new("struct tpurt_job_stats *")
-        check(lib.tpurt_pallas_call(k, gs, cp, argv, len(handles), st),
-              "pallas_call(%s)" % _kname(kernel))
+        try:
+            check(lib.tpurt_pallas_call(k, gs, cp, argv, len(handles), st),
+                  "pallas_call(%s)" % _kname(kernel))
+        except TpurtError as e:
+            if "'fori_loop_over_unroll_limit'" in str(e):	# lax._loop_guard
+                raise TpurtError("pallas_call(%s): a lax.fori_loop with a traced bound "
+                                 "would run more than tpuemu.lax.TRACED_LOOP_MAX_TRIPS "
+                                 "(%d) trips, the most it is unrolled to (%s)"
+                                 % (_kname(kernel), lax.TRACED_LOOP_MAX_TRIPS, e)) from None
+            raise
         _last_stats = {f: getattr(st, f) for f in (
             "steps", "blocks_fetched", "blocks_skipped", "blocks_written", "hbm_bytes_in",
             "hbm_bytes_out", "mxu_flops", "cores_used", "device_wall_ns", "call_wall_ns",
