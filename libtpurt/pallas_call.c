@@ -199,6 +199,10 @@ static int check_operand(struct pallas_build *c, int i)
 		return tpurt_fail(-EINVAL, "%s '%s': the array's shape is %s, the grid spec declares %s",
 				  role_name(o->role), o->name, as, ds);
 	}
+	/* Pallas's interpreter takes any block shape of the array's rank */
+	if (o->role != TPU_ROLE_SCALAR_PREFETCH && c->params.flags & TPURT_INTERPRET)
+		return o->spec.rank == a->rank ? 0 :
+		       tpurt_check_block_shape(o, a->rank, a->shape);
 	if (o->role != TPU_ROLE_SCALAR_PREFETCH)
 		return tpurt_check_block_shape(o, a->rank, a->shape);
 	if (o->prefetch_rank && (a->rank != o->prefetch_rank ||

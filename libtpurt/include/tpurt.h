@@ -352,6 +352,12 @@ int tpurt_grid_spec_add_scratch(struct tpurt_grid_spec *gs, const char *name,
 
 /* pltpu.CompilerParams. A zeroed struct (or NULL) means the defaults. */
 #define TPURT_DEBUG	(1u << 0)	/* poison scratch and new output blocks, report hazards */
+/*
+ * pallas_call(interpret=True): block shapes need not follow Pallas TPU's
+ * (8, 128) tiling of the last two dimensions, as Pallas's interpreter
+ * takes any; the job runs on the device all the same.
+ */
+#define TPURT_INTERPRET	(1u << 1)
 
 /*
  * One entry of pallas_call's input_output_aliases: @input is an index
@@ -371,7 +377,7 @@ struct tpurt_compiler_params {
 	/* "parallel, parallel, arbitrary"; NULL: every dimension arbitrary */
 	const char *dimension_semantics;
 	uint64_t vmem_limit_bytes;	/* 0: the device's default limit */
-	unsigned int flags;		/* TPURT_DEBUG */
+	unsigned int flags;		/* TPURT_DEBUG, TPURT_INTERPRET */
 	/* the job's run-time limit on the device, 0: the driver's (10 s) */
 	uint32_t timeout_ms;
 	const struct tpurt_alias *input_output_aliases;
