@@ -153,8 +153,10 @@ int tpurt_grid_spec_set_dtype(struct tpurt_grid_spec *gs, const char *name,
 
 		if (strcmp(o->name, name))
 			continue;
-		if (o->role == TPU_ROLE_SCALAR_PREFETCH && dtype != TPURT_INT32)
-			return tpurt_fail(-EINVAL, "scalar prefetch '%s' is int32", name);
+		if (o->role == TPU_ROLE_SCALAR_PREFETCH && dtype != TPURT_INT32 &&
+		    dtype != TPURT_F32)
+			return tpurt_fail(-EINVAL, "scalar prefetch '%s' is int32 or float32 (SMEM words)",
+					  name);
 		o->has_dtype = 1;
 		o->dtype = dtype;
 		return 0;

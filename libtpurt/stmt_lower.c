@@ -66,7 +66,7 @@ static void operand_info(const struct tpurt_operand_spec *o, struct ref_info *r)
 	if (o->role == TPU_ROLE_SCALAR_PREFETCH) {
 		r->kind = R_PREFETCH;
 		r->has_dtype = 1;
-		r->dtype = TPURT_INT32;
+		r->dtype = o->has_dtype ? o->dtype : TPURT_INT32;
 		r->rank2 = o->prefetch_rank == 2;
 		r->rows = r->rank2 ? o->prefetch_shape[0] : 1;
 		r->cols = r->rank2 ? o->prefetch_shape[1] : 0;

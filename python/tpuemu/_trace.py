@@ -551,11 +551,17 @@ class Ref:
             return "pl.ds(%d, %d, %d)" % (start, (stop - start + step - 1) // step, step)
         return "pl.ds(%d, %d)" % (start, stop - start)
 
+    narrow = None	# a scalar prefetch of int8/uint8/bool widened into words
+
     def __getitem__(self, idx):
         ix = self._index(idx)
         scalar_read = self.space == "smem"
         v = Value("text", "%s[%s]" % (self.name, ix),
                   reads=frozenset([self.name]), scalar=scalar_read, dt=self.dtype)
+        if scalar_read and self.narrow is not None:
+            # the element in its own dtype, still a scalar-core value
+            return Value("method", "astype", (v, _DT(self.narrow)), v.reads, True,
+                         self.narrow)
         if ix == "..." or all(p.strip() == ":" for p in ix.split(",")):
             v.shape = self.shape	# the whole block: jnp.dot of a 1-D one needs it
             v.whole_of = self

@@ -188,3 +188,51 @@ def test_pl_loop_with_a_traced_bound():
     want = np.zeros((8, 128), np.float32)
     want[:3] = np.arange(1, 4, dtype=np.float32)[:, None]
     np.testing.assert_array_equal(out, want)
+
+
+# --- scalar prefetch of float32, and of int8/uint8/bool widened into words ---
+
+def test_f32_scalar_prefetch():
+    """tpu_pallas_test.py PallasCallScalarPrefetchTest.test_f32_scalar_prefetch."""
+    def body(s_ref, x_ref, o_ref):
+        o_ref[...] = x_ref[...] + jnp.broadcast_to(s_ref[0], x_ref.shape)
+
+    s = np.array([5.0], np.float32)
+    x = np.arange(8 * 128, dtype=np.float32).reshape((8, 128))
+    out = pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                         grid_spec=pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=1))(s, x)
+    np.testing.assert_allclose(out, x + np.broadcast_to(s, x.shape))
+
+
+@pytest.mark.parametrize("dtype,index", [(np.int8, 311), (np.int8, 597), (np.int8, 1025),
+                                         (np.uint8, 129), (np.uint8, 255)])
+def test_narrow_bitwidth_scalar_prefetch(dtype, index):
+    """tpu_pallas_test.py PallasCallScalarPrefetchTest.
+    test_narrow_bitwidth_scalar_prefetch, its 8-bit cases (int16 and bf16
+    outputs are not device dtypes)."""
+    def body(s_ref, o_ref):
+        o_ref[...] = jnp.broadcast_to(s_ref[index], o_ref.shape)
+
+    s = np.arange(16 * 128).astype(dtype)
+    out = pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((16, 128), dtype),
+                         grid_spec=pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=1))(s)
+    np.testing.assert_array_equal(out, np.broadcast_to(s[index], (16, 128)))
+
+
+def test_bool_scalar_prefetch_in_pl_when():
+    def body(m_ref, x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+        @pl.when(m_ref[pl.program_id(0)])
+        def _():
+            o_ref[...] = x_ref[...] * 2.0
+
+    m = np.array([True, False, True, False])
+    x = _normal((32, 128))
+    out = pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                         grid_spec=pltpu.PrefetchScalarGridSpec(
+                             num_scalar_prefetch=1, grid=(4,),
+                             in_specs=[pl.BlockSpec((8, 128), lambda i, m: (i, 0))],
+                             out_specs=pl.BlockSpec((8, 128), lambda i, m: (i, 0))))(m, x)
+    want = x * np.repeat(np.where(m, 2.0, 1.0), 8)[:, None].astype(np.float32)
+    np.testing.assert_array_equal(out, want)

@@ -285,12 +285,25 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         keep = []
         refs = []
         prefetch = params[:nsp]
-        for n, a in zip(prefetch, arrays[:nsp]):
-            if a.dtype != _np.int32:
-                raise TypeError("scalar prefetch '%s' must be int32" % n)
+        for j, (n, a) in enumerate(zip(prefetch, arrays[:nsp])):
+            # SMEM holds 32-bit words: narrower integers and bools are
+            # widened on the way in (their values, so s_ref[i] reads them)
+            narrow = None
+            if a.dtype in (_np.int8, _np.uint8, _np.bool_):
+                narrow = as_dtype(a.dtype)	# s_ref[i] reads it back as one
+            if a.dtype in (_np.int8, _np.uint8, _np.int16, _np.bool_):
+                a = arrays[j] = a.astype(_np.int32)
+            if a.dtype not in (_np.int32, _np.float32):
+                raise TypeError("scalar prefetch '%s': dtype %s; SMEM holds int32 and float32 "
+                                "(int8, uint8, int16 and bool are widened to int32)"
+                                % (n, a.dtype))
             check(lib.tpurt_grid_spec_add_scalar_prefetch_shaped(
                 gs, n.encode(), a.ndim, ffi.new("int64_t[]", list(a.shape))), n)
-            refs.append(Ref(n, a.shape, "int32", space="smem", writable=False))
+            dt = "int32" if a.dtype == _np.int32 else "float32"
+            if dt == "float32":
+                check(lib.tpurt_grid_spec_set_dtype(gs, n.encode(), as_dtype(dt).code), n)
+            refs.append(Ref(n, a.shape, dt, space="smem", writable=False))
+            refs[-1].narrow = narrow
         def add_blocked(add, what, n, shape, dtype, spec, writable):
             cs, k, bshape = _block_spec(spec, shape, len(gs_grid), prefetch, n)
             keep.extend([cs, k])
