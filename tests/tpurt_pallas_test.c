@@ -505,8 +505,9 @@ TEST_F(sim, device_rules_in_the_calls_words)
 		     rules_error(self->dev, rule_op(7), TPURT_INT32));
 	EXPECT_STREQ("-22: kernel op 0 (zero): dst 'sm' is not a VMEM ref (an output block or VMEM scratch)",
 		     rules_error(self->dev, rule_op(8), TPURT_INT32));
-	EXPECT_STREQ("-22: scalar prefetch 's': dtype float32, scalar prefetch must be int32",
-		     rules_error(self->dev, rule_op(-1), TPURT_F32));
+	EXPECT_STREQ("0: built", rules_error(self->dev, rule_op(-1), TPURT_F32));
+	EXPECT_STREQ("-22: scalar prefetch 's': dtype bfloat16, scalar prefetch must be int32 or float32",
+		     rules_error(self->dev, rule_op(-1), TPURT_BF16));
 	/* 16 bytes of s and 64 of sm in a 64-byte SMEM */
 	ASSERT_EQ(0, tpurt_open_sim(&small, &dev)) TH_LOG("%s", tpurt_last_error());
 	EXPECT_STREQ("-28: SMEM: scalar prefetch and SMEM scratch need 80 bytes ('s' 16, scratch 'sm' 64), the device has 64 (over by 16)",
