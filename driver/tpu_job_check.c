@@ -221,7 +221,8 @@ static int check_operand(struct tpu_device *tdev, const struct job_view *view,
 	    operand->role != TPU_ROLE_INPUT && operand->role != TPU_ROLE_OUTPUT)
 		return reject(tdev, "operand %u: role %u", i, operand->role);
 	if (operand->dtype >= TPU_DTYPE_COUNT ||
-	    (prefetch && operand->dtype != TPU_DTYPE_INT32))
+	    (prefetch && operand->dtype != TPU_DTYPE_INT32 &&
+	     operand->dtype != TPU_DTYPE_F32))
 		return reject(tdev, "operand %u: dtype %u", i, operand->dtype);
 	if (!operand->rank || operand->rank > TPU_JOB_MAX_RANK ||
 	    operand->reserved1 ||
