@@ -203,6 +203,24 @@ static int check_operand_memory(struct tpu_device *tdev,
 	return check_alias(tdev, view, i, &view->operands[alias - 1]);
 }
 
+/* pl.Element dimensions: of blocked operands, below the rank, padded alone. */
+static int check_element_dims(struct tpu_device *tdev,
+			      const struct tpu_job_operand *operand,
+			      unsigned int i, bool unblocked)
+{
+	unsigned int d;
+
+	if ((unblocked && operand->element_dims) ||
+	    operand->element_dims >> operand->rank)
+		return reject(tdev, "operand %u: element_dims 0x%x", i,
+			      operand->element_dims);
+	for (d = 0; d < TPU_JOB_MAX_RANK; d++)
+		if (operand->element_pad[d] && !(operand->element_dims >> d & 1))
+			return reject(tdev, "operand %u: element_pad[%u] of a blocked dimension",
+				      i, d);
+	return 0;
+}
+
 static int check_operand(struct tpu_device *tdev, const struct job_view *view,
 			 unsigned int i, const u64 *slot_sizes,
 			 unsigned int nslots, u64 *vmem)
@@ -225,9 +243,11 @@ static int check_operand(struct tpu_device *tdev, const struct job_view *view,
 	     operand->dtype != TPU_DTYPE_F32))
 		return reject(tdev, "operand %u: dtype %u", i, operand->dtype);
 	if (!operand->rank || operand->rank > TPU_JOB_MAX_RANK ||
-	    operand->reserved1 ||
-	    memchr_inv(operand->reserved2, 0, sizeof(operand->reserved2)))
+	    operand->reserved1 || operand->reserved2)
 		return reject(tdev, "operand %u: rank or reserved fields", i);
+	ret = check_element_dims(tdev, operand, i, unblocked);
+	if (ret)
+		return ret;
 	ret = check_operand_memory(tdev, view, i);
 	if (ret)
 		return ret;

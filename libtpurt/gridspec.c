@@ -226,6 +226,30 @@ static int add_unblocked(struct tpurt_grid_spec *gs, const char *name,
 	return 0;
 }
 
+/* pl.Element dimensions: below the rank, not squeezed, padded alone. */
+static int check_element_dims(const struct tpurt_block_spec *spec,
+			      const char *kind, const char *name)
+{
+	if (spec->element_dims >> spec->rank)
+		return tpurt_fail(-EINVAL, "%s '%s': element_dims 0x%x names dimensions beyond the block's rank %d",
+				  kind, name, spec->element_dims, spec->rank);
+	for (int d = 0; d < spec->rank; d++) {
+		bool element = spec->element_dims >> d & 1;
+
+		if (element && spec->shape[d] == TPURT_SQUEEZED)
+			return tpurt_fail(-EINVAL, "%s '%s': dimension %d is squeezed and by element: a squeezed (None) dimension is indexed by block",
+					  kind, name, d);
+		if (spec->element_pad[d] && !element)
+			return tpurt_fail(-EINVAL, "%s '%s': element_pad[%d] %lld: padding is of pl.Element dimensions only",
+					  kind, name, d, (long long)spec->element_pad[d]);
+		if (spec->element_pad[d] < 0 || spec->element_pad[d] > UINT16_MAX)
+			return tpurt_fail(-EINVAL, "%s '%s': element_pad[%d] %lld, must be 0..%u",
+					  kind, name, d, (long long)spec->element_pad[d],
+					  UINT16_MAX);
+	}
+	return 0;
+}
+
 static int add_blocked(struct tpurt_grid_spec *gs, const char *name,
 		       const struct tpurt_block_spec *spec, int role)
 {
@@ -254,6 +278,9 @@ static int add_blocked(struct tpurt_grid_spec *gs, const char *name,
 					  "%s '%s': block dimension %d is %lld, must be 1..%u or TPURT_SQUEEZED",
 					  kind, name, d, (long long)spec->shape[d],
 					  TPU_JOB_MAX_DIM);
+	ret = check_element_dims(spec, kind, name);
+	if (ret)
+		return ret;
 	if (!spec->index_map || strlen(spec->index_map) >= sizeof(o.map_text))
 		return tpurt_fail(-EINVAL, "%s '%s': index map missing or over %zu characters",
 				  kind, name, sizeof(o.map_text) - 1);

@@ -290,6 +290,9 @@ static int fill_operands(struct pallas_build *c)
 					       1 : (uint32_t)o->spec.shape[d];
 		}
 		if (o->role != TPU_ROLE_SCALAR_PREFETCH && jo->space != TPU_MEM_ANY) {
+			jo->element_dims = (uint8_t)o->spec.element_dims;
+			for (int d = 0; d < a->rank; d++)
+				jo->element_pad[d] = (uint16_t)o->spec.element_pad[d];
 			ret = tpurt_desc_add_program(c->d, &o->map, &jo->index_map);
 			if (ret)
 				return ret;

@@ -241,8 +241,11 @@ static void derive_operand(struct tpu_plan_operand *o)
 		o->stride[d] = stride;
 		stride = mul_sat(stride, o->shape[d]);
 		block_elems = mul_sat(block_elems, o->block[d]);
-		o->nblocks[d] = o->block[d] ?
-			(o->shape[d] + o->block[d] - 1) / o->block[d] : 0;
+		if (o->element_dims >> d & 1)
+			o->nblocks[d] = o->element_pad[d] + o->shape[d];
+		else
+			o->nblocks[d] = o->block[d] ?
+				(o->shape[d] + o->block[d] - 1) / o->block[d] : 0;
 	}
 	o->elems = stride;
 	o->block_bytes = mul_sat(block_elems, tpu_dtype_size(o->dtype));
@@ -290,6 +293,25 @@ static int check_memory_fields(struct tpu_plan *plan, unsigned int i,
 	return 0;
 }
 
+/* pl.Element dimensions: of blocked operands, below the rank, padded alone. */
+static int check_element_dims(const struct tpu_plan_operand *o, unsigned int i,
+			      bool unblocked, struct tpu_job_result *res)
+{
+	if (o->element_dims && unblocked)
+		return tpu_check_error(res, "operand %u: element_dims 0x%x: %s has no blocks to index by element",
+					i, o->element_dims,
+					o->role == TPU_ROLE_SCALAR_PREFETCH ?
+					"scalar prefetch" : "an operand in space ANY");
+	if (o->element_dims >> o->rank)
+		return tpu_check_error(res, "operand %u: element_dims 0x%x names dimensions beyond rank %u",
+					i, o->element_dims, o->rank);
+	for (unsigned int d = 0; d < TPU_JOB_MAX_RANK; d++)
+		if (o->element_pad[d] && !(o->element_dims >> d & 1))
+			return tpu_check_error(res, "operand %u: element_pad[%u] %u: padding is of element dimensions only (element_dims 0x%x)",
+						i, d, o->element_pad[d], o->element_dims);
+	return 0;
+}
+
 static int decode_operand(struct tpu_plan *plan, unsigned int i,
 			  const struct tpu_job_operand *raw,
 			  struct tpu_job_result *res)
@@ -309,8 +331,10 @@ static int decode_operand(struct tpu_plan *plan, unsigned int i,
 	o->space = raw->space;
 	o->buffers = raw->buffers;
 	o->alias = raw->alias;
-	if (raw->reserved1 || raw->index_map.reserved ||
-	    !tpu_check_all_zero(raw->reserved2, sizeof(raw->reserved2)))
+	o->element_dims = raw->element_dims;
+	for (unsigned int d = 0; d < TPU_JOB_MAX_RANK; d++)
+		o->element_pad[d] = le16(raw->element_pad[d]);
+	if (raw->reserved1 || raw->index_map.reserved || raw->reserved2)
 		return tpu_check_error(res, "operand %u: reserved fields must be zero",
 					i);
 	if (o->slot >= TPU_JOB_MAX_SLOTS)
@@ -335,6 +359,9 @@ static int decode_operand(struct tpu_plan *plan, unsigned int i,
 	if (ret)
 		return ret;
 	unblocked = prefetch || o->space == TPU_MEM_ANY;
+	ret = check_element_dims(o, i, unblocked, res);
+	if (ret)
+		return ret;
 	for (unsigned int d = 0; d < TPU_JOB_MAX_RANK; d++) {
 		o->shape[d] = le64(raw->shape[d]);
 		o->block[d] = le32(raw->block[d]);

@@ -36,10 +36,14 @@ struct tpu_plan_operand {
 	uint64_t offset;		/* of element 0 in the slot */
 	uint64_t shape[TPU_JOB_MAX_RANK];
 	uint32_t block[TPU_JOB_MAX_RANK];
+	uint8_t element_dims;		/* bit d: pl.Element, indexed by element */
+	uint16_t element_pad[TPU_JOB_MAX_RANK];	/* their low padding */
 	struct tpu_plan_prog index_map;
 	/* derived */
 	uint64_t stride[TPU_JOB_MAX_RANK];	/* elements */
-	uint64_t nblocks[TPU_JOB_MAX_RANK];	/* cdiv(shape, block) */
+	uint64_t nblocks[TPU_JOB_MAX_RANK];	/* indices a block may take:
+						 * cdiv(shape, block), or
+						 * pad + shape by element */
 	uint64_t elems;				/* of the array */
 	uint64_t block_bytes;
 	int64_t rows, cols;			/* the block as a 2-D ref */

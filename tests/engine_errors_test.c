@@ -286,7 +286,7 @@ TEST_F(err, bad_descriptor_fields)
 	EXPECT_ERROR(TPU_JOB_ERR_DESCRIPTOR, "block[0]");
 	o[0] = osaved, o[0].shape[2] = 1;
 	EXPECT_ERROR(TPU_JOB_ERR_DESCRIPTOR, "beyond rank");
-	o[0] = osaved, o[0].reserved2[0] = 1;
+	o[0] = osaved, o[0].reserved2 = 1;
 	EXPECT_ERROR(TPU_JOB_ERR_DESCRIPTOR, "reserved");
 	o[0] = osaved, o[0].slot = 64;
 	EXPECT_ERROR(TPU_JOB_ERR_DESCRIPTOR, "slot 64");

@@ -237,6 +237,14 @@ void jb_buffers(struct jb *b, unsigned int i, unsigned int n)
 	b->operand[i].buffers = n;
 }
 
+void jb_element(struct jb *b, unsigned int i, unsigned int dims,
+		const uint16_t *pad)
+{
+	b->operand[i].element_dims = dims;
+	for (unsigned int d = 0; pad && d < TPU_JOB_MAX_RANK; d++)
+		b->operand[i].element_pad[d] = pad[d];
+}
+
 void jb_alias(struct jb *b, unsigned int out, unsigned int in)
 {
 	b->operand[out].alias = in + 1;

@@ -53,6 +53,9 @@ unsigned int jb_scratch(struct jb *b, unsigned int space, unsigned int dtype,
 void jb_space(struct jb *b, unsigned int i, unsigned int space);
 void jb_buffers(struct jb *b, unsigned int i, unsigned int n);
 void jb_alias(struct jb *b, unsigned int out, unsigned int in);
+/* pl.Element: dims indexed by element (a bit each), low padding (NULL: 0). */
+void jb_element(struct jb *b, unsigned int i, unsigned int dims,
+		const uint16_t *pad);
 
 /* A window of @base (@rank sizes); @start a postfix program or NULL. */
 unsigned int jb_window(struct jb *b, struct tpu_job_ref base,

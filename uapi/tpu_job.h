@@ -254,8 +254,11 @@ enum tpu_operand_role {
  *	be zero, and all of it for scalar prefetch
  * @index_map: program leaving @rank block indices on the stack, dimension 0
  *	deepest; block index b of dimension d covers elements
- *	[b * block[d], (b + 1) * block[d]) and must start inside the array.
- *	Zero length for scalar prefetch and space %TPU_MEM_ANY.
+ *	[b * block[d], (b + 1) * block[d]) and must start inside the array;
+ *	of an element dimension (@element_dims), elements
+ *	[b - element_pad[d], b - element_pad[d] + block[d]), b from 0 and
+ *	starting before the array's end. Zero length for scalar prefetch and
+ *	space %TPU_MEM_ANY.
  * @buffers: pipeline_mode=pl.Buffered(n) of a VMEM-space input or output:
  *	n VMEM buffers for its blocks, 1 to %TPU_JOB_MAX_BUFFERS; 0 means the
  *	default double buffering (2). With 1 the next block's fetch cannot
@@ -270,7 +273,16 @@ enum tpu_operand_role {
  *	%TPU_JOB_ERR_BUFFER (inputs may overlap each other). An aliased
  *	output's blocks are not read from HBM first: a block the job visits
  *	is written back whole, as Pallas does.
+ * @element_dims: bit d set: dimension d is indexed by element, not by
+ *	block (pl.Element): the index map gives the element offset of the
+ *	block's start, as if the array had @element_pad[d] elements of
+ *	padding before it. Elements outside the array read as zeros (poison
+ *	in debug mode) and are not written, as at an edge block. Bits of
+ *	VMEM- and SMEM-space inputs and outputs only, below @rank.
  * @reserved1: must be zero
+ * @element_pad: the low padding of each element dimension
+ *	(pl.Element(n, (low, high))'s low; padding past the array's end needs
+ *	no field: a block may overhang it), zero for other dimensions
  * @reserved2: must be zero
  *
  * In the body, an operand's VMEM block is a 2-D ref: its last block
@@ -288,8 +300,10 @@ struct tpu_job_operand {
 	struct tpu_job_prog index_map;
 	__u8 buffers;
 	__u8 alias;
-	__u16 reserved1;
-	__u32 reserved2[3];
+	__u8 element_dims;
+	__u8 reserved1;
+	__u16 element_pad[TPU_JOB_MAX_RANK];
+	__u32 reserved2;
 };
 
 /**

@@ -302,6 +302,14 @@ struct tpurt_block_spec {
 	const char *index_map;		/* copied when added to a grid spec */
 	enum tpurt_memory_space memory_space;
 	int buffer_count;		/* pl.Buffered(n), 1..8 (VMEM); 0: 2 */
+	/*
+	 * pl.Element(n): bit d set, the index map gives dimension d's first
+	 * element, not its block; pl.Element(n, (low, high)): element_pad[d]
+	 * = low (0..65535), the array read as if @low elements came before it
+	 * (zeros; a block may overhang the array's end without a high pad).
+	 */
+	unsigned int element_dims;
+	int64_t element_pad[TPURT_MAX_RANK];
 };
 
 struct tpurt_grid_spec;

@@ -19,18 +19,37 @@ static enum span_fault block_span(const struct tpu_core *core,
 {
 	uint64_t first = 0, last = 0, es = tpu_dtype_size(o->dtype);
 
+	bool empty = false;
+
 	sp->full = true;
 	for (unsigned int d = 0; d < o->rank; d++) {
+		uint64_t room;
+
 		if (idx[d] < 0 || (uint64_t)idx[d] >= o->nblocks[d])
 			return SPAN_OUTSIDE_ARRAY;
-		sp->start[d] = (uint64_t)idx[d] * o->block[d];
+		sp->lead[d] = 0;
+		if (o->element_dims >> d & 1) {
+			/* an element offset into the array padded by element_pad */
+			uint64_t pad = o->element_pad[d];
+
+			sp->lead[d] = pad > (uint64_t)idx[d] ? pad - (uint64_t)idx[d] : 0;
+			sp->start[d] = (uint64_t)idx[d] + sp->lead[d] - pad;
+		} else {
+			sp->start[d] = (uint64_t)idx[d] * o->block[d];
+		}
+		room = sp->lead[d] < o->block[d] ? o->block[d] - sp->lead[d] : 0;
 		sp->valid[d] = o->shape[d] - sp->start[d];
-		if (sp->valid[d] >= o->block[d])
-			sp->valid[d] = o->block[d];
-		else
+		if (sp->valid[d] > room)
+			sp->valid[d] = room;
+		if (sp->lead[d] || sp->valid[d] < o->block[d])
 			sp->full = false;
+		empty |= !sp->valid[d];
 		first += sp->start[d] * o->stride[d];
 		last += (sp->start[d] + sp->valid[d] - 1) * o->stride[d];
+	}
+	if (empty) {	/* all padding: no byte of HBM */
+		sp->first = sp->end = o->offset;
+		return SPAN_OK;
 	}
 	sp->first = o->offset + first * es;
 	sp->end = o->offset + (last + 1) * es;
@@ -79,9 +98,9 @@ static uint8_t *hbm_row(struct tpu_core *core, const struct tpu_plan_operand *o,
 		uint64_t c = (uint64_t)r % o->block[d];
 
 		r /= o->block[d];
-		if (c >= sp->valid[d])
+		if (c < sp->lead[d] || c - sp->lead[d] >= sp->valid[d])
 			return NULL;
-		off += (sp->start[d] + c) * o->stride[d];
+		off += (sp->start[d] + c - sp->lead[d]) * o->stride[d];
 	}
 	off += sp->start[o->rank - 1];
 	return core->run->hbm + core->run->slots[o->slot].offset + o->offset +
@@ -123,6 +142,16 @@ void tpu_block_prefetch(struct tpu_core *core, unsigned int i,
 			  o->rank >= 2 ? o->stride[o->rank - 2] * es : 0);
 }
 
+/* @n elements of a block's padding: zeros, or poison a kernel must not read. */
+static void pad_fill(struct tpu_core *core, const struct tpu_plan_operand *o,
+		     uint8_t *p, uint64_t n)
+{
+	if (core->run->debug)
+		tpu_poison_fill(p, o->dtype, n);
+	else
+		memset(p, 0, n * tpu_dtype_size(o->dtype));
+}
+
 int tpu_block_fetch(struct tpu_core *core, unsigned int i,
 		    const struct tpu_block_span *sp)
 {
@@ -149,14 +178,13 @@ int tpu_block_fetch(struct tpu_core *core, unsigned int i,
 	for (int64_t r = 0; r < o->rows; r++) {
 		uint8_t *dst = buf + r * o->cols * es;
 		const uint8_t *src = hbm_row(core, o, sp, r);
-		uint64_t n = src ? valid_cols * es : 0;
+		uint64_t lead = src ? sp->lead[o->rank - 1] : 0;
+		uint64_t n = src ? valid_cols : 0;
 
 		if (n)
-			memcpy(dst, src, n);
-		if (core->run->debug)	/* padding a kernel must not read */
-			tpu_poison_fill(dst + n, o->dtype, o->cols - n / es);
-		else
-			memset(dst + n, 0, o->cols * es - n);
+			memcpy(dst + lead * es, src, n * es);
+		pad_fill(core, o, dst, lead);
+		pad_fill(core, o, dst + (lead + n) * es, (uint64_t)o->cols - lead - n);
 	}
 	core->block[i] = (struct tpu_ref2d){ buf, o->rows, o->cols, o->cols,
 					     o->dtype };
@@ -174,7 +202,7 @@ void tpu_block_write_back(struct tpu_core *core, unsigned int i,
 		uint8_t *dst = hbm_row(core, o, sp, r);
 
 		if (dst)
-			memcpy(dst, buf + r * o->cols * es,
+			memcpy(dst, buf + (r * o->cols + sp->lead[o->rank - 1]) * es,
 			       sp->valid[o->rank - 1] * es);
 	}
 }

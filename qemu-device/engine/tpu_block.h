@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Blocks of an operand in HBM: where block @idx lies, its in-bounds part
- * (edge blocks are zero-padded on read, poisoned in debug mode, and
- * written only in bounds), and
+ * (edge blocks, and pl.Element blocks reaching into their low padding,
+ * are zero-padded on read, poisoned in debug mode, and written only in
+ * bounds), and
  * the copies between HBM and the core's VMEM.
  */
 #ifndef TPU_BLOCK_H
@@ -14,7 +15,8 @@
 #include "tpu_core.h"
 
 struct tpu_block_span {
-	uint64_t start[TPU_JOB_MAX_RANK];	/* first element, per dim */
+	uint64_t start[TPU_JOB_MAX_RANK];	/* first in-bounds element, per dim */
+	uint64_t lead[TPU_JOB_MAX_RANK];	/* padding before it (pl.Element) */
 	uint64_t valid[TPU_JOB_MAX_RANK];	/* in-bounds extent, per dim */
 	uint64_t first, end;			/* byte range in the slot */
 	bool full;				/* no padding */

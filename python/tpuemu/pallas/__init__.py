@@ -25,9 +25,60 @@ class Buffered:
         self.buffer_count = int(buffer_count)
 
 
+class Blocked:
+    """pl.Blocked(n): a block dimension of n indexed by block (an int's
+    meaning); pl.Blocked() is the blocked indexing mode."""
+
+    def __init__(self, block_size=None):
+        self.block_size = block_size
+
+
+class Element:
+    """pl.Element(n, padding=(low, high)): a block dimension of n whose
+    index map gives the element offset of the block's start, in the array
+    padded by @low elements before it (zeros; @high needs no room, a block
+    may overhang the array's end)."""
+
+    def __init__(self, block_size, padding=(0, 0)):
+        self.block_size = int(block_size)
+        self.padding = tuple(int(p) for p in padding)
+
+
+class Squeezed:
+    """pl.Squeezed(): a block dimension of 1, squeezed away (None)."""
+    block_size = None
+
+
+class Unblocked:
+    """pl.Unblocked(padding=None), older JAX's indexing_mode: every
+    dimension pl.Element, padding one (low, high) pair per dimension."""
+
+    def __init__(self, padding=None):
+        self.padding = padding
+
+
+blocked = Blocked()
+unblocked = Unblocked()
+
+
+def _block_dim(d, n, mode):
+    """(size or None if squeezed, indexed by element, low padding)"""
+    if isinstance(mode, Unblocked) and isinstance(n, int):
+        pads = mode.padding
+        return n, True, int(pads[d][0]) if pads else 0
+    if isinstance(n, Element):
+        if n.padding[0] < 0 or n.padding[1] < 0:
+            raise ValueError("pl.Element(%d, padding=%r): padding must be non-negative"
+                             % (n.block_size, n.padding))
+        return n.block_size, True, n.padding[0]
+    if n is None or isinstance(n, Squeezed):
+        return None, False, 0
+    return int(n.block_size if isinstance(n, Blocked) else n), False, 0
+
+
 class BlockSpec:
     def __init__(self, block_shape=None, index_map=None, *, memory_space=None,
-                 pipeline_mode=None):
+                 pipeline_mode=None, indexing_mode=None):
         if callable(block_shape) and not callable(index_map):
             # older JAX's order, BlockSpec(index_map, block_shape), as the
             # flash attention guide still writes it
@@ -36,6 +87,7 @@ class BlockSpec:
         self.index_map = index_map
         self.memory_space = memory_space
         self.pipeline_mode = pipeline_mode
+        self.indexing_mode = indexing_mode
 
 
 class GridSpec:
@@ -220,9 +272,14 @@ def _block_spec(spec, shape, grid_rank, prefetch, what):
         return cs, keep, tuple(shape)
     bshape = spec.block_shape if spec is not None and spec.block_shape is not None \
         else tuple(shape)
+    mode = getattr(spec, "indexing_mode", None)
     cs.rank = len(bshape)
-    for d, n in enumerate(bshape):
-        cs.shape[d] = -1 if n is None else int(n)
+    dims = [_block_dim(d, n, mode) for d, n in enumerate(bshape)]
+    for d, (n, element, low) in enumerate(dims):
+        cs.shape[d] = -1 if n is None else n
+        cs.element_dims |= element << d
+        cs.element_pad[d] = low
+    bshape = tuple(n for n, _, _ in dims)
     if spec is not None and spec.index_map is not None:
         text = _index_map_text(spec.index_map, grid_rank, prefetch, what)
     else:
@@ -422,6 +479,7 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
 from .tpu import semaphore_signal, semaphore_wait, semaphore_read  # noqa: E402
 from .kernel import kernel  # noqa: E402
 
-__all__ = ["pallas_call", "BlockSpec", "GridSpec", "program_id", "num_programs", "when",
+__all__ = ["pallas_call", "BlockSpec", "Blocked", "Element", "Squeezed", "Unblocked",
+           "blocked", "unblocked", "GridSpec", "program_id", "num_programs", "when",
            "ds", "run_scoped", "multiple_of", "cdiv", "loop", "dot", "Buffered", "ANY", "TraceError",
            "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read", "kernel"]

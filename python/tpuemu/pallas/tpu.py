@@ -42,6 +42,17 @@ SMEM = _MemorySpace("smem", 1)
 ANY = HBM = _MemorySpace("any", 2)
 
 
+class MemorySpace:
+    """pltpu.MemorySpace (older JAX: TPUMemorySpace): the spaces by name."""
+    VMEM = VMEM
+    SMEM = SMEM
+    ANY = ANY
+    HBM = HBM
+
+
+TPUMemorySpace = MemorySpace
+
+
 # pltpu.PARALLEL, pltpu.ARBITRARY (GridDimensionSemantics): CompilerParams and
 # emit_pipeline take them or their names. CORE_PARALLEL asks for a split
 # across TensorCores, which is what this device does with a parallel dimension.
@@ -218,15 +229,31 @@ def _block_window(ref, spec, idx, what):
     bidx = imap(*idx) if imap is not None else (0,) * len(bshape)
     bidx = bidx if isinstance(bidx, (tuple, list)) else (bidx,)
     parts = []
-    for d, (b, n, i) in enumerate(zip(bshape, ref.shape, bidx)):
+    bshape = tuple(_pipeline_dim(b, what) for b in bshape)
+    for d, ((b, element), n, i) in enumerate(zip(bshape, ref.shape, bidx)):
         if b is None:
             parts.append(i)		# squeezed: the index is the element's
+        elif element:
+            parts.append(_trace.Slice(i, b))	# pl.Element: the element offset
         elif n % b:
             raise trace_error("%s: block %r does not divide dimension %d of %r (edge blocks "
                               "are not supported inside emit_pipeline)" % (what, bshape, d, ref.shape))
         else:
             parts.append(_trace.Slice(i * b, b))
-    return ref.at[tuple(parts)], tuple(b for b in bshape if b is not None)
+    return ref.at[tuple(parts)], tuple(b for b, _ in bshape if b is not None)
+
+
+def _pipeline_dim(b, what):
+    """(size or None, indexed by element) of an emit_pipeline block dimension."""
+    from . import Blocked, Element, Squeezed
+    if isinstance(b, Element):
+        if b.padding != (0, 0):
+            raise trace_error("%s: pl.Element(%d, padding=%r): padding is not supported "
+                              "inside emit_pipeline" % (what, b.block_size, b.padding))
+        return b.block_size, True
+    if b is None or isinstance(b, Squeezed):
+        return None, False
+    return (b.block_size if isinstance(b, Blocked) else b), False
 
 
 def _cores(core_axis, core_axis_name):
