@@ -330,15 +330,16 @@ int tpurt_grid_spec_add_scratch(struct tpurt_grid_spec *gs, const char *name,
 	if (!tpurt_dtype_size(dtype))
 		return tpurt_fail(-EINVAL, "scratch '%s': unknown dtype %d", name,
 				  (int)dtype);
-	if (sem && (dtype != TPURT_INT32 || rank != 1))
-		return tpurt_fail(-EINVAL, "scratch '%s': semaphores are an int32 array of rank 1, not %s of rank %d",
-				  name, tpurt_dtype_name(dtype), rank);
-	if (sem && (shape[0] < 1 || shape[0] > TPU_JOB_MAX_SEMAPHORES))
-		return tpurt_fail(-EINVAL, "scratch '%s': %lld semaphores, must be 1..%d",
-				  name, (long long)shape[0], TPU_JOB_MAX_SEMAPHORES);
+	if (sem && dtype != TPURT_INT32)
+		return tpurt_fail(-EINVAL, "scratch '%s': semaphores are an int32 array, not %s",
+				  name, tpurt_dtype_name(dtype));
 	if (rank < 1 || rank > TPU_JOB_MAX_RANK)
 		return tpurt_fail(-EINVAL, "scratch '%s': rank %d not in 1..%d",
 				  name, rank, TPU_JOB_MAX_RANK);
+	if (sem && !tpurt_semaphore_count_ok(rank, shape))
+		return tpurt_fail(-EINVAL, "scratch '%s': %lld semaphores, must be 1..%d",
+				  name, (long long)tpurt_semaphore_count(rank, shape),
+				  TPU_JOB_MAX_SEMAPHORES);
 	for (int d = 0; d < rank; d++)
 		if (shape[d] < 1 || (uint64_t)shape[d] > TPU_JOB_MAX_DIM)
 			return tpurt_fail(-EINVAL,

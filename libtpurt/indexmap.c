@@ -277,7 +277,34 @@ static void parse_smem_index(struct parser *ps, const struct tok *t, int64_t col
 	expect(ps, "]");
 }
 
-/* semaphore_read(sem) or semaphore_read(sem.at[i]): a semaphore's count. */
+/* [i] or [i, j, ...] after a semaphore array's .at: its row-major flat
+ * index, as the device's semaphores are flat (tpurt_semaphore_count). */
+static void parse_semaphore_index(struct parser *ps, const struct tok *t,
+				  const struct tpurt_body_name *b)
+{
+	int n = 1;
+
+	expect(ps, "[");
+	parse_expr(ps);
+	while (!ps->err && is(ps, ",")) {
+		if (n >= b->rank) {
+			fail_at(ps, ps->t.start, "'%.*s' is a semaphore array of rank %d",
+				(int)t->len, t->start, b->rank);
+			return;
+		}
+		next(ps);
+		emit(ps, TPU_INSN_PUSH_CONST, (int32_t)b->extent[n++], 1);
+		emit(ps, TPU_INSN_MUL, 0, -1);
+		parse_expr(ps);
+		emit(ps, TPU_INSN_ADD, 0, -1);
+	}
+	if (!ps->err && n != b->rank)
+		fail_at(ps, ps->t.start, "'%.*s' is a semaphore array of rank %d: name one element with %d indices",
+			(int)t->len, t->start, b->rank, b->rank);
+	expect(ps, "]");
+}
+
+/* semaphore_read(sem) or semaphore_read(sem.at[i, ...]): a semaphore's count. */
 static void parse_semaphore_read(struct parser *ps)
 {
 	const struct tpurt_body_name *b;
@@ -297,7 +324,7 @@ static void parse_semaphore_read(struct parser *ps)
 		if (!is(ps, "at"))
 			fail_at(ps, ps->t.start, "expected '.at[index]'");
 		next(ps);
-		parse_smem_index(ps, &t, 0);
+		parse_semaphore_index(ps, &t, b);
 	} else {
 		emit(ps, TPU_INSN_PUSH_CONST, 0, 1);
 	}

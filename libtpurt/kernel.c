@@ -465,10 +465,13 @@ int tpurt_kernel_run_scoped(struct tpurt_kernel *k, const char *name,
 	if (!tpurt_dtype_size(dtype) || (sem && dtype != TPURT_INT32))
 		return tpurt_fail(-EINVAL, "kernel: run_scoped '%s': dtype %d%s", name,
 				  (int)dtype, sem ? ": semaphores are int32" : " unknown");
-	if (rank < 1 || rank > TPURT_MAX_RANK || !shape || (sem && rank != 1))
-		return tpurt_fail(-EINVAL, "kernel: run_scoped '%s': rank %d not in 1..%d%s",
-				  name, rank, sem ? 1 : TPURT_MAX_RANK,
-				  sem ? " (semaphores: an array of rank 1)" : "");
+	if (rank < 1 || rank > (sem ? TPU_JOB_MAX_RANK : TPURT_MAX_RANK) || !shape)
+		return tpurt_fail(-EINVAL, "kernel: run_scoped '%s': rank %d not in 1..%d",
+				  name, rank, sem ? TPU_JOB_MAX_RANK : TPURT_MAX_RANK);
+	if (sem && !tpurt_semaphore_count_ok(rank, shape))
+		return tpurt_fail(-EINVAL, "kernel: run_scoped '%s': %lld semaphores, must be 1..%d",
+				  name, (long long)tpurt_semaphore_count(rank, shape),
+				  TPU_JOB_MAX_SEMAPHORES);
 	for (int d = 0; d < rank; d++)
 		if (shape[d] < 1 || (uint64_t)shape[d] > TPU_JOB_MAX_DIM)
 			return tpurt_fail(-EINVAL, "kernel: run_scoped '%s': dimension %d is %lld",

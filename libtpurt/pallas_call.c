@@ -306,6 +306,12 @@ static void scratch_entry(struct tpu_job_scratch *js, enum tpurt_memory_space sp
 {
 	js->space = (uint8_t)space;	/* enum tpurt_memory_space is the uapi's */
 	js->dtype = (uint8_t)dtype;
+	if (space == TPURT_SEMAPHORE_DMA || space == TPURT_SEMAPHORE_REGULAR) {
+		/* the device's semaphores are flat; ops index them row-major */
+		js->rank = 1;
+		js->shape[0] = (uint32_t)tpurt_semaphore_count(rank, shape);
+		return;
+	}
 	js->rank = (uint8_t)rank;
 	for (int d = 0; d < rank; d++)
 		js->shape[d] = (uint32_t)shape[d];

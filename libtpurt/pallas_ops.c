@@ -209,7 +209,9 @@ static void body_names(const struct pallas_build *c, int n,
 			.arg = i < gs->num_operands ? i : job_ref(c, i).index,
 			.cols = b.rank == 2 && !b.hidden ? b.extent[1] : 0,
 			.semaphore = is_semaphore(b.space),
+			.rank = b.rank,
 		};
+		memcpy(names[count - 1].extent, b.extent, sizeof(b.extent));
 	}
 	list->name = names;
 	list->n = count;
@@ -326,7 +328,30 @@ static int resolve(struct pallas_build *c, int n,
 	return add_window(c, n, op, text, &rt, &b, r);
 }
 
-/* "sem" or "sem.at[i]": the semaphore scratch and the element's text. */
+/* The row-major flat index of the element @rt names, as program text:
+ * "((i) * 3 + (j))" of a (2, 3) array. */
+static int semaphore_index(const struct tpurt_ref_text *rt, const struct ref_base *b,
+			   char *index, size_t len)
+{
+	size_t at;
+
+	if (!rt->windowed) {
+		snprintf(index, len, "0");
+		return 0;
+	}
+	at = (size_t)snprintf(index, len, "%s", rt->idx[0].start);
+	for (int d = 1; d < rt->nidx && at < len; d++) {
+		char prev[TPURT_TEXT_MAX + 32];
+
+		snprintf(prev, sizeof(prev), "%s", index);
+		at = (size_t)snprintf(index, len, "(%s) * %lld + (%s)", prev,
+				      (long long)b->extent[d], rt->idx[d].start);
+	}
+	return at >= len;
+}
+
+/* "sem" or "sem.at[i]" ("sem.at[i, j]" of a 2-D array): the semaphore
+ * scratch and the element's flat index. */
 static int resolve_semaphore(struct pallas_build *c, int n,
 			     const struct tpurt_kernel_op *op, const char *text,
 			     struct tpu_job_ref *r, char *index, size_t len)
@@ -340,12 +365,19 @@ static int resolve_semaphore(struct pallas_build *c, int n,
 	if (!is_semaphore(b.space))
 		return op_fail(n, op, "'%s' is not a semaphore (scratch of TPURT_SEMAPHORE_DMA or _REGULAR)",
 			       rt.base);
-	if (rt.windowed && (rt.nidx != 1 || rt.idx[0].kind != TPURT_IX_INDEX))
-		return op_fail(n, op, "semaphore '%s': name one element, %s.at[i]",
-			       text, rt.base);
+	if (!rt.windowed && b.rank > 1)
+		return op_fail(n, op, "semaphore '%s' of rank %d: name one element, %s.at[%s]",
+			       text, b.rank, rt.base, b.rank == 2 ? "i, j" : "i, j, ...");
+	if (rt.windowed && rt.nidx != b.rank)
+		return op_fail(n, op, "semaphore '%s': %d indices for a semaphore array of rank %d (name one element)",
+			       text, rt.nidx, b.rank);
+	for (int d = 0; rt.windowed && d < rt.nidx; d++)
+		if (rt.idx[d].kind != TPURT_IX_INDEX)
+			return op_fail(n, op, "semaphore '%s': index %d is a slice; name one element, %s.at[i%s]",
+				       text, d, rt.base, b.rank > 1 ? ", j" : "");
 	*r = job_ref(c, i);
-	snprintf(index, len, "%s", rt.windowed ? rt.idx[0].start : "0");
-	return 0;
+	return semaphore_index(&rt, &b, index, len) ?
+	       op_fail(n, op, "semaphore '%s': index text too long", text) : 0;
 }
 
 /* "ref[i]" or "ref[i, j]" of an SMEM ref: the ref and the flat index. */

@@ -285,9 +285,11 @@ static int lower_semaphore(struct stmt_ctx *c, const struct stmt_node *n,
 	if (w.r.kind != R_SEM)
 		return stmt_fail(c, n->col, "'%s' is not a semaphore (scratch of pltpu.SemaphoreType.DMA or REGULAR)",
 				 w.r.name);
-	if (n->kind == SN_INDEX && n->nargs != 1)
-		return stmt_fail(c, n->col, "semaphore '%s': name one element, %s.at[i]",
-				 w.r.name, w.r.name);
+	if ((n->kind == SN_INDEX && n->nargs != w.r.rank) ||
+	    (n->kind != SN_INDEX && w.r.rank > 1))
+		return stmt_fail(c, n->col, "semaphore '%s': name one element, %s.at[%s]",
+				 w.r.name, w.r.name, w.r.rank == 1 ? "i" :
+				 w.r.rank == 2 ? "i, j" : "i, j, ...");
 	snprintf(text, len, "%s", w.text);
 	return 0;
 }

@@ -226,12 +226,38 @@ int tpurt_index_map_compile_as(const char *text,
  * operands' blocks), and semaphores, semaphore_read(sem.at[i]): each
  * readable name with the instruction that loads it.
  */
+/*
+ * An N-D semaphore scratch (SemaphoreType.DMA((2, 3))) is, for the device,
+ * a flat array of the product of its dimensions, indexed row-major: the
+ * device keeps one count per element and needs no shape.
+ */
+static inline int64_t tpurt_semaphore_count(int rank, const int64_t *shape)
+{
+	int64_t n = 1;
+
+	for (int d = 0; d < rank; d++) {
+		if (shape[d] < 1)
+			return shape[d];
+		n = n > TPU_JOB_MAX_SEMAPHORES ? n : n * shape[d];
+	}
+	return n;
+}
+
+static inline int tpurt_semaphore_count_ok(int rank, const int64_t *shape)
+{
+	int64_t n = tpurt_semaphore_count(rank, shape);
+
+	return n >= 1 && n <= TPU_JOB_MAX_SEMAPHORES;
+}
+
 struct tpurt_body_name {
 	const char *name;
 	uint8_t insn;			/* TPU_INSN_LOAD_SMEM or _LOAD_SCRATCH */
 	int32_t arg;			/* operand or job scratch index */
 	int64_t cols;			/* 2-D: its row length, else 0 */
 	int semaphore;			/* read by semaphore_read() only */
+	int rank;			/* a semaphore's dimensions */
+	int64_t extent[TPU_JOB_MAX_RANK];
 };
 
 struct tpurt_body_names {

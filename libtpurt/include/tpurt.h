@@ -349,9 +349,10 @@ int tpurt_grid_spec_set_dtype(struct tpurt_grid_spec *gs, const char *name,
 			      enum tpurt_dtype dtype);
 /*
  * scratch_shapes: pltpu.VMEM(shape, dtype), pltpu.SMEM(shape, dtype), or
- * an array of semaphores, pltpu.SemaphoreType.DMA((n,)): @space
+ * an array of semaphores, pltpu.SemaphoreType.DMA((n,)) or ((n, m)): @space
  * TPURT_SEMAPHORE_DMA or TPURT_SEMAPHORE_REGULAR, @dtype TPURT_INT32,
- * @rank 1, @shape { n } (n = 1 for a single semaphore).
+ * @rank 1 to 4, @shape { n } (n = 1 for a single semaphore) or { n, m },
+ * ..., 256 semaphores at most, held flat and indexed row-major.
  */
 int tpurt_grid_spec_add_scratch(struct tpurt_grid_spec *gs, const char *name,
 				enum tpurt_memory_space space,

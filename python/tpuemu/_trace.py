@@ -130,9 +130,11 @@ class Recorder:
             text = "pl.when(%s): %s" % (c, text)
         self.stmts.append((text, where(), None))
 
-    def open_scope(self, ref, space_code, dtype_code, text):
-        """pl.run_scoped: @ref is scratch until the matching close_scope()."""
-        self.stmts.append((text, where(), (ref.name, space_code, dtype_code, ref.shape)))
+    def open_scope(self, ref, space_code, dtype_code, text, shape=None):
+        """pl.run_scoped: @ref is scratch until the matching close_scope()
+        (of @shape as libtpurt declares it: a scalar semaphore's is (1,))."""
+        self.stmts.append((text, where(), (ref.name, space_code, dtype_code,
+                                           shape or ref.shape)))
 
     def close_scope(self, name):
         self.stmts.append(("end_scoped(%s)" % name, where(), ()))

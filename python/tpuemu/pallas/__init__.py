@@ -210,7 +210,8 @@ def run_scoped(f, *types, **named_types):
                               "or a pltpu.SemaphoreType, not %r" % (name, t))
         ref = Ref(name, t.shape, t.dtype,
                   space={1: "smem", 3: "sem", 4: "sem"}.get(code, "vmem"))
-        rec.open_scope(ref, code, as_dtype(t.dtype).code, "@pl.run_scoped(%s=%r)" % (name, t))
+        rec.open_scope(ref, code, as_dtype(t.dtype).code, "@pl.run_scoped(%s=%r)" % (name, t),
+                       getattr(t, "_device_shape", None))
         refs.append(ref)
     try:
         out = _settle(f(*refs[:len(types)], **dict(zip(named_types, refs[len(types):]))),
@@ -379,8 +380,10 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                         o.dtype, spec, True)
         for n, s in zip(params[len(arrays) + len(outs):], scratch):
             check(lib.tpurt_grid_spec_add_scratch(
-                gs, n.encode(), s._space_code, as_dtype(s.dtype).code, len(s.shape),
-                ffi.new("int64_t[]", list(s.shape))), "scratch '%s'" % n)
+                gs, n.encode(), s._space_code, as_dtype(s.dtype).code,
+                len(getattr(s, "_device_shape", s.shape)),
+                ffi.new("int64_t[]", list(getattr(s, "_device_shape", s.shape)))),
+                "scratch '%s'" % n)
             refs.append(Ref(n, s.shape, s.dtype,
                             space={1: "smem", 3: "sem", 4: "sem"}.get(s._space_code, "vmem")))
 

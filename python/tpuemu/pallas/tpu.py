@@ -155,21 +155,28 @@ def get_tpu_info():
 
 
 class _SemaphoreKind:
-    """pltpu.SemaphoreType.DMA / .REGULAR: one semaphore, or ((n,)) an array."""
+    """pltpu.SemaphoreType.DMA / .REGULAR: one semaphore (shape ()), or
+    ((n,)), ((n, m)), ... an array of them, indexed sem.at[i, j]. The
+    device's semaphores are a flat array (_device_shape): libtpurt indexes
+    an N-D one row-major."""
 
     def __init__(self, code, name):
         self._space_code = code
-        self.shape = (1,)
+        self.shape = ()
         self.dtype = "int32"
         self._name = name
 
-    def __call__(self, shape):
+    def __call__(self, shape=()):
         s = _SemaphoreKind(self._space_code, self._name)
-        s.shape = tuple(shape)
+        s.shape = tuple(shape) if isinstance(shape, (tuple, list)) else (int(shape),)
         return s
 
+    @property
+    def _device_shape(self):
+        return self.shape or (1,)
+
     def __repr__(self):
-        return "pltpu.SemaphoreType.%s%s" % (self._name, "" if self.shape == (1,) else (self.shape,))
+        return "pltpu.SemaphoreType.%s%s" % (self._name, "" if not self.shape else (self.shape,))
 
 
 class SemaphoreType:
@@ -183,6 +190,20 @@ def _ref_text(r, what):
     raise trace_error("%s must be a ref or ref.at[...], not %r" % (what, r))
 
 
+def _sem_text(sem, verb):
+    """A semaphore operand: a scalar semaphore or one element of an array
+    (as Pallas, an array itself cannot be signalled or waited on)."""
+    if isinstance(sem, Ref) and sem.space == "sem" and sem.shape:
+        raise trace_error("Cannot %s on semaphore array '%s' of shape %r: name one "
+                          "element, %s.at[%s]" % (verb, sem.name, sem.shape, sem.name,
+                                                  ", ".join("ijkl"[:len(sem.shape)])))
+    if isinstance(sem, Ref) and sem.space != "sem" or \
+            isinstance(sem, Window) and sem.ref.space != "sem":
+        raise trace_error("the semaphore: '%s' is not a semaphore (scratch of "
+                          "pltpu.SemaphoreType.DMA or REGULAR)" % sem.name)
+    return _ref_text(sem, "the semaphore")
+
+
 class AsyncCopy:
     """pltpu.make_async_copy(src, dst, sem): .start() and .wait() record
     the statement syntax's copy statements."""
@@ -193,18 +214,19 @@ class AsyncCopy:
             raise trace_error("copy into input '%s' (inputs are read-only)" % dref.name)
         self.text = "pltpu.make_async_copy(%s, %s, %s)" % (
             _ref_text(src, "the source"), _ref_text(dst, "the destination"),
-            _ref_text(sem, "the semaphore"))
+            _sem_text(sem, "signal"))
         self.dst = dref
+        self.sem = sem
 
     def start(self):
-        rec = _trace.recorder()
+        rec = _sem_changes(self.sem)
         if isinstance(self.dst, Ref):
             _trace._protect(rec, self.dst.name, None)
         rec.emit(self.text + ".start()")
         return self
 
     def wait(self):
-        _trace.recorder().emit(self.text + ".wait()")
+        _sem_changes(self.sem).emit(self.text + ".wait()")
         return self
 
 
@@ -400,15 +422,26 @@ def sync_copy(src, dst):
                                           _ref_text(dst, "the destination")))
 
 
+def _sem_changes(sem):
+    """Before an op that changes @sem's count: a semaphore_read the kernel
+    still holds is bound to a local, which libtpurt then refuses to use
+    (a scalar local names what it reads; it holds no copy)."""
+    rec = _trace.recorder()
+    _trace._protect(rec, sem.name, None)
+    return rec
+
+
 def semaphore_signal(sem, inc=1):
-    _trace.recorder().emit("pltpu.semaphore_signal(%s, %s)"
-                           % (_ref_text(sem, "the semaphore"), _trace._fmt(inc)))
+    _sem_changes(sem).emit("pltpu.semaphore_signal(%s, %s)"
+                           % (_sem_text(sem, "signal"), _trace._fmt(inc)))
 
 
 def semaphore_wait(sem, value=1):
-    _trace.recorder().emit("pltpu.semaphore_wait(%s, %s)"
-                           % (_ref_text(sem, "the semaphore"), _trace._fmt(value)))
+    _sem_changes(sem).emit("pltpu.semaphore_wait(%s, %s)"
+                           % (_sem_text(sem, "wait"), _trace._fmt(value)))
 
 
 def semaphore_read(sem):
-    return scalar("pltpu.semaphore_read(%s)" % _ref_text(sem, "the semaphore"))
+    v = _trace.Value("text", "pltpu.semaphore_read(%s)" % _sem_text(sem, "read"),
+                     reads=frozenset([sem.name]), scalar=True, dt=_trace.int32)
+    return v
