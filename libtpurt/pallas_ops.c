@@ -307,10 +307,14 @@ static int parse_ref(struct pallas_build *c, int n,
 	return i;
 }
 
-/* A ref or a window of one, as the op names it: never a semaphore. */
-static int resolve(struct pallas_build *c, int n,
-		   const struct tpurt_kernel_op *op, const char *text,
-		   struct tpu_job_ref *r)
+/*
+ * A ref or a window of one, as the op names it: never a semaphore. A
+ * copy's whole block with squeezed dimensions (BlockSpec((None, 8, 128)))
+ * is a window that squeezes them, as the device sees only their size 1.
+ */
+static int resolve_ref(struct pallas_build *c, int n,
+		       const struct tpurt_kernel_op *op, const char *text,
+		       int copy, struct tpu_job_ref *r)
 {
 	struct tpurt_ref_text rt;
 	struct ref_base b;
@@ -321,11 +325,20 @@ static int resolve(struct pallas_build *c, int n,
 	if (is_semaphore(b.space))
 		return op_fail(n, op, "'%s' is a semaphore, not a ref to compute on or copy",
 			       rt.base);
+	if (!rt.windowed && copy && b.hidden)
+		rt.windowed = 1;	/* no indices: the hidden ones squeezed */
 	if (!rt.windowed) {
 		*r = job_ref(c, i);
 		return 0;
 	}
 	return add_window(c, n, op, text, &rt, &b, r);
+}
+
+static int resolve(struct pallas_build *c, int n,
+		   const struct tpurt_kernel_op *op, const char *text,
+		   struct tpu_job_ref *r)
+{
+	return resolve_ref(c, n, op, text, 0, r);
 }
 
 /* The row-major flat index of the element @rt names, as program text:
@@ -470,9 +483,9 @@ static int fill_memory_op(struct pallas_build *c, int n,
 	}
 	ret = resolve_semaphore(c, n, op, op->src1, &jo->src1, index, sizeof(index));
 	if (!ret && copy)
-		ret = resolve(c, n, op, op->dst, &jo->dst);
+		ret = resolve_ref(c, n, op, op->dst, 1, &jo->dst);
 	if (!ret && copy && op->src0[0])
-		ret = resolve(c, n, op, op->src0, &jo->src0);
+		ret = resolve_ref(c, n, op, op->src0, 1, &jo->src0);
 	if (ret)
 		return ret;
 	if (copy)

@@ -601,20 +601,86 @@ class Ref:
 
 
 class _At:
-    def __init__(self, ref):
+    def __init__(self, ref, window=None):
         self.ref = ref
+        self.window = window
 
     def __getitem__(self, idx):
-        return Window(self.ref, "%s.at[%s]" % (self.ref.name, self.ref._index(idx)))
+        if self.window is not None:
+            return self.window._sub(idx)
+        return Window(self.ref, "%s.at[%s]" % (self.ref.name, self.ref._index(idx)), idx)
+
+
+def _dims_of(ref, idx):
+    """@idx of @ref as one entry per dimension: an index (squeezing it) or
+    a Slice; None where tracing cannot tell (an Ellipsis inside)."""
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    if idx and idx[-1] is Ellipsis:
+        idx = idx[:-1]
+    if len(idx) > len(ref.shape) or any(e is Ellipsis for e in idx):
+        return None
+    dims = []
+    for d, n in enumerate(ref.shape):
+        e = idx[d] if d < len(idx) else slice(None)
+        if isinstance(e, slice):
+            if any(isinstance(v, Value) for v in (e.start, e.stop, e.step)):
+                return None
+            start, stop, step = e.indices(n)
+            e = Slice(start, max(0, (stop - start + step - 1) // step), step)
+        dims.append(e)
+    return dims
+
+
+def _offset(a, b):
+    return a + b if not (isinstance(a, int) and isinstance(b, int)) or a or b else 0
+
+
+def _scaled(i, step):
+    return i if step == 1 else i * step
 
 
 class Window:
-    """REF.at[IDX]: rendered as such; read and stored whole with [...]."""
+    """REF.at[IDX]: rendered as such; read and stored whole with [...];
+    WINDOW.at[IDX2] indexes the window's own dimensions again (Pallas's
+    chained .at), rendered as one window of REF."""
 
-    def __init__(self, ref, text):
+    def __init__(self, ref, text, idx=None):
         self.ref = ref
         self.text = text
         self.name = ref.name
+        self.dims = _dims_of(ref, idx) if idx is not None else None
+
+    @property
+    def at(self):
+        return _At(self.ref, self)
+
+    def _sub(self, idx):
+        if self.dims is None:
+            raise trace_error("%s.at[...]: the window's dimensions are not known (an "
+                              "Ellipsis inside it)" % self.text)
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        if idx and idx[-1] is Ellipsis:
+            idx = idx[:-1]
+        free = [d for d, e in enumerate(self.dims) if isinstance(e, Slice)]
+        if len(idx) > len(free) or any(e is Ellipsis for e in idx):
+            raise trace_error("%s.at[%d indices]: the window has %d dimensions"
+                              % (self.text, len(idx), len(free)))
+        dims = list(self.dims)
+        for d, e in zip(free, idx):
+            w = dims[d]
+            if isinstance(e, slice):
+                if any(isinstance(v, Value) for v in (e.start, e.stop, e.step)):
+                    raise trace_error("%s.at[...]: a slice with traced bounds; use "
+                                      "pl.ds(start, size)" % self.text)
+                start, stop, step = e.indices(w.size)
+                e = Slice(start, max(0, (stop - start + step - 1) // step), step)
+            if isinstance(e, Slice):
+                dims[d] = Slice(_offset(w.start, _scaled(e.start, w.stride)), e.size,
+                                w.stride * e.stride)
+            else:
+                dims[d] = _offset(w.start, _scaled(e, w.stride))
+        parts = tuple(dims)
+        return Window(self.ref, "%s.at[%s]" % (self.ref.name, self.ref._index(parts)), parts)
 
     def render(self):
         return self.text
@@ -641,7 +707,11 @@ class Slice:
 
     def __init__(self, start, size, stride=1):
         if isinstance(stride, Value) or isinstance(size, Value):
-            raise trace_error("pl.ds: the size and stride must be Python ints")
+            raise trace_error("pl.ds(start, size): a %s from a traced value (%s) is not "
+                              "supported: windows and DMAs have static shapes (only the "
+                              "start may come from SMEM or program_id); copy a fixed "
+                              "size and mask" % ("size" if isinstance(size, Value) else "stride",
+                                                 _fmt(size if isinstance(size, Value) else stride)))
         self.start, self.size, self.stride = start, size, int(stride)
         if self.stride < 1:
             raise trace_error("pl.ds: stride %d; it must be 1 or more" % self.stride)

@@ -188,3 +188,139 @@ def test_semaphore_read_held_across_a_signal_is_refused():
         pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((1,), jnp.int32),
                        out_specs=pl.BlockSpec(memory_space=pltpu.SMEM),
                        scratch_shapes=[pltpu.SemaphoreType.REGULAR((2, 3))])()
+
+
+# --- DMA windows whose starts come from SMEM values ---
+
+def _prefetch_call(kernel, out_shape, out_spec, scratch, grid=(1,)):
+    return pl.pallas_call(kernel, out_shape=out_shape, grid_spec=pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=1, in_specs=[_ANY], out_specs=out_spec, grid=grid,
+        scratch_shapes=scratch))
+
+
+@pytest.mark.parametrize("indices", [(2,), (2, 3), (3, 0, 3, 1)])
+def test_async_dynamic_slice(indices):
+    """tpu_pallas_async_test.py test_async_dynamic_slice and
+    test_multi_async_dynamic_slice: x_ref.at[index_ref[k]] copied out,
+    the copies in flight together, in one kernel (no semaphore outputs)."""
+    n = len(indices)
+
+    def kernel(index_ref, x_ref, o_ref, sems):
+        copies = [pltpu.make_async_copy(x_ref.at[index_ref[k]], o_ref.at[k], sems.at[k])
+                  for k in range(n)]
+        for cp in copies:
+            cp.start()
+        for cp in copies:
+            cp.wait()
+
+    x = _normal((4, 8, 128))
+    y = _prefetch_call(kernel, jax.ShapeDtypeStruct((n, 8, 128), jnp.float32), _ANY,
+                       [pltpu.SemaphoreType.DMA((n,))])(np.array(indices, np.int32), x)
+    np.testing.assert_array_equal(y, x[list(indices)])
+
+
+def test_async_copy_ds_start_from_scalar_prefetch():
+    """The paged-attention gather (JAX's paged_attention kernel): a
+    window pl.ds(idx_ref[i] * 8, 8) of an HBM ref per page, into slots of
+    a VMEM buffer."""
+    pages = np.array([5, 0, 7, 2], np.int32)
+
+    def kernel(idx_ref, x_hbm, o_ref, buf, sem):
+        for i in range(4):
+            pltpu.make_async_copy(x_hbm.at[pl.ds(idx_ref[i] * 8, 8)], buf.at[i], sem.at[i]).start()
+        for i in range(4):
+            pltpu.make_async_copy(x_hbm.at[pl.ds(0, 8)], buf.at[i], sem.at[i]).wait()
+        o_ref[...] = buf[...] * 2.0
+
+    x = _normal((64, 128))
+    y = _prefetch_call(kernel, jax.ShapeDtypeStruct((4, 8, 128), jnp.float32),
+                       pl.BlockSpec((4, 8, 128), lambda i, s: (0, 0, 0)),
+                       [pltpu.VMEM((4, 8, 128), jnp.float32),
+                        pltpu.SemaphoreType.DMA((4,))])(pages, x)
+    np.testing.assert_array_equal(y, np.stack([x[p * 8:p * 8 + 8] for p in pages]) * 2.0)
+
+
+def test_gather_rows_by_dma():
+    """One row per copy, its start an SMEM element (tpu_pallas_test.py's
+    gather-style DMAs): x[idx] on the DMA engine, one semaphore."""
+    idx = np.array([3, 40, 0, 17, 63, 2, 2, 9], np.int32)
+
+    def kernel(idx_ref, x_hbm, o_ref, sem):
+        for i in range(8):
+            pltpu.make_async_copy(x_hbm.at[pl.ds(idx_ref[i], 1)], o_ref.at[pl.ds(i, 1)],
+                                  sem).start()
+        for i in range(8):
+            pltpu.make_async_copy(x_hbm.at[pl.ds(0, 1)], o_ref.at[pl.ds(i, 1)], sem).wait()
+
+    x = _normal((64, 128))
+    y = _prefetch_call(kernel, jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                       pl.BlockSpec((8, 128), lambda i, s: (0, 0)),
+                       [pltpu.SemaphoreType.DMA])(idx, x)
+    np.testing.assert_array_equal(y, x[idx])
+
+
+def test_dma_start_from_smem_scratch_and_program_id():
+    """Starts computed on the scalar core from SMEM scratch, a prefetched
+    value and pl.program_id, in two dimensions, into a squeezed output
+    block (BlockSpec((None, 8, 128)))."""
+    def kernel(s_ref, x_hbm, o_ref, off_ref, sem):
+        off_ref[0] = s_ref[0] * 8
+        start = off_ref[0] + pl.program_id(0)
+        pltpu.async_copy(x_hbm.at[pl.ds(start, 8), pl.ds(s_ref[1] * 128, 128)], o_ref,
+                         sem).wait()
+
+    x = _normal((64, 256))
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((3, 8, 128), jnp.float32),
+                       grid_spec=pltpu.PrefetchScalarGridSpec(
+                           num_scalar_prefetch=1, in_specs=[_ANY], grid=(3,),
+                           out_specs=pl.BlockSpec((None, 8, 128), lambda i, s: (i, 0, 0)),
+                           scratch_shapes=[pltpu.SMEM((1,), jnp.int32),
+                                           pltpu.SemaphoreType.DMA]))(
+        np.array([2, 1], np.int32), x)
+    np.testing.assert_array_equal(y, np.stack([x[16 + i:24 + i, 128:] for i in range(3)]))
+
+
+def test_hbm_vmem_dma_multiple_indexing():
+    """tpu_pallas_test.py PallasCallDMATest.test_hbm_vmem_dma_multiple_indexing:
+    chained windows, x_hbm_ref.at[pl.ds(i, 1)].at[0, 0]."""
+    def kernel(x_hbm_ref, y_ref):
+        def body(sem):
+            for i in range(3):
+                dma1 = pltpu.async_copy(x_hbm_ref.at[pl.ds(i, 1)].at[0, 0],
+                                        y_ref.at[i].at[pl.ds(0, 8)], sem)
+                dma2 = pltpu.async_copy(x_hbm_ref.at[pl.ds(i, 1)].at[0, 1],
+                                        y_ref.at[i].at[pl.ds(8, 8)], sem)
+                dma1.wait()
+                dma2.wait()
+        pltpu.run_scoped(body, pltpu.SemaphoreType.DMA)
+
+    x = np.arange(3 * 2 * 8 * 128.0, dtype=np.float32).reshape((3, 2, 8, 128))
+    y = pl.pallas_call(kernel, in_specs=[_ANY],
+                       out_specs=pl.BlockSpec(memory_space=pltpu.VMEM),
+                       out_shape=jax.ShapeDtypeStruct((3, 16, 128), jnp.float32))(x)
+    np.testing.assert_array_equal(y, x.reshape((3, 16, 128)))
+
+
+def test_chained_window_with_traced_start_and_stride():
+    """x.at[pl.ds(s, 16, stride=2)].at[pl.ds(k, 4)]: the starts compose
+    (s + 2 * k) and so do the strides, with s an SMEM value."""
+    def kernel(s_ref, x_hbm, o_ref, sem):
+        w = x_hbm.at[pl.ds(s_ref[0], 16, stride=2)]
+        pltpu.async_copy(w.at[pl.ds(3, 8), :], o_ref, sem).wait()
+
+    x = _normal((64, 128))
+    y = _prefetch_call(kernel, jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                       pl.BlockSpec((8, 128), lambda i, s: (0, 0)),
+                       [pltpu.SemaphoreType.DMA])(np.array([5], np.int32), x)
+    np.testing.assert_array_equal(y, x[5:37:2][3:11])
+
+
+def test_dma_size_from_smem_is_refused():
+    """pl.ds sizes are static in Pallas TPU: a traced one is named."""
+    def kernel(s_ref, x_hbm, o_ref, sem):
+        pltpu.async_copy(x_hbm.at[pl.ds(0, s_ref[0])], o_ref, sem).wait()
+
+    with pytest.raises(pl.TraceError, match=r"pl.ds\(start, size\): a size from a traced value"):
+        _prefetch_call(kernel, jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                       pl.BlockSpec((8, 128), lambda i, s: (0, 0)),
+                       [pltpu.SemaphoreType.DMA])(np.array([8], np.int32), _normal((64, 128)))
