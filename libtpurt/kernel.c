@@ -563,10 +563,18 @@ const char *tpurt_kernel_opcode_name(unsigned int opcode)
 	return opcode < TPU_OP_COUNT ? names[opcode] : "?";
 }
 
+/* Ref text @text names @name: whole, or a window of it ("name.at[...]"). */
+static int text_names(const char *text, const char *name)
+{
+	size_t n = strlen(name);
+
+	return !strncmp(text, name, n) && (!text[n] || text[n] == '.' || text[n] == '[');
+}
+
 static int names_ref(const struct tpurt_kernel_op *op, const char *name)
 {
-	return !strcmp(op->dst, name) || !strcmp(op->src0, name) ||
-	       !strcmp(op->src1, name) || !strcmp(op->src2, name);
+	return text_names(op->dst, name) || text_names(op->src0, name) ||
+	       text_names(op->src1, name) || text_names(op->src2, name);
 }
 
 /* The first and last op naming temporary @t (-1, -1 if none does). */

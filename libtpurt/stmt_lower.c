@@ -169,6 +169,18 @@ void stmt_tile_of(struct value *v, const char *ref, int64_t rows,
 	v->dtype = dtype;
 }
 
+/* A whole read of @r: of its N-D shape (squeezed block dimensions
+ * dropped) when that has more than two dimensions. */
+static void nd_of_ref(struct value *v, const struct ref_info *r)
+{
+	int n = 0;
+
+	for (int d = 0; d < r->rank; d++)
+		if (!(r->hidden >> d & 1))
+			v->shape[n++] = r->extent[d];
+	v->nd = n > 2 ? n : 0;
+}
+
 static void imm_of(struct value *v, double x, int is_int)
 {
 	memset(v, 0, sizeof(*v));
@@ -693,9 +705,40 @@ static int tile_binary(struct stmt_ctx *c, int fn, struct value a,
 	return emit_binary(c, fn, &a, &b, mode, v, col);
 }
 
+/* An element-wise result keeps the N-D shape of an operand of its own
+ * rows x cols (x_ref[...] * 2 of a 3-D block is 3-D, though in a 2-D
+ * temporary: lower_nd_index copies it into an N-D one when indexed). */
+static void keep_nd(struct value *v, const struct value *a, const struct value *b)
+{
+	const struct value *s = a && a->nd > 2 && a->rows == v->rows && a->cols == v->cols ? a :
+				b && b->nd > 2 && b->rows == v->rows && b->cols == v->cols ? b :
+				NULL;
+
+	if (s && is_tile(v) && !v->nd) {
+		v->nd = s->nd;
+		memcpy(v->shape, s->shape, sizeof(v->shape));
+	}
+}
+
+static int lower_binary_2d(struct stmt_ctx *c, int fn, int floor_div,
+			   struct value *a, struct value *b, const struct dest *d,
+			   int col, struct value *v);
+
 int stmt_lower_binary(struct stmt_ctx *c, int fn, int floor_div,
 		      struct value *a, struct value *b, const struct dest *d,
 		      int col, struct value *v)
+{
+	struct value sa = *a, sb = *b;
+
+	if (lower_binary_2d(c, fn, floor_div, a, b, d, col, v))
+		return c->err;
+	keep_nd(v, &sa, &sb);
+	return 0;
+}
+
+static int lower_binary_2d(struct stmt_ctx *c, int fn, int floor_div,
+			   struct value *a, struct value *b, const struct dest *d,
+			   int col, struct value *v)
 {
 	if (!is_tile(a) && !stmt_is_scalar(a))
 		return stmt_fail(c, col, "expected an array or a scalar operand");
@@ -787,8 +830,22 @@ static int fold_unary(int fn, double x, double *out)
 	return 0;
 }
 
+static int lower_unary_2d(struct stmt_ctx *c, int fn, struct value *x,
+			  const struct dest *d, int col, struct value *v);
+
 static int lower_unary(struct stmt_ctx *c, int fn, struct value *x,
 		       const struct dest *d, int col, struct value *v)
+{
+	struct value sx = *x;
+
+	if (lower_unary_2d(c, fn, x, d, col, v))
+		return c->err;
+	keep_nd(v, &sx, NULL);
+	return 0;
+}
+
+static int lower_unary_2d(struct stmt_ctx *c, int fn, struct value *x,
+			  const struct dest *d, int col, struct value *v)
 {
 	enum tpurt_dtype t;
 	double y;
@@ -1649,10 +1706,15 @@ static int lower_local(struct stmt_ctx *c, const struct tpurt_kernel_local *l,
 	case TPURT_LOCAL_INPUT:
 		stmt_find_ref(c, l->ref, (int)strlen(l->ref), &r);
 		stmt_tile_of(v, r.name, r.rows, r.cols, r.dtype);
+		nd_of_ref(v, &r);
 		return 0;
 	default:
 		t = &c->k->temp[l->temp];
 		stmt_tile_of(v, t->name, t->rows, t->cols, t->dtype);
+		if (t->rank > 2) {
+			v->nd = t->rank;
+			memcpy(v->shape, t->shape, sizeof(v->shape));
+		}
 		return 0;
 	}
 }
@@ -1767,6 +1829,92 @@ static int value_index_item(struct stmt_ctx *c, const struct stmt_node *n,
 	return 0;
 }
 
+/* @x names a ref or temporary of its own N-D shape, which windows index. */
+static int nd_buffer(struct stmt_ctx *c, const struct value *x)
+{
+	struct ref_info r;
+	int n = 0;
+
+	if (strchr(x->ref, '.') || strchr(x->ref, '['))
+		return 0;
+	if (x->temp >= 0)
+		return c->k->temp[x->temp].rank == x->nd;
+	if (stmt_find_ref(c, x->ref, (int)strlen(x->ref), &r)) {
+		for (int d = 0; d < r.rank; d++)
+			n += !(r.hidden >> d & 1);
+		return n == x->nd;
+	}
+	for (int i = 0; i < c->k->ntemps; i++)
+		if (!strcmp(c->k->temp[i].name, x->ref))
+			return c->k->temp[i].rank == x->nd;
+	return 0;
+}
+
+/*
+ * x[i], x[i, a:b], x[:, a:b] of a value of rank 3 or 4 (constant indices),
+ * in its own dimensions: a window of the ref or temporary holding it,
+ * which has them too. A window the body cannot take whole (x[:, a:b], a
+ * column) is gathered into a temporary by the DMA engine.
+ */
+static int lower_nd_index(struct stmt_ctx *c, const struct stmt_node *n,
+			  struct value *v)
+{
+	char text[TPURT_TEXT_MAX], dst[TPURT_TEXT_MAX];
+	struct tpurt_window_fit fit;
+	struct tpurt_ref_text rt;
+	struct value x = *v;
+	size_t at;
+
+	if (n->nargs > x.nd)
+		return stmt_fail(c, n->col, "a value of rank %d: at most %d indices", x.nd, x.nd);
+	if (!nd_buffer(c, &x)) {	/* a window, or a 2-D temporary: into an N-D one */
+		if (stmt_new_tile_shaped(c, x.dtype, x.nd, x.shape, n->col, v) ||
+		    stmt_emitted(c, tpurt_kernel_store(c->k, v->ref, x.ref), n->col))
+			return c->err;
+		release(c, &x);
+		v->nd = x.nd;
+		memcpy(v->shape, x.shape, sizeof(v->shape));
+		x = *v;
+	}
+	at = (size_t)snprintf(text, sizeof(text), "%s.at[", x.ref);
+	for (int d = 0; d < x.nd; d++) {
+		int64_t start = 0, size = x.shape[d];
+		int dropped = 0;
+
+		if (d < n->nargs && value_index_item(c, n->arg[d], x.shape[d], &start,
+						     &size, &dropped))
+			return c->err;
+		if (at < sizeof(text))
+			at += (size_t)snprintf(text + at, sizeof(text) - at,
+					       dropped ? "%s%lld" : "%spl.ds(%lld, %lld)",
+					       d ? ", " : "", (long long)start,
+					       (long long)size);
+	}
+	if (at + 2 > sizeof(text))
+		return stmt_fail(c, n->col, "window text too long");
+	strcat(text, "]");
+	if (tpurt_ref_parse(text, "value index", &rt) ||
+	    tpurt_window_fit(&rt, "value index", x.nd, x.shape, 0, 0, &fit))
+		return stmt_fail(c, n->col, "%s", tpurt_last_error());
+	if (fit.contiguous) {
+		stmt_tile_of(v, text, fit.rows, fit.cols, x.dtype);
+	} else {
+		if ((fit.ndims > 2 ?
+		     stmt_new_tile_shaped(c, x.dtype, fit.ndims, fit.shape, n->col, v) :
+		     stmt_new_tile(c, x.dtype, fit.rows, fit.cols, n->col, v)))
+			return c->err;
+		snprintf(dst, sizeof(dst), fit.ndims == 1 ? "%s.at[0]" : "%s", v->ref);
+		if (stmt_emitted(c, tpurt_kernel_sync_copy(c->k, text, dst), n->col))
+			return c->err;
+		release(c, &x);
+	}
+	if (fit.ndims > 2) {
+		v->nd = fit.ndims;
+		memcpy(v->shape, fit.shape, (size_t)fit.ndims * sizeof(*fit.shape));
+	}
+	return 0;
+}
+
 /*
  * x[i, j], x[a:b], x[:, j] of a value, constant indices: a window of the
  * temporary holding it (a copy first if x is itself a window). Indexing
@@ -1779,6 +1927,8 @@ static int lower_value_index(struct stmt_ctx *c, const struct stmt_node *n,
 	int drop_r, drop_c = 0;
 	struct value x = *v;
 
+	if (v->nd > 2)
+		return lower_nd_index(c, n, v);
 	if (n->nargs > 2)
 		return stmt_fail(c, n->col, "a value is 2-D: at most two indices");
 	if (value_index_item(c, n->arg[0], x.rows, &r0, &nr, &drop_r) ||
@@ -1833,6 +1983,7 @@ static int lower_index(struct stmt_ctx *c, const struct stmt_node *n,
 			return stmt_fail(c, n->col, "the dtype of '%s' is not declared: tpurt_grid_spec_set_dtype()",
 					 r.name);
 		stmt_tile_of(v, r.name, r.rows, r.cols, r.dtype);
+		nd_of_ref(v, &r);
 		return 0;
 	}
 	if (!n->nargs && b->kind == SN_INDEX && b->nargs && b->base->kind == SN_ATTR &&
@@ -1988,6 +2139,7 @@ static int lower_reshape(struct stmt_ctx *c, const struct stmt_node *call,
 		r = v->rows * v->cols / k;
 	else if (k == -1 && r > 0 && (v->rows * v->cols) % r == 0)
 		k = v->rows * v->cols / r;
+	v->nd = 0;	/* the 2-D view it asks for */
 	if (r == v->rows && k == v->cols)
 		return 0;
 	if ((v->rows == 1 && r == v->cols && k == 1) || (v->cols == 1 && k == v->rows && r == 1)) {
@@ -2188,6 +2340,16 @@ struct tpurt_kernel_local *stmt_new_local(struct stmt_ctx *c,
 
 /* A temporary for local @l of @v's type: its own if that fits, else a new
  * one named after it. */
+/* @v, a read of input @r, sees r's own dimensions (not a reshape of it),
+ * so that a local naming r is indexed as @v would be. */
+static int same_view(const struct value *v, const struct ref_info *r)
+{
+	struct value w = { 0 };
+
+	nd_of_ref(&w, r);
+	return w.nd == v->nd;
+}
+
 static int local_temp(struct stmt_ctx *c, struct tpurt_kernel_local *l,
 		      const struct value *v, int col)
 {
@@ -2197,7 +2359,9 @@ static int local_temp(struct stmt_ctx *c, struct tpurt_kernel_local *l,
 
 	if (l->kind == TPURT_LOCAL_TEMP && l->temp >= 0) {
 		t = &k->temp[l->temp];
-		if (t->dtype == v->dtype && t->rows == v->rows && t->cols == v->cols)
+		if (t->dtype == v->dtype && t->rows == v->rows && t->cols == v->cols &&
+		    (t->rank > 2 ? t->rank : 0) == v->nd &&
+		    !memcmp(t->shape, v->shape, (size_t)v->nd * sizeof(*v->shape)))
 			return 0;
 		t->bound = 0;
 	}
@@ -2216,6 +2380,10 @@ static int local_temp(struct stmt_ctx *c, struct tpurt_kernel_local *l,
 	t->dtype = v->dtype;
 	t->rows = v->rows;
 	t->cols = v->cols;
+	if (v->nd > 2) {	/* N-D, so that indexing the local sees its dimensions */
+		t->rank = v->nd;
+		memcpy(t->shape, v->shape, (size_t)v->nd * sizeof(*v->shape));
+	}
 	t->bound = 1;
 	l->kind = TPURT_LOCAL_TEMP;
 	l->temp = k->ntemps++;
@@ -2284,7 +2452,7 @@ static int bind_local(struct stmt_ctx *c, const struct stmt *st)
 	if (!is_tile(&v))
 		return stmt_fail(c, st->value->col, "expected an array or a scalar");
 	if (v.temp < 0 && stmt_find_ref(c, v.ref, (int)strlen(v.ref), &r) &&
-	    r.kind == R_INPUT && !st->aug) {
+	    r.kind == R_INPUT && !st->aug && same_view(&v, &r)) {
 		l->kind = TPURT_LOCAL_INPUT;	/* read-only: no copy needed */
 		snprintf(l->ref, sizeof(l->ref), "%s", v.ref);
 		return 0;

@@ -31,6 +31,10 @@ struct value {
 	char text[TPURT_TEXT_MAX];
 	int compound;		/* @text needs parentheses as an operand */
 	int transposed;		/* read through .T (a dot operand) */
+	/* a value of rank 3 or 4 (a whole read of such a ref, a local bound
+	 * to one): its shape, which @ref has too; 0: rows x cols */
+	int nd;
+	int64_t shape[TPURT_MAX_RANK];
 };
 
 /* Where the last op of an expression may write: the statement's target. */

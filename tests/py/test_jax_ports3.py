@@ -324,3 +324,96 @@ def test_dma_size_from_smem_is_refused():
         _prefetch_call(kernel, jax.ShapeDtypeStruct((8, 128), jnp.float32),
                        pl.BlockSpec((8, 128), lambda i, s: (0, 0)),
                        [pltpu.SemaphoreType.DMA])(np.array([8], np.int32), _normal((64, 128)))
+
+
+# --- indexing values of rank 3: their own dimensions, not the 2-D view ---
+
+def _x3(shape=(2, 16, 128)):
+    return _normal(shape)
+
+
+@pytest.mark.parametrize("index", [1, (0, slice(8, 16)), (1, slice(None), slice(0, 128)),
+                                   (slice(None), 3), (slice(None), slice(8, 16)),
+                                   (1, slice(None), 5)])
+def test_index_a_whole_read_of_a_3d_block(index):
+    """A 3-D block read whole into a local, then indexed (as JAX's batched
+    kernels do, x = x_ref[...]; x[b]): numpy's indexing of x, the
+    result's rank whatever it drops to."""
+    x = _x3()
+    want = x[index]
+
+    def kernel(x_ref, o_ref):
+        v = x_ref[...]
+        o_ref[...] = v[index]
+
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(want.shape, jnp.float32))(x)
+    np.testing.assert_array_equal(y, want)
+
+
+def test_index_a_bound_read_of_a_3d_input_of_odd_rows():
+    """The reported bug: a bound whole read of a (4, 11, 128) input,
+    sliced after the output was written ("dimension 0 takes 16 of 11
+    elements" when the 2-D view's rows were indexed on the 3-D ref)."""
+    x = _x3((4, 11, 128))
+
+    def kernel(x_ref, o_ref):
+        v = x_ref[...]
+        o_ref[...] = v[2]
+        o_ref[...] = o_ref[...] + v[3, :, :]
+
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((11, 128), jnp.float32))(x)
+    np.testing.assert_allclose(y, x[2] + x[3], rtol=1e-6)
+
+
+def test_index_a_local_copy_of_a_3d_output():
+    """A read of a 3-D output bound before the output changes (a local in
+    a temporary of the output's three dimensions), then indexed."""
+    x = _x3()
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+        v = o_ref[...]
+        o_ref[...] = jnp.zeros_like(o_ref)
+        o_ref[0, 0:8] = v[1, 8:16]
+
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, jnp.float32))(x)
+    want = np.zeros_like(x)
+    want[0, 0:8] = x[1, 8:16]
+    np.testing.assert_array_equal(y, want)
+
+
+def test_index_elementwise_results_of_a_3d_read():
+    """Element-wise results keep the operand's three dimensions."""
+    x = _x3()
+
+    def kernel(x_ref, o_ref):
+        v = x_ref[...] * 2.0
+        o_ref[...] = jnp.exp(v)[1, 8:16] + v[0, 0:8]
+
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x)
+    np.testing.assert_allclose(y, np.exp(2 * x[1, 8:16]) + 2 * x[0, 0:8], rtol=1e-5, atol=1e-5)
+
+
+def test_index_a_reshaped_3d_read_uses_the_new_view():
+    """x_ref[...].reshape(32, 128)[8:16]: the reshape's 2-D view."""
+    x = _x3()
+
+    def kernel(x_ref, o_ref):
+        v = x_ref[...].reshape(32, 128)
+        o_ref[...] = v[8:16]
+
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x)
+    np.testing.assert_array_equal(y, x.reshape(32, 128)[8:16])
+
+
+def test_two_slices_of_one_2d_temporary():
+    """Two windows of one computed value live at once: the temporaries'
+    slots see windows of them as uses (each used to share a slot)."""
+    x = _normal((16, 128))
+
+    def kernel(x_ref, o_ref):
+        v = x_ref[...] * 2.0
+        o_ref[...] = jnp.exp(x_ref[...])[0:8] + v[8:16]
+
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x)
+    np.testing.assert_allclose(y, np.exp(x[0:8]) + 2 * x[8:16], rtol=1e-5, atol=1e-5)
