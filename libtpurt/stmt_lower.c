@@ -27,6 +27,8 @@ static int lower_concatenate(struct stmt_ctx *c, const struct stmt_node *call,
 			     struct value *v);
 static int lower_reshape(struct stmt_ctx *c, const struct stmt_node *call,
 			 struct value *v);
+static int lower_bitcast(struct stmt_ctx *c, const struct stmt_node *call,
+			 struct value *v);
 
 static const char *shape_str(const struct value *v, char *buf)
 {
@@ -1538,6 +1540,8 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 		return lower_concatenate(c, call, v);
 	case FN_RESHAPE:
 		return lower_reshape(c, call, v);
+	case FN_BITCAST:
+		return lower_bitcast(c, call, v);
 	case FN_CLIP:
 	case FN_CLAMP:
 		return lower_clamp(c, call, fn.kind == FN_CLAMP, d, v);
@@ -2148,6 +2152,45 @@ static int lower_reshape(struct stmt_ctx *c, const struct stmt_node *call,
 	}
 	return stmt_fail(c, call->col, "reshape of a %s value to (%lld, %lld) moves elements between rows and columns: not supported (a reshape must keep the last dimension and the product of the others)",
 			 shape_str(v, sa), (long long)r, (long long)k);
+}
+
+/*
+ * pltpu.bitcast(x, dtype), lax.bitcast_convert_type: x's bits as a dtype
+ * of the same width (float32 and int32, int8 and uint8). The DMA engine
+ * moves bytes whatever their dtype: x (in a temporary of its own, so both
+ * ends are rows x cols) is copied into one of the new dtype.
+ */
+static int lower_bitcast(struct stmt_ctx *c, const struct stmt_node *call,
+			 struct value *v)
+{
+	struct value x, t, src;
+	enum tpurt_dtype to;
+
+	if (stmt_check_kwargs(c, call, NULL) || stmt_nargs_are(c, call, 2, 2, "bitcast") ||
+	    lower_tile_arg(c, call->arg[0], &x, "bitcast") ||
+	    stmt_lower_node(c, call->arg[1], NULL, &t))
+		return c->err;
+	if (t.kind != V_DTYPE)
+		return stmt_fail(c, call->arg[1]->col, "expected a dtype");
+	to = t.dtype;
+	if (to == x.dtype)
+		return *v = x, 0;
+	if (tpurt_dtype_size(to) != tpurt_dtype_size(x.dtype) || to == TPURT_BOOL ||
+	    x.dtype == TPURT_BOOL)
+		return stmt_fail(c, call->col, "bitcast of %s to %s: only between dtypes of one width (float32 and int32, int8 and uint8); a bitcast that changes the width (and so the shape) is not supported",
+				 tpurt_dtype_name(x.dtype), tpurt_dtype_name(to));
+	if (x.transposed)
+		return stmt_fail(c, call->col, "bitcast of a transposed value (.T) is not supported");
+	if (stmt_new_tile(c, x.dtype, x.rows, x.cols, call->col, &src) ||
+	    stmt_emitted(c, tpurt_kernel_store(c->k, src.ref, x.ref), call->col))
+		return c->err;
+	release(c, &x);
+	if (stmt_new_tile(c, to, x.rows, x.cols, call->col, v) ||
+	    stmt_emitted(c, tpurt_kernel_sync_copy(c->k, src.ref, v->ref), call->col))
+		return c->err;
+	release(c, &src);
+	keep_nd(v, &x, NULL);
+	return 0;
 }
 
 static int lower_attr(struct stmt_ctx *c, const struct stmt_node *n,

@@ -88,6 +88,8 @@ static const struct name_entry functions[] = {
 	{ "roll", FN_ROLL, 0 },		/* pltpu.roll is jnp.roll */
 	{ "concatenate", FN_CONCATENATE, 0 },
 	{ "reshape", FN_RESHAPE, 0 },
+	{ "bitcast", FN_BITCAST, 0 },		/* pltpu.bitcast, one width */
+	{ "bitcast_convert_type", FN_BITCAST, 0 },
 	{ "iota", FN_IOTA, 0 },
 	{ "broadcasted_iota", FN_IOTA, 0 },
 	{ "zeros_like", FN_ZEROS_LIKE, 0 },

@@ -95,8 +95,11 @@ int tpu_check_copy(const struct tpu_plan *plan, unsigned int i,
 	ret = copy_end(plan, i, op->src0, "src0", false, &src, res);
 	if (ret)
 		return ret;
-	if (src.dtype != dst.dtype)
-		return tpu_check_error(res, "op %u: copy of %s into %s: src0 and dst must have the same dtype",
+	/* the DMA engine moves bytes: dtypes of one width are a bitcast */
+	if (src.dtype != dst.dtype &&
+	    (tpu_dtype_size(src.dtype) != tpu_dtype_size(dst.dtype) ||
+	     src.dtype == TPU_DTYPE_BOOL || dst.dtype == TPU_DTYPE_BOOL))
+		return tpu_check_error(res, "op %u: copy of %s into %s: src0 and dst must have the same dtype (or one width, a bitcast: float32 and int32, int8 and uint8)",
 				       i, tpu_dtype_name(src.dtype),
 				       tpu_dtype_name(dst.dtype));
 	sn = squeezed_shape(&src, ss);

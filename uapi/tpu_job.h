@@ -445,9 +445,10 @@ struct tpu_job_window {
  *	plus the value s of the program @scalar_index (0 if it has zero
  *	length); no sources
  * @TPU_OP_COPY_START: pltpu.make_async_copy(src0, dst, sem).start(): copy
- *	the window or ref src0 to dst (same dtype, same shape once squeezed
- *	dimensions are dropped; any spaces but semaphores; dst never an input
- *	operand's block or array) on the DMA engine, then add its bytes to DMA
+ *	the window or ref src0 to dst (same dtype, or dtypes of one width
+ *	but bool, whose bytes it moves as they are: a bitcast; same shape
+ *	once squeezed dimensions are dropped; any spaces but semaphores; dst
+ *	never an input operand's block or array) on the DMA engine, then add its bytes to DMA
  *	semaphore element @scalar_index (a program leaving the element's
  *	index; zero length: 0) of the scratch src1. A copy whose source and
  *	destination overlap (two windows of one ref) moves row by row of its

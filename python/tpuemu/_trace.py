@@ -599,6 +599,58 @@ class Ref:
         """ref.at[idx]: a window (pl.ds, ints, ':'), for copies, reads and stores."""
         return _At(self)
 
+    def bitcast(self, ty):
+        """ref.bitcast(dtype) of one width: a view (BitcastRef)."""
+        return BitcastRef(self, ty)
+
+
+_WIDTH = {"float32": 4, "int32": 4, "bfloat16": 2, "int8": 1, "uint8": 1, "bool": 1}
+
+
+def _bitcast_check(frm, to, what):
+    frm, to = as_dtype(frm), as_dtype(to)
+    if frm is not to and (_WIDTH[frm.name] != _WIDTH[to.name] or bool_ in (frm, to)):
+        raise trace_error("%s of %s to %s: only between dtypes of one width (float32 and "
+                          "int32, int8 and uint8); a bitcast that changes the width (and "
+                          "so the shape) is not supported" % (what, frm.name, to.name))
+    return to
+
+
+def bitcast_value(x, ty, what):
+    """A value's bits as dtype @ty of its width (pltpu.bitcast)."""
+    if not isinstance(x, Value):
+        import numpy as np
+        a = np.asarray(x)
+        return a.view(np.dtype(as_dtype(ty).np_name))
+    if x.dt is not None:
+        to = _bitcast_check(x.dt, ty, what)
+    else:
+        to = as_dtype(ty)
+    v = call("pltpu.bitcast", x, _DT(to))
+    v.dt = to
+    return v
+
+
+class BitcastRef:
+    """ref.bitcast(dtype): the ref's memory seen as another dtype of its
+    width; reads are bitcasts of the ref's values, stores bitcasts into it."""
+
+    def __init__(self, ref, ty):
+        self.ref = ref
+        self.dtype = _bitcast_check(ref.dtype, ty, "%s.bitcast" % ref.name)
+        self.shape = ref.shape
+        self.name = ref.name
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def __getitem__(self, idx):
+        return bitcast_value(self.ref[idx], self.dtype, "%s.bitcast" % self.name)
+
+    def __setitem__(self, idx, value):
+        self.ref[idx] = bitcast_value(value, self.ref.dtype, "%s.bitcast" % self.name)
+
 
 class _At:
     def __init__(self, ref, window=None):

@@ -336,6 +336,11 @@ def convert_element_type(x, new_dtype):
     return x.astype(new_dtype)
 
 
+def bitcast_convert_type(operand, new_dtype):
+    """lax.bitcast_convert_type of one width: pltpu.bitcast."""
+    return _trace.bitcast_value(operand, new_dtype, "lax.bitcast_convert_type")
+
+
 def integer_pow(x, y):
     """x ** y for a Python int y, by repeated squaring as XLA does."""
     y = int(y)

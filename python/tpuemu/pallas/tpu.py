@@ -411,6 +411,15 @@ def roll(x, shift, axis, *, stride=None, stride_axis=None):
     return _trace.call("pltpu.roll", x, shift, axis)
 
 
+def bitcast(x, ty):
+    """pltpu.bitcast(x, dtype): x's bits as @ty, a dtype of x's width
+    (float32 and int32, int8 and uint8), no value change; the DMA engine
+    moves the bytes. A ref gives a ref view, as ref.bitcast(dtype)."""
+    if isinstance(x, Ref):
+        return x.bitcast(ty)
+    return _trace.bitcast_value(x, ty, "pltpu.bitcast")
+
+
 def sync_copy(src, dst):
     rec = _trace.recorder()
     dref = dst.ref if isinstance(dst, Window) else dst
