@@ -493,3 +493,41 @@ def test_take_along_axis_in_a_kernel_is_refused_by_name():
     idx = _rng.integers(0, 128, (8, 128)).astype(np.int32)
     with pytest.raises(pl.TraceError, match="jnp.take_along_axis is not supported in a kernel"):
         pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x, idx)
+
+
+def test_can_read_semaphore():
+    """tpu_pallas_test.py PallasCallDMATest.test_can_read_semaphore: a
+    (2, 3) REGULAR array, each element signalled, read and waited."""
+    m, n = 2, 3
+
+    def kernel(y_ref):
+        def body(sems):
+            for r in range(m):
+                for c in range(n):
+                    v = r * n + c
+                    pltpu.semaphore_signal(sems.at[r, c], v)
+                    y_ref[r, c] = pltpu.semaphore_read(sems.at[r, c])
+                    pltpu.semaphore_wait(sems.at[r, c], v)
+        pl.run_scoped(body, pltpu.SemaphoreType.REGULAR((m, n)))
+
+    y = pl.pallas_call(kernel, out_specs=pl.BlockSpec(memory_space=pltpu.SMEM),
+                       out_shape=jax.ShapeDtypeStruct((m, n), jnp.int32))()
+    np.testing.assert_array_equal(y, np.arange(m * n, dtype=np.int32).reshape(m, n))
+
+
+def test_cannot_squeeze_lane_sublane():
+    """tpu_pallas_test.py PallasCallDMATest.test_cannot_squeeze_lane_sublane:
+    x_hbm_ref.at[:, :, 0] (the lane dimension squeezed) into rows of a
+    VMEM ref is refused."""
+    def kernel(x_hbm_ref, y_ref):
+        def body(sem):
+            dma1 = pltpu.async_copy(x_hbm_ref.at[:, :, 0], y_ref.at[pl.ds(0, 8)], sem)
+            dma2 = pltpu.async_copy(x_hbm_ref.at[:, :, 1], y_ref.at[pl.ds(8, 8)], sem)
+            dma1.wait()
+            dma2.wait()
+        pl.run_scoped(body, pltpu.SemaphoreType.DMA)
+
+    x = np.arange(2 * 8 * 128.0, dtype=np.float32).reshape((2, 8, 128))
+    with pytest.raises(Exception):
+        pl.pallas_call(kernel, in_specs=[_ANY], out_specs=pl.BlockSpec(memory_space=pltpu.VMEM),
+                       out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32))(x)
