@@ -384,6 +384,9 @@ static int check_op(struct tpu_device *tdev, const struct job_view *view,
 	case TPU_OP_REDUCE:
 		fn_ok = op->fn < TPU_REDUCE_COUNT;
 		break;
+	case TPU_OP_GATHER:
+		fn_ok = op->fn < TPU_GATHER_COUNT;
+		break;
 	case TPU_OP_COPY_START:
 	case TPU_OP_COPY_WAIT:
 	case TPU_OP_SEM_SIGNAL:

@@ -165,6 +165,9 @@ static unsigned int used_fields(const struct tpu_plan_op *op)
 		return F_AXIS | F_SCALAR_INDEX | (op->opcode == TPU_OP_ROLL ? F_SRC0 : 0);
 	case TPU_OP_TRANSPOSE:
 		return F_SRC0;
+	case TPU_OP_GATHER:
+		f = F_FN | F_AXIS | F_SRC0 | F_SRC1;
+		return op->fn == TPU_GATHER_FILL ? f | F_IMM : f;
 	case TPU_OP_BINARY:
 	case TPU_OP_SELECT:
 		f = F_BCAST | F_SRC0;
@@ -196,7 +199,7 @@ static unsigned int used_fields(const struct tpu_plan_op *op)
 static const char *const opcode_name[TPU_OP_COUNT] = {
 	"zero", "dot", "unary", "binary", "reduce", "select", "iota",
 	"copy_start", "copy_wait", "sem_signal", "sem_wait", "scalar_store",
-	"transpose", "roll",
+	"transpose", "roll", "gather",
 };
 
 /* Every field @op's opcode does not use must be zero (or a none ref). */
@@ -349,7 +352,8 @@ static int check_fn(const struct tpu_plan_op *op, unsigned int i,
 {
 	unsigned int count = op->opcode == TPU_OP_UNARY ? TPU_UNARY_COUNT :
 			     op->opcode == TPU_OP_BINARY ? TPU_BINARY_COUNT :
-			     op->opcode == TPU_OP_REDUCE ? TPU_REDUCE_COUNT : 1;
+			     op->opcode == TPU_OP_REDUCE ? TPU_REDUCE_COUNT :
+			     op->opcode == TPU_OP_GATHER ? TPU_GATHER_COUNT : 1;
 
 	if (op->fn >= count)
 		return tpu_check_error(res, "op %u: fn %u unknown for opcode %s (at most %u)",
@@ -517,6 +521,51 @@ static int check_move(struct tpu_plan *plan, unsigned int i,
 }
 
 /*
+ * GATHER: src0's elements picked by src1's int32 indices along the axis,
+ * into a dst of src0's dtype and src1's shape that is neither source.
+ */
+static int check_gather(struct tpu_plan *plan, unsigned int i,
+			const struct tpu_plan_op *op, struct tpu_job_result *res)
+{
+	int64_t dr, dc, sr, sc, ir, ic;
+	uint8_t dt, st, it;
+	struct ref_names n;
+
+	ref_names(op, &n);
+	if (!is_vmem_ref(plan, op->src0) || !is_vmem_ref(plan, op->src1))
+		return tpu_check_error(res, "op %u: gather sources must be VMEM refs, %s %s is not (%s)",
+				       i, is_vmem_ref(plan, op->src0) ? "src1" : "src0",
+				       is_vmem_ref(plan, op->src0) ? n.src1 : n.src0,
+				       not_vmem_why(plan, is_vmem_ref(plan, op->src0) ?
+						    op->src1 : op->src0));
+	if (same_ref(base_ref(plan, op->dst), base_ref(plan, op->src0)) ||
+	    same_ref(base_ref(plan, op->dst), base_ref(plan, op->src1)))
+		return tpu_check_error(res, "op %u: gather dst %s is a source's ref: the elements move, so write into another",
+				       i, n.dst);
+	ref_shape(plan, op->dst, &dr, &dc, &dt);
+	ref_shape(plan, op->src0, &sr, &sc, &st);
+	ref_shape(plan, op->src1, &ir, &ic, &it);
+	if (it != TPU_DTYPE_INT32)
+		return tpu_check_error(res, "op %u: gather indices src1 %s are %s, must be int32",
+				       i, n.src1, tpu_dtype_name(it));
+	if (dt != st)
+		return tpu_check_error(res, "op %u: gather keeps the dtype: src0 %s is %s but dst %s is %s",
+				       i, n.src0, tpu_dtype_name(st), n.dst,
+				       tpu_dtype_name(dt));
+	if (op->axis ? ir != sr : ic != sc)
+		return tpu_check_error(res, "op %u: gather along axis %u: indices src1 %s (%lldx%lld) need src0 %s's %lld %s",
+				       i, op->axis, n.src1, (long long)ir,
+				       (long long)ic, n.src0,
+				       (long long)(op->axis ? sr : sc),
+				       op->axis ? "rows" : "columns");
+	if (dr != ir || dc != ic)
+		return tpu_check_error(res, "op %u: gather gives src1 %s's shape %lldx%lld, but dst %s is %lldx%lld",
+				       i, n.src1, (long long)ir, (long long)ic,
+				       n.dst, (long long)dr, (long long)dc);
+	return 0;
+}
+
+/*
  * The scalar program: one value where a broadcast or iota uses it, the
  * semaphore element of a copy; (index, amount) or (index, value) for the
  * semaphore ops and scalar stores.
@@ -635,6 +684,8 @@ int tpu_check_op(struct tpu_plan *plan, unsigned int i,
 	case TPU_OP_TRANSPOSE:
 	case TPU_OP_ROLL:
 		return check_move(plan, i, op, res);
+	case TPU_OP_GATHER:
+		return check_gather(plan, i, op, res);
 	default:	/* ZERO, IOTA: dst only */
 		return 0;
 	}

@@ -478,6 +478,13 @@ struct tpu_job_window {
  *	the element at index i along @axis moves to (i + s) mod the extent
  *	(s may be negative), s the value of the program @scalar_index; dst
  *	has src0's shape and dtype and is not src0 or a window of its ref
+ * @TPU_OP_GATHER: dst[...] = jnp.take_along_axis(src0[...], src1[...],
+ *	@axis): src1 holds int32 indices along @axis, dst has src1's shape and
+ *	src0's dtype (any: elements are moved as bytes); src1 has src0's rows
+ *	(@axis 1: dst[r, c] = src0[r, src1[r, c]]) or columns (@axis 0:
+ *	dst[r, c] = src0[src1[r, c], c]). fn is &enum tpu_gather_mode, what
+ *	an index outside src0 gives. dst is neither source nor a window of
+ *	one's ref
  * @TPU_OP_COUNT: number of opcodes
  *
  * dst is never an input operand (input blocks are read-only). Elementwise
@@ -509,7 +516,27 @@ enum tpu_opcode {
 	TPU_OP_SCALAR_STORE = 11,
 	TPU_OP_TRANSPOSE = 12,
 	TPU_OP_ROLL = 13,
+	TPU_OP_GATHER = 14,
 	TPU_OP_COUNT
+};
+
+/**
+ * enum tpu_gather_mode - &tpu_job_op.fn of %TPU_OP_GATHER: out-of-range indices
+ * @TPU_GATHER_FILL: jnp.take_along_axis's default mode="fill": an index
+ *	i in [-n, 0) means n + i (n src0's extent along the axis), any other
+ *	index outside [0, n) gives the fill value: @imm's binary32 value
+ *	converted to dst's dtype as %TPU_UNARY_IDENTITY would, but a NaN
+ *	gives jnp's default fill in every dtype (NaN for floats, the lowest
+ *	value of signed integers, the highest of unsigned ones, true for bool)
+ * @TPU_GATHER_PROMISE: mode="promise_in_bounds": no index is normalised,
+ *	and one outside [0, n) fails the job with %TPU_JOB_ERR_WINDOW_OOB
+ *	naming the op, step and element (on a TPU the result is undefined)
+ * @TPU_GATHER_COUNT: number of modes
+ */
+enum tpu_gather_mode {
+	TPU_GATHER_FILL = 0,
+	TPU_GATHER_PROMISE = 1,
+	TPU_GATHER_COUNT
 };
 
 /**
@@ -715,17 +742,17 @@ enum tpu_dot_flags {
 /**
  * struct tpu_job_op - one micro-op of the kernel body
  * @opcode: &enum tpu_opcode
- * @fn: &enum tpu_unary, &enum tpu_binary or &enum tpu_reduce; zero for
- *	other opcodes
+ * @fn: &enum tpu_unary, &enum tpu_binary, &enum tpu_reduce or &enum
+ *	tpu_gather_mode; zero for other opcodes
  * @bcast: &enum tpu_bcast for %TPU_OP_BINARY and %TPU_OP_SELECT's src1;
  *	zero otherwise
  * @dot: &enum tpu_dot_flags for %TPU_OP_DOT; zero otherwise
  * @dst: the ref written
  * @src0: first source (%TPU_REF_NONE for %TPU_OP_ZERO and %TPU_OP_IOTA)
- * @src1: second source (%TPU_REF_NONE unless DOT, or BINARY or SELECT with
- *	a @bcast that reads a ref)
- * @axis: 0 or 1 for %TPU_OP_REDUCE, %TPU_OP_IOTA and %TPU_OP_ROLL; zero
- *	otherwise
+ * @src1: second source (%TPU_REF_NONE unless DOT, GATHER's indices, or
+ *	BINARY or SELECT with a @bcast that reads a ref)
+ * @axis: 0 or 1 for %TPU_OP_REDUCE, %TPU_OP_IOTA, %TPU_OP_ROLL and
+ *	%TPU_OP_GATHER; zero otherwise
  * @bcast2: &enum tpu_bcast for %TPU_OP_SELECT's src2; zero otherwise
  * @pred: predicate program leaving one value: the op runs at a step where
  *	it is non-zero (pl.when); zero length runs it at every step
@@ -734,7 +761,7 @@ enum tpu_dot_flags {
  *	of %TPU_OP_IOTA, the shift of %TPU_OP_ROLL, the values the copy and
  *	semaphore ops and %TPU_OP_SCALAR_STORE name; zero length otherwise
  * @imm: binary32 bits: the scalar for %TPU_BCAST_IMM, lo for
- *	%TPU_UNARY_CLAMP; zero otherwise
+ *	%TPU_UNARY_CLAMP, the fill value of %TPU_GATHER_FILL; zero otherwise
  * @src2: third source: %TPU_OP_SELECT's b when @bcast2 reads a ref;
  *	%TPU_REF_NONE otherwise
  *
@@ -865,7 +892,8 @@ struct tpu_job_insn {
  * @TPU_JOB_ERR_ABORTED: the device stopped the job part-way because its
  *	queue was reset (a timeout); not the job's fault
  * @TPU_JOB_ERR_WINDOW_OOB: a window's slice (an async copy's source or
- *	destination, or a body op's ref) leaves its base ref
+ *	destination, or a body op's ref) leaves its base ref, or an index of
+ *	a %TPU_GATHER_PROMISE gather leaves its source
  * @TPU_JOB_ERR_SEMAPHORE: a wait on a semaphore that nothing in flight
  *	will signal, a semaphore index outside its scratch, a negative signal,
  *	or a semaphore not back at zero after a core's last step

@@ -202,10 +202,18 @@ static int run_op(struct tpu_core *core, unsigned int n,
 	if (!tpu_op_run(op, &args, &f))
 		return 0;
 	core->res.error.op = n;
-	tpu_job_fail(&core->res, f.code,
-		     "op %u at step %llu: integer %s by zero (dst row %lld, col %lld)",
-		     n, (unsigned long long)core->step, fn_name[op->fn],
-		     (long long)f.row, (long long)f.col);
+	if (op->opcode == TPU_OP_GATHER)
+		tpu_job_fail(&core->res, f.code,
+			     "op %u at step %llu: gather index %lld outside src0's %lld %s, promised in bounds (dst row %lld, col %lld)",
+			     n, (unsigned long long)core->step, (long long)f.index,
+			     (long long)(op->axis ? args.src0.cols : args.src0.rows),
+			     op->axis ? "columns" : "rows",
+			     (long long)f.row, (long long)f.col);
+	else
+		tpu_job_fail(&core->res, f.code,
+			     "op %u at step %llu: integer %s by zero (dst row %lld, col %lld)",
+			     n, (unsigned long long)core->step, fn_name[op->fn],
+			     (long long)f.row, (long long)f.col);
 	tpu_core_fail_step(core, core->step);
 	return -1;
 }

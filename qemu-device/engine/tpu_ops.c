@@ -118,6 +118,8 @@ int tpu_op_run(const struct tpu_plan_op *op, const struct tpu_op_args *args,
 	case TPU_OP_ROLL:
 		tpu_op_move(op, args);
 		return 0;
+	case TPU_OP_GATHER:
+		return tpu_op_gather(op, args, fault);
 	default:
 		if (op->opcode == TPU_OP_UNARY && op->fn == TPU_UNARY_IDENTITY &&
 		    cast_rows(&args->dst, &args->src0))

@@ -31,10 +31,11 @@ struct tpu_op_args {
 	const atomic_bool *abort;
 };
 
-/* Where an op failed (integer division by zero). */
+/* Where an op failed (integer division by zero, a gather's index). */
 struct tpu_op_fault {
 	unsigned int code;		/* enum tpu_job_error */
 	int64_t row, col;		/* the element, in dst */
+	int64_t index;			/* a gather's index out of range */
 };
 
 /* Whether @op reads source @k as a VMEM ref (not SMEM, not a scalar). */
@@ -49,6 +50,7 @@ static inline bool tpu_op_reads_src(const struct tpu_plan_op *op, int k)
 	case TPU_OP_IOTA:
 		return false;
 	case TPU_OP_DOT:
+	case TPU_OP_GATHER:
 		return k < 2;
 	case TPU_OP_BINARY:
 		return k == 0 || (k == 1 && reads_ref[op->bcast]);
@@ -59,7 +61,8 @@ static inline bool tpu_op_reads_src(const struct tpu_plan_op *op, int k)
 	}
 }
 
-/* Run @op: 0, or -1 with @fault filled (integer div/mod by zero). */
+/* Run @op: 0, or -1 with @fault filled (integer div/mod by zero, a gather
+ * index out of range). */
 int tpu_op_run(const struct tpu_plan_op *op, const struct tpu_op_args *args,
 	       struct tpu_op_fault *fault);
 

@@ -17,6 +17,10 @@ void tpu_op_reduce(const struct tpu_plan_op *op,
 /* TRANSPOSE, ROLL: src0's elements into dst, as bytes (tpu_ops_move.c). */
 void tpu_op_move(const struct tpu_plan_op *op, const struct tpu_op_args *args);
 
+/* GATHER: jnp.take_along_axis; -1 with @fault for a broken promise (tpu_ops_gather.c). */
+int tpu_op_gather(const struct tpu_plan_op *op, const struct tpu_op_args *args,
+		  struct tpu_op_fault *fault);
+
 /*
  * The fast path for f32 data (the vector kernels), without the rows of
  * doubles (tpu_ops_f32.c). False, doing nothing, when @op's data has none.
