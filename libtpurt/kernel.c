@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -335,6 +336,32 @@ int tpurt_kernel_roll(struct tpurt_kernel *k, const char *dst,
 	return 0;
 }
 
+int tpurt_kernel_gather(struct tpurt_kernel *k, const char *dst,
+			const char *src, const char *indices, int axis,
+			enum tpurt_gather_mode mode, const float *fill)
+{
+	struct tpurt_kernel_op *op;
+	int ret = check_axis(axis, "gather");
+
+	if (!ret && (!src || !indices))
+		ret = tpurt_fail(-EINVAL, "kernel: gather: %s missing",
+				 src ? "indices ref" : "source ref");
+	if (!ret && mode != TPURT_GATHER_FILL &&
+	    mode != TPURT_GATHER_PROMISE_IN_BOUNDS)
+		ret = tpurt_fail(-EINVAL, "kernel: gather: mode %d unknown (fill or promise_in_bounds)",
+				 (int)mode);
+	if (!ret && fill && mode != TPURT_GATHER_FILL)
+		ret = tpurt_fail(-EINVAL, "kernel: gather: a fill value needs mode fill");
+	if (!ret)
+		ret = add_op(k, TPU_OP_GATHER, dst, src, indices, &op);
+	if (ret)
+		return ret;
+	op->axis = (uint8_t)axis;
+	op->fn = mode == TPURT_GATHER_FILL ? TPU_GATHER_FILL : TPU_GATHER_PROMISE;
+	op->imm = fill ? *fill : NAN;
+	return 0;
+}
+
 /* --- the memory model: copies, semaphores, SMEM stores, scopes --- */
 
 static int copy_op(struct tpurt_kernel *k, uint8_t opcode, const char *src,
@@ -558,6 +585,7 @@ const char *tpurt_kernel_opcode_name(unsigned int opcode)
 		[TPU_OP_SEM_WAIT] = "semaphore_wait",
 		[TPU_OP_SCALAR_STORE] = "scalar_store",
 		[TPU_OP_TRANSPOSE] = "transpose", [TPU_OP_ROLL] = "roll",
+		[TPU_OP_GATHER] = "gather",
 	};
 
 	return opcode < TPU_OP_COUNT ? names[opcode] : "?";

@@ -112,6 +112,14 @@ static void put_op(FILE *out, const struct tpurt_kernel_op *op)
 		fprintf(out, "%s[...] = roll(%s[...], %s, axis=%u)", op->dst,
 			op->src0, op->scalar, op->axis);
 		break;
+	case TPU_OP_GATHER:
+		fprintf(out, "%s[...] = take_along_axis(%s[...], %s[...], axis=%u",
+			op->dst, op->src0, op->src1, op->axis);
+		if (op->fn == TPU_GATHER_PROMISE)
+			fputs(", mode=promise_in_bounds)", out);
+		else
+			fprintf(out, ", fill_value=%g)", op->imm);
+		break;
 	case TPU_OP_COPY_START:
 	case TPU_OP_COPY_WAIT:
 		fprintf(out, "make_async_copy(%s, %s, %s).%s()", op->src0, op->dst,

@@ -458,8 +458,9 @@ static void fill_imms(const struct tpurt_kernel_op *op, struct tpu_job_op *jo)
 {
 	int clamp = op->opcode == TPU_OP_UNARY && op->fn == TPU_UNARY_CLAMP;
 	int has_bcast = op->opcode == TPU_OP_BINARY || op->opcode == TPU_OP_SELECT;
+	int gather_fill = op->opcode == TPU_OP_GATHER && op->fn == TPU_GATHER_FILL;
 
-	if (clamp || (has_bcast && op->bcast == TPU_BCAST_IMM))
+	if (clamp || gather_fill || (has_bcast && op->bcast == TPU_BCAST_IMM))
 		jo->imm = float_bits(op->imm);
 	if (clamp || (op->opcode == TPU_OP_SELECT && op->bcast2 == TPU_BCAST_IMM))
 		jo->imm2 = float_bits(op->imm2);

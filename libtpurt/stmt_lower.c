@@ -23,6 +23,8 @@ static int lower_transpose_call(struct stmt_ctx *c, const struct stmt_node *call
 				const struct dest *d, struct value *v);
 static int lower_roll(struct stmt_ctx *c, const struct stmt_node *call,
 		      const struct dest *d, struct value *v);
+static int lower_take_along_axis(struct stmt_ctx *c, const struct stmt_node *call,
+				 const struct dest *d, struct value *v);
 static int lower_concatenate(struct stmt_ctx *c, const struct stmt_node *call,
 			     struct value *v);
 static int lower_reshape(struct stmt_ctx *c, const struct stmt_node *call,
@@ -1536,6 +1538,8 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 		return lower_transpose_call(c, call, d, v);
 	case FN_ROLL:
 		return lower_roll(c, call, d, v);
+	case FN_GATHER:
+		return lower_take_along_axis(c, call, d, v);
 	case FN_CONCATENATE:
 		return lower_concatenate(c, call, v);
 	case FN_RESHAPE:
@@ -2064,6 +2068,75 @@ static int lower_roll(struct stmt_ctx *c, const struct stmt_node *call,
 	release(c, &x);
 	return stmt_emitted(c, tpurt_kernel_roll(c->k, v->ref, x.ref, text, axis),
 			    call->col);
+}
+
+/* take_along_axis's mode=fill or mode=promise_in_bounds (names: no strings). */
+static int gather_mode(struct stmt_ctx *c, const struct stmt_node *m,
+		       enum tpurt_gather_mode *mode)
+{
+	*mode = TPURT_GATHER_FILL;
+	if (!m || (m->kind == SN_NAME && (stmt_name_is(m, "fill") || stmt_name_is(m, "None"))))
+		return 0;
+	if (m->kind == SN_NAME && stmt_name_is(m, "promise_in_bounds")) {
+		*mode = TPURT_GATHER_PROMISE_IN_BOUNDS;
+		return 0;
+	}
+	return stmt_fail(c, m->col, "take_along_axis mode: fill or promise_in_bounds (Pallas TPU gathers have no clip or wrap mode)");
+}
+
+/*
+ * jnp.take_along_axis(x, idx, axis, mode=, fill_value=): a device gather
+ * within the tile, int32 indices of the result's shape.
+ */
+static int lower_take_along_axis(struct stmt_ctx *c, const struct stmt_node *call,
+				 const struct dest *d, struct value *v)
+{
+	static const char *const kws[] = { "axis", "mode", "fill_value", NULL };
+	const struct stmt_node *an = call->nargs == 3 ? call->arg[2] :
+				     stmt_kwarg(call, "axis");
+	const struct stmt_node *fn = stmt_kwarg(call, "fill_value");
+	enum tpurt_gather_mode mode;
+	struct value x, idx, fv;
+	float fill, *fillp = NULL;
+	int axis;
+
+	if (stmt_check_kwargs(c, call, kws) ||
+	    stmt_nargs_are(c, call, 2, 3, "take_along_axis"))
+		return c->err;
+	if (!an)
+		return stmt_fail(c, call->col, "take_along_axis takes an axis (axis=None gathers from the flattened array, which is not supported)");
+	if (const_axis(c, an, &axis) || gather_mode(c, stmt_kwarg(call, "mode"), &mode))
+		return c->err;
+	if (fn && !(fn->kind == SN_NAME && stmt_name_is(fn, "None"))) {
+		if (stmt_lower_node(c, fn, NULL, &fv))
+			return c->err;
+		if (fv.kind != V_IMM)
+			return stmt_fail(c, fn->col, "take_along_axis fill_value is a Python number");
+		if (mode != TPURT_GATHER_FILL)
+			return stmt_fail(c, fn->col, "take_along_axis fill_value needs mode fill");
+		fill = (float)fv.imm;
+		fillp = &fill;
+	}
+	if (lower_tile_arg(c, call->arg[0], &x, "take_along_axis") ||
+	    lower_tile_arg(c, call->arg[1], &idx, "take_along_axis"))
+		return c->err;
+	if (idx.dtype != TPURT_INT32)
+		return stmt_fail(c, call->arg[1]->col, "take_along_axis indices are %s, must be int32",
+				 stmt_dtype_str(idx.dtype));
+	if (axis ? idx.rows != x.rows : idx.cols != x.cols) {
+		char sx[48], si[48];
+
+		return stmt_fail(c, call->arg[1]->col, "take_along_axis along axis %d: indices %s and array %s differ in the other axis (no broadcasting)",
+				 axis, shape_str(&idx, si), shape_str(&x, sx));
+	}
+	if (d && (!strcmp(d->name, x.ref) || !strcmp(d->name, idx.ref)))
+		d = NULL;
+	if (result(c, d, x.dtype, idx.rows, idx.cols, call->col, v))
+		return c->err;
+	release(c, &x);
+	release(c, &idx);
+	return stmt_emitted(c, tpurt_kernel_gather(c->k, v->ref, x.ref, idx.ref,
+						   axis, mode, fillp), call->col);
 }
 
 /*

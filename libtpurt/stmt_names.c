@@ -86,6 +86,7 @@ static const struct name_entry functions[] = {
 	{ "matmul", FN_DOT, 0 },
 	{ "transpose", FN_TRANSPOSE, 0 },
 	{ "roll", FN_ROLL, 0 },		/* pltpu.roll is jnp.roll */
+	{ "take_along_axis", FN_GATHER, 0 },
 	{ "concatenate", FN_CONCATENATE, 0 },
 	{ "reshape", FN_RESHAPE, 0 },
 	{ "bitcast", FN_BITCAST, 0 },		/* pltpu.bitcast, one width */

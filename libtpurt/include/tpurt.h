@@ -567,6 +567,25 @@ int tpurt_kernel_transpose(struct tpurt_kernel *k, const char *dst,
 int tpurt_kernel_roll(struct tpurt_kernel *k, const char *dst,
 		      const char *src, const char *shift, int axis);
 
+/* What jnp.take_along_axis gives for an index outside the source. */
+enum tpurt_gather_mode {
+	TPURT_GATHER_FILL = 0,		/* mode="fill", jnp's default */
+	TPURT_GATHER_PROMISE_IN_BOUNDS = 1,	/* the job fails instead */
+};
+
+/*
+ * dst[...] = jnp.take_along_axis(src[...], indices[...], @axis, mode=):
+ * @indices an int32 ref of dst's shape with src's rows (@axis 1) or
+ * columns (@axis 0). TPURT_GATHER_FILL: indices in [-n, 0) count from
+ * the end, others outside give @fill converted to dst's dtype, NaN (jnp's
+ * default, in every dtype its "invalid" value: INT32_MIN, 255 for uint8,
+ * true for bool) if @fill is NULL; TPURT_GATHER_PROMISE_IN_BOUNDS: an
+ * index outside [0, n) fails the job.
+ */
+int tpurt_kernel_gather(struct tpurt_kernel *k, const char *dst,
+			const char *src, const char *indices, int axis,
+			enum tpurt_gather_mode mode, const float *fill);
+
 /*
  * --- The memory model: async copies, semaphores, SMEM stores, scopes ---
  *
