@@ -80,6 +80,22 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     return call("jnp.dot", a, b, preferred_element_type=preferred_element_type)
 
 
+class GatherScatterMode:
+    """lax.GatherScatterMode's names, for jnp.take_along_axis(mode=)."""
+
+    class _Mode:
+        def __init__(self, name):
+            self.name = name
+
+        def __repr__(self):
+            return "GatherScatterMode." + self.name
+
+    CLIP = _Mode("CLIP")
+    FILL_OR_DROP = _Mode("FILL_OR_DROP")
+    PROMISE_IN_BOUNDS = _Mode("PROMISE_IN_BOUNDS")
+    ONE_HOT = _Mode("ONE_HOT")
+
+
 def broadcasted_iota(dtype, shape, dimension):
     shape = tuple(int(d) for d in shape)
     if len(shape) == 1:	# a 1-D array is viewed as a row: its index is the column

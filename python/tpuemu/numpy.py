@@ -103,6 +103,70 @@ def roll(x, shift, axis=None):
     return call("jnp.roll", _v(x), shift, axis)
 
 
+def _gather_mode(mode, fill_value):
+    """jnp.take_along_axis's mode: "fill" (None, jnp's default) or
+    "promise_in_bounds", as strings or lax.GatherScatterMode."""
+    m = getattr(mode, "name", mode)
+    m = {None: "fill", "FILL_OR_DROP": "fill", "PROMISE_IN_BOUNDS": "promise_in_bounds"
+         }.get(m, m)
+    if m not in ("fill", "promise_in_bounds"):
+        raise trace_error("jnp.take_along_axis(mode=%r): Pallas TPU gathers take mode "
+                          "'fill' (the default) or 'promise_in_bounds' only" % (mode,))
+    if fill_value is not None and m != "fill":
+        raise trace_error("jnp.take_along_axis: fill_value needs mode='fill'")
+    return m
+
+
+def _host_take_along_axis(arr, indices, axis, mode, fill_value):
+    """On the host, JAX's semantics: negative indices count from the end,
+    others outside give the fill value (NaN, or an integer type's lowest,
+    an unsigned one's highest value; True) where NumPy would raise."""
+    a, ix = _np.asarray(arr), _np.asarray(indices)
+    if axis is None:
+        a, axis = a.ravel(), 0
+    n = a.shape[axis]
+    if mode == "fill":
+        ix = _np.where((ix < 0) & (ix >= -n), ix + n, ix)
+    bad = (ix < 0) | (ix >= n)
+    if mode != "fill" and bad.any():
+        raise IndexError("jnp.take_along_axis: an index is outside [0, %d) though "
+                         "promised in bounds" % n)
+    r = _np.take_along_axis(a, _np.where(bad, 0, ix), axis)
+    if bad.any():
+        if fill_value is None:
+            k = r.dtype.kind
+            fill_value = (_np.nan if k in "fc" else True if k == "b" else
+                          _np.iinfo(r.dtype).min if k == "i" else _np.iinfo(r.dtype).max)
+        r = _np.where(bad, _np.array(fill_value).astype(r.dtype), r)
+    return r
+
+
+def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
+    """jnp.take_along_axis of 2-D values along axis 0 or 1 with int32
+    indices of the result's shape: a device gather within the tile.
+    Out-of-range indices follow jnp's default mode="fill" (indices in
+    [-n, 0) count from the end, others give fill_value, by default NaN or
+    the integer type's "invalid" value); with mode="promise_in_bounds" an
+    index outside fails the job."""
+    m = _gather_mode(mode, fill_value)
+    if not (_trace._rec is not None or _is_traced((arr, indices))):
+        return _host_take_along_axis(arr, indices, axis, m, fill_value)
+    if axis is None:
+        raise trace_error("jnp.take_along_axis(axis=None) gathers from the flattened "
+                          "array; give axis=0 or 1 of a 2-D value")
+    for x in (arr, indices):
+        r = _rank(_v(x))
+        if r is not None and r != 2:
+            raise trace_error("jnp.take_along_axis of a %d-D value: only 2-D values "
+                              "(axis 0 or 1) are gathered on the device" % r)
+    kw = {}
+    if m == "promise_in_bounds":
+        kw["mode"] = Value("text", "promise_in_bounds")
+    if fill_value is not None:
+        kw["fill_value"] = fill_value
+    return call("jnp.take_along_axis", _v(arr), _v(indices), axis=axis, **kw)
+
+
 def concatenate(arrays, axis=0):
     """Parts stored into slices of a new array (rows or columns)."""
     arrays = tuple(_v(a) for a in arrays)
@@ -287,7 +351,7 @@ def broadcast_to(x, shape):
 __all__ = ["float32", "bfloat16", "int8", "uint8", "int32", "bool_", "inf", "nan",
            "dot", "matmul", "where", "clip", "sum", "max", "min", "mean", "full_like", "astype",
            "exp", "maximum", "minimum", "zeros_like", "ones_like", "zeros", "ones", "full",
-           "broadcast_to", "transpose", "roll", "einsum", "reshape", "concatenate", "stack", "tile",
+           "broadcast_to", "transpose", "roll", "take_along_axis", "einsum", "reshape", "concatenate", "stack", "tile",
            "floor_divide", "remainder", "true_divide", "fmod", "rint", "isnan", "tan", "all", "any",
            "arange"]
 
@@ -306,7 +370,8 @@ import numpy as _np  # noqa: E402
 
 from . import _trace  # noqa: E402
 
-_HOST_NAMES = {"astype": None, "full_like": "full_like"}
+_HOST_NAMES = {"astype": None, "full_like": "full_like",
+               "take_along_axis": None}	# None: the function serves the host itself
 
 
 def _is_traced(x):

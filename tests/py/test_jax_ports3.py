@@ -483,15 +483,15 @@ def test_bitcast_of_another_width_is_refused(to_dtype):
 
 
 def test_take_along_axis_in_a_kernel_is_refused_by_name():
-    """jnp.take_along_axis (tpu_ops_test.py's gathers along the last axis)
-    needs a gather op the vector unit does not have yet: named, never a
-    wrong answer."""
+    """jnp.take_along_axis is the device's gather now (test_jax_ports4.py);
+    a mode Pallas TPU's gathers do not have is named, never a wrong
+    answer."""
     def kernel(x_ref, i_ref, o_ref):
-        o_ref[...] = jnp.take_along_axis(x_ref[...], i_ref[...], axis=1)
+        o_ref[...] = jnp.take_along_axis(x_ref[...], i_ref[...], axis=1, mode="clip")
 
     x = _normal((8, 128))
     idx = _rng.integers(0, 128, (8, 128)).astype(np.int32)
-    with pytest.raises(pl.TraceError, match="jnp.take_along_axis is not supported in a kernel"):
+    with pytest.raises(pl.TraceError, match="jnp.take_along_axis.mode='clip'"):
         pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x, idx)
 
 
