@@ -193,7 +193,39 @@ neg, add, sub, mul, max, min, pow = (  # noqa: A001
 eq, ne, lt, le, gt, ge = (jnp.equal, jnp.not_equal, jnp.less, jnp.less_equal, jnp.greater,
                           jnp.greater_equal)
 shift_left, shift_right_arithmetic = jnp.left_shift, jnp.right_shift
+bitwise_and, bitwise_or, bitwise_xor, bitwise_not = (
+    jnp.bitwise_and, jnp.bitwise_or, jnp.bitwise_xor, jnp.invert)
 select = jnp.where
+
+
+def select_n(which, *cases):
+    """lax.select_n: cases[which] element-wise; a bool `which` picks
+    cases[1] where it holds (two cases), an int32 one the case it names.
+    A Python `which` picks the case while tracing."""
+    if not cases:
+        raise trace_error("lax.select_n needs at least one case")
+    if not isinstance(which, Value):
+        import numpy as _np
+        w = _np.asarray(which)
+        if w.shape:
+            raise trace_error("lax.select_n of a host array predicate: pass it to the "
+                              "kernel as an operand")
+        return cases[int(w)]
+    if len(cases) == 1:
+        return cases[0]
+    if len(cases) == 2 and (dt_of(which) is None or dt_of(which) == _trace.bool_):
+        return jnp.where(which, cases[1], cases[0])
+    which = local(which)
+    out = cases[-1]
+    for k in range(len(cases) - 2, -1, -1):
+        out = jnp.where(which == k, cases[k], out)
+    return out
+
+
+def is_finite(x):
+    """lax.is_finite: x - x is 0 but for infinities and NaN."""
+    x = local(x)
+    return (x - x) == 0.0
 
 
 def erf(x):
@@ -410,4 +442,5 @@ __all__ = ["dot_general", "broadcasted_iota", "axis_index", "axis_size", "fori_l
            "sin", "cos", "erf", "erf_inv", "population_count", "clz", "div", "rem",
            "ceil", "sign", "square", "neg", "logistic", "add", "sub", "mul", "max", "min",
            "pow", "eq", "ne", "lt", "le", "gt", "ge", "shift_left", "shift_right_arithmetic",
-           "shift_right_logical"]
+           "shift_right_logical", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+           "select_n", "is_finite"]
