@@ -339,6 +339,11 @@ class Value:
         return self
 
     def __invert__(self):
+        if self.scalar and isinstance(self.dt, DType) and self.dt is not bool_ \
+                and not is_float_dt(self.dt):
+            # the scalar core's ~ is logical (a mask's not) and it has no
+            # bitwise ops: an integer's complement as -x - 1 (int32 wraps)
+            return -self - 1
         return Value("unop", "~", (self,), self.reads, self.scalar, self.dt)
 
     @property

@@ -85,6 +85,16 @@ def isnan(x):
     return _v(x) != _v(x)
 
 
+def isfinite(x):
+    """x - x is 0 but for infinities and NaN (lax.is_finite)."""
+    from . import lax
+    return lax.is_finite(_v(x))
+
+
+def isinf(x):
+    return abs(_v(x)) == inf	# noqa: F821  (made above)
+
+
 def tan(x):
     return sin(x) / cos(x)	# noqa: F821  (made above)
 
