@@ -52,7 +52,7 @@ def _unary(name):
 
 
 for _n in ("exp exp2 log log1p sqrt rsqrt reciprocal tanh abs negative square "
-           "floor ceil sign round logical_not zeros_like ones_like sin cos").split():
+           "floor ceil sign round logical_not sin cos").split():
     globals()[_n] = _unary(_n)
 
 
@@ -288,8 +288,30 @@ def any(x, axis=None, keepdims=False):	# noqa: A001
     return max(_v(x) != 0, axis, keepdims)
 
 
-def full_like(x, v):
-    return call("jnp.full_like", _v(x), v)
+def _like_dtype(x, out, dtype):
+    """jnp.*_like's dtype=: the result cast unless it is x's dtype already."""
+    if dtype is None:
+        return out
+    from ._trace import as_dtype
+    have = getattr(x, "dtype", None) if isinstance(x, Ref) else getattr(x, "dt", None)
+    try:
+        if have is not None and as_dtype(have) == as_dtype(dtype):
+            return out
+    except TypeError:
+        pass
+    return out.astype(dtype)
+
+
+def full_like(x, v, dtype=None):
+    return _like_dtype(x, call("jnp.full_like", _v(x), v), dtype)
+
+
+def zeros_like(x, dtype=None):
+    return _like_dtype(x, call("jnp.zeros_like", _v(x)), dtype)
+
+
+def ones_like(x, dtype=None):
+    return _like_dtype(x, call("jnp.ones_like", _v(x)), dtype)
 
 
 def astype(x, dtype):

@@ -640,3 +640,224 @@ def test_jnp_einsum_grad_y_pallas():
 
     out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((256, 256), jnp.float32))(x, y)
     np.testing.assert_allclose(out, np.einsum('mk,mn->kn', x.astype(np.float64), y), rtol=1e-5)
+
+
+# --- tpu_pallas_test.py TPUPipelineModeTest / TPUPipelineModeRevisitTest ---
+
+@pytest.mark.parametrize("x_pmode,y_pmode", [(2, 2), (2, 1), (1, 1)])
+def test_two_input_vadd(x_pmode, y_pmode):
+    """TPUPipelineModeTest.test_two_input_vadd: 1-D blocks of 1024 with
+    pl.Buffered(n) inputs over a grid of 128 (the VMEM-usage check of the
+    compiled HLO has no counterpart: only the sum is checked)."""
+    def body(x_ref, y_ref, o_ref):
+        x = x_ref[:]
+        y = y_ref[:]
+        o_ref[:] = x + y
+
+    data_size = 128 * 1024
+    block_size = 1024
+    x = np.arange(data_size, dtype=np.float32)
+    y = np.arange(data_size, dtype=np.float32)
+    in_specs = [pl.BlockSpec((block_size,), lambda i: i, pipeline_mode=pl.Buffered(p))
+                for p in (x_pmode, y_pmode)]
+    z = pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                       in_specs=in_specs, out_specs=pl.BlockSpec((block_size,), lambda i: i),
+                       grid=data_size // block_size)(x, y)
+    np.testing.assert_allclose(z, x + y)
+
+
+@pytest.mark.xfail(strict=True, raises=pl.TraceError, reason=(
+    "pl.Buffered(1, revisit=pl.RevisitMode.ANY): the device's pipeline writes an "
+    "output block back when its index changes and does not read it in again when "
+    "the grid returns to it, so accumulating across non-consecutive visits needs "
+    "the engine's output pipelining; the front end refuses it by name"))
+def test_block_reduction_with_non_immediate_revisit():
+    """TPUPipelineModeRevisitTest.test_block_reduction_with_non_immediate_revisit:
+    output block (0, j) accumulated over i, revisited every third step."""
+    def body(x_ref, o_ref):
+        @pl.when(pl.program_id(0) == 0)
+        def _():
+            o_ref[...] = jnp.full_like(o_ref, 0, dtype=o_ref.dtype)
+
+        o_ref[:] = o_ref[:] + x_ref[:]
+
+    block_shape = (8, 128)
+    x_shape = (3 * block_shape[0], 3 * block_shape[1])
+    o_shape = (1 * block_shape[0], 3 * block_shape[1])
+    x = np.arange(np.prod(x_shape), dtype=np.float32).reshape(x_shape)
+    out_specs = pl.BlockSpec(block_shape, lambda i, j: (0, j),
+                             pipeline_mode=pl.Buffered(1, revisit=pl.RevisitMode.ANY))
+    z = pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(o_shape, jnp.float32),
+                       in_specs=[pl.BlockSpec(block_shape, lambda i, j: (i, j))],
+                       out_specs=out_specs, grid=(3, 3))(x)
+    np.testing.assert_allclose(z, x.reshape(3, block_shape[0], -1).sum(axis=0))
+
+
+def test_block_reduction_with_immediate_revisit():
+    """The same reduction with the grid's order swapped so that each output
+    block is revisited on consecutive steps (RevisitMode.IMMEDIATE, the
+    default), jnp.full_like(o_ref, 0, dtype=o_ref.dtype) as in the test."""
+    def body(x_ref, o_ref):
+        @pl.when(pl.program_id(1) == 0)
+        def _():
+            o_ref[...] = jnp.full_like(o_ref, 0, dtype=o_ref.dtype)
+
+        o_ref[:] = o_ref[:] + x_ref[:]
+
+    block_shape = (8, 128)
+    x = np.arange(3 * 8 * 3 * 128, dtype=np.float32).reshape(3 * 8, 3 * 128)
+    out_specs = pl.BlockSpec(block_shape, lambda j, i: (0, j),
+                             pipeline_mode=pl.Buffered(1, revisit=pl.RevisitMode.IMMEDIATE))
+    z = pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((8, 3 * 128), jnp.float32),
+                       in_specs=[pl.BlockSpec(block_shape, lambda j, i: (i, j))],
+                       out_specs=out_specs, grid=(3, 3))(x)
+    np.testing.assert_allclose(z, x.reshape(3, 8, -1).sum(axis=0))
+
+
+def test_like_functions_take_a_dtype():
+    """jnp.full_like/zeros_like/ones_like(x, ..., dtype=): cast to dtype."""
+    def kernel(x_ref, a_ref, b_ref, c_ref):
+        x = x_ref[...]
+        a_ref[...] = jnp.full_like(x, 7, dtype=jnp.int32)
+        b_ref[...] = jnp.zeros_like(x_ref, dtype=jnp.float32) + x
+        c_ref[...] = jnp.ones_like(x, dtype=jnp.int32) + jnp.zeros_like(x, jnp.int32)
+
+    x = _normal((8, 128)) * 10
+    a, b, c = pl.pallas_call(kernel, out_shape=(
+        jax.ShapeDtypeStruct((8, 128), jnp.int32), jax.ShapeDtypeStruct((8, 128), jnp.float32),
+        jax.ShapeDtypeStruct((8, 128), jnp.int32)))(x)
+    np.testing.assert_array_equal(a, np.full((8, 128), 7, np.int32))
+    np.testing.assert_array_equal(b, x)
+    np.testing.assert_array_equal(c, np.ones((8, 128), np.int32))
+
+
+# --- tpu_pallas_test.py PallasCallScalarPrefetchTest ---
+
+_S = np.array([4, 3, 2, 5, 3, 5, 2, 7], np.int32)
+
+
+def test_trivial_scalar_prefetch():
+    """PallasCallScalarPrefetchTest.test_trivial_scalar_prefetch: block
+    s[i] of the input copied to block i."""
+    def body(_, x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    x = np.arange(8 * 8 * 128, dtype=np.int32).reshape((8 * 8, 128))
+
+    def _x_transform(i, s_ref):
+        return (s_ref[i], 0)
+
+    out = pl.pallas_call(
+        body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1,
+            in_specs=[pl.BlockSpec((x.shape[0] // 8, x.shape[1]), _x_transform)],
+            out_specs=pl.BlockSpec((x.shape[0] // 8, x.shape[1]), lambda i, _: (i, 0)),
+            grid=8))(_S, x)
+    np.testing.assert_array_equal(out, x.reshape((8, 8, -1))[_S].reshape(x.shape))
+
+
+def test_trivial_scalar_prefetch_with_windowless_args():
+    """PallasCallScalarPrefetchTest.test_trivial_scalar_prefetch_with_windowless_args:
+    no grid and no specs, the whole input copied."""
+    def body(_, x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    x = np.arange(8 * 8 * 128, dtype=np.int32).reshape((8 * 8, 128))
+    out = pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                         grid_spec=pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=1))(_S, x)
+    np.testing.assert_array_equal(out, x)
+
+
+def test_vmap_scalar_prefetch():
+    """PallasCallScalarPrefetchTest.test_vmap_scalar_prefetch: jax.vmap
+    of the trivial kernel over a leading dimension of 2."""
+    def body(_, x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    x = np.arange(2 * 8 * 8 * 128, dtype=np.int32).reshape((2, 8 * 8, 128))
+
+    def _x_transform(i, s_ref):
+        s = s_ref[i]
+        return (s, 0)
+
+    def f(x):
+        return pl.pallas_call(
+            body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            grid_spec=pltpu.PrefetchScalarGridSpec(
+                num_scalar_prefetch=1,
+                in_specs=[pl.BlockSpec((x.shape[0] // 8, x.shape[1]), _x_transform)],
+                out_specs=pl.BlockSpec((x.shape[0] // 8, x.shape[1]), lambda i, _: (i, 0)),
+                grid=8))(_S, x)
+
+    np.testing.assert_array_equal(jax.vmap(f)(x), x.reshape((2, 8, 8, -1))[:, _S].reshape(x.shape))
+
+
+def test_multiple_scalar_prefetch():
+    """PallasCallScalarPrefetchTest.test_multiple_scalar_prefetch: the
+    input's index map reads s1, the output's s2."""
+    def body(s1_ref, s2_ref, x_ref, o_ref):
+        del s1_ref, s2_ref
+        o_ref[...] = x_ref[...]
+
+    s1 = _S
+    s2 = np.array([7, 6, 5, 4, 3, 2, 1, 0], np.int32)
+    x = np.arange(64 * 128, dtype=np.int32).reshape((64, 128))
+
+    def _x_transform(i, s1_ref, _):
+        return s1_ref[i], 0
+
+    def _o_transform(i, _, s2_ref):
+        return s2_ref[i], 0
+
+    out = pl.pallas_call(
+        body, out_shape=jax.ShapeDtypeStruct((64, 128), jnp.int32),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=2,
+            in_specs=[pl.BlockSpec((8, 128), _x_transform)],
+            out_specs=pl.BlockSpec((8, 128), _o_transform),
+            grid=8))(s1, s2, x)
+    np.testing.assert_array_equal(out, x.reshape((8, 8, -1))[s1][::-1].reshape((64, 128)))
+
+
+def test_scalar_interpreter():
+    """PallasCallScalarPrefetchTest.test_scalar_interpreter: a program in
+    SMEM run by lax.switch in an unrolled fori_loop over its length."""
+    program = np.array([0, 0, 1, 0, 1, 1], np.int32)
+    x = np.arange(8 * 8 * 128.0, dtype=np.float32).reshape(8 * 8, 128)
+
+    def body(sprogram_ref, x_ref, o_ref, state_ref):
+        x = x_ref[...]
+
+        def add_branch_fn(j):
+            state_ref[...] += jnp.float32(j)
+            return ()
+
+        def mult_branch_fn(j):
+            state_ref[...] *= jnp.float32(j)
+            return ()
+
+        def single_inst(i, _):
+            _ = jax.lax.switch(sprogram_ref[i], (add_branch_fn, mult_branch_fn), i)
+
+        state_ref[...] = x
+        lax.fori_loop(0, sprogram_ref.shape[0], single_inst, None, unroll=True)
+        o_ref[...] = state_ref[...]
+
+    out, _ = pl.pallas_call(
+        body,
+        out_shape=[jax.ShapeDtypeStruct(x.shape, x.dtype),
+                   jax.ShapeDtypeStruct((8, 128), jnp.float32)],
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1,
+            in_specs=[pl.BlockSpec((8, 128), lambda i, *_: (i, 0))],
+            out_specs=[pl.BlockSpec((8, 128), lambda i, *_: (i, 0)),
+                       pl.BlockSpec((8, 128), lambda *_: (0, 0))],
+            grid=8))(program, x)
+    expected = x.copy()
+    for i, p in enumerate(program):
+        if p == 0:
+            expected += i
+        elif p == 1:
+            expected *= i
+    np.testing.assert_allclose(out, expected)

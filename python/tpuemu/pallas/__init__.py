@@ -18,11 +18,29 @@ ANY = "any"
 _SPACES = {None: 0, "vmem": 0, "smem": 1, "any": 2, "sem_dma": 3, "sem_regular": 4}
 
 
-class Buffered:
-    """pl.Buffered(n): the block's pipeline depth."""
+class RevisitMode:
+    """pl.RevisitMode, pl.Buffered's revisit=: IMMEDIATE (an output block
+    revisited only on consecutive steps, the default and what the device
+    pipelines) or ANY (refused: the device writes an output block back when
+    its index changes and does not read it in again on a later visit)."""
+    IMMEDIATE = "immediate"
+    ANY = "any"
 
-    def __init__(self, buffer_count):
+
+class Buffered:
+    """pl.Buffered(n, revisit=): the block's pipeline depth."""
+
+    def __init__(self, buffer_count, *, revisit=None, use_lookahead=False):
         self.buffer_count = int(buffer_count)
+        if revisit == RevisitMode.ANY:
+            raise trace_error("pl.Buffered(revisit=pl.RevisitMode.ANY) is not supported: "
+                              "the device does not read an output block back in when the "
+                              "grid returns to it after other blocks")
+        if revisit not in (None, RevisitMode.IMMEDIATE):
+            raise TypeError("pl.Buffered(revisit=%r): give pl.RevisitMode.IMMEDIATE or ANY"
+                            % (revisit,))
+        self.revisit = revisit
+        self.use_lookahead = bool(use_lookahead)
 
 
 class Blocked:
@@ -484,5 +502,5 @@ from .kernel import kernel  # noqa: E402
 
 __all__ = ["pallas_call", "BlockSpec", "Blocked", "Element", "Squeezed", "Unblocked",
            "blocked", "unblocked", "GridSpec", "program_id", "num_programs", "when",
-           "ds", "run_scoped", "multiple_of", "cdiv", "loop", "dot", "Buffered", "ANY", "TraceError",
+           "ds", "run_scoped", "multiple_of", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "TraceError",
            "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read", "kernel"]
