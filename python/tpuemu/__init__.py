@@ -72,16 +72,19 @@ def block_until_ready(x):
     return x
 
 
-def vmap(f, in_axes=0, out_axes=0):
+def vmap(f, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
     """jax.vmap of a function of NumPy arrays (a pallas_call, say): f runs
     once per index of the mapped axis and the results are stacked along
     out_axes. in_axes: an int or None for all arguments, or one per
-    argument."""
+    argument; axis_size: the count when no argument is mapped
+    (jax.vmap(f, axis_size=2)() runs f twice)."""
     def mapped(*args):
         axes = in_axes if isinstance(in_axes, (list, tuple)) else [in_axes] * len(args)
         if len(axes) != len(args):
             raise TypeError("jax.vmap: %d in_axes for %d arguments" % (len(axes), len(args)))
         sizes = {_np.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None}
+        if axis_size is not None:
+            sizes.add(int(axis_size))
         if len(sizes) != 1:
             raise ValueError("jax.vmap: the mapped axes have sizes %s; they must be one "
                              "size" % sorted(sizes))

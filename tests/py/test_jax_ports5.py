@@ -861,3 +861,412 @@ def test_scalar_interpreter():
         elif p == 1:
             expected *= i
     np.testing.assert_allclose(out, expected)
+
+
+def test_vmap_scalar_prefetch_1sized():
+    """PallasCallScalarPrefetchTest.test_vmap_scalar_prefetch_1sized: vmap
+    over a leading dimension of 1 of both the prefetch and the input."""
+    def body(_, x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    x = np.arange(8 * 8 * 128, dtype=np.int32).reshape((8 * 8, 128))
+
+    def _x_transform(i, s_ref):
+        s = s_ref[i]
+        return (s, 0)
+
+    s = _S[None]
+    x = x[None]
+    out = jax.vmap(pl.pallas_call(
+        body, out_shape=jax.ShapeDtypeStruct(x.shape[1:], x.dtype),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1,
+            in_specs=[pl.BlockSpec((x.shape[1] // 8, x.shape[2]), _x_transform)],
+            out_specs=pl.BlockSpec((x.shape[1] // 8, x.shape[2]), lambda i, _: (i, 0)),
+            grid=8)))(s, x)
+    np.testing.assert_array_equal(out, x.reshape((1, 8, 8, -1))[:, _S].reshape(x.shape))
+
+
+def test_nontrivial_vmap_scalar_prefetch():
+    """PallasCallScalarPrefetchTest.test_nontrivial_vmap_scalar_prefetch:
+    jit(vmap(...)) over the prefetch array and the input, with
+    CompilerParams(allow_input_fusion=...)."""
+    def body(_, x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    x = np.arange(2 * 8 * 8 * 128, dtype=np.int32).reshape((2, 8 * 8, 128))
+
+    def _x_transform(i, s_ref):
+        s = s_ref[i]
+        return (s, 0)
+
+    s = np.tile(_S[None], [2, 1])
+    s[1] = s[1][::-1]
+
+    @jax.jit
+    @jax.vmap
+    def kernel(s, x):
+        return pl.pallas_call(
+            body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            grid_spec=pltpu.PrefetchScalarGridSpec(
+                num_scalar_prefetch=1,
+                in_specs=[pl.BlockSpec((x.shape[0] // 8, x.shape[1]), _x_transform)],
+                out_specs=pl.BlockSpec((x.shape[0] // 8, x.shape[1]), lambda i, _: (i, 0)),
+                grid=8),
+            compiler_params=pltpu.CompilerParams(allow_input_fusion=[False, True]))(s, x)
+
+    first = x[0].reshape((1, 8, 8, -1))[:, s[0]].reshape(x.shape[1:])
+    second = x[1].reshape((1, 8, 8, -1))[:, s[1]].reshape(x.shape[1:])
+    np.testing.assert_array_equal(kernel(s, x), np.stack([first, second]))
+
+
+def test_input_output_aliasing_with_scalar_prefetch():
+    """PallasCallScalarPrefetchTest.test_input_output_aliasing_with_scalar_prefetch,
+    smaller ((4, 256, 256), not (32, 1024, 1024)): a squeezed leading block
+    dimension, input 1 aliased to output 0 (no memory analysis here)."""
+    x = np.ones((4, 256, 256), np.float32)
+    expected = x + 1
+
+    def kernel(_, x_ref, y_ref):
+        y_ref[...] = x_ref[...] + 1.
+
+    @jax.jit(donate_argnums=(0,))
+    def f(x):
+        return pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            grid_spec=pltpu.PrefetchScalarGridSpec(
+                num_scalar_prefetch=1,
+                in_specs=[pl.BlockSpec((None, 256, 256), lambda i, _: (i, 0, 0))],
+                out_specs=pl.BlockSpec((None, 256, 256), lambda i, _: (i, 0, 0)),
+                grid=(x.shape[0],)),
+            input_output_aliases={1: 0})(np.array([1, 2, 3], np.int32), x)
+
+    np.testing.assert_array_equal(f(x), expected)
+
+
+# --- tpu_pallas_test.py PallasCallDynamicGridTest (jax.jit is the identity here) ---
+
+@pytest.mark.xfail(strict=True, reason=(
+    "pl.num_programs is a traced scalar-core value (pl.num_programs(0) in the "
+    "statements) even for a static grid, where JAX gives a Python int; "
+    "tests/py/test_errors.py::test_python_int_of_traced_value and test_trace.py::"
+    "test_matmul_operator_and_nested_when pin the traced form, so the front end "
+    "keeps it"))
+def test_can_query_grid_statically_via_num_programs():
+    """PallasCallDynamicGridTest.test_can_query_grid_statically_via_num_programs:
+    pl.num_programs of a static grid is a Python int; out_shape=None."""
+    seen = []
+
+    def kernel(_):
+        num_programs = pl.num_programs(0)
+        seen.append(num_programs)
+
+    pl.pallas_call(kernel, out_shape=None, grid=(2,))()
+    assert seen and all(isinstance(n, int) and n == 2 for n in seen)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "pl.num_programs is a traced scalar-core value (pl.num_programs(0) in the "
+    "statements) even for a static grid, where JAX gives a Python int; "
+    "tests/py/test_errors.py::test_python_int_of_traced_value and test_trace.py::"
+    "test_matmul_operator_and_nested_when pin the traced form, so the front end "
+    "keeps it"))
+def test_can_query_grid_statically_via_num_programs_in_block_spec():
+    """...test_can_query_grid_statically_via_num_programs_in_block_spec."""
+    seen = []
+
+    def kernel(*_):
+        pass
+
+    def x_index_map(_):
+        seen.append(pl.num_programs(0))
+        return 0, 0
+
+    pl.pallas_call(kernel, in_specs=[pl.BlockSpec((8, 128), x_index_map)],
+                   out_shape=None, grid=(2,))(np.ones((8, 128), np.float32))
+    assert seen and all(isinstance(n, int) and n == 2 for n in seen)
+
+
+def test_out_shape_none_gives_the_kernel_none():
+    """out_shape=None, as the two tests above use it: no outputs, the
+    kernel gets None in their place and pallas_call returns None."""
+    seen = []
+
+    def kernel(x_ref, o):
+        seen.append(o)
+        _ = x_ref[...] + 1.0
+
+    out = pl.pallas_call(kernel, in_specs=[pl.BlockSpec((8, 128), lambda i: (0, 0))],
+                         out_shape=None, grid=(2,))(np.ones((8, 128), np.float32))
+    assert out is None and seen == [None]
+
+
+def test_dynamic_grid():
+    """PallasCallDynamicGridTest.test_dynamic_grid: grid=(steps * 2,)."""
+    shape = (8, 128)
+
+    def kernel(y_ref):
+        @pl.when(pl.program_id(0) == 0)
+        def _init():
+            y_ref[...] = jnp.zeros_like(y_ref)
+        y_ref[...] += 1
+
+    @jax.jit
+    def dynamic_kernel(steps):
+        return pl.pallas_call(kernel, grid=(steps * 2,),
+                              out_specs=pl.BlockSpec(shape, lambda i: (0, 0)),
+                              out_shape=jax.ShapeDtypeStruct(shape, jnp.float32))()
+
+    np.testing.assert_array_equal(dynamic_kernel(jnp.int32(4)), np.full(shape, 8.0, np.float32))
+
+
+def test_dynamic_grid_overflow():
+    """PallasCallDynamicGridTest.test_dynamic_grid_overflow: a 3-D grid,
+    pl.when on the sum of the program ids."""
+    shape = (8, 128)
+
+    def kernel(y_ref):
+        @pl.when(sum(pl.program_id(i) for i in range(3)) == 0)
+        def _init():
+            y_ref[...] = jnp.zeros_like(y_ref)
+        y_ref[...] += 1
+
+    @jax.jit
+    def dynamic_kernel(steps):
+        return pl.pallas_call(kernel, grid=(steps * 2, steps + 1, 3),
+                              out_specs=pl.BlockSpec(shape, lambda *_: (0, 0)),
+                              out_shape=jax.ShapeDtypeStruct(shape, jnp.float32))()
+
+    np.testing.assert_array_equal(dynamic_kernel(jnp.int32(4)), np.full(shape, 120.0, np.float32))
+
+
+def test_dynamic_grid_scalar_input():
+    """PallasCallDynamicGridTest.test_dynamic_grid_scalar_input: an SMEM
+    int32 element broadcast by full_like into a float32 block."""
+    shape = (8, 128)
+
+    def kernel(scalar_input_ref, output_ref):
+        output_ref[...] = jnp.full_like(output_ref, scalar_input_ref[0, 0])
+
+    @jax.jit
+    def dynamic_kernel(steps):
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(shape, jnp.float32),
+                              in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)],
+                              out_specs=pl.BlockSpec(shape, lambda i: (0, 0)),
+                              grid=(steps * 2,))(np.array([[42]], np.int32))
+
+    np.testing.assert_array_equal(dynamic_kernel(jnp.int32(4)), np.full(shape, 42.0, np.float32))
+
+
+def test_vmap_trivial_dynamic_grid():
+    """PallasCallDynamicGridTest.test_vmap_trivial_dynamic_grid."""
+    shape = (8, 128)
+
+    def kernel(x_ref, y_ref):
+        @pl.when(pl.program_id(0) == 0)
+        def _init():
+            y_ref[...] = x_ref[...]
+        y_ref[...] += 1
+
+    @jax.jit
+    @jax.vmap
+    def dynamic_kernel(steps, x):
+        return pl.pallas_call(kernel, grid=(steps * 2,),
+                              in_specs=[pl.BlockSpec(shape, lambda i: (0, 0))],
+                              out_specs=pl.BlockSpec(shape, lambda i: (0, 0)),
+                              out_shape=jax.ShapeDtypeStruct(shape, jnp.float32))(x)
+
+    x = np.arange(8 * 128., dtype=np.float32).reshape((1, *shape))
+    np.testing.assert_array_equal(dynamic_kernel(np.array([4], np.int32), x), x + 8.0)
+
+
+def test_vmap_nontrivial_dynamic_grid():
+    """PallasCallDynamicGridTest.test_vmap_nontrivial_dynamic_grid: two
+    grid sizes under vmap."""
+    shape = (8, 128)
+
+    def kernel(y_ref):
+        @pl.when(pl.program_id(0) == 0)
+        def _init():
+            y_ref[...] = jnp.zeros_like(y_ref)
+        y_ref[...] += 1
+
+    @jax.jit
+    @jax.vmap
+    def dynamic_kernel(steps):
+        return pl.pallas_call(kernel, grid=(steps * 2,),
+                              out_specs=pl.BlockSpec(shape, lambda i: (0, 0)),
+                              out_shape=jax.ShapeDtypeStruct(shape, jnp.float32))()
+
+    out = dynamic_kernel(np.array([4, 8], np.int32))
+    np.testing.assert_array_equal(out, np.stack([np.full(shape, 8.0, np.float32),
+                                                 np.full(shape, 16.0, np.float32)]))
+
+
+def test_vmap_dynamic_grid():
+    """PallasCallDynamicGridTest.test_vmap_dynamic_grid: vmap with
+    in_axes=(0, None) of a kernel whose grid is the unmapped argument."""
+    shape = (8, 128)
+
+    def kernel(x_ref, y_ref):
+        @pl.when(pl.program_id(0) == 0)
+        def _init():
+            y_ref[...] = x_ref[...]
+        y_ref[...] += jnp.float32(1.)
+
+    @jax.jit
+    def dynamic_kernel(x, steps):
+        return pl.pallas_call(kernel, grid=(steps * 2,),
+                              out_specs=pl.BlockSpec(shape, lambda i: (0, 0)),
+                              out_shape=jax.ShapeDtypeStruct(shape, jnp.float32))(x)
+
+    x = np.arange(4 * 8 * 128., dtype=np.float32).reshape((4, *shape))
+    np.testing.assert_array_equal(
+        jax.jit(jax.vmap(dynamic_kernel, in_axes=(0, None)))(x, jnp.int32(4)), x + 8)
+
+
+def test_num_programs():
+    """PallasCallDynamicGridTest.test_num_programs: stored into SMEM."""
+    def kernel(y_ref):
+        y_ref[0, 0] = pl.num_programs(0)
+
+    @jax.jit
+    def dynamic_kernel(steps):
+        return pl.pallas_call(kernel, grid=(steps * 2,),
+                              out_specs=pl.BlockSpec(memory_space=pltpu.SMEM),
+                              out_shape=jax.ShapeDtypeStruct((1, 1), jnp.int32))()
+
+    assert dynamic_kernel(np.int32(4)) == 8
+
+
+@pytest.mark.parametrize("num_vmaps", [1, 2, 3])
+def test_vmap_num_programs(num_vmaps):
+    """PallasCallDynamicGridTest.test_vmap_num_programs: vmap with
+    axis_size=2 and no arguments, nested."""
+    result_ty = jax.ShapeDtypeStruct((8, 128), jnp.int32)
+
+    def kernel(y_ref):
+        y_ref[...] = jnp.full_like(y_ref, pl.num_programs(0))
+
+    kernel_call = pl.pallas_call(kernel, grid=(8,),
+                                 out_specs=pl.BlockSpec(result_ty.shape, lambda i: (0, 0)),
+                                 out_shape=result_ty)
+    out_shape = (*(2 for _ in range(num_vmaps)), *result_ty.shape)
+    f = kernel_call
+    for _ in range(num_vmaps):
+        f = lambda impl=f: jax.vmap(impl, axis_size=2)()  # noqa: E731
+    out = jax.jit(f)()
+    np.testing.assert_array_equal(out, np.full(out_shape, 8))
+
+
+def test_num_programs_block_spec():
+    """PallasCallDynamicGridTest.test_num_programs_block_spec: an index map
+    of 1 + 8 - pl.num_programs(0)."""
+    def kernel(x_ref, y_ref):
+        y_ref[...] = x_ref[...]
+
+    @jax.jit
+    def dynamic_kernel(steps, x):
+        return pl.pallas_call(
+            kernel, grid=(steps * 2,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i: (1 + 8 - pl.num_programs(0), 0))],
+            out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
+            out_shape=jax.ShapeDtypeStruct((8, 128), jnp.int32))(x)
+
+    x = np.arange(4 * 8 * 128., dtype=np.int32).reshape((4 * 8, 128))
+    np.testing.assert_array_equal(dynamic_kernel(np.int32(4), x), x[8:16])
+
+
+# --- tpu_pallas_test.py PallasCallDMATest: memory spaces and run_scoped ---
+
+def test_can_have_unspecified_memory_spaces():
+    """PallasCallDMATest.test_can_have_unspecified_memory_spaces."""
+    def kernel(x_ref, y_ref):
+        del x_ref, y_ref
+
+    x = np.ones((8, 128), np.float32)
+    y = pl.pallas_call(kernel, in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                       out_specs=pl.BlockSpec(memory_space=pl.ANY),
+                       out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x)
+    jax.block_until_ready(y)
+    assert y.shape == (8, 128)
+
+
+def test_scoped_allocation():
+    """PallasCallDMATest.test_scoped_allocation."""
+    def kernel(y_ref):
+        def body(x_ref):
+            x_ref[...] = jnp.ones_like(x_ref)
+            y_ref[...] = 4 * x_ref[...]
+
+        pl.run_scoped(body, pltpu.VMEM((8, 128), jnp.float32))
+
+    o = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))()
+    np.testing.assert_allclose(o, 4 * np.ones_like(o))
+
+
+def test_with_scoped_allocation():
+    """PallasCallDMATest.test_with_scoped_allocation: @pl.with_scoped, one
+    positional and one named scratch after the caller's arguments."""
+    def kernel(y_ref):
+        @pl.with_scoped(pltpu.VMEM((8, 128), jnp.float32),
+                        w_ref=pltpu.VMEM((8, 128), jnp.float32))
+        def body(y_ref, x_ref, w_ref, scale=1.0):
+            x_ref[...] = jnp.ones_like(x_ref)
+            w_ref[...] = jnp.ones_like(w_ref)
+            y_ref[...] = scale * x_ref[...] * w_ref[...]
+
+        body(y_ref, scale=4.0)
+
+    o = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))()
+    np.testing.assert_allclose(o, 4 * np.ones_like(o))
+
+
+def test_run_scoped_can_return_scalar_value():
+    """PallasCallDMATest.test_run_scoped_can_return_scalar_value."""
+    def kernel(y_ref):
+        def body(x_ref):
+            x_ref[0] = 0
+            x_ref[0] += 1
+            return x_ref[0] + 2
+
+        out = pl.run_scoped(body, pltpu.SMEM((1,), jnp.int32))
+        y_ref[0] = out
+
+    o = pl.pallas_call(kernel, grid_spec=pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=0, out_specs=pl.BlockSpec(memory_space=pltpu.SMEM)),
+        out_shape=jax.ShapeDtypeStruct((1,), jnp.int32))()
+    np.testing.assert_array_equal(o, np.array([3], np.int32))
+
+
+def test_run_scoped_can_return_scalar_values():
+    """PallasCallDMATest.test_run_scoped_can_return_scalar_values."""
+    def kernel(y_ref):
+        def body(x_ref):
+            x_ref[0] = 0
+            x_ref[0] += 1
+            return x_ref[0] + 2, x_ref[0]
+
+        out = pl.run_scoped(body, pltpu.SMEM((1,), jnp.int32))
+        y_ref[0], y_ref[1] = out
+
+    o = pl.pallas_call(kernel, grid_spec=pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=0, out_specs=pl.BlockSpec(memory_space=pltpu.SMEM)),
+        out_shape=jax.ShapeDtypeStruct((2,), jnp.int32))()
+    np.testing.assert_array_equal(o, np.array([3, 1], np.int32))
+
+
+def test_run_scoped_can_return_vector_values():
+    """PallasCallDMATest.test_run_scoped_can_return_vector_values."""
+    def kernel(y_ref):
+        def body(x_ref):
+            x_ref[...] = jnp.ones_like(x_ref)
+            return x_ref[...] + 1
+
+        out = pl.run_scoped(body, pltpu.VMEM((16, 128), jnp.int32))
+        y_ref[...] = out
+
+    o = pl.pallas_call(kernel, grid_spec=pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=0, out_specs=pl.BlockSpec(memory_space=pltpu.VMEM)),
+        out_shape=jax.ShapeDtypeStruct((16, 128), jnp.int32))()
+    np.testing.assert_array_equal(o, np.full((16, 128), 2, np.int32))

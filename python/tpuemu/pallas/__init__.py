@@ -219,6 +219,34 @@ def run_scoped(f, *types, **named_types):
     if len(params) < len(types):
         raise trace_error("pl.run_scoped: %s takes %d refs, %d types given"
                           % (getattr(f, "__name__", "the body"), len(params), len(types)))
+    return _scoped(f, params, types, named_types, rec)
+
+
+def with_scoped(*types, **named_types):
+    """@pl.with_scoped(*types, **named_types): the decorated body, called
+    with its own arguments, gets scratch refs after them (the types'
+    refs named after its parameters that follow, the keywords' by the
+    keyword), as pl.run_scoped allocates them."""
+    def deco(f):
+        sig = inspect.signature(f).parameters.values()
+        params = [p.name for p in sig
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+        def wrapper(*args, **kwargs):
+            names = params[len(args):len(args) + len(types)]
+            if len(names) < len(types):
+                raise trace_error("pl.with_scoped: %s takes %d parameters after its %d "
+                                  "arguments, %d scratch types given"
+                                  % (getattr(f, "__name__", "the body"), len(names),
+                                     len(args), len(types)))
+            return _scoped(lambda *refs, **nrefs: f(*args, *refs, **nrefs, **kwargs),
+                           names, types, named_types, _trace.recorder())
+        wrapper.__name__ = getattr(f, "__name__", "body")
+        return wrapper
+    return deco
+
+
+def _scoped(f, params, types, named_types, rec):
     scoped = list(zip(params, types)) + list(named_types.items())
     refs = []
     for name, t in scoped:
@@ -318,6 +346,12 @@ def _as_list(x):
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
+class _NoOut:
+    """pallas_call(out_shape=None)'s hidden output."""
+    shape = (1, 1)
+    dtype = "int32"
+
+
 def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 out_specs=None, scratch_shapes=(), compiler_params=None,
                 input_output_aliases=None, interpret=False, name=None, debug=False,
@@ -326,7 +360,11 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     if grid_spec is None:
         grid_spec = GridSpec(grid, in_specs, out_specs, scratch_shapes)
     single_out = not isinstance(out_shape, (list, tuple))
-    outs = _as_list(out_shape)
+    # out_shape=None: no outputs, the kernel gets None in their place (JAX
+    # unflattens the empty tree); the device's job takes at least one, so
+    # a hidden (1, 1) int32 SMEM output stands in for it, never returned
+    no_out = out_shape is None
+    outs = [_NoOut()] if no_out else _as_list(out_shape)
 
     def run(*args):
         global _last_stats
@@ -342,6 +380,9 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         ispecs = [None] * nin if ispecs is None else _as_list(ispecs)
         ospecs = grid_spec.out_specs
         ospecs = [None] * len(outs) if ospecs is None else _as_list(ospecs)
+        if no_out:
+            from .tpu import SMEM
+            ospecs = [BlockSpec(memory_space=SMEM)]
         scratch = list(grid_spec.scratch_shapes)
         nrefs = len(arrays) + len(outs) + len(scratch)
         if rest and len(params) < nrefs:
@@ -393,6 +434,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             add_blocked(lib.tpurt_grid_spec_add_input, "input", n, a.shape,
                         a.dtype, spec, False)
         onames = params[len(arrays):len(arrays) + len(outs)]
+        if no_out:
+            onames = ["_no_outputs"]
         for n, o, spec in zip(onames, outs, ospecs):
             add_blocked(lib.tpurt_grid_spec_add_output, "output", n, o.shape,
                         o.dtype, spec, True)
@@ -409,6 +452,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         rec = _trace.start()
         _grids.append(tuple(gs_grid))
         try:
+            if no_out:
+                refs[len(arrays)] = None
             kernel(*refs)
         finally:
             _grids.pop()
@@ -490,6 +535,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             check(lib.tpurt_array_read(handles[len(arrays) + j], ffi.from_buffer(r)),
                   "array read")
             results.append(r)
+        if no_out:
+            return None
         return results[0] if single_out else tuple(results) if isinstance(out_shape, tuple) \
             else results
     run.statements = None
@@ -502,5 +549,5 @@ from .kernel import kernel  # noqa: E402
 
 __all__ = ["pallas_call", "BlockSpec", "Blocked", "Element", "Squeezed", "Unblocked",
            "blocked", "unblocked", "GridSpec", "program_id", "num_programs", "when",
-           "ds", "run_scoped", "multiple_of", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "TraceError",
+           "ds", "run_scoped", "with_scoped", "multiple_of", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "TraceError",
            "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read", "kernel"]
