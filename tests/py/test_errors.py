@@ -28,7 +28,7 @@ def test_python_if_on_traced_value():
 
 def test_python_int_of_traced_value():
     def k(x_ref, o_ref):
-        for _ in range(pl.num_programs(0)):
+        for _ in range(pl.program_id(0)):
             o_ref[...] = x_ref[...]
 
     with pytest.raises(pl.TraceError, match="used as a Python integer"):

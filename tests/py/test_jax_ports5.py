@@ -949,12 +949,6 @@ def test_input_output_aliasing_with_scalar_prefetch():
 
 # --- tpu_pallas_test.py PallasCallDynamicGridTest (jax.jit is the identity here) ---
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pl.num_programs is a traced scalar-core value (pl.num_programs(0) in the "
-    "statements) even for a static grid, where JAX gives a Python int; "
-    "tests/py/test_errors.py::test_python_int_of_traced_value and test_trace.py::"
-    "test_matmul_operator_and_nested_when pin the traced form, so the front end "
-    "keeps it"))
 def test_can_query_grid_statically_via_num_programs():
     """PallasCallDynamicGridTest.test_can_query_grid_statically_via_num_programs:
     pl.num_programs of a static grid is a Python int; out_shape=None."""
@@ -968,12 +962,6 @@ def test_can_query_grid_statically_via_num_programs():
     assert seen and all(isinstance(n, int) and n == 2 for n in seen)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pl.num_programs is a traced scalar-core value (pl.num_programs(0) in the "
-    "statements) even for a static grid, where JAX gives a Python int; "
-    "tests/py/test_errors.py::test_python_int_of_traced_value and test_trace.py::"
-    "test_matmul_operator_and_nested_when pin the traced form, so the front end "
-    "keeps it"))
 def test_can_query_grid_statically_via_num_programs_in_block_spec():
     """...test_can_query_grid_statically_via_num_programs_in_block_spec."""
     seen = []

@@ -279,3 +279,55 @@ def test_pipelining_emit_pipeline_core_axis():
         in_specs=[any_spec], out_specs=any_spec,
         compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "sequential")))(x)
     np.testing.assert_array_equal(out, x + 1)
+
+
+# --- tpu_pallas_test.py PallasCallPipelineTest: program_id in a pipeline body ---
+
+def test_pipeline_matmul():
+    """test_pipeline_matmul: inside emit_pipeline's body pl.program_id and
+    pl.num_programs are the pipeline's grid, not the kernel's. The test's
+    (4, 4, 4) grid of 128-blocks unrolls past the 256 operations a kernel
+    body holds; (2, 2, 2) of 256-blocks keeps its shape. Its 'hbm' case
+    (pl.ANY refs); the 'vmem' case pipelines VMEM refs, which the front end's
+    emit_pipeline does not."""
+    rng = np.random.default_rng(5)
+    x = rng.random((512, 512)).astype(np.float32)
+    y = rng.random((512, 512)).astype(np.float32)
+
+    def matmul_pipeline(x_ref, y_ref, z_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            z_ref[...] = jnp.zeros(z_ref.shape, jnp.float32)
+
+        z_ref[...] += x_ref[...] @ y_ref[...]
+
+    def matmul_kernel(x_ref, y_ref, z_ref):
+        pltpu.emit_pipeline(
+            matmul_pipeline,
+            grid=(2, 2, 2),
+            in_specs=[pl.BlockSpec(lambda i, j, k: (i, k), (256, 256)),
+                      pl.BlockSpec(lambda i, j, k: (k, j), (256, 256))],
+            out_specs=pl.BlockSpec(lambda i, j, k: (i, j), (256, 256)),
+        )(x_ref, y_ref, z_ref)
+
+    z = pl.pallas_call(
+        matmul_kernel,
+        out_shape=jax.ShapeDtypeStruct((512, 512), jnp.float32),
+        in_specs=[pl.BlockSpec(memory_space=pltpu.ANY), pl.BlockSpec(memory_space=pltpu.ANY)],
+        out_specs=pl.BlockSpec(memory_space=pltpu.ANY),
+    )
+    np.testing.assert_allclose(z(x, y), x.astype(np.float64) @ y, rtol=1e-4)
+
+
+def test_num_programs_is_the_static_grid():
+    seen = []
+
+    def kernel(o_ref):
+        seen.append(pl.num_programs(0))
+        o_ref[...] = jnp.zeros((8, 128), jnp.float32) + pl.num_programs(0)
+
+    out = pl.pallas_call(kernel, grid=(3,),
+                         out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
+                         out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))()
+    assert seen == [3]
+    np.testing.assert_array_equal(out, np.full((8, 128), 3.0, np.float32))

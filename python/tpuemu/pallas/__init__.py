@@ -118,11 +118,24 @@ class GridSpec:
         self.num_scalar_prefetch = num_scalar_prefetch
 
 
+# The grid indices and extents of the emit_pipeline steps being traced,
+# innermost last: there pl.program_id and pl.num_programs are the pipeline's.
+_pipeline_env = []
+
+
 def program_id(axis):
+    if _pipeline_env:
+        return _pipeline_env[-1][0][axis]
     return scalar("pl.program_id(%d)" % axis, _trace.int32)
 
 
 def num_programs(axis):
+    """The grid's extent: a Python int, the grid being static, as JAX gives
+    for a static grid (inside emit_pipeline, the pipeline's)."""
+    if _pipeline_env:
+        return _pipeline_env[-1][1][axis]
+    if _grids:
+        return int(_grids[-1][axis])
     return scalar("pl.num_programs(%d)" % axis, _trace.int32)
 
 
@@ -153,6 +166,10 @@ def store(ref, idx, val, *, mask=None):
 def when(cond):
     """@pl.when(cond): the decorated function's statements run where cond holds.
     The function is called once, at once, while tracing."""
+    if isinstance(cond, (bool, int, _np.bool_, _np.integer)):
+        # a Python condition (a static pl.num_programs, an emit_pipeline
+        # step's index): decided now, as JAX's pl.when does
+        return lambda fn: (fn() if cond else None, fn)[1]
     rec = _trace.recorder()
     text = cond.render() if isinstance(cond, Value) else _trace._fmt(cond)
 
@@ -367,6 +384,14 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     outs = [_NoOut()] if no_out else _as_list(out_shape)
 
     def run(*args):
+        # the grid is static: index maps and the body see its extents
+        _grids.append(tuple(_as_list(grid_spec.grid or (1,))))
+        try:
+            return traced_run(*args)
+        finally:
+            _grids.pop()
+
+    def traced_run(*args):
         global _last_stats
         gs_grid = grid_spec.grid or (1,)
         nsp = grid_spec.num_scalar_prefetch
@@ -450,13 +475,11 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
 
         # trace the kernel
         rec = _trace.start()
-        _grids.append(tuple(gs_grid))
         try:
             if no_out:
                 refs[len(arrays)] = None
             kernel(*refs)
         finally:
-            _grids.pop()
             _trace.stop()
         kp = ffi.new("struct tpurt_kernel **")
         check(lib.tpurt_kernel_create(kp), "kernel")

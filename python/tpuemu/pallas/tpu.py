@@ -380,7 +380,13 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                     if should_accumulate_out:
                         sync_copy(w, b)
                     pending[k] = (w.render(), w)
-                body(*bufs)
+                # pl.program_id / num_programs in the body are the pipeline's
+                from . import _pipeline_env
+                _pipeline_env.append((idx, local))
+                try:
+                    body(*bufs)
+                finally:
+                    _pipeline_env.pop()
 
             for li in itertools.product(*(range(g) for g in local)):
                 idx = tuple(i + offset if d == split else i for d, i in enumerate(li))
