@@ -362,8 +362,10 @@ static int check_op(struct tpu_device *tdev, const struct job_view *view,
 	const struct tpu_job_op *op = &view->ops[i];
 	const struct tpu_job_header *hdr = view->hdr;
 	bool select = op->opcode == TPU_OP_SELECT;
+	/* semaphore ops and prng_seed write no ref */
 	bool sem_op = op->opcode == TPU_OP_SEM_SIGNAL ||
-		      op->opcode == TPU_OP_SEM_WAIT;
+		      op->opcode == TPU_OP_SEM_WAIT ||
+		      op->opcode == TPU_OP_PRNG_SEED;
 	bool fn_ok;
 
 	switch (op->opcode) {
@@ -386,6 +388,12 @@ static int check_op(struct tpu_device *tdev, const struct job_view *view,
 		break;
 	case TPU_OP_GATHER:
 		fn_ok = op->fn < TPU_GATHER_COUNT;
+		break;
+	case TPU_OP_PRNG_SEED:
+		fn_ok = op->fn < TPU_PRNG_MAX_SEEDS;
+		break;
+	case TPU_OP_PRNG_BITS:
+		fn_ok = !op->fn;
 		break;
 	case TPU_OP_COPY_START:
 	case TPU_OP_COPY_WAIT:

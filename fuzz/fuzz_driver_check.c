@@ -29,7 +29,7 @@ static const char *const semantic[] = {
 	"which holds 32-bit words",
 	/* the vector unit's per-opcode field rules (rules/tpu_op_check.c) */
 	"for opcode", "select's b may be", "reduce over axis",
-	"takes integer types", ": gather ",
+	"takes integer types", ": gather ", ": prng_random_bits ",
 	/* bytecode the driver does not run */
 	"stack underflow", "stack deeper", "leaves", "grid dimension",
 	"is not scalar prefetch", "takes no argument", "empty program",

@@ -191,7 +191,9 @@ static unsigned int used_fields(const struct tpu_plan_op *op)
 		return F_SRC1 | F_SCALAR_INDEX;
 	case TPU_OP_SCALAR_STORE:
 		return F_SCALAR_INDEX;
-	default:	/* TPU_OP_ZERO */
+	case TPU_OP_PRNG_SEED:
+		return F_FN | F_SCALAR_INDEX;
+	default:	/* TPU_OP_ZERO, TPU_OP_PRNG_BITS */
 		return 0;
 	}
 }
@@ -199,7 +201,7 @@ static unsigned int used_fields(const struct tpu_plan_op *op)
 static const char *const opcode_name[TPU_OP_COUNT] = {
 	"zero", "dot", "unary", "binary", "reduce", "select", "iota",
 	"copy_start", "copy_wait", "sem_signal", "sem_wait", "scalar_store",
-	"transpose", "roll", "gather",
+	"transpose", "roll", "gather", "prng_seed", "prng_random_bits",
 };
 
 /* Every field @op's opcode does not use must be zero (or a none ref). */
@@ -353,7 +355,8 @@ static int check_fn(const struct tpu_plan_op *op, unsigned int i,
 	unsigned int count = op->opcode == TPU_OP_UNARY ? TPU_UNARY_COUNT :
 			     op->opcode == TPU_OP_BINARY ? TPU_BINARY_COUNT :
 			     op->opcode == TPU_OP_REDUCE ? TPU_REDUCE_COUNT :
-			     op->opcode == TPU_OP_GATHER ? TPU_GATHER_COUNT : 1;
+			     op->opcode == TPU_OP_GATHER ? TPU_GATHER_COUNT :
+			     op->opcode == TPU_OP_PRNG_SEED ? TPU_PRNG_MAX_SEEDS : 1;
 
 	if (op->fn >= count)
 		return tpu_check_error(res, "op %u: fn %u unknown for opcode %s (at most %u)",
@@ -565,6 +568,22 @@ static int check_gather(struct tpu_plan *plan, unsigned int i,
 	return 0;
 }
 
+/* PRNG_BITS: 32 bits per element, so an int32 dst (no uint32 here). */
+static int check_prng_bits(struct tpu_plan *plan, unsigned int i,
+			   const struct tpu_plan_op *op, struct tpu_job_result *res)
+{
+	int64_t r, c;
+	uint8_t t;
+	struct ref_names n;
+
+	ref_names(op, &n);
+	ref_shape(plan, op->dst, &r, &c, &t);
+	if (t != TPU_DTYPE_INT32)
+		return tpu_check_error(res, "op %u: prng_random_bits dst %s is %s, must be int32 (32 bits an element; the device has no uint32)",
+				       i, n.dst, tpu_dtype_name(t));
+	return 0;
+}
+
 /*
  * The scalar program: one value where a broadcast or iota uses it, the
  * semaphore element of a copy; (index, amount) or (index, value) for the
@@ -580,6 +599,12 @@ static int check_scalar_index(struct tpu_plan *plan, unsigned int i,
 		return 0;
 	if (!(used_fields(op) & F_SCALAR_INDEX))
 		return 0;
+	if (op->opcode == TPU_OP_PRNG_SEED)
+		return op->scalar_index.len ?
+		       tpu_check_prog(plan, op->scalar_index, op->fn + 1, res,
+				      "op", i, "scalar_index (prng seeds)") :
+		       tpu_check_error(res, "op %u: scalar_index: prng_seed needs a program leaving its %u seed%s",
+				       i, op->fn + 1, op->fn ? "s" : "");
 	if (op->opcode == TPU_OP_ROLL)
 		return op->scalar_index.len ?
 		       tpu_check_prog(plan, op->scalar_index, 1, res, "op", i,
@@ -656,7 +681,11 @@ int tpu_check_op(struct tpu_plan *plan, unsigned int i,
 		ret = check_bcasts(op, i, res);
 	if (!ret)
 		ret = check_unused(op, i, res);
-	if (!ret && !tpu_opcode_is_memory(op->opcode))
+	if (!ret && op->opcode == TPU_OP_PRNG_SEED) {
+		if (!is_none(op->dst))
+			ret = tpu_check_error(res, "op %u: dst must be (none) for opcode prng_seed (the seeds key the core's PRNG)",
+					      i);
+	} else if (!ret && !tpu_opcode_is_memory(op->opcode))
 		ret = check_dst(plan, i, op, res);
 	if (!ret && op->pred.len)
 		ret = tpu_check_prog(plan, op->pred, 1, res, "op", i, "predicate");
@@ -686,6 +715,8 @@ int tpu_check_op(struct tpu_plan *plan, unsigned int i,
 		return check_move(plan, i, op, res);
 	case TPU_OP_GATHER:
 		return check_gather(plan, i, op, res);
+	case TPU_OP_PRNG_BITS:
+		return check_prng_bits(plan, i, op, res);
 	default:	/* ZERO, IOTA: dst only */
 		return 0;
 	}

@@ -485,6 +485,18 @@ struct tpu_job_window {
  *	dst[r, c] = src0[src1[r, c], c]). fn is &enum tpu_gather_mode, what
  *	an index outside src0 gives. dst is neither source nor a window of
  *	one's ref
+ * @TPU_OP_PRNG_SEED: pltpu.prng_seed(s0, ...): @scalar_index leaves fn + 1
+ *	values (1 to %TPU_PRNG_MAX_SEEDS seeds, each taken as int32) that key
+ *	the core's PRNG and restart its draw counter; dst and the sources are
+ *	none. Each core has its own PRNG state, living across the core's
+ *	steps; a job starts every core's state as if seeded with the one
+ *	seed 0
+ * @TPU_OP_PRNG_BITS: dst[...] = pltpu.prng_random_bits(dst's shape): an
+ *	int32 dst (the device has no uint32: the bits are the same) filled
+ *	with 32 random bits per element, then the draw counter advances.
+ *	The bits are Philox-4x32-10 of the key (the seeds folded together) and
+ *	the counter (element, draw): deterministic for the same seeds and
+ *	draws, not those of a TPU's hardware generator
  * @TPU_OP_COUNT: number of opcodes
  *
  * dst is never an input operand (input blocks are read-only). Elementwise
@@ -517,8 +529,13 @@ enum tpu_opcode {
 	TPU_OP_TRANSPOSE = 12,
 	TPU_OP_ROLL = 13,
 	TPU_OP_GATHER = 14,
+	TPU_OP_PRNG_SEED = 15,
+	TPU_OP_PRNG_BITS = 16,
 	TPU_OP_COUNT
 };
+
+/* The most seeds one %TPU_OP_PRNG_SEED takes (its fn is their count - 1). */
+#define TPU_PRNG_MAX_SEEDS 4
 
 /**
  * enum tpu_gather_mode - &tpu_job_op.fn of %TPU_OP_GATHER: out-of-range indices
@@ -743,7 +760,8 @@ enum tpu_dot_flags {
  * struct tpu_job_op - one micro-op of the kernel body
  * @opcode: &enum tpu_opcode
  * @fn: &enum tpu_unary, &enum tpu_binary, &enum tpu_reduce or &enum
- *	tpu_gather_mode; zero for other opcodes
+ *	tpu_gather_mode; the seed count - 1 of %TPU_OP_PRNG_SEED; zero for
+ *	other opcodes
  * @bcast: &enum tpu_bcast for %TPU_OP_BINARY and %TPU_OP_SELECT's src1;
  *	zero otherwise
  * @dot: &enum tpu_dot_flags for %TPU_OP_DOT; zero otherwise
@@ -759,7 +777,8 @@ enum tpu_dot_flags {
  * @scalar_index: program leaving the flat element index into src1 for
  *	%TPU_BCAST_SMEM, the scalar itself for %TPU_BCAST_SCALAR, the offset
  *	of %TPU_OP_IOTA, the shift of %TPU_OP_ROLL, the values the copy and
- *	semaphore ops and %TPU_OP_SCALAR_STORE name; zero length otherwise
+ *	semaphore ops and %TPU_OP_SCALAR_STORE name, the seeds of
+ *	%TPU_OP_PRNG_SEED; zero length otherwise
  * @imm: binary32 bits: the scalar for %TPU_BCAST_IMM, lo for
  *	%TPU_UNARY_CLAMP, the fill value of %TPU_GATHER_FILL; zero otherwise
  * @src2: third source: %TPU_OP_SELECT's b when @bcast2 reads a ref;

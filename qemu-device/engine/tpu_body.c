@@ -338,9 +338,26 @@ int tpu_body_run(struct tpu_core *core, struct tpu_model_work *work,
 				return -1;
 			continue;
 		}
+		if (op->opcode == TPU_OP_PRNG_SEED) {	/* the scalar core's */
+			int64_t seeds[TPU_PRNG_MAX_SEEDS];
+
+			if (op_values(core, n, op, seeds, op->fn + 1u))
+				return -1;
+			tpu_prng_seed(&core->prng, seeds, op->fn + 1u);
+			continue;
+		}
 		if (resolve_refs(core, n, op, &r))
 			return -1;
 		charge_op(core, op, work, flops, useful);
+		if (op->opcode == TPU_OP_PRNG_BITS) {
+			struct tpu_ref2d d = core_ref(core, op->dst, &r.at[0]);
+
+			if (core->run->model_only)
+				core->prng.draw++;
+			else
+				tpu_prng_bits(&core->prng, &d);
+			continue;
+		}
 		if (op_scalar(core, n, op, &s))
 			return -1;
 		if (!core->run->model_only && run_op(core, n, op, &s, &r))

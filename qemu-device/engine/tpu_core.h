@@ -14,6 +14,7 @@
 #include "tpu_engine.h"
 #include "tpu_dtype.h"
 #include "tpu_plan.h"
+#include "tpu_prng.h"
 #include "tpu_ref2d.h"
 #include "tpu_trace_sink.h"
 
@@ -94,6 +95,7 @@ struct tpu_core {
 	int64_t *sems;			/* plan->num_sems counts */
 	struct tpu_inflight *inflight;	/* in start order */
 	unsigned int ninflight, inflight_cap;
+	struct tpu_prng prng;		/* pltpu.prng_seed's state */
 	struct tpu_model model;
 	struct tpu_job_stats stats;
 	struct tpu_job_result res;	/* this core's first error */

@@ -4,6 +4,7 @@
 
 #include "tpu_core_fail.h"
 #include "tpu_poison.h"
+#include "tpu_prng.h"
 #include "tpu_smem.h"
 
 int tpu_smem_alloc(struct tpu_core *core)
@@ -16,6 +17,7 @@ int tpu_smem_alloc(struct tpu_core *core)
 	core->sems = calloc(plan->num_sems ? plan->num_sems : 1, sizeof(int64_t));
 	if (!core->smem || !core->sems)
 		return -1;
+	tpu_prng_seed(&core->prng, &(int64_t){ 0 }, 1);
 	if (run->smem)
 		memcpy(core->smem, run->smem, plan->smem_words * sizeof(int32_t));
 	if (run->debug)
