@@ -71,7 +71,7 @@ static int add_op(struct tpurt_kernel *k, uint8_t opcode, const char *dst,
 	op = &k->op[k->nops];
 	memset(op, 0, sizeof(*op));
 	op->opcode = opcode;
-	ret = dst || !tpu_opcode_is_memory(opcode) ?
+	ret = dst || !(tpu_opcode_is_memory(opcode) || opcode == TPU_OP_PRNG_SEED) ?
 	      copy_text(op->dst, TPURT_TEXT_MAX, dst, "destination ref") : 0;
 	if (!ret && src0)
 		ret = copy_text(op->src0, TPURT_TEXT_MAX, src0, "source ref");
@@ -362,6 +362,44 @@ int tpurt_kernel_gather(struct tpurt_kernel *k, const char *dst,
 	return 0;
 }
 
+int tpurt_kernel_prng_seed(struct tpurt_kernel *k, int n,
+			   const char *const *seeds)
+{
+	char text[TPURT_TEXT_MAX];
+	struct tpurt_kernel_op *op;
+	size_t len = 0;
+	int ret;
+
+	if (n < 1 || n > TPU_PRNG_MAX_SEEDS || !seeds)
+		return tpurt_fail(-EINVAL, "kernel: prng_seed: %d seeds (1 to %d)",
+				  n, TPU_PRNG_MAX_SEEDS);
+	text[0] = 0;
+	for (int i = 0; i < n; i++) {
+		int w;
+
+		if (!seeds[i] || !*seeds[i])
+			return tpurt_fail(-EINVAL, "kernel: prng_seed: seed %d missing", i);
+		w = snprintf(text + len, sizeof(text) - len, "%s%s", i ? ", " : "",
+			     seeds[i]);
+		if (w < 0 || (size_t)w >= sizeof(text) - len)
+			return tpurt_fail(-ENAMETOOLONG, "kernel: prng_seed: seeds longer than %d characters",
+					  TPURT_TEXT_MAX - 1);
+		len += (size_t)w;
+	}
+	ret = add_op(k, TPU_OP_PRNG_SEED, NULL, NULL, NULL, &op);
+	if (!ret)
+		ret = set_scalar(k, op, text, "prng seeds");
+	if (ret)
+		return ret;
+	op->fn = (uint8_t)(n - 1);
+	return 0;
+}
+
+int tpurt_kernel_prng_random_bits(struct tpurt_kernel *k, const char *dst)
+{
+	return add_op(k, TPU_OP_PRNG_BITS, dst, NULL, NULL, NULL);
+}
+
 /* --- the memory model: copies, semaphores, SMEM stores, scopes --- */
 
 static int copy_op(struct tpurt_kernel *k, uint8_t opcode, const char *src,
@@ -585,7 +623,8 @@ const char *tpurt_kernel_opcode_name(unsigned int opcode)
 		[TPU_OP_SEM_WAIT] = "semaphore_wait",
 		[TPU_OP_SCALAR_STORE] = "scalar_store",
 		[TPU_OP_TRANSPOSE] = "transpose", [TPU_OP_ROLL] = "roll",
-		[TPU_OP_GATHER] = "gather",
+		[TPU_OP_GATHER] = "gather", [TPU_OP_PRNG_SEED] = "prng_seed",
+		[TPU_OP_PRNG_BITS] = "prng_random_bits",
 	};
 
 	return opcode < TPU_OP_COUNT ? names[opcode] : "?";

@@ -120,6 +120,12 @@ static void put_op(FILE *out, const struct tpurt_kernel_op *op)
 		else
 			fprintf(out, ", fill_value=%g)", op->imm);
 		break;
+	case TPU_OP_PRNG_SEED:
+		fprintf(out, "prng_seed(%s)", op->scalar);
+		break;
+	case TPU_OP_PRNG_BITS:
+		fprintf(out, "%s[...] = prng_random_bits(%s.shape)", op->dst, op->dst);
+		break;
 	case TPU_OP_COPY_START:
 	case TPU_OP_COPY_WAIT:
 		fprintf(out, "make_async_copy(%s, %s, %s).%s()", op->src0, op->dst,

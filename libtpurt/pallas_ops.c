@@ -505,6 +505,12 @@ static int fill_op(struct pallas_build *c, int n,
 	int ret;
 
 	jo->opcode = op->opcode;
+	if (op->opcode == TPU_OP_PRNG_SEED) {	/* no ref: the core's PRNG */
+		jo->fn = op->fn;
+		ret = body_program(c, n, op, op->scalar, op->fn + 1, "prng seeds",
+				   &jo->scalar_index);
+		return ret ? ret : compile_pred(c, n, op, &jo->pred);
+	}
 	if (tpu_opcode_is_memory(op->opcode)) {
 		ret = fill_memory_op(c, n, op, jo);
 		return ret ? ret : compile_pred(c, n, op, &jo->pred);

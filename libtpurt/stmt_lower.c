@@ -27,6 +27,8 @@ static int lower_take_along_axis(struct stmt_ctx *c, const struct stmt_node *cal
 				 const struct dest *d, struct value *v);
 static int lower_concatenate(struct stmt_ctx *c, const struct stmt_node *call,
 			     struct value *v);
+static int lower_prng_bits(struct stmt_ctx *c, const struct stmt_node *call,
+			   const struct dest *d, struct value *v);
 static int lower_reshape(struct stmt_ctx *c, const struct stmt_node *call,
 			 struct value *v);
 static int lower_bitcast(struct stmt_ctx *c, const struct stmt_node *call,
@@ -1540,6 +1542,10 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 		return lower_roll(c, call, d, v);
 	case FN_GATHER:
 		return lower_take_along_axis(c, call, d, v);
+	case FN_PRNG_BITS:
+		return lower_prng_bits(c, call, d, v);
+	case FN_PRNG_SEED:
+		return stmt_fail(c, f->col, "pltpu.prng_seed is a statement of its own, not a value");
 	case FN_CONCATENATE:
 		return lower_concatenate(c, call, v);
 	case FN_RESHAPE:
@@ -2137,6 +2143,56 @@ static int lower_take_along_axis(struct stmt_ctx *c, const struct stmt_node *cal
 	release(c, &idx);
 	return stmt_emitted(c, tpurt_kernel_gather(c->k, v->ref, x.ref, idx.ref,
 						   axis, mode, fillp), call->col);
+}
+
+/*
+ * pltpu.prng_random_bits((rows, cols)): the core PRNG's next draw, int32
+ * (the device has no uint32: the same bits).
+ */
+static int lower_prng_bits(struct stmt_ctx *c, const struct stmt_node *call,
+			   const struct dest *d, struct value *v)
+{
+	struct value x;
+
+	if (stmt_check_kwargs(c, call, NULL) ||
+	    stmt_nargs_are(c, call, 1, 1, "prng_random_bits") ||
+	    stmt_lower_node(c, call->arg[0], NULL, &x))
+		return c->err;
+	if (x.kind != V_TUPLE)
+		return stmt_fail(c, call->arg[0]->col, "prng_random_bits takes a shape (rows, cols)");
+	if (result(c, d, TPURT_INT32, x.rows, x.cols, call->col, v))
+		return c->err;
+	return stmt_emitted(c, tpurt_kernel_prng_random_bits(c->k, v->ref), call->col);
+}
+
+/* pltpu.prng_seed(s0, ...): 1 to 4 int32 scalars key the core's PRNG. */
+int stmt_lower_prng_seed(struct stmt_ctx *c, const struct stmt_node *call)
+{
+	char text[TPU_PRNG_MAX_SEEDS][TPURT_TEXT_MAX];
+	const char *seeds[TPU_PRNG_MAX_SEEDS];
+	struct value s;
+
+	if (stmt_check_kwargs(c, call, NULL))
+		return c->err;
+	if (call->nargs < 1 || call->nargs > TPU_PRNG_MAX_SEEDS)
+		return stmt_fail(c, call->col, "prng_seed takes 1 to %d seeds, not %d",
+				 TPU_PRNG_MAX_SEEDS, call->nargs);
+	for (int i = 0; i < call->nargs; i++) {
+		const struct stmt_node *a = call->arg[i];
+
+		if (stmt_lower_node(c, a, NULL, &s))
+			return c->err;
+		if (!stmt_is_scalar(&s))
+			return stmt_fail(c, a->col, "prng_seed's seeds are scalars (program ids, SMEM values, constants)");
+		if (s.dtype != TPURT_INT32 && s.kind != V_IMM)
+			return stmt_fail(c, a->col, "prng_seed's seeds are int32, this one is %s",
+					 stmt_dtype_str(s.dtype));
+		if (stmt_smem_scalar_ok(c, &s, a->col) ||
+		    stmt_scalar_text(c, &s, a->col, text[i], sizeof(text[i]), 0))
+			return c->err;
+		seeds[i] = text[i];
+	}
+	return stmt_emitted(c, tpurt_kernel_prng_seed(c->k, call->nargs, seeds), call->col);
 }
 
 /*

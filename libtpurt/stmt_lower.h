@@ -125,6 +125,8 @@ int stmt_is_call_of(const struct stmt_node *n, enum stmt_fn_kind kind);
 /* buf.at[slot][...] or buf[slot]: a window of a VMEM ref as a value. */
 int stmt_lower_window_read(struct stmt_ctx *c, const struct stmt_node *n,
 			   struct value *v);
+/* pltpu.prng_seed(s0, ...) as a statement (stmt_lower.c). */
+int stmt_lower_prng_seed(struct stmt_ctx *c, const struct stmt_node *call);
 /* pltpu.semaphore_read(sem.at[i]) */
 int stmt_lower_semaphore_read(struct stmt_ctx *c, const struct stmt_node *call,
 			      struct value *v);

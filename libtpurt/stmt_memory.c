@@ -400,7 +400,9 @@ int stmt_lower_call_stmt(struct stmt_ctx *c, const struct stmt_node *call)
 				    call->col) ? c->err : stale_base(c, cp.dst);
 	if (stmt_is_call_of(call, FN_SEM_SIGNAL) || stmt_is_call_of(call, FN_SEM_WAIT))
 		return lower_semaphore_op(c, call, stmt_is_call_of(call, FN_SEM_SIGNAL));
-	return stmt_fail(c, call->col, "a statement is an assignment, a copy's .start() or .wait(), sync_copy or a semaphore signal or wait");
+	if (stmt_is_call_of(call, FN_PRNG_SEED))
+		return stmt_lower_prng_seed(c, call);
+	return stmt_fail(c, call->col, "a statement is an assignment, a copy's .start() or .wait(), sync_copy, a semaphore signal or wait, or pltpu.prng_seed");
 }
 
 /* pltpu.semaphore_read(sem.at[i]): a scalar-core value. */

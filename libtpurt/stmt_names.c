@@ -87,6 +87,8 @@ static const struct name_entry functions[] = {
 	{ "transpose", FN_TRANSPOSE, 0 },
 	{ "roll", FN_ROLL, 0 },		/* pltpu.roll is jnp.roll */
 	{ "take_along_axis", FN_GATHER, 0 },
+	{ "prng_seed", FN_PRNG_SEED, 0 },	/* pltpu's */
+	{ "prng_random_bits", FN_PRNG_BITS, 0 },
 	{ "concatenate", FN_CONCATENATE, 0 },
 	{ "reshape", FN_RESHAPE, 0 },
 	{ "bitcast", FN_BITCAST, 0 },		/* pltpu.bitcast, one width */

@@ -587,6 +587,23 @@ int tpurt_kernel_gather(struct tpurt_kernel *k, const char *dst,
 			enum tpurt_gather_mode mode, const float *fill);
 
 /*
+ * pltpu.prng_seed(seeds[0], ...): key the core's PRNG with @n (1 to 4)
+ * scalar expressions (index-map text: program ids, SMEM loads,
+ * constants), each taken as int32, restarting its draws. The state is per
+ * core and lives across the core's grid steps.
+ */
+int tpurt_kernel_prng_seed(struct tpurt_kernel *k, int n,
+			   const char *const *seeds);
+
+/*
+ * dst[...] = pltpu.prng_random_bits(dst's shape): 32 random bits per
+ * element of an int32 @dst (the device has no uint32; the bits are the
+ * same), the next draw of the core's PRNG. Philox-4x32-10 of the seeds
+ * and the draw: deterministic, not a TPU's hardware bits.
+ */
+int tpurt_kernel_prng_random_bits(struct tpurt_kernel *k, const char *dst);
+
+/*
  * --- The memory model: async copies, semaphores, SMEM stores, scopes ---
  *
  * A ref string may be a window of a ref, as Pallas's ref.at[...] writes
