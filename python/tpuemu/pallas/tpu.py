@@ -460,3 +460,76 @@ def semaphore_read(sem):
     v = _trace.Value("text", "pltpu.semaphore_read(%s)" % _sem_text(sem, "read"),
                      reads=frozenset([sem.name]), scalar=True, dt=_trace.int32)
     return v
+
+
+# --- the core's PRNG: pltpu.prng_seed / prng_random_bits ---
+
+_MAX_SEEDS = 4		# TPU_PRNG_MAX_SEEDS
+
+
+def prng_seed(*seeds):
+    """pltpu.prng_seed(s0, ...): key this core's PRNG with 1 to 4 int32
+    scalars (program ids, SMEM values, constants) and restart its draws.
+    The state is per core and lives across the core's grid steps."""
+    if not 1 <= len(seeds) <= _MAX_SEEDS:
+        raise trace_error("pltpu.prng_seed takes 1 to %d int32 seeds, not %d"
+                          % (_MAX_SEEDS, len(seeds)))
+    rec = _trace.recorder()
+    texts = []
+    for s in seeds:
+        if isinstance(s, (float, bool)) or (isinstance(s, _trace.Value) and not s.scalar and
+                                            s.shape not in (None, (), (1,), (1, 1))):
+            raise trace_error("pltpu.prng_seed: a seed is an int32 scalar, not %r" % (s,))
+        if isinstance(s, _trace.Value) and s.dt is not None and s.dt != _trace.int32:
+            raise trace_error("pltpu.prng_seed: seeds are int32, this one is %s"
+                              % _trace.dtype_text(s.dt))
+        if isinstance(s, int) and not -2**31 <= s < 2**32:
+            raise trace_error("pltpu.prng_seed: seed %d does not fit in 32 bits" % s)
+        if isinstance(s, int) and s >= 2**31:
+            s -= 2**32	# the same 32 bits as an int32
+        texts.append(_trace._fmt(s))
+    rec.emit("pltpu.prng_seed(%s)" % ", ".join(texts))
+
+
+def prng_random_bits(shape):
+    """pltpu.prng_random_bits(shape): 32 random bits per element, the core's
+    next draw. int32 here (the device has no uint32; newer JAX returns
+    uint32 of the same bits: view the result as np.uint32). The generator
+    is Philox-4x32-10 of the seeds and draw, not the TPU's hardware bits."""
+    try:
+        shape = tuple(int(d) for d in shape)
+    except TypeError:
+        raise trace_error("pltpu.prng_random_bits: the shape must be a tuple of ints, "
+                          "not %r" % (shape,)) from None
+    if len(shape) != 2:
+        raise trace_error("pltpu.prng_random_bits%r: only 2-D (rows, cols) tiles are "
+                          "drawn" % (shape,))
+    _trace.recorder()
+    v = _trace.call("pltpu.prng_random_bits", shape)
+    v.dt = _trace.int32
+    v.shape = shape
+    return v
+
+
+def _stateful(name):
+    def f(*args, **kwargs):
+        raise trace_error("pltpu.%s is not supported: draw pltpu.prng_random_bits and "
+                          "derive the values from the bits" % name)
+    f.__name__ = name
+    return f
+
+
+stateful_uniform = _stateful("stateful_uniform")
+stateful_normal = _stateful("stateful_normal")
+stateful_bits = _stateful("stateful_bits")
+stateful_bernoulli = _stateful("stateful_bernoulli")
+
+
+def to_pallas_key(key):
+    raise trace_error("pltpu.to_pallas_key is not supported: Pallas keys (and jax.random "
+                      "in kernels) are not; seed with pltpu.prng_seed(int32 scalars)")
+
+
+def sample_block(*args, **kwargs):
+    raise trace_error("pltpu.sample_block is not supported: seed with pltpu.prng_seed "
+                      "and draw pltpu.prng_random_bits")
