@@ -4,8 +4,8 @@ tests/pallas/tpu_pallas_random_test.py PRNGTest (seeded reproducibility,
 non-vreg shapes, stateful samplers refused), with more: seeds from program
 ids and SMEM values, per-draw and per-block differences, reseeding, grids
 split across cores, pl.when, rough uniformity (bits and floats made from
-them) and the refusals. pltpu.prng_random_bits is int32 here (the device
-has no uint32; newer JAX gives uint32 of the same bits), and its bits are
+them) and the refusals. pltpu.prng_random_bits is int32, as JAX's
+primitive is (the device has no uint32 either), and its bits are
 Philox-4x32-10's, not the TPU hardware's: the tests check properties, not
 values."""
 import numpy as np
@@ -67,7 +67,7 @@ def test_pallas_keys_refused():
 # --- beyond JAX's tests ---
 
 def test_bits_as_uint32_and_range():
-    """Viewed as uint32 (newer JAX's dtype), the bits span the whole range."""
+    """Viewed as uint32, the bits span the whole range."""
     u = _bits(3, (32, 256)).view(np.uint32)
     assert u.min() < 2**24 and u.max() > 2**32 - 2**24
 

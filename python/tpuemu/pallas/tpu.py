@@ -493,8 +493,8 @@ def prng_seed(*seeds):
 
 def prng_random_bits(shape):
     """pltpu.prng_random_bits(shape): 32 random bits per element, the core's
-    next draw. int32 here (the device has no uint32; newer JAX returns
-    uint32 of the same bits: view the result as np.uint32). The generator
+    next draw, int32 as JAX's primitive gives (the device has no uint32:
+    view the result as np.uint32 for unsigned bits). The generator
     is Philox-4x32-10 of the seeds and draw, not the TPU's hardware bits."""
     try:
         shape = tuple(int(d) for d in shape)
