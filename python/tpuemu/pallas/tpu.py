@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """jax.experimental.pallas.tpu over libtpurt (tpuemu.pallas.tpu as pltpu)."""
 from . import GridSpec, run_scoped  # noqa: F401  (pltpu.run_scoped, as older JAX has it)
+from . import Blocked, Element, Squeezed, _grids, _pipeline_env, program_id, when
 import itertools
 
 from .. import _trace, numpy as jnp
@@ -267,7 +268,6 @@ def _block_window(ref, spec, idx, what):
 
 def _pipeline_dim(b, what):
     """(size or None, indexed by element) of an emit_pipeline block dimension."""
-    from . import Blocked, Element, Squeezed
     if isinstance(b, Element):
         if b.padding != (0, 0):
             raise trace_error("%s: pl.Element(%d, padding=%r): padding is not supported "
@@ -282,7 +282,6 @@ def _cores(core_axis, core_axis_name):
     """(cores, this core's index) of emit_pipeline's core_axis (a parallel
     dimension of the enclosing pallas_call's grid) or core_axis_name (a
     pl.kernel mesh axis); None if neither is given."""
-    from . import _grids, program_id
     from .kernel import axis_index, axis_size
     if core_axis is not None and core_axis_name is not None:
         raise trace_error("pltpu.emit_pipeline: only one of core_axis and core_axis_name")
@@ -381,7 +380,6 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                         sync_copy(w, b)
                     pending[k] = (w.render(), w)
                 # pl.program_id / num_programs in the body are the pipeline's
-                from . import _pipeline_env
                 _pipeline_env.append((idx, local))
                 try:
                     body(*bufs)
@@ -396,7 +394,6 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                 # the step only the first cores take: what is pending is
                 # written back first, the step's own blocks inside it
                 flush()
-                from . import when
                 when(li[split] < count)(lambda: (step(idx), flush()))
             flush()
 
