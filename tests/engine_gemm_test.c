@@ -223,6 +223,8 @@ static const int64_t shapes[][3] = {
 	{ 24, 32, 64 },		/* whole 12-row tiles of the zmm kernel */
 	{ 128, 128, 128 },	/* a Pallas block: the small-block kernels */
 	{ 131, 200, 96 },	/* partial tiles of both small kernels */
+	{ 8, 48, 40 },		/* two 4-row tiles, no 6-row one */
+	{ 10, 17, 9 },		/* a 6-row and a 4-row tile */
 };
 
 /* Every shape, transpose combination and accumulate mode for one dtype pair. */

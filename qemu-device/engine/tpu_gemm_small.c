@@ -7,8 +7,9 @@
  * OpenBLAS packs both operands on every call: at 128^3 its copy routines
  * took a quarter of an f32 step (a third of its kernel's time), and bf16
  * paid a widening pass into f32 buffers before that. Here B is packed (and
- * widened) once per call straight into NR-column panels; A is read in
- * place when it is f32 rows, else widened into rows. Each C element is
+ * widened) once per call straight into NR-column panels and A into panels
+ * of a tile's rows, k-major: a k step's broadcasts then come from one line
+ * (read in place, six rows of A took 15 % more time a step). Each C element is
  * summed over k in order with fused multiply-adds from zero, then added to
  * C (accumulate) or stored: bf16 products are exact in f32, so results
  * differ from OpenBLAS's in the rounding of the sums only.
@@ -36,14 +37,6 @@ struct small_src {
 	int64_t rs, cs;
 	bool f32;
 };
-
-/*
- * Micro-kernel: C[MR x NR] (+)= A(MR rows of k, lda apart) @ packed B,
- * issuing the @npf (at most @k) prefetches of @pf evenly over its k steps.
- */
-typedef void small_kernel_fn(int64_t k, const float *a, int64_t lda,
-			     const float *b, float *c, int64_t ldc, bool acc,
-			     const char *const *pf, int64_t npf);
 
 /*
  * The next step's lines go into L2 spread over a tile's k steps: issued
@@ -95,6 +88,29 @@ static int64_t panel_stride(int64_t k, int NR)
 }
 
 /*
+ * Rows of B stored k x n, columns [0, @full) as whole panels: one element
+ * type per inlining, so the moves have no branch.
+ */
+__attribute__((target("avx2"), always_inline))
+static inline void pack_b_rows(float *dst, const struct small_src *b,
+			       int64_t k, int64_t full, int NR, int64_t ps,
+			       bool f32)
+{
+	for (int64_t q = 0; q < k; q++) {
+		const char *row = (const char *)b->p + q * b->rs * (f32 ? 4 : 2);
+		float *d = dst + q * NR;
+
+		for (int64_t j = 0; j < full; j += NR, d += ps)
+			for (int c = 0; c < NR; c += 8)
+				_mm256_storeu_ps(d + c, f32 ?
+					_mm256_loadu_ps((const float *)row + j + c) :
+					_mm256_castsi256_ps(_mm256_slli_epi32(
+					_mm256_cvtepu16_epi32(_mm_loadu_si128(
+					(const __m128i *)((const uint16_t *)row + j + c))), 16)));
+	}
+}
+
+/*
  * op(B) (k x n) into NR-column panels of k rows each, columns past n zero.
  * Row by row, eight columns per move when B is stored k x n (B is a new
  * block at each grid step: whole rows are what the hardware fetches ahead
@@ -106,34 +122,106 @@ static void pack_b(float *dst, const struct small_src *b, int64_t k, int64_t n,
 {
 	int64_t full = b->cs == 1 ? n / NR * NR : 0, ps = panel_stride(k, NR);
 
+	if (b->f32)
+		pack_b_rows(dst, b, k, full, NR, ps, true);
+	else
+		pack_b_rows(dst, b, k, full, NR, ps, false);
 	for (int64_t q = 0; q < k; q++) {
-		float *d = dst + q * NR;
+		float *d = dst + q * NR + full / NR * ps;
 
-		for (int64_t j = 0; j < full; j += NR, d += ps)
-			for (int c = 0; c < NR; c += 8)
-				_mm256_storeu_ps(d + c, load8(b, q, j + c));
 		for (int64_t j = full; j < n; j += NR, d += ps)
 			for (int c = 0; c < NR; c++)
 				d[c] = j + c < n ? src_at(b, q, j + c) : 0.0f;
 	}
 }
 
-/* op(A) (m rows of k) as f32 rows, then zero rows up to @padded. */
+/*
+ * Eight rows of eight columns transposed: @v[r] holds row r's columns on
+ * entry, column r's rows on return.
+ */
+__attribute__((target("avx2"), always_inline))
+static inline void transpose8(__m256 v[8])
+{
+	__m256 t0 = _mm256_unpacklo_ps(v[0], v[1]);
+	__m256 t1 = _mm256_unpackhi_ps(v[0], v[1]);
+	__m256 t2 = _mm256_unpacklo_ps(v[2], v[3]);
+	__m256 t3 = _mm256_unpackhi_ps(v[2], v[3]);
+	__m256 t4 = _mm256_unpacklo_ps(v[4], v[5]);
+	__m256 t5 = _mm256_unpackhi_ps(v[4], v[5]);
+	__m256 t6 = _mm256_unpacklo_ps(v[6], v[7]);
+	__m256 t7 = _mm256_unpackhi_ps(v[6], v[7]);
+	/* u0 holds columns 0 and 4 of rows 0-3, u1 columns 1 and 5, ... */
+	__m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44);
+	__m256 u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+	__m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44);
+	__m256 u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+	__m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44);
+	__m256 u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+	__m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44);
+	__m256 u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+
+	v[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+	v[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+	v[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+	v[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+	v[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+	v[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+	v[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+	v[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+/* What a tile's rows past the end of A read: zeros, as f32 or bf16. */
+static const float zero_row[SMALL_MAX_DIM];
+
+/*
+ * Columns [0, @vec) of eight rows (@row[r], f32 or bf16 by @f32) into a
+ * panel @rows high, eight columns at a time through a transpose; inlined
+ * once per element type so the loads have no branch.
+ */
+__attribute__((target("avx2"), always_inline))
+static inline void pack_a_cols(float *dst, const void *const row[8],
+			       int rows, int64_t vec, bool f32)
+{
+	for (int64_t q = 0; q < vec; q += 8) {
+		__m256 v[8];
+
+#pragma GCC unroll 8
+		for (int r = 0; r < 8; r++)
+			v[r] = f32 ? _mm256_loadu_ps((const float *)row[r] + q) :
+			     _mm256_castsi256_ps(_mm256_slli_epi32(
+				_mm256_cvtepu16_epi32(_mm_loadu_si128(
+				(const __m128i *)((const uint16_t *)row[r] + q))), 16));
+		transpose8(v);
+#pragma GCC unroll 8
+		for (int c = 0; c < 8; c++)
+			_mm256_storeu_ps(dst + (q + c) * rows, v[c]);
+	}
+}
+
+/*
+ * Rows [@r0, @r0 + @rows) of op(A), zero rows from @valid on, as one panel:
+ * element (r, q) at @dst[q * rows + r]. When A's rows are contiguous, eight
+ * columns at a time; a column's stores are 8 wide and overlap the next
+ * column's, so the panel needs 8 - @rows floats of slack after it.
+ */
 __attribute__((target("avx2")))
-static void widen_a(float *dst, const struct small_src *a, int64_t m,
-		    int64_t padded, int64_t k)
+static void pack_a_panel(float *dst, const struct small_src *a, int64_t r0,
+			 int rows, int valid, int64_t k)
 {
 	int64_t vec = a->cs == 1 ? k / 8 * 8 : 0;
+	const void *row[8];
 
-	for (int64_t r = 0; r < m; r++, dst += k) {
-		int64_t q = 0;
-
-		for (; q < vec; q += 8)
-			_mm256_storeu_ps(dst + q, load8(a, r, q));
-		for (; q < k; q++)
-			dst[q] = src_at(a, r, q);
-	}
-	memset(dst, 0, (padded - m) * k * sizeof(float));
+	for (int r = 0; r < 8; r++)
+		row[r] = r < valid ? (const char *)a->p +
+				     (r0 + r) * a->rs * (a->f32 ? 4 : 2) :
+				     (const void *)zero_row;
+	if (a->f32)
+		pack_a_cols(dst, row, rows, vec, true);
+	else
+		pack_a_cols(dst, row, rows, vec, false);
+	for (int64_t q = vec; q < k; q++)
+		for (int r = 0; r < rows; r++)
+			dst[q * rows + r] = r < valid ? src_at(a, r0 + r, q) : 0.0f;
 }
 
 /*
@@ -142,7 +230,7 @@ static void widen_a(float *dst, const struct small_src *a, int64_t m,
  */
 
 #define KROW(P, r) do {							\
-		__typeof__(b0) x = P##_set1_ps(a[(r) * lda + q]);	\
+		__typeof__(b0) x = P##_set1_ps(a[r]);			\
 		c##r##0 = P##_fmadd_ps(x, b0, c##r##0);			\
 		c##r##1 = P##_fmadd_ps(x, b1, c##r##1);			\
 	} while (0)
@@ -157,19 +245,72 @@ static void widen_a(float *dst, const struct small_src *a, int64_t m,
 		P##_storeu_ps(d + W, c##r##1);				\
 	} while (0)
 
-#define KLOOP(P, ROWS) do {						\
-		int64_t every = npf ? k / npf : k, next = 0, at = 0;	\
+#define KSTEP(P, ROWS) do {						\
+		__typeof__(c00) b0 = P##_loadu_ps(b);			\
+		__typeof__(c00) b1 = P##_loadu_ps(b + W);		\
 									\
-		for (int64_t q = 0; q < k; q++, b += 2 * W) {		\
-			if (q == next && at < npf) {			\
-				_mm_prefetch(pf[at++], _MM_HINT_T1);	\
-				next += every;				\
-			}						\
-			__typeof__(c00) b0 = P##_loadu_ps(b);		\
-			__typeof__(c00) b1 = P##_loadu_ps(b + W);	\
+		ROWS(P, KROW);						\
+		a += MR;						\
+		b += 2 * W;						\
+	} while (0)
+
+#define KGROUP(P, ROWS) do {						\
+		KSTEP(P, ROWS);						\
+		KSTEP(P, ROWS);						\
+		KSTEP(P, ROWS);						\
+		KSTEP(P, ROWS);						\
+	} while (0)
+
+/*
+ * The AVX2 6 x 16 kernel's four steps in assembly: its 12 accumulators,
+ * two B vectors and a broadcast fill 15 of the 16 registers, and GCC's
+ * schedule of the unrolled C spilled two accumulators (a fifth slower).
+ */
+#define AVX2_ROW(s, r, lo, hi)						\
+	"vbroadcastss " #s "*24+" #r "*4(%[a]), %%ymm13\n\t"		\
+	"vfmadd231ps %%ymm13, %%ymm14, %[" #lo "]\n\t"			\
+	"vfmadd231ps %%ymm13, %%ymm15, %[" #hi "]\n\t"
+
+#define AVX2_STEP6(s)							\
+	"vmovups " #s "*64(%[b]), %%ymm14\n\t"				\
+	"vmovups " #s "*64+32(%[b]), %%ymm15\n\t"			\
+	AVX2_ROW(s, 0, c00, c01) AVX2_ROW(s, 1, c10, c11)		\
+	AVX2_ROW(s, 2, c20, c21) AVX2_ROW(s, 3, c30, c31)		\
+	AVX2_ROW(s, 4, c40, c41) AVX2_ROW(s, 5, c50, c51)
+
+#define AVX2_GROUP6(P, ROWS) do {					\
+		__asm__(AVX2_STEP6(0) AVX2_STEP6(1) AVX2_STEP6(2)	\
+			AVX2_STEP6(3)					\
+			: [c00] "+x"(c00), [c01] "+x"(c01),		\
+			  [c10] "+x"(c10), [c11] "+x"(c11),		\
+			  [c20] "+x"(c20), [c21] "+x"(c21),		\
+			  [c30] "+x"(c30), [c31] "+x"(c31),		\
+			  [c40] "+x"(c40), [c41] "+x"(c41),		\
+			  [c50] "+x"(c50), [c51] "+x"(c51)		\
+			: [a] "r"(a), [b] "r"(b), "m"(*(const float(*)[24])a), \
+			  "m"(*(const float(*)[64])b)			\
+			: "xmm13", "xmm14", "xmm15");			\
+		a += 4 * MR;						\
+		b += 8 * W;						\
+	} while (0)
+
+/*
+ * k steps four at a time (the loop's own work was a fifth of each step's
+ * instructions), each group issuing its share of the prefetches.
+ */
+#define KLOOP(P, ROWS, GROUP) do {						\
+		int64_t groups = k / 4 ? k / 4 : 1;			\
+		int64_t per = (npf + groups - 1) / groups, at = 0, q = 0; \
 									\
-			ROWS(P, KROW);					\
+		for (; q + 4 <= k; q += 4) {				\
+			for (int64_t e = at + per; at < e && at < npf; at++) \
+				_mm_prefetch(pf[at], _MM_HINT_T1);	\
+			GROUP(P, ROWS);					\
 		}							\
+		for (; q < k; q++)					\
+			KSTEP(P, ROWS);					\
+		for (; at < npf; at++)					\
+			_mm_prefetch(pf[at], _MM_HINT_T1);		\
 		ROWS(P, KSTORE);					\
 	} while (0)
 
@@ -182,57 +323,63 @@ static void widen_a(float *dst, const struct small_src *a, int64_t m,
 		F(P, 0); F(P, 1); F(P, 2); F(P, 3); F(P, 4); F(P, 5);	\
 	} while (0)
 
-__attribute__((target("avx512f")))
-static void kernel_avx512(int64_t k, const float *a, int64_t lda,
-			  const float *b, float *c, int64_t ldc, bool acc,
-			  const char *const *pf, int64_t npf)
-{
-	enum { W = 16 };
-	__m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
-	__m512 c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00;
-	__m512 c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+#define ROWS4(P, F) do {						\
+		F(P, 0); F(P, 1); F(P, 2); F(P, 3);			\
+	} while (0)
 
-	KLOOP(_mm512, ROWS8);
+#define KERNEL_AVX512(name, ROWS, rows, GROUP)					\
+__attribute__((target("avx512f")))					\
+static void name(int64_t k, const float *a, const float *b, float *c,	\
+		 int64_t ldc, bool acc, const char *const *pf, int64_t npf) \
+{									\
+	enum { W = 16, MR = rows };					\
+	__m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00; \
+	__m512 c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00;	\
+	__m512 c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00;	\
+	__m512 c70 = c00, c71 = c00;					\
+									\
+	KLOOP(_mm512, ROWS, GROUP);						\
+	(void)c40; (void)c41; (void)c50; (void)c51;			\
+	(void)c60; (void)c61; (void)c70; (void)c71;			\
 }
 
-__attribute__((target("avx2,fma")))
-static void kernel_avx2(int64_t k, const float *a, int64_t lda,
-			const float *b, float *c, int64_t ldc, bool acc,
-			const char *const *pf, int64_t npf)
-{
-	enum { W = 8 };
-	__m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
-	__m256 c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-	__m256 c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-
-	KLOOP(_mm256, ROWS6);
+#define KERNEL_AVX2(name, ROWS, rows, GROUP)					\
+__attribute__((target("avx2,fma")))					\
+static void name(int64_t k, const float *a, const float *b, float *c,	\
+		 int64_t ldc, bool acc, const char *const *pf, int64_t npf) \
+{									\
+	enum { W = 8, MR = rows };					\
+	__m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00; \
+	__m256 c20 = c00, c21 = c00, c30 = c00, c31 = c00;		\
+	__m256 c40 = c00, c41 = c00, c50 = c00, c51 = c00;		\
+									\
+	KLOOP(_mm256, ROWS, GROUP);						\
+	(void)c40; (void)c41; (void)c50; (void)c51;			\
 }
 
+KERNEL_AVX512(kernel_avx512, ROWS8, 8, KGROUP)
+KERNEL_AVX512(kernel_avx512_4, ROWS4, 4, KGROUP)
+KERNEL_AVX2(kernel_avx2, ROWS6, 6, AVX2_GROUP6)
+KERNEL_AVX2(kernel_avx2_4, ROWS4, 4, KGROUP)
+
+/*
+ * Micro-kernel: C[rows x NR] (+)= an A panel (k x rows, k-major) @ a packed
+ * B panel, issuing the @npf prefetches of @pf over its k steps.
+ */
+typedef void small_kernel_fn(int64_t k, const float *a, const float *b,
+			     float *c, int64_t ldc, bool acc,
+			     const char *const *pf, int64_t npf);
+
+/* A tile's kernel is one of two heights: the ISA's and 4 rows. */
 struct small_isa {
-	small_kernel_fn *kern;
+	small_kernel_fn *kern, *kern4;
 	int mr, nr;
 };
 
-static const struct small_isa isa_avx512 = { kernel_avx512, 8, 32 };
-static const struct small_isa isa_avx2 = { kernel_avx2, 6, 16 };
-
-/* A partial tile goes through a whole one on the stack. */
-static void tile(const struct small_isa *isa, int64_t k, const float *a,
-		 int64_t lda, const float *b, float *c, int64_t ldc, int64_t mr,
-		 int64_t nr, bool acc, const char *const *pf, int64_t npf)
-{
-	float t[MR_MAX * NR_MAX];
-
-	if (mr == isa->mr && nr == isa->nr) {
-		isa->kern(k, a, lda, b, c, ldc, acc, pf, npf);
-		return;
-	}
-	isa->kern(k, a, lda, b, t, isa->nr, false, pf, npf);
-	for (int64_t r = 0; r < mr; r++)
-		for (int64_t j = 0; j < nr; j++)
-			c[r * ldc + j] = acc ? c[r * ldc + j] + t[r * isa->nr + j] :
-					       t[r * isa->nr + j];
-}
+static const struct small_isa isa_avx512 = {
+	kernel_avx512, kernel_avx512_4, 8, 32
+};
+static const struct small_isa isa_avx2 = { kernel_avx2, kernel_avx2_4, 6, 16 };
 
 static int64_t min64(int64_t x, int64_t y)
 {
@@ -240,32 +387,68 @@ static int64_t min64(int64_t x, int64_t y)
 }
 
 /*
- * Rows of A as the kernel reads them, whole tiles of rows: f32 rows in
- * place (@lda apart) but for a last partial tile, which is copied and
- * zero-padded (@tail, k apart); anything else widened into scratch.
+ * Rows 0..m as @whole tiles of the ISA's height, then @fours of 4 rows:
+ * a remainder of 2 past whole 6-row tiles is two 4-row tiles, so a
+ * 128-row block runs no padding rows; other remainders pad one tile.
  */
-struct a_rows {
-	const float *p, *tail;
-	int64_t lda, whole;	/* rows read in place, before @tail */
+struct row_plan {
+	int64_t m, whole, fours;
 };
 
-static bool rows_of_a(const struct small_src *a, int64_t m, int64_t k,
-		      int64_t mr, struct a_rows *ar)
-{
-	int64_t whole = a->f32 && a->cs == 1 ? m / mr * mr : 0;
-	int64_t rest = m - whole, padded = (rest + mr - 1) / mr * mr;
-	struct small_src t = *a;
-	float *buf = NULL;
+/* A row tile: @rows high (the kernel's), of which @valid are rows of C. */
+struct row_tile {
+	int64_t r0;
+	int rows, valid;
+};
 
-	if (rest) {
-		buf = tpu_gemm_scratch(TPU_GEMM_SLOT_A, padded * k * sizeof(float));
-		if (!buf)
-			return false;
-		t.p = (const char *)a->p + whole * a->rs * (a->f32 ? 4 : 2);
-		widen_a(buf, &t, rest, padded, k);
+static struct row_plan row_plan(const struct small_isa *isa, int64_t m)
+{
+	struct row_plan p = { m, m / isa->mr, 0 };
+	int64_t rest = m % isa->mr;
+
+	if (rest == 2 && isa->mr == 6 && p.whole) {
+		p.whole--;
+		p.fours = 2;
+	} else if (rest) {
+		p.fours = rest <= 4;
+		p.whole += !p.fours;
 	}
-	*ar = (struct a_rows){ a->p, buf, a->rs, whole };
-	return true;
+	return p;
+}
+
+static int64_t row_tile_count(const struct row_plan *p)
+{
+	return p->whole + p->fours;
+}
+
+static struct row_tile row_tile(const struct small_isa *isa,
+				const struct row_plan *p, int64_t i)
+{
+	int64_t r0 = i < p->whole ? i * isa->mr :
+				    p->whole * isa->mr + (i - p->whole) * 4;
+	int rows = i < p->whole ? isa->mr : 4;
+
+	return (struct row_tile){ r0, rows, (int)min64(rows, p->m - r0) };
+}
+
+/* A partial tile goes through a whole one on the stack. */
+static void tile(const struct small_isa *isa, const struct row_tile *rt,
+		 int64_t k, const float *a, const float *b, float *c,
+		 int64_t ldc, int64_t nr, bool acc, const char *const *pf,
+		 int64_t npf)
+{
+	small_kernel_fn *kern = rt->rows == 4 ? isa->kern4 : isa->kern;
+	float t[MR_MAX * NR_MAX];
+
+	if (rt->valid == rt->rows && nr == isa->nr) {
+		kern(k, a, b, c, ldc, acc, pf, npf);
+		return;
+	}
+	kern(k, a, b, t, isa->nr, false, pf, npf);
+	for (int64_t r = 0; r < rt->valid; r++)
+		for (int64_t j = 0; j < nr; j++)
+			c[r * ldc + j] = acc ? c[r * ldc + j] + t[r * isa->nr + j] :
+					       t[r * isa->nr + j];
 }
 
 static bool gemm_small(const struct small_src *sa, const struct small_src *sb,
@@ -273,42 +456,49 @@ static bool gemm_small(const struct small_src *sa, const struct small_src *sb,
 		       bool accumulate)
 {
 	const struct small_isa *isa;
-	int64_t mr, nr, ps, tiles;
-	struct a_rows ar;
-	float *pb;
+	int64_t nr, ps, tiles, nrt;
+	struct row_plan plan;
+	struct row_tile last;
+	float *pa, *pb;
 
 	if (tpu_gemm_isa < TPU_GEMM_AVX2 || n > SMALL_MAX_DIM ||
 	    k > SMALL_MAX_DIM || n * k > SMALL_KN || m <= 0 || n <= 0 || k <= 0)
 		return false;
 	isa = tpu_gemm_isa >= TPU_GEMM_AVX512 ? &isa_avx512 : &isa_avx2;
-	mr = isa->mr;
 	nr = isa->nr;
 	ps = panel_stride(k, nr);
+	plan = row_plan(isa, m);
+	nrt = row_tile_count(&plan);
+	last = row_tile(isa, &plan, nrt - 1);
 	pb = tpu_gemm_scratch(TPU_GEMM_SLOT_B,
 			      ((n + nr - 1) / nr) * ps * sizeof(float));
-	if (!pb || !rows_of_a(sa, m, k, mr, &ar))
+	/* 8 floats of slack for pack_a_panel's overlapping stores */
+	pa = tpu_gemm_scratch(TPU_GEMM_SLOT_A,
+			      ((last.r0 + last.rows) * k + 8) * sizeof(float));
+	if (!pb || !pa)
 		return false;
 	pack_b(pb, sb, k, n, nr);
+	for (int64_t i = 0; i < nrt; i++) {
+		struct row_tile rt = row_tile(isa, &plan, i);
+
+		pack_a_panel(pa + rt.r0 * k, sa, rt.r0, rt.rows, rt.valid, k);
+	}
 	/*
 	 * An A panel stays in L1 while the B panels stream from L2; a share
 	 * of the next grid step's blocks is asked for at each tile.
 	 */
-	tiles = ((m + mr - 1) / mr) * ((n + nr - 1) / nr);
-	for (int64_t i = 0; i < m; i += mr) {
-		const float *pa = i < ar.whole ? ar.p + i * ar.lda :
-						 ar.tail + (i - ar.whole) * k;
-		int64_t lda = i < ar.whole ? ar.lda : k;
+	tiles = nrt * ((n + nr - 1) / nr);
+	for (int64_t i = 0; i < nrt; i++) {
+		struct row_tile rt = row_tile(isa, &plan, i);
+		const float *a = pa + rt.r0 * k;
 
 		for (int64_t j = 0; j < n; j += nr, tiles--) {
 			const char *pf[PF_MAX];
 			int64_t npf = tpu_prefetch_take(pf, PF_MAX, tiles);
 
-			/* more than the tile has k steps for: the rest now */
-			for (int64_t p = k; p < npf; p++)
-				_mm_prefetch(pf[p], _MM_HINT_T1);
-			tile(isa, k, pa, lda, pb + j / nr * ps,
-			     c + i * ldc + j, ldc, min64(mr, m - i),
-			     min64(nr, n - j), accumulate, pf, min64(npf, k));
+			tile(isa, &rt, k, a, pb + j / nr * ps,
+			     c + rt.r0 * ldc + j, ldc, min64(nr, n - j),
+			     accumulate, pf, npf);
 		}
 	}
 	return true;
