@@ -230,7 +230,7 @@ static void pack_a_panel(float *dst, const struct small_src *a, int64_t r0,
  */
 
 #define KROW(P, r) do {							\
-		__typeof__(b0) x = P##_set1_ps(a[r]);			\
+		__typeof__(b0) x = P##_set1_ps(a[(r) * as]);		\
 		c##r##0 = P##_fmadd_ps(x, b0, c##r##0);			\
 		c##r##1 = P##_fmadd_ps(x, b1, c##r##1);			\
 	} while (0)
@@ -250,7 +250,7 @@ static void pack_a_panel(float *dst, const struct small_src *a, int64_t r0,
 		__typeof__(c00) b1 = P##_loadu_ps(b + W);		\
 									\
 		ROWS(P, KROW);						\
-		a += MR;						\
+		a += ak;						\
 		b += 2 * W;						\
 	} while (0)
 
@@ -265,32 +265,55 @@ static void pack_a_panel(float *dst, const struct small_src *a, int64_t r0,
  * The AVX2 6 x 16 kernel's four steps in assembly: its 12 accumulators,
  * two B vectors and a broadcast fill 15 of the 16 registers, and GCC's
  * schedule of the unrolled C spilled two accumulators (a fifth slower).
+ * @A(s, r) is row r's address at step s: in a packed panel, or in place
+ * (rows 0-2 from a, 3-5 from a3, lda bytes apart).
  */
-#define AVX2_ROW(s, r, lo, hi)						\
-	"vbroadcastss " #s "*24+" #r "*4(%[a]), %%ymm13\n\t"		\
+#define AVX2_ROW(A, s, r, lo, hi)					\
+	"vbroadcastss " A(s, r) ", %%ymm13\n\t"				\
 	"vfmadd231ps %%ymm13, %%ymm14, %[" #lo "]\n\t"			\
 	"vfmadd231ps %%ymm13, %%ymm15, %[" #hi "]\n\t"
 
-#define AVX2_STEP6(s)							\
+#define AVX2_STEP6(A, s)						\
 	"vmovups " #s "*64(%[b]), %%ymm14\n\t"				\
 	"vmovups " #s "*64+32(%[b]), %%ymm15\n\t"			\
-	AVX2_ROW(s, 0, c00, c01) AVX2_ROW(s, 1, c10, c11)		\
-	AVX2_ROW(s, 2, c20, c21) AVX2_ROW(s, 3, c30, c31)		\
-	AVX2_ROW(s, 4, c40, c41) AVX2_ROW(s, 5, c50, c51)
+	AVX2_ROW(A, s, 0, c00, c01) AVX2_ROW(A, s, 1, c10, c11)		\
+	AVX2_ROW(A, s, 2, c20, c21) AVX2_ROW(A, s, 3, c30, c31)		\
+	AVX2_ROW(A, s, 4, c40, c41) AVX2_ROW(A, s, 5, c50, c51)
 
+#define A_PACKED(s, r)	#s "*24+" #r "*4(%[a])"
+#define A_ROWS(s, r)	#s "*4" A_ROW##r
+#define A_ROW0		"(%[a])"
+#define A_ROW1		"(%[a],%[l])"
+#define A_ROW2		"(%[a],%[l],2)"
+#define A_ROW3		"(%[a3])"
+#define A_ROW4		"(%[a3],%[l])"
+#define A_ROW5		"(%[a3],%[l],2)"
+
+#define AVX2_ACC							\
+	[c00] "+x"(c00), [c01] "+x"(c01), [c10] "+x"(c10),		\
+	[c11] "+x"(c11), [c20] "+x"(c20), [c21] "+x"(c21),		\
+	[c30] "+x"(c30), [c31] "+x"(c31), [c40] "+x"(c40),		\
+	[c41] "+x"(c41), [c50] "+x"(c50), [c51] "+x"(c51)
+
+/* The asm reads memory its operands do not name: "memory" says so. */
 #define AVX2_GROUP6(P, ROWS) do {					\
-		__asm__(AVX2_STEP6(0) AVX2_STEP6(1) AVX2_STEP6(2)	\
-			AVX2_STEP6(3)					\
-			: [c00] "+x"(c00), [c01] "+x"(c01),		\
-			  [c10] "+x"(c10), [c11] "+x"(c11),		\
-			  [c20] "+x"(c20), [c21] "+x"(c21),		\
-			  [c30] "+x"(c30), [c31] "+x"(c31),		\
-			  [c40] "+x"(c40), [c41] "+x"(c41),		\
-			  [c50] "+x"(c50), [c51] "+x"(c51)		\
-			: [a] "r"(a), [b] "r"(b), "m"(*(const float(*)[24])a), \
-			  "m"(*(const float(*)[64])b)			\
-			: "xmm13", "xmm14", "xmm15");			\
-		a += 4 * MR;						\
+		__asm__(AVX2_STEP6(A_PACKED, 0) AVX2_STEP6(A_PACKED, 1)	\
+			AVX2_STEP6(A_PACKED, 2) AVX2_STEP6(A_PACKED, 3)	\
+			: AVX2_ACC					\
+			: [a] "r"(a), [b] "r"(b)			\
+			: "xmm13", "xmm14", "xmm15", "memory");		\
+		a += 4 * ak;						\
+		b += 8 * W;						\
+	} while (0)
+
+#define AVX2_GROUP6_ROWS(P, ROWS) do {					\
+		__asm__(AVX2_STEP6(A_ROWS, 0) AVX2_STEP6(A_ROWS, 1)	\
+			AVX2_STEP6(A_ROWS, 2) AVX2_STEP6(A_ROWS, 3)	\
+			: AVX2_ACC					\
+			: [a] "r"(a), [a3] "r"(a + 3 * as),		\
+			  [l] "r"(as * 4), [b] "r"(b)			\
+			: "xmm13", "xmm14", "xmm15", "memory");		\
+		a += 4 * ak;						\
 		b += 8 * W;						\
 	} while (0)
 
@@ -327,59 +350,71 @@ static void pack_a_panel(float *dst, const struct small_src *a, int64_t r0,
 		F(P, 0); F(P, 1); F(P, 2); F(P, 3);			\
 	} while (0)
 
-#define KERNEL_AVX512(name, ROWS, rows, GROUP)					\
+/*
+ * A micro-kernel: C[rows x NR] (+)= A @ a packed B panel, issuing the @npf
+ * prefetches of @pf over its k steps. A is a packed panel (k x rows,
+ * k-major) or, for the _ROWS kernels, rows of @lda floats in place.
+ */
+#define KERNEL_AVX512(name, ROWS, rows, GROUP)				\
 __attribute__((target("avx512f")))					\
-static void name(int64_t k, const float *a, const float *b, float *c,	\
-		 int64_t ldc, bool acc, const char *const *pf, int64_t npf) \
+static void name(int64_t k, const float *a, int64_t lda, const float *b, \
+		 float *c, int64_t ldc, bool acc, const char *const *pf,	\
+		 int64_t npf)						\
 {									\
-	enum { W = 16, MR = rows };					\
+	enum { W = 16, MR = rows, as = 1, ak = MR };			\
 	__m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00; \
 	__m512 c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00;	\
 	__m512 c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00;	\
 	__m512 c70 = c00, c71 = c00;					\
 									\
-	KLOOP(_mm512, ROWS, GROUP);						\
+	KLOOP(_mm512, ROWS, GROUP);					\
 	(void)c40; (void)c41; (void)c50; (void)c51;			\
 	(void)c60; (void)c61; (void)c70; (void)c71;			\
 }
 
-#define KERNEL_AVX2(name, ROWS, rows, GROUP)					\
+#define KERNEL_AVX2(name, ROWS, rows, GROUP, in_place)			\
 __attribute__((target("avx2,fma")))					\
-static void name(int64_t k, const float *a, const float *b, float *c,	\
-		 int64_t ldc, bool acc, const char *const *pf, int64_t npf) \
+static void name(int64_t k, const float *a, int64_t lda, const float *b, \
+		 float *c, int64_t ldc, bool acc, const char *const *pf,	\
+		 int64_t npf)						\
 {									\
 	enum { W = 8, MR = rows };					\
+	const int64_t as = in_place ? lda : 1, ak = in_place ? 1 : MR;	\
 	__m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00; \
 	__m256 c20 = c00, c21 = c00, c30 = c00, c31 = c00;		\
 	__m256 c40 = c00, c41 = c00, c50 = c00, c51 = c00;		\
 									\
-	KLOOP(_mm256, ROWS, GROUP);						\
+	KLOOP(_mm256, ROWS, GROUP);					\
 	(void)c40; (void)c41; (void)c50; (void)c51;			\
 }
 
 KERNEL_AVX512(kernel_avx512, ROWS8, 8, KGROUP)
 KERNEL_AVX512(kernel_avx512_4, ROWS4, 4, KGROUP)
-KERNEL_AVX2(kernel_avx2, ROWS6, 6, AVX2_GROUP6)
-KERNEL_AVX2(kernel_avx2_4, ROWS4, 4, KGROUP)
+KERNEL_AVX2(kernel_avx2, ROWS6, 6, AVX2_GROUP6, false)
+KERNEL_AVX2(kernel_avx2_rows, ROWS6, 6, AVX2_GROUP6_ROWS, true)
+KERNEL_AVX2(kernel_avx2_4, ROWS4, 4, KGROUP, false)
 
-/*
- * Micro-kernel: C[rows x NR] (+)= an A panel (k x rows, k-major) @ a packed
- * B panel, issuing the @npf prefetches of @pf over its k steps.
- */
-typedef void small_kernel_fn(int64_t k, const float *a, const float *b,
-			     float *c, int64_t ldc, bool acc,
+typedef void small_kernel_fn(int64_t k, const float *a, int64_t lda,
+			     const float *b, float *c, int64_t ldc, bool acc,
 			     const char *const *pf, int64_t npf);
 
-/* A tile's kernel is one of two heights: the ISA's and 4 rows. */
+/*
+ * A tile's kernel is one of two heights, the ISA's and 4 rows; whole tiles
+ * of f32 rows run in place where the ISA has a kernel for that (AVX2's
+ * asm addresses six rows from two registers as cheaply as a panel, and
+ * packing them cost a pass over A).
+ */
 struct small_isa {
-	small_kernel_fn *kern, *kern4;
+	small_kernel_fn *kern, *kern4, *kern_rows;
 	int mr, nr;
 };
 
 static const struct small_isa isa_avx512 = {
-	kernel_avx512, kernel_avx512_4, 8, 32
+	kernel_avx512, kernel_avx512_4, NULL, 8, 32
 };
-static const struct small_isa isa_avx2 = { kernel_avx2, kernel_avx2_4, 6, 16 };
+static const struct small_isa isa_avx2 = {
+	kernel_avx2, kernel_avx2_4, kernel_avx2_rows, 6, 16
+};
 
 static int64_t min64(int64_t x, int64_t y)
 {
@@ -431,24 +466,43 @@ static struct row_tile row_tile(const struct small_isa *isa,
 	return (struct row_tile){ r0, rows, (int)min64(rows, p->m - r0) };
 }
 
+/* A row tile's A: a packed panel, or @lda apart in place (@lda > 0). */
+struct tile_a {
+	const float *p;
+	int64_t lda;
+};
+
 /* A partial tile goes through a whole one on the stack. */
 static void tile(const struct small_isa *isa, const struct row_tile *rt,
-		 int64_t k, const float *a, const float *b, float *c,
+		 int64_t k, struct tile_a a, const float *b, float *c,
 		 int64_t ldc, int64_t nr, bool acc, const char *const *pf,
 		 int64_t npf)
 {
-	small_kernel_fn *kern = rt->rows == 4 ? isa->kern4 : isa->kern;
+	small_kernel_fn *kern = a.lda ? isa->kern_rows :
+			       rt->rows == 4 ? isa->kern4 : isa->kern;
 	float t[MR_MAX * NR_MAX];
 
 	if (rt->valid == rt->rows && nr == isa->nr) {
-		kern(k, a, b, c, ldc, acc, pf, npf);
+		kern(k, a.p, a.lda, b, c, ldc, acc, pf, npf);
 		return;
 	}
-	kern(k, a, b, t, isa->nr, false, pf, npf);
+	kern(k, a.p, a.lda, b, t, isa->nr, false, pf, npf);
 	for (int64_t r = 0; r < rt->valid; r++)
 		for (int64_t j = 0; j < nr; j++)
 			c[r * ldc + j] = acc ? c[r * ldc + j] + t[r * isa->nr + j] :
 					       t[r * isa->nr + j];
+}
+
+static struct tile_a tile_a(const struct small_isa *isa,
+			    const struct small_src *sa,
+			    const struct row_tile *rt, const float *pa,
+			    int64_t k)
+{
+	if (isa->kern_rows && sa->f32 && sa->cs == 1 && rt->rows == isa->mr &&
+	    rt->valid == rt->rows)
+		return (struct tile_a){ (const float *)sa->p + rt->r0 * sa->rs,
+					sa->rs };
+	return (struct tile_a){ pa + rt->r0 * k, 0 };
 }
 
 static bool gemm_small(const struct small_src *sa, const struct small_src *sb,
@@ -481,7 +535,9 @@ static bool gemm_small(const struct small_src *sa, const struct small_src *sb,
 	for (int64_t i = 0; i < nrt; i++) {
 		struct row_tile rt = row_tile(isa, &plan, i);
 
-		pack_a_panel(pa + rt.r0 * k, sa, rt.r0, rt.rows, rt.valid, k);
+		if (!tile_a(isa, sa, &rt, pa, k).lda)
+			pack_a_panel(pa + rt.r0 * k, sa, rt.r0, rt.rows,
+				     rt.valid, k);
 	}
 	/*
 	 * An A panel stays in L1 while the B panels stream from L2; a share
@@ -490,7 +546,7 @@ static bool gemm_small(const struct small_src *sa, const struct small_src *sb,
 	tiles = nrt * ((n + nr - 1) / nr);
 	for (int64_t i = 0; i < nrt; i++) {
 		struct row_tile rt = row_tile(isa, &plan, i);
-		const float *a = pa + rt.r0 * k;
+		struct tile_a a = tile_a(isa, sa, &rt, pa, k);
 
 		for (int64_t j = 0; j < n; j += nr, tiles--) {
 			const char *pf[PF_MAX];
