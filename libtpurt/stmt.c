@@ -51,28 +51,28 @@ static int lower_stmt(struct stmt_ctx *c, const struct stmt *st)
 int tpurt_kernel_stmt(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs,
 		      const char *text)
 {
-	struct tpurt_kernel *saved;
+	void *saved;			/* the kernel before op[] */
 	struct stmt_ctx *c;
 	struct stmt st;
 	int ret;
 
 	if (!k || !gs || !text)
 		return tpurt_fail(-EINVAL, "kernel statement: kernel, grid spec or text missing");
-	saved = malloc(sizeof(*saved));
+	saved = malloc(TPURT_KERNEL_STATE_SIZE);
 	c = new_ctx(k, gs, text);
 	if (!saved || !c) {
 		free(saved);
 		free(c);
 		return tpurt_fail(-ENOMEM, "out of memory");
 	}
-	*saved = *k;
+	memcpy(saved, k, TPURT_KERNEL_STATE_SIZE);
 	ret = stmt_parse(c, &st);
 	if (!ret)
 		ret = lower_stmt(c, &st);
 	for (int i = 0; i < k->ntemps; i++)
 		k->temp[i].busy = 0;
 	if (ret)
-		*k = *saved;
+		memcpy(k, saved, TPURT_KERNEL_STATE_SIZE);
 	else
 		k->nstmts++;
 	free(saved);
@@ -270,17 +270,17 @@ static int add_line(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs,
 int tpurt_kernel_stmts(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs,
 		       const char *text)
 {
-	struct tpurt_kernel *saved;
+	void *saved;			/* the kernel before op[] */
 	struct block b = { .n = 0 };
 	char line[LINE_MAX_LEN];
 	int indent, ret = 0;
 
 	if (!k || !gs || !text)
 		return tpurt_fail(-EINVAL, "kernel statements: kernel, grid spec or text missing");
-	saved = malloc(sizeof(*saved));
+	saved = malloc(TPURT_KERNEL_STATE_SIZE);
 	if (!saved)
 		return tpurt_fail(-ENOMEM, "out of memory");
-	*saved = *k;
+	memcpy(saved, k, TPURT_KERNEL_STATE_SIZE);
 	for (const char *p = text; *p && !ret;) {
 		p = next_line(p, line, &indent);
 		if (line[0])
@@ -291,7 +291,7 @@ int tpurt_kernel_stmts(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs,
 	while (b.n)
 		close_block(k, &b);
 	if (ret)
-		*k = *saved;
+		memcpy(k, saved, TPURT_KERNEL_STATE_SIZE);
 	free(saved);
 	return ret;
 }

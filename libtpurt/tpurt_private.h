@@ -3,6 +3,7 @@
 #define TPURT_PRIVATE_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 #include "tpurt.h"
 #include "tpu_config.h"
@@ -405,8 +406,14 @@ struct tpurt_kernel_scope {
 	int first, end;			/* end: -1 while open */
 };
 
+/*
+ * A kernel. Its operations come last: a statement only appends to them
+ * (ops below nops never change), so rolling a failed statement back
+ * restores the TPURT_KERNEL_STATE_SIZE bytes before op[] (nops with them)
+ * and not the op array, which is most of the struct (TPU_JOB_MAX_OPS
+ * entries of five refs and four predicates).
+ */
 struct tpurt_kernel {
-	struct tpurt_kernel_op op[TPU_JOB_MAX_OPS];
 	int nops;
 	struct tpurt_kernel_scope scope[TPURT_KERNEL_MAX_SCOPES];
 	int nscopes;
@@ -419,7 +426,10 @@ struct tpurt_kernel {
 	struct tpurt_kernel_local local[TPURT_KERNEL_MAX_LOCALS];
 	int nlocals;
 	int nstmts;			/* statements added, for messages */
+	struct tpurt_kernel_op op[TPU_JOB_MAX_OPS];
 };
+
+#define TPURT_KERNEL_STATE_SIZE	offsetof(struct tpurt_kernel, op)
 
 /*
  * The job's scratch slots for @k's temporaries: temporaries of one type
