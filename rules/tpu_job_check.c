@@ -20,6 +20,17 @@ _Static_assert(sizeof(struct tpu_job_op) == 48, "op layout");
 _Static_assert(sizeof(struct tpu_job_insn) == 8, "insn layout");
 _Static_assert(sizeof(struct tpu_job_error_info) == 72, "error layout");
 _Static_assert(sizeof(struct tpu_job_window) == 32, "window layout");
+/* The header's __u16 counts hold their limits, and a descriptor with every
+ * array at its limit fits TPU_JOB_MAX_SIZE (all sizes are multiples of 8). */
+_Static_assert(TPU_JOB_MAX_OPS <= UINT16_MAX && TPU_JOB_MAX_INSNS <= UINT16_MAX &&
+	       TPU_JOB_MAX_WINDOWS <= UINT16_MAX, "counts fit the header");
+_Static_assert(sizeof(struct tpu_job_header) +
+	       TPU_JOB_MAX_OPERANDS * sizeof(struct tpu_job_operand) +
+	       TPU_JOB_MAX_SCRATCH * sizeof(struct tpu_job_scratch) +
+	       TPU_JOB_MAX_OPS * sizeof(struct tpu_job_op) +
+	       TPU_JOB_MAX_INSNS * sizeof(struct tpu_job_insn) +
+	       TPU_JOB_MAX_WINDOWS * sizeof(struct tpu_job_window) <= TPU_JOB_MAX_SIZE,
+	       "a descriptor at every limit fits TPU_JOB_MAX_SIZE");
 
 /* a * b, saturating: sizes past 2^64 are simply "too big" */
 static uint64_t mul_sat(uint64_t a, uint64_t b)

@@ -98,6 +98,13 @@ struct tpu_plan_insn {
 	int32_t arg;
 };
 
+/*
+ * A decoded job. Its arrays are sized by the job's limits (uapi/tpu_job.h):
+ * about 400 KB, most of it op[] (TPU_JOB_MAX_OPS) and insn[]
+ * (TPU_JOB_MAX_INSNS). Allocate it (the engine mallocs one per job) or make
+ * it static; never put one on a thread's stack. Code walks the num_*
+ * entries in use, never a whole array.
+ */
 struct tpu_plan {
 	uint32_t flags;
 	unsigned int trace_slot;	/* TPU_JOB_F_TRACE: the trace buffer */

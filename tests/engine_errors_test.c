@@ -325,6 +325,49 @@ TEST_F(err, dot_shape_mismatch)
 	EXPECT_ERROR(TPU_JOB_ERR_DESCRIPTOR, "contraction sizes differ");
 }
 
+/*
+ * A body of TPU_JOB_MAX_OPS ops, each under a predicate and every other one
+ * adding a scalar-core value (more code than the 4096 instructions the
+ * code array held before), runs; one more op is refused by name.
+ */
+TEST_F(err, body_of_max_ops_runs_one_more_is_refused)
+{
+	uint64_t zs[2] = { 8, 128 };
+	uint32_t zb[2] = { 8, 128 }, grid[1] = { 2 };
+	unsigned int z = tdev_alloc(self->d, 8 * 128 * 4);
+	struct jb *b = jb_new();
+	struct tpu_job_op *op;
+	const float *out;
+	float one = 1.0f;
+
+	jb_grid(b, 1, grid, "a");
+	jb_operand(b, TPU_ROLE_OUTPUT, z, TPU_DTYPE_F32, 2, zs, zb, "0 0");
+	jb_zero(b, JB_OPND(0), "pid0 0 ==");
+	for (unsigned int i = 1; i < TPU_JOB_MAX_OPS; i++) {
+		op = jb_binary(b, TPU_BINARY_ADD, i % 2 ? TPU_BCAST_IMM : TPU_BCAST_SCALAR,
+			       JB_OPND(0), JB_OPND(0), JB_NONE, "pid0 0 >=");
+		if (i % 2)
+			memcpy(&op->imm, &one, sizeof(one));
+		else
+			op->scalar_index = jb_prog(b, "pid0 0 * 1 +");
+	}
+	free(self->blob);
+	self->blob = jb_finish(b, &self->len);
+	EXPECT_EQ(TPU_JOB_MAX_OPS, jb_header(self->blob)->num_ops);
+	EXPECT_LT(4096, jb_header(self->blob)->num_insns);
+	EXPECT_EQ(0, run(self)) TH_LOG("%s", self->res.message);
+	out = tdev_ptr(self->d, z);
+	for (unsigned int e = 0; e < 8 * 128; e++) {
+		ASSERT_EQ(2.0f * (TPU_JOB_MAX_OPS - 1), out[e]) TH_LOG("element %u", e);
+	}
+
+	jb_zero(b, JB_OPND(0), NULL);
+	free(self->blob);
+	self->blob = jb_finish(b, &self->len);
+	jb_free(b);
+	EXPECT_ERROR(TPU_JOB_ERR_DESCRIPTOR, "num_ops 2049: at most 2048");
+}
+
 TEST_F(err, truncated_blob)
 {
 	self->len = 40;

@@ -6,11 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Room for one op past the limit: tests build the job the device refuses. */
 struct jb {
 	struct tpu_job_header h;
 	struct tpu_job_operand operand[TPU_JOB_MAX_OPERANDS];
 	struct tpu_job_scratch scratch[TPU_JOB_MAX_SCRATCH];
-	struct tpu_job_op op[TPU_JOB_MAX_OPS];
+	struct tpu_job_op op[TPU_JOB_MAX_OPS + 1];
 	struct tpu_job_insn insn[TPU_JOB_MAX_INSNS];
 	struct tpu_job_window window[TPU_JOB_MAX_WINDOWS];
 };
@@ -154,7 +155,7 @@ static struct tpu_job_op *new_op(struct jb *b, unsigned int opcode,
 {
 	struct tpu_job_op *op;
 
-	if (b->h.num_ops >= TPU_JOB_MAX_OPS)
+	if (b->h.num_ops > TPU_JOB_MAX_OPS)
 		die("too many ops", "");
 	op = &b->op[b->h.num_ops++];
 	op->opcode = opcode;

@@ -63,7 +63,10 @@ unsigned int jb_window(struct jb *b, struct tpu_job_ref base,
 		       unsigned int rank, const char *start);
 #define JB_WIN(i)	((struct tpu_job_ref){ TPU_REF_WINDOW, (i) })
 
-/* Micro-ops; @pred is a postfix predicate or NULL. Return the op to tweak. */
+/*
+ * Micro-ops; @pred is a postfix predicate or NULL. Return the op to tweak.
+ * Up to TPU_JOB_MAX_OPS + 1 of them: one more than a job may have.
+ */
 struct tpu_job_op *jb_zero(struct jb *b, struct tpu_job_ref dst,
 			   const char *pred);
 struct tpu_job_op *jb_dot(struct jb *b, struct tpu_job_ref dst,

@@ -322,6 +322,49 @@ TEST_F(sim, rank_one_blocks)
 	tpurt_array_free(a), tpurt_array_free(b);
 }
 
+/*
+ * A kernel of TPU_JOB_MAX_OPS operations, each under a when() (more
+ * scalar-core code than the 4096 instructions a job held before), runs
+ * through pallas_call; one more operation is refused by the builder.
+ */
+TEST_F(sim, kernel_of_the_most_operations)
+{
+	int64_t shape[2] = { 8, 128 }, grid[1] = { 2 };
+	struct tpurt_block_spec zs = { 2, { 8, 128 }, "i -> 0, 0" };
+	const struct tpurt_compiler_params arb = { .dimension_semantics = "arbitrary" };
+	struct tpurt_grid_spec *gs;
+	struct tpurt_kernel *k;
+	struct tpurt_array *z;
+	struct tpurt_job_stats st;
+	const float *out;
+
+	ASSERT_EQ(0, tpurt_array_create(self->dev, TPURT_F32, 2, shape, &z));
+	ASSERT_EQ(0, tpurt_grid_spec_create(1, grid, &gs));
+	ASSERT_EQ(0, tpurt_grid_spec_add_output(gs, "z", &zs));
+	ASSERT_EQ(0, tpurt_kernel_create(&k));
+	ASSERT_EQ(0, tpurt_kernel_when(k, "i == 0"));
+	ASSERT_EQ(0, tpurt_kernel_zero(k, "z"));
+	ASSERT_EQ(0, tpurt_kernel_end_when(k));
+	ASSERT_EQ(0, tpurt_kernel_when(k, "i >= 0"));
+	for (int n = 1; n < TPU_JOB_MAX_OPS; n++) {
+		ASSERT_EQ(0, tpurt_kernel_binary_scalar(k, TPURT_ADD, "z", "z", 1.0f))
+			TH_LOG("op %d: %s", n, tpurt_last_error());
+	}
+	ASSERT_EQ(0, tpurt_kernel_end_when(k));
+	ASSERT_EQ(0, tpurt_pallas_call(k, gs, &arb, &z, 1, &st)) TH_LOG("%s", tpurt_last_error());
+	EXPECT_EQ(2, st.steps);
+	out = tpurt_array_map(z);
+	for (int e = 0; e < 8 * 128; e++) {
+		ASSERT_EQ(2.0f * (TPU_JOB_MAX_OPS - 1), out[e]) TH_LOG("element %d", e);
+	}
+
+	EXPECT_EQ(-E2BIG, tpurt_kernel_zero(k, "z"));
+	EXPECT_STREQ("kernel: more than 2048 operations", tpurt_last_error());
+	tpurt_kernel_free(k);
+	tpurt_grid_spec_free(gs);
+	tpurt_array_free(z);
+}
+
 TEST_F(sim, vmem_need_against_the_limit)
 {
 	struct tpurt_array *x = new_array(_metadata, self->dev, TPURT_F32, 1024, 1024, 1);

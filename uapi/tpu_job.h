@@ -82,11 +82,11 @@ enum tpu_dtype {
 #define TPU_JOB_MAX_RANK	4	/* array, block and scratch rank */
 #define TPU_JOB_MAX_OPERANDS	16
 #define TPU_JOB_MAX_SCRATCH	16
-#define TPU_JOB_MAX_OPS		256
+#define TPU_JOB_MAX_OPS		2048	/* micro-ops of the kernel body */
 #define TPU_JOB_MAX_WINDOWS	64
 #define TPU_JOB_MAX_BUFFERS	8	/* pl.Buffered(n): n at most this */
 #define TPU_JOB_MAX_SEMAPHORES	256	/* elements of one semaphore scratch */
-#define TPU_JOB_MAX_INSNS	4096	/* whole code array */
+#define TPU_JOB_MAX_INSNS	32768	/* whole code array, 16 an op */
 #define TPU_JOB_MAX_PROG_LEN	64	/* one program */
 #define TPU_JOB_MAX_STACK	16	/* scalar-core stack depth */
 #define TPU_JOB_MAX_SLOTS	64	/* buffer-table slots */
@@ -171,9 +171,11 @@ struct tpu_job_prog {
  * @dim_semantics: &enum tpu_dim_semantics of each grid dimension; entries at
  *	and beyond @grid_rank must be zero
  * @reserved0: must be zero
- * @num_ops: entries in the micro-op array, 0 to %TPU_JOB_MAX_OPS (a kernel
- *	body may do nothing: the pipeline still moves its blocks)
- * @num_insns: entries in the code array, 0 to %TPU_JOB_MAX_INSNS
+ * @num_ops: entries in the micro-op array, 0 to %TPU_JOB_MAX_OPS (2048; a
+ *	kernel body may do nothing: the pipeline still moves its blocks)
+ * @num_insns: entries in the code array, 0 to %TPU_JOB_MAX_INSNS (32768,
+ *	16 for each of %TPU_JOB_MAX_OPS ops: the index maps, predicates and
+ *	scalar programs of a full body)
  * @operands_offset: byte offset of the &struct tpu_job_operand array
  * @scratch_offset: byte offset of the &struct tpu_job_scratch array (any
  *	aligned offset in bounds when @num_scratch is 0)
