@@ -286,10 +286,9 @@ def test_pipelining_emit_pipeline_core_axis():
 def test_pipeline_matmul():
     """test_pipeline_matmul: inside emit_pipeline's body pl.program_id and
     pl.num_programs are the pipeline's grid, not the kernel's. The test's
-    (4, 4, 4) grid of 128-blocks unrolls past the 256 operations a kernel
-    body holds; (2, 2, 2) of 256-blocks keeps its shape. Its 'hbm' case
-    (pl.ANY refs); the 'vmem' case pipelines VMEM refs, which the front end's
-    emit_pipeline does not."""
+    (4, 4, 4) grid of 128-blocks, unrolled into one kernel body. Its 'hbm'
+    case (pl.ANY refs); the 'vmem' case pipelines VMEM refs, which the front
+    end's emit_pipeline does not."""
     rng = np.random.default_rng(5)
     x = rng.random((512, 512)).astype(np.float32)
     y = rng.random((512, 512)).astype(np.float32)
@@ -304,10 +303,10 @@ def test_pipeline_matmul():
     def matmul_kernel(x_ref, y_ref, z_ref):
         pltpu.emit_pipeline(
             matmul_pipeline,
-            grid=(2, 2, 2),
-            in_specs=[pl.BlockSpec(lambda i, j, k: (i, k), (256, 256)),
-                      pl.BlockSpec(lambda i, j, k: (k, j), (256, 256))],
-            out_specs=pl.BlockSpec(lambda i, j, k: (i, j), (256, 256)),
+            grid=(4, 4, 4),
+            in_specs=[pl.BlockSpec(lambda i, j, k: (i, k), (128, 128)),
+                      pl.BlockSpec(lambda i, j, k: (k, j), (128, 128))],
+            out_specs=pl.BlockSpec(lambda i, j, k: (i, j), (128, 128)),
         )(x_ref, y_ref, z_ref)
 
     z = pl.pallas_call(
