@@ -29,9 +29,11 @@ struct pallas_build {
 	int nscope_slots;
 	int slot[TPURT_KERNEL_MAX_TEMPS], slot_temp[TPURT_KERNEL_MAX_TEMPS];
 	int nslots;
-	/* windows, by the text and ref that made them */
-	char window_text[TPU_JOB_MAX_WINDOWS][TPURT_TEXT_MAX];
-	struct tpu_job_ref window_base[TPU_JOB_MAX_WINDOWS];
+	/* windows, by the text and ref that made them: TPU_JOB_MAX_WINDOWS
+	 * each, allocated with d (48 KB of text, too much for the stack the
+	 * build is on) */
+	char (*window_text)[TPURT_TEXT_MAX];
+	struct tpu_job_ref *window_base;
 };
 
 /*

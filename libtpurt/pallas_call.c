@@ -607,8 +607,12 @@ static int build(struct pallas_build *c, const struct tpurt_kernel *k,
 	init_build(c, k, gs, params, args);
 	*blobp = NULL;
 	c->d = calloc(1, sizeof(*c->d));
-	if (!c->d)
-		return tpurt_fail(-ENOMEM, "out of memory");
+	c->window_text = calloc(TPU_JOB_MAX_WINDOWS, sizeof(*c->window_text));
+	c->window_base = calloc(TPU_JOB_MAX_WINDOWS, sizeof(*c->window_base));
+	if (!c->d || !c->window_text || !c->window_base) {
+		ret = tpurt_fail(-ENOMEM, "out of memory");
+		goto out;
+	}
 	ret = check_args(c, nargs);
 	if (!ret)
 		ret = fill_operands(c);
@@ -629,7 +633,13 @@ static int build(struct pallas_build *c, const struct tpurt_kernel *k,
 		free(*blobp);
 		*blobp = NULL;
 	}
+out:
+	free(c->window_base);
+	free(c->window_text);
 	free(c->d);
+	c->window_base = NULL;
+	c->window_text = NULL;
+	c->d = NULL;
 	return ret;
 }
 

@@ -24,6 +24,7 @@ _Static_assert(sizeof(struct tpu_job_window) == 32, "window layout");
  * array at its limit fits TPU_JOB_MAX_SIZE (all sizes are multiples of 8). */
 _Static_assert(TPU_JOB_MAX_OPS <= UINT16_MAX && TPU_JOB_MAX_INSNS <= UINT16_MAX &&
 	       TPU_JOB_MAX_WINDOWS <= UINT16_MAX, "counts fit the header");
+_Static_assert(TPU_JOB_MAX_WINDOWS <= UINT8_MAX + 1, "a ref's index names every window");
 _Static_assert(sizeof(struct tpu_job_header) +
 	       TPU_JOB_MAX_OPERANDS * sizeof(struct tpu_job_operand) +
 	       TPU_JOB_MAX_SCRATCH * sizeof(struct tpu_job_scratch) +

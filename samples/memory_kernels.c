@@ -384,7 +384,7 @@ out:
  * block the MultiPageAsyncCopyDescriptor copies: create_kv_async_copy_
  * descriptors(b, h, i, buffer_index) as data, so the unrolled copies of
  * the first block, the next block and the waits are one text, one set of
- * windows (a job has 64). From NEXT_BATCH: the next sequence with a
+ * windows (a job has 256). From NEXT_BATCH: the next sequence with a
  * non-zero length after each b.
  */
 #define NEXT_BATCH	4

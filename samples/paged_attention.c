@@ -31,7 +31,7 @@
  * - the copies' (b, h, i, slot) live in SMEM scratch desc_ref (Mosaic
  *   keeps them in scalar registers), so the first block's copies, the
  *   next block's and the waits are one unrolled text (a job has at most
- *   64 windows);
+ *   256 windows);
  * - the pages are not cast to f32 before the dots: a TPU runs jax's f32
  *   dots at default precision in bf16, so q k^T is exact with bf16 q and
  *   k, and s_curr is rounded to bf16 for s_curr v, as the MXU would;

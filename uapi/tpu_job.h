@@ -83,7 +83,7 @@ enum tpu_dtype {
 #define TPU_JOB_MAX_OPERANDS	16
 #define TPU_JOB_MAX_SCRATCH	16
 #define TPU_JOB_MAX_OPS		2048	/* micro-ops of the kernel body */
-#define TPU_JOB_MAX_WINDOWS	64
+#define TPU_JOB_MAX_WINDOWS	256	/* all a tpu_job_ref's __u8 index names */
 #define TPU_JOB_MAX_BUFFERS	8	/* pl.Buffered(n): n at most this */
 #define TPU_JOB_MAX_SEMAPHORES	256	/* elements of one semaphore scratch */
 #define TPU_JOB_MAX_INSNS	32768	/* whole code array, 16 an op */
@@ -184,7 +184,8 @@ struct tpu_job_prog {
  *	offset in bounds when @num_insns is 0)
  * @windows_offset: byte offset of the &struct tpu_job_window array (any
  *	aligned offset in bounds when @num_windows is 0)
- * @num_windows: entries in the window array, 0 to %TPU_JOB_MAX_WINDOWS
+ * @num_windows: entries in the window array, 0 to %TPU_JOB_MAX_WINDOWS (256,
+ *	every index a &struct tpu_job_ref can name)
  * @trace_slot: with %TPU_JOB_F_TRACE, the buffer-table slot of the trace
  *	buffer: at least sizeof(struct tpu_trace_header) bytes (uapi/
  *	tpu_trace.h) and no operand's slot; without it, zero
@@ -374,7 +375,7 @@ enum tpu_ref_kind {
 /**
  * struct tpu_job_ref - a VMEM (or, for scalar broadcast, SMEM) ref
  * @kind: &enum tpu_ref_kind
- * @index: operand or scratch index
+ * @index: operand, scratch or window index
  */
 struct tpu_job_ref {
 	__u8 kind;

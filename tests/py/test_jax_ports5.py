@@ -606,13 +606,7 @@ def test_comparison(fn, dtype):
 
 
 @pytest.mark.parametrize("dtype,n", [
-    (np.int32, 16), (np.int32, 128), (np.float32, 16),
-    pytest.param(np.float32, 128, marks=pytest.mark.xfail(strict=True, reason=(
-        "128 float32 SMEM compares: float scalar arithmetic runs on the vector unit "
-        "as (1, 1) tiles, each stored into its own window of the SMEM output, and "
-        "the 129 windows exceed the kernel's 64 (int32 compares stay on the scalar "
-        "core and fit)")))],
-    ids=str)
+    (np.int32, 16), (np.int32, 128), (np.float32, 16), (np.float32, 128)], ids=str)
 @pytest.mark.parametrize("fn", _CMP_OPS)
 def test_comparison_scalar(fn, dtype, n):
     """OpsTest.test_comparison_scalar: comparisons of SMEM elements, stored
