@@ -61,18 +61,16 @@ static float src_at(const struct small_src *s, int64_t r, int64_t c)
 }
 
 /*
- * Eight elements of row @r from column @c on as f32 (the row is stored
- * contiguously): bf16 is an f32's top half, so a shift.
+ * Eight consecutive elements at @p as f32, @f32 or bf16 (an f32's top half,
+ * so a shift); inlined with a constant @f32, so the load has no branch.
  */
-__attribute__((target("avx2")))
-static inline __m256 load8(const struct small_src *s, int64_t r, int64_t c)
+__attribute__((target("avx2"), always_inline))
+static inline __m256 load8(const void *p, bool f32)
 {
-	int64_t at = r * s->rs + c;
-
-	if (s->f32)
-		return _mm256_loadu_ps((const float *)s->p + at);
+	if (f32)
+		return _mm256_loadu_ps(p);
 	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(
-		_mm_loadu_si128((const __m128i *)((const uint16_t *)s->p + at))), 16));
+		_mm_loadu_si128(p)), 16));
 }
 
 /*
@@ -102,11 +100,8 @@ static inline void pack_b_rows(float *dst, const struct small_src *b,
 
 		for (int64_t j = 0; j < full; j += NR, d += ps)
 			for (int c = 0; c < NR; c += 8)
-				_mm256_storeu_ps(d + c, f32 ?
-					_mm256_loadu_ps((const float *)row + j + c) :
-					_mm256_castsi256_ps(_mm256_slli_epi32(
-					_mm256_cvtepu16_epi32(_mm_loadu_si128(
-					(const __m128i *)((const uint16_t *)row + j + c))), 16)));
+				_mm256_storeu_ps(d + c, load8(row + (j + c) *
+							    (f32 ? 4 : 2), f32));
 	}
 }
 
@@ -187,10 +182,8 @@ static inline void pack_a_cols(float *dst, const void *const row[8],
 
 #pragma GCC unroll 8
 		for (int r = 0; r < 8; r++)
-			v[r] = f32 ? _mm256_loadu_ps((const float *)row[r] + q) :
-			     _mm256_castsi256_ps(_mm256_slli_epi32(
-				_mm256_cvtepu16_epi32(_mm_loadu_si128(
-				(const __m128i *)((const uint16_t *)row[r] + q))), 16));
+			v[r] = load8((const char *)row[r] + q * (f32 ? 4 : 2),
+				     f32);
 		transpose8(v);
 #pragma GCC unroll 8
 		for (int c = 0; c < 8; c++)
