@@ -362,19 +362,29 @@ TEST_F(hw, enable_while_busy_keeps_head_and_tail_consistent)
 		       (uint64_t)rd(self, TPU_REG_CAP(TPU_CAP_HBM_SIZE) + 4) << 32;
 	double t0;
 
+	/*
+	 * Long enough to outlast a disable and an enable (64 MiB: about a
+	 * tenth of a second; 1 GiB took 6.5 s on a loaded host, first touch).
+	 */
 	ring[0] = (struct tpu_dma_desc){ .op = TPU_DMA_OP_FILL,
-					 .length = hbm < (1ull << 30) ? hbm : 1ull << 30,
+					 .length = hbm < (64ull << 20) ? hbm : 64ull << 20,
 					 .pattern = 0x5a };
 	start_queue(self, self->page_pa, self->page_pa + 1024);
 	wr(self, QREG(TPU_Q_TAIL), 1);
-	usleep(2000);
+	/* the worker must hold the fill: on a loaded host it starts late */
+	t0 = now_ms();
+	while (!(rd(self, QREG(TPU_Q_STATUS)) & TPU_Q_STATUS_BUSY) &&
+	       !rd(self, QREG(TPU_Q_DONE)) && now_ms() - t0 < 5000)
+		usleep(100);
 	wr(self, QREG(TPU_Q_CTRL), 0);
 	if (rd(self, QREG(TPU_Q_DONE)))
 		SKIP(return, "the fill ended before the disable");
+	ASSERT_TRUE(rd(self, QREG(TPU_Q_STATUS)) & TPU_Q_STATUS_BUSY)
+		TH_LOG("the worker never started the fill");
 	wr(self, QREG(TPU_Q_CTRL), TPU_Q_CTRL_ENABLE);
 	EXPECT_TRUE(rd(self, QREG(TPU_Q_STATUS)) & TPU_Q_STATUS_BAD_CONFIG);
 	t0 = now_ms();
-	while (!rd(self, QREG(TPU_Q_DONE)) && now_ms() - t0 < 5000)
+	while (!rd(self, QREG(TPU_Q_DONE)) && now_ms() - t0 < 10000)
 		usleep(1000);
 	EXPECT_EQ(1, rd(self, QREG(TPU_Q_DONE)));
 	EXPECT_EQ(rd(self, QREG(TPU_Q_TAIL)), rd(self, QREG(TPU_Q_HEAD)));
