@@ -33,6 +33,7 @@ struct job_view {
 static const u8 dtype_sizes[TPU_DTYPE_COUNT] = {
 	[TPU_DTYPE_F32] = 4, [TPU_DTYPE_BF16] = 2, [TPU_DTYPE_INT8] = 1,
 	[TPU_DTYPE_UINT8] = 1, [TPU_DTYPE_INT32] = 4, [TPU_DTYPE_BOOL] = 1,
+	[TPU_DTYPE_UINT32] = 4,
 };
 
 /*

@@ -147,6 +147,42 @@ static void *rank1_casts(size_t *len)
 	return blob;
 }
 
+/*
+ * uint32 arithmetic: wrapping mul, shifts by counts past the width, div
+ * and mod by zero (XLA's), a wrapping row sum, casts to f32 and back.
+ */
+static void *uint32_ops(size_t *len)
+{
+	uint64_t shape[2] = { 12, 20 }, rs[2] = { 12, 1 };
+	uint32_t grid[1] = { 2 }, blk[2] = { 8, 16 }, rb[2] = { 8, 1 };
+	struct jb *b = jb_new();
+	struct tpu_job_op *op;
+	void *blob;
+
+	jb_grid(b, 1, grid, "a");
+	jb_operand(b, TPU_ROLE_INPUT, 0, TPU_DTYPE_UINT32, 2, shape, blk, "pid0 0");
+	jb_operand(b, TPU_ROLE_INPUT, 1, TPU_DTYPE_UINT32, 2, shape, blk, "pid0 0");
+	jb_operand(b, TPU_ROLE_OUTPUT, 2, TPU_DTYPE_UINT32, 2, shape, blk, "pid0 0");
+	jb_operand(b, TPU_ROLE_OUTPUT, 3, TPU_DTYPE_UINT32, 2, rs, rb, "pid0 0");
+	jb_scratch(b, TPU_MEM_VMEM, TPU_DTYPE_F32, 2, blk);
+	jb_binary(b, TPU_BINARY_MUL, TPU_BCAST_NONE, JB_OPND(2), JB_OPND(0),
+		  JB_OPND(1), NULL);
+	jb_binary(b, TPU_BINARY_SHR, TPU_BCAST_NONE, JB_OPND(2), JB_OPND(2),
+		  JB_OPND(1), NULL);
+	jb_binary(b, TPU_BINARY_DIV, TPU_BCAST_NONE, JB_OPND(2), JB_OPND(2),
+		  JB_OPND(1), "pid0 1 ==");
+	jb_binary(b, TPU_BINARY_MOD, TPU_BCAST_NONE, JB_OPND(2), JB_OPND(0),
+		  JB_OPND(2), NULL);
+	jb_unary(b, TPU_UNARY_IDENTITY, JB_SCR(0), JB_OPND(2), NULL);
+	jb_unary(b, TPU_UNARY_IDENTITY, JB_OPND(2), JB_SCR(0), "pid0 0 ==");
+	op = jb_unary(b, TPU_UNARY_IDENTITY, JB_OPND(3), JB_OPND(2), NULL);
+	op->opcode = TPU_OP_REDUCE;	/* fn 0: sum, over each row */
+	op->axis = 1;
+	blob = jb_finish(b, len);
+	jb_free(b);
+	return blob;
+}
+
 /* mm_f32 with its timeline traced into slot 5 (TPU_JOB_F_TRACE). */
 static void *mm_traced(size_t *len)
 {
@@ -244,6 +280,7 @@ static const struct {
 	{ "mm_traced", mm_traced },
 	{ "paged_sparse_copies", paged_sparse_copies },
 	{ "smem_semaphores", smem_semaphores },
+	{ "uint32_ops", uint32_ops },
 };
 
 unsigned int fuzz_num_templates(void)

@@ -174,6 +174,12 @@ static void encode(enum tpurt_dtype dtype, double value, void *out)
 	case TPURT_BOOL:
 		*(uint8_t *)out = value != 0;
 		break;
+	case TPURT_UINT32: {
+		uint32_t v = (uint32_t)clamp(nearbyint(value), 0, UINT32_MAX);
+
+		memcpy(out, &v, sizeof(v));
+		break;
+	}
 	}
 }
 

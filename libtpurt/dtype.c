@@ -12,7 +12,8 @@ _Static_assert(TPURT_INT8 == (int)TPU_DTYPE_INT8, "dtype values");
 _Static_assert(TPURT_UINT8 == (int)TPU_DTYPE_UINT8, "dtype values");
 _Static_assert(TPURT_INT32 == (int)TPU_DTYPE_INT32, "dtype values");
 _Static_assert(TPURT_BOOL == (int)TPU_DTYPE_BOOL, "dtype values");
-_Static_assert(TPURT_BOOL + 1 == (int)TPU_DTYPE_COUNT, "every device dtype");
+_Static_assert(TPURT_UINT32 == (int)TPU_DTYPE_UINT32, "dtype values");
+_Static_assert(TPURT_UINT32 + 1 == (int)TPU_DTYPE_COUNT, "every device dtype");
 
 size_t tpurt_dtype_size(enum tpurt_dtype dtype)
 {

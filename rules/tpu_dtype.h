@@ -20,9 +20,12 @@ bool tpu_dtype_is_8bit(unsigned int dtype);
 bool tpu_dtype_is_float(unsigned int dtype);
 
 /*
- * int8, uint8, int32 or bool: the types whose elementwise integer
+ * int8, uint8, int32, uint32 or bool: the types whose elementwise integer
  * arithmetic is exact in 64-bit integers (bool holds 0 or 1).
  */
 bool tpu_dtype_is_int(unsigned int dtype);
+
+/* uint8, uint32 or bool: integers without a sign bit. */
+bool tpu_dtype_is_unsigned(unsigned int dtype);
 
 #endif /* TPU_DTYPE_H */

@@ -288,6 +288,9 @@ static int check_memory_fields(struct tpu_plan *plan, unsigned int i,
 	if (o->space > TPU_MEM_ANY)
 		return tpu_check_error(res, "operand %u: space %u: an operand lives in VMEM (0), SMEM (1) or ANY (2)",
 					i, o->space);
+	if (o->space == TPU_MEM_SMEM && o->dtype == TPU_DTYPE_UINT32)
+		return tpu_check_error(res, "operand %u: dtype uint32 in SMEM: the scalar core reads SMEM words as int32 or float32 (bitcast uint32 to int32: the same bits)",
+					i);
 	if (o->space == TPU_MEM_SMEM && tpu_dtype_size(o->dtype) != 4)
 		return tpu_check_error(res, "operand %u: dtype %s in SMEM, which holds 32-bit words (float32, int32)",
 					i, tpu_dtype_name(o->dtype));
@@ -362,8 +365,10 @@ static int decode_operand(struct tpu_plan *plan, unsigned int i,
 					i, o->dtype);
 	/* SMEM words: the scalar core's integers, or floats the vector unit reads */
 	if (prefetch && o->dtype != TPU_DTYPE_INT32 && o->dtype != TPU_DTYPE_F32)
-		return tpu_check_error(res, "operand %u: dtype %s, scalar prefetch must be int32 or float32",
-					i, tpu_dtype_name(o->dtype));
+		return tpu_check_error(res, "operand %u: dtype %s, scalar prefetch must be int32 or float32%s",
+					i, tpu_dtype_name(o->dtype),
+					o->dtype == TPU_DTYPE_UINT32 ?
+					" (the scalar core's words are signed: bitcast uint32 to int32)" : "");
 	if (o->rank < 1 || o->rank > TPU_JOB_MAX_RANK)
 		return tpu_check_error(res, "operand %u: rank %u, must be 1 to %d",
 					i, o->rank, TPU_JOB_MAX_RANK);
@@ -459,6 +464,9 @@ static int decode_scratch(struct tpu_plan *plan, unsigned int i,
 	if (!tpu_dtype_size(s->dtype))
 		return tpu_check_error(res, "scratch %u: dtype %u unknown",
 					i, s->dtype);
+	if (s->space == TPU_MEM_SMEM && s->dtype == TPU_DTYPE_UINT32)
+		return tpu_check_error(res, "scratch %u: dtype uint32 in SMEM: the scalar core reads SMEM words as int32 or float32 (use int32: the same bits)",
+					i);
 	if (s->space == TPU_MEM_SMEM && tpu_dtype_size(s->dtype) != 4)
 		return tpu_check_error(res, "scratch %u: dtype %s in SMEM, which holds 32-bit words (float32, int32)",
 					i, tpu_dtype_name(s->dtype));

@@ -568,7 +568,7 @@ static int check_gather(struct tpu_plan *plan, unsigned int i,
 	return 0;
 }
 
-/* PRNG_BITS: 32 bits per element, so an int32 dst (no uint32 here). */
+/* PRNG_BITS: 32 bits per element, so an int32 or uint32 dst. */
 static int check_prng_bits(struct tpu_plan *plan, unsigned int i,
 			   const struct tpu_plan_op *op, struct tpu_job_result *res)
 {
@@ -578,8 +578,8 @@ static int check_prng_bits(struct tpu_plan *plan, unsigned int i,
 
 	ref_names(op, &n);
 	ref_shape(plan, op->dst, &r, &c, &t);
-	if (t != TPU_DTYPE_INT32)
-		return tpu_check_error(res, "op %u: prng_random_bits dst %s is %s, must be int32 (32 bits an element; the device has no uint32)",
+	if (t != TPU_DTYPE_INT32 && t != TPU_DTYPE_UINT32)
+		return tpu_check_error(res, "op %u: prng_random_bits dst %s is %s, must be int32 or uint32 (32 bits an element)",
 				       i, n.dst, tpu_dtype_name(t));
 	return 0;
 }

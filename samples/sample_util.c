@@ -62,6 +62,9 @@ void sample_fill(void *p, enum tpurt_dtype dtype, size_t n, uint32_t seed)
 		case TPURT_BOOL:
 			((uint8_t *)p)[i] = (uint8_t)(v & 1);
 			break;
+		case TPURT_UINT32:
+			((uint32_t *)p)[i] = (uint32_t)(v + 8);
+			break;
 		}
 	}
 }
@@ -81,6 +84,8 @@ double sample_get(const void *p, enum tpurt_dtype dtype, size_t i)
 		return ((const int32_t *)p)[i];
 	case TPURT_BOOL:
 		return ((const uint8_t *)p)[i] != 0;
+	case TPURT_UINT32:
+		return ((const uint32_t *)p)[i];
 	}
 	return NAN;
 }

@@ -277,6 +277,348 @@ TEST(bit_counts_refuse_floats)
 	tdev_free(d);
 }
 
+/* --- uint32, as XLA's u32 --- */
+
+enum { UN = 8, UM = 128 };
+
+/* Edge values first, then hashed bit patterns of every magnitude. */
+static uint32_t u32_value(int i, uint32_t seed)
+{
+	static const uint32_t edge[] = {
+		0, 1, 2, 3, 31, 32, 33, 0x7fffffffu, 0x80000000u, 0x80000001u,
+		0xfffffffeu, 0xffffffffu, 0x10000u, 0xffffu, 0x9e3779b9u,
+	};
+	uint32_t h = (uint32_t)(i + 1) * 0x9e3779b9u ^ seed;
+
+	h ^= h >> 15;
+	h *= 0x2c1b3c6du;
+	if (i < (int)(sizeof(edge) / sizeof(edge[0])))
+		return edge[(i + seed) % (sizeof(edge) / sizeof(edge[0]))];
+	return h >> (h % 29);	/* small ones too */
+}
+
+/* XLA's u32 semantics, written out on uint32_t. */
+static uint32_t ref_u32_binary(unsigned int fn, uint32_t a, uint32_t b)
+{
+	switch (fn) {
+	case TPU_BINARY_ADD:	return a + b;
+	case TPU_BINARY_SUB:	return a - b;
+	case TPU_BINARY_MUL:	return a * b;
+	case TPU_BINARY_MAX:	return a > b ? a : b;
+	case TPU_BINARY_MIN:	return a < b ? a : b;
+	case TPU_BINARY_DIV:	return b ? a / b : UINT32_MAX;
+	case TPU_BINARY_MOD:	return b ? a % b : a;
+	case TPU_BINARY_EQ:	return a == b;
+	case TPU_BINARY_NE:	return a != b;
+	case TPU_BINARY_LT:	return a < b;
+	case TPU_BINARY_LE:	return a <= b;
+	case TPU_BINARY_GT:	return a > b;
+	case TPU_BINARY_GE:	return a >= b;
+	case TPU_BINARY_AND:	return a && b;
+	case TPU_BINARY_OR:	return a || b;
+	case TPU_BINARY_BITAND:	return a & b;
+	case TPU_BINARY_BITOR:	return a | b;
+	case TPU_BINARY_BITXOR:	return a ^ b;
+	case TPU_BINARY_SHL:	return b >= 32 ? 0 : a << b;
+	case TPU_BINARY_SHR_LOGICAL:
+		return b >= 32 ? 0 : a >> b;
+	default:		/* SHR: the top bit copied in */
+		if (b >= 32)
+			return a >> 31 ? UINT32_MAX : 0;
+		return a >> 31 ? ~(~a >> b) : a >> b;
+	}
+}
+
+static bool is_compare(unsigned int fn)
+{
+	return fn >= TPU_BINARY_EQ && fn <= TPU_BINARY_OR;
+}
+
+/* z = fn(x, y) of uint32 x and y (y an array, or the immediate 3 or 40). */
+TEST(uint32_binary_functions_wrap_and_compare_unsigned)
+{
+	uint64_t shape[2] = { UN, UM };
+	uint32_t grid[1] = { 1 }, blk[2] = { UN, UM };
+	struct tdev *d = tdev_new(1 << 20, 1);
+	unsigned int xs = tdev_alloc(d, UN * UM * 4), ys = tdev_alloc(d, UN * UM * 4);
+	unsigned int zs = tdev_alloc(d, UN * UM * 4);
+	uint32_t *x = tdev_ptr(d, xs), *y = tdev_ptr(d, ys), *z = tdev_ptr(d, zs);
+	uint8_t *zb = tdev_ptr(d, zs);
+
+	for (int i = 0; i < UN * UM; i++) {
+		x[i] = u32_value(i, 0);
+		/* y: every edge against x's, zeros, shift counts up to 40 */
+		y[i] = i % 7 == 0 ? 0 : i % 7 == 1 ? (uint32_t)(i % 41) :
+		       u32_value(i / 15 + (i % 15) * 7, 5);
+	}
+	for (unsigned int fn = 0; fn < TPU_BINARY_COUNT; fn++)
+		for (int imm = 0; imm < 3; imm++) {
+			unsigned int zt = is_compare(fn) ? TPU_DTYPE_BOOL :
+					  TPU_DTYPE_UINT32;
+			float k = imm == 1 ? 3.0f : 40.0f;
+			struct jb *b = jb_new();
+			struct tpu_job_result res;
+			struct tpu_job_op *op;
+			unsigned int xo, yo, zo;
+			int bad = 0;
+			size_t len;
+			void *blob;
+
+			if (fn == TPU_BINARY_POW)
+				continue;
+			jb_grid(b, 1, grid, "a");
+			xo = jb_operand(b, TPU_ROLE_INPUT, xs, TPU_DTYPE_UINT32, 2, shape, blk, "0 0");
+			yo = jb_operand(b, TPU_ROLE_INPUT, ys, TPU_DTYPE_UINT32, 2, shape, blk, "0 0");
+			zo = jb_operand(b, TPU_ROLE_OUTPUT, zs, zt, 2, shape, blk, "0 0");
+			op = jb_binary(b, fn, imm ? TPU_BCAST_IMM : TPU_BCAST_NONE, JB_OPND(zo),
+				       JB_OPND(xo), imm ? JB_NONE : JB_OPND(yo), NULL);
+			if (imm)
+				memcpy(&op->imm, &k, 4);
+			blob = jb_finish(b, &len);
+			ASSERT_EQ(0, tdev_run(d, blob, len, 0, &res))
+				TH_LOG("fn %u: %s", fn, res.message);
+			for (int i = 0; i < UN * UM; i++) {
+				uint32_t want = ref_u32_binary(fn, x[i], imm ? (uint32_t)k : y[i]);
+				uint32_t got = zt == TPU_DTYPE_BOOL ? zb[i] : z[i];
+
+				if (got != want && bad++ < 3)
+					TH_LOG("fn %u: %#x, %#x gives %#x, want %#x", fn,
+					       x[i], imm ? (uint32_t)k : y[i], got, want);
+			}
+			EXPECT_EQ(0, bad) TH_LOG("fn %u, %s", fn, imm ? "immediate" : "array");
+			free(blob);
+			jb_free(b);
+		}
+	tdev_free(d);
+}
+
+static uint32_t ref_u32_unary(unsigned int fn, uint32_t a)
+{
+	int n = 0;
+
+	switch (fn) {
+	case TPU_UNARY_IDENTITY: case TPU_UNARY_ABS: case TPU_UNARY_RELU:
+		return a;
+	case TPU_UNARY_NEG:	return 0u - a;
+	case TPU_UNARY_SQUARE:	return a * a;
+	case TPU_UNARY_SIGN:	return a != 0;
+	case TPU_UNARY_NOT:	return a == 0;
+	case TPU_UNARY_POPCNT:
+		for (int k = 0; k < 32; k++)
+			n += (a >> k) & 1;
+		return (uint32_t)n;
+	default:		/* CLZ */
+		while (n < 32 && !((a >> (31 - n)) & 1))
+			n++;
+		return (uint32_t)n;
+	}
+}
+
+TEST(uint32_unary_functions_and_bit_counts)
+{
+	static const unsigned int fns[] = {
+		TPU_UNARY_IDENTITY, TPU_UNARY_ABS, TPU_UNARY_RELU, TPU_UNARY_NEG,
+		TPU_UNARY_SQUARE, TPU_UNARY_SIGN, TPU_UNARY_NOT, TPU_UNARY_POPCNT,
+		TPU_UNARY_CLZ,
+	};
+	uint64_t shape[2] = { UN, UM };
+	uint32_t grid[1] = { 1 }, blk[2] = { UN, UM };
+	struct tdev *d = tdev_new(1 << 20, 1);
+	unsigned int xs = tdev_alloc(d, UN * UM * 4), zs = tdev_alloc(d, UN * UM * 4);
+	uint32_t *x = tdev_ptr(d, xs), *z = tdev_ptr(d, zs);
+
+	for (int i = 0; i < UN * UM; i++)
+		x[i] = u32_value(i, 3);
+	for (size_t f = 0; f < sizeof(fns) / sizeof(fns[0]); f++) {
+		struct jb *b = jb_new();
+		struct tpu_job_result res;
+		unsigned int xo, zo;
+		int bad = 0;
+		size_t len;
+		void *blob;
+
+		jb_grid(b, 1, grid, "a");
+		xo = jb_operand(b, TPU_ROLE_INPUT, xs, TPU_DTYPE_UINT32, 2, shape, blk, "0 0");
+		zo = jb_operand(b, TPU_ROLE_OUTPUT, zs, TPU_DTYPE_UINT32, 2, shape, blk, "0 0");
+		jb_unary(b, fns[f], JB_OPND(zo), JB_OPND(xo), NULL);
+		blob = jb_finish(b, &len);
+		ASSERT_EQ(0, tdev_run(d, blob, len, 0, &res)) TH_LOG("%s", res.message);
+		for (int i = 0; i < UN * UM; i++)
+			if (z[i] != ref_u32_unary(fns[f], x[i]) && bad++ < 3)
+				TH_LOG("fn %u of %#x: %#x, want %#x", fns[f], x[i], z[i],
+				       ref_u32_unary(fns[f], x[i]));
+		EXPECT_EQ(0, bad) TH_LOG("fn %u", fns[f]);
+		free(blob);
+		jb_free(b);
+	}
+	tdev_free(d);
+}
+
+/* sum wraps modulo 2^32; max, min and argmax order unsigned; edge blocks. */
+TEST(uint32_reductions_wrap_and_order_unsigned)
+{
+	enum { RR = 13, RC = 37, RBR = 16, RBC = 40 };
+	uint64_t shape[2] = { RR, RC }, rs[2] = { RR, 1 }, cs[2] = { 1, RC };
+	uint32_t grid[1] = { 1 }, blk[2] = { RBR, RBC }, rb[2] = { RBR, 1 };
+	uint32_t cb[2] = { 1, RBC };
+	struct tdev *d = tdev_new(1 << 20, 1);
+	unsigned int xs = tdev_alloc(d, RR * RC * 4), zs = tdev_alloc(d, RR * RC * 4);
+	uint32_t *x = tdev_ptr(d, xs), *z = tdev_ptr(d, zs);
+
+	for (int i = 0; i < RR * RC; i++)
+		x[i] = u32_value(i, 9) | (i % 3 ? 0x80000000u : 0);	/* sums overflow */
+	for (unsigned int fn = 0; fn < TPU_REDUCE_COUNT; fn++)
+		for (unsigned int axis = 0; axis < 2; axis++) {
+			unsigned int zt = fn >= TPU_REDUCE_ARGMAX ? TPU_DTYPE_INT32 :
+					  TPU_DTYPE_UINT32;
+			int n = axis ? RR : RC, m = axis ? RC : RR, bad = 0;
+			struct jb *b = jb_new();
+			struct tpu_job_result res;
+			struct tpu_job_op *op;
+			unsigned int xo, zo;
+			size_t len;
+			void *blob;
+
+			jb_grid(b, 1, grid, "a");
+			xo = jb_operand(b, TPU_ROLE_INPUT, xs, TPU_DTYPE_UINT32, 2, shape, blk, "0 0");
+			zo = jb_operand(b, TPU_ROLE_OUTPUT, zs, zt, 2, axis ? rs : cs,
+					axis ? rb : cb, "0 0");
+			op = jb_unary(b, 0, JB_OPND(zo), JB_OPND(xo), NULL);
+			op->opcode = TPU_OP_REDUCE;
+			op->fn = (uint8_t)fn;
+			op->axis = (uint8_t)axis;
+			blob = jb_finish(b, &len);
+			ASSERT_EQ(0, tdev_run(d, blob, len, 0, &res)) TH_LOG("%s", res.message);
+			for (int o = 0; o < n; o++) {
+				uint32_t acc = fn == TPU_REDUCE_MIN ? UINT32_MAX : 0;
+				uint32_t at = 0, best = 0;
+
+				for (int k = 0; k < m; k++) {
+					uint32_t v = axis ? x[o * RC + k] : x[k * RC + o];
+
+					if (fn == TPU_REDUCE_SUM)
+						acc += v;
+					else if (fn == TPU_REDUCE_MAX)
+						acc = v > acc ? v : acc;
+					else if (fn == TPU_REDUCE_MIN)
+						acc = v < acc ? v : acc;
+					else if (!k || (fn == TPU_REDUCE_ARGMAX ? v > best : v < best))
+						best = v, at = (uint32_t)k;
+				}
+				if (fn >= TPU_REDUCE_ARGMAX)
+					acc = at;
+				if (z[o] != acc && bad++ < 3)
+					TH_LOG("fn %u axis %u [%d]: %#x, want %#x", fn, axis,
+					       o, z[o], acc);
+			}
+			EXPECT_EQ(0, bad) TH_LOG("fn %u axis %u", fn, axis);
+			free(blob);
+			jb_free(b);
+		}
+	tdev_free(d);
+}
+
+/* where() of uint32 keeps the bits; prng_random_bits fills a uint32 dst. */
+TEST(uint32_select_and_random_bits)
+{
+	uint64_t shape[2] = { UN, UM };
+	uint32_t grid[1] = { 1 }, blk[2] = { UN, UM };
+	struct tdev *d = tdev_new(1 << 20, 1);
+	unsigned int ms = tdev_alloc(d, UN * UM), xs = tdev_alloc(d, UN * UM * 4);
+	unsigned int ys = tdev_alloc(d, UN * UM * 4), zs = tdev_alloc(d, UN * UM * 4);
+	unsigned int ps = tdev_alloc(d, UN * UM * 4);
+	uint8_t *m = tdev_ptr(d, ms);
+	uint32_t *x = tdev_ptr(d, xs), *y = tdev_ptr(d, ys), *z = tdev_ptr(d, zs);
+	uint32_t *p = tdev_ptr(d, ps);
+	struct tpu_job_result res;
+	struct jb *b = jb_new();
+	struct tpu_job_op *op;
+	unsigned int mo, xo, yo, zo, po;
+	int bad = 0, high = 0;
+	size_t len;
+	void *blob;
+
+	for (int i = 0; i < UN * UM; i++) {
+		m[i] = (uint8_t)(i % 3 == 0);
+		x[i] = u32_value(i, 1);
+		y[i] = u32_value(i, 2);
+	}
+	jb_grid(b, 1, grid, "a");
+	mo = jb_operand(b, TPU_ROLE_INPUT, ms, TPU_DTYPE_BOOL, 2, shape, blk, "0 0");
+	xo = jb_operand(b, TPU_ROLE_INPUT, xs, TPU_DTYPE_UINT32, 2, shape, blk, "0 0");
+	yo = jb_operand(b, TPU_ROLE_INPUT, ys, TPU_DTYPE_UINT32, 2, shape, blk, "0 0");
+	zo = jb_operand(b, TPU_ROLE_OUTPUT, zs, TPU_DTYPE_UINT32, 2, shape, blk, "0 0");
+	po = jb_operand(b, TPU_ROLE_OUTPUT, ps, TPU_DTYPE_UINT32, 2, shape, blk, "0 0");
+	op = jb_binary(b, 0, TPU_BCAST_NONE, JB_OPND(zo), JB_OPND(mo), JB_OPND(xo), NULL);
+	op->opcode = TPU_OP_SELECT;
+	op->src2 = JB_OPND(yo);
+	op = jb_zero(b, JB_OPND(po), NULL);
+	op->opcode = TPU_OP_PRNG_BITS;
+	blob = jb_finish(b, &len);
+	ASSERT_EQ(0, tdev_run(d, blob, len, 0, &res)) TH_LOG("%s", res.message);
+	for (int i = 0; i < UN * UM; i++) {
+		bad += z[i] != (m[i] ? x[i] : y[i]);
+		high += p[i] >> 31;
+	}
+	EXPECT_EQ(0, bad);
+	/* 32 random bits an element: about half have the top bit */
+	EXPECT_GT(high, UN * UM / 3);
+	EXPECT_LT(high, UN * UM * 2 / 3);
+	free(blob);
+	jb_free(b);
+	tdev_free(d);
+}
+
+/* What uint32 may not do, refused by name. */
+TEST(uint32_refusals_name_the_dtype)
+{
+	uint64_t shape[2] = { 8, 128 }, ss[1] = { 4 };
+	uint32_t grid[1] = { 1 }, blk[2] = { 8, 128 }, sb[1] = { 4 };
+	struct tdev *d = tdev_new(1 << 20, 1);
+	unsigned int xs = tdev_alloc(d, 8 * 128 * 4), zs = tdev_alloc(d, 8 * 128 * 4);
+	static const char *const want[] = {
+		"dot of dtypes uint32 x uint32",
+		"scratch 0: dtype uint32 in SMEM",
+		"operand 0: dtype uint32, scalar prefetch must be int32 or float32",
+		"prng_random_bits dst operand 1 is float32, must be int32 or uint32",
+	};
+
+	for (int t = 0; t < 4; t++) {
+		struct jb *b = jb_new();
+		struct tpu_job_result res;
+		struct tpu_job_op *op;
+		unsigned int xo, zo;
+		size_t len;
+		void *blob;
+
+		jb_grid(b, 1, grid, "a");
+		if (t == 2)
+			jb_operand(b, TPU_ROLE_SCALAR_PREFETCH, xs, TPU_DTYPE_UINT32, 1, ss,
+				   NULL, NULL);
+		xo = jb_operand(b, TPU_ROLE_INPUT, xs, TPU_DTYPE_UINT32, 2, shape, blk, "0 0");
+		zo = jb_operand(b, TPU_ROLE_OUTPUT, zs, t == 3 ? TPU_DTYPE_F32 :
+				TPU_DTYPE_UINT32, 2, shape, blk, "0 0");
+		if (t == 1)
+			jb_scratch(b, TPU_MEM_SMEM, TPU_DTYPE_UINT32, 1, sb);
+		if (t == 0) {
+			jb_dot(b, JB_OPND(zo), JB_OPND(xo), JB_OPND(xo),
+			       TPU_DOT_RHS_CONTRACT_1, NULL);
+		} else if (t == 3) {
+			op = jb_zero(b, JB_OPND(zo), NULL);
+			op->opcode = TPU_OP_PRNG_BITS;
+		} else {
+			jb_zero(b, JB_OPND(zo), NULL);
+		}
+		blob = jb_finish(b, &len);
+		EXPECT_NE(0, tdev_run(d, blob, len, 0, &res));
+		EXPECT_NE(NULL, strstr(res.message, want[t]))
+			TH_LOG("case %d: %s", t, res.message);
+		free(blob);
+		jb_free(b);
+	}
+	tdev_free(d);
+}
+
 TEST(every_binary_function_and_broadcast)
 {
 	struct ew e;

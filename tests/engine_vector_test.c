@@ -341,6 +341,10 @@ TEST(casts_between_every_pair)
 					u = (int8_t)(uint8_t)(int64_t)u;
 				else if (tpu_dtype_is_int(st) && dt == TPU_DTYPE_UINT8)
 					u = (uint8_t)(int64_t)u;
+				else if (tpu_dtype_is_int(st) && dt == TPU_DTYPE_INT32)
+					u = (int32_t)(uint32_t)(int64_t)u;
+				else if (tpu_dtype_is_int(st) && dt == TPU_DTYPE_UINT32)
+					u = (uint32_t)(int64_t)u;
 				ref_set(want, dt, i, u);
 			}
 			for (int i = 0; i < 16; i++) {

@@ -502,6 +502,7 @@ double ref_get(const void *p, unsigned int dtype, uint64_t i)
 	case TPU_DTYPE_INT8:	return ((const int8_t *)p)[i];
 	case TPU_DTYPE_UINT8:	return ((const uint8_t *)p)[i];
 	case TPU_DTYPE_BOOL:	return ((const uint8_t *)p)[i] != 0;
+	case TPU_DTYPE_UINT32:	return ((const uint32_t *)p)[i];
 	default:		return ((const int32_t *)p)[i];
 	}
 }
@@ -531,6 +532,9 @@ void ref_set(void *p, unsigned int dtype, uint64_t i, double v)
 		break;
 	case TPU_DTYPE_BOOL:
 		((uint8_t *)p)[i] = v != 0;
+		break;
+	case TPU_DTYPE_UINT32:
+		((uint32_t *)p)[i] = (uint32_t)sat(v, 0, UINT32_MAX);
 		break;
 	default:
 		((int32_t *)p)[i] = (int32_t)sat(v, INT32_MIN, INT32_MAX);

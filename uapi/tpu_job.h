@@ -62,6 +62,11 @@ typedef uint64_t __u64;
  * @TPU_DTYPE_INT32: signed 32-bit integer
  * @TPU_DTYPE_BOOL: a mask element, one byte: 0 is false, anything else
  *	true; ops writing it store 0 or 1 (compare results, where's condition)
+ * @TPU_DTYPE_UINT32: unsigned 32-bit integer, as XLA's u32: add, sub, mul,
+ *	neg and sums wrap modulo 2^32; compares, max and min are unsigned;
+ *	div and mod truncate, x / 0 is UINT32_MAX and x % 0 is x (no fault).
+ *	Not in SMEM (the scalar core's words are int32 or float32), not a
+ *	dot operand
  * @TPU_DTYPE_COUNT: number of element types
  */
 enum tpu_dtype {
@@ -71,6 +76,7 @@ enum tpu_dtype {
 	TPU_DTYPE_UINT8 = 3,
 	TPU_DTYPE_INT32 = 4,
 	TPU_DTYPE_BOOL = 5,
+	TPU_DTYPE_UINT32 = 6,
 	TPU_DTYPE_COUNT
 };
 
@@ -243,7 +249,7 @@ enum tpu_operand_role {
  * @rank: number of array (and block) dimensions, 1 to %TPU_JOB_MAX_RANK
  * @space: &enum tpu_memory_space of an input or output:
  *	%TPU_MEM_VMEM (blocks pipelined through VMEM), %TPU_MEM_SMEM (blocks
- *	pipelined through SMEM, 32-bit dtypes only: read by %TPU_INSN_LOAD_SMEM
+ *	pipelined through SMEM, float32 or int32 only: read by %TPU_INSN_LOAD_SMEM
  *	and %TPU_BCAST_SMEM, written by %TPU_OP_SCALAR_STORE) or %TPU_MEM_ANY
  *	(no blocks: @block and @index_map are zero, and the body reaches the
  *	array in HBM only through async copies). Zero for scalar prefetch,
@@ -495,7 +501,7 @@ struct tpu_job_window {
  *	steps; a job starts every core's state as if seeded with the one
  *	seed 0
  * @TPU_OP_PRNG_BITS: dst[...] = pltpu.prng_random_bits(dst's shape): an
- *	int32 dst (the device has no uint32: the bits are the same) filled
+ *	int32 or uint32 dst (the bits are the same) filled
  *	with 32 random bits per element, then the draw counter advances.
  *	The bits are Philox-4x32-10 of the key (the seeds folded together) and
  *	the counter (element, draw): deterministic for the same seeds and
@@ -512,7 +518,9 @@ struct tpu_job_window {
  * convert does; for
  * %TPU_DTYPE_BOOL, non-zero (NaN included) becomes 1. Integer inputs with
  * an integer dst compute exactly in 64-bit integers where the fn is
- * integer arithmetic (add, sub, mul, div, mod, min, max, compares).
+ * integer arithmetic (add, sub, mul, div, mod, min, max, compares); a
+ * %TPU_DTYPE_UINT32 dst takes add, sub, mul and neg modulo 2^32, and div
+ * and mod by zero as XLA's unsigned ones (x / 0 = UINT32_MAX, x % 0 = x).
  * src0 has dst's shape unless the opcode says otherwise. Each function's
  * accuracy is documented in doc/numerics.md.
  */
@@ -664,7 +672,9 @@ enum tpu_unary {
  * take integer types only (src0, b and dst; an immediate b a whole number)
  * and work on dst's width, wrapping as two's complement. A shift by a
  * count outside [0, width) gives 0, or for %TPU_BINARY_SHR the sign (0 or
- * -1), as XLA's shifts do.
+ * -1), as XLA's shifts do. %TPU_BINARY_SHR of a %TPU_DTYPE_UINT32 dst
+ * shifts the bits in copies of the top bit, as XLA's
+ * shift_right_arithmetic of u32 does (0x80000000 >> 31 is UINT32_MAX).
  */
 enum tpu_binary {
 	TPU_BINARY_ADD = 0,
@@ -695,7 +705,8 @@ enum tpu_binary {
 /**
  * enum tpu_reduce - reductions of %TPU_OP_REDUCE
  * @TPU_REDUCE_SUM: sum; float types accumulate in double and round once
- *	into dst, integer types in 64-bit integers (then saturate into dst)
+ *	into dst, integer types in 64-bit integers (then saturate into dst;
+ *	a %TPU_DTYPE_UINT32 src0's sum wraps modulo 2^32, as XLA's does)
  * @TPU_REDUCE_MAX: maximum (NaN propagates; identity -inf, or the
  *	integer type's minimum)
  * @TPU_REDUCE_MIN: minimum (NaN propagates; identity +inf, or the

@@ -141,13 +141,17 @@ enum tpurt_dtype {
 	TPURT_UINT8 = 3,
 	TPURT_INT32 = 4,
 	TPURT_BOOL = 5,			/* a mask: one byte, 0 false, else true */
+	TPURT_UINT32 = 6,		/* XLA's u32: arithmetic wraps */
 };
 
 #define TPURT_MAX_RANK 4
 
 /* Bytes per element, or 0 for an unknown dtype. */
 size_t tpurt_dtype_size(enum tpurt_dtype dtype);
-/* "float32", "bfloat16", "int8", "uint8", "int32", "bool" (NumPy's names). */
+/*
+ * "float32", "bfloat16", "int8", "uint8", "int32", "bool", "uint32"
+ * (NumPy's names).
+ */
 const char *tpurt_dtype_name(enum tpurt_dtype dtype);
 /* bf16 <-> f32, rounding to nearest even (NaN stays NaN). */
 uint16_t tpurt_f32_to_bf16(float f);

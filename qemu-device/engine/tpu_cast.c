@@ -15,6 +15,11 @@
 
 #define F32_QUIET	0x00400000u
 
+static bool same_word(uint8_t dtype)
+{
+	return dtype == TPU_DTYPE_INT32 || dtype == TPU_DTYPE_UINT32;
+}
+
 /* A float through a double and back: the same bits, but NaNs made quiet. */
 static uint32_t f32_quiet(uint32_t b)
 {
@@ -98,8 +103,8 @@ bool tpu_cast_row(void *dst, uint8_t dt, const void *src, uint8_t st,
 			bf16_row_avx2(dst, src, n);
 		else
 			bf16_row(dst, src, n);
-	} else if (st == TPU_DTYPE_INT32 && dt == TPU_DTYPE_INT32) {
-		/* an int32 is exact in a double and rounds to itself */
+	} else if (st == dt && same_word(st)) {
+		/* an int32 or uint32 is exact in a double and rounds to itself */
 		if (dst != src)
 			memmove(dst, src, n * sizeof(int32_t));
 	} else {

@@ -2,7 +2,7 @@
 /*
  * Fast row conversions for the common casts and copies of a kernel body
  * (the accumulator stored into the output block: f32 -> f32, f32 -> bf16,
- * int32 -> int32). Each gives exactly the bits the elementwise path (a row
+ * int32 -> int32, uint32 -> uint32). Each gives exactly the bits the elementwise path (a row
  * of doubles, then one rounding into the destination) gives, NaNs included:
  * a signalling NaN comes out quiet, as it does through a double.
  */

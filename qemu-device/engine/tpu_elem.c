@@ -60,6 +60,10 @@ void tpu_elem_load_i64(const struct tpu_ref2d *r, int64_t row, int64_t *out,
 		for (int64_t j = 0; j < n; j++)
 			out[j] = ((const uint8_t *)p)[j] != 0;
 		break;
+	case TPU_DTYPE_UINT32:
+		for (int64_t j = 0; j < n; j++)
+			out[j] = ((const uint32_t *)p)[j];
+		break;
 	default:	/* int32: the only other integer type */
 		for (int64_t j = 0; j < n; j++)
 			out[j] = ((const int32_t *)p)[j];
@@ -129,6 +133,11 @@ void tpu_elem_store(const struct tpu_ref2d *r, int64_t row, const double *in,
 		for (int64_t j = 0; j < n; j++)
 			((uint8_t *)p)[j] = in[j] != 0;
 		break;
+	case TPU_DTYPE_UINT32:	/* XLA's f32 -> u32: NaN and negatives 0 */
+		for (int64_t j = 0; j < n; j++)
+			((uint32_t *)p)[j] = (uint32_t)to_int(in[j], mode, 0,
+							      UINT32_MAX);
+		break;
 	default:
 		for (int64_t j = 0; j < n; j++)
 			((int32_t *)p)[j] = (int32_t)to_int(in[j], mode, INT32_MIN,
@@ -167,6 +176,10 @@ void tpu_elem_store_i64(const struct tpu_ref2d *r, int64_t row,
 	case TPU_DTYPE_BOOL:
 		for (int64_t j = 0; j < n; j++)
 			((uint8_t *)p)[j] = in[j] != 0;
+		break;
+	case TPU_DTYPE_UINT32:
+		for (int64_t j = 0; j < n; j++)
+			((uint32_t *)p)[j] = (uint32_t)clamp64(in[j], 0, UINT32_MAX);
 		break;
 	default:
 		for (int64_t j = 0; j < n; j++)

@@ -4,7 +4,8 @@
  * rows of doubles, exact conversions of the inputs, each function in
  * double with add, sub, mul, div, mod and sqrt rounded to odd
  * (tpu_elem.h) so that the one rounding into dst is that of the exact
- * result; integer inputs with an integer dst in exact 64-bit integers.
+ * result; integer inputs with an integer dst in exact 64-bit integers
+ * (a uint32 dst's add, sub, mul and neg modulo 2^32, as XLA's u32).
  */
 #include <math.h>
 
@@ -163,10 +164,16 @@ static int64_t wrap_to(uint64_t v, unsigned int bits, bool is_signed)
 	return (int64_t)v;
 }
 
-/* XLA's shifts on dst's width: a count outside [0, width) shifts it all out. */
+/*
+ * XLA's shifts on dst's width: a count outside [0, width) shifts it all
+ * out. SHR of a uint32 dst copies the top bit in, as XLA's
+ * shift_right_arithmetic of u32 does, and wraps back to unsigned (uint8
+ * keeps its older meaning: a plain >> of the unsigned value).
+ */
 static int64_t shift_i(uint8_t fn, int64_t a, int64_t n, unsigned int bits,
-		       bool is_signed)
+		       uint8_t dtype)
 {
+	bool is_signed = !tpu_dtype_is_unsigned(dtype);
 	uint64_t u = (uint64_t)wrap_to((uint64_t)a, bits, false);
 	bool out = n < 0 || n >= (int64_t)bits;
 
@@ -174,10 +181,36 @@ static int64_t shift_i(uint8_t fn, int64_t a, int64_t n, unsigned int bits,
 		return out ? 0 : wrap_to(u << n, bits, is_signed);
 	if (fn == TPU_BINARY_SHR_LOGICAL)
 		return out ? 0 : wrap_to(u >> n, bits, is_signed);
-	a = wrap_to(u, bits, is_signed);	/* SHR: arithmetic */
-	if (out)
-		return a < 0 ? -1 : 0;
-	return a >> n;
+	/* SHR: arithmetic */
+	a = wrap_to(u, bits, is_signed || dtype == TPU_DTYPE_UINT32);
+	a = out ? (a < 0 ? -1 : 0) : a >> n;
+	return wrap_to((uint64_t)a, bits, is_signed);
+}
+
+/*
+ * XLA's u32 arithmetic for a uint32 dst: add, sub and mul modulo 2^32; div
+ * and mod truncate (floor of non-negative values), x / 0 = UINT32_MAX and
+ * x % 0 = x. False where @fn is none of these (the exact path serves).
+ */
+static bool binary_u32(uint8_t fn, int64_t a, int64_t b, int64_t *out)
+{
+	uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+
+	switch (fn) {
+	case TPU_BINARY_ADD:	ua += ub; break;
+	case TPU_BINARY_SUB:	ua -= ub; break;
+	case TPU_BINARY_MUL:	ua *= ub; break;
+	case TPU_BINARY_DIV:
+	case TPU_BINARY_MOD:
+		if (b)
+			return false;
+		ua = fn == TPU_BINARY_DIV ? UINT32_MAX : ua;
+		break;
+	default:
+		return false;
+	}
+	*out = wrap_to(ua, 32, false);
+	return true;
 }
 
 /* fn on exact integers; false on division by zero. */
@@ -293,7 +326,7 @@ static bool int_cast(const struct tpu_plan_op *op, const struct tpu_op_args *arg
 		if (d->dtype != TPU_DTYPE_BOOL)
 			for (int64_t j = 0; j < d->cols; j++)
 				a[j] = wrap_to((uint64_t)a[j], int_bits(d->dtype),
-					       d->dtype != TPU_DTYPE_UINT8);
+					       !tpu_dtype_is_unsigned(d->dtype));
 		tpu_elem_store_i64(d, i, a, d->cols);
 	}
 	return true;
@@ -327,6 +360,32 @@ static bool int_bitcount(const struct tpu_plan_op *op,
 	return true;
 }
 
+/*
+ * neg and square of integers into a uint32 dst wrap modulo 2^32 (XLA's
+ * -x of u32 is 2^32 - x); the other functions of integers are in range
+ * or saturate as for every integer dst.
+ */
+static bool u32_unary(const struct tpu_plan_op *op, const struct tpu_op_args *args)
+{
+	const struct tpu_ref2d *d = &args->dst;
+	int64_t *a = (int64_t *)args->row_tmp[0];
+
+	if (d->dtype != TPU_DTYPE_UINT32 || !tpu_dtype_is_int(args->src0.dtype) ||
+	    (op->fn != TPU_UNARY_NEG && op->fn != TPU_UNARY_SQUARE))
+		return false;
+	for (int64_t i = 0; i < d->rows; i++) {
+		tpu_elem_load_i64(&args->src0, i, a, d->cols);
+		for (int64_t j = 0; j < d->cols; j++) {
+			uint64_t u = (uint64_t)a[j];
+
+			u = op->fn == TPU_UNARY_NEG ? 0 - u : u * u;
+			a[j] = wrap_to(u, 32, false);
+		}
+		tpu_elem_store_i64(d, i, a, d->cols);
+	}
+	return true;
+}
+
 static void op_unary(const struct tpu_plan_op *op, const struct tpu_op_args *args)
 {
 	const struct tpu_ref2d *d = &args->dst;
@@ -335,7 +394,7 @@ static void op_unary(const struct tpu_plan_op *op, const struct tpu_op_args *arg
 	enum tpu_round mode = op->fn == TPU_UNARY_IDENTITY ? TPU_ROUND_TRUNC :
 			      TPU_ROUND_NEAREST;
 
-	if (int_cast(op, args) || int_bitcount(op, args))
+	if (int_cast(op, args) || int_bitcount(op, args) || u32_unary(op, args))
 		return;
 	for (int64_t i = 0; i < d->rows; i++) {
 		tpu_elem_load(&args->src0, i, a, d->cols);
@@ -357,7 +416,8 @@ static int op_binary_int(const struct tpu_plan_op *op,
 	const struct tpu_ref2d *d = &args->dst;
 	int64_t *a = (int64_t *)args->row_tmp[0], *b = (int64_t *)args->row_tmp[1];
 	unsigned int bits = int_bits(d->dtype);
-	bool is_signed = d->dtype != TPU_DTYPE_UINT8;
+	bool is_signed = !tpu_dtype_is_unsigned(d->dtype);
+	bool u32 = d->dtype == TPU_DTYPE_UINT32;
 
 	for (int64_t i = 0; i < d->rows; i++) {
 		int64_t step = bsrc_load_i64(bs, i, d->cols, b);
@@ -366,9 +426,11 @@ static int op_binary_int(const struct tpu_plan_op *op,
 		for (int64_t j = 0; j < d->cols; j++) {
 			if (op->fn >= TPU_BINARY_SHL) {
 				a[j] = shift_i(op->fn, a[j], b[j * step], bits,
-					       is_signed);
+					       d->dtype);
 				continue;
 			}
+			if (u32 && binary_u32(op->fn, a[j], b[j * step], &a[j]))
+				continue;
 			if (op->fn >= TPU_BINARY_BITAND) {	/* ~x of uint8 is 255 - x */
 				binary_i(op->fn, a[j], b[j * step], &a[j]);
 				a[j] = wrap_to((uint64_t)a[j], bits, is_signed);

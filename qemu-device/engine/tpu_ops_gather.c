@@ -27,6 +27,8 @@ static void fill_bytes(const struct tpu_plan_op *op, uint8_t dtype,
 		f = UINT8_MAX;
 	else if (f != f && dtype == TPU_DTYPE_INT32)
 		f = INT32_MIN;		/* bool: NaN is non-zero, true */
+	else if (f != f && dtype == TPU_DTYPE_UINT32)
+		f = UINT32_MAX;
 	memset(out, 0, 8);
 	tpu_elem_store(&r, 0, &f, 1, TPU_ROUND_TRUNC);
 }

@@ -4,7 +4,8 @@
  * the rows (axis 0) or columns (axis 1) of the in-bounds part of src0;
  * rows or columns wholly out of bounds give the identity (index 0). Float data accumulates in double and rounds
  * once into dst (f32 rows through the vector kernels, in their fixed
- * order; others in element order); integer data in 64-bit integers. max and min
+ * order; others in element order); integer data in 64-bit integers (a
+ * uint32 sum modulo 2^32, as XLA's). max and min
  * propagate NaN (the first one met).
  */
 #include <math.h>
@@ -29,6 +30,7 @@ static int64_t identity_i(uint8_t fn, uint8_t dtype)
 	static const int64_t hi[TPU_DTYPE_COUNT] = {
 		[TPU_DTYPE_INT8] = 127, [TPU_DTYPE_UINT8] = 255,
 		[TPU_DTYPE_INT32] = INT32_MAX, [TPU_DTYPE_BOOL] = 1,
+		[TPU_DTYPE_UINT32] = UINT32_MAX,
 	};
 
 	return fn == TPU_REDUCE_SUM ? 0 : fn == TPU_REDUCE_MAX ? lo[dtype] :
@@ -46,8 +48,11 @@ static double combine_f(uint8_t fn, double acc, double x)
 	return fn == TPU_REDUCE_MAX ? (x > acc ? x : acc) : (x < acc ? x : acc);
 }
 
-static int64_t combine_i(uint8_t fn, int64_t acc, int64_t x)
+/* A uint32 sum wraps modulo 2^32 (XLA's u32 add); others saturate. */
+static int64_t combine_i(uint8_t fn, int64_t acc, int64_t x, bool wrap)
 {
+	if (fn == TPU_REDUCE_SUM && wrap)
+		return (int64_t)(((uint64_t)acc + (uint64_t)x) & UINT32_MAX);
 	if (fn == TPU_REDUCE_SUM)
 		return tpu_elem_sat_add(acc, x);
 	return fn == TPU_REDUCE_MAX ? (x > acc ? x : acc) : (x < acc ? x : acc);
@@ -111,6 +116,7 @@ static void reduce_i(const struct tpu_plan_op *op, const struct tpu_op_args *arg
 	int64_t *acc = (int64_t *)args->row_tmp[0], *x = (int64_t *)args->row_tmp[1];
 	int64_t vr = args->valid_rows, vc = args->valid_cols;
 	int64_t id = identity_i(op->fn, args->src0.dtype);
+	bool wrap = args->src0.dtype == TPU_DTYPE_UINT32;
 
 	if (op->axis == 1) {
 		for (int64_t i = 0; i < d->rows; i++) {
@@ -118,7 +124,7 @@ static void reduce_i(const struct tpu_plan_op *op, const struct tpu_op_args *arg
 			if (i < vr) {
 				tpu_elem_load_i64(&args->src0, i, x, vc);
 				for (int64_t j = 0; j < vc; j++)
-					acc[0] = combine_i(op->fn, acc[0], x[j]);
+					acc[0] = combine_i(op->fn, acc[0], x[j], wrap);
 			}
 			tpu_elem_store_i64(d, i, acc, 1);
 		}
@@ -129,7 +135,7 @@ static void reduce_i(const struct tpu_plan_op *op, const struct tpu_op_args *arg
 	for (int64_t i = 0; i < vr; i++) {
 		tpu_elem_load_i64(&args->src0, i, x, vc);
 		for (int64_t j = 0; j < vc; j++)
-			acc[j] = combine_i(op->fn, acc[j], x[j]);
+			acc[j] = combine_i(op->fn, acc[j], x[j], wrap);
 	}
 	tpu_elem_store_i64(d, 0, acc, d->cols);
 }

@@ -13,6 +13,9 @@ void tpu_poison_fill(void *p, uint8_t dtype, uint64_t elems)
 	static const uint32_t f32 = POISON_F32;
 
 	switch (dtype) {
+	case TPU_DTYPE_UINT32:
+		memset(p, 0, 4 * elems);		/* uint32's minimum, as uint8's */
+		break;
 	case TPU_DTYPE_F32:
 	case TPU_DTYPE_INT32:
 		for (uint64_t i = 0; i < elems; i++)
