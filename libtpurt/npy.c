@@ -30,6 +30,7 @@ static const struct npy_type npy_types[] = {
 	{ "|u1", TPURT_UINT8 },
 	{ "<i4", TPURT_INT32 },
 	{ "|b1", TPURT_BOOL },
+	{ "<u4", TPURT_UINT32 },
 	{ "|V2", TPURT_BF16 },
 	{ "<V2", TPURT_BF16 },
 	{ "<i1", TPURT_INT8 },

@@ -332,7 +332,12 @@ static enum tpurt_dtype promote_strong(enum tpurt_dtype a, enum tpurt_dtype b)
 		return TPURT_F32;
 	if (is_float(a) || is_float(b))
 		return is_float(a) ? a : b;
-	return TPURT_INT32;	/* int8 with uint8 or int32 (jnp: int16 or int32) */
+	if ((a == TPURT_UINT32 && b == TPURT_UINT8) ||
+	    (a == TPURT_UINT8 && b == TPURT_UINT32))
+		return TPURT_UINT32;
+	/* int8 with uint8 or int32 (jnp: int16 or int32); uint32 with a signed
+	 * type (jnp: int64, int32 without x64) */
+	return TPURT_INT32;
 }
 
 /* A Python scalar keeps the array's dtype unless it is a float and the
@@ -353,6 +358,29 @@ static enum tpurt_dtype promote(const struct value *a, const struct value *b)
 	return strong->dtype;
 }
 
+/*
+ * A whole number a float32 cannot hold (uint32 0xffffffff, a hash's
+ * multiplier), for an integer tile: scalar-core text, whose literals are
+ * 32-bit, so hi * 65536 + lo; the device takes it as a 64-bit scalar. 0 if
+ * @x is not such a number.
+ */
+static int wide_int_text(double x, char *buf, size_t len)
+{
+	long long i;
+
+	if (isnan(x) || x != floor(x) || fabs(x) >= 0x1p46)
+		return 0;
+	i = (long long)x;
+	snprintf(buf, len, "(%lld * 65536 + %lld)",
+		 (i - (i & 0xffff)) / 65536, i & 0xffff);
+	return 1;
+}
+
+static int big_int_text(double x, char *buf, size_t len)
+{
+	return (double)(float)x != x && wide_int_text(x, buf, len);
+}
+
 /* --- scalars: constants folded, scalar-core expressions as text --- */
 
 int stmt_scalar_text(struct stmt_ctx *c, const struct value *v, int col,
@@ -361,7 +389,10 @@ int stmt_scalar_text(struct stmt_ctx *c, const struct value *v, int col,
 	const char *fmt = parens && v->compound ? "(%s)" : "%s";
 	int n;
 
-	if (v->kind == V_IMM) {
+	if (v->kind == V_IMM && fabs(v->imm) > INT32_MAX &&
+	    wide_int_text(v->imm, buf, len)) {
+		n = 0;	/* a uint32's 2^31 and up: hi * 65536 + lo */
+	} else if (v->kind == V_IMM) {
 		if (v->imm != floor(v->imm) || fabs(v->imm) > INT32_MAX)
 			return stmt_fail(c, col, "the scalar core computes in integers; %g is not a 32-bit integer",
 					 v->imm);
@@ -509,6 +540,7 @@ static int materialize(struct stmt_ctx *c, const struct value *x,
 		       int col, const struct dest *d, struct value *v)
 {
 	struct tpurt_kernel *k = c->k;
+	char text[64];
 	struct value column;
 	int ret;
 
@@ -524,7 +556,10 @@ static int materialize(struct stmt_ctx *c, const struct value *x,
 	ret = stmt_emitted(c, tpurt_kernel_zero(k, v->ref), col);
 	if (ret || (x->kind == V_IMM && x->imm == 0))
 		return ret;
-	if (x->kind == V_IMM)
+	if (x->kind == V_IMM && !is_float(dtype) &&
+	    big_int_text(x->imm, text, sizeof(text)))
+		ret = tpurt_kernel_binary_expr(k, TPURT_ADD, v->ref, v->ref, text);
+	else if (x->kind == V_IMM)
 		ret = imm_bits_ok(c, x->imm, col) ? c->err :
 		      tpurt_kernel_binary_scalar(k, TPURT_ADD, v->ref, v->ref,
 						 (float)x->imm);
@@ -640,7 +675,12 @@ static int emit_binary(struct stmt_ctx *c, int fn, const struct value *a,
 {
 	struct tpurt_kernel *k = c->k;
 	enum tpurt_binary f = (enum tpurt_binary)fn;
+	char text[64];
 
+	if (b->kind == V_IMM && !is_float(a->dtype) &&
+	    big_int_text(b->imm, text, sizeof(text)))
+		return stmt_emitted(c, tpurt_kernel_binary_expr(k, f, v->ref, a->ref,
+								text), col);
 	if (b->kind == V_IMM)
 		return imm_bits_ok(c, b->imm, col) ? c->err :
 		       stmt_emitted(c, tpurt_kernel_binary_scalar(k, f, v->ref, a->ref,
@@ -896,20 +936,22 @@ static int lower_unary_2d(struct stmt_ctx *c, int fn, struct value *x,
 /*
  * astype of a scalar-core value (a 64-bit integer): to int32 or a float
  * type it only changes how the value promotes and stores (exact to 2^24
- * as a float); to an 8-bit type or bool it wraps or tests, in the
+ * as a float); to an 8-bit type, uint32 or bool it wraps or tests, in the
  * scalar core's arithmetic.
  */
 static int scalar_cast(struct stmt_ctx *c, const struct value *x,
 		       enum tpurt_dtype t, int col, struct value *v)
 {
 	/* integer sources wrap, float ones (whole numbers here) saturate */
-	static const char *const fmt[2][TPURT_BOOL + 1] = {
+	static const char *const fmt[2][TPURT_UINT32 + 1] = {
 		{ [TPURT_INT8] = "(%s + 128) %% 256 - 128",
-		  [TPURT_UINT8] = "%s %% 256", [TPURT_BOOL] = "%s != 0" },
+		  [TPURT_UINT8] = "%s %% 256", [TPURT_BOOL] = "%s != 0",
+		  [TPURT_UINT32] = "%s %% (65536 * 65536)" },
 		{ [TPURT_INT8] = "max(-128, min(127, %s))",
-		  [TPURT_UINT8] = "max(0, min(255, %s))", [TPURT_BOOL] = "%s != 0" },
+		  [TPURT_UINT8] = "max(0, min(255, %s))", [TPURT_BOOL] = "%s != 0",
+		  [TPURT_UINT32] = "max(0, %s)" },
 	};
-	const char *f = (unsigned int)t <= TPURT_BOOL ? fmt[is_float(x->dtype)][t] : NULL;
+	const char *f = (unsigned int)t <= TPURT_UINT32 ? fmt[is_float(x->dtype)][t] : NULL;
 	char text[TPURT_TEXT_MAX];
 
 	if (stmt_smem_scalar_ok(c, x, col))
@@ -1172,8 +1214,12 @@ static int lower_mean(struct stmt_ctx *c, const struct stmt_node *call,
 static int select_side(struct stmt_ctx *c, struct value *x, enum tpurt_dtype t,
 		       int64_t rows, int64_t cols, int col, struct tpurt_value *s)
 {
+	char text[64];
+
 	memset(s, 0, sizeof(*s));
-	if (x->kind == V_IMM) {
+	if (x->kind == V_IMM && !is_float(t) && big_int_text(x->imm, text, sizeof(text))) {
+		/* a tile of it below: the immediate is binary32 */
+	} else if (x->kind == V_IMM) {
 		s->bcast = TPURT_BCAST_IMM;
 		s->imm = (float)x->imm;
 		return imm_bits_ok(c, x->imm, col);
@@ -1487,6 +1533,20 @@ static int lower_clamp(struct stmt_ctx *c, const struct stmt_node *call,
 						  (float)hi.imm), call->col);
 }
 
+/*
+ * x >> y and jnp.right_shift: arithmetic on signed types, logical on
+ * unsigned ones (NumPy's, and jnp's); lax.shift_right_arithmetic keeps the
+ * device's SHR, which copies a uint32's top bit in as XLA's does.
+ */
+static int right_shift_fn(int fn, const struct value *a, const struct value *b)
+{
+	enum tpurt_dtype t = promote(a, b);
+
+	if (fn == TPU_BINARY_SHR && (t == TPURT_UINT8 || t == TPURT_UINT32))
+		return TPU_BINARY_SHR_LOGICAL;
+	return fn;
+}
+
 static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 		      const struct dest *d, struct value *v)
 {
@@ -1522,6 +1582,8 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 		    stmt_nargs_are(c, call, 2, 2, tpurt_stmt_binary_name((unsigned int)fn.fn)) ||
 		    stmt_lower_node(c, call->arg[0], NULL, &x) || stmt_lower_node(c, call->arg[1], NULL, &y))
 			return c->err;
+		if (!(f->len == 22 && !strncmp(f->name, "shift_right_arithmetic", 22)))
+			fn.fn = right_shift_fn(fn.fn, &x, &y);
 		return stmt_lower_binary(c, fn.fn, 0, &x, &y, d, call->col, v);
 	}
 	case FN_REDUCE:
@@ -1660,7 +1722,7 @@ static int lower_binop(struct stmt_ctx *c, const struct stmt_node *n,
 	if ((stmt_name_is(n, "and") || stmt_name_is(n, "or")) && (is_tile(&a) || is_tile(&b)))
 		return stmt_fail(c, n->col, "'%.*s' of arrays: use & or |", n->len,
 				 n->name);
-	fn = bitwise_or_logical(n, fn, &a, &b);
+	fn = right_shift_fn(bitwise_or_logical(n, fn, &a, &b), &a, &b);
 	return stmt_lower_binary(c, fn, stmt_name_is(n, "//"), &a, &b, d, n->col, v);
 }
 

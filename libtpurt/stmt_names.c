@@ -152,7 +152,7 @@ static const struct {
 	{ "bfloat16", TPURT_BF16 }, { "bf16", TPURT_BF16 },
 	{ "int8", TPURT_INT8 }, { "uint8", TPURT_UINT8 },
 	{ "int32", TPURT_INT32 }, { "bool", TPURT_BOOL },
-	{ "bool_", TPURT_BOOL },
+	{ "bool_", TPURT_BOOL }, { "uint32", TPURT_UINT32 },
 };
 
 int tpurt_stmt_dtype(const char *name, int len)

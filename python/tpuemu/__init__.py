@@ -8,7 +8,7 @@
 """
 import numpy as _np
 
-from ._trace import TraceError, as_dtype, float32, bfloat16, int8, int32  # noqa: F401
+from ._trace import TraceError, as_dtype, float32, bfloat16, int8, int32, uint32  # noqa: F401
 from ._lib import TpurtError  # noqa: F401
 from . import lax, nn, random  # noqa: F401  (jax.lax.dot_general, jax.nn.relu)
 

@@ -83,7 +83,8 @@ int8 = DType("int8", 2, "int8")
 uint8 = DType("uint8", 3, "uint8")
 int32 = DType("int32", 4, "int32")
 bool_ = DType("bool", 5, "bool")
-_DTYPES = {d.name: d for d in (float32, bfloat16, int8, uint8, int32, bool_)}
+uint32 = DType("uint32", 6, "uint32")
+_DTYPES = {d.name: d for d in (float32, bfloat16, int8, uint8, int32, bool_, uint32)}
 _DTYPES["uint16"] = bfloat16		# bf16's carrier
 
 
@@ -98,7 +99,8 @@ def as_dtype(d):
         name = str(d)
     if name in _DTYPES:
         return _DTYPES[name]
-    raise TypeError("unsupported dtype %r (float32, bfloat16, int8, uint8, int32, bool)" % (d,))
+    raise TypeError("unsupported dtype %r (float32, bfloat16, int8, uint8, int32, uint32, "
+                    "bool)" % (d,))
 
 
 class DTypeOf:
@@ -343,7 +345,10 @@ class Value:
                 and not is_float_dt(self.dt):
             # the scalar core's ~ is logical (a mask's not) and it has no
             # bitwise ops: an integer's complement as -x - 1 (int32 wraps)
-            return -self - 1
+            r = -self - 1
+            if self.dt is uint32:	# ~x of a uint32 is 2^32 - 1 - x
+                r = r.astype(uint32)
+            return r
         return Value("unop", "~", (self,), self.reads, self.scalar, self.dt)
 
     @property
@@ -430,8 +435,11 @@ def _promote(da, db):
     if is_float_dt(da) or is_float_dt(db):
         return float32 if is_float_dt(da) == is_float_dt(db) or float32 in (da, db) \
             else (da if is_float_dt(da) else db)
-    return int32 if int32 in (da, db) or {da, db} == {int8, uint8} else \
-        (da if db is bool_ else db)
+    if bool_ in (da, db):
+        return db if da is bool_ else da
+    if {da, db} == {uint8, uint32}:
+        return uint32
+    return int32	# jnp: int16, or int64 for uint32 with a signed type (int32 without x64)
 
 
 def _result_dt(sym, a, b):
@@ -609,14 +617,15 @@ class Ref:
         return BitcastRef(self, ty)
 
 
-_WIDTH = {"float32": 4, "int32": 4, "bfloat16": 2, "int8": 1, "uint8": 1, "bool": 1}
+_WIDTH = {"float32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "int8": 1, "uint8": 1,
+          "bool": 1}
 
 
 def _bitcast_check(frm, to, what):
     frm, to = as_dtype(frm), as_dtype(to)
     if frm is not to and (_WIDTH[frm.name] != _WIDTH[to.name] or bool_ in (frm, to)):
-        raise trace_error("%s of %s to %s: only between dtypes of one width (float32 and "
-                          "int32, int8 and uint8); a bitcast that changes the width (and "
+        raise trace_error("%s of %s to %s: only between dtypes of one width (float32, "
+                          "int32 and uint32, int8 and uint8); a bitcast that changes the width (and "
                           "so the shape) is not supported" % (what, frm.name, to.name))
     return to
 

@@ -192,7 +192,7 @@ neg, add, sub, mul, max, min, pow = (  # noqa: A001
     jnp.negative, jnp.add, jnp.subtract, jnp.multiply, jnp.maximum, jnp.minimum, jnp.power)
 eq, ne, lt, le, gt, ge = (jnp.equal, jnp.not_equal, jnp.less, jnp.less_equal, jnp.greater,
                           jnp.greater_equal)
-shift_left, shift_right_arithmetic = jnp.left_shift, jnp.right_shift
+shift_left = jnp.left_shift
 bitwise_and, bitwise_or, bitwise_xor, bitwise_not = (
     jnp.bitwise_and, jnp.bitwise_or, jnp.bitwise_xor, jnp.invert)
 select = jnp.where
@@ -311,6 +311,12 @@ def logistic(x):
 
 def shift_right_logical(x, y):
     return call("lax.shift_right_logical", x, y)
+
+
+def shift_right_arithmetic(x, y):
+    """lax.shift_right_arithmetic: the sign bit copied in, of a uint32's top
+    bit too (as XLA's; jnp.right_shift and >> of unsigned types are logical)."""
+    return call("lax.shift_right_arithmetic", x, y)
 
 
 def clamp(lo, x, hi):

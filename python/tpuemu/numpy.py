@@ -2,7 +2,7 @@
 """The jax.numpy functions a kernel body uses, traced (tpuemu.numpy as jnp)."""
 import builtins as _py
 
-from ._trace import (float32, bfloat16, int8, uint8, int32, bool_, call, Value,
+from ._trace import (float32, bfloat16, int8, uint8, int32, uint32, bool_, call, Value,
                      Ref, trace_error, reducer)
 
 inf = float("inf")
@@ -380,7 +380,7 @@ def broadcast_to(x, shape):
     return call("jnp.add", _v(x), zeros(shape, _v(x).dtype))
 
 
-__all__ = ["float32", "bfloat16", "int8", "uint8", "int32", "bool_", "inf", "nan",
+__all__ = ["float32", "bfloat16", "int8", "uint8", "int32", "uint32", "bool_", "inf", "nan",
            "dot", "matmul", "where", "clip", "sum", "max", "min", "mean", "full_like", "astype",
            "exp", "maximum", "minimum", "zeros_like", "ones_like", "zeros", "ones", "full",
            "broadcast_to", "transpose", "roll", "take_along_axis", "einsum", "reshape", "concatenate", "stack", "tile",
@@ -467,6 +467,9 @@ def __getattr__(name):
         raise AttributeError("module 'tpuemu.numpy' has no attribute %r" % name)
     if not callable(f):
         return f
+    if name in ("iinfo", "finfo"):
+        # a dtype's limits: constants, in a kernel body too (jnp.iinfo(jnp.uint32).max)
+        return lambda d: f(_np.dtype(d.np_name) if isinstance(d, _trace.DType) else d)
 
     @_functools.wraps(f)
     def host_only(*args, **kw):

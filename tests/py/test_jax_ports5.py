@@ -572,10 +572,7 @@ def test_integer_pow(y):
 # --- ops_test.py OpsTest.test_comparison / test_comparison_scalar ---
 
 _CMP_OPS = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
-_CMP_DTYPES = [np.int32, pytest.param(np.uint32, marks=pytest.mark.xfail(
-    strict=True, reason="uint32 operands: the device's dtypes are float32, bfloat16, "
-    "int8, uint8, int32 and bool (no uint32 arrays or unsigned 32-bit compares)")),
-    np.float32, "bool"]
+_CMP_DTYPES = [np.int32, np.uint32, np.float32, "bool"]
 
 
 def _cmp_operands(dtype):

@@ -435,10 +435,14 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 narrow = as_dtype(a.dtype)	# s_ref[i] reads it back as one
             if a.dtype in (_np.int8, _np.uint8, _np.int16, _np.bool_):
                 a = arrays[j] = a.astype(_np.int32)
+            elif a.dtype == _np.uint32:
+                # SMEM words are int32: the same bits, read back unsigned
+                narrow = as_dtype(a.dtype)
+                a = arrays[j] = _np.ascontiguousarray(a).view(_np.int32)
             if a.dtype not in (_np.int32, _np.float32):
                 raise TypeError("scalar prefetch '%s': dtype %s; SMEM holds int32 and float32 "
-                                "(int8, uint8, int16 and bool are widened to int32)"
-                                % (n, a.dtype))
+                                "(int8, uint8, int16 and bool are widened to int32, uint32 "
+                                "bits are kept)" % (n, a.dtype))
             check(lib.tpurt_grid_spec_add_scalar_prefetch_shaped(
                 gs, n.encode(), a.ndim, ffi.new("int64_t[]", list(a.shape))), n)
             dt = "int32" if a.dtype == _np.int32 else "float32"

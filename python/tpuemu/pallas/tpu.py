@@ -490,8 +490,8 @@ def prng_seed(*seeds):
 
 def prng_random_bits(shape):
     """pltpu.prng_random_bits(shape): 32 random bits per element, the core's
-    next draw, int32 as JAX's primitive gives (the device has no uint32:
-    view the result as np.uint32 for unsigned bits). The generator
+    next draw, int32 as JAX's primitive gives (bitcast it to jnp.uint32 for
+    unsigned bits). The generator
     is Philox-4x32-10 of the seeds and draw, not the TPU's hardware bits."""
     try:
         shape = tuple(int(d) for d in shape)
@@ -505,7 +505,8 @@ def prng_random_bits(shape):
     v = _trace.call("pltpu.prng_random_bits", shape)
     v.dt = _trace.int32
     v.shape = shape
-    return v
+    # a draw, not a constant: bound once, so each use sees the same bits
+    return _trace.local(v)
 
 
 def _stateful(name):
