@@ -2209,7 +2209,7 @@ static int lower_take_along_axis(struct stmt_ctx *c, const struct stmt_node *cal
 
 /*
  * pltpu.prng_random_bits((rows, cols)): the core PRNG's next draw, int32
- * (the device has no uint32: the same bits).
+ * as JAX's primitive gives (bitcast to uint32 for the same bits unsigned).
  */
 static int lower_prng_bits(struct stmt_ctx *c, const struct stmt_node *call,
 			   const struct dest *d, struct value *v)

@@ -601,8 +601,8 @@ int tpurt_kernel_prng_seed(struct tpurt_kernel *k, int n,
 
 /*
  * dst[...] = pltpu.prng_random_bits(dst's shape): 32 random bits per
- * element of an int32 @dst (the device has no uint32; the bits are the
- * same), the next draw of the core's PRNG. Philox-4x32-10 of the seeds
+ * element of an int32 or uint32 @dst (the bits are the same), the next
+ * draw of the core's PRNG. Philox-4x32-10 of the seeds
  * and the draw: deterministic, not a TPU's hardware bits.
  */
 int tpurt_kernel_prng_random_bits(struct tpurt_kernel *k, const char *dst);

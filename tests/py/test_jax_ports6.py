@@ -5,7 +5,7 @@ non-vreg shapes, stateful samplers refused), with more: seeds from program
 ids and SMEM values, per-draw and per-block differences, reseeding, grids
 split across cores, pl.when, rough uniformity (bits and floats made from
 them) and the refusals. pltpu.prng_random_bits is int32, as JAX's
-primitive is (the device has no uint32 either), and its bits are
+primitive is (bitcast it to uint32 for unsigned bits), and its bits are
 Philox-4x32-10's, not the TPU hardware's: the tests check properties, not
 values."""
 import numpy as np
