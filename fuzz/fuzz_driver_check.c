@@ -26,7 +26,6 @@ static const char *const semantic[] = {
 	"the product is", "but dst", "unary op with", "takes no src1",
 	"imm must be zero", "bcast smem needs", "needs", "scalar_index only",
 	"zero takes only dst", "dot with fn", "dot flags on an elementwise",
-	"which holds 32-bit words", "dtype uint32 in SMEM",
 	/* the vector unit's per-opcode field rules (rules/tpu_op_check.c) */
 	"for opcode", "select's b may be", "reduce over axis",
 	"takes integer types", ": gather ", ": prng_random_bits ",

@@ -264,6 +264,37 @@ static void *smem_semaphores(size_t *len)
 	return blob;
 }
 
+/*
+ * Narrow SMEM: an int8 SMEM-space block read by the scalar core, a bf16
+ * SMEM output and a bool SMEM scratch stored into, bcast smem of a bf16
+ * block into a vector op.
+ */
+static void *smem_narrow(size_t *len)
+{
+	uint64_t ss[2] = { 4, 8 }, xs[2] = { 16, 16 };
+	uint32_t grid[1] = { 4 }, sb[2] = { 1, 8 }, xb[2] = { 4, 16 };
+	uint32_t three[1] = { 3 };
+	struct jb *b = jb_new();
+	void *blob;
+
+	jb_grid(b, 1, grid, "a");
+	jb_operand(b, TPU_ROLE_INPUT, 2, TPU_DTYPE_INT8, 2, ss, sb, "pid0 0");
+	jb_space(b, 0, TPU_MEM_SMEM);
+	jb_operand(b, TPU_ROLE_OUTPUT, 3, TPU_DTYPE_BF16, 2, ss, sb, "pid0 0");
+	jb_space(b, 1, TPU_MEM_SMEM);
+	jb_operand(b, TPU_ROLE_INPUT, 0, TPU_DTYPE_F32, 2, xs, xb, "pid0 0");
+	jb_operand(b, TPU_ROLE_OUTPUT, 1, TPU_DTYPE_F32, 2, xs, xb, "pid0 0");
+	jb_scratch(b, TPU_MEM_SMEM, TPU_DTYPE_BOOL, 1, three);
+	jb_scalar_store(b, JB_SCR(0), "pid0 3 % pid0 smem0", NULL);
+	jb_scalar_store(b, JB_OPND(1), "pid0 8 % 0 smem0 300 *",
+			"0 scr0");
+	jb_binary(b, TPU_BINARY_ADD, TPU_BCAST_SMEM, JB_OPND(3), JB_OPND(2),
+		  JB_OPND(1), "1 scr0 0 ==")->scalar_index = jb_prog(b, "pid0 1 +");
+	blob = jb_finish(b, len);
+	jb_free(b);
+	return blob;
+}
+
 static const struct {
 	const char *name;
 	void *(*build)(size_t *len);
@@ -281,6 +312,7 @@ static const struct {
 	{ "paged_sparse_copies", paged_sparse_copies },
 	{ "smem_semaphores", smem_semaphores },
 	{ "uint32_ops", uint32_ops },
+	{ "smem_narrow", smem_narrow },
 };
 
 unsigned int fuzz_num_templates(void)

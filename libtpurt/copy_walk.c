@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tpu_dtype.h"
 #include "tpu_plan.h"
 #include "tpurt_private.h"
 
@@ -136,33 +137,27 @@ static int scalar_store(struct tpurt_copy_walk *w, const struct tpu_plan_op *op,
 	const struct tpu_plan *plan = w->plan;
 	uint64_t base, len;
 	int64_t v[2];
-	bool f32;
+	uint8_t dtype;
 	int ret = run_prog(w, op->scalar_index, pid, v, 2, step, n, "index and value");
 
 	if (ret)
 		return ret;
 	if (op->dst.kind == TPU_REF_SCRATCH) {
 		base = plan->scratch[op->dst.index].smem_base;
-		len = plan->scratch[op->dst.index].bytes / 4;
-		f32 = plan->scratch[op->dst.index].dtype == TPU_DTYPE_F32;
+		dtype = plan->scratch[op->dst.index].dtype;
+		len = plan->scratch[op->dst.index].bytes / tpu_dtype_size(dtype);
 	} else {
 		base = plan->operand[op->dst.index].smem_base;
+		dtype = plan->operand[op->dst.index].dtype;
 		len = plan->operand[op->dst.index].role == TPU_ROLE_SCALAR_PREFETCH ?
 		      plan->operand[op->dst.index].elems :
-		      plan->operand[op->dst.index].block_bytes / 4;
-		f32 = plan->operand[op->dst.index].dtype == TPU_DTYPE_F32;
+		      plan->operand[op->dst.index].block_bytes / tpu_dtype_size(dtype);
 	}
 	if (v[0] < 0 || (uint64_t)v[0] >= len)
 		return tpurt_fail(-ERANGE, "schedule: step %llu, kernel op %u (scalar_store): index %lld outside %llu elements",
 				  (unsigned long long)step, n, (long long)v[0],
 				  (unsigned long long)len);
-	if (f32) {
-		float f = (float)v[1];
-
-		memcpy(&w->smem[base + (uint64_t)v[0]], &f, sizeof(f));
-	} else {
-		w->smem[base + (uint64_t)v[0]] = (int32_t)v[1];
-	}
+	tpu_smem_put(w->smem + base, dtype, (uint64_t)v[0], v[1]);
 	return 0;
 }
 

@@ -288,12 +288,6 @@ static int check_memory_fields(struct tpu_plan *plan, unsigned int i,
 	if (o->space > TPU_MEM_ANY)
 		return tpu_check_error(res, "operand %u: space %u: an operand lives in VMEM (0), SMEM (1) or ANY (2)",
 					i, o->space);
-	if (o->space == TPU_MEM_SMEM && o->dtype == TPU_DTYPE_UINT32)
-		return tpu_check_error(res, "operand %u: dtype uint32 in SMEM: the scalar core reads SMEM words as int32 or float32 (bitcast uint32 to int32: the same bits)",
-					i);
-	if (o->space == TPU_MEM_SMEM && tpu_dtype_size(o->dtype) != 4)
-		return tpu_check_error(res, "operand %u: dtype %s in SMEM, which holds 32-bit words (float32, int32)",
-					i, tpu_dtype_name(o->dtype));
 	if (o->space != TPU_MEM_VMEM && o->buffers)
 		return tpu_check_error(res, "operand %u: buffers %u: pl.Buffered applies to VMEM blocks only, this operand is in %s",
 					i, o->buffers, space_name[o->space]);
@@ -464,12 +458,6 @@ static int decode_scratch(struct tpu_plan *plan, unsigned int i,
 	if (!tpu_dtype_size(s->dtype))
 		return tpu_check_error(res, "scratch %u: dtype %u unknown",
 					i, s->dtype);
-	if (s->space == TPU_MEM_SMEM && s->dtype == TPU_DTYPE_UINT32)
-		return tpu_check_error(res, "scratch %u: dtype uint32 in SMEM: the scalar core reads SMEM words as int32 or float32 (use int32: the same bits)",
-					i);
-	if (s->space == TPU_MEM_SMEM && tpu_dtype_size(s->dtype) != 4)
-		return tpu_check_error(res, "scratch %u: dtype %s in SMEM, which holds 32-bit words (float32, int32)",
-					i, tpu_dtype_name(s->dtype));
 	if (s->rank < 1 || s->rank > TPU_JOB_MAX_RANK)
 		return tpu_check_error(res, "scratch %u: rank %u, must be 1 to %d",
 					i, s->rank, TPU_JOB_MAX_RANK);
@@ -512,9 +500,12 @@ static int account_memory(struct tpu_plan *plan, const struct tpu_config *cfg,
 			/* pl.Buffered(n): n buffers, as Pallas allocates them */
 			vmem = add_sat(vmem, mul_sat(o->buffers, o->block_bytes));
 		} else if (o->space == TPU_MEM_SMEM) {
-			/* pipelined: the block in use at smem_base and the next */
+			/*
+			 * pipelined: the block in use at smem_base and the
+			 * next, each on whole words (tpu_smem_words_of)
+			 */
 			o->smem_base = smem;
-			smem = add_sat(smem, mul_sat(2, o->block_bytes / 4));
+			smem = add_sat(smem, mul_sat(2, tpu_smem_words_of(o->block_bytes)));
 		}
 	}
 	plan->num_sems = 0;
@@ -525,7 +516,7 @@ static int account_memory(struct tpu_plan *plan, const struct tpu_config *cfg,
 			vmem = add_sat(vmem, s->bytes);
 		} else if (s->space == TPU_MEM_SMEM) {
 			s->smem_base = smem;
-			smem = add_sat(smem, s->bytes / 4);
+			smem = add_sat(smem, tpu_smem_words_of(s->bytes));
 		} else {
 			s->sem_base = plan->num_sems;
 			plan->num_sems += s->shape[0];

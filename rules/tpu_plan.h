@@ -184,7 +184,7 @@ struct tpu_scalar_scratch {
 	const int32_t *words;		/* SMEM scratch; NULL: reads 0 */
 	const int64_t *sems;		/* semaphore scratch; NULL: reads 0 */
 	uint64_t len;			/* elements (0: not readable) */
-	bool f32;			/* words hold binary32 (truncated) */
+	uint8_t dtype;			/* SMEM scratch: its elements' type */
 };
 
 /* What a program reads besides its code. */
@@ -195,8 +195,8 @@ struct tpu_scalar_env {
 					 * (LOAD_SMEM); NULL, or a NULL entry:
 					 * loads read 0 after the range check */
 	const uint64_t *smem_len;	/* elements of each array */
-	const bool *smem_f32;		/* NULL, or per operand: binary32
-					 * words, truncated toward zero */
+	const uint8_t *smem_dtype;	/* NULL (all int32), or per operand:
+					 * its elements' type (tpu_smem_load) */
 	const struct tpu_scalar_scratch *scratch; /* LOAD_SCRATCH, per
 					 * scratch; NULL in index maps */
 };
@@ -260,5 +260,32 @@ int tpu_scalar_verify_body(const struct tpu_plan *plan, struct tpu_plan_prog pro
 int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 		   const struct tpu_scalar_ctx *ctx, int64_t *out,
 		   unsigned int nout, struct tpu_scalar_fault *fault);
+
+/*
+ * SMEM elements. Each SMEM array (a scalar prefetch, an SMEM-space block,
+ * an SMEM scratch) starts on a word at its smem_base and holds its elements
+ * at their own size, as in HBM: 4 bytes for float32, int32 and uint32, 2
+ * for bfloat16, 1 for int8, uint8 and bool; tpu_smem_words_of(bytes)
+ * words. The caller checks @i against the array's elements.
+ *
+ * tpu_smem_load: element @i of @dtype as the scalar core's integer:
+ * int8 sign-extended, uint8 and uint32 zero-extended, bool 0 or 1 (any
+ * non-zero byte is true), float32 and bfloat16 (widened exactly) truncated
+ * toward zero (NaN 0, saturated at the int64 range).
+ * tpu_smem_value: the element as bcast smem reads it: a float for float32
+ * and bfloat16 (*@is_int false), else the integer of tpu_smem_load.
+ * tpu_smem_put: store the scalar core's @v: float32 rounded once to nearest
+ * even, bfloat16 too (straight from @v, not through float32), integers
+ * keep @v's low bits (as XLA's convert: 300 is 44 in int8), bool 0 or 1.
+ */
+static inline uint64_t tpu_smem_words_of(uint64_t bytes)
+{
+	return bytes / 4 + (bytes % 4 != 0);
+}
+
+int64_t tpu_smem_load(const int32_t *words, unsigned int dtype, uint64_t i);
+double tpu_smem_value(const int32_t *words, unsigned int dtype, uint64_t i,
+		      bool *is_int);
+void tpu_smem_put(int32_t *words, unsigned int dtype, uint64_t i, int64_t v);
 
 #endif /* TPU_PLAN_H */

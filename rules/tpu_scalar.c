@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tpu_dtype.h"
 #include "tpu_plan.h"
 
 /* Values an instruction pops and pushes. */
@@ -206,16 +207,9 @@ static int64_t binop(uint8_t op, int64_t a, int64_t b)
 	}
 }
 
-/* An SMEM word as a scalar: int32, or binary32 truncated toward zero. */
-static int64_t word_value(const int32_t *words, int64_t i, bool f32)
+/* A float as the scalar core's integer: truncated toward zero. */
+static int64_t float_value(float f)
 {
-	float f;
-
-	if (!words)
-		return 0;
-	if (!f32)
-		return words[i];
-	memcpy(&f, &words[i], sizeof(f));
 	if (!(f == f))
 		return 0;
 	if (f >= 9.2e18f)
@@ -223,6 +217,131 @@ static int64_t word_value(const int32_t *words, int64_t i, bool f32)
 	if (f <= -9.2e18f)
 		return INT64_MIN;
 	return (int64_t)f;
+}
+
+static float bf16_float(uint16_t h)
+{
+	uint32_t bits = (uint32_t)h << 16;
+	float f;
+
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+/* Round binary32 bits to bfloat16: nearest, ties to even; NaN stays NaN. */
+static uint16_t bf16_round(uint32_t b)
+{
+	if ((b & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((b >> 16) | 0x40);
+	return (uint16_t)((b + 0x7fffu + (b >> 16 & 1)) >> 16);
+}
+
+/* An int64 rounded once to bfloat16 (nearest, ties to even). */
+static uint16_t bf16_of_int(int64_t v)
+{
+	uint64_t m = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	uint64_t sticky = 0;
+	int shift = 0;
+	uint32_t bits;
+	float f;
+
+	/*
+	 * Down to 24 bits, what is shifted out kept as a sticky low bit: the
+	 * rounding to bfloat16's 8 bits sees the same ties, and the float is
+	 * exact.
+	 */
+	while (m >> 24) {
+		sticky |= m & 1;
+		m >>= 1;
+		shift++;
+	}
+	f = (float)(m | sticky);
+	while (shift--)
+		f *= 2.0f;
+	if (v < 0)
+		f = -f;
+	memcpy(&bits, &f, sizeof(bits));
+	return bf16_round(bits);
+}
+
+int64_t tpu_smem_load(const int32_t *words, unsigned int dtype, uint64_t i)
+{
+	const uint8_t *bytes = (const uint8_t *)words;
+	uint16_t h;
+	uint32_t u;
+	float f;
+
+	switch (dtype) {
+	case TPU_DTYPE_F32:
+		memcpy(&f, &words[i], sizeof(f));
+		return float_value(f);
+	case TPU_DTYPE_BF16:
+		memcpy(&h, bytes + 2 * i, sizeof(h));
+		return float_value(bf16_float(h));
+	case TPU_DTYPE_INT8:
+		return (int8_t)bytes[i];
+	case TPU_DTYPE_UINT8:
+		return bytes[i];
+	case TPU_DTYPE_BOOL:
+		return bytes[i] != 0;
+	case TPU_DTYPE_UINT32:
+		memcpy(&u, &words[i], sizeof(u));
+		return u;
+	default:	/* TPU_DTYPE_INT32 */
+		return words[i];
+	}
+}
+
+double tpu_smem_value(const int32_t *words, unsigned int dtype, uint64_t i,
+		      bool *is_int)
+{
+	uint16_t h;
+	float f;
+
+	*is_int = dtype != TPU_DTYPE_F32 && dtype != TPU_DTYPE_BF16;
+	if (*is_int)
+		return (double)tpu_smem_load(words, dtype, i);
+	if (dtype == TPU_DTYPE_BF16) {
+		memcpy(&h, (const uint8_t *)words + 2 * i, sizeof(h));
+		return bf16_float(h);
+	}
+	memcpy(&f, &words[i], sizeof(f));
+	return f;
+}
+
+void tpu_smem_put(int32_t *words, unsigned int dtype, uint64_t i, int64_t v)
+{
+	uint8_t *bytes = (uint8_t *)words;
+	uint32_t u = (uint32_t)(uint64_t)v;	/* low bits: wraps */
+	uint16_t h;
+	float f;
+
+	switch (dtype) {
+	case TPU_DTYPE_F32:
+		f = (float)v;
+		memcpy(&words[i], &f, sizeof(f));
+		return;
+	case TPU_DTYPE_BF16:
+		h = bf16_of_int(v);
+		memcpy(bytes + 2 * i, &h, sizeof(h));
+		return;
+	case TPU_DTYPE_INT8:
+	case TPU_DTYPE_UINT8:
+		bytes[i] = (uint8_t)u;
+		return;
+	case TPU_DTYPE_BOOL:
+		bytes[i] = v != 0;
+		return;
+	default:	/* int32, uint32: the low 32 bits */
+		memcpy(&words[i], &u, sizeof(u));
+		return;
+	}
+}
+
+/* An SMEM element as a scalar, or 0 when its array is absent. */
+static int64_t elem_value(const int32_t *words, int64_t i, unsigned int dtype)
+{
+	return words ? tpu_smem_load(words, dtype, (uint64_t)i) : 0;
 }
 
 int tpu_scalar_run_code(const struct tpu_plan_insn *insn, unsigned int len,
@@ -259,8 +378,9 @@ int tpu_scalar_run_code(const struct tpu_plan_insn *insn, unsigned int len,
 				return -1;
 			}
 			array = env->smem ? env->smem[in->arg] : NULL;
-			stack[sp - 1] = word_value(array, a, env->smem_f32 &&
-						   env->smem_f32[in->arg]);
+			stack[sp - 1] = elem_value(array, a, env->smem_dtype ?
+						   env->smem_dtype[in->arg] :
+						   TPU_DTYPE_INT32);
 			break;
 		case TPU_INSN_LOAD_SCRATCH:
 			a = stack[sp - 1];
@@ -273,7 +393,7 @@ int tpu_scalar_run_code(const struct tpu_plan_insn *insn, unsigned int len,
 				return -1;
 			}
 			stack[sp - 1] = sc->sems ? sc->sems[a] :
-					word_value(sc->words, a, sc->f32);
+					elem_value(sc->words, a, sc->dtype);
 			break;
 		case TPU_INSN_NOT:
 			stack[sp - 1] = !stack[sp - 1];
@@ -302,11 +422,11 @@ int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 	const int32_t *smem = ctx->smem;
 	const int32_t *arrays[TPU_JOB_MAX_OPERANDS];
 	uint64_t lens[TPU_JOB_MAX_OPERANDS];
-	bool f32[TPU_JOB_MAX_OPERANDS];
+	uint8_t dtype[TPU_JOB_MAX_OPERANDS];
 	struct tpu_scalar_scratch scratch[TPU_JOB_MAX_SCRATCH];
 	struct tpu_scalar_env env = {
 		.grid = plan->grid, .pid = ctx->pid, .smem = arrays,
-		.smem_len = lens, .smem_f32 = f32, .scratch = scratch,
+		.smem_len = lens, .smem_dtype = dtype, .scratch = scratch,
 	};
 
 	/*
@@ -316,15 +436,15 @@ int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 	for (unsigned int i = 0; i < plan->num_scalar_prefetch; i++) {
 		arrays[i] = smem ? smem + plan->operand[i].smem_base : NULL;
 		lens[i] = plan->operand[i].elems;
-		f32[i] = false;		/* scalar prefetch is int32 */
+		dtype[i] = TPU_DTYPE_INT32;	/* prefetch: read as int32 words */
 	}
 	for (unsigned int i = plan->num_scalar_prefetch; i < plan->num_operands; i++) {
 		const struct tpu_plan_operand *o = &plan->operand[i];
 		bool in_smem = o->space == TPU_MEM_SMEM;
 
 		arrays[i] = smem && in_smem ? smem + o->smem_base : NULL;
-		lens[i] = in_smem ? o->block_bytes / 4 : 0;
-		f32[i] = o->dtype == TPU_DTYPE_F32;
+		lens[i] = in_smem ? o->block_bytes / tpu_dtype_size(o->dtype) : 0;
+		dtype[i] = o->dtype;
 	}
 	for (unsigned int i = 0; i < plan->num_scratch; i++) {
 		const struct tpu_plan_scratch *s = &plan->scratch[i];
@@ -333,8 +453,8 @@ int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 		if (s->space == TPU_MEM_SMEM)
 			scratch[i] = (struct tpu_scalar_scratch){
 				.words = smem ? smem + s->smem_base : NULL,
-				.len = s->bytes / 4,
-				.f32 = s->dtype == TPU_DTYPE_F32 };
+				.len = s->bytes / tpu_dtype_size(s->dtype),
+				.dtype = s->dtype };
 		else if (s->space != TPU_MEM_VMEM)
 			scratch[i] = (struct tpu_scalar_scratch){
 				.sems = ctx->sems ? ctx->sems + s->sem_base : NULL,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "job_builder.h"
+#include "tpu_dtype.h"
 #include "kselftest_harness.h"
 
 /* A job under construction on a pretend device. */
@@ -521,6 +522,211 @@ TEST(load_scratch_outside_its_scratch_fails)
 		    "LOAD_SCRATCH index 2 outside scratch 0 (2 elements)");
 	EXPECT_EQ(1, t.res.error.step);
 	mt_fini(&t);
+}
+
+/*
+ * SMEM blocks of bfloat16, int8, uint8, bool and uint32, at their own
+ * size: LOAD_SMEM widens each element (bf16 exactly, then truncated toward
+ * zero; int8 sign-extended; uint8, bool and uint32 zero-extended; bool any
+ * non-zero byte as 1) into an int32 SMEM output.
+ */
+TEST(narrow_smem_blocks_widen_on_load)
+{
+	enum { C = 6 };
+	static const uint16_t bf[C] = { 0x3fc0, 0xc030, 0x4f00, 0x7fc0, 0xbf00, 0x0001 };
+	static const int32_t bf_want[C] = { 1, -2, INT32_MIN, 0, 0, 0 };
+	static const uint8_t by[C] = { 0, 1, 2, 127, 128, 255 };
+	static const int32_t i8_want[C] = { 0, 1, 2, 127, -128, -1 };
+	static const int32_t u8_want[C] = { 0, 1, 2, 127, 128, 255 };
+	static const int32_t b_want[C] = { 0, 1, 1, 1, 1, 1 };
+	static const unsigned int dt[4] = { TPU_DTYPE_BF16, TPU_DTYPE_INT8,
+					    TPU_DTYPE_UINT8, TPU_DTYPE_BOOL };
+	const int32_t *want[4] = { bf_want, i8_want, u8_want, b_want };
+	uint64_t s[2] = { 1, C };
+	uint32_t blk[2] = { 1, C }, grid[1] = { 1 };
+
+	for (int k = 0; k < 5; k++) {
+		static const uint32_t u32[C] = { 0, 1, 0x7fffffff, 0x80000000,
+						 0xfffffffe, 0xffffffff };
+		unsigned int dtype = k < 4 ? dt[k] : TPU_DTYPE_UINT32;
+		unsigned int size = tpu_dtype_size(dtype);
+		unsigned int isl, osl;
+		const int32_t *out;
+		struct mt t;
+
+		mt_init(&t, 1);
+		isl = tdev_alloc(t.d, C * 4);
+		osl = tdev_alloc(t.d, C * 4);
+		memcpy(tdev_ptr(t.d, isl), k == 0 ? (const void *)bf :
+		       k < 4 ? (const void *)by : (const void *)u32, C * size);
+		jb_grid(t.b, 1, grid, "a");
+		jb_operand(t.b, TPU_ROLE_INPUT, isl, dtype, 2, s, blk, "0 0");
+		jb_space(t.b, 0, TPU_MEM_SMEM);
+		jb_operand(t.b, TPU_ROLE_OUTPUT, osl, TPU_DTYPE_INT32, 2, s, blk, "0 0");
+		jb_space(t.b, 1, TPU_MEM_SMEM);
+		for (int j = 0; j < C; j++) {
+			char prog[64];
+
+			/* uint32: whether the element is above INT32_MAX */
+			snprintf(prog, sizeof(prog), k < 4 ? "%d %d smem0" :
+				 "%d %d smem0 2147483647 >", j, j);
+			jb_scalar_store(t.b, JB_OPND(1), prog, NULL);
+		}
+		ASSERT_EQ(0, mt_run(&t, 0)) TH_LOG("%s", t.res.message);
+		out = tdev_ptr(t.d, osl);
+		for (int j = 0; j < C; j++) {
+			int32_t w = k < 4 ? want[k][j] : (int32_t)(u32[j] > INT32_MAX);
+
+			EXPECT_EQ(w, out[j])
+				TH_LOG("%s element %d", tpu_dtype_name(dtype), j);
+		}
+		mt_fini(&t);
+	}
+}
+
+/*
+ * The other way: int32 values stored into SMEM outputs (and scratch) of
+ * the narrow types. bf16 rounds once to nearest even, also from int64
+ * values past 2^24; int8 and uint8 keep the low byte; bool is 0 or 1.
+ */
+TEST(narrow_smem_stores_round_and_wrap)
+{
+	enum { C = 9 };
+	static const char *const val[C] = {
+		"300", "-1", "128", "257", "259", "65536 65536 * 16777216 +",
+		"65536 65536 * 16777216 + 1 +", "65536 65536 * 65536 * 32768 *", "0",
+	};
+	static const uint16_t bf_want[C] = { 0x4396, 0xbf80, 0x4300, 0x4380,
+					     0x4382, 0x4f80, 0x4f81, 0xdf00, 0 };
+	/* read back: truncated, stored into int32 (low bits: 2^32 is 0) */
+	static const int32_t bf_back[C] = { 300, -1, 128, 256, 260, 0, 1 << 25, 0, 0 };
+	static const uint8_t byte_want[C] = { 44, 0xff, 128, 1, 3, 0, 1, 0, 0 };
+	static const uint8_t bool_want[C] = { 1, 1, 1, 1, 1, 1, 1, 1, 0 };
+	static const unsigned int dt[4] = { TPU_DTYPE_BF16, TPU_DTYPE_INT8,
+					    TPU_DTYPE_UINT8, TPU_DTYPE_BOOL };
+	const void *want[4] = { bf_want, byte_want, byte_want, bool_want };
+	uint64_t s[2] = { 1, C };
+	uint32_t blk[2] = { 1, C }, grid[1] = { 1 }, sc[1] = { C };
+
+	for (int k = 0; k < 4; k++) {
+		unsigned int size = tpu_dtype_size(dt[k]), osl, psl, scr;
+		struct mt t;
+
+		mt_init(&t, 1);
+		osl = tdev_alloc(t.d, C * 4);
+		psl = tdev_alloc(t.d, C * 4);
+		jb_grid(t.b, 1, grid, "a");
+		jb_operand(t.b, TPU_ROLE_OUTPUT, osl, dt[k], 2, s, blk, "0 0");
+		jb_space(t.b, 0, TPU_MEM_SMEM);
+		/* through a scratch of the type too: stored, read back, stored */
+		jb_operand(t.b, TPU_ROLE_OUTPUT, psl, TPU_DTYPE_INT32, 2, s, blk, "0 0");
+		jb_space(t.b, 1, TPU_MEM_SMEM);
+		scr = jb_scratch(t.b, TPU_MEM_SMEM, dt[k], 1, sc);
+		for (int j = 0; j < C; j++) {
+			char prog[80];
+
+			snprintf(prog, sizeof(prog), "%d %s", j, val[j]);
+			jb_scalar_store(t.b, JB_OPND(0), prog, NULL);
+			jb_scalar_store(t.b, JB_SCR(scr), prog, NULL);
+			snprintf(prog, sizeof(prog), "%d %d scr0", j, j);
+			jb_scalar_store(t.b, JB_OPND(1), prog, NULL);
+		}
+		ASSERT_EQ(0, mt_run(&t, 0)) TH_LOG("%s", t.res.message);
+		EXPECT_EQ(0, memcmp(tdev_ptr(t.d, osl), want[k], C * size))
+			TH_LOG("%s", tpu_dtype_name(dt[k]));
+		for (int j = 0; j < C; j++) {
+			const int32_t *back = tdev_ptr(t.d, psl);
+			int32_t w;
+
+			if (k == 0)
+				w = bf_back[j];
+			else if (k == 1)
+				w = (int8_t)byte_want[j];
+			else
+				w = k == 2 ? byte_want[j] : bool_want[j];
+			EXPECT_EQ(w, back[j]) TH_LOG("%s element %d", tpu_dtype_name(dt[k]), j);
+		}
+		mt_fini(&t);
+	}
+}
+
+/* Bounds of narrow SMEM are in elements: one past the end fails. */
+TEST(narrow_smem_one_past_the_end_fails)
+{
+	uint64_t os[2] = { 8, 16 };
+	uint32_t ob[2] = { 8, 16 }, grid[1] = { 1 }, five[1] = { 5 }, three[1] = { 3 };
+	struct mt t;
+
+	/* 5 int8 take two words: index 5 is in the padding, still outside */
+	mt_init(&t, 1);
+	jb_grid(t.b, 1, grid, "a");
+	jb_operand(t.b, TPU_ROLE_OUTPUT, tdev_alloc(t.d, 8 * 16 * 4),
+		   TPU_DTYPE_F32, 2, os, ob, "0 0");
+	jb_scratch(t.b, TPU_MEM_SMEM, TPU_DTYPE_INT8, 1, five);
+	jb_scalar_store(t.b, JB_SCR(0), "4 1", NULL);
+	jb_scalar_store(t.b, JB_SCR(0), "5 1", NULL);
+	EXPECT_FAIL(&t, TPU_JOB_ERR_SMEM_RANGE,
+		    "index 5 outside scratch 0 (5 elements)");
+	mt_fini(&t);
+
+	mt_init(&t, 1);
+	jb_grid(t.b, 1, grid, "a");
+	jb_operand(t.b, TPU_ROLE_OUTPUT, tdev_alloc(t.d, 8 * 16 * 4),
+		   TPU_DTYPE_F32, 2, os, ob, "0 0");
+	jb_scratch(t.b, TPU_MEM_SMEM, TPU_DTYPE_BF16, 1, three);
+	jb_zero(t.b, JB_OPND(0), "2 scr0 0 ==");
+	jb_zero(t.b, JB_OPND(0), "3 scr0 0 ==");
+	EXPECT_FAIL(&t, TPU_JOB_ERR_SMEM_RANGE,
+		    "LOAD_SCRATCH index 3 outside scratch 0 (3 elements)");
+	mt_fini(&t);
+
+	/* bcast smem of a bool SMEM scratch: its elements, as 0.0 or 1.0 */
+	mt_init(&t, 1);
+	jb_grid(t.b, 1, grid, "a");
+	jb_operand(t.b, TPU_ROLE_OUTPUT, tdev_alloc(t.d, 8 * 16 * 4),
+		   TPU_DTYPE_F32, 2, os, ob, "0 0");
+	jb_scratch(t.b, TPU_MEM_SMEM, TPU_DTYPE_BOOL, 1, three);
+	jb_binary(t.b, TPU_BINARY_ADD, TPU_BCAST_SMEM, JB_OPND(0), JB_OPND(0),
+		  JB_SCR(0), NULL)->scalar_index = jb_prog(t.b, "3");
+	EXPECT_FAIL(&t, TPU_JOB_ERR_SMEM_RANGE,
+		    "SMEM index 3 outside SMEM scratch 0 (3 elements)");
+	mt_fini(&t);
+}
+
+/* bcast smem of bf16 and int8 SMEM blocks: the elements' values. */
+TEST(bcast_smem_of_narrow_smem_blocks)
+{
+	static const uint16_t bf[4] = { 0x3fc0, 0xc030, 0x4000, 0x3f80 };	/* 1.5 -2.75 2 1 */
+	static const int8_t i8[4] = { -3, 5, -128, 127 };
+	uint64_t xs[2] = { 8, 128 }, ss[1] = { 4 };
+	uint32_t xb[2] = { 8, 128 }, sb[1] = { 4 }, grid[1] = { 1 };
+
+	for (int k = 0; k < 2; k++) {
+		struct mt t;
+		unsigned int ssl, osl;
+		const float *out;
+		int bad = 0;
+
+		mt_init(&t, 1);
+		ssl = tdev_alloc(t.d, 16);
+		osl = tdev_alloc(t.d, 8 * 128 * 4);
+		memcpy(tdev_ptr(t.d, ssl), k ? (const void *)i8 : (const void *)bf,
+		       k ? sizeof(i8) : sizeof(bf));
+		jb_grid(t.b, 1, grid, "a");
+		jb_operand(t.b, TPU_ROLE_INPUT, ssl, k ? TPU_DTYPE_INT8 : TPU_DTYPE_BF16,
+			   1, ss, sb, "0");
+		jb_space(t.b, 0, TPU_MEM_SMEM);
+		jb_operand(t.b, TPU_ROLE_OUTPUT, osl, TPU_DTYPE_F32, 2, xs, xb, "0 0");
+		jb_zero(t.b, JB_OPND(1), NULL);
+		jb_binary(t.b, TPU_BINARY_ADD, TPU_BCAST_SMEM, JB_OPND(1), JB_OPND(1),
+			  JB_OPND(0), NULL)->scalar_index = jb_prog(t.b, "1");
+		ASSERT_EQ(0, mt_run(&t, 0)) TH_LOG("%s", t.res.message);
+		out = tdev_ptr(t.d, osl);
+		for (int e = 0; e < 8 * 128; e++)
+			bad += out[e] != (k ? 5.0f : -2.75f);
+		EXPECT_EQ(0, bad);
+		mt_fini(&t);
+	}
 }
 
 /* --- regular semaphores --- */

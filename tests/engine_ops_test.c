@@ -569,21 +569,20 @@ TEST(uint32_select_and_random_bits)
 	tdev_free(d);
 }
 
-/* What uint32 may not do, refused by name. */
+/* What uint32 may not do, refused by name (uint32 SMEM is allowed). */
 TEST(uint32_refusals_name_the_dtype)
 {
 	uint64_t shape[2] = { 8, 128 }, ss[1] = { 4 };
-	uint32_t grid[1] = { 1 }, blk[2] = { 8, 128 }, sb[1] = { 4 };
+	uint32_t grid[1] = { 1 }, blk[2] = { 8, 128 };
 	struct tdev *d = tdev_new(1 << 20, 1);
 	unsigned int xs = tdev_alloc(d, 8 * 128 * 4), zs = tdev_alloc(d, 8 * 128 * 4);
 	static const char *const want[] = {
 		"dot of dtypes uint32 x uint32",
-		"scratch 0: dtype uint32 in SMEM",
 		"operand 0: dtype uint32, scalar prefetch must be int32 or float32",
 		"prng_random_bits dst operand 1 is float32, must be int32 or uint32",
 	};
 
-	for (int t = 0; t < 4; t++) {
+	for (int t = 0; t < 3; t++) {
 		struct jb *b = jb_new();
 		struct tpu_job_result res;
 		struct tpu_job_op *op;
@@ -592,18 +591,16 @@ TEST(uint32_refusals_name_the_dtype)
 		void *blob;
 
 		jb_grid(b, 1, grid, "a");
-		if (t == 2)
+		if (t == 1)
 			jb_operand(b, TPU_ROLE_SCALAR_PREFETCH, xs, TPU_DTYPE_UINT32, 1, ss,
 				   NULL, NULL);
 		xo = jb_operand(b, TPU_ROLE_INPUT, xs, TPU_DTYPE_UINT32, 2, shape, blk, "0 0");
-		zo = jb_operand(b, TPU_ROLE_OUTPUT, zs, t == 3 ? TPU_DTYPE_F32 :
+		zo = jb_operand(b, TPU_ROLE_OUTPUT, zs, t == 2 ? TPU_DTYPE_F32 :
 				TPU_DTYPE_UINT32, 2, shape, blk, "0 0");
-		if (t == 1)
-			jb_scratch(b, TPU_MEM_SMEM, TPU_DTYPE_UINT32, 1, sb);
 		if (t == 0) {
 			jb_dot(b, JB_OPND(zo), JB_OPND(xo), JB_OPND(xo),
 			       TPU_DOT_RHS_CONTRACT_1, NULL);
-		} else if (t == 3) {
+		} else if (t == 2) {
 			op = jb_zero(b, JB_OPND(zo), NULL);
 			op->opcode = TPU_OP_PRNG_BITS;
 		} else {

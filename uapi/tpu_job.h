@@ -65,8 +65,8 @@ typedef uint64_t __u64;
  * @TPU_DTYPE_UINT32: unsigned 32-bit integer, as XLA's u32: add, sub, mul,
  *	neg and sums wrap modulo 2^32; compares, max and min are unsigned;
  *	div and mod truncate, x / 0 is UINT32_MAX and x % 0 is x (no fault).
- *	Not in SMEM (the scalar core's words are int32 or float32), not a
- *	dot operand
+ *	Not scalar prefetch (whose words the scalar core reads as int32 or
+ *	float32), not a dot operand
  * @TPU_DTYPE_COUNT: number of element types
  */
 enum tpu_dtype {
@@ -249,8 +249,9 @@ enum tpu_operand_role {
  * @rank: number of array (and block) dimensions, 1 to %TPU_JOB_MAX_RANK
  * @space: &enum tpu_memory_space of an input or output:
  *	%TPU_MEM_VMEM (blocks pipelined through VMEM), %TPU_MEM_SMEM (blocks
- *	pipelined through SMEM, float32 or int32 only: read by %TPU_INSN_LOAD_SMEM
- *	and %TPU_BCAST_SMEM, written by %TPU_OP_SCALAR_STORE) or %TPU_MEM_ANY
+ *	pipelined through SMEM, any dtype, each element at its own size: read
+ *	by %TPU_INSN_LOAD_SMEM and %TPU_BCAST_SMEM, written by
+ *	%TPU_OP_SCALAR_STORE) or %TPU_MEM_ANY
  *	(no blocks: @block and @index_map are zero, and the body reaches the
  *	array in HBM only through async copies). Zero for scalar prefetch,
  *	which always lives in SMEM.
@@ -478,8 +479,10 @@ struct tpu_job_window {
  * @TPU_OP_SCALAR_STORE: dst[i] = v for an SMEM ref dst (a scalar-prefetch
  *	operand, an SMEM scratch or an SMEM-space output's block):
  *	@scalar_index leaves the flat index i then the value v, stored
- *	wrapped to int32, or converted to f32 for an f32 ref. An index
- *	outside dst fails with %TPU_JOB_ERR_SMEM_RANGE. Stores to a
+ *	as dst's dtype: integers keep v's low bits (int32, uint32, int8,
+ *	uint8), bool is v != 0, f32 and bf16 round v once to nearest even.
+ *	An index outside dst (in its elements) fails with
+ *	%TPU_JOB_ERR_SMEM_RANGE. Stores to a
  *	scalar-prefetch operand change its SMEM copy, not its HBM array.
  * @TPU_OP_TRANSPOSE: dst[...] = src0[...].T: dst is src0's columns by its
  *	rows, of src0's dtype, and not src0 or a window of src0's ref
@@ -832,8 +835,10 @@ struct tpu_job_op {
  * @TPU_INSN_PUSH_CONST: push @arg (sign-extended)
  * @TPU_INSN_LOAD_SMEM: pop a flat index, push that element of the SMEM
  *	array of scalar-prefetch operand @arg, or of the current block of
- *	SMEM-space operand @arg (not in index maps; f32 truncated toward
- *	zero); an index outside it fails the job with %TPU_JOB_ERR_SMEM_RANGE
+ *	SMEM-space operand @arg (not in index maps), widened: int8
+ *	sign-extended, uint8, uint32 and bool zero-extended (bool 0 or 1),
+ *	f32 and bf16 truncated toward zero (scalar prefetch: its int32
+ *	words); an index outside it fails the job with %TPU_JOB_ERR_SMEM_RANGE
  * @TPU_INSN_ADD: pop b, pop a, push a + b (64-bit, wrapping)
  * @TPU_INSN_SUB: a - b
  * @TPU_INSN_MUL: a * b
@@ -852,8 +857,8 @@ struct tpu_job_op {
  * @TPU_INSN_OR: a || b (1 or 0)
  * @TPU_INSN_NOT: pop a, push !a
  * @TPU_INSN_LOAD_SCRATCH: pop a flat index, push that element of the
- *	scratch numbered @arg, an SMEM scratch (int32; f32 truncated toward
- *	zero) or a semaphore scratch (its count, pltpu.semaphore_read); an
+ *	scratch numbered @arg, an SMEM scratch (widened as for
+ *	%TPU_INSN_LOAD_SMEM) or a semaphore scratch (its count, pltpu.semaphore_read); an
  *	index outside it fails with %TPU_JOB_ERR_SMEM_RANGE
  * @TPU_INSN_COUNT: number of instructions
  *

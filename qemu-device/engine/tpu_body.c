@@ -39,15 +39,10 @@ static struct tpu_ref2d core_ref(const struct tpu_core *core,
 static double smem_scalar(const struct tpu_core *core, struct tpu_plan_ref ref,
 			  int64_t index, bool *is_int)
 {
-	bool f32;
-	const int32_t *w = tpu_smem_words(core, ref, &f32);
-	float f;
+	uint8_t dtype;
+	const int32_t *w = tpu_smem_words(core, ref, &dtype);
 
-	*is_int = !f32;
-	if (!f32)
-		return w[index];
-	memcpy(&f, &w[index], sizeof(f));
-	return f;
+	return tpu_smem_value(w, dtype, (uint64_t)index, is_int);
 }
 
 /* In-bounds extent of @ref along dim @d (0 rows, 1 cols); scratch: all. */

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "tpu_core_fail.h"
+#include "tpu_dtype.h"
 #include "tpu_poison.h"
 #include "tpu_prng.h"
 #include "tpu_smem.h"
@@ -26,7 +27,7 @@ int tpu_smem_alloc(struct tpu_core *core)
 
 			if (s->space == TPU_MEM_SMEM)
 				tpu_poison_fill(core->smem + s->smem_base, s->dtype,
-						s->bytes / 4);
+						s->bytes / tpu_dtype_size(s->dtype));
 		}
 	return 0;
 }
@@ -46,21 +47,24 @@ uint64_t tpu_smem_elems(const struct tpu_plan *plan, struct tpu_plan_ref ref)
 	const struct tpu_plan_operand *o;
 
 	if (ref.kind != TPU_REF_OPERAND)
-		return plan->scratch[ref.index].bytes / 4;
+		return plan->scratch[ref.index].bytes /
+		       tpu_dtype_size(plan->scratch[ref.index].dtype);
 	o = &plan->operand[ref.index];
-	return o->role == TPU_ROLE_SCALAR_PREFETCH ? o->elems : o->block_bytes / 4;
+	return o->role == TPU_ROLE_SCALAR_PREFETCH ? o->elems :
+	       o->block_bytes / tpu_dtype_size(o->dtype);
 }
 
 int32_t *tpu_smem_words(const struct tpu_core *core, struct tpu_plan_ref ref,
-			bool *f32)
+			uint8_t *dtype)
 {
 	const struct tpu_plan *plan = core->run->plan;
 
 	if (ref.kind != TPU_REF_OPERAND) {
-		*f32 = plan->scratch[ref.index].dtype == TPU_DTYPE_F32;
+		*dtype = plan->scratch[ref.index].dtype;
 		return core->smem + plan->scratch[ref.index].smem_base;
 	}
-	*f32 = plan->operand[ref.index].dtype == TPU_DTYPE_F32;
+	/* scalar prefetch is int32 or float32 words, as LOAD_SMEM reads */
+	*dtype = plan->operand[ref.index].dtype;
 	return core->smem + plan->operand[ref.index].smem_base;
 }
 
@@ -69,9 +73,8 @@ int tpu_smem_store(struct tpu_core *core, unsigned int n,
 {
 	const struct tpu_plan *plan = core->run->plan;
 	uint64_t elems = tpu_smem_elems(plan, op->dst);
-	bool f32;
-	int32_t *w = tpu_smem_words(core, op->dst, &f32);
-	float f = (float)value;
+	uint8_t dtype;
+	int32_t *w = tpu_smem_words(core, op->dst, &dtype);
 
 	if (index < 0 || (uint64_t)index >= elems) {
 		core->res.error.op = n;
@@ -83,9 +86,6 @@ int tpu_smem_store(struct tpu_core *core, unsigned int n,
 		tpu_core_fail_step(core, core->step);
 		return -1;
 	}
-	if (f32)
-		memcpy(&w[index], &f, sizeof(f));
-	else
-		w[index] = (int32_t)(uint32_t)(uint64_t)value;	/* wraps */
+	tpu_smem_put(w, dtype, (uint64_t)index, value);
 	return 0;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A core's SMEM and semaphores: its own copy of the scalar-prefetch
- * arrays, its SMEM-space blocks and SMEM scratch (plan->smem_words words
- * at their smem_base), and its semaphore counts, all persisting across the
- * core's steps; scalar stores into them.
+ * arrays, its SMEM-space blocks and SMEM scratch (plan->smem_words words,
+ * each array at its smem_base, its elements at their own size), and its
+ * semaphore counts, all persisting across the core's steps; scalar stores
+ * into them.
  */
 #ifndef TPU_SMEM_H
 #define TPU_SMEM_H
@@ -23,8 +24,11 @@ int tpu_smem_store(struct tpu_core *core, unsigned int n,
 /* Elements of SMEM ref @ref (prefetch array, SMEM block, SMEM scratch). */
 uint64_t tpu_smem_elems(const struct tpu_plan *plan, struct tpu_plan_ref ref);
 
-/* Its words in the core's SMEM, and whether they hold binary32. */
+/*
+ * Its words in the core's SMEM and its elements' type (at their own size:
+ * tpu_smem_load and tpu_smem_put of rules/tpu_plan.h address them).
+ */
 int32_t *tpu_smem_words(const struct tpu_core *core, struct tpu_plan_ref ref,
-			bool *f32);
+			uint8_t *dtype);
 
 #endif /* TPU_SMEM_H */

@@ -318,10 +318,6 @@ def test_cast_from_32bit(from_dtype, to_dtype):
 
 # --- ops_test.py OpsTest.test_scalar_downcast_float32 / test_extract_scalar ---
 
-@pytest.mark.xfail(strict=True, reason="a bfloat16 SMEM output: the job rules "
-                   "(rules/tpu_job_check.c) refuse SMEM refs other than float32/int32 "
-                   "('SMEM, which holds 32-bit words'); the front end widens only scalar "
-                   "prefetch integers, not SMEM outputs")
 def test_scalar_downcast_float32():
     """OpsTest.test_scalar_downcast_float32 (bfloat16): one element of a
     read block cast and stored into a (1, 1) SMEM output."""
@@ -433,8 +429,6 @@ def test_is_finite():
     np.testing.assert_array_equal(np.asarray(out).astype(bool), np.isfinite(x))
 
 
-@pytest.mark.xfail(strict=True, reason="a bool SMEM output: the job rules refuse SMEM "
-                   "refs other than float32/int32 ('SMEM, which holds 32-bit words')")
 def test_is_finite_scalar():
     """OpsTest.test_is_finite_scalar: jnp.isfinite of SMEM elements into a
     bool SMEM output (test_is_finite_scalar_int32_out below stores int32)."""
