@@ -411,14 +411,20 @@ int stmt_scalar_text(struct stmt_ctx *c, const struct value *v, int col,
 	return 0;
 }
 
-/* The scalar core computes in integers: it reads int32 SMEM. */
+int stmt_smem_int(enum tpurt_dtype t)
+{
+	return t == TPURT_INT32 || t == TPURT_UINT32 || t == TPURT_INT8 ||
+	       t == TPURT_UINT8 || t == TPURT_BOOL;
+}
+
+/* The scalar core computes in integers: it reads integer SMEM. */
 int stmt_smem_scalar_ok(struct stmt_ctx *c, const struct value *v, int col)
 {
 	struct ref_info r;
 
 	if (v->kind == V_SMEM && stmt_find_ref(c, v->ref, (int)strlen(v->ref), &r) &&
-	    r.dtype != TPURT_INT32)
-		return stmt_fail(c, col, "'%s' is SMEM scratch of %s: the scalar core reads int32 SMEM in arithmetic",
+	    !stmt_smem_int(r.dtype))
+		return stmt_fail(c, col, "'%s' is SMEM of %s: the scalar core reads integer SMEM (int32, uint32, int8, uint8, bool) in arithmetic",
 				 v->ref, stmt_dtype_str(r.dtype));
 	return 0;
 }
@@ -516,7 +522,7 @@ static int scalar_binary(struct stmt_ctx *c, int fn, int floor_div,
 static int is_float_scalar(const struct value *v)
 {
 	return (v->kind == V_SCALAR && is_float(v->dtype)) ||
-	       (v->kind == V_SMEM && v->dtype != TPURT_INT32);
+	       (v->kind == V_SMEM && !stmt_smem_int(v->dtype));
 }
 
 /* An immediate as the device holds it: binary32, exactly. */
@@ -971,6 +977,12 @@ static int scalar_cast(struct stmt_ctx *c, const struct value *x,
 	return 0;
 }
 
+int stmt_scalar_cast(struct stmt_ctx *c, const struct value *x,
+		     enum tpurt_dtype t, int col, struct value *v)
+{
+	return scalar_cast(c, x, t, col, v);
+}
+
 static int lower_cast(struct stmt_ctx *c, struct value *x, enum tpurt_dtype t,
 		      const struct dest *d, int col, struct value *v)
 {
@@ -980,8 +992,8 @@ static int lower_cast(struct stmt_ctx *c, struct value *x, enum tpurt_dtype t,
 		v->dtype = t;
 		return 0;
 	}
-	if (x->kind == V_SMEM && x->dtype != TPURT_INT32 && stmt_scalar_tile(c, x, col))
-		return c->err;	/* the scalar core reads int32 SMEM only */
+	if (x->kind == V_SMEM && !stmt_smem_int(x->dtype) && stmt_scalar_tile(c, x, col))
+		return c->err;	/* the scalar core reads integer SMEM only */
 	if (x->kind == V_SCALAR || x->kind == V_SMEM)
 		return scalar_cast(c, x, t, col, v);
 	if (!is_tile(x))

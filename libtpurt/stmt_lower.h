@@ -80,8 +80,17 @@ int stmt_emitted(struct stmt_ctx *c, int ret, int col);
 /* A scalar value as index-map text (in parentheses if @parens and needed). */
 int stmt_scalar_text(struct stmt_ctx *c, const struct value *v, int col,
 		     char *buf, size_t len, int parens);
-/* The scalar core reads int32 SMEM only. */
+/*
+ * SMEM elements the scalar core reads as integers, exactly (int32, uint32,
+ * int8, uint8, bool: the device widens them); float32 and bfloat16 ones are
+ * (1, 1) tiles in arithmetic.
+ */
+int stmt_smem_int(enum tpurt_dtype t);
+/* @v is no SMEM element of a float type: the scalar core's integers only. */
 int stmt_smem_scalar_ok(struct stmt_ctx *c, const struct value *v, int col);
+/* A scalar (scalar-core value, SMEM element) .astype(@t), as jnp casts. */
+int stmt_scalar_cast(struct stmt_ctx *c, const struct value *x,
+		     enum tpurt_dtype t, int col, struct value *v);
 /* A new temporary tile. */
 int stmt_new_tile(struct stmt_ctx *c, enum tpurt_dtype dtype, int64_t rows,
 		  int64_t cols, int col, struct value *v);

@@ -9,6 +9,7 @@
  * the device decoder's at pallas_call.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -484,11 +485,21 @@ static int store_smem_element(struct stmt_ctx *c, const struct stmt *st,
 	} else if (stmt_lower_node(c, st->value, NULL, &v)) {
 		return c->err;
 	}
-	if (v.kind == V_TILE || (v.kind == V_SMEM && v.dtype != TPURT_INT32) ||
-	    r->dtype != TPURT_INT32)
+	if (v.kind == V_TILE || (v.kind == V_SMEM && !stmt_smem_int(v.dtype)) ||
+	    !stmt_smem_int(r->dtype))
 		return store_smem_by_copy(c, st, n, r, &idx, &v);
 	if (!stmt_is_scalar(&v))
 		return stmt_fail(c, st->value->col, "an SMEM element takes a scalar (an integer the scalar core computes)");
+	if (v.kind == V_IMM && v.imm != floor(v.imm) && !isnan(v.imm))
+		v.imm = trunc(v.imm);	/* 2.5 into int8 SMEM: 2, as astype */
+	/*
+	 * A scalar of another dtype is cast as jnp's astype (int32 300 into
+	 * int8 is 44, float scalars saturate, bool is != 0); the store then
+	 * keeps the cast value's bits.
+	 */
+	if (v.kind != V_IMM && v.dtype != r->dtype && r->dtype != TPURT_INT32 &&
+	    stmt_scalar_cast(c, &v, r->dtype, st->value->col, &v))
+		return c->err;
 	if (stmt_smem_scalar_ok(c, &v, st->value->col) ||
 	    stmt_scalar_text(c, &v, st->value->col, text, sizeof(text), 0))
 		return c->err;
