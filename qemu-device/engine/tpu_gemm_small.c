@@ -416,8 +416,9 @@ static int64_t min64(int64_t x, int64_t y)
 
 /*
  * Rows 0..m as @whole tiles of the ISA's height, then @fours of 4 rows:
- * a remainder of 2 past whole 6-row tiles is two 4-row tiles, so a
- * 128-row block runs no padding rows; other remainders pad one tile.
+ * where one whole tile and the remainder make 8 rows (6 + 2), they run as
+ * two 4-row tiles, so a 128-row block has no padding rows; any other
+ * remainder pads one tile.
  */
 struct row_plan {
 	int64_t m, whole, fours;
@@ -434,7 +435,7 @@ static struct row_plan row_plan(const struct small_isa *isa, int64_t m)
 	struct row_plan p = { m, m / isa->mr, 0 };
 	int64_t rest = m % isa->mr;
 
-	if (rest == 2 && isa->mr == 6 && p.whole) {
+	if (rest && isa->mr + rest == 8 && p.whole) {
 		p.whole--;
 		p.fours = 2;
 	} else if (rest) {
