@@ -100,7 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		hbm[i] = (uint8_t)(i * 7 + 1);
 	memcpy(hbm_before, hbm, HBM_SIZE);
 
-	tpu_copy_run(&d, hbm, HBM_SIZE, &gm, &abort_flag, &res);
+	tpu_copy_run(&d, hbm, HBM_SIZE, &gm, NULL, &abort_flag, &res);
 
 	FUZZ_ASSERT(res.status <= TPU_STATUS_ABORTED && res.status != TPU_STATUS_JOB_FAILED,
 		    "status %u", res.status);

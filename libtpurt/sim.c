@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 
 #include "tpu_compute.h"
+#include "tpu_copy.h"
 #include "tpu_engine.h"
 #include "sim_backend.h"
 #include "tpurt_private.h"
@@ -93,6 +94,28 @@ static int sim_alloc(struct sim *s, uint64_t size, uint64_t *offset)
 	return 0;
 }
 
+/* The sim's HBM is private anonymous memory: discarded pages read as zeros. */
+static int sim_hbm_discard(void *opaque, uint64_t hbm_offset, uint64_t len)
+{
+	struct sim *s = opaque;
+
+	return madvise(s->hbm + hbm_offset, len, MADV_DONTNEED);
+}
+
+/* Clear a new buffer as the device does: a zero fill on its DMA path. */
+static void sim_zero(struct sim *s, uint64_t offset, uint64_t size)
+{
+	const struct tpu_dma_desc d = {
+		.op = TPU_DMA_OP_FILL, .hbm_offset = offset, .length = size,
+	};
+	const struct tpu_hbm_discard discard = { sim_hbm_discard, s };
+	struct tpu_desc_result res;
+
+	tpu_copy_run(&d, s->hbm, s->cfg.hbm_size, NULL, &discard, NULL, &res);
+	if (res.status)
+		memset(s->hbm + offset, 0, size);
+}
+
 static int sim_buffer_create(struct tpurt_buffer *buf)
 {
 	struct sim *s = sim_of(buf->dev);
@@ -106,7 +129,7 @@ static int sim_buffer_create(struct tpurt_buffer *buf)
 		return tpurt_fail(ret, "out of memory");
 	buf->alloc_size = size;
 	buf->handle = ++s->next_handle;
-	memset(s->hbm + buf->hbm_offset, 0, size);
+	sim_zero(s, buf->hbm_offset, size);
 	return 0;
 }
 

@@ -74,6 +74,14 @@ static TpuQueue *tpu_mxu_queue_at(TpuMxuState *s, hwaddr addr)
     return &s->queues[(addr - TPU_REG_QUEUE_BASE) / TPU_REG_QUEUE_STRIDE];
 }
 
+/* Zero fills of whole huge pages give the pages back (tpu_hbm_discard). */
+static int tpu_mxu_hbm_discard(void *opaque, uint64_t offset, uint64_t len)
+{
+    TpuMxuState *s = opaque;
+
+    return ram_block_discard_range(s->hbm.ram_block, offset, len);
+}
+
 static void tpu_mxu_dma_exec(TpuQueue *q, const void *desc,
                              struct tpu_completion *cpl)
 {
@@ -81,7 +89,7 @@ static void tpu_mxu_dma_exec(TpuQueue *q, const void *desc,
     struct tpu_desc_result res;
 
     tpu_copy_run(desc, s->hbm_ptr, s->cfg.hbm_size, &s->guest_mem,
-                 &q->abort, &res);
+                 &s->hbm_discard, &q->abort, &res);
     cpl->status = res.status;
     cpl->detail = res.detail;
     cpl->bytes = res.bytes;
@@ -231,6 +239,9 @@ static void tpu_mxu_realize(PCIDevice *pdev, Error **errp)
                      PCI_BASE_ADDRESS_MEM_PREFETCH,
                      &s->hbm);
     s->hbm_ptr = memory_region_get_ram_ptr(&s->hbm);
+    s->hbm_discard = (struct tpu_hbm_discard){
+        .zero = tpu_mxu_hbm_discard, .opaque = s,
+    };
 
     if (msix_init_exclusive_bar(pdev, TPU_MSIX_VECTORS, TPU_BAR_MSIX, errp)) {
         return;

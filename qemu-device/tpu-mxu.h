@@ -64,6 +64,7 @@ struct TpuMxuState {
     struct tpu_config cfg;
     struct tpu_engine *engine;
     struct tpu_guest_mem guest_mem;
+    struct tpu_hbm_discard hbm_discard;
     TpuQueue queues[TPU_NUM_QUEUES];
 
     uint32_t scratch;

@@ -107,7 +107,7 @@ TEST_F(copy, round_trip_through_chained_sg)
 
 	for (unsigned int i = 0; i < n; i++, data += each + 3)
 		fill_pattern(self->g.mem + data, each, i);
-	tpu_copy_run(&d, self->hbm, HBM_SIZE, &self->gm, NULL, &res);
+	tpu_copy_run(&d, self->hbm, HBM_SIZE, &self->gm, NULL, NULL, &res);
 	ASSERT_EQ(TPU_STATUS_OK, res.status) TH_LOG("detail %u", res.detail);
 	ASSERT_EQ(n * each, res.bytes);
 	for (unsigned int i = 0; i < n; i++) {
@@ -125,7 +125,7 @@ TEST_F(copy, round_trip_through_chained_sg)
 	for (unsigned int i = 0; i < n; i++, data += each + 3)
 		memset(self->g.mem + data, 0, each);
 	d.op = TPU_DMA_OP_D2H;
-	tpu_copy_run(&d, self->hbm, HBM_SIZE, &self->gm, NULL, &res);
+	tpu_copy_run(&d, self->hbm, HBM_SIZE, &self->gm, NULL, NULL, &res);
 	ASSERT_EQ(TPU_STATUS_OK, res.status);
 	data = 0x80000;
 	for (unsigned int i = 0; i < n; i++, data += each + 3) {
@@ -151,10 +151,77 @@ static uint32_t run(struct __test_metadata *_metadata, FIXTURE_DATA(copy) *self,
 {
 	struct tpu_desc_result res;
 
-	tpu_copy_run(d, self->hbm, HBM_SIZE, &self->gm, NULL, &res);
+	tpu_copy_run(d, self->hbm, HBM_SIZE, &self->gm, NULL, NULL, &res);
 	if (detail)
 		*detail = res.detail;
 	return res.status;
+}
+
+/* A discard hook that records its ranges and clears them itself. */
+struct discard_log {
+	uint8_t *hbm;
+	unsigned int calls;
+	uint64_t offset, len;
+	int ret;
+};
+
+static int log_discard(void *opaque, uint64_t offset, uint64_t len)
+{
+	struct discard_log *log = opaque;
+
+	log->calls++;
+	log->offset = offset;
+	log->len = len;
+	if (!log->ret)
+		memset(log->hbm + offset, 0, len);
+	return log->ret;
+}
+
+/*
+ * Zero fills hand the huge pages wholly inside them to the discard hook
+ * and write the ends; a fill smaller than a page, or a hook that fails,
+ * writes every byte. Nothing outside the fill changes.
+ */
+TEST(zero_fill_discards_whole_huge_pages)
+{
+	const uint64_t page = TPU_HBM_DISCARD_ALIGN, size = 4 * page;
+	uint8_t *hbm = aligned_alloc(page, size);
+	struct discard_log log = { .hbm = hbm };
+	const struct tpu_hbm_discard discard = { log_discard, &log };
+	static const struct { uint64_t off, len, mid_off, mid_len; int ret; } cases[] = {
+		{ page - 4096, 2 * page + 8192, page, 2 * page, 0 },
+		{ page, page, page, page, 0 },
+		{ 100, page, 0, 0, 0 },			/* no whole page */
+		{ 4096, 3 * page, page, 2 * page, -1 },	/* hook fails */
+	};
+
+	ASSERT_NE(NULL, hbm);
+	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tpu_dma_desc d = {
+			.op = TPU_DMA_OP_FILL, .hbm_offset = cases[i].off,
+			.length = cases[i].len,
+		};
+		uint64_t end = cases[i].off + cases[i].len;
+		struct tpu_desc_result res;
+
+		memset(hbm, 0xa5, size);
+		log.calls = 0;
+		log.ret = cases[i].ret;
+		tpu_copy_run(&d, hbm, size, NULL, &discard, NULL, &res);
+		ASSERT_EQ(TPU_STATUS_OK, res.status) TH_LOG("case %u", i);
+		EXPECT_EQ(cases[i].len, res.bytes);
+		EXPECT_EQ(cases[i].mid_len ? 1u : 0u, log.calls) TH_LOG("case %u", i);
+		if (cases[i].mid_len) {
+			EXPECT_EQ(cases[i].mid_off, log.offset);
+			EXPECT_EQ(cases[i].mid_len, log.len);
+		}
+		EXPECT_EQ(cases[i].len, untouched_bytes(hbm + cases[i].off, cases[i].len))
+			TH_LOG("case %u: fill not all zero", i);
+		EXPECT_EQ(0xa5, hbm[cases[i].off - 1]) TH_LOG("case %u", i);
+		if (end < size)
+			EXPECT_EQ(0xa5, hbm[end]) TH_LOG("case %u", i);
+	}
+	free(hbm);
 }
 
 TEST_F(copy, bad_descriptors_write_nothing)
@@ -257,7 +324,7 @@ TEST_F(copy, abort_stops_the_copy)
 	atomic_bool abort = true;
 	struct tpu_desc_result res;
 
-	tpu_copy_run(&d, self->hbm, HBM_SIZE, &self->gm, &abort, &res);
+	tpu_copy_run(&d, self->hbm, HBM_SIZE, &self->gm, NULL, &abort, &res);
 	EXPECT_EQ(TPU_STATUS_ABORTED, res.status);
 	EXPECT_EQ(0, res.bytes);
 	EXPECT_EQ(0, self->hbm[0]);
@@ -312,7 +379,7 @@ TEST_F(copy, reset_stops_a_looping_sg_list_at_once)
 	put_sg(self->g.mem, 0x2000, 0x80000, 1);
 	put_sg(self->g.mem, 0x2010, 0x2000, TPU_SG_LINK);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	tpu_copy_run(&d, self->hbm, HBM_SIZE, &self->gm, &abort, &res);
+	tpu_copy_run(&d, self->hbm, HBM_SIZE, &self->gm, NULL, &abort, &res);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
 	EXPECT_EQ(TPU_STATUS_ABORTED, res.status);

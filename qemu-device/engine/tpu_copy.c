@@ -188,8 +188,41 @@ static void fill_hbm(uint8_t *dst, uint8_t pattern, uint64_t len,
 	}
 }
 
+/*
+ * A zero fill: the huge pages wholly inside [off, off + len) discarded,
+ * the ends (and everything, if the discard fails) written.
+ */
+static void zero_hbm(uint8_t *hbm, uint64_t off, uint64_t len,
+		     const struct tpu_hbm_discard *discard,
+		     const atomic_bool *abort, struct tpu_desc_result *res)
+{
+	const uint64_t align = TPU_HBM_DISCARD_ALIGN;
+	uintptr_t start = (uintptr_t)(hbm + off), end = start + len;
+	uintptr_t mid = (start + align - 1) & ~(uintptr_t)(align - 1);
+	uintptr_t mid_end = end & ~(uintptr_t)(align - 1);
+	uint64_t head = mid - start;
+
+	if (!discard || mid_end <= mid ||
+	    discard->zero(discard->opaque, off + head, mid_end - mid)) {
+		fill_hbm(hbm + off, 0, len, abort, res);
+		return;
+	}
+	fill_hbm(hbm + off, 0, head, abort, res);
+	if (res->status)
+		return;
+	/* The tail, as a fill of its own from where the discard ended. */
+	res->bytes = 0;
+	fill_hbm((uint8_t *)mid_end, 0, end - mid_end, abort, res);
+	if (res->status) {
+		res->bytes += mid_end - start;
+		return;
+	}
+	res->bytes = len;
+}
+
 void tpu_copy_run(const struct tpu_dma_desc *d, uint8_t *hbm,
 		  uint64_t hbm_size, const struct tpu_guest_mem *gm,
+		  const struct tpu_hbm_discard *discard,
 		  const atomic_bool *abort, struct tpu_desc_result *res)
 {
 	bool uses_sg = d->op == TPU_DMA_OP_H2D || d->op == TPU_DMA_OP_D2H;
@@ -235,8 +268,11 @@ void tpu_copy_run(const struct tpu_dma_desc *d, uint8_t *hbm,
 			 abort, res);
 		return;
 	case TPU_DMA_OP_FILL:
-		fill_hbm(hbm + d->hbm_offset, (uint8_t)d->pattern, d->length,
-			 abort, res);
+		if (!d->pattern)
+			zero_hbm(hbm, d->hbm_offset, d->length, discard, abort, res);
+		else
+			fill_hbm(hbm + d->hbm_offset, (uint8_t)d->pattern,
+				 d->length, abort, res);
 		return;
 	default:
 		tpu_desc_fail(res, TPU_STATUS_BAD_DESC, 0);
