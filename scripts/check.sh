@@ -33,9 +33,11 @@ result() {	# result LOG ok|fail NAME
 	if [ "$2" = ok ]; then echo "ok - $3"; else echo "not ok - $3"; fi | tee -a "$1"
 }
 
-# Style, then the host tests: not in --debug, which is about the guest.
-if [ "$DEBUG" = 0 ]; then
-	# --- style: checkpatch on the driver, kernel-doc on the uAPI ---
+# Style and the host tests: not in --debug, which is about the guest.
+# --- style: checkpatch on the driver, kernel-doc on the uAPI; part of the
+# host part below (beside the VM passes) ---
+style_part() {
+	local f out all_clean=0
 	echo "# style"
 	# One checkpatch for every file (perl's start is most of its time);
 	# only when it complains, one per file to say which.
@@ -43,7 +45,6 @@ if [ "$DEBUG" = 0 ]; then
 		"$CACHE/kernel-scripts/checkpatch.pl" --no-tree --strict --quiet -f "$@" \
 			> "$LOGS/checkpatch.out" 2>&1
 	}
-	all_clean=0
 	checkpatch driver/*.[ch] Kbuild && all_clean=1
 	for f in driver/*.[ch] Kbuild; do
 		if [ "$all_clean" = 1 ] || checkpatch "$f"; then
@@ -67,9 +68,9 @@ if [ "$DEBUG" = 0 ]; then
 			result "$LOGS/style.tap" fail "kernel-doc $f"
 		fi
 	done
-fi
+}
 
-# --- the test runner's own test, then the host unit tests (the Makefile's
+# --- style, the test runner's own test, then the host unit tests (the Makefile's
 # list: a listed test that was not built fails) and the fuzz targets:
 # beside the VM passes, at nice 10, their output held in $LOGS/host.out and
 # shown after the VM's. The guest's selftests run one at a time on a vCPU
@@ -79,6 +80,7 @@ fi
 # first, alone. ---
 host_part() {
 	local t host_tests
+	style_part
 	echo "# host: tap-run-test.sh"
 	scripts/tap-run.sh tests/runner/tap-run-test.sh | tee "$LOGS/host-runner.tap"
 	echo "# host: kselftest-tap-test.sh"
