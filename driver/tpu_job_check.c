@@ -363,10 +363,11 @@ static int check_op(struct tpu_device *tdev, const struct job_view *view,
 	const struct tpu_job_op *op = &view->ops[i];
 	const struct tpu_job_header *hdr = view->hdr;
 	bool select = op->opcode == TPU_OP_SELECT;
-	/* semaphore ops and prng_seed write no ref */
+	/* semaphore ops, prng_seed and loops write no ref */
 	bool sem_op = op->opcode == TPU_OP_SEM_SIGNAL ||
 		      op->opcode == TPU_OP_SEM_WAIT ||
-		      op->opcode == TPU_OP_PRNG_SEED;
+		      op->opcode == TPU_OP_PRNG_SEED ||
+		      op->opcode == TPU_OP_LOOP;
 	bool fn_ok;
 
 	switch (op->opcode) {
@@ -395,6 +396,12 @@ static int check_op(struct tpu_device *tdev, const struct job_view *view,
 		break;
 	case TPU_OP_PRNG_BITS:
 		fn_ok = !op->fn;
+		break;
+	case TPU_OP_LOOP:
+		fn_ok = op->fn < TPU_LOOP_COUNT && op->dst.kind == TPU_REF_NONE &&
+			op->src0.kind == TPU_REF_NONE &&
+			op->src1.kind == TPU_REF_NONE &&
+			op->src2.kind == TPU_REF_NONE;
 		break;
 	case TPU_OP_COPY_START:
 	case TPU_OP_COPY_WAIT:
@@ -430,6 +437,38 @@ static int check_op(struct tpu_device *tdev, const struct job_view *view,
 	if (!prog_in_code(hdr, &op->pred) ||
 	    !prog_in_code(hdr, &op->scalar_index))
 		return reject(tdev, "op %u: program outside the code", i);
+	return 0;
+}
+
+/*
+ * TPU_OP_LOOP bodies: at least one op, inside the op array and inside the
+ * enclosing body, nested at most TPU_JOB_MAX_LOOP_DEPTH deep.
+ */
+static int check_loops(struct tpu_device *tdev, const struct job_view *view)
+{
+	u32 end[TPU_JOB_MAX_LOOP_DEPTH];
+	unsigned int depth = 0, i;
+
+	for (i = 0; i < view->hdr->num_ops; i++) {
+		const struct tpu_job_op *op = &view->ops[i];
+		u64 body_end = (u64)i + 1 + op->imm;
+
+		while (depth && end[depth - 1] <= i)
+			depth--;
+		if (op->opcode != TPU_OP_LOOP)
+			continue;
+		if (depth == TPU_JOB_MAX_LOOP_DEPTH)
+			return reject(tdev, "op %u: loops nested deeper than %d",
+				      i, TPU_JOB_MAX_LOOP_DEPTH);
+		if (!op->imm || body_end > view->hdr->num_ops ||
+		    (depth && body_end > end[depth - 1]))
+			return reject(tdev, "op %u: loop body of %u ops not in its enclosing body",
+				      i, op->imm);
+		if (op->fn == TPU_LOOP_WHILE ? op->imm2 > TPU_JOB_MAX_TRIPS :
+		    op->imm2)
+			return reject(tdev, "op %u: loop imm2 %u", i, op->imm2);
+		end[depth++] = body_end;
+	}
 	return 0;
 }
 
@@ -507,6 +546,9 @@ int tpu_job_check(struct tpu_device *tdev, const void *blob, u32 size,
 		if (ret)
 			return ret;
 	}
+	ret = check_loops(tdev, &view);
+	if (ret)
+		return ret;
 	for (i = 0; i < hdr->num_insns; i++)
 		if (view.insns[i].op >= TPU_INSN_COUNT ||
 		    memchr_inv(view.insns[i].reserved, 0,

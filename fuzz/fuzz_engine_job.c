@@ -102,7 +102,7 @@ static int run(unsigned int c, const void *blob, size_t len, void *mem,
 	FUZZ_ASSERT(memchr(res.message, 0, sizeof(res.message)),
 		    "message not terminated");
 	FUZZ_ASSERT(ret != TPU_JOB_ERR_INTERNAL && ret != TPU_JOB_ERR_ABORTED &&
-		    ret <= TPU_JOB_ERR_SEMAPHORE, "%d cores%s: %s: %s", c + 1,
+		    ret <= TPU_JOB_ERR_LOOP, "%d cores%s: %s: %s", c + 1,
 		    flags ? " model-only" : "", tpu_job_error_name(ret), res.message);
 	return ret;
 }

@@ -194,7 +194,7 @@ static void run_as_plan(const struct program *p, unsigned int ref,
 	}
 	FUZZ_ASSERT(!tpu_scalar_verify(&plan, prog, p->nresults, why, sizeof(why)),
 		    "plan verify refuses a verified program: %s", why);
-	ctx = (struct tpu_scalar_ctx){ p->pid, smem, NULL };
+	ctx = (struct tpu_scalar_ctx){ p->pid, smem, NULL, NULL };
 	ret = tpu_scalar_run(&plan, prog, &ctx, out, p->nresults, &fault);
 	check_same(p, ret, out, &fault, ref, want, wf, "plan");
 	free(smem);

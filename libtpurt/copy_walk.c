@@ -83,7 +83,7 @@ static int run_prog(struct tpurt_copy_walk *w, struct tpu_plan_prog prog,
 		    const int64_t *pid, int64_t *out, unsigned int n,
 		    uint64_t step, unsigned int op, const char *what)
 {
-	const struct tpu_scalar_ctx ctx = { pid, w->smem, NULL };
+	const struct tpu_scalar_ctx ctx = { pid, w->smem, NULL, NULL };
 	struct tpu_scalar_fault f;
 
 	if (!tpu_scalar_run(w->plan, prog, &ctx, out, n, &f))

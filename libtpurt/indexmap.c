@@ -647,7 +647,7 @@ static int verify(const struct tpurt_program *prog,
 		  const struct tpurt_index_map_env *env,
 		  const struct tpurt_body_names *body, const char *what)
 {
-	struct tpu_scalar_scope scope = { (unsigned int)env->grid_rank, 0, 0 };
+	struct tpu_scalar_scope scope = { (unsigned int)env->grid_rank, 0, 0, 0 };
 	struct tpu_plan_insn code[TPURT_PROGRAM_MAX_LEN];
 	char why[128];
 

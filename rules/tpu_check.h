@@ -33,12 +33,14 @@ bool tpu_check_all_zero(const void *p, size_t n);
 struct tpu_plan_prog tpu_check_decode_prog(const struct tpu_job_prog *p);
 
 /*
- * Verify @prog leaves @nresults values; fails with TPU_JOB_ERR_BYTECODE
- * naming "@owner @index: @what" ("operand 2: index map").
+ * Verify body program @prog, inside @loop_depth loops, leaves @nresults
+ * values; fails with TPU_JOB_ERR_BYTECODE naming "@owner @index: @what"
+ * ("op 2: predicate").
  */
-int tpu_check_prog(const struct tpu_plan *plan, struct tpu_plan_prog prog,
-		   unsigned int nresults, struct tpu_job_result *res,
-		   const char *owner, unsigned int index, const char *what);
+int tpu_check_prog(const struct tpu_plan *plan, unsigned int loop_depth,
+		   struct tpu_plan_prog prog, unsigned int nresults,
+		   struct tpu_job_result *res, const char *owner,
+		   unsigned int index, const char *what);
 
 /* Decode and check window @i; operands and scratch decoded (tpu_window_check.c). */
 int tpu_check_window(struct tpu_plan *plan, unsigned int i,
@@ -59,8 +61,32 @@ int tpu_check_scalar_store(const struct tpu_plan *plan, unsigned int i,
 			   const struct tpu_plan_op *op,
 			   struct tpu_job_result *res);
 
-/* Decode and check micro-op @i (tpu_op_check.c). */
+/* The loop bodies open at the op being decoded (tpu_loop_check.c). */
+struct tpu_loop_nest {
+	unsigned int depth;
+	unsigned int op[TPU_JOB_MAX_LOOP_DEPTH];	/* each loop's op */
+	uint32_t end[TPU_JOB_MAX_LOOP_DEPTH];		/* one past its body */
+};
+
+/* Before op @i: close the bodies that ended there; op @i's depth. */
+unsigned int tpu_loop_nest_enter(struct tpu_loop_nest *nest, unsigned int i);
+
+/* After loop op @i was decoded and checked: its body is open. */
+void tpu_loop_nest_open(struct tpu_loop_nest *nest, const struct tpu_plan *plan,
+			unsigned int i);
+
+/* A TPU_OP_LOOP's body range, fields and programs; sets its body_end. */
+int tpu_check_loop(struct tpu_plan *plan, unsigned int i,
+		   struct tpu_plan_op *op, const struct tpu_loop_nest *nest,
+		   struct tpu_job_result *res);
+
+/* Windows @op names whose starts read loop indices the op is not inside. */
+int tpu_check_loop_refs(const struct tpu_plan *plan, unsigned int i,
+			const struct tpu_plan_op *op, struct tpu_job_result *res);
+
+/* Decode and check micro-op @i inside the loops of @nest (tpu_op_check.c). */
 int tpu_check_op(struct tpu_plan *plan, unsigned int i,
-		 const struct tpu_job_op *raw, struct tpu_job_result *res);
+		 const struct tpu_job_op *raw, const struct tpu_loop_nest *nest,
+		 struct tpu_job_result *res);
 
 #endif /* TPU_CHECK_H */

@@ -208,12 +208,13 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 
 /*
  * @prog of "@owner @index: @what" ("operand 2: index map", "op 0:
- * predicate"); @body: a program of the body, which may read more of SMEM.
+ * predicate"); @loop_depth: a program of the body inside that many loops,
+ * which may read more of SMEM; -1: an index map.
  */
 static int check_prog(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 		      unsigned int nresults, struct tpu_job_result *res,
 		      const char *owner, unsigned int index, const char *what,
-		      bool body)
+		      int loop_depth)
 {
 	char why[128];
 	int bad;
@@ -224,19 +225,23 @@ static int check_prog(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 				    "%s %u: %s: program [%u, +%u) outside the %u-insn code array (max length %d)",
 				    owner, index, what, prog.offset, prog.len,
 				    plan->num_insns, TPU_JOB_MAX_PROG_LEN);
-	bad = body ? tpu_scalar_verify_body(plan, prog, nresults, why, sizeof(why)) :
-		     tpu_scalar_verify(plan, prog, nresults, why, sizeof(why));
+	bad = loop_depth >= 0 ?
+	      tpu_scalar_verify_body(plan, prog, (unsigned int)loop_depth,
+				     nresults, why, sizeof(why)) :
+	      tpu_scalar_verify(plan, prog, nresults, why, sizeof(why));
 	if (bad)
 		return tpu_job_fail(res, TPU_JOB_ERR_BYTECODE, "%s %u: %s: %s",
 				    owner, index, what, why);
 	return 0;
 }
 
-int tpu_check_prog(const struct tpu_plan *plan, struct tpu_plan_prog prog,
-		   unsigned int nresults, struct tpu_job_result *res,
-		   const char *owner, unsigned int index, const char *what)
+int tpu_check_prog(const struct tpu_plan *plan, unsigned int loop_depth,
+		   struct tpu_plan_prog prog, unsigned int nresults,
+		   struct tpu_job_result *res, const char *owner,
+		   unsigned int index, const char *what)
 {
-	return check_prog(plan, prog, nresults, res, owner, index, what, true);
+	return check_prog(plan, prog, nresults, res, owner, index, what,
+			  (int)loop_depth);
 }
 
 struct tpu_plan_prog tpu_check_decode_prog(const struct tpu_job_prog *p)
@@ -403,7 +408,7 @@ static int decode_operand(struct tpu_plan *plan, unsigned int i,
 		return 0;
 	}
 	return check_prog(plan, o->index_map, o->rank, res, "operand", i,
-			  "index map", false);
+			  "index map", -1);
 }
 
 /* input_output_aliases: each output's alias names an input with its array. */
@@ -556,6 +561,7 @@ int tpu_job_decode(const void *desc, size_t len, const struct tpu_config *cfg,
 		   struct tpu_plan *plan, struct tpu_job_result *res)
 {
 	const uint8_t *blob = desc;
+	struct tpu_loop_nest nest = { 0 };
 	struct tpu_job_header h;
 	int ret;
 
@@ -615,9 +621,12 @@ int tpu_job_decode(const void *desc, size_t len, const struct tpu_config *cfg,
 		struct tpu_job_op raw;
 
 		memcpy(&raw, blob + le32(h.ops_offset) + i * sizeof(raw), sizeof(raw));
-		ret = tpu_check_op(plan, i, &raw, res);
+		tpu_loop_nest_enter(&nest, i);
+		ret = tpu_check_op(plan, i, &raw, &nest, res);
 		if (ret)
 			return ret;
+		if (plan->op[i].opcode == TPU_OP_LOOP)
+			tpu_loop_nest_open(&nest, plan, i);
 	}
 	return account_memory(plan, cfg, res);
 }

@@ -33,6 +33,7 @@ const char *tpu_job_error_name(unsigned int code)
 		[TPU_JOB_ERR_ABORTED] = "aborted",
 		[TPU_JOB_ERR_WINDOW_OOB] = "window out of range",
 		[TPU_JOB_ERR_SEMAPHORE] = "semaphore",
+		[TPU_JOB_ERR_LOOP] = "loop over its trip limit",
 	};
 
 	return code < sizeof(name) / sizeof(name[0]) ? name[code] : "unknown";

@@ -27,6 +27,7 @@ struct tpu_job_stats {
 	uint64_t hbm_bytes_out;		/* in-bounds bytes written back */
 	uint64_t mxu_flops;		/* 2*m*n*k of each dot run, padding incl. */
 	uint64_t copies;		/* async copies started (COPY_START) */
+	uint64_t loop_trips;		/* TPU_OP_LOOP bodies run, every loop */
 	uint64_t wall_ns;		/* host time of tpu_engine_run */
 	unsigned int cores_used;
 	struct tpu_model_stats model;	/* modeled v5e figures, never wall time */

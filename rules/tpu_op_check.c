@@ -193,6 +193,9 @@ static unsigned int used_fields(const struct tpu_plan_op *op)
 		return F_SCALAR_INDEX;
 	case TPU_OP_PRNG_SEED:
 		return F_FN | F_SCALAR_INDEX;
+	case TPU_OP_LOOP:
+		return F_FN | F_IMM | F_SCALAR_INDEX |
+		       (op->fn == TPU_LOOP_WHILE ? F_IMM2 : 0);
 	default:	/* TPU_OP_ZERO, TPU_OP_PRNG_BITS */
 		return 0;
 	}
@@ -202,6 +205,7 @@ static const char *const opcode_name[TPU_OP_COUNT] = {
 	"zero", "dot", "unary", "binary", "reduce", "select", "iota",
 	"copy_start", "copy_wait", "sem_signal", "sem_wait", "scalar_store",
 	"transpose", "roll", "gather", "prng_seed", "prng_random_bits",
+	"loop",
 };
 
 /* Every field @op's opcode does not use must be zero (or a none ref). */
@@ -356,7 +360,8 @@ static int check_fn(const struct tpu_plan_op *op, unsigned int i,
 			     op->opcode == TPU_OP_BINARY ? TPU_BINARY_COUNT :
 			     op->opcode == TPU_OP_REDUCE ? TPU_REDUCE_COUNT :
 			     op->opcode == TPU_OP_GATHER ? TPU_GATHER_COUNT :
-			     op->opcode == TPU_OP_PRNG_SEED ? TPU_PRNG_MAX_SEEDS : 1;
+			     op->opcode == TPU_OP_PRNG_SEED ? TPU_PRNG_MAX_SEEDS :
+			     op->opcode == TPU_OP_LOOP ? TPU_LOOP_COUNT : 1;
 
 	if (op->fn >= count)
 		return tpu_check_error(res, "op %u: fn %u unknown for opcode %s (at most %u)",
@@ -601,13 +606,13 @@ static int check_scalar_index(struct tpu_plan *plan, unsigned int i,
 		return 0;
 	if (op->opcode == TPU_OP_PRNG_SEED)
 		return op->scalar_index.len ?
-		       tpu_check_prog(plan, op->scalar_index, op->fn + 1, res,
+		       tpu_check_prog(plan, op->depth, op->scalar_index, op->fn + 1, res,
 				      "op", i, "scalar_index (prng seeds)") :
 		       tpu_check_error(res, "op %u: scalar_index: prng_seed needs a program leaving its %u seed%s",
 				       i, op->fn + 1, op->fn ? "s" : "");
 	if (op->opcode == TPU_OP_ROLL)
 		return op->scalar_index.len ?
-		       tpu_check_prog(plan, op->scalar_index, 1, res, "op", i,
+		       tpu_check_prog(plan, op->depth, op->scalar_index, 1, res, "op", i,
 				      "scalar_index (roll shift)") :
 		       tpu_check_error(res, "op %u: scalar_index: roll needs a program leaving its shift",
 				       i);
@@ -617,16 +622,16 @@ static int check_scalar_index(struct tpu_plan *plan, unsigned int i,
 					       i, opcode_name[op->opcode],
 					       op->opcode == TPU_OP_SCALAR_STORE ?
 					       "flat index, value" : "index, amount");
-		return tpu_check_prog(plan, op->scalar_index, 2, res, "op", i,
+		return tpu_check_prog(plan, op->depth, op->scalar_index, 2, res, "op", i,
 				      "scalar_index");
 	}
 	if (copy)
-		return tpu_check_prog(plan, op->scalar_index, 1, res, "op", i,
+		return tpu_check_prog(plan, op->depth, op->scalar_index, 1, res, "op", i,
 				      "scalar_index (semaphore element)");
 	if (!op->scalar_index.len)
 		return tpu_check_error(res, "op %u: scalar_index: bcast %s needs a program leaving one value",
 				       i, bcast_name[op->bcast]);
-	return tpu_check_prog(plan, op->scalar_index, 1, res, "op", i,
+	return tpu_check_prog(plan, op->depth, op->scalar_index, 1, res, "op", i,
 			      "scalar_index");
 }
 
@@ -664,13 +669,15 @@ static void decode_fields(struct tpu_plan_op *op, const struct tpu_job_op *raw)
 }
 
 int tpu_check_op(struct tpu_plan *plan, unsigned int i,
-		 const struct tpu_job_op *raw, struct tpu_job_result *res)
+		 const struct tpu_job_op *raw, const struct tpu_loop_nest *nest,
+		 struct tpu_job_result *res)
 {
 	struct tpu_plan_op *op = &plan->op[i];
 	int ret;
 
 	res->error.op = i;
 	decode_fields(op, raw);
+	op->depth = (uint8_t)nest->depth;
 	if (raw->reserved0 || raw->pred.reserved || raw->scalar_index.reserved ||
 	    !tpu_check_all_zero(raw->reserved1, sizeof(raw->reserved1)))
 		return tpu_check_error(res, "op %u: reserved fields must be zero", i);
@@ -685,10 +692,18 @@ int tpu_check_op(struct tpu_plan *plan, unsigned int i,
 		if (!is_none(op->dst))
 			ret = tpu_check_error(res, "op %u: dst must be (none) for opcode prng_seed (the seeds key the core's PRNG)",
 					      i);
+	} else if (!ret && op->opcode == TPU_OP_LOOP) {
+		if (!is_none(op->dst))
+			ret = tpu_check_error(res, "op %u: dst must be (none) for opcode loop",
+					      i);
 	} else if (!ret && !tpu_opcode_is_memory(op->opcode))
 		ret = check_dst(plan, i, op, res);
 	if (!ret && op->pred.len)
-		ret = tpu_check_prog(plan, op->pred, 1, res, "op", i, "predicate");
+		ret = tpu_check_prog(plan, op->depth, op->pred, 1, res, "op", i, "predicate");
+	if (!ret)
+		ret = tpu_check_loop_refs(plan, i, op, res);
+	if (!ret && op->opcode == TPU_OP_LOOP)
+		return tpu_check_loop(plan, i, op, nest, res);
 	if (!ret)
 		ret = check_scalar_index(plan, i, op, res);
 	if (ret)

@@ -76,6 +76,9 @@ struct tpu_plan_window {
 	struct tpu_plan_prog start;
 	uint64_t elems, bytes;
 	bool body_ok;				/* a contiguous VMEM window */
+	uint8_t loop_need;			/* 1 + the deepest loop index its
+						 * start reads: its users are
+						 * inside that many loops */
 	int64_t rows, cols;			/* as a 2-D ref, when body_ok */
 };
 
@@ -85,6 +88,8 @@ struct tpu_plan_op {
 	struct tpu_plan_prog pred, scalar_index;
 	uint32_t imm, imm2;
 	int64_t m, n, k;			/* TPU_OP_DOT */
+	uint8_t depth;				/* loops enclosing the op */
+	uint32_t body_end;			/* TPU_OP_LOOP: one past its body */
 };
 
 /* The memory model's ops (copies, semaphores, scalar stores), not the vector unit's. */
@@ -199,6 +204,8 @@ struct tpu_scalar_env {
 					 * its elements' type (tpu_smem_load) */
 	const struct tpu_scalar_scratch *scratch; /* LOAD_SCRATCH, per
 					 * scratch; NULL in index maps */
+	const int64_t *loop;		/* trip index of each enclosing loop
+					 * (PUSH_LOOP_INDEX); NULL: reads 0 */
 };
 
 /* What LOAD_SMEM and LOAD_SCRATCH may name, for the verifier. */
@@ -206,6 +213,7 @@ struct tpu_scalar_scope {
 	unsigned int grid_rank;
 	uint32_t smem_operands;		/* bit i: LOAD_SMEM may read operand i */
 	uint32_t scratch;		/* bit i: LOAD_SCRATCH may read scratch i */
+	unsigned int loop_depth;	/* PUSH_LOOP_INDEX may name loops below */
 };
 
 /*
@@ -243,6 +251,7 @@ struct tpu_scalar_ctx {
 					 * their smem_base; NULL: loads read 0 */
 	const int64_t *sems;		/* the core's semaphore counts at each
 					 * semaphore scratch's sem_base; NULL: 0 */
+	const int64_t *loop;		/* trip indices of the enclosing loops */
 };
 
 /*
@@ -250,13 +259,19 @@ struct tpu_scalar_ctx {
  * tpu_scalar_verify checks an index map (LOAD_SMEM of scalar prefetch
  * only); tpu_scalar_verify_body a program of the body (predicates, scalar
  * indices, window starts), which may also read SMEM-space operands' blocks
- * and, with LOAD_SCRATCH, SMEM and semaphore scratch. The plan's operands
- * and scratch must be decoded.
+ * and, with LOAD_SCRATCH, SMEM and semaphore scratch, and the trip indices
+ * of the @loop_depth loops around it. The plan's operands and scratch must
+ * be decoded.
  */
 int tpu_scalar_verify(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 		      unsigned int nresults, char *why, size_t whylen);
 int tpu_scalar_verify_body(const struct tpu_plan *plan, struct tpu_plan_prog prog,
-			   unsigned int nresults, char *why, size_t whylen);
+			   unsigned int loop_depth, unsigned int nresults,
+			   char *why, size_t whylen);
+
+/* 1 + the deepest loop depth @len instructions read (0: none). */
+unsigned int tpu_scalar_loop_need(const struct tpu_plan_insn *insn,
+				  unsigned int len);
 int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 		   const struct tpu_scalar_ctx *ctx, int64_t *out,
 		   unsigned int nout, struct tpu_scalar_fault *fault);

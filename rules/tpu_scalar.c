@@ -23,6 +23,7 @@ static int stack_effect(uint8_t op, int *pops, int *pushes)
 	case TPU_INSN_PUSH_PID:
 	case TPU_INSN_PUSH_NPROG:
 	case TPU_INSN_PUSH_CONST:
+	case TPU_INSN_PUSH_LOOP_INDEX:
 		*pops = 0;
 		return 0;
 	case TPU_INSN_LOAD_SMEM:
@@ -64,6 +65,14 @@ static int check_arg(const struct tpu_plan_insn *in,
 			snprintf(why, whylen, "insn %u: scratch %d is not an SMEM or semaphore scratch%s",
 				 pc, in->arg, scope->scratch ? "" :
 				 " (index maps read only scalar prefetch)");
+			return -1;
+		}
+		return 0;
+	case TPU_INSN_PUSH_LOOP_INDEX:
+		if (in->arg < 0 || (uint32_t)in->arg >= scope->loop_depth) {
+			snprintf(why, whylen, "insn %u: loop index %d, but the program is inside %u loop%s",
+				 pc, in->arg, scope->loop_depth,
+				 scope->loop_depth == 1 ? "" : "s");
 			return -1;
 		}
 		return 0;
@@ -126,7 +135,7 @@ int tpu_scalar_verify_code(const struct tpu_plan_insn *insn, unsigned int len,
 			   unsigned int grid_rank, unsigned int num_smem,
 			   unsigned int nresults, char *why, size_t whylen)
 {
-	const struct tpu_scalar_scope scope = { grid_rank, low_bits(num_smem), 0 };
+	const struct tpu_scalar_scope scope = { grid_rank, low_bits(num_smem), 0, 0 };
 
 	return tpu_scalar_verify_scope(insn, len, &scope, nresults, why, whylen);
 }
@@ -141,10 +150,12 @@ int tpu_scalar_verify(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 
 /* SMEM-space operands' blocks and SMEM/semaphore scratch, besides prefetch. */
 int tpu_scalar_verify_body(const struct tpu_plan *plan, struct tpu_plan_prog prog,
-			   unsigned int nresults, char *why, size_t whylen)
+			   unsigned int loop_depth, unsigned int nresults,
+			   char *why, size_t whylen)
 {
 	struct tpu_scalar_scope scope = { plan->grid_rank,
-					  low_bits(plan->num_scalar_prefetch), 0 };
+					  low_bits(plan->num_scalar_prefetch), 0,
+					  loop_depth };
 
 	for (unsigned int i = plan->num_scalar_prefetch; i < plan->num_operands; i++)
 		if (plan->operand[i].space == TPU_MEM_SMEM)
@@ -154,6 +165,18 @@ int tpu_scalar_verify_body(const struct tpu_plan *plan, struct tpu_plan_prog pro
 			scope.scratch |= 1u << i;
 	return tpu_scalar_verify_scope(&plan->insn[prog.offset], prog.len, &scope,
 				       nresults, why, whylen);
+}
+
+unsigned int tpu_scalar_loop_need(const struct tpu_plan_insn *insn,
+				  unsigned int len)
+{
+	unsigned int need = 0;
+
+	for (unsigned int pc = 0; pc < len; pc++)
+		if (insn[pc].op == TPU_INSN_PUSH_LOOP_INDEX && insn[pc].arg >= 0 &&
+		    (unsigned int)insn[pc].arg + 1 > need)
+			need = (unsigned int)insn[pc].arg + 1;
+	return need;
 }
 
 static int64_t floor_div(int64_t a, int64_t b)
@@ -368,6 +391,9 @@ int tpu_scalar_run_code(const struct tpu_plan_insn *insn, unsigned int len,
 		case TPU_INSN_PUSH_CONST:
 			stack[sp++] = in->arg;
 			break;
+		case TPU_INSN_PUSH_LOOP_INDEX:
+			stack[sp++] = env->loop ? env->loop[in->arg] : 0;
+			break;
 		case TPU_INSN_LOAD_SMEM:
 			a = stack[sp - 1];
 			if (a < 0 || (uint64_t)a >= env->smem_len[in->arg]) {
@@ -427,6 +453,7 @@ int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 	struct tpu_scalar_env env = {
 		.grid = plan->grid, .pid = ctx->pid, .smem = arrays,
 		.smem_len = lens, .smem_dtype = dtype, .scratch = scratch,
+		.loop = ctx->loop,
 	};
 
 	/*

@@ -113,7 +113,14 @@ int tpu_check_window(struct tpu_plan *plan, unsigned int i,
 	derive_body_ref(w);
 	if (!w->start.len)
 		return 0;
-	return tpu_check_prog(plan, w->start, w->rank, res, "window", i, "start");
+	/* its users' loop depth is checked where they name it (tpu_check_op) */
+	ret = tpu_check_prog(plan, TPU_JOB_MAX_LOOP_DEPTH, w->start, w->rank,
+			     res, "window", i, "start");
+	if (ret)
+		return ret;
+	w->loop_need = (uint8_t)tpu_scalar_loop_need(&plan->insn[w->start.offset],
+						     w->start.len);
+	return 0;
 }
 
 bool tpu_plan_ref_box(const struct tpu_plan *plan, struct tpu_plan_ref r,

@@ -46,7 +46,7 @@ static int64_t eval(struct __test_metadata *_metadata, const char *prog)
 
 	EXPECT_EQ(0, tpu_scalar_verify(plan, p, 1, why, sizeof(why)))
 		TH_LOG("%s: %s", prog, why);
-	struct tpu_scalar_ctx ctx = { pid, smem, NULL };
+	struct tpu_scalar_ctx ctx = { pid, smem, NULL, NULL };
 
 	EXPECT_EQ(0, tpu_scalar_run(plan, p, &ctx, &v, 1, &f)) TH_LOG("%s", prog);
 	free(plan);
@@ -99,7 +99,7 @@ static unsigned int fault_of(const char *prog, int64_t *index)
 	struct tpu_plan *plan = plan_with(prog, &p);
 	int64_t v;
 
-	struct tpu_scalar_ctx ctx = { pid, smem, NULL };
+	struct tpu_scalar_ctx ctx = { pid, smem, NULL, NULL };
 
 	if (!tpu_scalar_run(plan, p, &ctx, &v, 1, &f))
 		f.code = 0;

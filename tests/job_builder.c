@@ -74,6 +74,7 @@ static struct tpu_job_insn assemble(const char *tok)
 	static const struct { const char *prefix; uint8_t op; } arg_ops[] = {
 		{ "pid", TPU_INSN_PUSH_PID }, { "nprog", TPU_INSN_PUSH_NPROG },
 		{ "smem", TPU_INSN_LOAD_SMEM }, { "scr", TPU_INSN_LOAD_SCRATCH },
+		{ "loop", TPU_INSN_PUSH_LOOP_INDEX },
 	};
 	char *end;
 	long v;
@@ -298,6 +299,17 @@ struct tpu_job_op *jb_scalar_store(struct jb *b, struct tpu_job_ref dst,
 	struct tpu_job_op *op = new_op(b, TPU_OP_SCALAR_STORE, dst, pred);
 
 	op->scalar_index = jb_prog(b, index_value);
+	return op;
+}
+
+struct tpu_job_op *jb_loop(struct jb *b, unsigned int kind, const char *prog,
+			   unsigned int body_ops, const char *pred)
+{
+	struct tpu_job_op *op = new_op(b, TPU_OP_LOOP, JB_NONE, pred);
+
+	op->fn = (uint8_t)kind;
+	op->imm = body_ops;
+	op->scalar_index = jb_prog(b, prog);
 	return op;
 }
 

@@ -10,7 +10,8 @@
  * E.g. the index map "i, j, k -> i, k" is "pid0 pid2", the predicate
  * program_id(2) == nsteps - 1 is "pid2 nprog2 1 - ==", and the block-sparse
  * "i, j, s -> s[i], j" is "pid0 smem0 pid1". scrN loads from SMEM or
- * semaphore scratch N (LOAD_SCRATCH).
+ * semaphore scratch N (LOAD_SCRATCH), loopN pushes the trip index of loop
+ * depth N (PUSH_LOOP_INDEX).
  */
 #ifndef JOB_BUILDER_H
 #define JOB_BUILDER_H
@@ -94,6 +95,13 @@ struct tpu_job_op *jb_sem_op(struct jb *b, unsigned int opcode,
 /* TPU_OP_SCALAR_STORE; @index_value leaves the flat index then the value. */
 struct tpu_job_op *jb_scalar_store(struct jb *b, struct tpu_job_ref dst,
 				   const char *index_value, const char *pred);
+
+/*
+ * TPU_OP_LOOP of &enum tpu_loop_kind @kind over the next @body_ops ops:
+ * @prog leaves lo and hi (for) or the condition (while; imm2 its maximum).
+ */
+struct tpu_job_op *jb_loop(struct jb *b, unsigned int kind, const char *prog,
+			   unsigned int body_ops, const char *pred);
 
 /* The descriptor blob (malloc'd, caller frees) and its length. */
 void *jb_finish(struct jb *b, size_t *len);

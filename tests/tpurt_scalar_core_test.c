@@ -135,7 +135,7 @@ static int device_eval(struct __test_metadata *_metadata,
 	plan->operand[1].elems = 2;
 	plan->operand[1].smem_base = 3;
 	EXPECT_EQ(0, tpu_scalar_verify(plan, p, 1, why, sizeof(why))) TH_LOG("%s", why);
-	ctx = (struct tpu_scalar_ctx){ pid, smem, NULL };
+	ctx = (struct tpu_scalar_ctx){ pid, smem, NULL, NULL };
 	ret = tpu_scalar_run(plan, p, &ctx, v, 1, f);
 	free(plan);
 	if (!ret)

@@ -99,6 +99,8 @@ enum tpu_dtype {
 #define TPU_JOB_MAX_DIM		(1u << 31)	/* grid extent, block dim */
 #define TPU_JOB_MAX_ARRAY_DIM	(1ull << 40)	/* array dim */
 #define TPU_JOB_MAX_STEPS	(1ull << 40)	/* product of the grid */
+#define TPU_JOB_MAX_LOOP_DEPTH	4	/* %TPU_OP_LOOP nesting */
+#define TPU_JOB_MAX_TRIPS	(1u << 24)	/* trips of one loop entry */
 
 /**
  * enum tpu_job_flags - &tpu_job_header.flags
@@ -509,6 +511,19 @@ struct tpu_job_window {
  *	The bits are Philox-4x32-10 of the key (the seeds folded together) and
  *	the counter (element, draw): deterministic for the same seeds and
  *	draws, not those of a TPU's hardware generator
+ * @TPU_OP_LOOP: a device loop (lax.fori_loop, pl.loop, lax.while_loop):
+ *	the next @imm ops (1 or more, all inside the op array, and inside
+ *	the body of every loop enclosing this one) are its body, run once
+ *	per trip, in order, before the op after the body. fn is &enum
+ *	tpu_loop_kind. @pred decides whether the loop runs at all; its
+ *	programs run at the loop op's own depth (they see the enclosing
+ *	loops' indices, not its own). Loops nest at most
+ *	%TPU_JOB_MAX_LOOP_DEPTH deep; programs of the ops inside read the
+ *	trip index with %TPU_INSN_PUSH_LOOP_INDEX. Refs are none. A loop
+ *	entered with more than %TPU_JOB_MAX_TRIPS trips, or a while loop
+ *	still true after its maximum, fails the job with
+ *	%TPU_JOB_ERR_LOOP; the device checks for a queue reset at every
+ *	trip. The timing model charges the body's ops at every trip.
  * @TPU_OP_COUNT: number of opcodes
  *
  * dst is never an input operand (input blocks are read-only). Elementwise
@@ -545,7 +560,27 @@ enum tpu_opcode {
 	TPU_OP_GATHER = 14,
 	TPU_OP_PRNG_SEED = 15,
 	TPU_OP_PRNG_BITS = 16,
+	TPU_OP_LOOP = 17,
 	TPU_OP_COUNT
+};
+
+/**
+ * enum tpu_loop_kind - &tpu_job_op.fn of %TPU_OP_LOOP
+ * @TPU_LOOP_FOR: lax.fori_loop(lo, hi, ...): &tpu_job_op.scalar_index
+ *	leaves lo then hi, evaluated once when the loop is entered; the trip
+ *	index runs from lo to hi - 1 (no trip when hi <= lo); &tpu_job_op.imm2
+ *	is zero
+ * @TPU_LOOP_WHILE: lax.while_loop: &tpu_job_op.scalar_index leaves the
+ *	condition, evaluated before every trip (it reads SMEM that the
+ *	body's %TPU_OP_SCALAR_STORE updates); the trip index counts trips
+ *	from 0; &tpu_job_op.imm2 is the most trips it may take, 1 to
+ *	%TPU_JOB_MAX_TRIPS (0 means %TPU_JOB_MAX_TRIPS)
+ * @TPU_LOOP_COUNT: number of kinds
+ */
+enum tpu_loop_kind {
+	TPU_LOOP_FOR = 0,
+	TPU_LOOP_WHILE = 1,
+	TPU_LOOP_COUNT
 };
 
 /* The most seeds one %TPU_OP_PRNG_SEED takes (its fn is their count - 1). */
@@ -776,8 +811,8 @@ enum tpu_dot_flags {
 /**
  * struct tpu_job_op - one micro-op of the kernel body
  * @opcode: &enum tpu_opcode
- * @fn: &enum tpu_unary, &enum tpu_binary, &enum tpu_reduce or &enum
- *	tpu_gather_mode; the seed count - 1 of %TPU_OP_PRNG_SEED; zero for
+ * @fn: &enum tpu_unary, &enum tpu_binary, &enum tpu_reduce, &enum
+ *	tpu_gather_mode or &enum tpu_loop_kind; the seed count - 1 of %TPU_OP_PRNG_SEED; zero for
  *	other opcodes
  * @bcast: &enum tpu_bcast for %TPU_OP_BINARY and %TPU_OP_SELECT's src1;
  *	zero otherwise
@@ -795,16 +830,19 @@ enum tpu_dot_flags {
  *	%TPU_BCAST_SMEM, the scalar itself for %TPU_BCAST_SCALAR, the offset
  *	of %TPU_OP_IOTA, the shift of %TPU_OP_ROLL, the values the copy and
  *	semaphore ops and %TPU_OP_SCALAR_STORE name, the seeds of
- *	%TPU_OP_PRNG_SEED; zero length otherwise
+ *	%TPU_OP_PRNG_SEED, a loop's bounds or condition (&enum
+ *	tpu_loop_kind); zero length otherwise
  * @imm: binary32 bits: the scalar for %TPU_BCAST_IMM, lo for
- *	%TPU_UNARY_CLAMP, the fill value of %TPU_GATHER_FILL; zero otherwise
+ *	%TPU_UNARY_CLAMP, the fill value of %TPU_GATHER_FILL; for
+ *	%TPU_OP_LOOP the number of body ops (an integer); zero otherwise
  * @src2: third source: %TPU_OP_SELECT's b when @bcast2 reads a ref;
  *	%TPU_REF_NONE otherwise
  *
  * dst, src0, src1 and src2 of the compute ops may be windows of VMEM refs.
  * @reserved0: must be zero
  * @imm2: binary32 bits: %TPU_OP_SELECT's b for @bcast2 %TPU_BCAST_IMM, hi
- *	for %TPU_UNARY_CLAMP; zero otherwise
+ *	for %TPU_UNARY_CLAMP; a %TPU_LOOP_WHILE loop's most trips (an
+ *	integer); zero otherwise
  * @reserved1: must be zero
  */
 struct tpu_job_op {
@@ -860,6 +898,10 @@ struct tpu_job_op {
  *	scratch numbered @arg, an SMEM scratch (widened as for
  *	%TPU_INSN_LOAD_SMEM) or a semaphore scratch (its count, pltpu.semaphore_read); an
  *	index outside it fails with %TPU_JOB_ERR_SMEM_RANGE
+ * @TPU_INSN_PUSH_LOOP_INDEX: push the trip index of the enclosing
+ *	%TPU_OP_LOOP at depth @arg (0 the outermost): in programs of ops
+ *	inside at least @arg + 1 loops (predicates, scalar_index) and in
+ *	window starts whose every user is; never in index maps
  * @TPU_INSN_COUNT: number of instructions
  *
  * Values are signed 64-bit. Each program is checked before the job runs:
@@ -889,6 +931,7 @@ enum tpu_insn_op {
 	TPU_INSN_OR = 18,
 	TPU_INSN_NOT = 19,
 	TPU_INSN_LOAD_SCRATCH = 20,
+	TPU_INSN_PUSH_LOOP_INDEX = 21,
 	TPU_INSN_COUNT
 };
 
@@ -896,7 +939,8 @@ enum tpu_insn_op {
  * struct tpu_job_insn - one scalar-core instruction
  * @op: &enum tpu_insn_op
  * @reserved: must be zero
- * @arg: immediate: a grid dimension, a constant or an operand index; zero
+ * @arg: immediate: a grid dimension, a constant, an operand index or a
+ *	loop depth; zero
  *	for instructions that take none
  */
 struct tpu_job_insn {
@@ -935,6 +979,10 @@ struct tpu_job_insn {
  * @TPU_JOB_ERR_SEMAPHORE: a wait on a semaphore that nothing in flight
  *	will signal, a semaphore index outside its scratch, a negative signal,
  *	or a semaphore not back at zero after a core's last step
+ * @TPU_JOB_ERR_LOOP: a %TPU_OP_LOOP entered with more than
+ *	%TPU_JOB_MAX_TRIPS trips, or a while loop still true after its
+ *	maximum trips (&tpu_job_error_info.need the trips, .limit the
+ *	maximum)
  */
 enum tpu_job_error {
 	TPU_JOB_OK = 0,
@@ -951,6 +999,7 @@ enum tpu_job_error {
 	TPU_JOB_ERR_ABORTED = 11,
 	TPU_JOB_ERR_WINDOW_OOB = 12,
 	TPU_JOB_ERR_SEMAPHORE = 13,
+	TPU_JOB_ERR_LOOP = 14,
 };
 
 /**

@@ -143,7 +143,8 @@ static int op_scalar(struct tpu_core *core, unsigned int n,
 		     const struct tpu_plan_op *op, struct tpu_op_scalar *s)
 {
 	const struct tpu_plan *plan = core->run->plan;
-	const struct tpu_scalar_ctx ctx = { core->pid, core->smem, core->sems };
+	const struct tpu_scalar_ctx ctx = { core->pid, core->smem, core->sems,
+					    core->loop };
 	struct tpu_scalar_fault f;
 	int64_t v = 0;
 
@@ -251,7 +252,8 @@ static int resolve_refs(struct tpu_core *core, unsigned int n,
 static int op_values(struct tpu_core *core, unsigned int n,
 		     const struct tpu_plan_op *op, int64_t *v, unsigned int nv)
 {
-	const struct tpu_scalar_ctx ctx = { core->pid, core->smem, core->sems };
+	const struct tpu_scalar_ctx ctx = { core->pid, core->smem, core->sems,
+					    core->loop };
 	struct tpu_scalar_fault f;
 
 	for (unsigned int k = 0; k < nv; k++)
@@ -310,22 +312,110 @@ static int run_memory_op(struct tpu_core *core, unsigned int n,
 	}
 }
 
-int tpu_body_run(struct tpu_core *core, struct tpu_model_work *work,
-		 uint64_t *flops, uint64_t *useful)
+/* A loop past its trips: the trip count or maximum in need and limit. */
+static int fail_trips(struct tpu_core *core, unsigned int n,
+		      const struct tpu_plan_op *op, uint64_t trips, uint64_t max)
+{
+	core->res.error.op = n;
+	if (op->fn == TPU_LOOP_WHILE)
+		tpu_job_fail(&core->res, TPU_JOB_ERR_LOOP,
+			     "op %u: while loop at step %llu: its condition still holds after %llu trips, its maximum",
+			     n, (unsigned long long)core->step,
+			     (unsigned long long)max);
+	else
+		tpu_job_fail(&core->res, TPU_JOB_ERR_LOOP,
+			     "op %u: loop at step %llu: %llu trips, more than the %llu a loop may take",
+			     n, (unsigned long long)core->step,
+			     (unsigned long long)trips, (unsigned long long)max);
+	core->res.error.need = trips;
+	core->res.error.limit = max;
+	tpu_core_fail_step(core, core->step);
+	return -1;
+}
+
+/* A reset is noticed at every trip, even of a body of scalar ops only. */
+static int trip_aborted(struct tpu_core *core, unsigned int n, int64_t trip)
+{
+	if (!aborted(core))
+		return 0;
+	tpu_job_fail(&core->res, TPU_JOB_ERR_ABORTED,
+		     "stopped in trip %lld of the loop of op %u, step %llu: the queue was reset",
+		     (long long)trip, n, (unsigned long long)core->step);
+	tpu_core_fail_step(core, core->step);
+	return -1;
+}
+
+static int run_ops(struct tpu_core *core, unsigned int begin, unsigned int end,
+		   struct tpu_model_work *work, uint64_t *flops, uint64_t *useful);
+
+/*
+ * TPU_OP_LOOP @n: its body once per trip, the trip index in the core's
+ * loop[depth] for the body's programs. A for loop's bounds are read once,
+ * a while loop's condition before every trip.
+ */
+static int run_loop(struct tpu_core *core, unsigned int n,
+		    const struct tpu_plan_op *op, struct tpu_model_work *work,
+		    uint64_t *flops, uint64_t *useful)
+{
+	uint64_t max = op->fn == TPU_LOOP_WHILE && op->imm2 ? op->imm2 :
+		       TPU_JOB_MAX_TRIPS;
+	unsigned int d = op->depth;
+	int64_t v[2];
+
+	if (op->fn == TPU_LOOP_FOR) {
+		if (op_values(core, n, op, v, 2))
+			return -1;
+		if (v[1] > v[0] && (uint64_t)v[1] - (uint64_t)v[0] > max)
+			return fail_trips(core, n, op,
+					  (uint64_t)v[1] - (uint64_t)v[0], max);
+		for (int64_t i = v[0]; i < v[1]; i++) {
+			core->loop[d] = i;
+			core->stats.loop_trips++;
+			if (trip_aborted(core, n, i) ||
+			    run_ops(core, n + 1, op->body_end, work, flops, useful))
+				return -1;
+		}
+		return 0;
+	}
+	for (uint64_t t = 0;; t++) {
+		if (op_values(core, n, op, v, 1))
+			return -1;
+		if (!v[0])
+			return 0;
+		if (t == max)
+			return fail_trips(core, n, op, t + 1, max);
+		core->loop[d] = (int64_t)t;
+		core->stats.loop_trips++;
+		if (trip_aborted(core, n, (int64_t)t) ||
+		    run_ops(core, n + 1, op->body_end, work, flops, useful))
+			return -1;
+	}
+}
+
+/* Ops [@begin, @end) of the body; a loop runs its body and skips past it. */
+static int run_ops(struct tpu_core *core, unsigned int begin, unsigned int end,
+		   struct tpu_model_work *work, uint64_t *flops, uint64_t *useful)
 {
 	const struct tpu_plan *plan = core->run->plan;
-	const struct tpu_scalar_ctx ctx = { core->pid, core->smem, core->sems };
+	const struct tpu_scalar_ctx ctx = { core->pid, core->smem, core->sems,
+					    core->loop };
 	struct tpu_scalar_fault f;
 	struct tpu_op_scalar s;
 	struct op_refs r;
 
-	for (unsigned int n = 0; n < plan->num_ops; n++) {
+	for (unsigned int n = begin; n < end; n++) {
 		const struct tpu_plan_op *op = &plan->op[n];
 		int64_t v = 1;
 
 		if (op->pred.len &&
 		    tpu_scalar_run(plan, op->pred, &ctx, &v, 1, &f))
 			return fail_scalar(core, n, "op predicate", &f);
+		if (op->opcode == TPU_OP_LOOP) {
+			if (v && run_loop(core, n, op, work, flops, useful))
+				return -1;
+			n = op->body_end - 1;
+			continue;
+		}
 		if (!v)
 			continue;
 		if (tpu_opcode_is_memory(op->opcode)) {
@@ -367,4 +457,10 @@ int tpu_body_run(struct tpu_core *core, struct tpu_model_work *work,
 		}
 	}
 	return 0;
+}
+
+int tpu_body_run(struct tpu_core *core, struct tpu_model_work *work,
+		 uint64_t *flops, uint64_t *useful)
+{
+	return run_ops(core, 0, core->run->plan->num_ops, work, flops, useful);
 }

@@ -90,6 +90,7 @@ struct tpu_core {
 	uint64_t visit_owner[TPU_JOB_MAX_OPERANDS];
 	int64_t pid[TPU_JOB_MAX_GRID_RANK];
 	uint64_t step;			/* row-major number of the current step */
+	int64_t loop[TPU_JOB_MAX_LOOP_DEPTH];	/* trip index of each open loop */
 	/* the memory model: per core, persisting across the core's steps */
 	int32_t *smem;			/* prefetch copy, SMEM blocks, scratch */
 	int64_t *sems;			/* plan->num_sems counts */

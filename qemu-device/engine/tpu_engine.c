@@ -136,6 +136,7 @@ static void sum_stats(struct tpu_job_stats *job, const struct tpu_job_stats *c)
 	job->hbm_bytes_out += c->hbm_bytes_out;
 	job->mxu_flops += c->mxu_flops;
 	job->copies += c->copies;
+	job->loop_trips += c->loop_trips;
 }
 
 /*

@@ -148,7 +148,7 @@ static int eval_index_maps(struct tpu_core *core, const int64_t *pid,
 
 	for (unsigned int i = plan->num_scalar_prefetch; i < plan->num_operands; i++) {
 		const struct tpu_plan_operand *o = &plan->operand[i];
-		const struct tpu_scalar_ctx ctx = { pid, core->smem, core->sems };
+		const struct tpu_scalar_ctx ctx = { pid, core->smem, core->sems, NULL };
 
 		if (!is_blocked(o))
 			continue;

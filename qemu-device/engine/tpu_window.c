@@ -36,7 +36,8 @@ int tpu_window_resolve(struct tpu_core *core, unsigned int op,
 		       struct tpu_plan_ref ref, struct tpu_box_at *at)
 {
 	const struct tpu_plan *plan = core->run->plan;
-	const struct tpu_scalar_ctx ctx = { core->pid, core->smem, core->sems };
+	const struct tpu_scalar_ctx ctx = { core->pid, core->smem, core->sems,
+					    core->loop };
 	const struct tpu_plan_box *b = &at->box;
 	struct tpu_scalar_fault f;
 
