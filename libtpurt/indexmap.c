@@ -332,6 +332,24 @@ static void parse_semaphore_read(struct parser *ps)
 	emit(ps, b->insn, b->arg, 0);
 }
 
+/* loop_index(d): the trip index of the open loop at depth d (the body's). */
+static void parse_loop_index(struct parser *ps)
+{
+	const char *at;
+	int32_t d = -1;
+
+	next(ps);
+	expect(ps, "(");
+	at = ps->t.start;
+	if (ps->t.kind != T_NUM || parse_int(ps, 0, &d) || d < 0 ||
+	    d >= TPU_JOB_MAX_LOOP_DEPTH) {
+		fail_at(ps, at, "expected a loop depth, 0 to %d", TPU_JOB_MAX_LOOP_DEPTH - 1);
+		return;
+	}
+	expect(ps, ")");
+	emit(ps, TPU_INSN_PUSH_LOOP_INDEX, d, 1);
+}
+
 static void parse_name(struct parser *ps)
 {
 	const struct tpurt_body_name *b;
@@ -354,6 +372,8 @@ static void parse_name(struct parser *ps)
 		return parse_grid_fn(ps, TPU_INSN_PUSH_PID);
 	if (ps->body && is(ps, "semaphore_read"))
 		return parse_semaphore_read(ps);
+	if (ps->body && is(ps, "loop_index"))
+		return parse_loop_index(ps);
 	d = grid_index(ps, &t);
 	s = prefetch_index(ps, &t);
 	next(ps);
@@ -647,7 +667,9 @@ static int verify(const struct tpurt_program *prog,
 		  const struct tpurt_index_map_env *env,
 		  const struct tpurt_body_names *body, const char *what)
 {
-	struct tpu_scalar_scope scope = { (unsigned int)env->grid_rank, 0, 0, 0 };
+	/* the device checks each loop index against its op's depth */
+	struct tpu_scalar_scope scope = { (unsigned int)env->grid_rank, 0, 0,
+					  body ? TPU_JOB_MAX_LOOP_DEPTH : 0 };
 	struct tpu_plan_insn code[TPURT_PROGRAM_MAX_LEN];
 	char why[128];
 
@@ -739,11 +761,13 @@ static const char *const insn_names[TPU_INSN_COUNT] = {
 	[TPU_INSN_LT] = "<", [TPU_INSN_LE] = "<=", [TPU_INSN_GT] = ">",
 	[TPU_INSN_GE] = ">=", [TPU_INSN_AND] = "and", [TPU_INSN_OR] = "or",
 	[TPU_INSN_NOT] = "not", [TPU_INSN_LOAD_SCRATCH] = "scratch",
+	[TPU_INSN_PUSH_LOOP_INDEX] = "loop",
 };
 
 static int takes_arg(uint8_t op)
 {
-	return op <= TPU_INSN_LOAD_SMEM || op == TPU_INSN_LOAD_SCRATCH;
+	return op <= TPU_INSN_LOAD_SMEM || op == TPU_INSN_LOAD_SCRATCH ||
+	       op == TPU_INSN_PUSH_LOOP_INDEX;
 }
 
 int tpurt_program_format(const struct tpurt_program *prog, char *buf,

@@ -49,10 +49,18 @@ int tpurt_kernel_when(struct tpurt_kernel *k, const char *pred)
 	return ret;
 }
 
+/* The when() blocks opened inside the innermost open loop (all if none). */
+static int when_base(const struct tpurt_kernel *k)
+{
+	return k->nloops ? k->loop_when[k->nloops - 1] : 0;
+}
+
 int tpurt_kernel_end_when(struct tpurt_kernel *k)
 {
 	if (!k->nwhen)
 		return tpurt_fail(-EINVAL, "kernel: end_when() without when()");
+	if (k->nwhen == when_base(k))
+		return tpurt_fail(-EINVAL, "kernel: end_when() of a when() opened outside the open loop: end_loop() first");
 	k->nwhen--;
 	return 0;
 }
@@ -71,7 +79,8 @@ static int add_op(struct tpurt_kernel *k, uint8_t opcode, const char *dst,
 	op = &k->op[k->nops];
 	memset(op, 0, sizeof(*op));
 	op->opcode = opcode;
-	ret = dst || !(tpu_opcode_is_memory(opcode) || opcode == TPU_OP_PRNG_SEED) ?
+	ret = dst || !(tpu_opcode_is_memory(opcode) || opcode == TPU_OP_PRNG_SEED ||
+		       opcode == TPU_OP_LOOP) ?
 	      copy_text(op->dst, TPURT_TEXT_MAX, dst, "destination ref") : 0;
 	if (!ret && src0)
 		ret = copy_text(op->src0, TPURT_TEXT_MAX, src0, "source ref");
@@ -80,8 +89,10 @@ static int add_op(struct tpurt_kernel *k, uint8_t opcode, const char *dst,
 				tpu_opcode_is_memory(opcode) ? "semaphore" : "source ref");
 	if (ret)
 		return ret;
-	op->npred = k->nwhen;
-	memcpy(op->pred, k->when, sizeof(op->pred));
+	/* a loop's body runs under its predicate, read once when it is entered */
+	op->npred = k->nwhen - when_base(k);
+	memcpy(op->pred, k->when[when_base(k)],
+	       (size_t)op->npred * sizeof(op->pred[0]));
 	k->nops++;
 	if (opp)
 		*opp = op;
@@ -97,6 +108,73 @@ static int set_scalar(struct tpurt_kernel *k, struct tpurt_kernel_op *op,
 	if (ret)
 		k->nops--;
 	return ret;
+}
+
+/* A loop op over the ops added until the matching end_loop(). */
+static int open_loop(struct tpurt_kernel *k, uint8_t kind, const char *prog,
+		     uint32_t max_trips)
+{
+	struct tpurt_kernel_op *op;
+	int ret;
+
+	if (k->nloops == TPU_JOB_MAX_LOOP_DEPTH)
+		return tpurt_fail(-E2BIG, "kernel: loops nested deeper than %d",
+				  TPU_JOB_MAX_LOOP_DEPTH);
+	ret = add_op(k, TPU_OP_LOOP, NULL, NULL, NULL, &op);
+	if (!ret)
+		ret = set_scalar(k, op, prog, kind == TPU_LOOP_FOR ? "loop bounds" :
+				 "loop condition");
+	if (ret)
+		return ret;
+	op->fn = kind;
+	op->max_trips = max_trips;
+	k->loop_op[k->nloops] = k->nops - 1;
+	k->loop_when[k->nloops++] = k->nwhen;
+	return 0;
+}
+
+int tpurt_kernel_loop(struct tpurt_kernel *k, const char *lo, const char *hi)
+{
+	char prog[2 * TPURT_TEXT_MAX + 8];
+
+	if (!lo || !*lo || !hi || !*hi)
+		return tpurt_fail(-EINVAL, "kernel: loop(): lo and hi are index-map expressions");
+	if (snprintf(prog, sizeof(prog), "%s, %s", lo, hi) >= TPURT_TEXT_MAX)
+		return tpurt_fail(-EINVAL, "kernel: loop bounds '%s', '%s' longer than %d characters",
+				  lo, hi, TPURT_TEXT_MAX - 3);
+	return open_loop(k, TPU_LOOP_FOR, prog, 0);
+}
+
+int tpurt_kernel_while(struct tpurt_kernel *k, const char *cond,
+		       int64_t max_trips)
+{
+	if (max_trips < 0 || max_trips > TPU_JOB_MAX_TRIPS)
+		return tpurt_fail(-EINVAL, "kernel: while(): max_trips %lld not in 0..%u",
+				  (long long)max_trips, TPU_JOB_MAX_TRIPS);
+	return open_loop(k, TPU_LOOP_WHILE, cond, (uint32_t)max_trips);
+}
+
+int tpurt_kernel_end_loop(struct tpurt_kernel *k)
+{
+	int n;
+
+	if (!k->nloops)
+		return tpurt_fail(-EINVAL, "kernel: end_loop() without loop() or while()");
+	if (k->nwhen != k->loop_when[k->nloops - 1])
+		return tpurt_fail(-EINVAL, "kernel: end_loop() with %d when() block(s) of its body open",
+				  k->nwhen - k->loop_when[k->nloops - 1]);
+	n = k->loop_op[k->nloops - 1];
+	if (n == k->nops - 1)
+		return tpurt_fail(-EINVAL, "kernel: the loop of op %d has no operations in its body",
+				  n);
+	k->op[n].body = k->nops - 1 - n;
+	k->nloops--;
+	return 0;
+}
+
+int tpurt_kernel_loop_depth(const struct tpurt_kernel *k)
+{
+	return k->nloops;
 }
 
 int tpurt_kernel_zero(struct tpurt_kernel *k, const char *dst)
@@ -624,7 +702,7 @@ const char *tpurt_kernel_opcode_name(unsigned int opcode)
 		[TPU_OP_SCALAR_STORE] = "scalar_store",
 		[TPU_OP_TRANSPOSE] = "transpose", [TPU_OP_ROLL] = "roll",
 		[TPU_OP_GATHER] = "gather", [TPU_OP_PRNG_SEED] = "prng_seed",
-		[TPU_OP_PRNG_BITS] = "prng_random_bits",
+		[TPU_OP_PRNG_BITS] = "prng_random_bits", [TPU_OP_LOOP] = "loop",
 	};
 
 	return opcode < TPU_OP_COUNT ? names[opcode] : "?";
@@ -644,7 +722,11 @@ static int names_ref(const struct tpurt_kernel_op *op, const char *name)
 	       text_names(op->src1, name) || text_names(op->src2, name);
 }
 
-/* The first and last op naming temporary @t (-1, -1 if none does). */
+/*
+ * The first and last op naming temporary @t (-1, -1 if none does). A value
+ * made before a loop and used in its body lives to the body's end: the
+ * next trip reads it again.
+ */
 static void live_range(const struct tpurt_kernel *k, int t, int *first, int *last)
 {
 	*first = *last = -1;
@@ -654,6 +736,13 @@ static void live_range(const struct tpurt_kernel *k, int t, int *first, int *las
 				*first = i;
 			*last = i;
 		}
+	for (int i = 0; *first >= 0 && i < k->nops; i++) {
+		int end = i + k->op[i].body;	/* the body's last op */
+
+		if (k->op[i].opcode == TPU_OP_LOOP && *first <= i &&
+		    *last > i && *last < end)
+			*last = end;
+	}
 }
 
 static int same_type(const struct tpurt_kernel_temp *a,

@@ -78,6 +78,12 @@ static void put_op(FILE *out, const struct tpurt_kernel_op *op)
 	case TPU_OP_ZERO:
 		fprintf(out, "%s[...] = 0", op->dst);
 		break;
+	case TPU_OP_LOOP:	/* its body: the next op->body ops */
+		if (op->fn == TPU_LOOP_FOR)
+			fprintf(out, "fori_loop(%s): %d ops", op->scalar, op->body);
+		else
+			fprintf(out, "while_loop(%s): %d ops", op->scalar, op->body);
+		break;
 	case TPU_OP_DOT:
 		put_dot(out, op);
 		break;

@@ -505,6 +505,15 @@ static int fill_op(struct pallas_build *c, int n,
 	int ret;
 
 	jo->opcode = op->opcode;
+	if (op->opcode == TPU_OP_LOOP) {
+		jo->fn = op->fn;
+		jo->imm = (uint32_t)op->body;
+		jo->imm2 = op->max_trips;
+		ret = body_program(c, n, op, op->scalar, op->fn == TPU_LOOP_FOR ? 2 : 1,
+				   op->fn == TPU_LOOP_FOR ? "loop bounds" : "loop condition",
+				   &jo->scalar_index);
+		return ret ? ret : compile_pred(c, n, op, &jo->pred);
+	}
 	if (op->opcode == TPU_OP_PRNG_SEED) {	/* no ref: the core's PRNG */
 		jo->fn = op->fn;
 		ret = body_program(c, n, op, op->scalar, op->fn + 1, "prng seeds",
@@ -549,6 +558,8 @@ int tpurt_pallas_fill_ops(struct pallas_build *c)
 	if (k->nopen)
 		return tpurt_fail(-EINVAL, "kernel: %d run_scoped() block(s) not ended",
 				  k->nopen);
+	if (k->nloops)
+		return tpurt_fail(-EINVAL, "kernel: %d loop(s) not ended", k->nloops);
 	for (int i = 0; i < k->nops; i++) {
 		int ret = fill_op(c, i, &k->op[i], &c->d->op[i]);
 

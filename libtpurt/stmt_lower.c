@@ -1522,6 +1522,26 @@ static int lower_grid_fn(struct stmt_ctx *c, const struct stmt_node *call,
 	return 0;
 }
 
+/* loop_index(d): the trip index of the open loop at depth d */
+static int lower_loop_index(struct stmt_ctx *c, const struct stmt_node *call,
+			    struct value *v)
+{
+	int open = tpurt_kernel_loop_depth(c->k);
+	char text[32];
+	int64_t d;
+
+	if (stmt_check_kwargs(c, call, NULL) ||
+	    stmt_nargs_are(c, call, 1, 1, "loop_index") ||
+	    stmt_const_int(c, call->arg[0], &d))
+		return c->err;
+	if (d < 0 || d >= open)
+		return stmt_fail(c, call->arg[0]->col, "loop_index(%lld): %d loop%s open here (tpurt_kernel_loop)",
+				 (long long)d, open, open == 1 ? " is" : "s are");
+	snprintf(text, sizeof(text), "loop_index(%lld)", (long long)d);
+	stmt_scalar_of(v, text, 0);
+	return 0;
+}
+
 /* clip(x, lo, hi) or lax.clamp(lo, x, hi) */
 static int lower_clamp(struct stmt_ctx *c, const struct stmt_node *call,
 		       int lax_order, const struct dest *d, struct value *v)
@@ -1639,6 +1659,8 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 		return lower_grid_fn(c, call, "program_id", v);
 	case FN_NUM_PROGRAMS:
 		return lower_grid_fn(c, call, "num_programs", v);
+	case FN_LOOP_INDEX:
+		return lower_loop_index(c, call, v);
 	case FN_SEM_READ:
 		return stmt_lower_semaphore_read(c, call, v);
 	case FN_ASYNC_COPY:

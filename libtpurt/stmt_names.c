@@ -102,6 +102,7 @@ static const struct name_entry functions[] = {
 	{ "full", FN_FULL, 0 },
 	{ "program_id", FN_PROGRAM_ID, 0 },
 	{ "num_programs", FN_NUM_PROGRAMS, 0 },
+	{ "loop_index", FN_LOOP_INDEX, 0 },
 	{ "make_async_copy", FN_ASYNC_COPY, 0 },
 	{ "sync_copy", FN_SYNC_COPY, 0 },
 	{ "semaphore_signal", FN_SEM_SIGNAL, 0 },

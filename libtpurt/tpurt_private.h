@@ -340,6 +340,8 @@ struct tpurt_kernel_op {
 	float imm, imm2;			/* TPU_BCAST_IMM, clamp's bounds */
 	int npred;
 	char pred[TPURT_WHEN_DEPTH][TPURT_TEXT_MAX];
+	int body;				/* TPU_OP_LOOP: ops in its body */
+	uint32_t max_trips;			/* a while loop's, or 0 */
 };
 
 /*
@@ -421,6 +423,11 @@ struct tpurt_kernel {
 	int nopen;
 	char when[TPURT_WHEN_DEPTH][TPURT_TEXT_MAX];
 	int nwhen;
+	/* open loops, innermost last: each one's op and the when() blocks
+	 * open outside it (its op's predicate; not its body's ops') */
+	int loop_op[TPU_JOB_MAX_LOOP_DEPTH];
+	int loop_when[TPU_JOB_MAX_LOOP_DEPTH];
+	int nloops;
 	struct tpurt_kernel_temp temp[TPURT_KERNEL_MAX_TEMPS];
 	int ntemps;
 	struct tpurt_kernel_local local[TPURT_KERNEL_MAX_LOCALS];

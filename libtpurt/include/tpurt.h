@@ -503,6 +503,28 @@ void tpurt_kernel_free(struct tpurt_kernel *k);
  */
 int tpurt_kernel_when(struct tpurt_kernel *k, const char *pred);
 int tpurt_kernel_end_when(struct tpurt_kernel *k);
+/*
+ * A loop on the device (lax.fori_loop, pl.loop): the operations added
+ * until the matching tpurt_kernel_end_loop() run once per trip, the trip
+ * index from @lo to @hi - 1 (index-map expressions of the body, evaluated
+ * once when the loop is entered; no trip when hi <= lo). Inside, the
+ * body's scalar-core expressions read the index of the loop at depth d
+ * (0 the outermost) as loop_index(d). The when() blocks open around the
+ * loop decide whether it runs at all; when() blocks opened inside close
+ * inside. Nests up to 4 deep; at most 2^24 trips each time it is entered.
+ */
+int tpurt_kernel_loop(struct tpurt_kernel *k, const char *lo, const char *hi);
+/*
+ * lax.while_loop: the body runs while @cond (an index-map expression of
+ * the body, evaluated before every trip: SMEM the body's scalar stores
+ * change) holds, at most @max_trips trips (0: 2^24); the job fails if it
+ * still holds then. loop_index(d) counts trips from 0.
+ */
+int tpurt_kernel_while(struct tpurt_kernel *k, const char *cond,
+		       int64_t max_trips);
+int tpurt_kernel_end_loop(struct tpurt_kernel *k);
+/* Loops open at the next operation added (for loop_index(d)'s d). */
+int tpurt_kernel_loop_depth(const struct tpurt_kernel *k);
 /* dst[...] = 0 */
 int tpurt_kernel_zero(struct tpurt_kernel *k, const char *dst);
 /*
