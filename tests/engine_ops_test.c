@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Host test: elementwise micro-ops (every unary and binary function, every
- * broadcast), casts with rounding to nearest even and saturation, and input
- * fusion (an op on an input block before the dot).
+ * broadcast), integer arithmetic wrapping in dst's width (XLA's), casts
+ * with rounding to nearest even and saturation, and input fusion (an op on
+ * an input block before the dot).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -610,6 +611,361 @@ TEST(uint32_refusals_name_the_dtype)
 		EXPECT_NE(0, tdev_run(d, blob, len, 0, &res));
 		EXPECT_NE(NULL, strstr(res.message, want[t]))
 			TH_LOG("case %d: %s", t, res.message);
+		free(blob);
+		jb_free(b);
+	}
+	tdev_free(d);
+}
+
+/* --- int8, uint8 and int32 wrap around in dst's width, as XLA's --- */
+
+enum { WN = 8, WM = 64 };
+
+/* @v's low bits as a value of @dtype: two's complement, as XLA's convert. */
+static int64_t wrap_dt(uint64_t v, unsigned int dtype)
+{
+	switch (dtype) {
+	case TPU_DTYPE_INT8:	return (int8_t)(uint8_t)v;
+	case TPU_DTYPE_UINT8:	return (uint8_t)v;
+	default:		return (int32_t)(uint32_t)v;	/* INT32 */
+	}
+}
+
+static int64_t int_get(const void *p, unsigned int dtype, int i)
+{
+	switch (dtype) {
+	case TPU_DTYPE_INT8:	return ((const int8_t *)p)[i];
+	case TPU_DTYPE_UINT8:	return ((const uint8_t *)p)[i];
+	default:		return ((const int32_t *)p)[i];
+	}
+}
+
+static void int_set(void *p, unsigned int dtype, int i, int64_t v)
+{
+	if (dtype == TPU_DTYPE_INT32)
+		((uint32_t *)p)[i] = (uint32_t)v;
+	else
+		((uint8_t *)p)[i] = (uint8_t)v;
+}
+
+/* The edges of each width first (wrapped into @dtype), then hashed bits. */
+static int64_t int_value(int i, uint32_t seed, unsigned int dtype)
+{
+	static const int64_t edge[] = {
+		0, 1, -1, 2, 3, -2, 100, 127, -128, 128, 255, -127, 46341, -46341,
+		65535, INT32_MAX, INT32_MIN, INT32_MAX - 1, INT32_MIN + 1,
+		0x9e3779b1, 0x7f4a7c15,
+	};
+	enum { NE = sizeof(edge) / sizeof(edge[0]) };
+	uint32_t h = (uint32_t)(i + 1) * 0x9e3779b9u ^ seed;
+
+	h ^= h >> 15;
+	h *= 0x2c1b3c6du;
+	h ^= h >> 13;
+	return wrap_dt(i < 2 * NE ? (uint64_t)edge[(i + seed) % NE] : h, dtype);
+}
+
+/* Python's floor division and modulo of exact values. */
+static __int128 floor_div128(__int128 a, __int128 b)
+{
+	__int128 q = a / b;
+
+	return q * b != a && (a < 0) != (b < 0) ? q - 1 : q;
+}
+
+/* XLA's result: the exact value wrapped into @zt (pow by n multiplies). */
+static int64_t ref_int_binary(unsigned int fn, int64_t a, int64_t b,
+			      unsigned int zt)
+{
+	uint64_t p = 1;
+
+	switch (fn) {
+	case TPU_BINARY_ADD:	return wrap_dt((uint64_t)((__int128)a + b), zt);
+	case TPU_BINARY_SUB:	return wrap_dt((uint64_t)((__int128)a - b), zt);
+	case TPU_BINARY_MUL:	return wrap_dt((uint64_t)((__int128)a * b), zt);
+	case TPU_BINARY_DIV:	return wrap_dt((uint64_t)floor_div128(a, b), zt);
+	case TPU_BINARY_MOD:
+		return wrap_dt((uint64_t)(a - floor_div128(a, b) * b), zt);
+	case TPU_BINARY_MAX:	return wrap_dt((uint64_t)(a > b ? a : b), zt);
+	case TPU_BINARY_MIN:	return wrap_dt((uint64_t)(a < b ? a : b), zt);
+	default:		/* POW */
+		if (b < 0)	/* the exact value truncated toward zero */
+			return wrap_dt(a == 1 ? 1 : a == -1 ? (b & 1 ? -1ull : 1) : 0, zt);
+		for (int64_t k = 0; k < b; k++)
+			p *= (uint64_t)a;
+		return wrap_dt(p, zt);
+	}
+}
+
+/* The (src, dst) dtypes: same width, widened, narrowed. */
+static const unsigned int int_pairs[][2] = {
+	{ TPU_DTYPE_INT8, TPU_DTYPE_INT8 }, { TPU_DTYPE_UINT8, TPU_DTYPE_UINT8 },
+	{ TPU_DTYPE_INT32, TPU_DTYPE_INT32 }, { TPU_DTYPE_INT8, TPU_DTYPE_INT32 },
+	{ TPU_DTYPE_INT32, TPU_DTYPE_INT8 }, { TPU_DTYPE_INT32, TPU_DTYPE_UINT8 },
+};
+
+enum { Y_ARRAY, Y_IMM, Y_SCALAR, Y_KINDS };
+
+/*
+ * z = fn(x, y): y an array, the immediate -3 (253 for uint8), or a
+ * scalar-core value 2^32 + 5 (64 bits: add and mul see it modulo dst's
+ * width, div, mod, max and min its whole value).
+ */
+static int int_binary_run(struct __test_metadata *_metadata, struct tdev *d,
+			  unsigned int fn, unsigned int xt, unsigned int zt,
+			  int ykind, unsigned int xs, unsigned int ys,
+			  unsigned int zs)
+{
+	uint64_t shape[2] = { WN, WM };
+	uint32_t grid[1] = { 1 }, blk[2] = { WN, WM };
+	const void *x = tdev_ptr(d, xs), *y = tdev_ptr(d, ys), *z = tdev_ptr(d, zs);
+	float k = xt == TPU_DTYPE_UINT8 ? 253.0f : -3.0f;
+	struct jb *b = jb_new();
+	struct tpu_job_result res;
+	struct tpu_job_op *op;
+	unsigned int xo, yo, zo;
+	int bad = 0;
+	size_t len;
+	void *blob;
+
+	jb_grid(b, 1, grid, "a");
+	xo = jb_operand(b, TPU_ROLE_INPUT, xs, xt, 2, shape, blk, "0 0");
+	yo = jb_operand(b, TPU_ROLE_INPUT, ys, xt, 2, shape, blk, "0 0");
+	zo = jb_operand(b, TPU_ROLE_OUTPUT, zs, zt, 2, shape, blk, "0 0");
+	op = jb_binary(b, fn, ykind == Y_ARRAY ? TPU_BCAST_NONE :
+		       ykind == Y_IMM ? TPU_BCAST_IMM : TPU_BCAST_SCALAR,
+		       JB_OPND(zo), JB_OPND(xo), ykind ? JB_NONE : JB_OPND(yo), NULL);
+	if (ykind == Y_IMM)
+		memcpy(&op->imm, &k, 4);
+	if (ykind == Y_SCALAR)
+		op->scalar_index = jb_prog(b, "65536 65536 * 5 +");
+	blob = jb_finish(b, &len);
+	EXPECT_EQ(0, tdev_run(d, blob, len, 0, &res)) TH_LOG("%s", res.message);
+	for (int i = 0; i < WN * WM; i++) {
+		int64_t a = int_get(x, xt, i);
+		int64_t bv = ykind == Y_ARRAY ? int_get(y, xt, i) :
+			     ykind == Y_IMM ? (int64_t)k : (1ll << 32) + 5;
+		int64_t want = ref_int_binary(fn, a, bv, zt);
+
+		if (int_get(z, zt, i) != want && bad++ < 3)
+			TH_LOG("fn %u (%u -> %u, y %d): %lld, %lld gives %lld, want %lld",
+			       fn, xt, zt, ykind, (long long)a, (long long)bv,
+			       (long long)int_get(z, zt, i), (long long)want);
+	}
+	free(blob);
+	jb_free(b);
+	return bad;
+}
+
+TEST(int_binary_functions_wrap_in_the_dst_width)
+{
+	static const unsigned int fns[] = {
+		TPU_BINARY_ADD, TPU_BINARY_SUB, TPU_BINARY_MUL, TPU_BINARY_POW,
+		TPU_BINARY_DIV, TPU_BINARY_MOD, TPU_BINARY_MAX, TPU_BINARY_MIN,
+	};
+	struct tdev *d = tdev_new(1 << 20, 1);
+	unsigned int xs = tdev_alloc(d, WN * WM * 4), ys = tdev_alloc(d, WN * WM * 4);
+	unsigned int zs = tdev_alloc(d, WN * WM * 4);
+
+	for (size_t p = 0; p < sizeof(int_pairs) / sizeof(int_pairs[0]); p++) {
+		unsigned int xt = int_pairs[p][0], zt = int_pairs[p][1];
+
+		for (size_t f = 0; f < sizeof(fns) / sizeof(fns[0]); f++) {
+			unsigned int fn = fns[f];
+
+			for (int i = 0; i < WN * WM; i++) {
+				int64_t v = int_value(i / 3 + (i % 3) * 97, 7, xt);
+
+				int_set(tdev_ptr(d, xs), xt, i, int_value(i, 0, xt));
+				/* exponents -4..40 (0..40 unsigned); no zero divisors */
+				if (fn == TPU_BINARY_POW)
+					v = xt == TPU_DTYPE_UINT8 ? i % 41 : i % 45 - 4;
+				else if ((fn == TPU_BINARY_DIV || fn == TPU_BINARY_MOD) && !v)
+					v = -1;
+				int_set(tdev_ptr(d, ys), xt, i, wrap_dt((uint64_t)v, xt));
+			}
+			/* (the reference raises to a power by multiplying) */
+			for (int yk = 0; yk < (fn == TPU_BINARY_POW ? Y_SCALAR : Y_KINDS); yk++)
+				EXPECT_EQ(0, int_binary_run(_metadata, d, fn, xt, zt, yk,
+							    xs, ys, zs));
+		}
+	}
+	tdev_free(d);
+}
+
+/* An int32 dst of INT32_MIN // -1 is INT32_MIN and % is 0, as XLA's. */
+TEST(int32_min_floor_divided_by_minus_one_wraps)
+{
+	struct tdev *d = tdev_new(1 << 20, 1);
+	unsigned int xs = tdev_alloc(d, WN * WM * 4), ys = tdev_alloc(d, WN * WM * 4);
+	unsigned int zs = tdev_alloc(d, WN * WM * 4);
+	int32_t *x = tdev_ptr(d, xs), *y = tdev_ptr(d, ys), *z = tdev_ptr(d, zs);
+
+	for (int i = 0; i < WN * WM; i++) {
+		x[i] = INT32_MIN;
+		y[i] = -1;
+	}
+	EXPECT_EQ(0, int_binary_run(_metadata, d, TPU_BINARY_DIV, TPU_DTYPE_INT32,
+				    TPU_DTYPE_INT32, Y_ARRAY, xs, ys, zs));
+	EXPECT_EQ(INT32_MIN, z[0]);
+	EXPECT_EQ(0, int_binary_run(_metadata, d, TPU_BINARY_MOD, TPU_DTYPE_INT32,
+				    TPU_DTYPE_INT32, Y_ARRAY, xs, ys, zs));
+	EXPECT_EQ(0, z[0]);
+	tdev_free(d);
+}
+
+static int64_t ref_int_unary(unsigned int fn, int64_t a, unsigned int zt)
+{
+	switch (fn) {
+	case TPU_UNARY_NEG:	return wrap_dt(0 - (uint64_t)a, zt);
+	case TPU_UNARY_ABS:	return wrap_dt(a < 0 ? 0 - (uint64_t)a : (uint64_t)a, zt);
+	case TPU_UNARY_SQUARE:	return wrap_dt((uint64_t)a * (uint64_t)a, zt);
+	case TPU_UNARY_SIGN:	return a > 0 ? 1 : a < 0 ? wrap_dt((uint64_t)-1, zt) : 0;
+	case TPU_UNARY_RELU:	return wrap_dt((uint64_t)(a > 0 ? a : 0), zt);
+	default:		return wrap_dt((uint64_t)a, zt);	/* IDENTITY */
+	}
+}
+
+/*
+ * neg, abs, square wrap (abs(INT32_MIN) is INT32_MIN); every function
+ * computes in the integers and its result wraps into a narrower dst.
+ */
+TEST(int_unary_functions_wrap_in_the_dst_width)
+{
+	static const unsigned int fns[] = {
+		TPU_UNARY_NEG, TPU_UNARY_ABS, TPU_UNARY_SQUARE, TPU_UNARY_SIGN,
+		TPU_UNARY_RELU, TPU_UNARY_IDENTITY, TPU_UNARY_FLOOR, TPU_UNARY_ROUND,
+	};
+	uint64_t shape[2] = { WN, WM };
+	uint32_t grid[1] = { 1 }, blk[2] = { WN, WM };
+	struct tdev *d = tdev_new(1 << 20, 1);
+	unsigned int xs = tdev_alloc(d, WN * WM * 4), zs = tdev_alloc(d, WN * WM * 4);
+	const void *x = tdev_ptr(d, xs), *z = tdev_ptr(d, zs);
+
+	for (size_t p = 0; p < sizeof(int_pairs) / sizeof(int_pairs[0]); p++)
+		for (size_t f = 0; f < sizeof(fns) / sizeof(fns[0]); f++) {
+			unsigned int xt = int_pairs[p][0], zt = int_pairs[p][1];
+			struct jb *b = jb_new();
+			struct tpu_job_result res;
+			unsigned int xo, zo;
+			int bad = 0;
+			size_t len;
+			void *blob;
+
+			for (int i = 0; i < WN * WM; i++)
+				int_set(tdev_ptr(d, xs), xt, i, int_value(i, 3, xt));
+			jb_grid(b, 1, grid, "a");
+			xo = jb_operand(b, TPU_ROLE_INPUT, xs, xt, 2, shape, blk, "0 0");
+			zo = jb_operand(b, TPU_ROLE_OUTPUT, zs, zt, 2, shape, blk, "0 0");
+			jb_unary(b, fns[f], JB_OPND(zo), JB_OPND(xo), NULL);
+			blob = jb_finish(b, &len);
+			ASSERT_EQ(0, tdev_run(d, blob, len, 0, &res)) TH_LOG("%s", res.message);
+			for (int i = 0; i < WN * WM; i++) {
+				int64_t a = int_get(x, xt, i);
+				int64_t want = ref_int_unary(fns[f], a, zt);
+
+				if (int_get(z, zt, i) != want && bad++ < 3)
+					TH_LOG("fn %u (%u -> %u) of %lld: %lld, want %lld",
+					       fns[f], xt, zt, (long long)a,
+					       (long long)int_get(z, zt, i), (long long)want);
+			}
+			EXPECT_EQ(0, bad) TH_LOG("fn %u, %u -> %u", fns[f], xt, zt);
+			free(blob);
+			jb_free(b);
+		}
+	tdev_free(d);
+}
+
+/* Sums over either axis wrap in dst's width (jnp.sum of int32 overflowing). */
+TEST(int_sums_wrap_in_the_dst_width)
+{
+	enum { RR = 13, RC = 37, RBR = 16, RBC = 40 };
+	uint64_t shape[2] = { RR, RC }, rs[2] = { RR, 1 }, cs[2] = { 1, RC };
+	uint32_t grid[1] = { 1 }, blk[2] = { RBR, RBC }, rb[2] = { RBR, 1 };
+	uint32_t cb[2] = { 1, RBC };
+	struct tdev *d = tdev_new(1 << 20, 1);
+	unsigned int xs = tdev_alloc(d, RR * RC * 4), zs = tdev_alloc(d, RR * RC * 4);
+	const void *x = tdev_ptr(d, xs), *z = tdev_ptr(d, zs);
+
+	for (size_t p = 0; p < sizeof(int_pairs) / sizeof(int_pairs[0]); p++)
+		for (unsigned int axis = 0; axis < 2; axis++) {
+			unsigned int xt = int_pairs[p][0], zt = int_pairs[p][1];
+			int n = axis ? RR : RC, m = axis ? RC : RR, bad = 0;
+			struct jb *b = jb_new();
+			struct tpu_job_result res;
+			struct tpu_job_op *op;
+			unsigned int xo, zo;
+			size_t len;
+			void *blob;
+
+			/* big values of one sign, so that sums overflow every width */
+			for (int i = 0; i < RR * RC; i++) {
+				int64_t v = int_value(i, 9, xt);
+
+				int_set(tdev_ptr(d, xs), xt, i, i % 4 ? (v < 0 ? -v : v) | 0x70 : v);
+			}
+			jb_grid(b, 1, grid, "a");
+			xo = jb_operand(b, TPU_ROLE_INPUT, xs, xt, 2, shape, blk, "0 0");
+			zo = jb_operand(b, TPU_ROLE_OUTPUT, zs, zt, 2, axis ? rs : cs,
+					axis ? rb : cb, "0 0");
+			op = jb_unary(b, 0, JB_OPND(zo), JB_OPND(xo), NULL);
+			op->opcode = TPU_OP_REDUCE;
+			op->fn = TPU_REDUCE_SUM;
+			op->axis = (uint8_t)axis;
+			blob = jb_finish(b, &len);
+			ASSERT_EQ(0, tdev_run(d, blob, len, 0, &res)) TH_LOG("%s", res.message);
+			for (int o = 0; o < n; o++) {
+				__int128 sum = 0;
+
+				for (int k = 0; k < m; k++)
+					sum += int_get(x, xt, axis ? o * RC + k : k * RC + o);
+				if (int_get(z, zt, o) != wrap_dt((uint64_t)sum, zt) && bad++ < 3)
+					TH_LOG("axis %u [%d] (%u -> %u): %lld, want %lld", axis, o,
+					       xt, zt, (long long)int_get(z, zt, o),
+					       (long long)wrap_dt((uint64_t)sum, zt));
+			}
+			EXPECT_EQ(0, bad) TH_LOG("axis %u, %u -> %u", axis, xt, zt);
+			free(blob);
+			jb_free(b);
+		}
+	tdev_free(d);
+}
+
+/* An iota's offset wraps: INT32_MAX - 10 + column 11 is INT32_MIN; int8 too. */
+TEST(iota_offsets_wrap_in_the_dst_width)
+{
+	static const struct { unsigned int zt; const char *offset; int64_t base; } c[] = {
+		{ TPU_DTYPE_INT32, "2147483647 10 -", INT32_MAX - 10 },
+		{ TPU_DTYPE_INT8, "120", 120 },
+		{ TPU_DTYPE_UINT8, "250", 250 },
+	};
+	uint64_t shape[2] = { WN, WM };
+	uint32_t grid[1] = { 1 }, blk[2] = { WN, WM };
+	struct tdev *d = tdev_new(1 << 20, 1);
+	unsigned int zs = tdev_alloc(d, WN * WM * 4);
+	const void *z = tdev_ptr(d, zs);
+
+	for (size_t t = 0; t < sizeof(c) / sizeof(c[0]); t++) {
+		struct jb *b = jb_new();
+		struct tpu_job_result res;
+		struct tpu_job_op *op;
+		unsigned int zo;
+		int bad = 0;
+		size_t len;
+		void *blob;
+
+		jb_grid(b, 1, grid, "a");
+		zo = jb_operand(b, TPU_ROLE_OUTPUT, zs, c[t].zt, 2, shape, blk, "0 0");
+		op = jb_unary(b, 0, JB_OPND(zo), JB_NONE, NULL);
+		op->opcode = TPU_OP_IOTA;
+		op->axis = 1;
+		op->scalar_index = jb_prog(b, c[t].offset);
+		blob = jb_finish(b, &len);
+		ASSERT_EQ(0, tdev_run(d, blob, len, 0, &res)) TH_LOG("%s", res.message);
+		for (int i = 0; i < WN * WM; i++)
+			bad += int_get(z, c[t].zt, i) !=
+			       wrap_dt((uint64_t)(c[t].base + i % WM), c[t].zt);
+		EXPECT_EQ(0, bad) TH_LOG("dtype %u", c[t].zt);
 		free(blob);
 		jb_free(b);
 	}

@@ -531,14 +531,17 @@ struct tpu_job_window {
  * inputs, then round into dst: to nearest even for f32; to nearest even
  * bf16 for bf16; for integer types, casts (%TPU_UNARY_IDENTITY) from
  * floating point truncate toward zero as jnp's astype does, other results
- * round to nearest even, both saturating (NaN becomes 0); casts from
- * another integer type keep the low bits, two's complement, as XLA's
- * convert does; for
- * %TPU_DTYPE_BOOL, non-zero (NaN included) becomes 1. Integer inputs with
- * an integer dst compute exactly in 64-bit integers where the fn is
- * integer arithmetic (add, sub, mul, div, mod, min, max, compares); a
- * %TPU_DTYPE_UINT32 dst takes add, sub, mul and neg modulo 2^32, and div
- * and mod by zero as XLA's unsigned ones (x / 0 = UINT32_MAX, x % 0 = x).
+ * of floating-point data (an input, or a scalar that is no integer) round
+ * to nearest even, both saturating (NaN becomes 0); for %TPU_DTYPE_BOOL, non-zero (NaN included) becomes 1.
+ * Integer inputs with an integer dst compute in 64-bit integers modulo
+ * 2^64 and keep the low bits of dst's width, two's complement, as XLA's
+ * integer arithmetic and convert do: add, sub, mul, neg, abs, square, pow
+ * (b >= 0: repeated multiplies; b < 0: 1 of 1, +-1 of -1, else 0), floor
+ * division (INT32_MIN // -1 is INT32_MIN) and sums wrap around (int32
+ * INT32_MAX + 1 is INT32_MIN, int8 127 + 1 is -128, uint8 255 + 1 is 0),
+ * as do casts from another integer type (int32 300 is int8 44); signed
+ * div and mod by zero fail the job (%TPU_JOB_ERR_DIV_ZERO), a
+ * %TPU_DTYPE_UINT32 dst's are XLA's (x / 0 = UINT32_MAX, x % 0 = x).
  * src0 has dst's shape unless the opcode says otherwise. Each function's
  * accuracy is documented in doc/numerics.md.
  */
@@ -743,8 +746,8 @@ enum tpu_binary {
 /**
  * enum tpu_reduce - reductions of %TPU_OP_REDUCE
  * @TPU_REDUCE_SUM: sum; float types accumulate in double and round once
- *	into dst, integer types in 64-bit integers (then saturate into dst;
- *	a %TPU_DTYPE_UINT32 src0's sum wraps modulo 2^32, as XLA's does)
+ *	into dst, integer types in 64-bit integers (modulo 2^64, then the
+ *	low bits of dst's width: the sum wraps around, as XLA's does)
  * @TPU_REDUCE_MAX: maximum (NaN propagates; identity -inf, or the
  *	integer type's minimum)
  * @TPU_REDUCE_MIN: minimum (NaN propagates; identity +inf, or the

@@ -146,16 +146,12 @@ void tpu_elem_store(const struct tpu_ref2d *r, int64_t row, const double *in,
 	}
 }
 
-static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
-{
-	return v < lo ? lo : v > hi ? hi : v;
-}
-
 void tpu_elem_store_i64(const struct tpu_ref2d *r, int64_t row,
 			const int64_t *in, int64_t n)
 {
 	void *p = tpu_elem_row(r, row);
 
+	/* integers keep the low bits (the casts through unsigned are modular) */
 	switch (r->dtype) {
 	case TPU_DTYPE_F32:
 		for (int64_t j = 0; j < n; j++)
@@ -166,43 +162,17 @@ void tpu_elem_store_i64(const struct tpu_ref2d *r, int64_t row,
 			((uint16_t *)p)[j] = tpu_elem_bf16(tpu_elem_from_i64(in[j]));
 		break;
 	case TPU_DTYPE_INT8:
-		for (int64_t j = 0; j < n; j++)
-			((int8_t *)p)[j] = (int8_t)clamp64(in[j], -128, 127);
-		break;
 	case TPU_DTYPE_UINT8:
 		for (int64_t j = 0; j < n; j++)
-			((uint8_t *)p)[j] = (uint8_t)clamp64(in[j], 0, 255);
+			((uint8_t *)p)[j] = (uint8_t)in[j];
 		break;
 	case TPU_DTYPE_BOOL:
 		for (int64_t j = 0; j < n; j++)
 			((uint8_t *)p)[j] = in[j] != 0;
 		break;
-	case TPU_DTYPE_UINT32:
+	default:	/* int32, uint32 */
 		for (int64_t j = 0; j < n; j++)
-			((uint32_t *)p)[j] = (uint32_t)clamp64(in[j], 0, UINT32_MAX);
-		break;
-	default:
-		for (int64_t j = 0; j < n; j++)
-			((int32_t *)p)[j] = (int32_t)clamp64(in[j], INT32_MIN,
-							     INT32_MAX);
+			((uint32_t *)p)[j] = (uint32_t)in[j];
 		break;
 	}
-}
-
-int64_t tpu_elem_sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (!__builtin_add_overflow(a, b, &r))
-		return r;
-	return b > 0 ? INT64_MAX : INT64_MIN;
-}
-
-int64_t tpu_elem_sat_mul(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (!__builtin_mul_overflow(a, b, &r))
-		return r;
-	return (a < 0) == (b < 0) ? INT64_MAX : INT64_MIN;
 }

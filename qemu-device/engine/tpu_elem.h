@@ -37,7 +37,12 @@ void tpu_elem_load_i64(const struct tpu_ref2d *r, int64_t row, int64_t *out,
  */
 void tpu_elem_store(const struct tpu_ref2d *r, int64_t row, const double *in,
 		    int64_t n, enum tpu_round mode);
-/* The same from exact integers (floats round to nearest even). */
+/*
+ * The same from exact integers: floats round to nearest even; integers
+ * keep the low bits of dst's width, two's complement, as XLA's integer
+ * arithmetic and convert do (int32 2^31 is -2^31, int8 300 is 44); bool:
+ * non-zero is 1.
+ */
 void tpu_elem_store_i64(const struct tpu_ref2d *r, int64_t row,
 			const int64_t *in, int64_t n);
 
@@ -58,8 +63,20 @@ double tpu_elem_from_i64(int64_t v);
 /* A double rounded once to bf16 (to nearest even; NaN stays quiet NaN). */
 uint16_t tpu_elem_bf16(double d);
 
-/* Saturating 64-bit arithmetic: what an int dst saturates from anyway. */
-int64_t tpu_elem_sat_add(int64_t a, int64_t b);
-int64_t tpu_elem_sat_mul(int64_t a, int64_t b);
+/* 64-bit arithmetic modulo 2^64: its low bits are those of any narrower width. */
+static inline int64_t tpu_elem_wrap_add(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static inline int64_t tpu_elem_wrap_sub(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+static inline int64_t tpu_elem_wrap_mul(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a * (uint64_t)b);
+}
 
 #endif /* TPU_ELEM_H */

@@ -4,8 +4,9 @@
  * rows of doubles, exact conversions of the inputs, each function in
  * double with add, sub, mul, div, mod and sqrt rounded to odd
  * (tpu_elem.h) so that the one rounding into dst is that of the exact
- * result; integer inputs with an integer dst in exact 64-bit integers
- * (a uint32 dst's add, sub, mul and neg modulo 2^32, as XLA's u32).
+ * result; integer inputs with an integer dst in 64-bit integers modulo
+ * 2^64, stored as their low bits: add, sub, mul, neg, abs, square, pow and
+ * iota wrap around in dst's width, two's complement, as XLA's do.
  */
 #include <math.h>
 
@@ -140,7 +141,7 @@ static bool floor_divmod(int64_t a, int64_t b, int64_t *q, int64_t *r)
 	if (!b)
 		return false;
 	if (a == INT64_MIN && b == -1) {
-		*q = INT64_MAX;		/* saturates, as dst would */
+		*q = INT64_MIN;		/* wraps, as XLA's INT_MIN / -1 does */
 		*r = 0;
 		return true;
 	}
@@ -188,32 +189,38 @@ static int64_t shift_i(uint8_t fn, int64_t a, int64_t n, unsigned int bits,
 }
 
 /*
- * XLA's u32 arithmetic for a uint32 dst: add, sub and mul modulo 2^32; div
- * and mod truncate (floor of non-negative values), x / 0 = UINT32_MAX and
- * x % 0 = x. False where @fn is none of these (the exact path serves).
+ * XLA's u32 division by zero for a uint32 dst: x / 0 = UINT32_MAX and
+ * x % 0 = x (non-zero divisors truncate: the floor of non-negative values).
+ * False where that is not the case (the integer path serves).
  */
-static bool binary_u32(uint8_t fn, int64_t a, int64_t b, int64_t *out)
+static bool div_zero_u32(uint8_t fn, int64_t a, int64_t b, int64_t *out)
 {
-	uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-
-	switch (fn) {
-	case TPU_BINARY_ADD:	ua += ub; break;
-	case TPU_BINARY_SUB:	ua -= ub; break;
-	case TPU_BINARY_MUL:	ua *= ub; break;
-	case TPU_BINARY_DIV:
-	case TPU_BINARY_MOD:
-		if (b)
-			return false;
-		ua = fn == TPU_BINARY_DIV ? UINT32_MAX : ua;
-		break;
-	default:
+	if (b || (fn != TPU_BINARY_DIV && fn != TPU_BINARY_MOD))
 		return false;
-	}
-	*out = wrap_to(ua, 32, false);
+	*out = fn == TPU_BINARY_DIV ? UINT32_MAX : a;
 	return true;
 }
 
-/* fn on exact integers; false on division by zero. */
+/*
+ * x ** n by repeated squaring modulo 2^64, as lax.integer_pow's multiplies
+ * wrap. n < 0: the exact value truncated toward zero (1 of 1, +-1 of -1,
+ * else 0; 0 ** -n is 0, as XLA's, not a division by zero).
+ */
+static int64_t pow_i(int64_t x, int64_t n)
+{
+	int64_t acc = 1;
+
+	if (n < 0)
+		return x == 1 ? 1 : x == -1 ? (n & 1 ? -1 : 1) : 0;
+	for (; n; n >>= 1) {
+		if (n & 1)
+			acc = tpu_elem_wrap_mul(acc, x);
+		x = tpu_elem_wrap_mul(x, x);
+	}
+	return acc;
+}
+
+/* fn on integers (modulo 2^64); false on division by zero. */
 static bool binary_i(uint8_t fn, int64_t a, int64_t b, int64_t *out)
 {
 	int64_t q, r;
@@ -222,10 +229,10 @@ static bool binary_i(uint8_t fn, int64_t a, int64_t b, int64_t *out)
 	case TPU_BINARY_BITAND:	*out = a & b; return true;
 	case TPU_BINARY_BITOR:	*out = a | b; return true;
 	case TPU_BINARY_BITXOR:	*out = a ^ b; return true;
-	case TPU_BINARY_ADD:	*out = tpu_elem_sat_add(a, b); return true;
-	case TPU_BINARY_SUB:	*out = b == INT64_MIN ? (a < 0 ? a - b : INT64_MAX) :
-				       tpu_elem_sat_add(a, -b); return true;
-	case TPU_BINARY_MUL:	*out = tpu_elem_sat_mul(a, b); return true;
+	case TPU_BINARY_ADD:	*out = tpu_elem_wrap_add(a, b); return true;
+	case TPU_BINARY_SUB:	*out = tpu_elem_wrap_sub(a, b); return true;
+	case TPU_BINARY_MUL:	*out = tpu_elem_wrap_mul(a, b); return true;
+	case TPU_BINARY_POW:	*out = pow_i(a, b); return true;
 	case TPU_BINARY_MAX:	*out = a > b ? a : b; return true;
 	case TPU_BINARY_MIN:	*out = a < b ? a : b; return true;
 	case TPU_BINARY_EQ:	*out = a == b; return true;
@@ -308,25 +315,44 @@ static unsigned int int_bits(uint8_t dtype)
 	return 8 * (unsigned int)tpu_dtype_size(dtype);
 }
 
+/* The unary functions an integer computes in the integers (floor of one is itself). */
+static bool int_unary_fn(uint8_t fn, int64_t *x)
+{
+	switch (fn) {
+	case TPU_UNARY_IDENTITY: case TPU_UNARY_FLOOR: case TPU_UNARY_CEIL:
+	case TPU_UNARY_ROUND:
+		return true;
+	case TPU_UNARY_NEG:	*x = tpu_elem_wrap_sub(0, *x); return true;
+	case TPU_UNARY_ABS:	*x = *x < 0 ? tpu_elem_wrap_sub(0, *x) : *x; return true;
+	case TPU_UNARY_SQUARE:	*x = tpu_elem_wrap_mul(*x, *x); return true;
+	case TPU_UNARY_RELU:	*x = *x > 0 ? *x : 0; return true;
+	case TPU_UNARY_SIGN:	*x = (*x > 0) - (*x < 0); return true;
+	default:		return false;
+	}
+}
+
 /*
- * astype from one integer type to another keeps the low bits, two's
- * complement, as XLA's convert does (int32 300 is int8 44); bool takes
- * non-zero as 1 in tpu_elem_store_i64.
+ * Integer functions of integers into an integer dst, modulo 2^64 and
+ * stored as dst's low bits (tpu_elem_store_i64): astype keeps the low
+ * bits, as XLA's convert (int32 300 is int8 44; bool: non-zero is 1); neg,
+ * abs and square wrap, as XLA's (-(-2^31) and abs(-2^31) are -2^31 in
+ * int32; -x of a uint32 is 2^32 - x); into a narrower dst every result
+ * wraps, as XLA's function and then its convert (relu of int32 200 is
+ * int8 -56). Others (clamp, not, exp, ...) take the double path.
  */
-static bool int_cast(const struct tpu_plan_op *op, const struct tpu_op_args *args)
+static bool int_unary(const struct tpu_plan_op *op, const struct tpu_op_args *args)
 {
 	const struct tpu_ref2d *d = &args->dst;
 	int64_t *a = (int64_t *)args->row_tmp[0];
+	int64_t probe = 0;
 
-	if (op->fn != TPU_UNARY_IDENTITY || !tpu_dtype_is_int(d->dtype) ||
-	    !tpu_dtype_is_int(args->src0.dtype))
+	if (!tpu_dtype_is_int(d->dtype) || !tpu_dtype_is_int(args->src0.dtype) ||
+	    !int_unary_fn(op->fn, &probe))
 		return false;
 	for (int64_t i = 0; i < d->rows; i++) {
 		tpu_elem_load_i64(&args->src0, i, a, d->cols);
-		if (d->dtype != TPU_DTYPE_BOOL)
-			for (int64_t j = 0; j < d->cols; j++)
-				a[j] = wrap_to((uint64_t)a[j], int_bits(d->dtype),
-					       !tpu_dtype_is_unsigned(d->dtype));
+		for (int64_t j = 0; j < d->cols; j++)
+			int_unary_fn(op->fn, &a[j]);
 		tpu_elem_store_i64(d, i, a, d->cols);
 	}
 	return true;
@@ -360,32 +386,6 @@ static bool int_bitcount(const struct tpu_plan_op *op,
 	return true;
 }
 
-/*
- * neg and square of integers into a uint32 dst wrap modulo 2^32 (XLA's
- * -x of u32 is 2^32 - x); the other functions of integers are in range
- * or saturate as for every integer dst.
- */
-static bool u32_unary(const struct tpu_plan_op *op, const struct tpu_op_args *args)
-{
-	const struct tpu_ref2d *d = &args->dst;
-	int64_t *a = (int64_t *)args->row_tmp[0];
-
-	if (d->dtype != TPU_DTYPE_UINT32 || !tpu_dtype_is_int(args->src0.dtype) ||
-	    (op->fn != TPU_UNARY_NEG && op->fn != TPU_UNARY_SQUARE))
-		return false;
-	for (int64_t i = 0; i < d->rows; i++) {
-		tpu_elem_load_i64(&args->src0, i, a, d->cols);
-		for (int64_t j = 0; j < d->cols; j++) {
-			uint64_t u = (uint64_t)a[j];
-
-			u = op->fn == TPU_UNARY_NEG ? 0 - u : u * u;
-			a[j] = wrap_to(u, 32, false);
-		}
-		tpu_elem_store_i64(d, i, a, d->cols);
-	}
-	return true;
-}
-
 static void op_unary(const struct tpu_plan_op *op, const struct tpu_op_args *args)
 {
 	const struct tpu_ref2d *d = &args->dst;
@@ -394,7 +394,7 @@ static void op_unary(const struct tpu_plan_op *op, const struct tpu_op_args *arg
 	enum tpu_round mode = op->fn == TPU_UNARY_IDENTITY ? TPU_ROUND_TRUNC :
 			      TPU_ROUND_NEAREST;
 
-	if (int_cast(op, args) || int_bitcount(op, args) || u32_unary(op, args))
+	if (int_unary(op, args) || int_bitcount(op, args))
 		return;
 	for (int64_t i = 0; i < d->rows; i++) {
 		tpu_elem_load(&args->src0, i, a, d->cols);
@@ -404,11 +404,6 @@ static void op_unary(const struct tpu_plan_op *op, const struct tpu_op_args *arg
 	}
 }
 
-static bool int_arith(uint8_t fn)
-{
-	return fn != TPU_BINARY_POW;
-}
-
 static int op_binary_int(const struct tpu_plan_op *op,
 			 const struct tpu_op_args *args, const struct bsrc *bs,
 			 struct tpu_op_fault *fault)
@@ -416,7 +411,6 @@ static int op_binary_int(const struct tpu_plan_op *op,
 	const struct tpu_ref2d *d = &args->dst;
 	int64_t *a = (int64_t *)args->row_tmp[0], *b = (int64_t *)args->row_tmp[1];
 	unsigned int bits = int_bits(d->dtype);
-	bool is_signed = !tpu_dtype_is_unsigned(d->dtype);
 	bool u32 = d->dtype == TPU_DTYPE_UINT32;
 
 	for (int64_t i = 0; i < d->rows; i++) {
@@ -429,13 +423,8 @@ static int op_binary_int(const struct tpu_plan_op *op,
 					       d->dtype);
 				continue;
 			}
-			if (u32 && binary_u32(op->fn, a[j], b[j * step], &a[j]))
+			if (u32 && div_zero_u32(op->fn, a[j], b[j * step], &a[j]))
 				continue;
-			if (op->fn >= TPU_BINARY_BITAND) {	/* ~x of uint8 is 255 - x */
-				binary_i(op->fn, a[j], b[j * step], &a[j]);
-				a[j] = wrap_to((uint64_t)a[j], bits, is_signed);
-				continue;
-			}
 			if (binary_i(op->fn, a[j], b[j * step], &a[j]))
 				continue;
 			*fault = (struct tpu_op_fault){ TPU_JOB_ERR_DIV_ZERO, i, j };
@@ -455,7 +444,7 @@ static int op_binary(const struct tpu_plan_op *op, const struct tpu_op_args *arg
 
 	/* the bitwise functions: integers only (the op checks saw to it) */
 	if ((bs.is_int && tpu_dtype_is_int(args->src0.dtype) &&
-	     tpu_dtype_is_int(d->dtype) && int_arith(op->fn)) ||
+	     tpu_dtype_is_int(d->dtype)) ||
 	    op->fn >= TPU_BINARY_BITAND)
 		return op_binary_int(op, args, &bs, fault);
 	for (int64_t i = 0; i < d->rows; i++) {
@@ -517,7 +506,7 @@ static void op_iota(const struct tpu_plan_op *op, const struct tpu_op_args *args
 
 	for (int64_t i = 0; i < d->rows; i++) {
 		for (int64_t j = 0; j < d->cols; j++)
-			v[j] = tpu_elem_sat_add(op->axis ? j : i, args->scalar.i);
+			v[j] = tpu_elem_wrap_add(op->axis ? j : i, args->scalar.i);
 		tpu_elem_store_i64(d, i, v, d->cols);
 	}
 }

@@ -4,8 +4,9 @@
  * the rows (axis 0) or columns (axis 1) of the in-bounds part of src0;
  * rows or columns wholly out of bounds give the identity (index 0). Float data accumulates in double and rounds
  * once into dst (f32 rows through the vector kernels, in their fixed
- * order; others in element order); integer data in 64-bit integers (a
- * uint32 sum modulo 2^32, as XLA's). max and min
+ * order; others in element order); integer data in 64-bit integers, a sum
+ * modulo 2^64 stored as dst's low bits: it wraps around in dst's width,
+ * as XLA's does. max and min
  * propagate NaN (the first one met).
  */
 #include <math.h>
@@ -48,13 +49,10 @@ static double combine_f(uint8_t fn, double acc, double x)
 	return fn == TPU_REDUCE_MAX ? (x > acc ? x : acc) : (x < acc ? x : acc);
 }
 
-/* A uint32 sum wraps modulo 2^32 (XLA's u32 add); others saturate. */
-static int64_t combine_i(uint8_t fn, int64_t acc, int64_t x, bool wrap)
+static int64_t combine_i(uint8_t fn, int64_t acc, int64_t x)
 {
-	if (fn == TPU_REDUCE_SUM && wrap)
-		return (int64_t)(((uint64_t)acc + (uint64_t)x) & UINT32_MAX);
 	if (fn == TPU_REDUCE_SUM)
-		return tpu_elem_sat_add(acc, x);
+		return tpu_elem_wrap_add(acc, x);
 	return fn == TPU_REDUCE_MAX ? (x > acc ? x : acc) : (x < acc ? x : acc);
 }
 
@@ -116,7 +114,6 @@ static void reduce_i(const struct tpu_plan_op *op, const struct tpu_op_args *arg
 	int64_t *acc = (int64_t *)args->row_tmp[0], *x = (int64_t *)args->row_tmp[1];
 	int64_t vr = args->valid_rows, vc = args->valid_cols;
 	int64_t id = identity_i(op->fn, args->src0.dtype);
-	bool wrap = args->src0.dtype == TPU_DTYPE_UINT32;
 
 	if (op->axis == 1) {
 		for (int64_t i = 0; i < d->rows; i++) {
@@ -124,7 +121,7 @@ static void reduce_i(const struct tpu_plan_op *op, const struct tpu_op_args *arg
 			if (i < vr) {
 				tpu_elem_load_i64(&args->src0, i, x, vc);
 				for (int64_t j = 0; j < vc; j++)
-					acc[0] = combine_i(op->fn, acc[0], x[j], wrap);
+					acc[0] = combine_i(op->fn, acc[0], x[j]);
 			}
 			tpu_elem_store_i64(d, i, acc, 1);
 		}
@@ -135,7 +132,7 @@ static void reduce_i(const struct tpu_plan_op *op, const struct tpu_op_args *arg
 	for (int64_t i = 0; i < vr; i++) {
 		tpu_elem_load_i64(&args->src0, i, x, vc);
 		for (int64_t j = 0; j < vc; j++)
-			acc[j] = combine_i(op->fn, acc[j], x[j], wrap);
+			acc[j] = combine_i(op->fn, acc[j], x[j]);
 	}
 	tpu_elem_store_i64(d, 0, acc, d->cols);
 }
