@@ -183,6 +183,52 @@ static void *uint32_ops(size_t *len)
 	return blob;
 }
 
+/*
+ * int32 and int8 arithmetic that wraps (XLA's): a hash's mul, pow, neg,
+ * abs and square of INT32_MIN, int8 adds, row sums into int32 and int8,
+ * an iota offset near INT32_MAX, INT32_MIN // -1 from a 64-bit scalar.
+ */
+static void *int_wrap_ops(size_t *len)
+{
+	uint64_t shape[2] = { 12, 20 }, rs[2] = { 12, 1 };
+	uint32_t grid[1] = { 2 }, blk[2] = { 8, 16 }, rb[2] = { 8, 1 };
+	float three = 3.0f, hash = -1640531535.0f;
+	struct jb *b = jb_new();
+	struct tpu_job_op *op;
+	void *blob;
+
+	jb_grid(b, 1, grid, "a");
+	jb_operand(b, TPU_ROLE_INPUT, 0, TPU_DTYPE_INT32, 2, shape, blk, "pid0 0");
+	jb_operand(b, TPU_ROLE_INPUT, 1, TPU_DTYPE_INT8, 2, shape, blk, "pid0 0");
+	jb_operand(b, TPU_ROLE_OUTPUT, 2, TPU_DTYPE_INT32, 2, shape, blk, "pid0 0");
+	jb_operand(b, TPU_ROLE_OUTPUT, 3, TPU_DTYPE_INT8, 2, rs, rb, "pid0 0");
+	jb_scratch(b, TPU_MEM_VMEM, TPU_DTYPE_INT8, 2, blk);
+	op = jb_binary(b, TPU_BINARY_MUL, TPU_BCAST_IMM, JB_OPND(2), JB_OPND(0),
+		       JB_NONE, NULL);
+	memcpy(&op->imm, &hash, 4);
+	op = jb_binary(b, TPU_BINARY_POW, TPU_BCAST_IMM, JB_OPND(2), JB_OPND(2),
+		       JB_NONE, "pid0 1 ==");
+	memcpy(&op->imm, &three, 4);
+	jb_unary(b, TPU_UNARY_NEG, JB_OPND(2), JB_OPND(2), NULL);
+	jb_unary(b, TPU_UNARY_ABS, JB_OPND(2), JB_OPND(2), "pid0 0 ==");
+	jb_unary(b, TPU_UNARY_SQUARE, JB_SCR(0), JB_OPND(2), NULL);
+	jb_binary(b, TPU_BINARY_ADD, TPU_BCAST_NONE, JB_SCR(0), JB_SCR(0),
+		  JB_OPND(1), NULL);
+	op = jb_binary(b, TPU_BINARY_DIV, TPU_BCAST_SCALAR, JB_OPND(2), JB_OPND(2),
+		       JB_NONE, "pid0 1 ==");
+	op->scalar_index = jb_prog(b, "0 1 -");
+	op = jb_unary(b, TPU_UNARY_IDENTITY, JB_OPND(3), JB_SCR(0), NULL);
+	op->opcode = TPU_OP_REDUCE;	/* fn 0: sum, over each row */
+	op->axis = 1;
+	op = jb_unary(b, TPU_UNARY_IDENTITY, JB_OPND(2), JB_NONE, "pid0 0 ==");
+	op->opcode = TPU_OP_IOTA;
+	op->axis = 1;
+	op->scalar_index = jb_prog(b, "2147483647 5 -");
+	blob = jb_finish(b, len);
+	jb_free(b);
+	return blob;
+}
+
 /* mm_f32 with its timeline traced into slot 5 (TPU_JOB_F_TRACE). */
 static void *mm_traced(size_t *len)
 {
@@ -313,6 +359,7 @@ static const struct {
 	{ "smem_semaphores", smem_semaphores },
 	{ "uint32_ops", uint32_ops },
 	{ "smem_narrow", smem_narrow },
+	{ "int_wrap_ops", int_wrap_ops },
 };
 
 unsigned int fuzz_num_templates(void)
