@@ -432,6 +432,22 @@ def _narrow(r):
     return r
 
 
+# The wrapping functions a kernel body applies to Python ints alone fold on
+# the host in int32, as JAX's weakly typed 32-bit constants do:
+# jnp.add(2**31 - 1, 1) is -2**31 there, not Python's 2**31.
+_INT_FOLDS = frozenset("add subtract multiply power negative abs square".split())
+
+
+def _int32_constants(args):
+    return bool(args) and _py.all(isinstance(a, int) and not isinstance(a, bool) and
+                                  -2**31 <= a < 2**31 for a in args)
+
+
+def _fold_int32(np_fn, args):
+    with _np.errstate(all="ignore"):
+        return np_fn(*[_np.array(a, _np.int32) for a in args]).astype(_np.int32).item()
+
+
 def _on_host(name, fn):
     np_fn = getattr(_np, _HOST_NAMES.get(name, name) or "", None)
     if name == "astype":
@@ -442,6 +458,9 @@ def _on_host(name, fn):
 
     @_functools.wraps(fn)
     def either(*args, **kw):
+        if _trace._rec is not None and name in _INT_FOLDS and not kw and \
+                _int32_constants(args):
+            return _fold_int32(np_fn, args)
         if _trace._rec is not None or _is_traced(args) or _is_traced(list(kw.values())):
             return fn(*args, **kw)
         kw.pop("preferred_element_type", None)

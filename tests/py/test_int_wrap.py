@@ -5,7 +5,8 @@ overflow int32, jnp.sum of int32 past 2^31, int8 and uint8 adds, abs and
 negation of the minimum, square and integer powers, iota offsets, int32
 accumulation of an int8 dot, and scalar-core products stored to SMEM. Each
 reference is NumPy's wrap-around arithmetic in the same dtype; float to
-integer casts still truncate and saturate."""
+integer casts still truncate and saturate. jnp functions of Python ints
+alone in a kernel fold in int32, as JAX's weak constants."""
 import numpy as np
 import pytest
 
@@ -60,6 +61,51 @@ def test_int32_hash_multiplies_wrap():
         h *= np.uint32(0xC2B2AE35)
         h ^= h >> np.uint32(16)
     np.testing.assert_array_equal(out, h.view(np.int32))
+
+
+def test_int32_hash_by_a_constant_past_int32():
+    """x * 0x9E3779B1 of int32: the Python int (past INT32_MAX; JAX would
+    raise OverflowError converting it) is taken modulo 2^32, so the
+    product is the int32 one of x and 0x9E3779B1's bits."""
+    x = _hashed_int32(1)
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = (x_ref[...] * 0x9E3779B1) ^ 0x7F4A7C15
+
+    out = _run(kernel, jnp.int32, x)
+    with np.errstate(over="ignore"):
+        want = (x * np.uint32(0x9E3779B1).view(np.int32)) ^ np.int32(0x7F4A7C15)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_host_side_jnp_of_int32_wraps_as_numpy():
+    """Outside a kernel jnp is NumPy's, narrowed to 32 bits as JAX's
+    without x64: sums, products and abs of int32 arrays wrap."""
+    a = np.array([_I32_MAX, _I32_MIN, 3, -1], np.int32)
+    assert jnp.sum(jnp.array([_I32_MAX, 1], dtype=jnp.int32)) == _I32_MIN
+    assert jnp.sum(a).dtype == np.int32
+    np.testing.assert_array_equal(jnp.add(a, a), np.array([-2, 0, 6, -2], np.int32))
+    np.testing.assert_array_equal(jnp.abs(a)[:2], [_I32_MAX, _I32_MIN])
+    np.testing.assert_array_equal(jnp.cumsum(a)[:2], [_I32_MAX, -1])
+
+
+def test_jnp_of_python_ints_in_a_kernel_folds_in_int32():
+    """jnp.add, jnp.multiply, jnp.negative of Python ints alone in a
+    kernel are JAX's weakly typed int32 constants: they wrap before the
+    compare sees them (x < jnp.add(2**31 - 1, 1) is x < -2**31: never)."""
+    x = _hashed_int32(4)
+
+    def kernel(x_ref, l_ref, s_ref):
+        v = x_ref[...]
+        l_ref[...] = (v < jnp.add(_I32_MAX, 1)).astype(jnp.int32)
+        s_ref[...] = v + jnp.multiply(65536, 65537) + jnp.negative(_I32_MIN)
+
+    o = jax.ShapeDtypeStruct(_SHAPE, jnp.int32)
+    lt, s = pl.pallas_call(kernel, out_shape=(o, o))(x)
+    assert not np.asarray(lt).any()
+    with np.errstate(over="ignore"):
+        want = x + np.int32(65536) + np.int32(_I32_MIN)	# 65536 * 65537 is 2^32 + 65536
+    np.testing.assert_array_equal(s, want)
 
 
 def test_int32_add_sub_mul_of_two_blocks_wrap():
