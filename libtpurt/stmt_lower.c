@@ -2719,8 +2719,10 @@ static int bind_local(struct stmt_ctx *c, const struct stmt *st)
 	}
 	if (!is_tile(&v))
 		return stmt_fail(c, st->value->col, "expected an array or a scalar");
+	/* in a loop a local holding a temporary keeps it: the body's ops name it */
 	if (v.temp < 0 && stmt_find_ref(c, v.ref, (int)strlen(v.ref), &r) &&
-	    r.kind == R_INPUT && !st->aug && same_view(&v, &r)) {
+	    r.kind == R_INPUT && !st->aug && same_view(&v, &r) &&
+	    !(l->kind == TPURT_LOCAL_TEMP && tpurt_kernel_loop_depth(c->k))) {
 		l->kind = TPURT_LOCAL_INPUT;	/* read-only: no copy needed */
 		snprintf(l->ref, sizeof(l->ref), "%s", v.ref);
 		return 0;

@@ -73,6 +73,11 @@ int tpurt_kernel_stmt(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs, 
 int tpurt_kernel_run_scoped(struct tpurt_kernel *k, const char *name, int space, int dtype,
                             int rank, const int64_t *shape);
 int tpurt_kernel_end_scoped(struct tpurt_kernel *k);
+int tpurt_kernel_when(struct tpurt_kernel *k, const char *pred);
+int tpurt_kernel_end_when(struct tpurt_kernel *k);
+int tpurt_kernel_loop(struct tpurt_kernel *k, const char *lo, const char *hi);
+int tpurt_kernel_while(struct tpurt_kernel *k, const char *cond, int64_t max_trips);
+int tpurt_kernel_end_loop(struct tpurt_kernel *k);
 int tpurt_array_load_npy(struct tpurt_device *dev, const char *path, int as_bf16,
                          struct tpurt_array **arrayp);
 int tpurt_array_save_npy(const struct tpurt_array *a, const char *path);

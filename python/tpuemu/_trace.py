@@ -124,13 +124,39 @@ class Recorder:
         self.conds = []		# enclosing pl.when conditions (text)
         self.live = {}		# id -> weakref: unbound values that read a ref
         self.nlocal = 0
+        self.loops = []		# open device loops: (index of the open in stmts, saved conds)
 
-    def emit(self, text):
+    def emit(self, text, at=None):
+        """Record a statement under the open pl.when conditions; @at: insert
+        it at that index of stmts instead (before a loop)."""
         if self.conds:
             c = " and ".join("(%s)" % c for c in self.conds) if len(self.conds) > 1 \
                 else self.conds[0]
             text = "pl.when(%s): %s" % (c, text)
-        self.stmts.append((text, where(), None))
+        if at is None:
+            self.stmts.append((text, where(), None))
+            return
+        self.stmts.insert(at, (text, where(), None))
+        self.loops = [(s + 1 if s >= at else s, c) for s, c in self.loops]
+
+    def open_loop(self, kind, args, text):
+        """A device loop (kind "fori": args (lo, hi) texts; "while": (cond,
+        max trips)) under the open pl.when conditions, which become its
+        predicate; the body's statements start with none."""
+        cond = " and ".join("(%s)" % c for c in self.conds) if self.conds else None
+        self.loops.append((len(self.stmts), self.conds))
+        self.stmts.append((text, where(), (kind, args, cond)))
+        self.conds = []
+        return len(self.loops) - 1
+
+    def close_loop(self):
+        """End the innermost loop; one whose body recorded nothing is
+        dropped (its kind returned), as it has nothing to run."""
+        at, self.conds = self.loops.pop()
+        if at == len(self.stmts) - 1:
+            return self.stmts.pop()[2][0]
+        self.stmts.append(("end_loop()", where(), ("end_loop",)))
+        return None
 
     def open_scope(self, ref, space_code, dtype_code, text, shape=None):
         """pl.run_scoped: @ref is scratch until the matching close_scope()
@@ -147,9 +173,14 @@ class Recorder:
         store that changes it is in)."""
         self.nlocal += 1
         name = "_v%d" % self.nlocal
+        at = None
+        if v.depth < len(self.loops):
+            # made outside a loop it is first bound in: bound before that
+            # loop, so every trip sees the value Python saw
+            at, conds = self.loops[v.depth][0], v.conds
         conds, self.conds = self.conds, list(conds)
         try:
-            self.emit("%s = %s" % (name, v.render()))
+            self.emit("%s = %s" % (name, v.render()), at)
         finally:
             self.conds = conds
         v.kind, v.args, v.text, v.reads = "local", (), name, frozenset()
@@ -233,6 +264,7 @@ class Value:
         self.shape = None	# its shape where tracing can tell (a whole ref read), else None
         self.whole_of = None	# the Ref it reads whole, if it is such a read
         self.conds = tuple(_rec.conds) if _rec is not None else ()	# where it was made
+        self.depth = len(_rec.loops) if _rec is not None else 0	# loops around it
         if reads and _rec is not None:
             _rec.live[id(self)] = weakref.ref(self)
 

@@ -118,38 +118,192 @@ def _static_bound(x, what, fn="lax.fori_loop"):
                           % (fn, what, x)) from None
 
 
-# The most trips a lax.fori_loop with a traced bound unrolls to (each
-# trip predicated); a loop that would run more fails its job.
-TRACED_LOOP_MAX_TRIPS = 16
+# Static lax.fori_loops of at most this many trips are unrolled while
+# tracing (i a Python int: constant windows, no loop on the device); longer
+# ones, and every loop with a traced bound, run as device loops.
+UNROLL_MAX_TRIPS = 16
 
 
-def _loop_guard(trips, limit, what):
-    """Fail the job, by a wait nothing can satisfy on a semaphore named for
-    the reason, where the loop would run more than @limit trips."""
-    from .pallas import run_scoped, when, tpu as pltpu
+def _flatten(val, out):
+    """The leaves of a carry (nested tuples and lists), in order."""
+    if isinstance(val, (tuple, list)):
+        for v in val:
+            _flatten(v, out)
+    else:
+        out.append(val)
+    return out
 
-    def guard(fori_loop_over_unroll_limit):
-        @when(trips > limit)
-        def _():
-            pltpu.semaphore_wait(fori_loop_over_unroll_limit, 1)
-    run_scoped(guard, pltpu.SemaphoreType.REGULAR)
+
+def _unflatten(like, leaves):
+    if isinstance(like, (tuple, list)):
+        return type(like)(_unflatten(v, leaves) for v in like)
+    return leaves.pop(0)
+
+
+def _is_int(x):
+    import numbers
+    return isinstance(x, (bool, numbers.Integral))
+
+
+class _Carry:
+    """A loop's carry on the device: array leaves in VMEM locals (_cN),
+    scalar leaves (Python ints, scalar-core values) in an SMEM scratch the
+    loop's scope holds, updated at the end of every trip; refs, None and
+    other constants pass through unchanged."""
+
+    def __init__(self, rec, init, what):
+        self.rec, self.what, self.like = rec, what, init
+        self.kinds, self.inner = [], []
+        leaves = _flatten(init, [])
+        nscalar = sum(1 for v in leaves if _is_int(v) or
+                      (isinstance(v, Value) and v.scalar))
+        self.smem = None
+        if nscalar:
+            rec.nlocal += 1
+            self.smem = _trace.Ref("_s%d" % rec.nlocal, (2 * nscalar if nscalar > 1 else 1,),
+                                   _trace.int32, space="smem")
+            rec.open_scope(self.smem, 1, _trace.int32.code, "carry %s" % self.smem.name)
+        k = 0
+        for v in leaves:
+            if _is_int(v) or (isinstance(v, Value) and v.scalar):
+                elem = "%s[%d]" % (self.smem.name, k)
+                rec.emit("%s = %s" % (elem, _trace._fmt(v)))
+                self.kinds.append(("smem", k))
+                self.inner.append(_trace.scalar(elem, dt=_trace.int32))
+                k += 1
+            elif isinstance(v, Value):
+                rec.nlocal += 1
+                name = "_c%d" % rec.nlocal
+                first = v.render()
+                if v.kind in ("text", "local"):	# a temporary of its own, not an
+                    fn = "logical_or" if getattr(v.dt, "name", None) == "bool" else "maximum"	# input's alias
+                    first = "jnp.%s(%s, %s)" % (fn, first, first)
+                rec.emit("%s = %s" % (name, first))
+                c = Value("local", name, dt=v.dt)
+                c.shape = v.shape
+                self.kinds.append(("vmem", name))
+                self.inner.append(c)
+            elif isinstance(v, float):
+                raise trace_error("%s: a float carry (%r) on a device loop: carry it as an "
+                                  "array (jnp.full((1, 1), x)) or make the loop static" % (what, v))
+            else:
+                self.kinds.append(("const", v))
+                self.inner.append(v)
+        self.nscalar = nscalar
+        self.inner = _unflatten(init, list(self.inner))
+
+    def update(self, new):
+        """Store the trip's new carry: every new value computed (into
+        locals) before any carry changes, as the body saw the old ones."""
+        leaves = _flatten(new, [])
+        if len(leaves) != len(self.kinds) or \
+                (isinstance(new, (tuple, list)) != isinstance(self.like, (tuple, list))):
+            raise trace_error("%s: the body returns a different structure than the carry "
+                              "it was given" % self.what)
+        rec, moves = self.rec, []
+        for (kind, where), v, old in zip(self.kinds, leaves, _flatten(self.inner, [])):
+            if v is old:
+                continue	# unchanged
+            if kind == "const":
+                if v is not where:
+                    raise trace_error("%s: the body changes a carry leaf that is not a traced "
+                                      "value or an int (%r)" % (self.what, where))
+            elif kind == "smem":
+                if not (_is_int(v) or (isinstance(v, Value) and v.scalar)):
+                    raise trace_error("%s: a scalar carry becomes %s, not a scalar"
+                                      % (self.what, _trace._fmt(v)))
+                if self.nscalar == 1:
+                    moves.append(("%s[0]" % self.smem.name, _trace._fmt(v)))
+                else:
+                    tmp = "%s[%d]" % (self.smem.name, self.nscalar + where)
+                    rec.emit("%s = %s" % (tmp, _trace._fmt(v)))
+                    moves.append(("%s[%d]" % (self.smem.name, where), tmp))
+            else:
+                if not isinstance(v, Value) or v.scalar:
+                    raise trace_error("%s: an array carry becomes %s, not an array"
+                                      % (self.what, _trace._fmt(v)))
+                if len(self.kinds) == 1 and v.kind == "op" and v.text != "@":
+                    moves.append((where, v.render()))	# elementwise: in place
+                else:
+                    rec.nlocal += 1
+                    tmp = "_v%d" % rec.nlocal
+                    rec.emit("%s = %s" % (tmp, v.render()))
+                    moves.append((where, tmp))
+        for dst, src in moves:
+            rec.emit("%s = %s" % (dst, src))
+
+    def out(self):
+        """The carry after the loop; scalars leave SMEM as (1, 1) arrays
+        (its scope closes), as run_scoped's do."""
+        leaves = _flatten(self.inner, [])
+        res = []
+        for (kind, _), v in zip(self.kinds, leaves):
+            if kind == "smem":
+                v = jnp.full((1, 1), v, _trace.int32)
+                self.rec.bind(v)
+            res.append(v)
+        if self.smem is not None:
+            self.rec.close_scope(self.smem.name)
+        return _unflatten(self.like, res)
+
+
+def _hold_before_loop(rec):
+    """Values the kernel made before a loop that read refs: bound now, so
+    every trip reads what Python read, even where the body stores to the
+    ref (a value bound later is bound before its loop, Recorder.bind)."""
+    names = set()
+    for w in list(rec.live.values()):
+        v = w()
+        if v is not None and v.kind != "local" and not v.scalar:
+            names |= v.reads
+        del v
+    for r in sorted(names):
+        _trace._protect(rec, r, None)
+
+
+def _loop_depth(rec, what):
+    d = len(rec.loops)
+    if d >= 4:
+        raise trace_error("%s: device loops nest at most 4 deep (TPU_JOB_MAX_LOOP_DEPTH)"
+                          % what)
+    return d
+
+
+def _device_fori(lo, hi, body_fun, init_val, what, index=None):
+    """lax.fori_loop as a device loop: body_fun traced once, its index
+    loop_index(depth) (or @index of it), the carry kept on the device."""
+    rec = recorder()
+    d = _loop_depth(rec, what)
+    _hold_before_loop(rec)
+    carry = _Carry(rec, init_val, what)
+    lo_t, hi_t = _trace._fmt(lo), _trace._fmt(hi)
+    rec.open_loop("fori", (lo_t, hi_t),
+                  "for loop_index(%d) in range(%s, %s):" % (d, lo_t, hi_t))
+    try:
+        i = _trace.scalar("loop_index(%d)" % d, dt=_trace.int32)
+        new = body_fun(index(i) if index else i, carry.inner)
+        carry.update(new)
+    finally:
+        rec.close_loop()
+    return carry.out()
 
 
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
-    """lax.fori_loop. Static bounds: body_fun(i, val) traced once per i, i
-    a Python int (so pl.ds(i * 8, 8) and ref.at[i] are constants). A traced
-    bound (an SMEM element, pl.program_id): the body has no loop on the
-    device, so it is unrolled to TRACED_LOOP_MAX_TRIPS trips, trip k under
-    pl.when(lower + k < upper) and its carry chosen by jnp.where; i is
-    lower + k (a Python int when lower is one). A job whose loop would
-    take more trips fails, naming the limit, instead of stopping early."""
+    """lax.fori_loop. Static bounds of at most UNROLL_MAX_TRIPS trips (or
+    unroll=True): body_fun(i, val) traced once per i, i a Python int (so
+    pl.ds(i * 8, 8) and ref.at[i] are constants). More trips, or a traced
+    bound (an SMEM element, pl.program_id): a device loop, body_fun traced
+    once with i the trip index (a scalar-core value), the carry's arrays in
+    VMEM locals and its ints in SMEM, updated at the end of every trip."""
     if not isinstance(lower, Value) and not isinstance(upper, Value):
         lo = _static_bound(lower, "lower")
         hi = _static_bound(upper, "upper")
-        val = init_val
-        for i in range(lo, hi):
-            val = body_fun(i, val)
-        return val
+        if hi - lo <= UNROLL_MAX_TRIPS or unroll is True:
+            val = init_val
+            for i in range(lo, hi):
+                val = body_fun(i, val)
+            return val
+        return _device_fori(lo, hi, body_fun, init_val, "lax.fori_loop")
     for b, what in ((lower, "lower"), (upper, "upper")):
         if not isinstance(b, Value):
             _static_bound(b, what)
@@ -157,21 +311,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
             raise trace_error("lax.fori_loop: the %s bound (%s) is an array; a "
                               "traced bound is a scalar (an SMEM element, "
                               "pl.program_id)" % (what, b.render()))
-    limit = TRACED_LOOP_MAX_TRIPS
-    _loop_guard(upper - lower, limit, "lax.fori_loop")
-    rec = recorder()
-    val = init_val
-    for k in range(limit):
-        i = lower + k
-        live = i < upper
-        rec.conds.append(live.render())
-        try:
-            new = body_fun(i, val)
-        finally:
-            rec.conds.pop()
-        val = _select_tree((live, ~live), (new, val), "lax.fori_loop's carry")
-        _bind_leaves(rec, val)	# one trip's carry a local, not a growing tree
-    return val
+    return _device_fori(lower, upper, body_fun, init_val, "lax.fori_loop")
 
 
 def _bind_leaves(rec, val):
@@ -413,20 +553,43 @@ def integer_pow(x, y):
 
 
 def while_loop(cond_fun, body_fun, init_val):
-    """lax.while_loop whose condition is known while tracing (it reads only
-    Python values): unrolled like fori_loop."""
+    """lax.while_loop. While the condition is known while tracing (it reads
+    only Python values) the trips are unrolled; from the first trip whose
+    condition is traced on, a device while loop: the condition, a scalar
+    (an SMEM element, the carry's ints, which live in SMEM), evaluated
+    before every trip, the body traced once."""
     val = init_val
     for _ in range(1 << 16):
         c = cond_fun(val)
         if isinstance(c, Value):
-            raise trace_error("lax.while_loop: the condition (%s) is a traced value; the "
-                              "loop is unrolled while tracing, so it must depend on Python "
-                              "values only (lax.fori_loop with static bounds, or a grid "
-                              "dimension)" % c.render())
+            return _device_while(cond_fun, body_fun, val)
         if not c:
             return val
         val = body_fun(val)
     raise trace_error("lax.while_loop: still looping after 65536 iterations while tracing")
+
+
+def _device_while(cond_fun, body_fun, val):
+    what = "lax.while_loop"
+    rec = recorder()
+    d = _loop_depth(rec, what)
+    _hold_before_loop(rec)
+    carry = _Carry(rec, val, what)
+    c = cond_fun(carry.inner)
+    if isinstance(c, Value) and not c.scalar:
+        raise trace_error("lax.while_loop: the condition (%s) is an array; on the device "
+                          "it is a scalar: an SMEM element, or the carry's scalar part "
+                          "(its ints live in SMEM)" % c.render())
+    text = c.render() if isinstance(c, Value) else ("1" if c else "0")
+    rec.open_loop("while", (text, 0), "while %s:  # loop_index(%d)" % (text, d))
+    try:
+        carry.update(body_fun(carry.inner))
+    finally:
+        empty = rec.close_loop()
+    if empty:
+        raise trace_error("lax.while_loop: the body does nothing on the device, so a "
+                          "condition (%s) that holds would hold forever" % text)
+    return carry.out()
 
 
 

@@ -132,11 +132,24 @@ def test_while_loop_with_a_static_condition_unrolls():
     np.testing.assert_allclose(_call(k, x), x + x + x, rtol=1e-6)
 
 
-def test_while_loop_with_a_traced_condition_is_refused():
+def test_while_loop_with_a_traced_condition_runs_on_the_device():
+    """The condition reads the carry's int (kept in SMEM) and a program
+    id: a device while loop, (pid + 2) trips adding x each."""
+    def k(x_ref, o_ref):
+        _, acc = lax.while_loop(lambda s: s[0] < pl.program_id(0) + 2,
+                                lambda s: (s[0] + 1, s[1] + x_ref[...]),
+                                (0, jnp.zeros((8, 128), jnp.float32)))
+        o_ref[...] = acc
+
+    x = _x(seed=8)
+    np.testing.assert_allclose(_call(k, x, grid=(1,)), 2 * x, rtol=1e-6)
+
+
+def test_while_loop_whose_body_does_nothing_is_refused():
     def k(x_ref, o_ref):
         o_ref[...] = lax.while_loop(lambda v: pl.program_id(0) < 2, lambda v: v, x_ref[...])
 
-    with pytest.raises(pl.TraceError, match="traced value"):
+    with pytest.raises(pl.TraceError, match="the body does nothing on the device"):
         _call(k, _x(), grid=(1,))
 
 

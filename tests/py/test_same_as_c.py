@@ -15,8 +15,6 @@ from tpuemu._lib import ffi, lib, check, device
 
 ffi.cdef("""
 int tpurt_grid_spec_add_scalar_prefetch(struct tpurt_grid_spec *gs, const char *name);
-int tpurt_kernel_when(struct tpurt_kernel *k, const char *pred);
-int tpurt_kernel_end_when(struct tpurt_kernel *k);
 int tpurt_kernel_zero(struct tpurt_kernel *k, const char *dst);
 int tpurt_kernel_dot(struct tpurt_kernel *k, const char *dst, const char *lhs,
                      const char *rhs, unsigned int flags);

@@ -6,7 +6,7 @@ import numpy as _np
 
 from .. import _trace, lax, numpy as jnp
 from .._trace import Value, Ref, Slice, TraceError, as_dtype, scalar, trace_error
-from .._lib import ffi, lib, check, device, TpurtError
+from .._lib import ffi, lib, check, device
 
 _last_stats = None
 _TPURT_INTERPRET = 1 << 1	# tpurt.h: interpret mode's block shapes
@@ -195,23 +195,37 @@ def cdiv(a, b):
 
 
 def loop(lower, upper, *, step=1, unroll=None):
-    """@pl.loop(lower, upper, step=...): the decorated body(i) traced once
-    per i, as lax.fori_loop with static bounds is; traced bounds (step 1)
-    as lax.fori_loop's: unrolled, each trip predicated."""
-    if (isinstance(lower, Value) or isinstance(upper, Value)) and step == 1:
-        def traced(body):
-            lax.fori_loop(lower, upper, lambda i, _: body(i), None)
-            return body
-        return traced
-    lo = lax._static_bound(lower, "lower", "pl.loop")
-    hi = lax._static_bound(upper, "upper", "pl.loop")
+    """@pl.loop(lower, upper, step=...): body(i) for i in range(lower,
+    upper, step), as lax.fori_loop: unrolled while tracing for static
+    bounds of at most lax.UNROLL_MAX_TRIPS trips (or unroll=True), else a
+    device loop over the trips, i = lower + trip * step (a positive step
+    with traced bounds)."""
     step = lax._static_bound(step, "step", "pl.loop")
+    if step <= 0:
+        raise trace_error("pl.loop: step %d: it must be positive" % step)
+    traced = isinstance(lower, Value) or isinstance(upper, Value)
+    if not traced:
+        lo = lax._static_bound(lower, "lower", "pl.loop")
+        hi = lax._static_bound(upper, "upper", "pl.loop")
+        trips = len(range(lo, hi, step))
+        if trips <= lax.UNROLL_MAX_TRIPS or unroll is True:
+            def deco(body):
+                for i in range(lo, hi, step):
+                    body(i)
+                return body
+            return deco
+    else:
+        trips = (upper - lower + (step - 1)) // step if step > 1 else upper - lower
 
-    def deco(body):
-        for i in range(lo, hi, step):
-            body(i)
+    def device(body):
+        what = "pl.loop"
+        if step == 1:
+            lax._device_fori(lower, upper, lambda i, _: body(i), None, what)
+        else:
+            lax._device_fori(0, trips, lambda i, _: body(i), None, what,
+                             index=lambda t: lower + t * step)
         return body
-    return deco
+    return device
 
 
 def dot(a, b, trans_a=False, trans_b=False, allow_tf32=None, precision=None):
@@ -485,12 +499,29 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             kernel(*refs)
         finally:
             _trace.stop()
+        loop_preds = []
+
+        def _open_loop(k, kind, args, pred):
+            loop_preds.append(pred)
+            if pred:
+                rc = lib.tpurt_kernel_when(k, pred.encode())
+                if rc < 0:
+                    return rc
+            if kind == "fori":
+                return lib.tpurt_kernel_loop(k, args[0].encode(), args[1].encode())
+            return lib.tpurt_kernel_while(k, args[0].encode(), args[1])
         kp = ffi.new("struct tpurt_kernel **")
         check(lib.tpurt_kernel_create(kp), "kernel")
         k = ffi.gc(kp[0], lib.tpurt_kernel_free)
         for text, loc, scope in rec.stmts:
             if scope is None:
                 rc = lib.tpurt_kernel_stmt(k, gs, text.encode())
+            elif len(scope) == 3:	# a device loop: (kind, args, predicate)
+                rc = _open_loop(k, *scope)
+            elif len(scope) == 1:
+                rc = lib.tpurt_kernel_end_loop(k)
+                if rc >= 0 and loop_preds.pop():
+                    rc = lib.tpurt_kernel_end_when(k)
             elif scope:
                 name, space, dtype, shape = scope
                 rc = lib.tpurt_kernel_run_scoped(k, name.encode(), space, dtype, len(shape),
@@ -542,16 +573,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 make(o.shape, as_dtype(o.dtype))
         argv = ffi.new("struct tpurt_array *[]", handles)
         st = ffi.new("struct tpurt_job_stats *")
-        try:
-            check(lib.tpurt_pallas_call(k, gs, cp, argv, len(handles), st),
-                  "pallas_call(%s)" % _kname(kernel))
-        except TpurtError as e:
-            if "'fori_loop_over_unroll_limit'" in str(e):	# lax._loop_guard
-                raise TpurtError("pallas_call(%s): a lax.fori_loop with a traced bound "
-                                 "would run more than tpuemu.lax.TRACED_LOOP_MAX_TRIPS "
-                                 "(%d) trips, the most it is unrolled to (%s)"
-                                 % (_kname(kernel), lax.TRACED_LOOP_MAX_TRIPS, e)) from None
-            raise
+        check(lib.tpurt_pallas_call(k, gs, cp, argv, len(handles), st),
+              "pallas_call(%s)" % _kname(kernel))
         _last_stats = {f: getattr(st, f) for f in (
             "steps", "blocks_fetched", "blocks_skipped", "blocks_written", "hbm_bytes_in",
             "hbm_bytes_out", "mxu_flops", "cores_used", "device_wall_ns", "call_wall_ns",

@@ -4,7 +4,7 @@ from . import GridSpec, run_scoped  # noqa: F401  (pltpu.run_scoped, as older JA
 from . import Blocked, Element, Squeezed, _grids, _pipeline_env, program_id, when
 import itertools
 
-from .. import _trace, numpy as jnp
+from .. import _trace, lax, numpy as jnp
 from .._trace import Ref, Window, scalar, trace_error
 
 
@@ -323,6 +323,18 @@ def _partition(grid, semantics, cores):
     return tuple(local), d, offset, jnp.where(core < rem, base + 1, base)
 
 
+def _device_steps(local, split, offset, nsteps, step):
+    """emit_pipeline's steps as one device loop over the row-major step
+    number t, each grid index t's digit in the local grid's extents."""
+    def trip(t, _):
+        li = []
+        for g in reversed(local):
+            li.insert(0, t % g if g > 1 else 0)
+            t = t // g
+        step(tuple(i + offset if d == split else i for d, i in enumerate(li)))
+    lax._device_fori(0, nsteps, trip, None, "pltpu.emit_pipeline")
+
+
 def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_out=False,
                   core_axis=None, core_axis_name=None, dimension_semantics=None,
                   **_options):
@@ -367,6 +379,20 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                         sync_copy(b, pending[k][1])
                     pending[k] = None
 
+            def step_on_device(idx):
+                """One step as a device loop's trip: every block copied in,
+                the body, every output block written back (a revisited
+                block keeps accumulating in its buffer: it is not refetched)."""
+                for r, s, b in zip(refs[:nin], in_specs, bufs[:nin]):
+                    sync_copy(_block_window(r, s, idx, "pltpu.emit_pipeline")[0], b)
+                _pipeline_env.append((idx, local))
+                try:
+                    body(*bufs)
+                finally:
+                    _pipeline_env.pop()
+                for r, s, b in zip(refs[nin:], out_specs, bufs[nin:]):
+                    sync_copy(b, _block_window(r, s, idx, "pltpu.emit_pipeline")[0])
+
             def step(idx):
                 for r, s, b in zip(refs[:nin], in_specs, bufs[:nin]):
                     sync_copy(_block_window(r, s, idx, "pltpu.emit_pipeline")[0], b)
@@ -386,6 +412,12 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                 finally:
                     _pipeline_env.pop()
 
+            nsteps = 1
+            for g in local:
+                nsteps *= g
+            if nsteps > lax.UNROLL_MAX_TRIPS and count is None and not should_accumulate_out:
+                _device_steps(local, split, offset, nsteps, step_on_device)
+                return
             for li in itertools.product(*(range(g) for g in local)):
                 idx = tuple(i + offset if d == split else i for d, i in enumerate(li))
                 if count is None or li[split] < local[split] - 1:
