@@ -208,7 +208,13 @@ static int64_t wrap(uint64_t v)
 	return (int64_t)v;
 }
 
-/* Apply a two-operand instruction; b == 0 was checked for DIV and MOD. */
+/*
+ * Apply a two-operand instruction; b == 0 was checked for DIV and MOD.
+ * Values are 64-bit, arithmetic modulo 2^64: an SMEM store keeps the low
+ * bits of the ref's width, so an int32 product stored back is XLA's s32
+ * one; unstored (an index, a condition) it is the 64-bit value, which
+ * differs only where int32 arithmetic overflows (doc/numerics.md).
+ */
 static int64_t binop(uint8_t op, int64_t a, int64_t b)
 {
 	switch (op) {
