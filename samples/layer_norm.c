@@ -93,24 +93,31 @@ static double *reference(const void *x, const void *gamma, const void *beta,
 			 enum tpurt_dtype t, int64_t rows, int64_t cols)
 {
 	double *want = malloc(rows * cols * sizeof(double));
+	double *g = malloc(2 * cols * sizeof(double)), *b = g + cols;
 
-	for (int64_t r = 0; want && r < rows; r++) {
-		double mean = 0, var = 0, inv;
+	if (!want || !g) {
+		free(want), free(g);
+		return NULL;
+	}
+	sample_get_run(gamma, t, 0, cols, g);
+	sample_get_run(beta, t, 0, cols, b);
+	for (int64_t r = 0; r < rows; r++) {
+		double *row = want + r * cols, mean = 0, var = 0, inv;
 
+		sample_get_run(x, t, r * cols, cols, row);
 		for (int64_t c = 0; c < cols; c++)
-			mean += sample_get(x, t, r * cols + c);
+			mean += row[c];
 		mean /= cols;
 		for (int64_t c = 0; c < cols; c++) {
-			double d = sample_get(x, t, r * cols + c) - mean;
+			double d = row[c] - mean;
 
 			var += d * d;
 		}
 		inv = 1 / sqrt(var / cols + EPS);
 		for (int64_t c = 0; c < cols; c++)
-			want[r * cols + c] =
-				(sample_get(x, t, r * cols + c) - mean) * inv *
-				sample_get(gamma, t, c) + sample_get(beta, t, c);
+			row[c] = (row[c] - mean) * inv * g[c] + b[c];
 	}
+	free(g);
 	return want;
 }
 

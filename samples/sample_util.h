@@ -28,6 +28,13 @@ int64_t sample_size(int64_t small, int64_t full);
 /* Uniform values in [-1, 1) (rounded to bf16 for bf16), ints in [-8, 8). */
 void sample_fill(void *p, enum tpurt_dtype dtype, size_t n, uint32_t seed);
 double sample_get(const void *p, enum tpurt_dtype dtype, size_t i);
+/*
+ * Elements [@i, @i + @n) of @p as doubles into @out, the dtype's loop
+ * chosen once: under TCG in the VM a dispatch per element costs more than
+ * the arithmetic of most references.
+ */
+void sample_get_run(const void *p, enum tpurt_dtype dtype, size_t i, size_t n,
+		    double *out);
 
 /* A new array of @dtype and shape (r, c), filled with sample_fill(). */
 struct tpurt_array *sample_array(struct tpurt_device *dev,
