@@ -285,6 +285,41 @@ def test_int32_floor_division_keeps_its_meaning():
     assert np.asarray(q)[0, 0] == _I32_MIN and np.asarray(r)[0, 0] == 0
 
 
+def test_lax_div_and_rem_of_the_minimum_by_minus_one():
+    """lax.div (truncating) of INT32_MIN by -1 is INT32_MIN and lax.rem 0,
+    as XLA's; other quotients truncate toward zero, remainders take x's sign."""
+    x = _hashed_int32(13)
+    y = (_hashed_int32(6) >> 24) | 1
+    x[0, 0], y[0, 0] = _I32_MIN, -1
+
+    def kernel(x_ref, y_ref, q_ref, r_ref):
+        q_ref[...] = lax.div(x_ref[...], y_ref[...])
+        r_ref[...] = lax.rem(x_ref[...], y_ref[...])
+
+    o = jax.ShapeDtypeStruct(_SHAPE, jnp.int32)
+    q, r = pl.pallas_call(kernel, out_shape=(o, o))(x, y)
+    x64, y64 = x.astype(np.int64), y.astype(np.int64)
+    want_q = np.trunc(x64 / y64).astype(np.int64)
+    want_q[0, 0] = _I32_MIN
+    np.testing.assert_array_equal(q, want_q.astype(np.int32))
+    np.testing.assert_array_equal(r, np.fmod(x64, y64).astype(np.int32))
+
+
+def test_uint8_negation_and_square_wrap():
+    """-x and x * x of uint8 wrap modulo 256 (-1 is 255), as XLA's u8."""
+    x = _edges(np.uint8)
+
+    def kernel(x_ref, n_ref, s_ref):
+        n_ref[...] = -x_ref[...]
+        s_ref[...] = jnp.square(x_ref[...])
+
+    o = jax.ShapeDtypeStruct(_SHAPE, jnp.uint8)
+    n, s = pl.pallas_call(kernel, out_shape=(o, o))(x)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(n, -x)
+        np.testing.assert_array_equal(s, x * x)
+
+
 def test_float_to_int32_casts_still_saturate():
     """astype from float truncates toward zero and saturates (NaN is 0), as
     before: only integer arithmetic wraps."""
