@@ -33,6 +33,8 @@ static const char *const semantic[] = {
 	"stack underflow", "stack deeper", "leaves", "grid dimension",
 	"is not scalar prefetch", "takes no argument", "empty program",
 	"is not an SMEM or semaphore scratch",
+	/* which loops enclose a program's op (rules/tpu_loop_check.c) */
+	"but the program is inside", "reads the index of loop depth",
 	/* the memory model's semantics (rules/tpu_window_check.c,
 	 * rules/tpu_copy_check.c): spaces, shapes and kinds of refs */
 	"copy shapes differ", "must have the same dtype", "a copy moves",

@@ -50,6 +50,7 @@ static void fill_stats(const struct tpurt_job *job, struct tpurt_job_stats *st)
 	st->model_mxu_busy_ps = r->model_mxu_busy_ps;
 	st->model_dma_busy_ps = r->model_dma_busy_ps;
 	st->model_bubble_ps = r->model_bubble_ps;
+	st->loop_trips = r->loop_trips;
 	st->error.code = r->error.code;
 	st->error.operand = (int32_t)or_minus_one(r->error.operand, 0xffffffffu);
 	st->error.op = (int32_t)or_minus_one(r->error.op, 0xffffffffu);

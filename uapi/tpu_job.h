@@ -1056,6 +1056,9 @@ struct tpu_job_error_info {
  * @copies: async copies the body started (%TPU_OP_COPY_START); their
  *	HBM bytes are counted in @hbm_bytes_in and @hbm_bytes_out
  * @message: NUL-terminated explanation of a failure (field, operand, step)
+ * @loop_trips: trips run by the job's %TPU_OP_LOOP ops, every entry of
+ *	every loop on every core summed (after @message: a reader asking
+ *	for fewer bytes gets the report without it)
  *
  * Wall time is the host's; modeled time is the chip's. They are never mixed.
  */
@@ -1076,6 +1079,7 @@ struct tpu_job_report {
 	__u32 cores_used;
 	__u32 copies;
 	char message[256];
+	__u64 loop_trips;
 };
 
 #endif /* TPU_JOB_H */

@@ -754,6 +754,7 @@ struct tpurt_job_stats {
 	uint64_t model_dma_busy_ps;
 	uint64_t model_bubble_ps;
 	struct tpurt_job_error error;
+	uint64_t loop_trips;		/* trips of the kernel's device loops */
 };
 
 /*

@@ -105,6 +105,7 @@ struct tpurt_job_stats {
     uint64_t model_dma_busy_ps;
     uint64_t model_bubble_ps;
     struct tpurt_job_error error;
+    uint64_t loop_trips;
 };
 int tpurt_pallas_call(const struct tpurt_kernel *k, const struct tpurt_grid_spec *gs,
                       const struct tpurt_compiler_params *params,

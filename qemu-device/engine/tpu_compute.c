@@ -28,6 +28,7 @@ void tpu_job_report_fill(const struct tpu_job_result *res,
 	report->model_bubble_ps = (uint64_t)(s->model.bubble_s * PS_PER_S + 0.5);
 	report->cores_used = s->cores_used;
 	report->copies = (uint32_t)(s->copies > UINT32_MAX ? UINT32_MAX : s->copies);
+	report->loop_trips = s->loop_trips;
 	snprintf(report->message, sizeof(report->message), "%s", res->message);
 }
 

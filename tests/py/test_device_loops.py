@@ -34,6 +34,7 @@ def test_fori_loop_over_64_trips_with_windows_of_the_index():
     want = x * 2 + np.repeat(np.arange(64, dtype=np.float32), 8)[:, None]
     np.testing.assert_array_equal(got, want)
     assert _loops(f.statements) == ["for loop_index(0) in range(0, 64):"]
+    assert jax.last_stats()["loop_trips"] == 64
 
 
 def test_small_static_loops_stay_unrolled():
@@ -159,6 +160,7 @@ def test_while_loop_counting_in_smem_scratch():
                 scratch_shapes=[pltpu.SMEM((1,), jnp.int32)]))(np.array([n], np.int32), x)
         trips = -(-n // 3)
         np.testing.assert_allclose(out, x + trips + 3 * trips, rtol=1e-6)
+        assert jax.last_stats()["loop_trips"] == trips
 
 
 def test_while_loop_on_the_carrys_int():

@@ -578,7 +578,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         _last_stats = {f: getattr(st, f) for f in (
             "steps", "blocks_fetched", "blocks_skipped", "blocks_written", "hbm_bytes_in",
             "hbm_bytes_out", "mxu_flops", "cores_used", "device_wall_ns", "call_wall_ns",
-            "model_time_ps", "model_mxu_busy_ps", "model_dma_busy_ps", "model_bubble_ps")}
+            "model_time_ps", "model_mxu_busy_ps", "model_dma_busy_ps", "model_bubble_ps",
+            "loop_trips")}
         results = []
         for j, o in enumerate(outs):
             r = _np.empty(o.shape, dtype=_np_dtype(o.dtype))
