@@ -21,6 +21,7 @@
 /* Bounds that keep a run in the milliseconds. */
 #define MAX_STEPS	256
 #define MAX_BLOCK_BYTES	4096
+#define MAX_TRIPS	16	/* of each loop, known before the job runs */
 
 static struct tpu_engine *engine[2];
 static uint8_t *hbm[2], *hbm_before;
@@ -64,6 +65,32 @@ static void fill_hbm(uint8_t kind)
 	memcpy(hbm[1], hbm_before, FUZZ_HBM_SIZE);
 }
 
+/*
+ * Loops whose work is bounded before the job runs: constant bounds, or a
+ * while loop's small maximum (the device's own bound is a reset, which
+ * the fuzzer does not send).
+ */
+static bool loops_bounded(void)
+{
+	for (unsigned int n = 0; n < plan.num_ops; n++) {
+		const struct tpu_plan_op *op = &plan.op[n];
+		const struct tpu_plan_insn *in = &plan.insn[op->scalar_index.offset];
+
+		if (op->opcode != TPU_OP_LOOP)
+			continue;
+		if (op->fn == TPU_LOOP_WHILE) {
+			if (!op->imm2 || op->imm2 > MAX_TRIPS)
+				return false;
+			continue;
+		}
+		if (op->scalar_index.len != 2 || in[0].op != TPU_INSN_PUSH_CONST ||
+		    in[1].op != TPU_INSN_PUSH_CONST ||
+		    (int64_t)in[1].arg - in[0].arg > MAX_TRIPS)
+			return false;
+	}
+	return true;
+}
+
 /* Decodes, fits the buffer table, and is small enough to run here. */
 static bool runnable(const void *blob, size_t len,
 		     const struct tpu_buffer_slot *slots)
@@ -75,7 +102,7 @@ static bool runnable(const void *blob, size_t len,
 	if (tpu_job_decode(blob, len, &cfg, &plan, &res) ||
 	    tpu_job_check_buffers(&plan, FUZZ_HBM_SIZE, slots, FUZZ_NSLOTS, &res))
 		return false;
-	if (plan.steps > MAX_STEPS)
+	if (plan.steps > MAX_STEPS || !loops_bounded())
 		return false;
 	for (unsigned int i = 0; i < plan.num_operands; i++)
 		if (plan.operand[i].block_bytes > MAX_BLOCK_BYTES)

@@ -341,6 +341,41 @@ static void *smem_narrow(size_t *len)
 	return blob;
 }
 
+/*
+ * Device loops: a for loop whose windows and scalar read its index, a
+ * while loop nested in it counting in SMEM scratch (at most 3 trips), a
+ * predicated loop over a scalar store.
+ */
+static void *device_loops(size_t *len)
+{
+	uint64_t xs[2] = { 32, 16 };
+	uint32_t grid[1] = { 2 }, xb[2] = { 16, 16 }, ws[2] = { 4, 16 };
+	uint32_t one[1] = { 1 };
+	struct tpu_job_op *op;
+	struct jb *b = jb_new();
+	unsigned int wx, wo;
+	void *blob;
+
+	jb_grid(b, 1, grid, "p");
+	jb_operand(b, TPU_ROLE_INPUT, 0, TPU_DTYPE_F32, 2, xs, xb, "pid0 0");
+	jb_operand(b, TPU_ROLE_OUTPUT, 1, TPU_DTYPE_F32, 2, xs, xb, "pid0 0");
+	jb_scratch(b, TPU_MEM_SMEM, TPU_DTYPE_INT32, 1, one);
+	wx = jb_window(b, JB_OPND(0), 0, ws, 2, "loop0 4 * 0");
+	wo = jb_window(b, JB_OPND(1), 0, ws, 2, "loop0 4 * 0");
+	jb_loop(b, TPU_LOOP_FOR, "0 4", 4, NULL);
+	op = jb_binary(b, TPU_BINARY_ADD, TPU_BCAST_SCALAR, JB_WIN(wo), JB_WIN(wx),
+		       JB_NONE, "loop0 3 <");
+	op->scalar_index = jb_prog(b, "loop0 pid0 +");
+	jb_scalar_store(b, JB_SCR(0), "0 0", NULL);
+	jb_loop(b, TPU_LOOP_WHILE, "0 scr0 loop0 <", 1, NULL)->imm2 = 3;
+	jb_scalar_store(b, JB_SCR(0), "0 0 scr0 loop1 + 1 +", NULL);
+	jb_loop(b, TPU_LOOP_FOR, "pid0 2", 1, "pid0 0 ==");
+	jb_scalar_store(b, JB_SCR(0), "0 loop0", NULL);
+	blob = jb_finish(b, len);
+	jb_free(b);
+	return blob;
+}
+
 static const struct {
 	const char *name;
 	void *(*build)(size_t *len);
@@ -360,6 +395,7 @@ static const struct {
 	{ "uint32_ops", uint32_ops },
 	{ "smem_narrow", smem_narrow },
 	{ "int_wrap_ops", int_wrap_ops },
+	{ "device_loops", device_loops },
 };
 
 unsigned int fuzz_num_templates(void)
