@@ -74,10 +74,11 @@ static bool loops_bounded(void)
 {
 	for (unsigned int n = 0; n < plan.num_ops; n++) {
 		const struct tpu_plan_op *op = &plan.op[n];
-		const struct tpu_plan_insn *in = &plan.insn[op->scalar_index.offset];
+		const struct tpu_plan_insn *in;
 
 		if (op->opcode != TPU_OP_LOOP)
 			continue;
+		in = &plan.insn[op->scalar_index.offset];	/* decoded: in bounds */
 		if (op->fn == TPU_LOOP_WHILE) {
 			if (!op->imm2 || op->imm2 > MAX_TRIPS)
 				return false;

@@ -123,6 +123,15 @@ static void check_plan(const struct tpu_config *cfg)
 			check_memory_op(i, op);
 			continue;
 		}
+		if (op->opcode == TPU_OP_LOOP) {
+			/* the engine runs ops (i, body_end) per trip */
+			FUZZ_ASSERT(op->dst.kind == TPU_REF_NONE && prog_inside(op->pred) &&
+				    op->scalar_index.len && prog_inside(op->scalar_index) &&
+				    op->body_end > i + 1 && op->body_end <= plan.num_ops &&
+				    op->depth < TPU_JOB_MAX_LOOP_DEPTH, "op %u: loop", i);
+			continue;
+		}
+		FUZZ_ASSERT(op->depth <= TPU_JOB_MAX_LOOP_DEPTH, "op %u: depth", i);
 		FUZZ_ASSERT(vmem_ref(op->dst) &&
 			    prog_inside(op->pred) && prog_inside(op->scalar_index),
 			    "op %u", i);
