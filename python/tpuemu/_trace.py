@@ -125,6 +125,7 @@ class Recorder:
         self.live = {}		# id -> weakref: unbound values that read a ref
         self.nlocal = 0
         self.loops = []		# open device loops: (index of the open in stmts, saved conds)
+        self.read_only = set()	# names of the kernel's input refs
 
     def emit(self, text, at=None):
         """Record a statement under the open pl.when conditions; @at: insert

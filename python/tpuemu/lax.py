@@ -257,7 +257,7 @@ def _hold_before_loop(rec):
         if v is not None and v.kind != "local" and not v.scalar:
             names |= v.reads
         del v
-    for r in sorted(names):
+    for r in sorted(names - rec.read_only):	# an input cannot change
         _trace._protect(rec, r, None)
 
 

@@ -271,3 +271,24 @@ def test_more_trips_than_the_device_allows_fail_the_job():
         pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
                        grid_spec=pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=1))(
             np.array([(1 << 24) + 1], np.int32))
+
+
+def test_a_value_read_before_the_loop_keeps_what_python_read():
+    """v reads scratch that the body changes after a store has used v:
+    every trip adds the value v had before the loop, as Python would."""
+    def k(x_ref, o_ref, s_ref):
+        s_ref[...] = x_ref[...]
+        o_ref[...] = jnp.zeros_like(o_ref)
+        v = s_ref[...]
+
+        def body(i, c):
+            o_ref[...] += v
+            s_ref[...] = s_ref[...] + 1.0
+            return c
+        lax.fori_loop(0, 20, body, None)
+        o_ref[...] += s_ref[...]
+
+    x = _x((8, 128), 9)
+    out = pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                         scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32)])(x)
+    np.testing.assert_allclose(out, 20 * x + (x + 20), rtol=1e-5, atol=1e-5)

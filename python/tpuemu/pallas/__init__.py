@@ -493,6 +493,7 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
 
         # trace the kernel
         rec = _trace.start()
+        rec.read_only = {r.name for r in refs if isinstance(r, Ref) and not r.writable}
         try:
             if no_out:
                 refs[len(arrays)] = None
