@@ -477,6 +477,71 @@ TEST_F(job, malformed_descriptors_never_reach_the_device)
 	mm_free(&mm);
 }
 
+/*
+ * A device loop through the driver: 32 trips over row windows of x, the
+ * trips in the job's report; then the same job with its loop body running
+ * past the last op, which the driver refuses before the device sees it.
+ */
+TEST_F(job, device_loops_run_and_bad_nesting_is_refused)
+{
+	struct tpurt_block_spec bs = { 2, { 256, 128 }, "i -> 0, 0" };
+	struct tpurt_array *x = NULL, *z = NULL, *args[2];
+	int64_t grid[1] = { 1 };
+	struct tpurt_grid_spec *gs;
+	struct tpurt_job_stats st;
+	struct tpurt_kernel *k;
+	struct tpu_job_op *op;
+	uint32_t handles[2];
+	uint64_t before, id = 0;
+	float *hx, *got;
+	void *desc;
+	size_t len;
+	int bad = 0;
+
+	x = array2(self->dev, 256, 128, 5, &hx);
+	z = array2(self->dev, 256, 128, 0, NULL);
+	ASSERT_NE(NULL, x);
+	ASSERT_NE(NULL, z);
+	args[0] = x, args[1] = z;
+	ASSERT_EQ(0, tpurt_grid_spec_create(1, grid, &gs));
+	ASSERT_EQ(0, tpurt_grid_spec_add_input(gs, "x", &bs));
+	ASSERT_EQ(0, tpurt_grid_spec_add_output(gs, "z", &bs));
+	ASSERT_EQ(0, tpurt_grid_spec_set_dtype(gs, "x", TPURT_F32));
+	ASSERT_EQ(0, tpurt_grid_spec_set_dtype(gs, "z", TPURT_F32));
+	ASSERT_EQ(0, tpurt_kernel_create(&k));
+	ASSERT_EQ(0, tpurt_kernel_loop(k, "0", "32"));
+	ASSERT_EQ(0, tpurt_kernel_stmt(k, gs,
+		"z.at[pl.ds(loop_index(0) * 8, 8), :][...] = "
+		"x.at[pl.ds(loop_index(0) * 8, 8), :][...] + loop_index(0)"))
+		TH_LOG("%s", tpurt_last_error());
+	ASSERT_EQ(0, tpurt_kernel_end_loop(k));
+	ASSERT_EQ(0, tpurt_pallas_call(k, gs, NULL, args, 2, &st))
+		TH_LOG("%s", tpurt_last_error());
+	EXPECT_EQ(32, st.loop_trips);
+	got = malloc(256 * 128 * sizeof(float));
+	ASSERT_EQ(0, tpurt_array_read(z, got));
+	for (int i = 0; i < 256 * 128; i++)
+		bad += got[i] != hx[i] + (float)(i / 128 / 8);
+	EXPECT_EQ(0, bad);
+
+	ASSERT_EQ(0, tpurt_pallas_call_build(k, gs, NULL, args, 2, &desc, &len));
+	handles[0] = tpurt_buffer_handle(tpurt_array_buffer(x));
+	handles[1] = tpurt_buffer_handle(tpurt_array_buffer(z));
+	op = (void *)((char *)desc + ((struct tpu_job_header *)desc)->ops_offset);
+	ASSERT_EQ(TPU_OP_LOOP, op[0].opcode);
+	op[0].imm = 2;		/* one op after the loop's: none */
+	before = compute_jobs(self->fd);
+	EXPECT_EQ(-EINVAL, submit(self->fd, desc, len, handles, 2, 0, 0, &id));
+	EXPECT_EQ(before, compute_jobs(self->fd));
+	free(desc);
+	free(got);
+	free(hx);
+	tpurt_kernel_free(k);
+	tpurt_grid_spec_free(gs);
+	tpurt_array_free(x);
+	tpurt_array_free(z);
+}
+
 /* A checksum of a whole buffer, read by DMA. */
 static uint64_t checksum(struct tpurt_array *a)
 {
