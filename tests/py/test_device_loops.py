@@ -292,3 +292,49 @@ def test_a_value_read_before_the_loop_keeps_what_python_read():
     out = pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
                          scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32)])(x)
     np.testing.assert_allclose(out, 20 * x + (x + 20), rtol=1e-5, atol=1e-5)
+
+
+def test_online_softmax_over_kv_blocks_with_three_carries():
+    """Flash attention's inner loop as a device loop over a traced number
+    of kv blocks (program_id + 1: causal), carries m, l and acc updated
+    with dots, as the Pallas guide writes it."""
+    bq = bk = 128
+    d = 128
+
+    def k(q_ref, k_ref, v_ref, o_ref):
+        q = q_ref[...]
+
+        def body(j, carry):
+            m, l, acc = carry
+            kb = k_ref[pl.ds(j * bk, bk), :]
+            vb = v_ref[pl.ds(j * bk, bk), :]
+            s = jnp.dot(q, kb.T, preferred_element_type=jnp.float32)
+            m_new = jnp.maximum(m, jnp.max(s, axis=1, keepdims=True))
+            p = jnp.exp(s - m_new)
+            alpha = jnp.exp(m - m_new)
+            l_new = alpha * l + jnp.sum(p, axis=1, keepdims=True)
+            acc_new = alpha * acc + jnp.dot(p, vb, preferred_element_type=jnp.float32)
+            return m_new, l_new, acc_new
+
+        init = (jnp.full((bq, 1), -jnp.inf, jnp.float32), jnp.zeros((bq, 1), jnp.float32),
+                jnp.zeros((bq, d), jnp.float32))
+        m, l, acc = lax.fori_loop(0, pl.program_id(0) + 1, body, init)
+        o_ref[...] = acc / l
+
+    rng = np.random.default_rng(10)
+    n = 4 * bq
+    q, kk, v = (rng.standard_normal((n, d), dtype=np.float32) for _ in range(3))
+    out = pl.pallas_call(
+        k, grid=(4,),
+        in_specs=[pl.BlockSpec((bq, d), lambda i: (i, 0)),
+                  pl.BlockSpec((n, d), lambda i: (0, 0)),
+                  pl.BlockSpec((n, d), lambda i: (0, 0))],
+        out_specs=pl.BlockSpec((bq, d), lambda i: (i, 0)),
+        out_shape=jax.ShapeDtypeStruct((n, d), jnp.float32))(q, kk, v)
+    want = np.empty_like(q)
+    for i in range(4):
+        s = q[i * bq:(i + 1) * bq] @ kk[:(i + 1) * bk].T
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        want[i * bq:(i + 1) * bq] = (p @ v[:(i + 1) * bk]) / p.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(out, want, rtol=2e-4, atol=2e-5)
+    assert jax.last_stats()["loop_trips"] == 1 + 2 + 3 + 4
