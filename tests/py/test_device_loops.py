@@ -338,3 +338,28 @@ def test_online_softmax_over_kv_blocks_with_three_carries():
         want[i * bq:(i + 1) * bq] = (p @ v[:(i + 1) * bk]) / p.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(out, want, rtol=2e-4, atol=2e-5)
     assert jax.last_stats()["loop_trips"] == 1 + 2 + 3 + 4
+
+
+def test_loops_under_pl_when_and_whens_inside_loops():
+    """A pl.when around a loop is its predicate (evaluated once); one
+    inside the body is evaluated per trip, reading the index."""
+    def k(x_ref, o_ref):
+        o_ref[...] = jnp.zeros_like(o_ref)
+
+        @pl.when(pl.program_id(0) == 1)
+        def _():
+            def body(i, c):
+                @pl.when(i % 2 == 0)
+                def _():
+                    o_ref[pl.ds(i, 1), :] = x_ref[pl.ds(i, 1), :] + 1.0
+                return c
+            lax.fori_loop(0, 32, body, None)
+
+    x = _x((64, 128), 11)
+    out = pl.pallas_call(k, grid=(2,), in_specs=[pl.BlockSpec((32, 128), lambda p: (p, 0))],
+                         out_specs=pl.BlockSpec((32, 128), lambda p: (p, 0)),
+                         out_shape=jax.ShapeDtypeStruct((64, 128), jnp.float32))(x)
+    want = np.zeros_like(x)
+    want[32::2] = x[32::2] + 1
+    np.testing.assert_array_equal(out, want)
+    assert jax.last_stats()["loop_trips"] == 32
