@@ -143,3 +143,39 @@ def last_stats():
     """The last pallas_call's job statistics (a dict; times in ns and ps)."""
     from .pallas import _last_stats
     return dict(_last_stats) if _last_stats is not None else None
+
+
+_empty_refs = [0]
+
+
+def empty_ref(ty, *, memory_space=None):
+    """jax.empty_ref(ShapeDtypeStruct, memory_space=pltpu.VMEM) in a kernel
+    body: scratch (VMEM by default, or pltpu.SMEM) alive until the kernel
+    ends, as a pl.run_scoped around the rest of the body."""
+    from . import _trace
+    from .pallas import tpu as _pltpu
+    rec = _trace._rec
+    if rec is None:
+        raise TypeError("jax.empty_ref: only in a kernel body here (outside one, "
+                        "arrays are NumPy's)")
+    if rec.conds or rec.loops:
+        raise _trace.trace_error("jax.empty_ref under pl.when or in a device loop: "
+                                 "allocate it at the body's top level")
+    space = memory_space or _pltpu.VMEM
+    if not isinstance(space, _pltpu._MemorySpace) or space._code not in (0, 1):
+        raise _trace.trace_error("jax.empty_ref: memory_space must be pltpu.VMEM or "
+                                 "pltpu.SMEM, not %r" % (space,))
+    kernel_scopes = rec.__dict__.setdefault("kernel_scopes", [])
+    opened = sum(1 for _, _, sc in rec.stmts if sc and len(sc) == 4) - \
+        sum(1 for text, _, _ in rec.stmts if text.startswith("end_scoped("))
+    if opened > len(kernel_scopes):
+        raise _trace.trace_error("jax.empty_ref in a pl.run_scoped body: allocate it at "
+                                 "the kernel body's top level (or in run_scoped's types)")
+    t = space(ty.shape, ty.dtype)
+    _empty_refs[0] += 1
+    ref = _trace.Ref("_empty%d" % _empty_refs[0], t.shape, t.dtype,
+                     space="smem" if space._code == 1 else "vmem")
+    rec.open_scope(ref, t._space_code, as_dtype(t.dtype).code,
+                   "jax.empty_ref(%r)" % (t,))
+    kernel_scopes.append(ref.name)
+    return ref

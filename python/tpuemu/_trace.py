@@ -88,6 +88,32 @@ _DTYPES = {d.name: d for d in (float32, bfloat16, int8, uint8, int32, bool_, uin
 _DTYPES["uint16"] = bfloat16		# bf16's carrier
 
 
+class semaphore_dtype:
+    """The semaphores' dtypes as Pallas has them (pl.semaphore,
+    pltpu.dma_semaphore: jnp.issubdtype(sem.dtype, pltpu.dma_semaphore))."""
+    _is_semaphore_dtype = True
+
+
+class semaphore(semaphore_dtype):
+    """pl.semaphore: a REGULAR semaphore's dtype."""
+
+
+class dma_semaphore(semaphore_dtype):
+    """pltpu.dma_semaphore: a DMA semaphore's dtype."""
+
+
+class SemDType(DType):
+    """A semaphore ref's .dtype: int32 to the device (its count), its
+    kind (semaphore, dma_semaphore) to jnp.issubdtype."""
+
+    def __init__(self, kind):
+        super().__init__("int32", int32.code, "int32")
+        self.kind = kind
+
+    def __repr__(self):
+        return "dtype(%s)" % self.kind.__name__
+
+
 def as_dtype(d):
     """A DType from a DType, a NumPy dtype or type, or a name."""
     if isinstance(d, DType):
@@ -204,7 +230,10 @@ def start():
 
 
 def stop():
+    """The trace's end: scratch jax.empty_ref allocated is freed here."""
     global _rec
+    for name in reversed(getattr(_rec, "kernel_scopes", ())):
+        _rec.close_scope(name)
     _rec = None
 
 
@@ -222,7 +251,7 @@ def _fmt(x):
         return str(x)
     if isinstance(x, float):
         return repr(x)
-    if isinstance(x, (DType, DTypeOf)):
+    if isinstance(x, (DType, DTypeOf)) or _np_dtype_like(x):
         return dtype_text(x)
     if isinstance(x, tuple):
         return "(" + ", ".join(_fmt(e) for e in x) + ("," if len(x) == 1 else "") + ")"
@@ -515,6 +544,13 @@ for _n in ("sum", "max", "min", "mean"):
     setattr(Value, _n, reducer(_n))
 
 
+def _np_dtype_like(v):
+    """A NumPy dtype or scalar type (np.float32, np.dtype("int32")), as
+    JAX takes for a dtype argument."""
+    import numpy as np
+    return isinstance(v, np.dtype) or isinstance(v, type) and issubclass(v, np.generic)
+
+
 class _DT:
     """A dtype argument, rendered as text."""
 
@@ -528,7 +564,7 @@ def call(fn, *args, **kwargs):
     """A traced call of a statement-syntax function (jnp.exp, ...)."""
     a = list(args)
     for k, v in kwargs.items():
-        if isinstance(v, (DType, DTypeOf)):
+        if isinstance(v, (DType, DTypeOf)) or _np_dtype_like(v):
             v = _DT(v)
         a.append(("__kw__", "%s=%s" % (k, _fmt(v))))
     return Value("call", fn, tuple(a), _reads(*args, *kwargs.values()))

@@ -402,7 +402,56 @@ import numpy as _np  # noqa: E402
 
 from . import _trace  # noqa: E402
 
-_HOST_NAMES = {"astype": None, "full_like": "full_like",
+def array(object, dtype=None, copy=True, **kw):
+    """jnp.array in a kernel body: of a Python number, a scalar constant
+    of @dtype (jnp.array(0, dtype=jnp.int32) starts a running sum on the
+    scalar core); of a traced value, the value (cast to @dtype). On the
+    host, NumPy's with JAX's 32-bit defaults."""
+    if isinstance(object, (Value, Ref)):
+        v = object[...] if isinstance(object, Ref) else object
+        return v.astype(dtype) if dtype is not None else v
+    if isinstance(object, (bool, int, float, _np.generic)) and not isinstance(object, complex):
+        x = object.item() if isinstance(object, _np.generic) else object
+        if dtype is None:
+            dtype = getattr(object, "dtype", None) or (
+                bool_ if isinstance(x, bool) else int32 if isinstance(x, int) else float32)
+        d = _trace.as_dtype(dtype)
+        if d.name == "bool":
+            x = bool(x)
+        elif d.name in ("float32", "bfloat16"):
+            x = float(x)
+        else:
+            x = int(x)
+        return _trace.scalar("(%s)" % _trace._fmt(x), d).astype(d)
+    raise _trace.trace_error("jnp.array of %r in a kernel body: only of a Python number "
+                             "or a traced value" % (type(object).__name__,))
+
+
+asarray = array
+
+
+def issubdtype(arg1, arg2):
+    """jnp.issubdtype: a constant, in a kernel too; of the kernel's dtypes
+    (jnp.float32, x.dtype of a ref), NumPy's and their classes
+    (jnp.floating, jnp.integer), and of semaphores' (pl.semaphore,
+    pltpu.dma_semaphore)."""
+    def plain(d):
+        d = getattr(d, "__wrapped__", d)	# jnp.floating: NumPy's, behind host_only
+        if isinstance(d, _trace.SemDType):
+            return d.kind
+        if isinstance(d, _trace.DType):
+            return _np.dtype(d.np_name) if d is not bfloat16 else None
+        return d
+    a, b = plain(arg1), plain(arg2)
+    if getattr(a, "_is_semaphore_dtype", False) or getattr(b, "_is_semaphore_dtype", False):
+        return isinstance(a, type) and isinstance(b, type) and issubclass(a, b)
+    if a is None or b is None:	# bfloat16: a floating type of its own
+        return arg1 is arg2 or a is None and b in (_np.floating, _np.inexact, _np.number,
+                                                   _np.generic)
+    return bool(_np.issubdtype(a, b))
+
+
+_HOST_NAMES = {"astype": None, "full_like": "full_like", "issubdtype": None,
                "take_along_axis": None}	# None: the function serves the host itself
 
 

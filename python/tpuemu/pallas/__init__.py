@@ -595,11 +595,28 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     return run
 
 
+def select_ref(index, *refs):
+    """pl.select_ref(index, *refs): the ref (or window, or semaphore) at
+    @index. A Python int picks it while tracing (pl.loop's and fori_loop's
+    static trips give one), clamped into range as lax.switch's index is
+    (JAX's test_select_ref picks from two semaphores with indices 0..3); a
+    traced index is not supported: the device's copies name their refs
+    statically."""
+    if isinstance(index, (Value, Ref)):
+        raise trace_error("pl.select_ref with a traced index (%s) is not supported: "
+                          "a copy's refs are static here; branch with pl.when on the "
+                          "index instead" % index.render())
+    if not refs:
+        raise trace_error("pl.select_ref: no refs to select from")
+    return refs[min(max(_np.int64(index).item(), 0), len(refs) - 1)]
+
+
 # pl.semaphore_* are pltpu's (newer JAX has them under pl)
 from .tpu import semaphore_signal, semaphore_wait, semaphore_read  # noqa: E402
 from .kernel import kernel  # noqa: E402
+from .._trace import semaphore, semaphore_dtype  # noqa: E402,F401  (pl.semaphore)
 
 __all__ = ["pallas_call", "BlockSpec", "Blocked", "Element", "Squeezed", "Unblocked",
            "blocked", "unblocked", "GridSpec", "program_id", "num_programs", "when",
-           "ds", "run_scoped", "with_scoped", "multiple_of", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "TraceError",
+           "ds", "run_scoped", "with_scoped", "select_ref", "multiple_of", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "TraceError",
            "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read", "kernel"]

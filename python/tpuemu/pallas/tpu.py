@@ -155,6 +155,9 @@ def get_tpu_info():
     return TpuInfo(info)
 
 
+dma_semaphore = _trace.dma_semaphore
+
+
 class _SemaphoreKind:
     """pltpu.SemaphoreType.DMA / .REGULAR: one semaphore (shape ()), or
     ((n,)), ((n, m)), ... an array of them, indexed sem.at[i, j]. The
@@ -164,7 +167,7 @@ class _SemaphoreKind:
     def __init__(self, code, name):
         self._space_code = code
         self.shape = ()
-        self.dtype = "int32"
+        self.dtype = _trace.SemDType(dma_semaphore if name == "DMA" else _trace.semaphore)
         self._name = name
 
     def __call__(self, shape=()):
@@ -227,8 +230,19 @@ class AsyncCopy:
         return self
 
     def wait(self):
+        sem = self.sem.ref if isinstance(self.sem, Window) else self.sem
+        if getattr(getattr(sem, "dtype", None), "kind", None) is _trace.semaphore:
+            raise _RegularSemaphoreWait(
+                "a DMA's .wait() on '%s', a REGULAR semaphore: a copy waits on a "
+                "pltpu.SemaphoreType.DMA one (where a TPU lets a DMA signal a regular "
+                "semaphore, wait with pl.semaphore_wait)\n  at %s"
+                % (sem.name, _trace.where()))
         _sem_changes(self.sem).emit(self.text + ".wait()")
         return self
+
+
+class _RegularSemaphoreWait(_trace.TraceError, ValueError):
+    """As Pallas's ValueError: a DMA wait on a regular semaphore."""
 
 
 def make_async_copy(src, dst, sem):
