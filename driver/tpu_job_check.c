@@ -15,6 +15,7 @@
 #include "tpu_job_check.h"
 #include "../uapi/tpu_hw.h"
 #include "../uapi/tpu_job.h"
+#include "../uapi/tpu_print.h"
 #include "../uapi/tpu_trace.h"
 
 /* Log why, for drm.debug users, and fail with -EINVAL. */
@@ -80,6 +81,7 @@ static int check_layout(struct tpu_device *tdev,
 		return reject(tdev, "bad magic, version, header_size or total_size");
 	if (hdr->flags & ~TPU_JOB_F_ALL || hdr->reserved0 ||
 	    (hdr->trace_slot && !(hdr->flags & TPU_JOB_F_TRACE)) ||
+	    (hdr->print_slot && !(hdr->flags & TPU_JOB_F_PRINT)) ||
 	    memchr_inv(hdr->reserved2, 0, sizeof(hdr->reserved2)))
 		return reject(tdev, "unknown flags or non-zero reserved fields");
 	if (!hdr->num_operands || hdr->num_operands > TPU_JOB_MAX_OPERANDS ||
@@ -363,11 +365,12 @@ static int check_op(struct tpu_device *tdev, const struct job_view *view,
 	const struct tpu_job_op *op = &view->ops[i];
 	const struct tpu_job_header *hdr = view->hdr;
 	bool select = op->opcode == TPU_OP_SELECT;
-	/* semaphore ops, prng_seed and loops write no ref */
+	/* semaphore ops, prng_seed, loops and prints write no ref */
 	bool sem_op = op->opcode == TPU_OP_SEM_SIGNAL ||
 		      op->opcode == TPU_OP_SEM_WAIT ||
 		      op->opcode == TPU_OP_PRNG_SEED ||
-		      op->opcode == TPU_OP_LOOP;
+		      op->opcode == TPU_OP_LOOP ||
+		      op->opcode == TPU_OP_DEBUG_PRINT;
 	bool fn_ok;
 
 	switch (op->opcode) {
@@ -402,6 +405,11 @@ static int check_op(struct tpu_device *tdev, const struct job_view *view,
 			op->src0.kind == TPU_REF_NONE &&
 			op->src1.kind == TPU_REF_NONE &&
 			op->src2.kind == TPU_REF_NONE;
+		break;
+	case TPU_OP_DEBUG_PRINT:
+		fn_ok = op->fn <= TPU_PRINT_MAX_SCALARS &&
+			(hdr->flags & TPU_JOB_F_PRINT) &&
+			op->dst.kind == TPU_REF_NONE;
 		break;
 	case TPU_OP_COPY_START:
 	case TPU_OP_COPY_WAIT:
@@ -472,24 +480,44 @@ static int check_loops(struct tpu_device *tdev, const struct job_view *view)
 	return 0;
 }
 
-/* TPU_JOB_F_TRACE: a slot of the table with room for the header, no operand's. */
-static int check_trace_slot(struct tpu_device *tdev, const struct job_view *view,
-			    const u64 *slot_sizes, unsigned int nslots)
+/* A buffer the device writes: a slot with room for its header, no operand's. */
+static int check_device_slot(struct tpu_device *tdev, const struct job_view *view,
+			     const char *field, unsigned int slot, size_t header,
+			     const u64 *slot_sizes, unsigned int nslots)
 {
-	const struct tpu_job_header *hdr = view->hdr;
 	unsigned int i;
 
-	if (!(hdr->flags & TPU_JOB_F_TRACE))
-		return 0;
-	if (hdr->trace_slot >= nslots ||
-	    slot_sizes[hdr->trace_slot] < sizeof(struct tpu_trace_header))
-		return reject(tdev, "trace_slot %u: not a buffer of at least %zu bytes",
-			      hdr->trace_slot, sizeof(struct tpu_trace_header));
-	for (i = 0; i < hdr->num_operands; i++)
-		if (view->operands[i].slot == hdr->trace_slot)
-			return reject(tdev, "trace_slot %u is operand %u's slot too",
-				      hdr->trace_slot, i);
+	if (slot >= nslots || slot_sizes[slot] < header)
+		return reject(tdev, "%s %u: not a buffer of at least %zu bytes",
+			      field, slot, header);
+	for (i = 0; i < view->hdr->num_operands; i++)
+		if (view->operands[i].slot == slot)
+			return reject(tdev, "%s %u is operand %u's slot too",
+				      field, slot, i);
 	return 0;
+}
+
+/* TPU_JOB_F_TRACE and TPU_JOB_F_PRINT: their buffers, two different slots. */
+static int check_device_slots(struct tpu_device *tdev, const struct job_view *view,
+			      const u64 *slot_sizes, unsigned int nslots)
+{
+	const struct tpu_job_header *hdr = view->hdr;
+	bool trace = hdr->flags & TPU_JOB_F_TRACE;
+	bool print = hdr->flags & TPU_JOB_F_PRINT;
+	int ret = 0;
+
+	if (trace)
+		ret = check_device_slot(tdev, view, "trace_slot", hdr->trace_slot,
+					sizeof(struct tpu_trace_header),
+					slot_sizes, nslots);
+	if (!ret && print)
+		ret = check_device_slot(tdev, view, "print_slot", hdr->print_slot,
+					sizeof(struct tpu_print_header),
+					slot_sizes, nslots);
+	if (!ret && trace && print && hdr->trace_slot == hdr->print_slot)
+		ret = reject(tdev, "print_slot %u is the trace_slot too",
+			     hdr->print_slot);
+	return ret;
 }
 
 /**
@@ -528,7 +556,7 @@ int tpu_job_check(struct tpu_device *tdev, const void *blob, u32 size,
 		if (ret)
 			return ret;
 	}
-	ret = check_trace_slot(tdev, &view, slot_sizes, nslots);
+	ret = check_device_slots(tdev, &view, slot_sizes, nslots);
 	if (ret)
 		return ret;
 	for (i = 0; i < hdr->num_scratch; i++) {

@@ -144,6 +144,15 @@ static bool in_trace(uint64_t at, const struct tpu_buffer_slot *slots)
 	       at - t->offset < t->size;
 }
 
+/* Is HBM byte @at inside the job's print buffer (TPU_JOB_F_PRINT)? */
+static bool in_print(uint64_t at, const struct tpu_buffer_slot *slots)
+{
+	const struct tpu_buffer_slot *t = &slots[plan.print_slot];
+
+	return (plan.flags & TPU_JOB_F_PRINT) && at >= t->offset &&
+	       at - t->offset < t->size;
+}
+
 /* Is HBM byte @at inside one of the job's output arrays? */
 static bool in_output(uint64_t at, const struct tpu_buffer_slot *slots)
 {
@@ -193,8 +202,9 @@ static void check_untouched(unsigned int c, const struct tpu_buffer_slot *slots)
 {
 	for (uint64_t at = 0; at < FUZZ_HBM_SIZE; at++)
 		if (hbm[c][at] != hbm_before[at])
-			FUZZ_ASSERT(in_output(at, slots) || in_trace(at, slots),
-				    "%u cores wrote HBM byte %#llx, outside every output and the trace",
+			FUZZ_ASSERT(in_output(at, slots) || in_trace(at, slots) ||
+				    in_print(at, slots),
+				    "%u cores wrote HBM byte %#llx, outside every output, the trace and the prints",
 				    c + 1, (unsigned long long)at);
 }
 
@@ -228,6 +238,11 @@ static void run_real(uint8_t *blob, size_t len, uint8_t fill,
 		for (unsigned int c = 0; c < 2; c++)
 			memset(hbm[c] + slots[plan.trace_slot].offset, 0,
 			       slots[plan.trace_slot].size);
+	/* prints carry the core and interleave by core: not compared */
+	if (plan.flags & TPU_JOB_F_PRINT)
+		for (unsigned int c = 0; c < 2; c++)
+			memset(hbm[c] + slots[plan.print_slot].offset, 0,
+			       slots[plan.print_slot].size);
 	FUZZ_ASSERT(!memcmp(hbm[0], hbm[1], FUZZ_HBM_SIZE),
 		    "1 and 2 cores leave different HBM");
 }

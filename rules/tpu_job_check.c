@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tpu_check.h"
+#include "tpu_print.h"
 #include "tpu_trace.h"
 #include "tpu_dtype.h"
 
@@ -126,8 +127,12 @@ static int decode_header(const struct tpu_job_header *h, size_t len,
 	if (h->trace_slot && !(le32(h->flags) & TPU_JOB_F_TRACE))
 		return tpu_check_error(res, "trace_slot %u without TPU_JOB_F_TRACE: must be zero",
 					le16(h->trace_slot));
+	if (h->print_slot && !(le32(h->flags) & TPU_JOB_F_PRINT))
+		return tpu_check_error(res, "print_slot %u without TPU_JOB_F_PRINT: must be zero",
+					le16(h->print_slot));
 	plan->flags = le32(h->flags);
 	plan->trace_slot = le16(h->trace_slot);
+	plan->print_slot = le16(h->print_slot);
 	plan->vmem_limit = le64(h->vmem_limit_bytes);
 	plan->grid_rank = h->grid_rank;
 	plan->num_operands = h->num_operands;
@@ -632,36 +637,60 @@ int tpu_job_decode(const void *desc, size_t len, const struct tpu_config *cfg,
 }
 
 /*
- * The trace buffer (TPU_JOB_F_TRACE): a slot of the table, in HBM, with
- * room for the header, and nobody's operand (the device writes it).
+ * A buffer the device writes (the trace, TPU_JOB_F_TRACE; the prints,
+ * TPU_JOB_F_PRINT): a slot of the table, in HBM, with room for its
+ * header, and nobody's operand.
  */
-static int check_trace_slot(const struct tpu_plan *plan, uint64_t hbm_size,
-			    const struct tpu_buffer_slot *slots,
-			    unsigned int nslots, struct tpu_job_result *res)
+static int check_device_slot(const struct tpu_plan *plan, unsigned int t,
+			     const char *field, size_t header,
+			     uint64_t hbm_size,
+			     const struct tpu_buffer_slot *slots,
+			     unsigned int nslots, struct tpu_job_result *res)
 {
-	unsigned int t = plan->trace_slot;
-
-	if (!(plan->flags & TPU_JOB_F_TRACE))
-		return 0;
 	if (t >= nslots)
 		return tpu_job_fail(res, TPU_JOB_ERR_BUFFER,
-				    "trace_slot %u not in the %u-entry buffer table",
-				    t, nslots);
+				    "%s %u not in the %u-entry buffer table",
+				    field, t, nslots);
 	if (slots[t].offset > hbm_size || slots[t].size > hbm_size - slots[t].offset)
 		return tpu_job_fail(res, TPU_JOB_ERR_BUFFER,
-				    "trace_slot %u [%#llx, +%#llx) outside HBM", t,
+				    "%s %u [%#llx, +%#llx) outside HBM", field, t,
 				    (unsigned long long)slots[t].offset,
 				    (unsigned long long)slots[t].size);
-	if (slots[t].size < sizeof(struct tpu_trace_header))
+	if (slots[t].size < header)
 		return tpu_job_fail(res, TPU_JOB_ERR_BUFFER,
-				    "trace_slot %u: %llu bytes, less than the %zu-byte trace header",
-				    t, (unsigned long long)slots[t].size,
-				    sizeof(struct tpu_trace_header));
+				    "%s %u: %llu bytes, less than the %zu-byte header",
+				    field, t, (unsigned long long)slots[t].size,
+				    header);
 	for (unsigned int i = 0; i < plan->num_operands; i++)
 		if (plan->operand[i].slot == t)
 			return tpu_job_fail(res, TPU_JOB_ERR_BUFFER,
-					    "trace_slot %u is operand %u's slot too",
-					    t, i);
+					    "%s %u is operand %u's slot too",
+					    field, t, i);
+	return 0;
+}
+
+static int check_device_slots(const struct tpu_plan *plan, uint64_t hbm_size,
+			      const struct tpu_buffer_slot *slots,
+			      unsigned int nslots, struct tpu_job_result *res)
+{
+	bool trace = plan->flags & TPU_JOB_F_TRACE;
+	bool print = plan->flags & TPU_JOB_F_PRINT;
+	int ret = 0;
+
+	if (trace)
+		ret = check_device_slot(plan, plan->trace_slot, "trace_slot",
+					sizeof(struct tpu_trace_header),
+					hbm_size, slots, nslots, res);
+	if (!ret && print)
+		ret = check_device_slot(plan, plan->print_slot, "print_slot",
+					sizeof(struct tpu_print_header),
+					hbm_size, slots, nslots, res);
+	if (ret)
+		return ret;
+	if (trace && print && plan->trace_slot == plan->print_slot)
+		return tpu_job_fail(res, TPU_JOB_ERR_BUFFER,
+				    "print_slot %u is the trace_slot too",
+				    plan->print_slot);
 	return 0;
 }
 
@@ -737,6 +766,6 @@ int tpu_job_check_buffers(const struct tpu_plan *plan, uint64_t hbm_size,
 		}
 	}
 	res->error.operand = UINT32_MAX;
-	return check_trace_slot(plan, hbm_size, slots, nslots, res) ?:
+	return check_device_slots(plan, hbm_size, slots, nslots, res) ?:
 	       check_output_overlap(plan, slots, res);
 }

@@ -196,6 +196,9 @@ static unsigned int used_fields(const struct tpu_plan_op *op)
 	case TPU_OP_LOOP:
 		return F_FN | F_IMM | F_SCALAR_INDEX |
 		       (op->fn == TPU_LOOP_WHILE ? F_IMM2 : 0);
+	case TPU_OP_DEBUG_PRINT:
+		return F_FN | F_IMM | F_SRC0 | F_SRC1 | F_SRC2 |
+		       (op->fn ? F_SCALAR_INDEX : 0);
 	default:	/* TPU_OP_ZERO, TPU_OP_PRNG_BITS */
 		return 0;
 	}
@@ -205,7 +208,7 @@ static const char *const opcode_name[TPU_OP_COUNT] = {
 	"zero", "dot", "unary", "binary", "reduce", "select", "iota",
 	"copy_start", "copy_wait", "sem_signal", "sem_wait", "scalar_store",
 	"transpose", "roll", "gather", "prng_seed", "prng_random_bits",
-	"loop",
+	"loop", "debug_print",
 };
 
 /* Every field @op's opcode does not use must be zero (or a none ref). */
@@ -361,7 +364,8 @@ static int check_fn(const struct tpu_plan_op *op, unsigned int i,
 			     op->opcode == TPU_OP_REDUCE ? TPU_REDUCE_COUNT :
 			     op->opcode == TPU_OP_GATHER ? TPU_GATHER_COUNT :
 			     op->opcode == TPU_OP_PRNG_SEED ? TPU_PRNG_MAX_SEEDS :
-			     op->opcode == TPU_OP_LOOP ? TPU_LOOP_COUNT : 1;
+			     op->opcode == TPU_OP_LOOP ? TPU_LOOP_COUNT :
+			     op->opcode == TPU_OP_DEBUG_PRINT ? TPU_PRINT_MAX_SCALARS + 1 : 1;
 
 	if (op->fn >= count)
 		return tpu_check_error(res, "op %u: fn %u unknown for opcode %s (at most %u)",
@@ -590,6 +594,43 @@ static int check_prng_bits(struct tpu_plan *plan, unsigned int i,
 }
 
 /*
+ * DEBUG_PRINT: the job has a print buffer; its refs, VMEM refs whose
+ * elements the record copies, come first (a none source ends them).
+ */
+static int check_debug_print(const struct tpu_plan *plan, unsigned int i,
+			     const struct tpu_plan_op *op,
+			     struct tpu_job_result *res)
+{
+	const struct tpu_plan_ref refs[3] = { op->src0, op->src1, op->src2 };
+	static const char *const field[3] = { "src0", "src1", "src2" };
+	bool ended = false;
+
+	if (!(plan->flags & TPU_JOB_F_PRINT))
+		return tpu_check_error(res, "op %u: debug_print in a job without TPU_JOB_F_PRINT (no print buffer)",
+				       i);
+	if (!is_none(op->dst))
+		return tpu_check_error(res, "op %u: dst must be (none) for opcode debug_print",
+				       i);
+	for (int k = 0; k < 3; k++) {
+		char name[24];
+
+		if (is_none(refs[k])) {
+			ended = true;
+			continue;
+		}
+		tpu_check_ref_name(refs[k], name, sizeof(name));
+		if (ended)
+			return tpu_check_error(res, "op %u: debug_print %s %s after a none source: its refs come first",
+					       i, field[k], name);
+		if (!is_vmem_ref(plan, refs[k]))
+			return tpu_check_error(res, "op %u: debug_print %s %s is not a VMEM ref (%s)",
+					       i, field[k], name,
+					       not_vmem_why(plan, refs[k]));
+	}
+	return 0;
+}
+
+/*
  * The scalar program: one value where a broadcast or iota uses it, the
  * semaphore element of a copy; (index, amount) or (index, value) for the
  * semaphore ops and scalar stores.
@@ -610,6 +651,12 @@ static int check_scalar_index(struct tpu_plan *plan, unsigned int i,
 				      "op", i, "scalar_index (prng seeds)") :
 		       tpu_check_error(res, "op %u: scalar_index: prng_seed needs a program leaving its %u seed%s",
 				       i, op->fn + 1, op->fn ? "s" : "");
+	if (op->opcode == TPU_OP_DEBUG_PRINT)
+		return op->scalar_index.len ?
+		       tpu_check_prog(plan, op->depth, op->scalar_index, op->fn, res,
+				      "op", i, "scalar_index (debug_print values)") :
+		       tpu_check_error(res, "op %u: scalar_index: debug_print needs a program leaving its %u value%s",
+				       i, op->fn, op->fn > 1 ? "s" : "");
 	if (op->opcode == TPU_OP_ROLL)
 		return op->scalar_index.len ?
 		       tpu_check_prog(plan, op->depth, op->scalar_index, 1, res, "op", i,
@@ -696,6 +743,8 @@ int tpu_check_op(struct tpu_plan *plan, unsigned int i,
 		if (!is_none(op->dst))
 			ret = tpu_check_error(res, "op %u: dst must be (none) for opcode loop",
 					      i);
+	} else if (!ret && op->opcode == TPU_OP_DEBUG_PRINT) {
+		ret = check_debug_print(plan, i, op, res);
 	} else if (!ret && !tpu_opcode_is_memory(op->opcode))
 		ret = check_dst(plan, i, op, res);
 	if (!ret && op->pred.len)

@@ -113,6 +113,7 @@ struct tpu_plan_insn {
 struct tpu_plan {
 	uint32_t flags;
 	unsigned int trace_slot;	/* TPU_JOB_F_TRACE: the trace buffer */
+	unsigned int print_slot;	/* TPU_JOB_F_PRINT: the print buffer */
 	uint64_t vmem_limit;
 	uint32_t grid_rank;
 	uint64_t grid[TPU_JOB_MAX_GRID_RANK];

@@ -126,12 +126,16 @@ enum tpu_dtype {
  *	of slot &tpu_job_header.trace_slot, in the format of uapi/tpu_trace.h:
  *	each core's steps, DMA, MXU, vector unit and bubbles in modeled time,
  *	and the device's host wall time of each step. Results are unchanged.
+ * @TPU_JOB_F_PRINT: the job's %TPU_OP_DEBUG_PRINT ops append their records
+ *	to the buffer of slot &tpu_job_header.print_slot, in the format of
+ *	uapi/tpu_print.h; a job with such an op must set it
  * @TPU_JOB_F_ALL: every defined flag; other bits must be zero.
  */
 enum tpu_job_flags {
 	TPU_JOB_F_DEBUG = 1u << 0,
 	TPU_JOB_F_TRACE = 1u << 1,
-	TPU_JOB_F_ALL = TPU_JOB_F_DEBUG | TPU_JOB_F_TRACE,
+	TPU_JOB_F_PRINT = 1u << 2,
+	TPU_JOB_F_ALL = TPU_JOB_F_DEBUG | TPU_JOB_F_TRACE | TPU_JOB_F_PRINT,
 };
 
 /**
@@ -178,6 +182,10 @@ struct tpu_job_prog {
  *	must be zero
  * @dim_semantics: &enum tpu_dim_semantics of each grid dimension; entries at
  *	and beyond @grid_rank must be zero
+ * @print_slot: with %TPU_JOB_F_PRINT, the buffer-table slot of the print
+ *	buffer: at least sizeof(struct tpu_print_header) bytes (uapi/
+ *	tpu_print.h), not the trace slot and no operand's slot; without it,
+ *	zero
  * @reserved0: must be zero
  * @num_ops: entries in the micro-op array, 0 to %TPU_JOB_MAX_OPS (2048; a
  *	kernel body may do nothing: the pipeline still moves its blocks)
@@ -212,7 +220,8 @@ struct tpu_job_header {
 	__u8 num_scratch;
 	__u32 grid[TPU_JOB_MAX_GRID_RANK];
 	__u8 dim_semantics[TPU_JOB_MAX_GRID_RANK];
-	__u32 reserved0;
+	__u16 print_slot;
+	__u16 reserved0;
 	__u16 num_ops;
 	__u16 num_insns;
 	__u32 operands_offset;
@@ -524,6 +533,16 @@ struct tpu_job_window {
  *	still true after its maximum, fails the job with
  *	%TPU_JOB_ERR_LOOP; the device checks for a queue reset at every
  *	trip. The timing model charges the body's ops at every trip.
+ * @TPU_OP_DEBUG_PRINT: pl.debug_print(fmt, *args): append a record
+ *	(uapi/tpu_print.h) to the job's print buffer (%TPU_JOB_F_PRINT):
+ *	the step, the op's index, @imm (the format's number, the runtime's
+ *	to interpret), the fn values (0 to %TPU_PRINT_MAX_SCALARS) that
+ *	@scalar_index leaves (zero length when fn is 0), then every element
+ *	of src0, src1 and src2 (each a VMEM ref or none; a none source is
+ *	followed by none), row-major, widened to 64 bits. dst is none. A
+ *	record that does not fit is dropped and counted; the job goes on.
+ *	Reads are not checked against copies in flight. The timing model
+ *	charges it nothing, as a scalar store (the scalar core's work)
  * @TPU_OP_COUNT: number of opcodes
  *
  * dst is never an input operand (input blocks are read-only). Elementwise
@@ -564,6 +583,7 @@ enum tpu_opcode {
 	TPU_OP_PRNG_SEED = 15,
 	TPU_OP_PRNG_BITS = 16,
 	TPU_OP_LOOP = 17,
+	TPU_OP_DEBUG_PRINT = 18,
 	TPU_OP_COUNT
 };
 
@@ -588,6 +608,9 @@ enum tpu_loop_kind {
 
 /* The most seeds one %TPU_OP_PRNG_SEED takes (its fn is their count - 1). */
 #define TPU_PRNG_MAX_SEEDS 4
+
+/* The most scalar values one %TPU_OP_DEBUG_PRINT records (its fn). */
+#define TPU_PRINT_MAX_SCALARS 8
 
 /**
  * enum tpu_gather_mode - &tpu_job_op.fn of %TPU_OP_GATHER: out-of-range indices
@@ -815,8 +838,9 @@ enum tpu_dot_flags {
  * struct tpu_job_op - one micro-op of the kernel body
  * @opcode: &enum tpu_opcode
  * @fn: &enum tpu_unary, &enum tpu_binary, &enum tpu_reduce, &enum
- *	tpu_gather_mode or &enum tpu_loop_kind; the seed count - 1 of %TPU_OP_PRNG_SEED; zero for
- *	other opcodes
+ *	tpu_gather_mode or &enum tpu_loop_kind; the seed count - 1 of %TPU_OP_PRNG_SEED; the
+ *	number of scalar values of %TPU_OP_DEBUG_PRINT; zero for other
+ *	opcodes
  * @bcast: &enum tpu_bcast for %TPU_OP_BINARY and %TPU_OP_SELECT's src1;
  *	zero otherwise
  * @dot: &enum tpu_dot_flags for %TPU_OP_DOT; zero otherwise
@@ -834,10 +858,12 @@ enum tpu_dot_flags {
  *	of %TPU_OP_IOTA, the shift of %TPU_OP_ROLL, the values the copy and
  *	semaphore ops and %TPU_OP_SCALAR_STORE name, the seeds of
  *	%TPU_OP_PRNG_SEED, a loop's bounds or condition (&enum
- *	tpu_loop_kind); zero length otherwise
+ *	tpu_loop_kind), the values %TPU_OP_DEBUG_PRINT records; zero length
+ *	otherwise
  * @imm: binary32 bits: the scalar for %TPU_BCAST_IMM, lo for
  *	%TPU_UNARY_CLAMP, the fill value of %TPU_GATHER_FILL; for
- *	%TPU_OP_LOOP the number of body ops (an integer); zero otherwise
+ *	%TPU_OP_LOOP the number of body ops (an integer); for
+ *	%TPU_OP_DEBUG_PRINT the format's number (an integer); zero otherwise
  * @src2: third source: %TPU_OP_SELECT's b when @bcast2 reads a ref;
  *	%TPU_REF_NONE otherwise
  *

@@ -6,6 +6,7 @@
 #include "tpu_core_fail.h"
 #include "tpu_elem.h"
 #include "tpu_ops.h"
+#include "tpu_print_buf.h"
 #include "tpu_semaphore.h"
 #include "tpu_smem.h"
 #include "tpu_window.h"
@@ -349,6 +350,29 @@ static int run_ops(struct tpu_core *core, unsigned int begin, unsigned int end,
 		   struct tpu_model_work *work, uint64_t *flops, uint64_t *useful);
 
 /*
+ * TPU_OP_DEBUG_PRINT @n: its values and refs' elements as one record of
+ * the print buffer. The scalar core's work: no modeled time, as a scalar
+ * store.
+ */
+static int run_print(struct tpu_core *core, unsigned int n,
+		     const struct tpu_plan_op *op)
+{
+	int64_t v[TPU_PRINT_MAX_SCALARS];
+	struct tpu_ref2d refs[TPU_PRINT_MAX_REFS];
+	unsigned int nrefs = 0;
+	struct op_refs r;
+
+	if (op_values(core, n, op, v, op->fn) || resolve_refs(core, n, op, &r))
+		return -1;
+	for (int k = 1; k < 4 && r.used[k]; k++)
+		refs[nrefs++] = core_ref(core, r.ref[k], &r.at[k]);
+	if (core->run->print && !core->run->model_only)
+		tpu_print_buf_record(core->run->print, core->step, n, op->imm,
+				     core->id, v, op->fn, refs, nrefs);
+	return 0;
+}
+
+/*
  * TPU_OP_LOOP @n: its body once per trip, the trip index in the core's
  * loop[depth] for the body's programs. A for loop's bounds are read once,
  * a while loop's condition before every trip.
@@ -420,6 +444,11 @@ static int run_ops(struct tpu_core *core, unsigned int begin, unsigned int end,
 			continue;
 		if (tpu_opcode_is_memory(op->opcode)) {
 			if (run_memory_op(core, n, op, work))
+				return -1;
+			continue;
+		}
+		if (op->opcode == TPU_OP_DEBUG_PRINT) {
+			if (run_print(core, n, op))
 				return -1;
 			continue;
 		}

@@ -31,6 +31,7 @@ struct tpu_run {
 	_Atomic uint64_t fail_step;	/* lowest failing step so far */
 	const atomic_bool *abort;	/* set: stop at the next step */
 	const struct tpu_trace_sink *trace;	/* NULL: no trace */
+	struct tpu_print_buf *print;		/* NULL: no print buffer */
 	uint64_t start_ns;		/* CLOCK_MONOTONIC at the job's start */
 };
 

@@ -17,6 +17,7 @@
 #include "tpu_hazard.h"
 #include "tpu_pipeline.h"
 #include "tpu_pool.h"
+#include "tpu_print_buf.h"
 #include "tpu_trace_buf.h"
 #include "tpu_vmem.h"
 
@@ -225,6 +226,7 @@ int tpu_engine_run_abortable(struct tpu_engine *engine, const void *desc,
 			       .fail_step = UINT64_MAX, .abort = abort,
 			       .start_ns = start };
 	struct tpu_trace_buf trace = { 0 };
+	struct tpu_print_buf print = { 0 };
 	unsigned int ncores;
 	int ret;
 
@@ -253,9 +255,17 @@ int tpu_engine_run_abortable(struct tpu_engine *engine, const void *desc,
 				   slots[plan->trace_slot].size);
 		run.trace = &trace.sink;
 	}
+	if ((plan->flags & TPU_JOB_F_PRINT) && hbm) {
+		/* the slot was checked: in HBM, room for the header */
+		tpu_print_buf_open(&print, run.hbm + slots[plan->print_slot].offset,
+				   slots[plan->print_slot].size);
+		run.print = &print;
+	}
 	ret = run_cores(engine, &run, ncores, res);
 	if (run.trace)
 		tpu_trace_buf_close(&trace);
+	if (run.print)
+		tpu_print_buf_close(&print);
 out:
 	free_run(&run);
 	free(plan);

@@ -56,6 +56,8 @@ static inline bool tpu_op_reads_src(const struct tpu_plan_op *op, int k)
 		return k == 0 || (k == 1 && reads_ref[op->bcast]);
 	case TPU_OP_SELECT:
 		return k == 0 || reads_ref[k == 1 ? op->bcast : op->bcast2];
+	case TPU_OP_DEBUG_PRINT:	/* each source that is not none */
+		return true;
 	default:	/* UNARY, REDUCE, TRANSPOSE, ROLL */
 		return k == 0;
 	}
