@@ -117,7 +117,8 @@ HOST_SCRIPT_TESTS = install_test doc_coverage_test python_test
 SIM_TESTS	= tpurt_indexmap_test tpurt_sim_test tpurt_pallas_test \
 		  tpurt_matmul_test tpurt_analysis_test tpurt_template_test \
 		  tpurt_scalar_core_test tpurt_stmt_test tpurt_stmt_sim_test \
-		  tpurt_utilization_test tpurt_memory_test tpurt_loop_test
+		  tpurt_utilization_test tpurt_memory_test tpurt_loop_test \
+		  tpurt_print_test
 HOST_TEST_BINS	= $(HOST_TESTS:%=$(BUILD)/tests/%)
 
 .PHONY: sparse all deps userspace module qemu run shell check host-check vm-check clean \

@@ -130,6 +130,7 @@ int tpurt_job_wait(struct tpurt_job *job, struct tpurt_job_stats *stats)
 		job->done_ns = tpurt_now_ns();
 		job->waited = 1;
 		tpurt_trace_job_done(job);
+		tpurt_print_job_done(job);
 	}
 	if (stats)
 		fill_stats(job, stats);
@@ -150,5 +151,6 @@ void tpurt_job_free(struct tpurt_job *job)
 	if (!job->waited)
 		job->dev->ops->job_wait(job);
 	tpurt_trace_job_done(job);	/* frees a trace buffer never read */
+	tpurt_print_job_free(job->print);
 	free(job);
 }

@@ -80,7 +80,7 @@ static int add_op(struct tpurt_kernel *k, uint8_t opcode, const char *dst,
 	memset(op, 0, sizeof(*op));
 	op->opcode = opcode;
 	ret = dst || !(tpu_opcode_is_memory(opcode) || opcode == TPU_OP_PRNG_SEED ||
-		       opcode == TPU_OP_LOOP) ?
+		       opcode == TPU_OP_LOOP || opcode == TPU_OP_DEBUG_PRINT) ?
 	      copy_text(op->dst, TPURT_TEXT_MAX, dst, "destination ref") : 0;
 	if (!ret && src0)
 		ret = copy_text(op->src0, TPURT_TEXT_MAX, src0, "source ref");
@@ -478,6 +478,89 @@ int tpurt_kernel_prng_random_bits(struct tpurt_kernel *k, const char *dst)
 	return add_op(k, TPU_OP_PRNG_BITS, dst, NULL, NULL, NULL);
 }
 
+/* The scalar arguments' texts joined ("a, b") and the refs' names. */
+static int print_operands(struct tpurt_kernel_print *p, int nargs,
+			  const struct tpurt_print_arg *args, char *scalars,
+			  const char **refs, int *nscalars, int *nrefs)
+{
+	size_t len = 0;
+
+	scalars[0] = 0;
+	*nscalars = *nrefs = 0;
+	for (int i = 0; i < nargs; i++) {
+		const struct tpurt_print_arg *a = &args[i];
+		int ref = a->kind == TPURT_PRINT_REF, w;
+
+		if (!a->text || !*a->text || (unsigned int)a->kind > TPURT_PRINT_REF)
+			return tpurt_fail(-EINVAL, "kernel: debug_print: argument %d missing or of unknown kind %d",
+					  i, (int)a->kind);
+		if (ref ? *nrefs == TPU_PRINT_MAX_REFS : *nscalars == TPU_PRINT_MAX_SCALARS)
+			return tpurt_fail(-EINVAL, "kernel: debug_print: argument %d: more than %d %s",
+					  i, ref ? TPU_PRINT_MAX_REFS : TPU_PRINT_MAX_SCALARS,
+					  ref ? "refs" : "scalar values");
+		p->kind[i] = (uint8_t)a->kind;
+		if (ref) {
+			p->slot[i] = (uint8_t)*nrefs;
+			refs[(*nrefs)++] = a->text;
+			continue;
+		}
+		p->slot[i] = (uint8_t)(*nscalars)++;
+		w = snprintf(scalars + len, TPURT_TEXT_MAX - len, "%s%s",
+			     len ? ", " : "", a->text);
+		if (w < 0 || (size_t)w >= TPURT_TEXT_MAX - len)
+			return tpurt_fail(-ENAMETOOLONG, "kernel: debug_print: values longer than %d characters",
+					  TPURT_TEXT_MAX - 1);
+		len += (size_t)w;
+	}
+	return 0;
+}
+
+int tpurt_kernel_debug_print(struct tpurt_kernel *k, const char *fmt,
+			     int nargs, const struct tpurt_print_arg *args)
+{
+	char scalars[TPURT_TEXT_MAX];
+	const char *refs[TPU_PRINT_MAX_REFS] = { NULL, NULL, NULL };
+	struct tpurt_kernel_print *p;
+	struct tpurt_kernel_op *op;
+	int nscalars, nrefs, ret;
+
+	if (k->nprints == TPURT_KERNEL_MAX_PRINTS)
+		return tpurt_fail(-E2BIG, "kernel: more than %d debug_print formats",
+				  TPURT_KERNEL_MAX_PRINTS);
+	if (nargs < 0 || nargs > TPURT_PRINT_MAX_ARGS || (nargs && !args))
+		return tpurt_fail(-EINVAL, "kernel: debug_print: %d arguments (0 to %d)",
+				  nargs, TPURT_PRINT_MAX_ARGS);
+	p = &k->print[k->nprints];
+	memset(p, 0, sizeof(*p));
+	ret = tpurt_print_check_format(fmt, nargs);
+	if (!ret && strlen(fmt) >= sizeof(p->fmt))
+		ret = tpurt_fail(-ENAMETOOLONG, "kernel: debug_print: format longer than %zu characters",
+				 sizeof(p->fmt) - 1);
+	if (!ret)
+		ret = print_operands(p, nargs, args, scalars, refs, &nscalars, &nrefs);
+	if (!ret)
+		ret = add_op(k, TPU_OP_DEBUG_PRINT, NULL, refs[0], refs[1], &op);
+	if (ret)
+		return ret;
+	if (refs[2]) {
+		ret = copy_text(op->src2, TPURT_TEXT_MAX, refs[2], "source ref");
+		if (ret) {
+			k->nops--;
+			return ret;
+		}
+	}
+	if (nscalars) {
+		ret = set_scalar(k, op, scalars, "debug_print values");
+		if (ret)
+			return ret;
+	}
+	strcpy(p->fmt, fmt);
+	p->nargs = nargs;
+	op->fn = (uint8_t)nscalars;
+	op->print = k->nprints++;
+	return 0;
+}
+
 /* --- the memory model: copies, semaphores, SMEM stores, scopes --- */
 
 static int copy_op(struct tpurt_kernel *k, uint8_t opcode, const char *src,
@@ -703,6 +786,7 @@ const char *tpurt_kernel_opcode_name(unsigned int opcode)
 		[TPU_OP_TRANSPOSE] = "transpose", [TPU_OP_ROLL] = "roll",
 		[TPU_OP_GATHER] = "gather", [TPU_OP_PRNG_SEED] = "prng_seed",
 		[TPU_OP_PRNG_BITS] = "prng_random_bits", [TPU_OP_LOOP] = "loop",
+		[TPU_OP_DEBUG_PRINT] = "debug_print",
 	};
 
 	return opcode < TPU_OP_COUNT ? names[opcode] : "?";

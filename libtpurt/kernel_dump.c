@@ -129,6 +129,10 @@ static void put_op(FILE *out, const struct tpurt_kernel_op *op)
 	case TPU_OP_PRNG_SEED:
 		fprintf(out, "prng_seed(%s)", op->scalar);
 		break;
+	case TPU_OP_DEBUG_PRINT:	/* the format's number, its values, refs */
+		fprintf(out, "debug_print(format %d; %s; %s %s %s)", op->print,
+			op->scalar, op->src0, op->src1, op->src2);
+		break;
 	case TPU_OP_PRNG_BITS:
 		fprintf(out, "%s[...] = prng_random_bits(%s.shape)", op->dst, op->dst);
 		break;

@@ -624,6 +624,10 @@ static int build(struct pallas_build *c, const struct tpurt_kernel *k,
 		ret = tpurt_pallas_fill_ops(c);
 	if (!ret) {
 		c->d->h.flags = c->params.flags & TPURT_DEBUG ? TPU_JOB_F_DEBUG : 0;
+		if (k->nprints) {	/* the slot after the operands' */
+			c->d->h.flags |= TPU_JOB_F_PRINT;
+			c->d->h.print_slot = (uint16_t)nargs;
+		}
 		c->d->h.vmem_limit_bytes = c->params.vmem_limit_bytes;
 		ret = tpurt_desc_finish(c->d, blobp, lenp);
 	}
@@ -682,7 +686,7 @@ int tpurt_pallas_call_async(const struct tpurt_kernel *k,
 			    struct tpurt_array *const *args, int nargs,
 			    struct tpurt_job **jobp)
 {
-	struct tpurt_buffer *bufs[TPU_JOB_MAX_OPERANDS];
+	struct tpurt_buffer *bufs[TPU_JOB_MAX_OPERANDS + 1];
 	struct tpurt_job *job;
 	struct pallas_build c;
 	void *blob;
@@ -709,10 +713,20 @@ int tpurt_pallas_call_async(const struct tpurt_kernel *k,
 	for (unsigned int i = 0; i < job->nscratch; i++)
 		snprintf(job->names[TPU_JOB_MAX_OPERANDS + i], TPURT_NAME_MAX, "%s",
 			 scratch_name(&c, i));
+	ret = tpurt_print_job_new(c.dev, k, &job->print);
+	if (ret) {
+		free(blob);
+		free(job);
+		return ret;
+	}
+	if (job->print)
+		bufs[nargs] = tpurt_print_job_buffer(job->print);
 	job->submit_ns = tpurt_now_ns();
-	ret = tpurt_job_submit(job, blob, len, bufs, (unsigned int)nargs);
+	ret = tpurt_job_submit(job, blob, len, bufs,
+			       (unsigned int)nargs + !!job->print);
 	free(blob);
 	if (ret) {
+		tpurt_print_job_free(job->print);
 		free(job);
 		return ret;
 	}

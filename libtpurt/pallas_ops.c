@@ -520,6 +520,18 @@ static int fill_op(struct pallas_build *c, int n,
 				   &jo->scalar_index);
 		return ret ? ret : compile_pred(c, n, op, &jo->pred);
 	}
+	if (op->opcode == TPU_OP_DEBUG_PRINT) {	/* values and refs, no dst */
+		const char *src[3] = { op->src0, op->src1, op->src2 };
+		struct tpu_job_ref *ref[3] = { &jo->src0, &jo->src1, &jo->src2 };
+
+		jo->fn = op->fn;
+		jo->imm = (uint32_t)op->print;
+		ret = op->fn ? body_program(c, n, op, op->scalar, op->fn,
+					    "debug_print values", &jo->scalar_index) : 0;
+		for (int k = 0; k < 3 && !ret && src[k][0]; k++)
+			ret = resolve(c, n, op, src[k], ref[k]);
+		return ret ? ret : compile_pred(c, n, op, &jo->pred);
+	}
 	if (tpu_opcode_is_memory(op->opcode)) {
 		ret = fill_memory_op(c, n, op, jo);
 		return ret ? ret : compile_pred(c, n, op, &jo->pred);

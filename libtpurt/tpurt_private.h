@@ -11,9 +11,11 @@
  * its sizes, names and classes are rules/tpu_dtype.h's. */
 #include "tpu_dtype.h"
 #include "tpu_job.h"
+#include "tpu_print.h"
 
 struct tpurt_job;
 struct tpurt_trace;
+struct tpurt_print_job;
 
 /*
  * A device's backend: the render node (render.c) or the in-process engine
@@ -60,6 +62,8 @@ struct tpurt_device {
 	int submit_path;	/* enum tpurt_submit_path; AUTO until probed */
 	struct tpurt_trace *trace;	/* TPURT_TRACE's file, or NULL */
 	int trace_off;		/* TPURT_TRACE was unset at the first job */
+	FILE *print_out;	/* debug prints' lines; NULL: stderr */
+	uint64_t print_bytes;	/* print buffer size; 0: the default */
 };
 
 struct tpurt_buffer {
@@ -106,6 +110,7 @@ struct tpurt_job {
 	uint64_t done_ns;
 	struct tpu_job_report report;
 	struct tpurt_buffer *trace_buf;	/* TPURT_TRACE: the device fills it */
+	struct tpurt_print_job *print;	/* the kernel's debug prints, or NULL */
 	/* for messages: the operands in Pallas order, then from
 	 * TPU_JOB_MAX_OPERANDS on the job's scratch */
 	unsigned int nrefs, nscratch;
@@ -156,6 +161,16 @@ int tpurt_job_submit(struct tpurt_job *job, const void *desc, size_t len,
 		     struct tpurt_buffer *const *bufs, unsigned int nbufs);
 /* After the device's wait: append @job's trace to the file, free its buffer. */
 void tpurt_trace_job_done(struct tpurt_job *job);
+
+/* pl.debug_print (print.c): @fmt's {} fields are @nargs, and no others. */
+int tpurt_print_check_format(const char *fmt, int nargs);
+/* A print buffer and @k's formats for a job of @k (NULL: no prints). */
+int tpurt_print_job_new(struct tpurt_device *dev, const struct tpurt_kernel *k,
+			struct tpurt_print_job **pjp);
+struct tpurt_buffer *tpurt_print_job_buffer(const struct tpurt_print_job *pj);
+/* After the job: its records as lines on the device's print stream. */
+void tpurt_print_job_done(struct tpurt_job *job);
+void tpurt_print_job_free(struct tpurt_print_job *pj);
 /* Finish the file (tpurt_close). NULL: nothing. */
 void tpurt_trace_close(struct tpurt_trace *t);
 
@@ -341,6 +356,7 @@ struct tpurt_kernel_op {
 	int npred;
 	char pred[TPURT_WHEN_DEPTH][TPURT_TEXT_MAX];
 	int body;				/* TPU_OP_LOOP: ops in its body */
+	int print;				/* TPU_OP_DEBUG_PRINT: its format */
 	uint32_t max_trips;			/* a while loop's, or 0 */
 };
 
@@ -415,8 +431,26 @@ struct tpurt_kernel_scope {
  * and not the op array, which is most of the struct (TPU_JOB_MAX_OPS
  * entries of five refs and four predicates).
  */
+/*
+ * A pl.debug_print's format: the device records its number and values,
+ * the runtime keeps the string and each {}'s argument: a scalar-core
+ * value (the record's scalar @slot) or a ref's elements (ref @slot).
+ */
+#define TPURT_KERNEL_MAX_PRINTS	64
+#define TPURT_PRINT_FMT_MAX	256
+#define TPURT_PRINT_MAX_ARGS	(TPU_PRINT_MAX_SCALARS + TPU_PRINT_MAX_REFS)
+
+struct tpurt_kernel_print {
+	char fmt[TPURT_PRINT_FMT_MAX];
+	int nargs;
+	uint8_t kind[TPURT_PRINT_MAX_ARGS];	/* enum tpurt_print_kind */
+	uint8_t slot[TPURT_PRINT_MAX_ARGS];
+};
+
 struct tpurt_kernel {
 	int nops;
+	struct tpurt_kernel_print print[TPURT_KERNEL_MAX_PRINTS];
+	int nprints;
 	struct tpurt_kernel_scope scope[TPURT_KERNEL_MAX_SCOPES];
 	int nscopes;
 	int open[TPURT_SCOPE_DEPTH];	/* open scopes, innermost last */

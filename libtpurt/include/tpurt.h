@@ -629,6 +629,31 @@ int tpurt_kernel_prng_seed(struct tpurt_kernel *k, int n,
  */
 int tpurt_kernel_prng_random_bits(struct tpurt_kernel *k, const char *dst);
 
+/* What one {} of a pl.debug_print shows. */
+enum tpurt_print_kind {
+	TPURT_PRINT_INT = 0,	/* a scalar-core expression, a signed integer */
+	TPURT_PRINT_BOOL = 1,	/* a scalar-core expression, True or False */
+	TPURT_PRINT_REF = 2,	/* a VMEM ref's elements: one as a number,
+				 * more as a NumPy-style array */
+};
+
+struct tpurt_print_arg {
+	enum tpurt_print_kind kind;
+	const char *text;	/* index-map text, or a ref (window) name */
+};
+
+/*
+ * pl.debug_print(@fmt, *args): each time the op runs (under the open
+ * when() blocks, at every loop trip), the device records the format's
+ * number and the @nargs values (at most 8 scalar-core ones and 3 refs);
+ * after the job the runtime writes @fmt with each {} replaced by its
+ * argument, in order ({{ and }} are braces), as one line to the device's
+ * print stream (tpurt_device_set_print_stream). -EINVAL if @fmt's {}
+ * are not @nargs, or it has other fields ({0}, {:x}).
+ */
+int tpurt_kernel_debug_print(struct tpurt_kernel *k, const char *fmt,
+			     int nargs, const struct tpurt_print_arg *args);
+
 /*
  * --- The memory model: async copies, semaphores, SMEM stores, scopes ---
  *
@@ -1036,6 +1061,19 @@ enum tpurt_submit_path {
  */
 int tpurt_device_set_submit_path(struct tpurt_device *dev,
 				 enum tpurt_submit_path path);
+/*
+ * Where the lines of kernels' debug prints go (NULL: stderr, the
+ * default), written after each job that printed, in the grid's step
+ * order, with a line saying how many records were dropped if the print
+ * buffer filled.
+ */
+void tpurt_device_set_print_stream(struct tpurt_device *dev, FILE *out);
+/*
+ * The print buffer's size for @dev's jobs from now on, in bytes (0: the
+ * default, $TPURT_PRINT_BUFFER or 1 MiB). -EINVAL below 64 bytes.
+ */
+int tpurt_device_set_print_buffer(struct tpurt_device *dev, uint64_t bytes);
+
 /* The path new queues of @dev take: TPURT_PATH_URING or TPURT_PATH_IOCTL;
  * TPURT_PATH_AUTO if it has none (the in-process device). */
 enum tpurt_submit_path tpurt_device_submit_path(struct tpurt_device *dev);
