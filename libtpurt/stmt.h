@@ -11,7 +11,7 @@
 #include "tpurt_private.h"
 
 #define STMT_MAX_NODES	128
-#define STMT_MAX_ARGS	4
+#define STMT_MAX_ARGS	12	/* debug_print: a format, 8 scalars, 3 arrays */
 #define STMT_MAX_KW	4
 
 enum stmt_node_kind {
@@ -24,6 +24,7 @@ enum stmt_node_kind {
 	SN_UNOP,	/* op args[0]: -, +, ~, not */
 	SN_TUPLE,	/* (a, b) */
 	SN_SLICE,	/* a:b[:s] inside [], any part may be missing (NULL) */
+	SN_STR,		/* "text" (debug_print's format): @name, @len inside the quotes */
 };
 
 struct stmt_node {
@@ -96,7 +97,7 @@ enum stmt_fn_kind {
 	FN_ASYNC_COPY, FN_SYNC_COPY, FN_SEM_SIGNAL, FN_SEM_WAIT, FN_SEM_READ,
 	FN_DS, FN_RUN_SCOPED, FN_MEAN, FN_TRANSPOSE, FN_ROLL, FN_GATHER,
 	FN_PRNG_SEED, FN_PRNG_BITS, FN_LOOP_INDEX,
-	FN_CONCATENATE, FN_RESHAPE, FN_BITCAST,
+	FN_CONCATENATE, FN_RESHAPE, FN_BITCAST, FN_DEBUG_PRINT,
 };
 
 struct stmt_fn {

@@ -1640,6 +1640,8 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 		return lower_prng_bits(c, call, d, v);
 	case FN_PRNG_SEED:
 		return stmt_fail(c, f->col, "pltpu.prng_seed is a statement of its own, not a value");
+	case FN_DEBUG_PRINT:
+		return stmt_fail(c, f->col, "pl.debug_print is a statement of its own, not a value");
 	case FN_CONCATENATE:
 		return lower_concatenate(c, call, v);
 	case FN_RESHAPE:
@@ -2291,6 +2293,100 @@ int stmt_lower_prng_seed(struct stmt_ctx *c, const struct stmt_node *call)
 	return stmt_emitted(c, tpurt_kernel_prng_seed(c->k, call->nargs, seeds), call->col);
 }
 
+/* A string node's text with \\, \" and \n taken as Python takes them. */
+static int unescape(struct stmt_ctx *c, const struct stmt_node *s, char *out,
+		    size_t len)
+{
+	size_t at = 0;
+
+	for (int i = 0; i < s->len; i++) {
+		char ch = s->name[i];
+
+		if (ch == '\\' && i + 1 < s->len) {
+			ch = s->name[++i];
+			ch = ch == 'n' ? '\n' : ch == 't' ? '\t' : ch;
+		}
+		if (at + 1 == len)
+			return stmt_fail(c, s->col, "debug_print's format is longer than %zu characters",
+					 len - 1);
+		out[at++] = ch;
+	}
+	out[at] = 0;
+	return 0;
+}
+
+/* A comparison or logical operator: a scalar the scalar core gives as 0 or 1. */
+static int is_truth(const struct stmt_node *n)
+{
+	static const char *const ops[] = { "==", "!=", "<", "<=", ">", ">=",
+					   "and", "or", "not" };
+
+	if (n->kind != SN_BINOP && n->kind != SN_UNOP)
+		return 0;
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (stmt_name_is(n, ops[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * One debug_print argument: an integer or bool scalar the scalar core
+ * computes; anything else (arrays, floats) a ref whose elements the
+ * device copies into the record.
+ */
+static int print_arg(struct stmt_ctx *c, const struct stmt_node *a,
+		     struct value *x, char *text, struct tpurt_print_arg *arg)
+{
+	struct ref_info r;
+	int int_smem = x->kind != V_SMEM ||
+		       (stmt_find_ref(c, x->ref, (int)strlen(x->ref), &r) &&
+			stmt_smem_int(r.dtype));
+
+	if (x->kind == V_IMM)
+		return stmt_fail(c, a->col, "debug_print: put Python constants into the format");
+	if (stmt_is_scalar(x) && int_smem && x->dtype != TPURT_F32 &&
+	    x->dtype != TPURT_BF16) {
+		arg->kind = x->dtype == TPURT_BOOL || is_truth(a) ? TPURT_PRINT_BOOL :
+			    TPURT_PRINT_INT;
+		arg->text = text;
+		return stmt_scalar_text(c, x, a->col, text, TPURT_TEXT_MAX, 0);
+	}
+	if (stmt_is_scalar(x) && stmt_scalar_tile(c, x, a->col))
+		return c->err;
+	if (!is_tile(x))
+		return stmt_fail(c, a->col, "debug_print prints scalars and arrays");
+	arg->kind = TPURT_PRINT_REF;
+	arg->text = x->ref;
+	return 0;
+}
+
+/* pl.debug_print("format", *args): one record each time it runs. */
+int stmt_lower_debug_print(struct stmt_ctx *c, const struct stmt_node *call)
+{
+	char fmt[TPURT_PRINT_FMT_MAX], text[STMT_MAX_ARGS][TPURT_TEXT_MAX];
+	struct tpurt_print_arg args[STMT_MAX_ARGS];
+	struct value x[STMT_MAX_ARGS];
+	int n = call->nargs - 1, ret;
+
+	if (stmt_check_kwargs(c, call, NULL))
+		return c->err;
+	if (call->nargs < 1 || call->arg[0]->kind != SN_STR)
+		return stmt_fail(c, call->col, "debug_print takes its format string first");
+	if (unescape(c, call->arg[0], fmt, sizeof(fmt)))
+		return c->err;
+	for (int i = 0; i < n; i++) {
+		x[i].temp = -1;
+		if (stmt_lower_node(c, call->arg[i + 1], NULL, &x[i]) ||
+		    print_arg(c, call->arg[i + 1], &x[i], text[i], &args[i]))
+			return c->err;
+	}
+	ret = tpurt_kernel_debug_print(c->k, fmt, n, args);
+	for (int i = 0; i < n; i++)
+		if (is_tile(&x[i]))
+			release(c, &x[i]);
+	return stmt_emitted(c, ret, call->col);
+}
+
 /*
  * jnp.concatenate((a, b, ...), axis): each part stored into its slice of
  * a new temporary (rows for axis 0, columns for axis 1: body windows).
@@ -2482,6 +2578,8 @@ int stmt_lower_node(struct stmt_ctx *c, const struct stmt_node *n,
 		return lower_binop(c, n, d, v);
 	case SN_UNOP:
 		return lower_unop(c, n, d, v);
+	case SN_STR:
+		return stmt_fail(c, n->col, "a string is only pl.debug_print's format");
 	default:
 		return lower_tuple(c, n, v);
 	}

@@ -136,6 +136,8 @@ int stmt_lower_window_read(struct stmt_ctx *c, const struct stmt_node *n,
 			   struct value *v);
 /* pltpu.prng_seed(s0, ...) as a statement (stmt_lower.c). */
 int stmt_lower_prng_seed(struct stmt_ctx *c, const struct stmt_node *call);
+/* pl.debug_print("format", *args): a statement of its own. */
+int stmt_lower_debug_print(struct stmt_ctx *c, const struct stmt_node *call);
 /* pltpu.semaphore_read(sem.at[i]) */
 int stmt_lower_semaphore_read(struct stmt_ctx *c, const struct stmt_node *call,
 			      struct value *v);

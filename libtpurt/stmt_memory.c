@@ -403,7 +403,9 @@ int stmt_lower_call_stmt(struct stmt_ctx *c, const struct stmt_node *call)
 		return lower_semaphore_op(c, call, stmt_is_call_of(call, FN_SEM_SIGNAL));
 	if (stmt_is_call_of(call, FN_PRNG_SEED))
 		return stmt_lower_prng_seed(c, call);
-	return stmt_fail(c, call->col, "a statement is an assignment, a copy's .start() or .wait(), sync_copy, a semaphore signal or wait, or pltpu.prng_seed");
+	if (stmt_is_call_of(call, FN_DEBUG_PRINT))
+		return stmt_lower_debug_print(c, call);
+	return stmt_fail(c, call->col, "a statement is an assignment, a copy's .start() or .wait(), sync_copy, a semaphore signal or wait, pltpu.prng_seed or pl.debug_print");
 }
 
 /* pltpu.semaphore_read(sem.at[i]): a scalar-core value. */

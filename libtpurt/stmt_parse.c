@@ -15,7 +15,7 @@
 
 #include "stmt.h"
 
-enum tok_kind { T_END, T_NUM, T_NAME, T_PUNCT };
+enum tok_kind { T_END, T_NUM, T_NAME, T_PUNCT, T_STR };
 
 struct parser {
 	struct stmt_ctx *c;
@@ -75,6 +75,17 @@ static void next(struct parser *ps)
 		while (isalnum((unsigned char)*p) || *p == '_')
 			p++;
 		ps->kind = T_NAME;
+	} else if (*p == '"') {	/* to the closing quote, \" inside */
+		for (p++; *p && *p != '"'; p++)
+			if (*p == '\\' && p[1])
+				p++;
+		if (*p == '"') {
+			p++;
+			ps->kind = T_STR;
+		} else {	/* unclosed: the quote alone, an unexpected '"' */
+			p = ps->start + 1;
+			ps->kind = T_PUNCT;
+		}
 	} else {
 		ps->kind = T_PUNCT;
 		p++;
@@ -184,6 +195,20 @@ static struct stmt_node *parse_name(struct parser *ps)
 	return n;
 }
 
+/* "text": the node keeps the characters between the quotes, escapes and all. */
+static struct stmt_node *parse_string(struct parser *ps)
+{
+	struct stmt_node *n;
+
+	n = new_node(ps, SN_STR, col_of(ps));
+	if (!n)
+		return NULL;
+	n->name = ps->start + 1;
+	n->len = ps->len - 2;
+	next(ps);
+	return n;
+}
+
 /* (a), or the tuple (a, b, ...) */
 static struct stmt_node *parse_parens(struct parser *ps)
 {
@@ -222,6 +247,8 @@ static struct stmt_node *parse_primary(struct parser *ps)
 		return parse_number(ps);
 	if (ps->kind == T_NAME)
 		return parse_name(ps);
+	if (ps->kind == T_STR)
+		return parse_string(ps);
 	if (is(ps, "("))
 		return parse_parens(ps);
 	if (ps->kind == T_END)

@@ -161,4 +161,20 @@ TEST_F(print, bad_formats_are_refused)
 	EXPECT_EQ(-EINVAL, tpurt_kernel_debug_print(self->k, "}", 0, NULL));
 }
 
+/* The statement syntax's pl.debug_print: a string, scalars and arrays. */
+TEST_F(print, a_statement)
+{
+	ASSERT_EQ(0, tpurt_kernel_stmt(self->k, self->gs,
+		"pl.when(pl.program_id(0) == 3): pl.debug_print(\"i=\\\"{}\\\" {} {}\", "
+		"pl.program_id(0), pl.program_id(0) < 2, x[0:1, 0:2] * 2)"))
+		TH_LOG("%s", tpurt_last_error());
+	ASSERT_EQ(0, call(self, NULL)) TH_LOG("%s", tpurt_last_error());
+	/* x[24, 0:2] * 2: (3072, 3073) * 0.5 * 2 */
+	EXPECT_STREQ("i=\"3\" False [3072.0 3073.0]\n", self->text);
+	EXPECT_EQ(-EINVAL, tpurt_kernel_stmt(self->k, self->gs, "o[...] = \"text\""));
+	EXPECT_NE(NULL, strstr(tpurt_last_error(), "a string is only pl.debug_print's format"));
+	EXPECT_EQ(-EINVAL, tpurt_kernel_stmt(self->k, self->gs, "pl.debug_print(\"{}\", 1.5)"));
+	EXPECT_NE(NULL, strstr(tpurt_last_error(), "put Python constants into the format"));
+}
+
 TEST_HARNESS_MAIN

@@ -615,8 +615,10 @@ def select_ref(index, *refs):
 from .tpu import semaphore_signal, semaphore_wait, semaphore_read  # noqa: E402
 from .kernel import kernel  # noqa: E402
 from .._trace import semaphore, semaphore_dtype  # noqa: E402,F401  (pl.semaphore)
+from ._print import debug_print  # noqa: E402
 
 __all__ = ["pallas_call", "BlockSpec", "Blocked", "Element", "Squeezed", "Unblocked",
            "blocked", "unblocked", "GridSpec", "program_id", "num_programs", "when",
            "ds", "run_scoped", "with_scoped", "select_ref", "multiple_of", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "TraceError",
-           "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read", "kernel"]
+           "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read", "kernel",
+           "debug_print"]
