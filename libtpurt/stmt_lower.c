@@ -804,6 +804,15 @@ static int lower_binary_2d(struct stmt_ctx *c, int fn, int floor_div,
 			return c->err;
 		*s = t;
 	}
+	if (!is_tile(a) && !is_tile(b) && fn >= TPU_BINARY_BITAND &&
+	    !(a->kind == V_IMM && b->kind == V_IMM)) {
+		/* the scalar core has no bitwise ops or shifts: on the vector unit, as (1, 1) */
+		struct value *s = a->kind != V_IMM ? a : b, t;
+
+		if (materialize(c, s, s->dtype, 1, 1, col, NULL, &t))
+			return c->err;
+		*s = t;
+	}
 	if (!is_tile(a) && !is_tile(b))
 		return scalar_binary(c, fn, floor_div, a, b, col, v);
 	/* x / y of integers is a float in jnp; x // y of floats floors */
@@ -1719,13 +1728,23 @@ static int strong_int(const struct value *x)
 }
 
 /*
+ * An integer element of SMEM (its ref's dtype). Scalar-core expressions
+ * are not: their compares are int32 0 or 1 there, and & | of them stay
+ * logical (pl.when conditions).
+ */
+static int smem_int(const struct value *x)
+{
+	return x->kind == V_SMEM && !is_float(x->dtype) && x->dtype != TPURT_BOOL;
+}
+
+/*
  * & | ^ as Python and jnp mean them: bitwise when an operand is an integer
- * array, logical on masks (^ of masks is !=).
+ * array or scalar, logical on masks (^ of masks is !=).
  */
 static int bitwise_or_logical(const struct stmt_node *n, int fn,
 			      const struct value *a, const struct value *b)
 {
-	int ints = strong_int(a) || strong_int(b);
+	int ints = strong_int(a) || strong_int(b) || smem_int(a) || smem_int(b);
 
 	if (stmt_name_is(n, "&"))
 		return ints ? TPU_BINARY_BITAND : TPU_BINARY_AND;

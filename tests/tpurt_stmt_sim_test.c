@@ -206,6 +206,45 @@ TEST_F(sim, elementwise_broadcasts_and_smem_scalars)
 	tpurt_array_free(c), tpurt_array_free(o);
 }
 
+/*
+ * & | ^ of SMEM integer elements are bitwise, computed on the vector unit
+ * as (1, 1) (the scalar core has no bitwise ops); & of scalar compares
+ * stays logical.
+ */
+TEST_F(sim, bitwise_ops_of_smem_integers)
+{
+	static const int32_t table[4] = { 6, 11, 0, 0 };
+	int64_t grid[1] = { 1 }, sshape[2] = { 1, 4 }, oshape[2] = { 8, 128 };
+	struct tpurt_block_spec os = { 2, { 8, 128 }, "i -> 0, 0" };
+	struct tpurt_array *s, *o;
+	struct tpurt_grid_spec *gs;
+	struct tpurt_kernel *k;
+	const int32_t *ov;
+
+	ASSERT_EQ(0, tpurt_array_create(self->dev, TPURT_INT32, 2, sshape, &s));
+	ASSERT_EQ(0, tpurt_array_create(self->dev, TPURT_INT32, 2, oshape, &o));
+	tpurt_array_write(s, table);
+	ASSERT_EQ(0, tpurt_grid_spec_create(1, grid, &gs));
+	ASSERT_EQ(0, tpurt_grid_spec_add_scalar_prefetch_shaped(gs, "tab", 2, sshape));
+	ASSERT_EQ(0, tpurt_grid_spec_add_output(gs, "o", &os));
+	tpurt_grid_spec_set_dtype(gs, "o", TPURT_INT32);
+	ASSERT_EQ(0, tpurt_kernel_create(&k));
+	ASSERT_EQ(0, tpurt_kernel_stmts(k, gs,
+		"o[...] = jnp.zeros_like(o) + (tab[0, 0] & tab[0, 1]) * 100 + "
+		"(tab[0, 0] | tab[0, 1]) + (tab[0, 0] ^ tab[0, 1]) * 10000\n"
+		"pl.when((tab[0, 0] == 6) & (tab[0, 1] > 2)): o[0, 0] = 7\n"))
+		TH_LOG("%s", tpurt_last_error());
+	ASSERT_EQ(0, tpurt_pallas_call(k, gs, NULL, (struct tpurt_array *[]){ s, o }, 2, NULL))
+		TH_LOG("%s", tpurt_last_error());
+	ov = tpurt_array_map(o);
+	EXPECT_EQ(7, ov[0]);
+	EXPECT_EQ((6 & 11) * 100 + (6 | 11) + (6 ^ 11) * 10000, ov[1]);
+	EXPECT_EQ((6 & 11) * 100 + (6 | 11) + (6 ^ 11) * 10000, ov[8 * 128 - 1]);
+	tpurt_kernel_free(k);
+	tpurt_grid_spec_free(gs);
+	tpurt_array_free(s), tpurt_array_free(o);
+}
+
 /* jnp.mean along rows and columns: the sum divided by the count, in f32. */
 TEST_F(sim, mean_is_the_sum_over_the_count)
 {

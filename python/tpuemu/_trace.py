@@ -359,9 +359,16 @@ class Value:
     def _op(self, sym, other, swap=False):
         a, b = (other, self) if swap else (self, other)
         _fmt(other)	# a clear error for unsupported operands
-        return Value("op", sym, (a, b), _reads(a, b),
-                     scalar=all(getattr(x, "scalar", True) for x in (a, b)),
-                     dt=_result_dt(sym, a, b))
+        scalar = all(getattr(x, "scalar", True) for x in (a, b))
+        dt = _result_dt(sym, a, b)
+        if scalar and sym in ("&", "|", "^") and isinstance(dt, DType) and \
+                dt is not bool_ and not is_float_dt(dt):
+            # integer scalars (SMEM elements, program ids and sums of them):
+            # bitwise, as jnp's; the statement syntax's & | of scalars are
+            # logical (its compares are 0 or 1 there)
+            fn = {"&": "jnp.bitwise_and", "|": "jnp.bitwise_or", "^": "jnp.bitwise_xor"}[sym]
+            return Value("call", fn, (a, b), _reads(a, b), scalar=True, dt=dt)
+        return Value("op", sym, (a, b), _reads(a, b), scalar=scalar, dt=dt)
 
     def __add__(self, o): return self._op("+", o)
     def __radd__(self, o): return self._op("+", o, True)

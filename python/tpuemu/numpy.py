@@ -220,7 +220,11 @@ def fmod(a, b):
 
 def tile(x, reps):
     """jnp.tile of a 2-D value: copies along the columns, then the rows."""
-    reps = (1, int(reps)) if isinstance(reps, int) else tuple(int(r) for r in reps)
+    reps = (int(reps),) if isinstance(reps, int) else tuple(int(r) for r in reps)
+    while len(reps) > 2 and reps[0] == 1:
+        reps = reps[1:]		# leading unit counts: the 2-D value's own view
+    if len(reps) == 1:
+        reps = (1,) + reps	# as NumPy's: fewer reps than dimensions tile the last
     if len(reps) != 2 or reps[0] < 1 or reps[1] < 1:
         raise trace_error("jnp.tile: reps %r: a kernel's arrays are 2-D, give (rows, cols) "
                           "counts of at least 1" % (reps,))

@@ -839,3 +839,397 @@ def test_empty_ref_refusals():
     for k in (in_when, in_scope):
         with pytest.raises(pl.TraceError, match="empty_ref"):
             pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8, 128), F32), grid=(1,))()
+
+
+# --- tpu_pallas_test.py PallasCallTest, second part ---
+
+def test_jitted_kernel_with_program_id():
+    """PallasCallTest.test_jitted_kernel_with_program_id: a jax.jit body,
+    program_id cast to the ref's dtype."""
+    @jax.jit
+    def body(x_ref, o_ref):
+        i = pl.program_id(0).astype(x_ref.dtype)
+        o_ref[...] = x_ref[...] + i
+
+    x = np.arange(2048, dtype=np.float32)
+    res = pl.pallas_call(
+        body,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        in_specs=[pl.BlockSpec((1024,), lambda i: i)],
+        out_specs=pl.BlockSpec((1024,), lambda i: i),
+        grid=(2,))(x)
+    np.testing.assert_allclose(res, x + np.repeat([0.0, 1.0], 1024).astype(np.float32))
+
+
+def test_fori_loop_unroll_with_program_id():
+    """PallasCallTest.test_fori_loop_unroll_with_program_id: fori_loop's
+    unroll= argument, program_id in the body."""
+    def f(x_ref, y_ref):
+        y_ref[...] = x_ref[...]
+
+        def body(i, _):
+            pid = pl.program_id(0)
+            y_ref[...] += pid + i
+        lax.fori_loop(0, 4, body, None, unroll=2)
+
+    y = pl.pallas_call(
+        f,
+        out_shape=jax.ShapeDtypeStruct((512,), jnp.int32),
+        grid=(2,),
+        in_specs=(pl.BlockSpec((256,), lambda i: (i,)),),
+        out_specs=pl.BlockSpec((256,), lambda i: (i,)))(np.zeros((512,), np.int32))
+    np.testing.assert_array_equal(y[:256], np.full((256,), 6, np.int32))
+    np.testing.assert_array_equal(y[256:], np.full((256,), 10, np.int32))
+
+
+@pytest.mark.parametrize("n,unroll", [(5, 0), (5, True), (6, 2), (5, 2)],
+                         ids=["full0", "fullTrue", "partial_divides", "partial_remainder"])
+def test_fori_loop_unroll(n, unroll):
+    """PallasCallTest.test_fori_loop_unroll_full, _partial_divides and
+    _partial_remainder (the sums; JAX also reads the MLIR for scf.for): a
+    (1,) int32 output accumulating the trip index."""
+    def f(x_ref, y_ref):
+        y_ref[...] = x_ref[...]
+
+        def body(i, _):
+            y_ref[...] += i
+        lax.fori_loop(0, n, body, None, unroll=unroll)
+
+    y = pl.pallas_call(f, out_shape=jax.ShapeDtypeStruct((1,), jnp.int32))(
+        np.array([0], np.int32))
+    assert y[0] == n * (n - 1) // 2
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+@pytest.mark.parametrize("reps", [(2,), (1, 2), (2, 1), (2, 2)], ids=str)
+def test_tile(dtype, reps):
+    """PallasCallTest.test_tile: jnp.tile of an (8, 256) block."""
+    def test_kernel(x_ref, o_ref):
+        o_ref[...] = jnp.tile(x_ref[...], reps)
+
+    xf = np.arange(2048, dtype=np.float32).reshape((8, 256))
+    x = jax.to_bf16(xf) if dtype == "bf16" else xf
+    dt = jnp.bfloat16 if dtype == "bf16" else F32
+    out_shape = np.tile(xf, reps).shape
+    y = pl.pallas_call(test_kernel, out_shape=jax.ShapeDtypeStruct(out_shape, dt))(x)
+    y = jax.from_bf16(y) if dtype == "bf16" else y
+    np.testing.assert_array_equal(y, np.tile(jax.from_bf16(x) if dtype == "bf16" else x, reps))
+
+
+_SCALAR_DTYPES = [np.int8, np.int32, np.float32]
+
+
+@pytest.mark.parametrize("in_dtype", _SCALAR_DTYPES + ["bf16"], ids=str)
+@pytest.mark.parametrize("out_dtype", [np.int8, np.int32, np.float32], ids=str)
+def test_scalar_casting(in_dtype, out_dtype):
+    """PallasCallTest.test_scalar_casting (the int8, int32, bfloat16 and
+    float32 cases): an SMEM element cast and stored into an SMEM output."""
+    def kernel(x_ref, o_ref):
+        o_ref[0] = x_ref[0].astype(out_dtype)
+
+    if in_dtype == "bf16":
+        xv = np.array([7], np.float32)
+        x = jax.to_bf16(xv)
+    else:
+        xv = np.asarray([7], dtype=in_dtype)
+        if np.issubdtype(in_dtype, np.signedinteger):
+            xv = xv * -1
+        x = xv
+    y = pl.pallas_call(
+        kernel,
+        in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)],
+        out_specs=pl.BlockSpec(memory_space=pltpu.SMEM),
+        out_shape=jax.ShapeDtypeStruct(x.shape, out_dtype))(x)
+    np.testing.assert_array_equal(y, xv.astype(out_dtype))
+
+
+@pytest.mark.parametrize("in_dtype", [np.int8, np.int32], ids=str)
+def test_scalar_load_upcast(in_dtype):
+    """PallasCallTest.test_scalar_load_upcast (int8, int32)."""
+    def kernel(x_ref, o_ref):
+        o_ref[0, 0] = x_ref[0, 0].astype(o_ref.dtype)
+
+    x = np.asarray([[-1]], dtype=in_dtype)
+    y = pl.pallas_call(
+        kernel,
+        in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)],
+        out_specs=pl.BlockSpec(memory_space=pltpu.SMEM),
+        out_shape=jax.ShapeDtypeStruct((1, 1), jnp.int32))(x)
+    np.testing.assert_array_equal(y, x.astype(np.int32))
+
+
+@pytest.mark.parametrize("in_dtype", [np.int8, np.int32], ids=str)
+def test_scalar_indirect_load(in_dtype):
+    """PallasCallTest.test_scalar_indirect_load (int8, int32): an SMEM
+    element indexed by another."""
+    def kernel(x_ref, o_ref):
+        o_ref[0, 0] = x_ref[0, x_ref[0, 0].astype(jnp.int32)].astype(o_ref.dtype)
+
+    x = np.asarray([[3, 0, 0, 1]], dtype=in_dtype)
+    y = pl.pallas_call(
+        kernel,
+        in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)],
+        out_specs=pl.BlockSpec(memory_space=pltpu.SMEM),
+        out_shape=jax.ShapeDtypeStruct((1, 1), jnp.int32))(x)
+    np.testing.assert_array_equal(y, x[0, x[0, 0]].astype(np.int32)[None, None])
+
+
+def test_masked_store():
+    """PallasCallTest.test_masked_store: pltpu.store(ref, x, mask=) with a
+    mask from SMEM bounds and iotas."""
+    shape = (16, 256)
+    mask_shape = (10, 130)
+    mask_start = (4, 5)
+
+    def body(scalar_ref, x_ref, o_ref):
+        o_ref[...] = jnp.full(shape, -1, dtype=F32)
+        b0, b1 = scalar_ref[0], scalar_ref[1]
+        e0, e1 = b0 + mask_shape[0], b1 + mask_shape[1]
+        iota0 = lax.broadcasted_iota(jnp.int32, shape, 0)
+        iota1 = lax.broadcasted_iota(jnp.int32, shape, 1)
+        mask0 = jnp.logical_and(b0 <= iota0, iota0 < e0)
+        mask1 = jnp.logical_and(b1 <= iota1, iota1 < e1)
+        pltpu.store(o_ref, x_ref[...], mask=jnp.logical_and(mask0, mask1))
+
+    s = np.array(mask_start, np.int32)
+    x = _arange(shape)
+    out = pl.pallas_call(
+        body,
+        out_shape=jax.ShapeDtypeStruct(shape, F32),
+        grid_spec=pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=1))(s, x)
+    expected = np.full(shape, -1, np.float32)
+    sl = tuple(slice(b, b + n) for b, n in zip(mask_start, mask_shape))
+    expected[sl] = x[sl]
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32], ids=str)
+def test_scalar_integer_addition(dtype):
+    """PallasCallTest.test_scalar_integer_addition (int32, uint32; Mosaic
+    refuses the narrower ones)."""
+    def kernel(x_ref, y_ref):
+        y_ref[0] = x_ref[0] + x_ref[0]
+
+    x = np.asarray([3], dtype=dtype)
+    y = pl.pallas_call(
+        kernel,
+        in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)],
+        out_specs=pl.BlockSpec(memory_space=pltpu.SMEM),
+        out_shape=jax.ShapeDtypeStruct(x.shape, dtype))(x)
+    np.testing.assert_array_equal(y, x + x)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32], ids=str)
+def test_vector_integer_addition(dtype):
+    """PallasCallTest.test_vector_integer_addition (int32, uint32; int16
+    arrays are a gap)."""
+    def kernel(x_ref, y_ref):
+        y_ref[...] = x_ref[...] + x_ref[...]
+
+    x = np.full((128, 16), 7, dtype=dtype)
+    y = pl.pallas_call(
+        kernel,
+        in_specs=[pl.BlockSpec(memory_space=pltpu.VMEM)],
+        out_specs=pl.BlockSpec(memory_space=pltpu.VMEM),
+        out_shape=jax.ShapeDtypeStruct(x.shape, dtype))(x)
+    np.testing.assert_array_equal(y, x + x)
+
+
+@pytest.mark.parametrize("fn,ref", [(jnp.maximum, np.maximum), (jnp.minimum, np.minimum)],
+                         ids=["max", "min"])
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.float32], ids=str)
+def test_max_min_operation(fn, ref, dtype):
+    """PallasCallTest.test_max_operation and test_min_operation: of two
+    SMEM elements."""
+    def kernel(x_ref, y_ref):
+        y_ref[0] = fn(x_ref[0], x_ref[1])
+
+    x = np.asarray([242, 87], dtype=dtype)
+    y = pl.pallas_call(
+        kernel,
+        in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)],
+        out_specs=pl.BlockSpec(memory_space=pltpu.SMEM),
+        out_shape=jax.ShapeDtypeStruct(x.shape, dtype))(x)
+    np.testing.assert_array_equal(y[0], ref(x[0], x[1]))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int8, np.uint8, np.float32, "bf16"],
+                         ids=str)
+def test_bool_select_operation(dtype):
+    """PallasCallTest.test_bool_select_operation: jnp.where of a bool
+    block and a block of each dtype, 0 elsewhere."""
+    def kernel(condlist, choicelist, out_ref):
+        out_ref[...] = jnp.where(condlist[...], choicelist[...], 0)
+
+    shape = (8, 128)
+    cond = np.random.default_rng(0).random(shape) < 0.5
+    if dtype == "bf16":
+        choice_f = np.arange(1024, dtype=np.float32).reshape(shape) % 256
+        choice, dt = jax.to_bf16(choice_f), jnp.bfloat16
+    else:
+        choice = (np.arange(1024) % (256 if np.dtype(dtype).itemsize == 1 else 4096)
+                  ).astype(dtype).reshape(shape)
+        dt = dtype
+    z = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(shape, dt))(cond, choice)
+    if dtype == "bf16":
+        np.testing.assert_array_equal(jax.from_bf16(z), np.where(cond, choice_f, 0))
+    else:
+        np.testing.assert_array_equal(z, np.where(cond, choice, 0))
+
+
+_XF_ND_TRANSPOSE = pytest.mark.xfail(
+    strict=True, raises=pl.TraceError,
+    reason="transposes of values of rank 3 and 4: values are 2-D views, the device "
+           "transposes 2-D arrays")
+
+
+@pytest.mark.parametrize("input_shape", [
+    (128, 128),
+    pytest.param((3, 4, 256), marks=_XF_ND_TRANSPOSE),
+    pytest.param((8, 5, 8, 10), marks=_XF_ND_TRANSPOSE)], ids=str)
+def test_bool_transpose_last_two_dims(input_shape):
+    """PallasCallTest.test_bool_transpose_last_two_dims."""
+    rank = len(input_shape)
+    axes = tuple(range(rank - 2)) + (rank - 1, rank - 2)
+    out_shape = input_shape[:-2] + (input_shape[-1], input_shape[-2])
+
+    def transpose_kernel(x_ref, y_ref):
+        y_ref[...] = jnp.transpose(x_ref[...], axes)
+
+    x = np.random.default_rng(42).random(input_shape) < 0.5
+    y = pl.pallas_call(transpose_kernel,
+                       out_shape=jax.ShapeDtypeStruct(out_shape, jnp.bool_))(x)
+    np.testing.assert_array_equal(y, np.transpose(x, axes))
+
+
+_INT_OPS = {
+    "andi": (lambda a, b: a & b, 1 & 2),
+    "divi": (lambda a, b: a // b, 0),
+    "max": (jnp.maximum, 2),
+    "min": (jnp.minimum, 1),
+    "muli": (lambda a, b: a * b, 2),
+    "ori": (lambda a, b: a | b, 3),
+    "shli": (lambda a, b: a << b, 4),
+    "shri": (lambda a, b: a >> b, 0),
+    "xori": (lambda a, b: a ^ b, 3),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_INT_OPS) + ["subi"])
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32], ids=str)
+def test_op_canonicalization(op, dtype):
+    """PallasScalarIOpsTest.test_{andi,divi,max,min,muli,ori,shli,shri,
+    subi,xori}_op_canonicalization, the i32 and u32 cases: SMEM scalars
+    x[1] op x[2] of arange(3)."""
+    if op == "subi":
+        fn, result = (lambda a, b: b - a), 1
+    else:
+        fn, result = _INT_OPS[op]
+
+    def kernel(x_ref, y_ref):
+        y_ref[0] = fn(x_ref[1], x_ref[2])
+
+    x = np.arange(3, dtype=dtype)
+    y = pl.pallas_call(
+        kernel,
+        in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)],
+        out_specs=pl.BlockSpec(memory_space=pltpu.SMEM),
+        out_shape=jax.ShapeDtypeStruct((1,), dtype))(x)
+    np.testing.assert_array_equal(y, np.asarray([result], dtype=dtype))
+
+
+def test_megacore_splitting():
+    """PallasMegacoreTest.test_megacore_splitting: vmap of vmap of a
+    (4, 4, 4)-grid matmul over a (3, 3) batch (uniform inputs from NumPy's
+    generator)."""
+    rng = np.random.default_rng(0)
+    x = rng.random((3, 3, 512, 512), dtype=np.float32)
+    y = rng.random((3, 3, 512, 512), dtype=np.float32)
+
+    def matmul_kernel(x_ref, y_ref, z_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            z_ref[...] = jnp.zeros_like(z_ref)
+        z_ref[...] += x_ref[...] @ y_ref[...]
+
+    z = jax.vmap(jax.vmap(pl.pallas_call(
+        matmul_kernel,
+        out_shape=jax.ShapeDtypeStruct((512, 512), F32),
+        grid=(4, 4, 4),
+        in_specs=[pl.BlockSpec((128, 128), lambda i, j, k: (i, k)),
+                  pl.BlockSpec((128, 128), lambda i, j, k: (k, j))],
+        out_specs=pl.BlockSpec((128, 128), lambda i, j, k: (i, j)))))(x, y)
+    np.testing.assert_allclose(z, np.matmul(x, y), rtol=1e-5)
+
+
+def test_scratch_input_vmap():
+    """PallasCallVmapTest.test_scratch_input_vmap: vmap of a kernel with a
+    VMEM scratch."""
+    tile_shape = (128, 128)
+    array_shape = (256, 256)
+
+    def add_one_with_scratch(x_ref, o_ref, scratch_ref):
+        scratch_ref[...] = jnp.ones_like(scratch_ref[...])
+        o_ref[...] = x_ref[...] + scratch_ref[...]
+
+    f = jax.vmap(pl.pallas_call(
+        add_one_with_scratch,
+        out_shape=jax.ShapeDtypeStruct(array_shape, jnp.int32),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=0,
+            in_specs=[pl.BlockSpec(tile_shape, lambda i, j: (i, j))],
+            out_specs=pl.BlockSpec(tile_shape, lambda i, j: (i, j)),
+            scratch_shapes=[pltpu.VMEM(tile_shape, dtype=jnp.int32)],
+            grid=(2, 2))))
+    x = np.ascontiguousarray(np.broadcast_to(np.arange(256, dtype=np.int32), (10, 256, 256)))
+    out = f(x)
+    np.testing.assert_array_equal(out, x + 1)
+    assert out.dtype == np.int32
+
+
+def test_scalar_bitwise_ops_of_smem_elements():
+    """& | ^ << >> of SMEM int32 elements are bitwise (the scalar core has
+    no such ops: the vector unit computes them as (1, 1)); & and | of
+    scalar compares stay logical, as pl.when conditions need."""
+    def kernel(x_ref, y_ref):
+        a, b = x_ref[0], x_ref[1]
+        y_ref[0] = a & b
+        y_ref[1] = a | b
+        y_ref[2] = a ^ b
+        y_ref[3] = a << 2
+        y_ref[4] = b >> 1
+        y_ref[5] = (a + 1) | 8
+        y_ref[6] = 0
+
+        @pl.when((a == 6) & (b > 2) | (a < 0))
+        def _():
+            y_ref[6] = 1
+
+    x = np.array([6, 11], np.int32)
+    y = pl.pallas_call(
+        kernel,
+        in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)],
+        out_specs=pl.BlockSpec(memory_space=pltpu.SMEM),
+        out_shape=jax.ShapeDtypeStruct((7,), jnp.int32))(x)
+    np.testing.assert_array_equal(y, [6 & 11, 6 | 11, 6 ^ 11, 24, 5, 7 | 8, 1])
+
+
+def test_masked_load_and_store():
+    """pl.load(..., mask=, other=) and pl.store(..., mask=) of ref windows:
+    the masked-out elements keep their values (a store) or read `other`."""
+    def kernel(x_ref, o_ref, o2_ref):
+        o_ref[...] = jnp.zeros_like(o_ref)
+        iota = lax.broadcasted_iota(jnp.int32, (8, 128), 1)
+        pl.store(o_ref, (pl.ds(8, 8), slice(None)), x_ref[pl.ds(0, 8), :], mask=iota < 5)
+        o2_ref[...] = pl.load(x_ref, (pl.ds(8, 8), slice(None)), mask=iota >= 120,
+                              other=-1.0)
+
+    x = _arange((16, 128))
+    o, o2 = pl.pallas_call(
+        kernel,
+        out_shape=[jax.ShapeDtypeStruct((16, 128), F32),
+                   jax.ShapeDtypeStruct((8, 128), F32)])(x)
+    exp = np.zeros((16, 128), np.float32)
+    exp[8:, :5] = x[:8, :5]
+    np.testing.assert_array_equal(o, exp)
+    np.testing.assert_array_equal(o2, np.where(np.arange(128) >= 120, x[8:], -1.0))

@@ -149,18 +149,23 @@ def ds(start, size=None, stride=1):
 dslice = ds
 
 
-def load(ref, idx, *, mask=None, other=None):
-    """pl.load(ref, idx): ref[idx] (no masks)."""
-    if mask is not None or other is not None:
-        raise trace_error("pl.load: masked loads are not supported")
-    return ref[idx]
+def load(ref, idx=..., *, mask=None, other=None):
+    """pl.load(ref, idx, mask=, other=): ref[idx]; with a mask, other (by
+    default 0: a TPU leaves them undefined) where the mask is False."""
+    v = ref[idx]
+    if mask is None:
+        return v
+    return jnp.where(mask, v, 0 if other is None else other)
 
 
 def store(ref, idx, val, *, mask=None):
-    """pl.store(ref, idx, val): ref[idx] = val (no masks)."""
-    if mask is not None:
-        raise trace_error("pl.store: masked stores are not supported")
-    ref[idx] = val
+    """pl.store(ref, idx, val, mask=): ref[idx] = val; with a mask, the
+    elements where it is False keep what they hold (ref[idx] read and
+    stored back: where(mask, val, ref[idx]))."""
+    if mask is None:
+        ref[idx] = val
+    else:
+        ref[idx] = jnp.where(mask, val, ref[idx])
 
 
 def when(cond):

@@ -469,6 +469,19 @@ def bitcast(x, ty):
     return _trace.bitcast_value(x, ty, "pltpu.bitcast")
 
 
+def load(ref, *, mask=None):
+    """pltpu.load(ref, mask=): the whole ref (or ref.at[...] window); with a
+    mask, 0 where it is False (a TPU leaves those undefined)."""
+    from . import load as _load
+    return _load(ref, ..., mask=mask)
+
+
+def store(ref, val, *, mask=None):
+    """pltpu.store(ref, val, mask=): ref[...] = val where the mask holds."""
+    from . import store as _store
+    _store(ref, ..., val, mask=mask)
+
+
 def sync_copy(src, dst):
     rec = _trace.recorder()
     dref = dst.ref if isinstance(dst, Window) else dst
