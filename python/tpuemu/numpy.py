@@ -406,6 +406,19 @@ import numpy as _np  # noqa: E402
 
 from . import _trace  # noqa: E402
 
+def nextafter(x, y):
+    """jnp.nextafter of float32 values: x's bits stepped by one toward y
+    (away from zero when y is farther out), the smallest subnormal of y's
+    sign from zero, y where they are equal, NaN if either is."""
+    from .lax import bitcast_convert_type
+    xi = bitcast_convert_type(x, int32)
+    step = where((y > x) == (x > 0), 1, -1)
+    r = bitcast_convert_type(xi + step, float32)
+    r = where(x == 0, where(y > 0, 2.0 ** -149, -2.0 ** -149), r)
+    r = where(x == y, y, r)
+    return where(isnan(x) | isnan(y), x + y, r)
+
+
 def array(object, dtype=None, copy=True, **kw):
     """jnp.array in a kernel body: of a Python number, a scalar constant
     of @dtype (jnp.array(0, dtype=jnp.int32) starts a running sum on the
@@ -534,6 +547,8 @@ for _name, _f in list(globals().items()):
 def __getattr__(name):
     """Other NumPy names (jnp.array, jnp.allclose, jnp.tril ...): the host's
     only; in a kernel they are not device operations."""
+    if name == "bool":
+        return bool_	# jnp.bool, as JAX names it too (not the builtin here)
     f = getattr(_np, name, None)
     if f is None or name.startswith("_"):
         raise AttributeError("module 'tpuemu.numpy' has no attribute %r" % name)

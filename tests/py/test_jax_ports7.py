@@ -1233,3 +1233,159 @@ def test_masked_load_and_store():
     exp[8:, :5] = x[:8, :5]
     np.testing.assert_array_equal(o, exp)
     np.testing.assert_array_equal(o2, np.where(np.arange(128) >= 120, x[8:], -1.0))
+
+
+# --- ops_test.py OpsTest ---
+
+_NEXTAFTER_VALUES = (-3.2, -0., 0., 5.1, np.nan, np.inf, -np.inf)
+
+
+@pytest.mark.parametrize("x", _NEXTAFTER_VALUES, ids=str)
+@pytest.mark.parametrize("y", _NEXTAFTER_VALUES, ids=str)
+def test_nextafter(x, y):
+    """OpsTest.test_nextafter (float32): exact equality with NumPy's."""
+    def kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = jnp.nextafter(x_ref[...], y_ref[...])
+
+    xs = np.full((4,), x, np.float32)
+    ys = np.full((4,), y, np.float32)
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((4,), F32))(xs, ys)
+    np.testing.assert_array_equal(out.view(np.int32) if not np.isnan(out).any() else out,
+                                  np.nextafter(xs, ys).view(np.int32)
+                                  if not np.isnan(out).any() else np.nextafter(xs, ys))
+
+
+_SUB32 = ["int8", "uint8", "bf16", "bool"]
+_TO = ["float32", "int32", "uint32", "bf16", "int8", "uint8", "bool"]
+
+
+def _np_of(name):
+    return {"bf16": np.float32, "bool": np.bool_}.get(name, np.dtype(name).type)
+
+
+def _dt_of(name):
+    return {"bf16": jnp.bfloat16, "bool": jnp.bool}.get(name) or getattr(jnp, name)
+
+
+@pytest.mark.parametrize("from_dtype,to_dtype",
+                         [(f, t) for f in _SUB32 for t in _TO if f != t])
+def test_cast_from_sub_32bit(from_dtype, to_dtype):
+    """OpsTest.test_cast_from_sub_32bit, exhaustive over the 8-bit types'
+    values (bf16: every finite bit pattern's upper half sampled; bool:
+    JAX's pattern), to the dtypes this device has."""
+    if from_dtype in ("int8", "uint8"):
+        x = np.arange(256, dtype=np.uint8).view(from_dtype).reshape(8, -1)
+        x_dev = x
+        xv = x
+    elif from_dtype == "bf16":
+        bits = (np.arange(0, 65536, 37, dtype=np.uint32)[:1024]).astype(np.uint16)
+        xv32 = (bits.astype(np.uint32) << 16).view(np.float32)
+        bits = np.where(np.isnan(xv32), 0, bits).astype(np.uint16)
+        x_dev = bits.reshape(8, 128)
+        xv = (x_dev.astype(np.uint32) << 16).view(np.float32)
+    else:
+        xv = np.tile(np.asarray([[False, True], [True, False]]), (8, 8))
+        x_dev = xv.astype(np.int32)
+
+    def kernel(x_ref, y_ref):
+        v = x_ref[...]
+        if from_dtype == "bool":
+            v = v.astype(jnp.bool_)
+        y = v.astype(_dt_of(to_dtype))
+        if to_dtype == "bool":
+            y = y.astype(jnp.int32)
+        y_ref[...] = y
+
+    y_dt = jnp.int32 if to_dtype == "bool" else _dt_of(to_dtype)
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x_dev.shape, y_dt))(x_dev)
+    if to_dtype == "bf16":
+        y = jax.from_bf16(y)
+        want = jax.from_bf16(jax.to_bf16(xv.astype(np.float32)))
+    elif to_dtype == "bool":
+        y = y.astype(bool)
+        want = xv.astype(bool)
+    else:
+        with np.errstate(invalid="ignore"):
+            if from_dtype == "bf16" and to_dtype in ("int32", "uint32", "int8", "uint8"):
+                # XLA's float-to-int convert saturates at the type's ends
+                info = np.iinfo(to_dtype)
+                want = np.clip(np.trunc(xv), info.min, info.max).astype(to_dtype)
+            else:
+                want = xv.astype(_np_of(to_dtype))
+    np.testing.assert_array_equal(y, want)
+
+
+def _dot_general_ref(x, y, dims):
+    """lax.dot_general in NumPy: (contracting, batch) dims, out = batch,
+    lhs free, rhs free."""
+    (lc, rc), (lb, rb) = dims
+    lf = [d for d in range(x.ndim) if d not in lc and d not in lb]
+    rf = [d for d in range(y.ndim) if d not in rc and d not in rb]
+    xt = np.transpose(x, list(lb) + lf + list(lc))
+    yt = np.transpose(y, list(rb) + list(rc) + rf)
+    nb = len(lb)
+    bs = xt.shape[:nb]
+    xm = xt.reshape(bs + (int(np.prod(xt.shape[nb:nb + len(lf)])), -1))
+    ym = yt.reshape(bs + (int(np.prod(yt.shape[nb:nb + len(rc)])), -1))
+    out = np.matmul(xm.astype(np.float64), ym.astype(np.float64))
+    return out.reshape(bs + tuple(x.shape[d] for d in lf) + tuple(y.shape[d] for d in rf))
+
+
+_MNC = [
+    ((8, 8, 256), (256, 128), ([2], [0])),
+    ((3, 4, 128), (256, 128), ([2], [1])),
+    ((256, 8, 128), (256, 128), ([0], [0])),
+    ((128, 8, 128), (256, 128), ([0], [1])),
+    ((8, 128), (8, 128, 128), ([1], [2])),
+    ((128, 8), (8, 128, 128), ([0], [2])),
+    ((8, 128), (128, 8, 128), ([1], [0])),
+    ((128, 8), (128, 8, 128), ([0], [0])),
+    ((8, 8, 128), (8, 128, 128), ([2], [2])),
+    ((8, 8, 128), (128, 8, 128), ([2], [0])),
+    ((32, 8, 128), (8, 128, 32), ([0], [2])),
+    ((8, 8, 128), (8, 8, 128), ([0], [0])),
+    ((2, 128, 128), (2, 128, 128), ([1], [2])),
+    ((2, 128, 128), (128, 2, 128), ([1], [0])),
+    ((2, 128, 128), (2, 128, 128), ([2], [1])),
+    ((128, 2, 128), (2, 128, 128), ([0], [1])),
+    ((2, 128, 128), (2, 128, 128), ([1], [1])),
+]
+_MNC_OK = {0, 1}	# a 3-D lhs contracting its last dimension with a 2-D rhs
+
+
+def _mnc_params():
+    out = []
+    for batch in (None, 1, 2):
+        for n, case in enumerate(_MNC):
+            nb = batch is not None
+            out_rank = nb + len(case[0]) + len(case[1]) - 2
+            marks = () if batch is None and n in _MNC_OK else pytest.mark.xfail(
+                strict=True, raises=ValueError,
+                reason="arrays of rank 5: arrays have 1 to 4 dimensions") \
+                if out_rank > 4 else pytest.mark.xfail(
+                strict=True, raises=pl.TraceError,
+                reason="dot_general with free dimensions of rank > 2 other than a 3-D "
+                       "lhs contracting its last, or a batch with them")
+            out.append(pytest.param(batch, case, marks=marks, id="%s-%d" % (batch, n)))
+    return out
+
+
+@pytest.mark.parametrize("batch_size,case", _mnc_params())
+def test_dot_general_multiple_non_contracting_dims(batch_size, case):
+    """OpsTest.test_dot_general_multiple_non_contracting_dims."""
+    x_shape, y_shape, (lc, rc) = case
+    if batch_size is not None:
+        x_shape, y_shape = (batch_size,) + x_shape, (batch_size,) + y_shape
+        dims = (([a + 1 for a in lc], [a + 1 for a in rc]), ([0], [0]))
+    else:
+        dims = ((lc, rc), ([], []))
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    y = rng.standard_normal(y_shape).astype(np.float32)
+    expected = _dot_general_ref(x, y, dims)
+
+    def kernel(x_ref, y_ref, out_ref):
+        out_ref[...] = jax.lax.dot_general(x_ref[...], y_ref[...], dimension_numbers=dims)
+
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(expected.shape, F32))(x, y)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-3)

@@ -343,6 +343,9 @@ def _block_spec(spec, shape, grid_rank, prefetch, what):
     """(struct tpurt_block_spec, keepalive, block shape)"""
     cs = ffi.new("struct tpurt_block_spec *")
     keep = []
+    if len(shape) > len(cs.shape):
+        raise ValueError("%s: an array of rank %d (shape %r): arrays have 1 to %d "
+                         "dimensions here" % (what, len(shape), tuple(shape), len(cs.shape)))
     space = getattr(spec, "memory_space", None) if spec is not None else None
     space = getattr(space, "_space", space)
     cs.memory_space = _SPACES[space]
