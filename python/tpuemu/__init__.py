@@ -47,6 +47,12 @@ class Device:
         return "TPU %s (tpuemu, %d cores)" % (get_tpu_info().chip_version,
                                               get_tpu_info().num_cores)
 
+    @property
+    def num_cores(self):
+        """The device's TensorCores, as a JAX TPU device's num_cores."""
+        from .pallas.tpu import get_tpu_info
+        return get_tpu_info().num_cores
+
     def __repr__(self):
         return "TpuDevice(id=0, kind=%r)" % self.device_kind
 

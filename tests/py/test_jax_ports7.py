@@ -1389,3 +1389,117 @@ def test_dot_general_multiple_non_contracting_dims(batch_size, case):
 
     out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(expected.shape, F32))(x, y)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-3)
+
+
+# --- tpu_pallas_state_test.py CoreMapTest ---
+
+def test_can_create_tensorcore_mesh():
+    """CoreMapTest.test_can_create_tensorcore_mesh; a mesh of more cores
+    than the device has is refused when it is made here (JAX's fails when
+    a kernel on it is lowered)."""
+    mesh = pltpu.TensorCoreMesh(axis_name="x")
+    assert mesh.axis_name == "x"
+    assert mesh.num_cores == jax.devices()[0].num_cores
+    if jax.devices()[0].num_cores >= 4:
+        assert pltpu.TensorCoreMesh(axis_name="x", num_cores=4).num_cores == 4
+    else:
+        with pytest.raises(ValueError, match="cores on a device of"):
+            pltpu.TensorCoreMesh(axis_name="x", num_cores=4)
+
+
+def test_kernel_helper_basic():
+    """CoreMapTest.test_kernel_helper_basic: pl.kernel as a call and as a
+    decorator factory."""
+    mesh = pltpu.TensorCoreMesh(axis_name="x")
+
+    def body(x_ref, o_ref):
+        pltpu.sync_copy(x_ref, o_ref)
+
+    x = _arange((8, 128), np.int32)
+    out_type = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    np.testing.assert_array_equal(pl.kernel(body, out_type=out_type, mesh=mesh)(x), x)
+    np.testing.assert_array_equal(pl.kernel(out_type=out_type, mesh=mesh)(body)(x), x)
+
+
+def test_can_query_core_index():
+    """CoreMapTest.test_can_query_core_index: each core copies its slice
+    and adds its index."""
+    mesh = pltpu.TensorCoreMesh(axis_name="x")
+    slc_size = 16 // mesh.shape["x"]
+    x = _arange((16, 128), np.int32)
+
+    @pl.kernel(out_type=jax.ShapeDtypeStruct(x.shape, x.dtype), mesh=mesh,
+               scratch_types=[pltpu.VMEM((slc_size, 128), jnp.int32),
+                              pltpu.VMEM((slc_size, 128), jnp.int32),
+                              pltpu.SemaphoreType.DMA])
+    def kernel(x_ref, y_ref, x_vmem_ref, y_vmem_ref, sem):
+        num_cores = jax.lax.axis_size("x")
+        slc_size = 16 // num_cores
+        core_index = jax.lax.axis_index("x")
+        slc = pl.ds(core_index * slc_size, slc_size)
+        pltpu.async_copy(x_ref.at[slc], x_vmem_ref, sem).wait()
+        y_vmem_ref[...] = x_vmem_ref[...] + jax.lax.axis_index("x")
+        pltpu.async_copy(y_vmem_ref, y_ref.at[slc], sem).wait()
+
+    num_cores = jax.devices()[0].num_cores
+    expected = (x.reshape((num_cores, -1, 128)) +
+                np.arange(num_cores)[:, None, None]).reshape(x.shape)
+    np.testing.assert_array_equal(kernel(x), expected)
+
+
+def test_capture_scalar():
+    """CoreMapTest.test_capture_scalar (the TensorCore case): a Python int
+    closed over in the body indexes the copy."""
+    mesh = pltpu.TensorCoreMesh(axis_name="x", num_cores=1)
+    x = _arange((4, 8, 128), np.int32)
+
+    def f(x, i):
+        @pl.kernel(out_type=jax.ShapeDtypeStruct((1, *x.shape[1:]), jnp.int32), mesh=mesh)
+        def kernel(x_ref, out_ref):
+            idx = jax.lax.axis_index("x")
+            pltpu.sync_copy(x_ref.at[i], out_ref.at[idx])
+        return kernel(x)
+
+    def g(x, i):
+        @pl.kernel(out_type=jax.ShapeDtypeStruct((2, *x.shape[1:]), jnp.int32), mesh=mesh)
+        def kernel(x_ref, out_ref):
+            pltpu.sync_copy(x_ref.at[pl.ds(i, 2)], out_ref)
+        return kernel(x)
+
+    for i in range(4):
+        np.testing.assert_array_equal(f(x, i)[0], x[i])
+    for i in range(3):
+        np.testing.assert_array_equal(g(x, i), x[i:i + 2])
+
+
+def test_kernel_helper_with_scratch():
+    """CoreMapTest.test_kernel_helper_with_scratch: scratch_types as a dict."""
+    mesh = pltpu.TensorCoreMesh(axis_name="x")
+
+    def body(x_ref, o_ref, scratch_ref):
+        pltpu.sync_copy(x_ref, scratch_ref)
+        scratch_ref[...] += 1
+        pltpu.sync_copy(scratch_ref, o_ref)
+
+    x = _arange((8, 128), np.int32)
+    result = pl.kernel(body, out_type=jax.ShapeDtypeStruct(x.shape, x.dtype), mesh=mesh,
+                       scratch_types=dict(scratch_ref=pltpu.VMEM(x.shape, jnp.int32)))(x)
+    np.testing.assert_array_equal(result, x + 1)
+
+
+def test_kernel_helper_with_out_tree():
+    """CoreMapTest.test_kernel_helper_with_out_tree: a list of outputs."""
+    mesh = pltpu.TensorCoreMesh(axis_name="x")
+
+    def body(x_ref, o1_ref, o2_ref, scratch_ref):
+        pltpu.sync_copy(x_ref, o1_ref)
+        pltpu.sync_copy(x_ref, scratch_ref)
+        scratch_ref[...] += 1
+        pltpu.sync_copy(scratch_ref, o2_ref)
+
+    x = _arange((8, 128), np.int32)
+    t = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    result1, result2 = pl.kernel(body, out_type=[t, t], mesh=mesh,
+                                 scratch_types=[pltpu.VMEM(x.shape, jnp.int32)])(x)
+    np.testing.assert_array_equal(result1, x)
+    np.testing.assert_array_equal(result2, x + 1)
