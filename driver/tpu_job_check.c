@@ -177,6 +177,21 @@ static int check_alias(struct tpu_device *tdev, const struct job_view *view,
 }
 
 /*
+ * pl.RevisitMode.ANY: of a VMEM output with one buffer or an SMEM output
+ * (the device's rule, rules/tpu_job_check.c).
+ */
+static bool revisit_fits(const struct tpu_job_operand *operand)
+{
+	if (operand->revisit == TPU_REVISIT_IMMEDIATE)
+		return true;
+	if (operand->revisit != TPU_REVISIT_ANY ||
+	    operand->role != TPU_ROLE_OUTPUT)
+		return false;
+	return operand->space == TPU_MEM_SMEM ||
+	       (operand->space == TPU_MEM_VMEM && operand->buffers == 1);
+}
+
+/*
  * An operand's memory space, pl.Buffered(n) and alias: enum ranges, and an
  * alias naming an input with the same array.
  */
@@ -187,11 +202,15 @@ static int check_operand_memory(struct tpu_device *tdev,
 	unsigned int alias = operand->alias;
 
 	if (operand->role == TPU_ROLE_SCALAR_PREFETCH) {
-		if (operand->space || operand->buffers || alias)
-			return reject(tdev, "operand %u: prefetch with space, buffers or alias",
+		if (operand->space || operand->buffers || alias ||
+		    operand->revisit)
+			return reject(tdev, "operand %u: prefetch with memory fields set",
 				      i);
 		return 0;
 	}
+	if (!revisit_fits(operand))
+		return reject(tdev, "operand %u: revisit %u", i,
+			      operand->revisit);
 	if (operand->space > TPU_MEM_ANY ||
 	    operand->buffers > TPU_JOB_MAX_BUFFERS ||
 	    (operand->space != TPU_MEM_VMEM && operand->buffers))
@@ -246,7 +265,7 @@ static int check_operand(struct tpu_device *tdev, const struct job_view *view,
 	     operand->dtype != TPU_DTYPE_F32))
 		return reject(tdev, "operand %u: dtype %u", i, operand->dtype);
 	if (!operand->rank || operand->rank > TPU_JOB_MAX_RANK ||
-	    operand->reserved1 || operand->reserved2)
+	    operand->reserved2)
 		return reject(tdev, "operand %u: rank or reserved fields", i);
 	ret = check_element_dims(tdev, operand, i, unblocked);
 	if (ret)

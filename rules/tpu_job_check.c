@@ -280,6 +280,33 @@ static const char *const space_name[TPU_MEM_COUNT] = {
 };
 
 /*
+ * pl.RevisitMode.ANY: an output block read back from HBM at each new
+ * visit. Only outputs have blocks to read back (inputs are read at every
+ * new index anyway), only VMEM and SMEM blocks exist to read into, and in
+ * VMEM only with one buffer, as Mosaic ("RevisitMode.ANY is not supported
+ * with double buffering"). Before buffers 0 becomes the default 2.
+ */
+static int check_revisit(const struct tpu_plan_operand *o, unsigned int i,
+			 struct tpu_job_result *res)
+{
+	if (o->revisit == TPU_REVISIT_IMMEDIATE)
+		return 0;
+	if (o->revisit != TPU_REVISIT_ANY)
+		return tpu_check_error(res, "operand %u: revisit %u unknown: IMMEDIATE (0) or ANY (1)",
+					i, o->revisit);
+	if (o->role != TPU_ROLE_OUTPUT)
+		return tpu_check_error(res, "operand %u: revisit ANY is of outputs only: an input's block is read at every new index already",
+					i);
+	if (o->space == TPU_MEM_ANY)
+		return tpu_check_error(res, "operand %u: revisit ANY: an output in space ANY has no blocks to read back",
+					i);
+	if (o->space == TPU_MEM_VMEM && o->buffers != 1)
+		return tpu_check_error(res, "operand %u: revisit ANY with buffers %u: it takes pl.Buffered(1) (buffers 1), as Mosaic, which has no double-buffered form of it",
+					i, o->buffers);
+	return 0;
+}
+
+/*
  * An operand's memory space, pl.Buffered(n) and alias fields (the alias's
  * target is checked once every operand is decoded). Fills in the default
  * double buffering.
@@ -288,10 +315,11 @@ static int check_memory_fields(struct tpu_plan *plan, unsigned int i,
 			       struct tpu_job_result *res)
 {
 	struct tpu_plan_operand *o = &plan->operand[i];
+	int ret;
 
 	if (o->role == TPU_ROLE_SCALAR_PREFETCH) {
-		if (o->space || o->buffers || o->alias)
-			return tpu_check_error(res, "operand %u: space, buffers and alias must be zero for scalar prefetch (it lives in SMEM)",
+		if (o->space || o->buffers || o->alias || o->revisit)
+			return tpu_check_error(res, "operand %u: space, buffers, alias and revisit must be zero for scalar prefetch (it lives in SMEM)",
 						i);
 		return 0;
 	}
@@ -304,6 +332,9 @@ static int check_memory_fields(struct tpu_plan *plan, unsigned int i,
 	if (o->buffers > TPU_JOB_MAX_BUFFERS)
 		return tpu_check_error(res, "operand %u: buffers %u: pl.Buffered(n) takes 1 to %d",
 					i, o->buffers, TPU_JOB_MAX_BUFFERS);
+	ret = check_revisit(o, i, res);
+	if (ret)
+		return ret;
 	if (o->space == TPU_MEM_VMEM && !o->buffers)
 		o->buffers = 2;
 	if (o->alias && o->role != TPU_ROLE_OUTPUT)
@@ -351,9 +382,10 @@ static int decode_operand(struct tpu_plan *plan, unsigned int i,
 	o->buffers = raw->buffers;
 	o->alias = raw->alias;
 	o->element_dims = raw->element_dims;
+	o->revisit = raw->revisit;
 	for (unsigned int d = 0; d < TPU_JOB_MAX_RANK; d++)
 		o->element_pad[d] = le16(raw->element_pad[d]);
-	if (raw->reserved1 || raw->index_map.reserved || raw->reserved2)
+	if (raw->index_map.reserved || raw->reserved2)
 		return tpu_check_error(res, "operand %u: reserved fields must be zero",
 					i);
 	if (o->slot >= TPU_JOB_MAX_SLOTS)

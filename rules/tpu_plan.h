@@ -33,6 +33,7 @@ struct tpu_plan_operand {
 	uint8_t space;			/* enum tpu_memory_space */
 	uint8_t buffers;		/* VMEM blocks: 1..TPU_JOB_MAX_BUFFERS (0 given: 2) */
 	uint8_t alias;			/* output: 1 + aliased input, or 0 */
+	uint8_t revisit;		/* enum tpu_revisit_mode */
 	uint64_t offset;		/* of element 0 in the slot */
 	uint64_t shape[TPU_JOB_MAX_RANK];
 	uint32_t block[TPU_JOB_MAX_RANK];

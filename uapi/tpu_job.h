@@ -285,6 +285,7 @@ enum tpu_operand_role {
  *	default double buffering (2). With 1 the next block's fetch cannot
  *	overlap the step using the current one; with n > 2 fetches may run up
  *	to n - 1 steps ahead. VMEM counts n blocks. Zero for other operands.
+ *	An output with @revisit %TPU_REVISIT_ANY takes 1.
  * @alias: for an output, 0, or 1 + the index of the input operand whose
  *	array it is (Pallas's input_output_aliases): same slot, offset, dtype
  *	and shape; the input's data is the output's initial contents, and
@@ -293,14 +294,20 @@ enum tpu_operand_role {
  *	operand's without this declaration fails the job with
  *	%TPU_JOB_ERR_BUFFER (inputs may overlap each other). An aliased
  *	output's blocks are not read from HBM first: a block the job visits
- *	is written back whole, as Pallas does.
+ *	is written back whole, as Pallas does; with @revisit
+ *	%TPU_REVISIT_ANY each visit reads it first, so the first one starts
+ *	from the input's data.
  * @element_dims: bit d set: dimension d is indexed by element, not by
  *	block (pl.Element): the index map gives the element offset of the
  *	block's start, as if the array had @element_pad[d] elements of
  *	padding before it. Elements outside the array read as zeros (poison
  *	in debug mode) and are not written, as at an edge block. Bits of
  *	VMEM- and SMEM-space inputs and outputs only, below @rank.
- * @reserved1: must be zero
+ * @revisit: &enum tpu_revisit_mode of an output
+ *	(pl.Buffered(1, revisit=...)): %TPU_REVISIT_IMMEDIATE (0) for every
+ *	other operand. %TPU_REVISIT_ANY is for VMEM-space outputs with
+ *	@buffers 1 (Mosaic has no double-buffered form of it) and SMEM-space
+ *	outputs.
  * @element_pad: the low padding of each element dimension
  *	(pl.Element(n, (low, high))'s low; padding past the array's end needs
  *	no field: a block may overhang it), zero for other dimensions
@@ -322,9 +329,33 @@ struct tpu_job_operand {
 	__u8 buffers;
 	__u8 alias;
 	__u8 element_dims;
-	__u8 reserved1;
+	__u8 revisit;
 	__u16 element_pad[TPU_JOB_MAX_RANK];
 	__u32 reserved2;
+};
+
+/**
+ * enum tpu_revisit_mode - how an output's blocks may be revisited
+ *	(pl.RevisitMode)
+ * @TPU_REVISIT_IMMEDIATE: a block is visited on consecutive steps only: it
+ *	stays in VMEM while its index repeats and is written back when the
+ *	index changes; a later visit starts from the poison pattern (debug
+ *	mode) or whatever the buffer held, and debug mode reports it as a
+ *	hazard
+ * @TPU_REVISIT_ANY: the grid may come back to a block after others: at
+ *	each step where the index changes, after the old block's write-back,
+ *	the new block is read from HBM into its buffer (edge blocks padded as
+ *	an input's), so a visit continues from the last one's data. The first
+ *	visit reads what HBM holds: the aliased input's data with
+ *	&tpu_job_operand.alias, the runtime's zeros for an output it
+ *	allocated. The reads are DMA the timing model counts (Buffered(1):
+ *	not overlapped with compute). Visits
+ *	from two iterations of the parallel dimensions still race, and debug
+ *	mode still reports them
+ */
+enum tpu_revisit_mode {
+	TPU_REVISIT_IMMEDIATE = 0,
+	TPU_REVISIT_ANY = 1,
 };
 
 /**
