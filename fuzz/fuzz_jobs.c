@@ -375,6 +375,36 @@ static void *device_loops(size_t *len)
 	jb_free(b);
 	return blob;
 }
+/*
+ * pl.RevisitMode.ANY: a VMEM output (edge blocks, pl.Buffered(1)) revisited
+ * along the arbitrary i of a (p, i, j) grid and an SMEM output revisited
+ * too, each read back at every new block.
+ */
+static void *revisit_any(size_t *len)
+{
+	uint64_t xs[3] = { 2, 24, 200 }, os[3] = { 2, 8, 200 }, ss[1] = { 4 };
+	uint32_t grid[3] = { 2, 3, 2 }, xb[3] = { 1, 8, 128 }, sb[1] = { 2 };
+	struct jb *b = jb_new();
+	void *blob;
+
+	jb_grid(b, 3, grid, "paa");
+	jb_operand(b, TPU_ROLE_INPUT, 0, TPU_DTYPE_F32, 3, xs, xb,
+		   "pid0 pid1 pid2");
+	jb_operand(b, TPU_ROLE_OUTPUT, 1, TPU_DTYPE_F32, 3, os, xb,
+		   "pid0 0 pid2");
+	jb_buffers(b, 1, 1);
+	jb_revisit(b, 1, TPU_REVISIT_ANY);
+	jb_operand(b, TPU_ROLE_OUTPUT, 2, TPU_DTYPE_INT32, 1, ss, sb, "pid2");
+	jb_space(b, 2, TPU_MEM_SMEM);
+	jb_revisit(b, 2, TPU_REVISIT_ANY);
+	jb_zero(b, JB_OPND(1), "pid1 0 ==");
+	jb_binary(b, TPU_BINARY_ADD, TPU_BCAST_NONE, JB_OPND(1), JB_OPND(1),
+		  JB_OPND(0), NULL);
+	jb_scalar_store(b, JB_OPND(2), "pid1 pid1 1 +", "pid0 0 ==");
+	blob = jb_finish(b, len);
+	jb_free(b);
+	return blob;
+}
 
 static const struct {
 	const char *name;
@@ -396,6 +426,7 @@ static const struct {
 	{ "smem_narrow", smem_narrow },
 	{ "int_wrap_ops", int_wrap_ops },
 	{ "device_loops", device_loops },
+	{ "revisit_any", revisit_any },
 };
 
 unsigned int fuzz_num_templates(void)

@@ -239,6 +239,11 @@ void jb_buffers(struct jb *b, unsigned int i, unsigned int n)
 	b->operand[i].buffers = n;
 }
 
+void jb_revisit(struct jb *b, unsigned int i, unsigned int mode)
+{
+	b->operand[i].revisit = mode;
+}
+
 void jb_element(struct jb *b, unsigned int i, unsigned int dims,
 		const uint16_t *pad)
 {

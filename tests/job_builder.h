@@ -54,6 +54,8 @@ unsigned int jb_scratch(struct jb *b, unsigned int space, unsigned int dtype,
 void jb_space(struct jb *b, unsigned int i, unsigned int space);
 void jb_buffers(struct jb *b, unsigned int i, unsigned int n);
 void jb_alias(struct jb *b, unsigned int out, unsigned int in);
+/* pl.RevisitMode of an output: &enum tpu_revisit_mode. */
+void jb_revisit(struct jb *b, unsigned int i, unsigned int mode);
 /* pl.Element: dims indexed by element (a bit each), low padding (NULL: 0). */
 void jb_element(struct jb *b, unsigned int i, unsigned int dims,
 		const uint16_t *pad);

@@ -161,8 +161,9 @@ int tpu_block_fetch(struct tpu_core *core, unsigned int i,
 	uint8_t *first = core->run->hbm + core->run->slots[o->slot].offset + sp->first;
 	uint8_t *buf;
 
+	/* an output's block is written in its buffer: never a view of HBM */
 	if (sp->full && !core->run->debug && o->space == TPU_MEM_VMEM &&
-	    viewable(o, first)) {
+	    o->role == TPU_ROLE_INPUT && viewable(o, first)) {
 		uint64_t ld = o->rank >= 2 ? o->stride[o->rank - 2] : (uint64_t)o->cols;
 
 		core->block[i] = (struct tpu_ref2d){ first, o->rows, o->cols,

@@ -60,7 +60,8 @@ static inline uint64_t tpu_block_bytes(const struct tpu_plan_operand *o,
 /*
  * Make input block @i readable at core->block[i]: in place in HBM when its
  * rows are equally spaced and it needs no padding (and not in debug mode),
- * else copied into VMEM. -1 if out of memory for the VMEM buffer.
+ * else copied into VMEM. An output's block (pl.RevisitMode.ANY) is always
+ * copied into its buffer. -1 if out of memory for the VMEM buffer.
  */
 int tpu_block_fetch(struct tpu_core *core, unsigned int i,
 		    const struct tpu_block_span *sp);

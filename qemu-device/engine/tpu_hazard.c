@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * An owner table holds a word per block: 0 while unvisited, then the
- * owning parallel iteration + 1, with CLOSED set once written back.
+ * owning parallel iteration + 1, with CLOSED set once written back. A
+ * closed block is reopened only by its owner, and only with
+ * pl.RevisitMode.ANY (its data is read back); other revisits are hazards.
  */
 #include <stdlib.h>
 
@@ -77,6 +79,10 @@ int tpu_hazard_claim(struct tpu_core *core, unsigned int i, const int64_t *idx,
 
 	core->visit_owner[i] = pflat;
 	if (atomic_compare_exchange_strong(slot, &v, pflat + 1))
+		return 0;
+	/* pl.RevisitMode.ANY: back to a block its own iteration wrote back */
+	if (o->revisit == TPU_REVISIT_ANY && v == (CLOSED | (pflat + 1)) &&
+	    atomic_compare_exchange_strong(slot, &v, pflat + 1))
 		return 0;
 	if ((v & ~CLOSED) != pflat + 1)
 		return hazard(core, i, idx,

@@ -4,7 +4,11 @@
  * order (restricted to the core's share of the parallel iterations); input
  * blocks fetched unless their index repeats the previous step's; output
  * blocks kept in VMEM while their index repeats and written back when it
- * changes and after the last step; edge blocks zero-padded on read and
+ * changes and after the last step, those with pl.RevisitMode.ANY read
+ * back from HBM at each new index (after the old block's write-back, so
+ * a block revisited later sees its last visit's data; other cores' blocks
+ * are theirs: only the parallel iterations split, and two of them sharing
+ * a block race as in Pallas); edge blocks zero-padded on read and
  * written only in bounds (tpu_block.c). Double buffering is not emulated on
  * the host (the fetch of step s+1 happens after step s), only modeled: the
  * results are the same since input blocks are read-only. The host's caches
@@ -232,7 +236,29 @@ static void prefetch_inputs(struct tpu_core *core, block_index cur,
 	}
 }
 
-static int open_outputs(struct tpu_core *core, block_index idx, uint64_t pflat)
+/*
+ * pl.RevisitMode.ANY: the new block's data from HBM, what its last visit
+ * wrote back (or the array's first contents), DMA the model counts.
+ */
+static int read_back_output(struct tpu_core *core, unsigned int i,
+			    const struct tpu_block_span *sp,
+			    struct tpu_model_fetch *fetch)
+{
+	const struct tpu_plan_operand *o = &core->run->plan->operand[i];
+
+	if (!core->run->model_only && tpu_block_fetch(core, i, sp)) {
+		tpu_job_fail(&core->res, TPU_JOB_ERR_INTERNAL,
+			     "out of host memory for a VMEM block");
+		tpu_core_fail_step(core, core->step);
+		return -1;
+	}
+	core->stats.blocks_fetched++;
+	count_fetch(o, tpu_block_bytes(o, sp), fetch);
+	return 0;
+}
+
+static int open_outputs(struct tpu_core *core, block_index idx, uint64_t pflat,
+			struct tpu_model_fetch *fetch)
 {
 	const struct tpu_plan *plan = core->run->plan;
 	struct tpu_block_span sp;
@@ -253,11 +279,15 @@ static int open_outputs(struct tpu_core *core, block_index idx, uint64_t pflat)
 		tpu_block_set_valid(core, i, &sp);
 		memcpy(core->idx[i], idx[i], sizeof(idx[i]));
 		core->resident[i] = true;
-		if (!core->run->debug)
-			continue;
-		if (tpu_hazard_claim(core, i, idx[i], pflat))
+		if (core->run->debug &&
+		    tpu_hazard_claim(core, i, idx[i], pflat))
 			return -1;
-		if (!core->run->model_only)
+		if (o->revisit == TPU_REVISIT_ANY) {
+			if (read_back_output(core, i, &sp, fetch))
+				return -1;
+			continue;
+		}
+		if (core->run->debug && !core->run->model_only)
 			tpu_poison_fill(core->block_buf[i], o->dtype,
 					o->block_bytes / tpu_dtype_size(o->dtype));
 	}
@@ -343,7 +373,8 @@ void tpu_core_run(struct tpu_core *core)
 		tpu_prefetch_clear();
 		if (has_next && !core->run->model_only)
 			prefetch_inputs(core, cur, next);
-		if (open_outputs(core, cur, parallel_index(plan, core->pid)) ||
+		if (open_outputs(core, cur, parallel_index(plan, core->pid),
+				 &fetch) ||
 		    tpu_body_run(core, &work, &flops, &useful))
 			break;
 		if (close_outputs(core, next, has_next, &out_bytes))
