@@ -282,6 +282,7 @@ static int fill_operands(struct pallas_build *c)
 		if (o->role != TPU_ROLE_SCALAR_PREFETCH) {
 			jo->space = (uint8_t)o->spec.memory_space;
 			jo->buffers = (uint8_t)o->spec.buffer_count;
+			jo->revisit = (uint8_t)o->spec.revisit;
 		}
 		for (int d = 0; d < a->rank; d++) {
 			jo->shape[d] = (uint64_t)a->shape[d];

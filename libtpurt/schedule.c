@@ -2,7 +2,8 @@
 /*
  * The schedule dump: a grid spec's pipeline walked on the host, step by
  * step in row-major order, with the block each operand sees and whether it
- * is fetched, skipped (same index as the previous step) or written back.
+ * is fetched, skipped (same index as the previous step) or written back
+ * (and read back first, pl.RevisitMode.ANY).
  * One core's view: with several cores each core's run of steps starts with
  * fresh fetches, so the device's counts can be higher. With the kernel,
  * the async copies each printed step starts (copy_walk.c).
@@ -107,8 +108,10 @@ static void print_step(struct walk *w, FILE *out, uint64_t s, int last,
 		}
 		if (o->role == TPU_ROLE_INPUT)
 			what = fetched[i] ? "fetch" : "skip";
+		else if (last || !same(w->cur[i], w->nxt[i], rank))
+			what = fetched[i] ? "read+write" : "write";
 		else
-			what = last || !same(w->cur[i], w->nxt[i], rank) ? "write" : "keep";
+			what = fetched[i] ? "read+keep" : "keep";
 		fprintf(out, "  %s[", o->name);
 		print_index(out, w->cur[i], rank);
 		fprintf(out, "] %s", what);
@@ -148,9 +151,14 @@ static int run(struct walk *w, struct tpurt_copy_walk *cw, FILE *out,
 				fetched[i] = !s || !same(w->cur[i], w->prev[i], rank);
 				cnt->blocks_fetched += fetched[i];
 				cnt->blocks_skipped += !fetched[i];
-			} else if (last || !same(w->cur[i], w->nxt[i], rank)) {
-				cnt->blocks_written++;
+				continue;
 			}
+			/* pl.RevisitMode.ANY: each new block read back */
+			fetched[i] = gs->operand[i].spec.revisit == TPURT_REVISIT_ANY &&
+				     (!s || !same(w->cur[i], w->prev[i], rank));
+			cnt->blocks_fetched += fetched[i];
+			if (last || !same(w->cur[i], w->nxt[i], rank))
+				cnt->blocks_written++;
 		}
 		memcpy(w->prev, w->cur, sizeof(w->prev));
 		cnt->steps++;

@@ -292,10 +292,22 @@ enum tpurt_memory_space {
 };
 
 /*
+ * pl.RevisitMode of an output's blocks (pl.Buffered(1, revisit=...)):
+ * IMMEDIATE, the default, keeps a block in VMEM while its index repeats and
+ * writes it back when it changes; ANY also reads each new block back from
+ * HBM, so the grid may return to a block after others and continue from
+ * its data. ANY takes buffer_count 1 (VMEM) or an SMEM output.
+ */
+enum tpurt_revisit_mode {
+	TPURT_REVISIT_IMMEDIATE = 0,
+	TPURT_REVISIT_ANY = 1,
+};
+
+/*
  * pl.BlockSpec(block_shape, index_map, memory_space=...,
- * pipeline_mode=pl.Buffered(buffer_count)); a value, cheap to copy. The
- * last two fields may be left out of an initialiser: zero is VMEM with the
- * default double buffering. For TPURT_ANY the block shape and index map
+ * pipeline_mode=pl.Buffered(buffer_count, revisit=...)); a value, cheap to
+ * copy. The fields after the index map may be left out of an initialiser:
+ * zero is VMEM with the default double buffering, immediate revisits. For TPURT_ANY the block shape and index map
  * are not used (rank 0 and a NULL index map are fine; a rank and shape
  * given declare the array's shape, which statements then check against
  * and pallas_call checks the array has).
@@ -314,6 +326,7 @@ struct tpurt_block_spec {
 	 */
 	unsigned int element_dims;
 	int64_t element_pad[TPURT_MAX_RANK];
+	enum tpurt_revisit_mode revisit;	/* outputs only */
 };
 
 struct tpurt_grid_spec;

@@ -45,6 +45,7 @@ struct tpurt_block_spec {
     int buffer_count;
     unsigned int element_dims;
     int64_t element_pad[4];
+    int revisit;
 };
 int tpurt_grid_spec_create(int rank, const int64_t *grid, struct tpurt_grid_spec **gsp);
 void tpurt_grid_spec_free(struct tpurt_grid_spec *gs);
