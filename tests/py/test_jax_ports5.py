@@ -651,11 +651,6 @@ def test_two_input_vadd(x_pmode, y_pmode):
     np.testing.assert_allclose(z, x + y)
 
 
-@pytest.mark.xfail(strict=True, raises=pl.TraceError, reason=(
-    "pl.Buffered(1, revisit=pl.RevisitMode.ANY): the device's pipeline writes an "
-    "output block back when its index changes and does not read it in again when "
-    "the grid returns to it, so accumulating across non-consecutive visits needs "
-    "the engine's output pipelining; the front end refuses it by name"))
 def test_block_reduction_with_non_immediate_revisit():
     """TPUPipelineModeRevisitTest.test_block_reduction_with_non_immediate_revisit:
     output block (0, j) accumulated over i, revisited every third step."""

@@ -10,6 +10,7 @@ from .._lib import ffi, lib, check, device
 
 _last_stats = None
 _TPURT_INTERPRET = 1 << 1	# tpurt.h: interpret mode's block shapes
+_TPURT_DEBUG = 1 << 0		# tpurt.h: the device's debug mode (poison, hazards)
 # The grids of the pallas_calls being traced, innermost last (emit_pipeline's
 # core_axis reads its size).
 _grids = []
@@ -20,23 +21,21 @@ _SPACES = {None: 0, "vmem": 0, "smem": 1, "any": 2, "sem_dma": 3, "sem_regular":
 
 class RevisitMode:
     """pl.RevisitMode, pl.Buffered's revisit=: IMMEDIATE (an output block
-    revisited only on consecutive steps, the default and what the device
-    pipelines) or ANY (refused: the device writes an output block back when
-    its index changes and does not read it in again on a later visit)."""
+    revisited only on consecutive steps, the default) or ANY (the grid may
+    return to an output block after others: each new visit reads it back
+    from HBM, so accumulating across visits works; pl.Buffered(1) only, as
+    Mosaic; on an input it changes nothing, inputs are read at every new
+    block anyway)."""
     IMMEDIATE = "immediate"
     ANY = "any"
 
 
 class Buffered:
-    """pl.Buffered(n, revisit=): the block's pipeline depth."""
+    """pl.Buffered(n, revisit=): the block's pipeline depth and pl.RevisitMode."""
 
     def __init__(self, buffer_count, *, revisit=None, use_lookahead=False):
         self.buffer_count = int(buffer_count)
-        if revisit == RevisitMode.ANY:
-            raise trace_error("pl.Buffered(revisit=pl.RevisitMode.ANY) is not supported: "
-                              "the device does not read an output block back in when the "
-                              "grid returns to it after other blocks")
-        if revisit not in (None, RevisitMode.IMMEDIATE):
+        if revisit not in (None, RevisitMode.IMMEDIATE, RevisitMode.ANY):
             raise TypeError("pl.Buffered(revisit=%r): give pl.RevisitMode.IMMEDIATE or ANY"
                             % (revisit,))
         self.revisit = revisit
@@ -339,7 +338,19 @@ def _np_dtype(d):
     return _np.dtype(as_dtype(d).np_name)
 
 
-def _block_spec(spec, shape, grid_rank, prefetch, what):
+def _revisit_code(mode, output, what):
+    """pl.Buffered(n, revisit=ANY): 1 for an output; JAX's lowering refuses
+    it with double buffering, of inputs too, and ignores it otherwise."""
+    if mode.revisit != RevisitMode.ANY:
+        return 0
+    if mode.buffer_count > 1:
+        raise trace_error("'%s': pl.Buffered(%d, revisit=pl.RevisitMode.ANY): RevisitMode.ANY "
+                          "is not supported with double buffering (give pl.Buffered(1))"
+                          % (what, mode.buffer_count))
+    return 1 if output else 0
+
+
+def _block_spec(spec, shape, grid_rank, prefetch, what, output=False):
     """(struct tpurt_block_spec, keepalive, block shape)"""
     cs = ffi.new("struct tpurt_block_spec *")
     keep = []
@@ -351,6 +362,7 @@ def _block_spec(spec, shape, grid_rank, prefetch, what):
     cs.memory_space = _SPACES[space]
     if spec is not None and spec.pipeline_mode is not None:
         cs.buffer_count = spec.pipeline_mode.buffer_count
+        cs.revisit = _revisit_code(spec.pipeline_mode, output, what)
     if cs.memory_space == 2:
         cs.rank = len(shape)
         for d, n in enumerate(shape):
@@ -473,7 +485,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             refs.append(Ref(n, a.shape, dt, space="smem", writable=False))
             refs[-1].narrow = narrow
         def add_blocked(add, what, n, shape, dtype, spec, writable):
-            cs, k, bshape = _block_spec(spec, shape, len(gs_grid), prefetch, n)
+            cs, k, bshape = _block_spec(spec, shape, len(gs_grid), prefetch, n,
+                                        output=writable)
             keep.extend([cs, k])
             check(add(gs, n.encode(), cs), "%s '%s'" % (what, n))
             dt = as_dtype(dtype)
@@ -545,6 +558,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         # arrays
         cp = ffi.new("struct tpurt_compiler_params *")
         cp.flags = _TPURT_INTERPRET if interpret else 0
+        # debug=True: JAX prints its IR; here the device checks the kernel
+        cp.flags |= _TPURT_DEBUG if debug else 0
         if compiler_params is not None:
             ds_ = getattr(compiler_params, "dimension_semantics", None)
             if ds_:
