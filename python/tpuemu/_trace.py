@@ -692,6 +692,67 @@ class Ref:
         """ref.bitcast(dtype) of one width: a view (BitcastRef)."""
         return BitcastRef(self, ty)
 
+    def reshape(self, *shape):
+        """ref.reshape(*shape) that keeps the last dimension (adds or drops
+        leading ones, merges or splits the others): the same 2-D view
+        (the last dimension by the product of the others), read and stored
+        whole (ReshapedRef)."""
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
+            else tuple(shape)
+        if -1 in shape:
+            known = 1
+            for n in shape:
+                known *= n if n != -1 else 1
+            total = 1
+            for n in self.shape:
+                total *= n
+            shape = tuple(total // known if n == -1 else n for n in shape)
+        total_old = total_new = 1
+        for n in self.shape:
+            total_old *= n
+        for n in shape:
+            total_new *= n
+        if total_old != total_new or not shape or shape[-1] != self.shape[-1]:
+            raise trace_error("%s.reshape%r of a ref of shape %r: only reshapes that keep "
+                              "the last dimension (the 2-D view refs have)"
+                              % (self.name, shape, self.shape))
+        return ReshapedRef(self, shape)
+
+
+class ReshapedRef:
+    """ref.reshape(...) keeping the last dimension: ref[...] reads the
+    ref whole in the new shape, ref[...] = v stores v whole; windows of it
+    (.at, indices) are not supported."""
+
+    def __init__(self, ref, shape):
+        self.ref = ref
+        self.shape = shape
+        self.dtype = ref.dtype
+        self.name = ref.name
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def _whole(self, idx, what):
+        if idx is Ellipsis or idx == () or idx == (Ellipsis,):
+            return
+        raise trace_error("%s of %s.reshape%r: only the whole ref ([...]) is supported"
+                          % (what, self.ref.name, self.shape))
+
+    def __getitem__(self, idx):
+        self._whole(idx, "a read")
+        return self.ref[...].reshape(self.shape)
+
+    def __setitem__(self, idx, val):
+        self._whole(idx, "a store")
+        self.ref[...] = val.reshape(self.ref.shape) if isinstance(val, Value) else val
+
+    @property
+    def at(self):
+        raise trace_error("%s.reshape%r.at[...]: windows of a reshaped ref are not "
+                          "supported" % (self.ref.name, self.shape))
+
 
 _WIDTH = {"float32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "int8": 1, "uint8": 1,
           "bool": 1}

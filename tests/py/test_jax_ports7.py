@@ -1503,3 +1503,177 @@ def test_kernel_helper_with_out_tree():
                                  scratch_types=[pltpu.VMEM(x.shape, jnp.int32)])(x)
     np.testing.assert_array_equal(result1, x)
     np.testing.assert_array_equal(result2, x + 1)
+
+
+# --- tpu_pallas_test.py PallasCallDynamicDMATest, PallasCallRefTransformTest,
+# PallasCallTPUBooleanTest ---
+
+@pytest.mark.xfail(strict=True, raises=pl.TraceError,
+                   reason="pl.ds sizes from traced values: copies have static shapes here")
+def test_simple_tile_aligned_dynamic_size_dma():
+    """PallasCallDynamicDMATest.test_simple_tile_aligned_dynamic_size_dma."""
+    def kernel(size_smem_ref, x_hbm_ref, _, o_hbm_ref, sem):
+        size = size_smem_ref[0]
+        pltpu.async_copy(x_hbm_ref.at[pl.ds(0, size)], o_hbm_ref.at[pl.ds(0, size)],
+                         sem).wait()
+
+    x = np.ascontiguousarray(np.broadcast_to(np.arange(8, dtype=np.int32)[:, None, None],
+                                             (8, 8, 128)))
+    o = np.zeros((8, 8, 128), np.int32)
+    out = pl.pallas_call(
+        kernel,
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=0,
+            in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM),
+                      pl.BlockSpec(memory_space=pl.ANY),
+                      pl.BlockSpec(memory_space=pl.ANY)],
+            out_specs=pl.BlockSpec(memory_space=pl.ANY),
+            scratch_shapes=[pltpu.SemaphoreType.DMA]),
+        out_shape=jax.ShapeDtypeStruct(o.shape, o.dtype),
+        input_output_aliases={2: 0})(np.array([4], np.int32), x, o)
+    expected = o.copy()
+    expected[:4] = x[:4]
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_load_reshaped_ref():
+    """PallasCallRefTransformTest.test_load_reshaped_ref: x_ref.reshape(5, 128)."""
+    def kernel(x_ref, y_ref):
+        y_ref[...] = x_ref.reshape(5, 128)[...]
+
+    x = _arange((5, 1, 128), np.int32)
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((5, 128), jnp.int32))(x)
+    np.testing.assert_array_equal(y, x.reshape(5, 128))
+
+
+def test_store_reshaped_ref():
+    """PallasCallRefTransformTest.test_store_reshaped_ref."""
+    def kernel(x_ref, y_ref):
+        y_ref.reshape(5, 128)[...] = x_ref[...]
+
+    x = _arange((5, 128), np.int32)
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((5, 1, 128), jnp.int32))(x)
+    np.testing.assert_array_equal(y, x.reshape(5, 1, 128))
+
+
+@pytest.mark.xfail(strict=True, raises=(pl.TraceError, AttributeError),
+                   reason="windows of reshaped refs (x_hbm.reshape(16, 128).at[:8]) and "
+                          "reshapes of windows: a reshaped ref is read and stored whole")
+@pytest.mark.parametrize("slice_first", [True, False])
+def test_dma_reshaped_ref(slice_first):
+    """PallasCallRefTransformTest.test_dma_reshaped_ref: copies between
+    reshaped HBM refs and windows of them."""
+    def kernel(x_hbm_ref, y_hbm_ref):
+        def body(sem):
+            ref = (x_hbm_ref.at[:8, :, :].reshape(8, 128) if slice_first
+                   else x_hbm_ref.reshape(16, 128).at[:8, :])
+            pltpu.async_copy(ref, y_hbm_ref.reshape(8, 128).at[...], sem).wait()
+        pl.run_scoped(body, pltpu.SemaphoreType.DMA)
+
+    x = _arange((16, 1, 128), np.int32)
+    y = pl.pallas_call(
+        kernel,
+        in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+        out_specs=pl.BlockSpec(memory_space=pl.ANY),
+        out_shape=jax.ShapeDtypeStruct((8, 1, 128), jnp.int32))(x)
+    np.testing.assert_array_equal(y, x[:8])
+
+
+@pytest.mark.xfail(strict=True, raises=(pl.TraceError, AttributeError),
+                   reason="bitcasts that change the width (bfloat16 to int32: the shape "
+                          "changes with them), and bitcasts of ref windows (.at[...])")
+@pytest.mark.parametrize("slice_first", [True, False])
+def test_store_bitcasted_ref(slice_first):
+    """PallasCallRefTransformTest.test_store_bitcasted_ref: bf16 stored
+    through an int32 ref bitcast to bf16 (two per word)."""
+    def kernel(x_ref, y_ref):
+        ref = (y_ref.at[:8, :128].bitcast(jnp.bfloat16) if slice_first
+               else y_ref.bitcast(jnp.bfloat16).at[:16, :128])
+        ref[...] = x_ref[...]
+
+    x = jax.to_bf16(np.arange(16 * 128, dtype=np.float32).reshape(16, 128))
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((16, 256), jnp.int32))(x)
+    expected = x.reshape(8, 2, 128).transpose(0, 2, 1).copy().view(np.int32)[..., 0]
+    np.testing.assert_array_equal(y[:8, :128], expected)
+
+
+@pytest.mark.parametrize("value", [False, True])
+def test_scalar_bool_load_store(value):
+    """PallasCallTPUBooleanTest.test_scalar_bool_load_store."""
+    def kernel(x_ref, o_ref):
+        o_ref[0, 0] = jnp.logical_not(x_ref[0, 0])
+
+    x = np.array([[value]])
+    result = pl.pallas_call(
+        kernel,
+        in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)],
+        out_specs=pl.BlockSpec(memory_space=pltpu.SMEM),
+        out_shape=jax.ShapeDtypeStruct((1, 1), jnp.bool_))(x)
+    np.testing.assert_array_equal(result, np.logical_not(x))
+
+
+@pytest.mark.parametrize("value", [False, True])
+def test_scalar_bool_run_scoped(value):
+    """PallasCallTPUBooleanTest.test_scalar_bool_run_scoped: a bool SMEM
+    scratch."""
+    def kernel(x_ref, o_ref):
+        def inner_scope(scoped_ref):
+            scoped_ref[0, 0] = jnp.logical_not(x_ref[0, 0])
+            o_ref[0, 0] = scoped_ref[0, 0]
+        pl.run_scoped(inner_scope, pltpu.SMEM((1, 1), dtype=jnp.bool_))
+
+    x = np.array([[value]])
+    result = pl.pallas_call(
+        kernel,
+        in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)],
+        out_specs=pl.BlockSpec(memory_space=pltpu.SMEM),
+        out_shape=jax.ShapeDtypeStruct((1, 1), jnp.bool_))(x)
+    np.testing.assert_array_equal(result, np.logical_not(x))
+
+
+def test_vector_bool_load_store():
+    """PallasCallTPUBooleanTest.test_vector_bool_load_store."""
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    x = np.random.default_rng(0).random((8, 128)) < 0.5
+    result = pl.pallas_call(
+        kernel,
+        in_specs=[pl.BlockSpec(memory_space=pltpu.VMEM)],
+        out_specs=pl.BlockSpec(memory_space=pltpu.VMEM),
+        out_shape=jax.ShapeDtypeStruct((8, 128), jnp.bool_))(x)
+    np.testing.assert_array_equal(result, x)
+
+
+def test_vector_bool_masking_with_indexing():
+    """PallasCallTPUBooleanTest.test_vector_bool_masking_with_indexing:
+    o[0, ...] = where(mask[0, ...], a[0, ...], b[0, ...])."""
+    def kernel(mask_ref, true_ref, false_ref, o_ref):
+        o_ref[0, ...] = jnp.where(mask_ref[0, ...], true_ref[0, ...], false_ref[0, ...])
+
+    rng = np.random.default_rng(3)
+    v1 = rng.standard_normal((1, 256, 256)).astype(np.float32)
+    v2 = rng.standard_normal((1, 256, 256)).astype(np.float32)
+    mask = rng.random((1, 256, 256)) < 0.5
+    result = pl.pallas_call(
+        kernel,
+        in_specs=[pl.BlockSpec(memory_space=pltpu.VMEM)] * 3,
+        out_specs=pl.BlockSpec(memory_space=pltpu.VMEM),
+        out_shape=jax.ShapeDtypeStruct((1, 256, 256), F32))(mask, v1, v2)
+    np.testing.assert_array_equal(result, np.where(mask, v1, v2))
+
+
+def test_reshaped_ref_refusals():
+    """ref.reshape that moves elements between the 2-D view's rows and
+    columns, and windows of a reshaped ref, are refused by name."""
+    def k1(x_ref, y_ref):
+        y_ref[...] = x_ref.reshape(8, 64)[...]
+
+    def k2(x_ref, y_ref):
+        y_ref[...] = x_ref.reshape(4, 128)[0:2]
+
+    x = _arange((4, 128), np.int32)
+    with pytest.raises(pl.TraceError, match="keep the last dimension"):
+        pl.pallas_call(k1, out_shape=jax.ShapeDtypeStruct((8, 64), jnp.int32))(x)
+    with pytest.raises(pl.TraceError, match="only the whole ref"):
+        pl.pallas_call(k2, out_shape=jax.ShapeDtypeStruct((2, 128), jnp.int32))(x)
