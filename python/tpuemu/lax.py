@@ -96,6 +96,39 @@ class GatherScatterMode:
     ONE_HOT = _Mode("ONE_HOT")
 
 
+def broadcast(operand, sizes):
+    """lax.broadcast(operand, sizes): new leading dimensions @sizes, as
+    jnp.broadcast_to(operand, (*sizes, *operand.shape)) (a Python number
+    fills the shape)."""
+    return jnp.broadcast_to(operand, tuple(int(n) for n in sizes) +
+                            _known_shape(operand, "lax.broadcast"))
+
+
+def _known_shape(x, what):
+    if not isinstance(x, (Value, _trace.Ref)) or getattr(x, "scalar", False):
+        return ()
+    if x.shape is None:
+        raise trace_error("%s of %s: its shape is not known while tracing (a whole ref "
+                          "read's is)" % (what, x.render()))
+    return tuple(x.shape)
+
+
+def broadcast_in_dim(operand, shape, broadcast_dimensions):
+    """lax.broadcast_in_dim: @operand's dimensions at @broadcast_dimensions
+    of @shape, broadcast to the rest (ones inserted, then broadcast_to)."""
+    shape = tuple(int(n) for n in shape)
+    ishape = _known_shape(operand, "lax.broadcast_in_dim")
+    if len(ishape) != len(broadcast_dimensions):
+        raise _trace.trace_error("lax.broadcast_in_dim: %d broadcast_dimensions for an "
+                                 "operand of shape %r" % (len(broadcast_dimensions), ishape))
+    full = [1] * len(shape)
+    for d, n in zip(broadcast_dimensions, ishape):
+        full[d] = n
+    if ishape and tuple(full) != ishape:
+        operand = operand.reshape(tuple(full))
+    return jnp.broadcast_to(operand, shape)
+
+
 def broadcasted_iota(dtype, shape, dimension):
     shape = tuple(int(d) for d in shape)
     if len(shape) == 1:	# a 1-D array is viewed as a row: its index is the column
@@ -605,7 +638,7 @@ def axis_size(axis_name):
     return mesh_size(axis_name)
 
 
-__all__ = ["dot_general", "broadcasted_iota", "axis_index", "axis_size", "fori_loop", "cond", "switch", "while_loop",
+__all__ = ["dot_general", "broadcast", "broadcast_in_dim", "broadcasted_iota", "axis_index", "axis_size", "fori_loop", "cond", "switch", "while_loop",
            "select", "stop_gradient", "convert_element_type", "integer_pow",
            "clamp", "exp", "exp2", "log", "log1p", "sqrt", "rsqrt", "tanh", "abs", "floor",
            "sin", "cos", "erf", "erf_inv", "population_count", "clz", "div", "rem",

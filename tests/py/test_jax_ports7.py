@@ -1677,3 +1677,196 @@ def test_reshaped_ref_refusals():
         pl.pallas_call(k1, out_shape=jax.ShapeDtypeStruct((8, 64), jnp.int32))(x)
     with pytest.raises(pl.TraceError, match="only the whole ref"):
         pl.pallas_call(k2, out_shape=jax.ShapeDtypeStruct((2, 128), jnp.int32))(x)
+
+
+# --- tpu_ops_test.py OpsTest ---
+
+def _roll_ref(x, shift, axis, stride=None, stride_axis=None):
+    if stride is None:
+        return np.roll(x, shift, axis)
+    parts = [np.roll(xs, shift + i * stride, axis)
+             for i, xs in enumerate(np.split(x, x.shape[stride_axis], stride_axis))]
+    return np.concatenate(parts, stride_axis)
+
+
+@pytest.mark.parametrize("is_dynamic", [False, True])
+@pytest.mark.parametrize("shape,axis,shift", [((32, 512), 0, 9), ((32, 512), 1, 9),
+                                              ((32, 512), 1, 3), ((8, 128), 0, 1)], ids=str)
+def test_roll(is_dynamic, shape, axis, shift):
+    """tpu_ops_test.py OpsTest.test_roll, the 2-D cases without a stride
+    (JAX's (4, 4, 32, 512) blocks are rank 4: their last two dimensions
+    here), static and prefetched shifts."""
+    def kernel(s_ref, x_ref, y_ref):
+        amt = s_ref[0] if is_dynamic else shift
+        y_ref[...] = pltpu.roll(x_ref[...], amt, axis)
+
+    inp = _arange(shape, np.int32)
+    out = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct(shape, jnp.int32),
+        grid_spec=pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=1),
+    )(np.array([abs(shift)], np.int32), inp)
+    np.testing.assert_array_equal(out, _roll_ref(inp, shift, axis))
+
+
+@pytest.mark.xfail(strict=True, raises=pl.TraceError,
+                   reason="pltpu.roll with stride/stride_axis (a shift growing along "
+                          "another axis)")
+@pytest.mark.parametrize("stride,stride_axis", [(1, 0), (2, 0)])
+def test_roll_strided(stride, stride_axis):
+    """tpu_ops_test.py OpsTest.test_roll with stride and stride_axis: row
+    i rolled by shift + i * stride along the lanes."""
+    def kernel(x_ref, y_ref):
+        y_ref[...] = pltpu.roll(x_ref[...], 9, 1, stride=stride, stride_axis=stride_axis)
+
+    inp = _arange((32, 512), np.int32)
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(inp.shape, jnp.int32))(inp)
+    np.testing.assert_array_equal(out, _roll_ref(inp, 9, 1, stride, stride_axis))
+
+
+@pytest.mark.xfail(strict=True, raises=(pl.TraceError, TypeError),
+                   reason="a computed value's .shape is None while tracing (only whole ref "
+                          "reads know theirs), and pltpu.bitcast that changes the width "
+                          "(int32 to bfloat16 packs two rows into one word)")
+def test_interleave_vectors():
+    """tpu_ops_test.py OpsTest.test_interleave_vectors: two bf16 blocks
+    interleaved through int32 bits."""
+    def kernel(x_ref, y_ref, out_ref):
+        x = pltpu.bitcast(x_ref[...].astype(jnp.float32), jnp.int32)
+        y = pltpu.bitcast(y_ref[...].astype(jnp.float32), jnp.int32)
+        shift = jax.lax.broadcast(16, x.shape)
+        out_ref[...] = pltpu.bitcast(y | jax.lax.shift_right_logical(x, shift), jnp.bfloat16)
+
+    m, n = 16, 128
+    inp = jax.to_bf16(np.arange(m * n * 2, dtype=np.float32).reshape(m, n * 2))
+    x, y = np.ascontiguousarray(inp[:, :n]), np.ascontiguousarray(inp[:, n:])
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((m * 2, n), jnp.bfloat16))(x, y)
+    np.testing.assert_array_equal(out, inp.reshape(m * 2, n))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int8], ids=str)
+def test_row_broadcast(dtype):
+    """tpu_ops_test.py OpsTest.test_row_broadcast (int32, int8): row 3
+    broadcast and cast."""
+    def kernel(x_ref, y_ref):
+        y_ref[...] = jnp.broadcast_to(x_ref[pl.ds(3, 1)], y_ref.shape).astype(y_ref.dtype)
+
+    m, n = 4, 1152
+    x = np.random.default_rng(12).integers(-1000, 1000, (m, n)).astype(dtype)
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.int32))(x)
+    np.testing.assert_array_equal(y, np.broadcast_to(x[3:4].astype(np.int32), y.shape))
+
+
+def test_select_with_scalar_condition():
+    """tpu_ops_test.py OpsTest.test_select_with_scalar_condition: out_shape
+    an array (its shape and dtype), name=."""
+    def kernel(cond, lhs, rhs, out):
+        out[:] = jax.lax.select(cond[0] != 0, lhs[:], rhs[:])
+
+    cond = np.array([1], np.int32)
+    lhs = np.zeros((8, 128), np.float32)
+    rhs = np.ones((8, 128), np.float32)
+    out = pl.pallas_call(
+        kernel,
+        out_shape=lhs,
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=0,
+            in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM),
+                      pl.BlockSpec(memory_space=pltpu.VMEM),
+                      pl.BlockSpec(memory_space=pltpu.VMEM)]),
+        name="select_kernel")(cond, lhs, rhs)
+    assert (out == lhs).all()
+
+
+def test_logical_and_relayouted_mask():
+    """tpu_ops_test.py OpsTest.test_logical_and_relayouted_mask."""
+    def get_mask(x_ref):
+        x = x_ref[...] == 1
+        iota = jax.lax.broadcasted_iota(jnp.int32, x_ref.shape, 1) > 7
+        return jnp.logical_and(x, iota)
+
+    def body(x_ref, y_ref):
+        y_ref[...] = jnp.where(get_mask(x_ref), 0.0, -1.0)
+
+    x = _arange((2, 512), np.int32)
+    result = pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((2, 512), F32))(x)
+    mask = (x == 1) & (np.arange(512)[None, :] > 7)
+    np.testing.assert_array_equal(result, np.where(mask, 0.0, -1.0))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bf16", "int8"])
+@pytest.mark.parametrize("shape", [(128, 128), (129, 129)], ids=str)
+def test_cast_vector_to_mask(dtype, shape):
+    """tpu_ops_test.py OpsTest.test_cast_vector_to_mask, and
+    test_i1_relayout_with_bitwidth_change's (129, 129) shape: a mask of the
+    data's dtype picks x or zeros in jnp.where."""
+    def kernel(x_ref, mask_ref, o_ref):
+        zeros = jnp.zeros_like(x_ref)
+        o_ref[...] = jnp.where(mask_ref[...], x_ref[...], zeros)
+
+    m = (np.random.default_rng(1234).random(shape) < 0.5)
+    xf = (np.arange(np.prod(shape)).reshape(shape) % 100 + 1).astype(np.float32)
+    if dtype == "bf16":
+        x, mask, dt = jax.to_bf16(xf), jax.to_bf16(m.astype(np.float32)), jnp.bfloat16
+    else:
+        x, mask, dt = xf.astype(dtype), m.astype(dtype), getattr(jnp, dtype)
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(shape, dt))(x, mask)
+    out = jax.from_bf16(out) if dtype == "bf16" else out
+    np.testing.assert_array_equal(out, np.where(m, xf, 0).astype(out.dtype))
+
+
+@pytest.mark.parametrize("round_", [False, True])
+def test_quantize(round_):
+    """tpu_ops_test.py OpsTest.test_quantize (int8): every bf16 bit pattern
+    (rounded with jnp.rint or not) cast to int8, saturating as XLA's."""
+    bits = np.arange(256 * 256, dtype=np.uint16).reshape(256, 256)
+    xv = (bits.astype(np.uint32) << 16).view(np.float32)
+    bits = np.where(np.isnan(xv), 0, bits).astype(np.uint16)	# NaN's int is unspecified
+    xv = (bits.astype(np.uint32) << 16).view(np.float32)
+    round_fn = jnp.rint if round_ else (lambda v: v)
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = round_fn(x_ref[...]).astype(jnp.int8)
+
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((256, 256), jnp.int8))(bits)
+    r = np.rint(xv) if round_ else np.trunc(xv)
+    np.testing.assert_array_equal(out, np.clip(r, -128, 127).astype(np.int8))
+
+
+@pytest.mark.xfail(strict=True, raises=pl.TraceError,
+                   reason="reductions of rank-3 values along an axis: values are 2-D views "
+                          "(the last dimension by the product of the others)")
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("reduce_func", ["sum", "max", "min"])
+def test_reduction(dtype, axis, reduce_func):
+    """tpu_ops_test.py OpsTest.test_reduction: a (2, 16, 128) block reduced
+    along one axis with keepdims."""
+    in_shape = (2, 16, 128)
+    out_shape = list(in_shape)
+    out_shape[axis] = 1
+    fn = getattr(jnp, reduce_func)
+
+    def kernel(x, out):
+        out[:] = fn(x[:], axis, keepdims=True)
+
+    x = _arange(in_shape, np.dtype(dtype))
+    result = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(tuple(out_shape), x.dtype))(x)
+    np.testing.assert_array_equal(result, getattr(np, reduce_func)(x, axis, keepdims=True))
+
+
+def test_lax_broadcast_and_broadcast_in_dim():
+    """lax.broadcast (leading dimensions) and lax.broadcast_in_dim (a row
+    and a column of a block, a scalar)."""
+    def kernel(r_ref, c_ref, o1, o2, o3):
+        o1[...] = jax.lax.broadcast(3, (8, 128)) + jax.lax.broadcast(r_ref[...], ())
+        o2[...] = jax.lax.broadcast_in_dim(c_ref[...], (8, 128), (0, 1))
+        o3[...] = jax.lax.broadcast_in_dim(r_ref[...], (8, 128), (0, 1))
+
+    r = np.arange(128, dtype=np.int32).reshape(1, 128)
+    c = np.arange(8, dtype=np.int32).reshape(8, 1) * 10
+    t = jax.ShapeDtypeStruct((8, 128), jnp.int32)
+    o1, o2, o3 = pl.pallas_call(kernel, out_shape=[t, t, t])(r, c)
+    np.testing.assert_array_equal(o1, 3 + np.broadcast_to(r, (8, 128)))
+    np.testing.assert_array_equal(o2, np.broadcast_to(c, (8, 128)))
+    np.testing.assert_array_equal(o3, np.broadcast_to(r, (8, 128)))
