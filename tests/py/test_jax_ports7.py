@@ -1870,3 +1870,93 @@ def test_lax_broadcast_and_broadcast_in_dim():
     np.testing.assert_array_equal(o1, 3 + np.broadcast_to(r, (8, 128)))
     np.testing.assert_array_equal(o2, np.broadcast_to(c, (8, 128)))
     np.testing.assert_array_equal(o3, np.broadcast_to(r, (8, 128)))
+
+
+# --- pallas_test.py PallasCallTest (the cases a TPU runs) ---
+
+def test_pallas_call_no_outputs():
+    """pallas_test.py PallasCallTest.test_pallas_call_no_outputs: out_shape=()."""
+    a = np.arange(256, dtype=np.int32)
+    f = pl.pallas_call(lambda x_ref: None, ())
+    assert f(a) == ()
+
+
+def test_pallas_call_out_shape_is_singleton_tuple():
+    """PallasCallTest.test_pallas_call_out_shape_is_singleton_tuple: an
+    array as its own ShapeDtypeStruct, a tuple of one back."""
+    a = _arange((8, 128), np.int32)
+    res = pl.pallas_call(lambda x_ref, o1_ref: None, out_shape=(a,))(a)
+    assert isinstance(res, tuple) and len(res) == 1
+
+
+def test_pallas_call_out_shape_is_list():
+    """PallasCallTest.test_pallas_call_out_shape_is_list: a tuple back (JAX
+    normalizes the list)."""
+    a = _arange((8, 128), np.int32)
+    res = pl.pallas_call(lambda x_ref, o1_ref: None, out_shape=[a])(a)
+    assert isinstance(res, tuple) and len(res) == 1
+
+
+def test_pallas_call_no_grid():
+    """PallasCallTest.test_pallas_call_no_grid."""
+    seen = []
+
+    def kernel(o_ref):
+        seen.append(o_ref.shape)
+        o_ref[...] = jnp.full(o_ref.shape, 42, dtype=np.int32)
+
+    out = pl.pallas_call(kernel, jax.ShapeDtypeStruct((8, 128), dtype=np.int32))()
+    np.testing.assert_array_equal(out, np.full((8, 128), 42, np.int32))
+    assert seen == [(8, 128)]
+
+
+_BLOCK_SHAPES = [
+    ((2,), (2,)), ((128,), (128,)), ((128,), (64,)), ((2, 2), (2, 2)), ((3, 3), (3, 3)),
+    ((4, 2), (2, 2)), ((6, 2, 2), (2, 2, 2)), ((6, 2, 2), (3, 2, 2)), ((16, 128), (8, 128)),
+    ((6, 16, 128), (2, 8, 128)), ((6, 16, 128), (3, 8, 128)), ((16, 64), (8, 64)),
+    ((16, 128), (4, 128)), ((16, 128), (2, 128)), ((16, 128), (8, 64)), ((9, 128), (9, 64)),
+    ((9, 128), (9, 128)), ((18, 128), (9, 128)), ((8, 129), (8, 129)), ((9, 129), (8, 129)),
+    ((9, 129), (9, 129)), ((1, 128), (4, 128)), ((2, 128), (4, 128)), ((3, 128), (4, 128)),
+    ((5, 128), (8, 128)),
+]
+
+
+@pytest.mark.parametrize("shape,block_shape", _BLOCK_SHAPES, ids=str)
+def test_block_spec_valid_block_shapes(shape, block_shape):
+    """PallasCallTest.test_block_spec_valid_block_shapes (int32): a copy
+    by blocks; the blocks Pallas TPU refuses (the last two dimensions
+    neither multiples of (8, 128) nor the array's) fail here too, naming
+    the tiling."""
+    def copy_kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    grid = [(sd + bd - 1) // bd for sd, bd in zip(shape, block_shape)]
+    x = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape)
+    bs0, as0 = block_shape[-1], shape[-1]
+    bs1, as1 = (block_shape[-2], shape[-2]) if len(shape) >= 2 else (1, 1)
+    ok = (bs0 == as0 or bs0 % 128 == 0) and (bs1 == as1 or bs1 % 8 == 0)
+    call = pl.pallas_call(
+        copy_kernel, jax.ShapeDtypeStruct(x.shape, x.dtype), grid=grid,
+        in_specs=[pl.BlockSpec(block_shape, lambda *indices: indices)],
+        out_specs=pl.BlockSpec(block_shape, lambda *indices: indices))
+    if ok:
+        np.testing.assert_array_equal(call(x), x)
+    else:
+        with pytest.raises(jax.TpurtError, match="tiles the last two dimensions|multiple of"):
+            call(x)
+
+
+def test_hoisted_consts():
+    """PallasCallTest.test_hoisted_consts: a NumPy array the kernel closes
+    over is refused (JAX: "captures constants")."""
+    to_store = np.arange(128, dtype=np.float32).reshape((1, 128))
+    x = _arange((16, 128))
+
+    def kernel(src, dst):
+        dst[0:1] = to_store
+
+    with pytest.raises(pl.TraceError, match="ndarray"):
+        pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct((64, 128), x.dtype), grid=(2,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+            out_specs=pl.BlockSpec((32, 128), lambda i: (i, 0)))(x)

@@ -414,7 +414,10 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     # out_shape=None: no outputs, the kernel gets None in their place (JAX
     # unflattens the empty tree); the device's job takes at least one, so
     # a hidden (1, 1) int32 SMEM output stands in for it, never returned
-    no_out = out_shape is None
+    # out_shape=() or []: the empty tree too, but no ref in the kernel's
+    # parameters and () back, as JAX's
+    empty_out = isinstance(out_shape, (list, tuple)) and not out_shape
+    no_out = out_shape is None or empty_out
     outs = [_NoOut()] if no_out else _as_list(out_shape)
 
     def run(*args):
@@ -444,6 +447,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             ospecs = [BlockSpec(memory_space=SMEM)]
         scratch = list(grid_spec.scratch_shapes)
         nrefs = len(arrays) + len(outs) + len(scratch)
+        if empty_out and not rest:
+            params.insert(len(arrays), "_no_outputs")	# the hidden output's place
         if rest and len(params) < nrefs:
             # def kernel(*refs): the refs are named refs_0, refs_1, ...
             params += ["%s_%d" % (rest[0], k) for k in range(nrefs - len(params))]
@@ -516,7 +521,9 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         rec = _trace.start()
         rec.read_only = {r.name for r in refs if isinstance(r, Ref) and not r.writable}
         try:
-            if no_out:
+            if empty_out:
+                del refs[len(arrays)]
+            elif no_out:
                 refs[len(arrays)] = None
             kernel(*refs)
         finally:
@@ -611,9 +618,9 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                   "array read")
             results.append(r)
         if no_out:
-            return None
-        return results[0] if single_out else tuple(results) if isinstance(out_shape, tuple) \
-            else results
+            return () if empty_out else None
+        # a list of out_shapes gives a tuple too, as JAX's (it flattens the tree)
+        return results[0] if single_out else tuple(results)
     run.statements = None
     return run
 
