@@ -1960,3 +1960,114 @@ def test_hoisted_consts():
             kernel, out_shape=jax.ShapeDtypeStruct((64, 128), x.dtype), grid=(2,),
             in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
             out_specs=pl.BlockSpec((32, 128), lambda i: (i, 0)))(x)
+
+
+# --- tpu_pallas_test.py: grid spec trees, memory spaces, compiler params ---
+
+def test_memory_space_like():
+    """PallasCallTest.test_memory_space_like: pltpu.VMEM.like(x)."""
+    x = jax.ShapeDtypeStruct((2, 3), F32)
+    ref = pltpu.VMEM.like(x)
+    assert ref.shape == (2, 3)
+    assert ref.dtype == F32
+
+    def kernel(x_ref, o_ref, s_ref):
+        s_ref[...] = x_ref[...] + 1
+        o_ref[...] = s_ref[...]
+
+    a = _arange((8, 128))
+    o = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype),
+                       scratch_shapes=[pltpu.VMEM.like(jax.ShapeDtypeStruct(a.shape, F32))])(a)
+    np.testing.assert_array_equal(o, a + 1)
+
+
+_XF_TREES = pytest.mark.xfail(
+    strict=True, raises=(AttributeError, ValueError, TypeError),
+    reason="pytrees of operands, specs, outputs and scratch (lists and tuples of arrays "
+           "as one argument): pallas_call takes flat lists here")
+
+
+@_XF_TREES
+def test_with_unhashable_grid_spec():
+    """PallasCallScalarPrefetchTest.test_with_unhashable_grid_spec: specs,
+    outputs, scratch and scalar prefetch as lists (pytrees): each reaches
+    the kernel as a list of refs; the outputs come back as a tuple."""
+    seen = {}
+
+    def kernel(s_ref, x_ref, o_ref, scratch_ref):
+        seen["types"] = [type(r) for r in (s_ref, x_ref, o_ref, scratch_ref)]
+        o_ref[0][...] = x_ref[0][...]
+
+    x = _arange((8, 128), np.int32)
+    s = np.array([0, 1], np.int32)
+    res = pl.pallas_call(
+        kernel,
+        out_shape=[[jax.ShapeDtypeStruct((8, 128), np.int32)]],
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1,
+            grid=(1,),
+            in_specs=[[pl.BlockSpec((8, 128), lambda i, s_ref: (0, 0))]],
+            out_specs=[[pl.BlockSpec((8, 128), lambda i, s_ref: (0, 0))]],
+            scratch_shapes=[[pltpu.SemaphoreType.REGULAR((3,))]]))([s, s], [x])
+    assert seen["types"] == [list] * 4
+    assert isinstance(res, tuple)
+    np.testing.assert_array_equal(res[0][0], x)
+
+
+@_XF_TREES
+@pytest.mark.parametrize("scratch", [True, False])
+@pytest.mark.parametrize("vmap", [False, True])
+def test_scalar_prefetch_calling_convention(scratch, vmap):
+    """PallasCallScalarPrefetchTest.test_scalar_prefetch_calling_convention:
+    one scalar-prefetch pytree (an array, another, None), its first array
+    indexing the index maps, a (1, 128) row stored at a prefetched row."""
+    to_store = np.arange(128, dtype=np.float32).reshape((1, 128))
+    x_shape = (4, 16, 128) if vmap else (16, 128)
+    x = _arange(x_shape)
+
+    def f(x, grid_size, to_store):
+        s = np.array([1, 0], np.int32)
+
+        def kernel(s_refs, src, to_store, dst, *scratch_refs):
+            s_ref, s2, s3 = s_refs
+            assert s_ref.shape == (2,) and s2.shape == (3,) and s3 is None
+            store_idx = s_ref[pl.program_id(0)]
+            dst[pl.dslice(store_idx, 1), :] = to_store[...]
+
+        return pl.pallas_call(
+            kernel,
+            out_shape=jax.ShapeDtypeStruct((64, 128), x.dtype),
+            grid_spec=pltpu.PrefetchScalarGridSpec(
+                num_scalar_prefetch=1,
+                grid=(grid_size,),
+                in_specs=[pl.BlockSpec((8, 128), lambda i, s_ref: (s_ref[0][i], 0)),
+                          pl.BlockSpec((1, 128), lambda i, s_ref: (0, 0))],
+                out_specs=pl.BlockSpec((32, 128), lambda i, s_ref: (s_ref[0][i], 0)),
+                scratch_shapes=([pltpu.SemaphoreType.REGULAR((3,))] if scratch else []))
+        )((s, np.arange(3, dtype=np.int32), None), x, to_store)
+
+    if vmap:
+        res = jax.vmap(lambda xi: f(xi, 2, to_store))(x)
+        for i in range(x.shape[0]):
+            np.testing.assert_array_equal(res[i, 0:1], to_store)
+            np.testing.assert_array_equal(res[i, 33:34], to_store)
+    else:
+        res = f(x, 2, to_store)
+        np.testing.assert_array_equal(res[0:1], to_store)
+        np.testing.assert_array_equal(res[33:34], to_store)
+
+
+def test_vmem_limit():
+    """PallasCallTest.test_vmem_limit: CompilerParams(vmem_limit_bytes=) too
+    small for the blocks fails; a larger one runs."""
+    x = _arange((128, 128))
+
+    def kernel(x_ref, y_ref):
+        y_ref[...] = x_ref[...]
+
+    with pytest.raises(jax.TpurtError):
+        pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                       compiler_params=pltpu.CompilerParams(vmem_limit_bytes=256))(x)
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                       compiler_params=pltpu.CompilerParams(vmem_limit_bytes=int(2**18)))(x)
+    np.testing.assert_array_equal(y, x)

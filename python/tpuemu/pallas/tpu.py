@@ -22,6 +22,10 @@ class _MemorySpace:
     def __call__(self, shape, dtype):
         return _Scratch(shape, dtype, self._code)
 
+    def like(self, x):
+        """pltpu.VMEM.like(x): scratch of x's shape and dtype."""
+        return self(x.shape, x.dtype)
+
     def __repr__(self):
         return self._space.upper()
 
