@@ -2071,3 +2071,122 @@ def test_vmem_limit():
     y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
                        compiler_params=pltpu.CompilerParams(vmem_limit_bytes=int(2**18)))(x)
     np.testing.assert_array_equal(y, x)
+
+
+# --- tpu_pallas_test.py MiscellaneousTest ---
+
+def test_lane_broadcast_bf16():
+    """MiscellaneousTest.test_lane_broadcast_bf16: a (256, 1) column to (256, 512)."""
+    xf = np.arange(256, dtype=np.float32).reshape(256, 1)
+
+    def kernel(x_ref, out_ref):
+        out_ref[...] = jnp.broadcast_to(x_ref[...], (256, 512))
+
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((256, 512), jnp.bfloat16))(
+        jax.to_bf16(xf))
+    np.testing.assert_array_equal(jax.from_bf16(out), np.broadcast_to(xf, (256, 512)))
+
+
+@pytest.mark.parametrize("shape", [(3, 16), (8, 128), (15, 256), (20, 200), (64, 8)], ids=str)
+@pytest.mark.parametrize("shift", [0, 1, 9, 129])
+@pytest.mark.parametrize("dtype", ["float32", "bf16", "int8"])
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("is_dynamic", [False, True])
+def test_roll_with_no_stride(shape, shift, dtype, axis, is_dynamic):
+    """MiscellaneousTest.test_roll_with_no_stride (a subset of its shapes
+    and shifts; float32, bf16, int8)."""
+    xf = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    if dtype == "bf16":
+        x, dt = jax.to_bf16(xf), jnp.bfloat16
+        xf = jax.from_bf16(x)		# the values bf16 holds
+    elif dtype == "int8":
+        xf = (xf % 100)
+        x, dt = xf.astype(np.int8), jnp.int8
+    else:
+        x, dt = xf, F32
+    if is_dynamic:
+        def kernel(x_ref, shift_ref, out_ref):
+            out_ref[...] = pltpu.roll(x_ref[...], shift=shift_ref[0], axis=axis)
+        out = pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct(shape, dt),
+            in_specs=[pl.BlockSpec(memory_space=pltpu.VMEM),
+                      pl.BlockSpec(memory_space=pltpu.SMEM)])(x, np.array([shift], np.int32))
+    else:
+        def kernel(x_ref, out_ref):
+            out_ref[...] = pltpu.roll(x_ref[...], shift=shift, axis=axis)
+        out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(shape, dt))(x)
+    out = jax.from_bf16(out) if dtype == "bf16" else out
+    np.testing.assert_array_equal(out, np.roll(xf.astype(out.dtype), shift, axis=axis))
+
+
+@pytest.mark.xfail(strict=True, raises=pl.TraceError,
+                   reason="a store into out_ref[:, 0, :] of a (8, 1, 128) ref (an index in a middle dimension)")
+def test_sublane_adding_shape_cast_f32():
+    """MiscellaneousTest.test_sublane_adding_shape_cast_f32: out_ref[:, 0, :] = x."""
+    x = _arange((8, 128))
+
+    def kernel(x_ref, out_ref):
+        out_ref[:, 0, :] = x_ref[:, :]
+
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 1, 128), F32))(x)
+    np.testing.assert_array_equal(out, x.reshape(8, 1, 128))
+
+
+@pytest.mark.xfail(strict=True, raises=pl.TraceError,
+                   reason="a read of y_ref[:, 1, :] (an index in a middle dimension of a 3-D ref)")
+def test_mixed_strides():
+    """MiscellaneousTest.test_mixed_strides: y_ref[:, 1, :] of a bf16 (8, 2, 128)."""
+    x = np.full((8, 128), 1.0, np.float32)
+    y = jax.to_bf16(np.full((8, 2, 128), 2.0, np.float32))
+
+    def kernel(x_ref, y_ref, out_ref):
+        out_ref[:, :] = x_ref[:, :] + y_ref[:, 1, :].astype(jnp.float32)
+
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), F32))(x, y)
+    np.testing.assert_array_equal(out, np.full((8, 128), 3.0, np.float32))
+
+
+@pytest.mark.xfail(strict=True, raises=pl.TraceError,
+                   reason="reshapes that move elements between rows and columns ((1024,) to (8, 128))")
+def test_retiling1():
+    """MiscellaneousTest.test_retiling1: a (1024,) bf16 block reshaped to (8, 128)."""
+    xf = np.arange(1024, dtype=np.float32)
+
+    def kernel(x_ref, out_ref):
+        out_ref[:, :] = jnp.reshape(x_ref[:].astype(jnp.float32), (8, 128))
+
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), F32))(jax.to_bf16(xf))
+    np.testing.assert_array_equal(out, xf.reshape(8, 128))
+
+
+@pytest.mark.xfail(strict=True, raises=pl.TraceError,
+                   reason="reductions of rank-4 values along an inner axis")
+def test_sum_4d():
+    """MiscellaneousTest.test_sum: jnp.sum over axis 2 of an (8, 2, 8, 128) block."""
+    x = np.zeros((8, 2, 8, 128), np.float32)
+
+    def kernel(x_ref, out_ref):
+        out_ref[:, :, :] = jnp.sum(x_ref[:, :, :, :], 2)
+
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 2, 128), F32))(x)
+    np.testing.assert_array_equal(out, np.zeros((8, 2, 128), np.float32))
+
+
+_XF_RESHAPE = pytest.mark.xfail(
+    strict=True, raises=pl.TraceError,
+    reason="reshapes that move elements between rows and columns (a 1-D block to (m, n))")
+
+
+@pytest.mark.parametrize("m,n", [pytest.param(5, 512, marks=_XF_RESHAPE),
+                                 pytest.param(9, 256, marks=_XF_RESHAPE),
+                                 pytest.param(11, 128, marks=_XF_RESHAPE),
+                                 (1, 64), (200, 1)], ids=str)
+def test_reshape_unfold_minor_dim_to_R2(m, n):
+    """MiscellaneousTest.test_reshape_unfold_minor_dim_to_R2 (float32): a
+    1-D block reshaped to (m, n)."""
+    def kernel(x_ref, y_ref):
+        y_ref[...] = x_ref[...].reshape(y_ref.shape)
+
+    x = np.arange(m * n, dtype=np.float32)
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((m, n), F32))(x)
+    np.testing.assert_array_equal(out, x.reshape(m, n))
