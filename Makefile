@@ -489,7 +489,8 @@ INCLUDEDIR	?= $(PREFIX)/include
 DATADIR		?= $(PREFIX)/share
 PKGCONFIGDIR	?= $(LIBDIR)/pkgconfig
 TPURT_VERSION	= 0.1.0
-UAPI_HEADERS	= uapi/tpu_params.h uapi/tpu_job.h uapi/tpu_drm.h uapi/tpu_hw.h
+UAPI_HEADERS	= uapi/tpu_params.h uapi/tpu_job.h uapi/tpu_drm.h uapi/tpu_hw.h \
+		  uapi/tpu_trace.h uapi/tpu_print.h
 INSTALL_LIBS	= libtpurt libtpurt-sim
 INSTALL_TOOLS	= $(TOOL_BIN)/tpurt-model $(TOOL_BIN)/tpurt-params $(GUEST_BIN)/tpu-info
 # A directory in the .pc files: ${prefix}/... when under PREFIX.

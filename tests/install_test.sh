@@ -55,6 +55,7 @@ expect_files() {
 		lib/pkgconfig/libtpurt.pc lib/pkgconfig/libtpurt-sim.pc \
 		include/tpurt.h include/tpuemu/tpu_job.h include/tpuemu/tpu_params.h \
 		include/tpuemu/tpu_drm.h include/tpuemu/tpu_hw.h \
+		include/tpuemu/tpu_trace.h include/tpuemu/tpu_print.h \
 		bin/tpurt-model bin/tpurt-params bin/tpu-info \
 		share/tpuemu/v5e-published.tsv; do
 		[ -f "$usr/$f" ] || { echo "missing $f"; missing=1; }
@@ -163,7 +164,7 @@ fi
 # needs libdrm's drm.h, from the system rather than the staging root).
 headers_compile() {
 	local h bad=0
-	for h in tpurt.h tpu_params.h tpu_job.h tpu_hw.h tpu_drm.h; do
+	for h in tpurt.h tpu_params.h tpu_job.h tpu_hw.h tpu_drm.h tpu_trace.h tpu_print.h; do
 		printf '#include <%s>\nint main(void) { return 0; }\n' "$h" > "$tmp/h.c"
 		cc -std=c11 -Wall -Werror -c -o "$tmp/h.o" "$tmp/h.c" \
 			$(pc --cflags libtpurt) $(pkg-config --cflags libdrm) ||
