@@ -210,14 +210,9 @@ static void zero_hbm(uint8_t *hbm, uint64_t off, uint64_t len,
 	fill_hbm(hbm + off, 0, head, abort, res);
 	if (res->status)
 		return;
-	/* The tail, as a fill of its own from where the discard ended. */
-	res->bytes = 0;
-	fill_hbm((uint8_t *)mid_end, 0, end - mid_end, abort, res);
-	if (res->status) {
-		res->bytes += mid_end - start;
-		return;
-	}
-	res->bytes = len;
+	/* The discarded middle is done: the same fill goes on from its end. */
+	res->bytes = mid_end - start;
+	fill_hbm(hbm + off, 0, len, abort, res);
 }
 
 void tpu_copy_run(const struct tpu_dma_desc *d, uint8_t *hbm,
