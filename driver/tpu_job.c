@@ -6,8 +6,12 @@
  */
 #include <linux/dma-mapping.h>
 #include <linux/dmapool.h>
+#include <linux/moduleparam.h>
+#include <linux/sched/clock.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <drm/drm_drv.h>
 #include <drm/drm_file.h>
 #include <drm/drm_syncobj.h>
 
@@ -386,6 +390,38 @@ int tpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 	return 0;
 }
 
+/*
+ * A short job is done in about the time a sleeping waiter takes to be
+ * woken by its interrupt (on an emulated CPU, tens of microseconds each for
+ * the MSI, the halted vCPU and the wake-up), so a waiter first polls the
+ * queue for a while, as i915 spins on its requests before it sleeps.
+ */
+#define TPU_JOB_WAIT_SPIN_MAX_US	1000
+
+static unsigned int wait_spin_us = 100;
+module_param(wait_spin_us, uint, 0644);
+MODULE_PARM_DESC(wait_spin_us,
+		 "Microseconds a JOB_INFO waiter polls the compute queue before it sleeps (0: never, at most 1000)");
+
+static void tpu_job_spin(struct tpu_device *tdev, struct dma_fence *done)
+{
+	unsigned int us = min(READ_ONCE(wait_spin_us), TPU_JOB_WAIT_SPIN_MAX_US);
+	u64 end = local_clock() + (u64)us * NSEC_PER_USEC;
+	int idx;
+
+	/* The ring outlives the spin: removal waits for drm_dev_exit(). */
+	if (!us || !drm_dev_enter(&tdev->drm, &idx))
+		return;
+	while (!dma_fence_is_signaled(done)) {
+		tpu_ring_poll(&tdev->compute_queue.ring);
+		if (need_resched() || signal_pending(current) ||
+		    local_clock() > end)
+			break;
+		cpu_relax();
+	}
+	drm_dev_exit(idx);
+}
+
 int tpu_ioctl_job_info(struct drm_device *drm, void *data,
 		       struct drm_file *file)
 {
@@ -408,7 +444,10 @@ int tpu_ioctl_job_info(struct drm_device *drm, void *data,
 		return -ENOENT;
 
 	if (args->flags & DRM_TPU_JOB_INFO_WAIT) {
-		long wait = dma_fence_wait(rec->done, true);
+		long wait;
+
+		tpu_job_spin(tfile->tdev, rec->done);
+		wait = dma_fence_wait(rec->done, true);
 
 		if (wait) {
 			ret = wait;

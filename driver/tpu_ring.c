@@ -119,21 +119,19 @@ bool tpu_ring_started(struct tpu_ring *ring, struct dma_fence *finished,
 	return running;
 }
 
-/* Signal the fences of every descriptor the device has completed. */
-static irqreturn_t tpu_ring_irq(int irq, void *arg)
+/*
+ * Signal the fences of every descriptor the device has completed, up to
+ * its HEAD register; called with @lock held. Returns how many it retired.
+ */
+static u32 tpu_ring_retire_completed(struct tpu_ring *ring)
 {
-	struct tpu_ring *ring = arg;
 	struct tpu_completion *cpl = ring->cpl;
-	unsigned long flags;
-	u32 head;
+	u32 head, before = ring->head;
 
-	spin_lock_irqsave(&ring->lock, flags);
 	head = tpu_reg_read(ring->tdev, TPU_REG_Q(ring->queue, TPU_Q_HEAD));
-	if (head - ring->head > ring->tail - ring->head) {
-		/* Not ours: a HEAD from before a reset, or a broken device. */
-		spin_unlock_irqrestore(&ring->lock, flags);
-		return IRQ_HANDLED;
-	}
+	/* Not ours: a HEAD from before a reset, or a broken device. */
+	if (head - ring->head > ring->tail - ring->head)
+		return 0;
 	while (ring->head != head) {
 		u32 slot = ring->head & (ring->size - 1);
 		int err = tpu_status_to_errno(READ_ONCE(cpl[slot].status));
@@ -144,8 +142,51 @@ static irqreturn_t tpu_ring_irq(int irq, void *arg)
 				cpl[slot].detail);
 		tpu_ring_retire_one(ring, err, true);
 	}
+	return ring->head - before;
+}
+
+static irqreturn_t tpu_ring_irq(int irq, void *arg)
+{
+	struct tpu_ring *ring = arg;
+	unsigned long flags;
+
+	spin_lock_irqsave(&ring->lock, flags);
+	tpu_ring_retire_completed(ring);
 	spin_unlock_irqrestore(&ring->lock, flags);
 	return IRQ_HANDLED;
+}
+
+/**
+ * tpu_ring_poll() - retire completed descriptors without the interrupt
+ * @ring: the ring
+ *
+ * For a waiter spinning on a short job: the device writes a descriptor's
+ * completion record, with the descriptor's id, before it moves HEAD, so a
+ * plain memory read says when the register is worth reading. A stale or
+ * torn record costs one register read and retires nothing extra: HEAD
+ * decides, under the lock, exactly as in the interrupt handler, and the
+ * interrupt that follows finds nothing left to do.
+ *
+ * Return: true if it retired a descriptor.
+ */
+bool tpu_ring_poll(struct tpu_ring *ring)
+{
+	struct tpu_completion *cpl = ring->cpl;
+	struct tpu_desc_header *hdr;
+	unsigned long flags;
+	u32 retired, head = READ_ONCE(ring->head);
+	u32 slot = head & (ring->size - 1);
+
+	if (head == READ_ONCE(ring->tail))
+		return false;
+	hdr = ring->desc + slot * TPU_DESC_SIZE;
+	if (READ_ONCE(cpl[slot].id) != READ_ONCE(hdr->id))
+		return false;
+	spin_lock_irqsave(&ring->lock, flags);
+	retired = tpu_ring_retire_completed(ring);
+	ring->polled += retired;
+	spin_unlock_irqrestore(&ring->lock, flags);
+	return retired;
 }
 
 /**

@@ -35,6 +35,7 @@ struct tpu_ring_retire {
  * @head: next index to retire (free-running, as TPU_Q_HEAD)
  * @head_since: when the descriptor at @head reached the device's front
  *	(jiffies): the previous one completed, or it came to an empty ring
+ * @polled: descriptors retired by tpu_ring_poll() rather than the interrupt
  * @lock: protects the indices and @fences; also the fences' lock
  * @fence_context: dma_fence context of this ring
  * @seqno: last fence sequence number
@@ -55,6 +56,7 @@ struct tpu_ring {
 	u32 tail;
 	u32 head;
 	unsigned long head_since;
+	u32 polled;
 	spinlock_t lock; /* indices, fences[] and the fences themselves */
 	u64 fence_context;
 	u64 seqno;
@@ -71,6 +73,7 @@ struct dma_fence *tpu_ring_submit(struct tpu_ring *ring, const void *desc,
 				  struct tpu_ring_retire *retire);
 void tpu_ring_forget(struct tpu_ring *ring, struct tpu_ring_retire *retire);
 void tpu_ring_fail_all(struct tpu_ring *ring, int error);
+bool tpu_ring_poll(struct tpu_ring *ring);
 bool tpu_ring_started(struct tpu_ring *ring, struct dma_fence *finished,
 		      unsigned long *since);
 int tpu_ring_reset(struct tpu_ring *ring);
