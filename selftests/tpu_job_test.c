@@ -5,9 +5,11 @@
  * dimension, fetch-skip and write-back counts against the schedule,
  * scalar-prefetch index maps, VMEM limits, malformed descriptors refused by
  * the driver before the device sees them, a faulting job that touches no
- * other buffer, and syncobj ordering between jobs.
+ * other buffer, syncobj ordering between jobs, and waiters that poll the
+ * queue agreeing with waiters that sleep.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -19,6 +21,7 @@
 #include "tpu_job_blob.h"
 #include "tpurt.h"
 #include "kselftest_harness.h"
+#include "tpu_kernel_health.h"
 #include "tpu_require_device.h"
 
 /* Small integers: every sum is exact whatever the order, so results are
@@ -818,6 +821,109 @@ TEST_F(job, unreleased_records_are_limited)
 	EXPECT_EQ(-ENOSPC, ret);
 	EXPECT_EQ(0, job_status(self->fd, first, &rep));	/* releases it */
 	EXPECT_EQ(0, submit(self->fd, &j, sizeof(j), h, 2, 0, 0, &id));
+	tpurt_buffer_free(in);
+	tpurt_buffer_free(out);
+}
+
+#define WAIT_SPIN_PARAM	"/sys/module/tpu/parameters/wait_spin_us"
+
+/* The driver's wait_spin_us, or -1 where it cannot be read. */
+static long wait_spin_get(void)
+{
+	FILE *f = fopen(WAIT_SPIN_PARAM, "r");
+	long us = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &us) != 1)
+			us = -1;
+		fclose(f);
+	}
+	return us;
+}
+
+static int wait_spin_set(long us)
+{
+	FILE *f = fopen(WAIT_SPIN_PARAM, "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fprintf(f, "%ld\n", us) < 0 ? -EIO : 0;
+	return fclose(f) ? -errno : ret;
+}
+
+/* Compute-queue descriptors retired by a polling waiter (debugfs), or -1. */
+static long compute_polled(int fd)
+{
+	char path[96], line[256];
+	const char *at;
+	long n = -1;
+	FILE *f;
+
+	tpu_debugfs_path(fd, "queues", path, sizeof(path));
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "tpu-q1:", 7) && (at = strstr(line, "polled ")))
+			n = strtol(at + 7, NULL, 10);
+	fclose(f);
+	return n;
+}
+
+/*
+ * A JOB_INFO waiter first polls the queue (wait_spin_us), then sleeps until
+ * the interrupt. Either way a job's status, error report and results are
+ * the same, and with spinning off nothing is retired by polling.
+ */
+TEST_F(job, polling_and_sleeping_waiters_agree)
+{
+	static const long spins[] = { 0, 1000 };
+	long saved = wait_spin_get();
+	struct tpurt_buffer *in, *out;
+	struct tpu_job_report rep;
+	struct tpu_add_job j;
+	uint32_t h[2];
+
+	if (saved < 0 || wait_spin_set(saved) || compute_polled(self->fd) < 0)
+		SKIP(return, "needs root, the tpu module's parameters and debugfs");
+	ASSERT_EQ(0, tpurt_buffer_create(self->dev, 64, &in));
+	ASSERT_EQ(0, tpurt_buffer_create(self->dev, 64, &out));
+	h[TPU_BLOB_IN_SLOT] = tpurt_buffer_handle(in);
+	h[TPU_BLOB_OUT_SLOT] = tpurt_buffer_handle(out);
+	tpu_add_job_init(&j, 16, 0, 1.0f, 0);
+	for (size_t s = 0; s < sizeof(spins) / sizeof(spins[0]); s++) {
+		long before;
+		struct tpurt_job_stats st;
+		struct mm mm;
+		uint64_t id = 0;
+		int i;
+
+		ASSERT_EQ(0, wait_spin_set(spins[s]));
+		before = compute_polled(self->fd);
+		for (i = 0; i < 32; i++) {
+			ASSERT_EQ(0, submit(self->fd, &j, sizeof(j), h, 2, 0, 0, &id));
+			ASSERT_EQ(0, job_status(self->fd, id, &rep)) TH_LOG("spin %ld", spins[s]);
+		}
+		if (spins[s]) {
+			EXPECT_LT(before, compute_polled(self->fd))
+				TH_LOG("no null job retired by a waiter spinning %ld us", spins[s]);
+		} else {
+			EXPECT_EQ(before, compute_polled(self->fd));
+		}
+		/* A faulting job reports the same error, polled or not. */
+		ASSERT_EQ(0, mm_make(self->dev, &mm, 256, 256, 256, 128, 128, 128,
+				     "i, j, k -> i + 1, k"));
+		EXPECT_EQ(-EIO, mm_run(&mm, "parallel, parallel, arbitrary", &st));
+		EXPECT_EQ(TPU_JOB_ERR_BLOCK_OOB, st.error.code);
+		EXPECT_EQ(0, st.error.operand);
+		mm_free(&mm);
+		ASSERT_EQ(0, mm_make(self->dev, &mm, 256, 256, 256, 128, 128, 128, NULL));
+		EXPECT_EQ(0, mm_run(&mm, "parallel, parallel, arbitrary", NULL));
+		EXPECT_EQ(0, mm_matches(&mm));
+		mm_free(&mm);
+	}
+	EXPECT_EQ(0, wait_spin_set(saved));
 	tpurt_buffer_free(in);
 	tpurt_buffer_free(out);
 }
