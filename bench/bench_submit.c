@@ -12,6 +12,9 @@
  * anchor, measured in the same run. ioctl_wait's latency is split into its
  * parts: the SUBMIT ioctl, the JOB_INFO wait, and the device's own time for
  * the job (its report's wall_ns), to see where a slow round trip went.
+ * Where the driver's wait_spin_us can be written (root), ioctl_wait runs
+ * in turns of SPIN_TURN jobs with the driver's setting and with spinning
+ * off (`ioctl_wait_nospin_*`), so both see the same load.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -30,6 +33,8 @@
 #define WARMUP		64
 #define MAX_SAMPLES	200000
 #define WINDOW		64		/* syncobjs of the pipelined ioctl path */
+#define SPIN_TURN	16		/* jobs per turn of a spin setting */
+#define SPIN_PARAM	"/sys/module/tpu/parameters/wait_spin_us"
 
 /* Microseconds, one per job. */
 struct samples {
@@ -44,6 +49,7 @@ struct bench {
 	uint32_t handles[2];
 	struct tpu_add_job job;
 	struct samples lat, submit, wait, device;
+	struct samples nospin;		/* ioctl_wait's latency without spinning */
 	unsigned long failures;
 };
 
@@ -134,9 +140,34 @@ static int ioctl_wait_one(struct bench *b, bool parts)
 	return 0;
 }
 
+/* The driver's spin setting, or -1 where it cannot be read and written. */
+static long spin_param_get(void)
+{
+	FILE *f = fopen(SPIN_PARAM, "r+");
+	long us = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &us) != 1)
+		us = -1;
+	fclose(f);
+	return us;
+}
+
+static void spin_param_set(long us)
+{
+	FILE *f = fopen(SPIN_PARAM, "w");
+
+	if (f) {
+		fprintf(f, "%ld\n", us);
+		fclose(f);
+	}
+}
+
 static double run_ioctl_wait(struct bench *b)
 {
-	long long t0, start;
+	long spin = spin_param_get();
+	long long t0, start, busy = 0;
 	unsigned long n = 0;
 	int i;
 
@@ -146,13 +177,25 @@ static double run_ioctl_wait(struct bench *b)
 	b->lat.n = 0;
 	start = now_ns();
 	do {
+		/* Odd turns without spinning, when the setting can change. */
+		bool nospin = spin > 0 && (n / SPIN_TURN) % 2;
+
+		if (spin > 0 && n % SPIN_TURN == 0)
+			spin_param_set(nospin ? 0 : spin);
 		t0 = now_ns();
-		if (ioctl_wait_one(b, true))
+		if (ioctl_wait_one(b, !nospin))
 			return -1;
-		record_latency(b, t0);
+		if (nospin) {
+			add_sample(&b->nospin, (now_ns() - t0) / 1000.0);
+		} else {
+			record_latency(b, t0);
+			busy += now_ns() - t0;
+		}
 		n++;
 	} while (now_ns() - start < RUN_NS);
-	return n * 1e9 / (now_ns() - start);
+	if (spin > 0)
+		spin_param_set(spin);
+	return busy ? b->lat.n * 1e9 / busy : 0;
 }
 
 static double run_ioctl_pipelined(struct bench *b)
@@ -274,7 +317,9 @@ int main(void)
 	b.submit.us = malloc(MAX_SAMPLES * sizeof(double));
 	b.wait.us = malloc(MAX_SAMPLES * sizeof(double));
 	b.device.us = malloc(MAX_SAMPLES * sizeof(double));
-	if (!b.lat.us || !b.submit.us || !b.wait.us || !b.device.us) {
+	b.nospin.us = malloc(MAX_SAMPLES * sizeof(double));
+	if (!b.lat.us || !b.submit.us || !b.wait.us || !b.device.us ||
+	    !b.nospin.us) {
 		fprintf(stderr, "bench_submit: out of memory\n");
 		return 1;
 	}
@@ -292,6 +337,13 @@ int main(void)
 	print_samples(&b.submit, "ioctl_wait_submit_part");
 	print_samples(&b.wait, "ioctl_wait_wait_part");
 	print_samples(&b.device, "ioctl_wait_device_part");
+	if (b.nospin.n) {
+		double spin_median = b.lat.us[b.lat.n / 2];
+
+		print_samples(&b.nospin, "ioctl_wait_nospin_latency");
+		printf("bench: ioctl_wait_spin_vs_nospin_median = %.2f x\n",
+		       spin_median / b.nospin.us[b.nospin.n / 2]);
+	}
 
 	pipe_rate = run_ioctl_pipelined(&b);
 	if (pipe_rate < 0)
