@@ -394,26 +394,32 @@ int tpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
  * A short job is done in about the time a sleeping waiter takes to be
  * woken by its interrupt (on an emulated CPU, tens of microseconds each for
  * the MSI, the halted vCPU and the wake-up), so a waiter first polls the
- * queue for a while, as i915 spins on its requests before it sleeps.
+ * queue for a while, as i915 spins on its requests before it sleeps. Only
+ * while the queue's jobs are short: when the last one took the device
+ * longer than the spin, this one likely will too, and a spinning vCPU
+ * takes host CPU from the device that is running it.
  */
 #define TPU_JOB_WAIT_SPIN_MAX_US	1000
 
-static unsigned int wait_spin_us = 100;
+static unsigned int wait_spin_us = 300;
 module_param(wait_spin_us, uint, 0644);
 MODULE_PARM_DESC(wait_spin_us,
-		 "Microseconds a JOB_INFO waiter polls the compute queue before it sleeps (0: never, at most 1000)");
+		 "Microseconds a JOB_INFO waiter polls the compute queue before it sleeps, while its jobs are shorter (0: never, at most 1000)");
 
 static void tpu_job_spin(struct tpu_device *tdev, struct dma_fence *done)
 {
+	struct tpu_ring *ring = &tdev->compute_queue.ring;
 	unsigned int us = min(READ_ONCE(wait_spin_us), TPU_JOB_WAIT_SPIN_MAX_US);
-	u64 end = local_clock() + (u64)us * NSEC_PER_USEC;
+	u64 spin_ns = (u64)us * NSEC_PER_USEC, end = local_clock() + spin_ns;
 	int idx;
 
+	if (!us || READ_ONCE(ring->last_busy_ns) > spin_ns)
+		return;
 	/* The ring outlives the spin: removal waits for drm_dev_exit(). */
-	if (!us || !drm_dev_enter(&tdev->drm, &idx))
+	if (!drm_dev_enter(&tdev->drm, &idx))
 		return;
 	while (!dma_fence_is_signaled(done)) {
-		tpu_ring_poll(&tdev->compute_queue.ring);
+		tpu_ring_poll(ring);
 		if (need_resched() || signal_pending(current) ||
 		    local_clock() > end)
 			break;

@@ -140,6 +140,7 @@ static u32 tpu_ring_retire_completed(struct tpu_ring *ring)
 			tpu_dbg(ring->tdev, "%s: descriptor %llu: status %u detail %u\n",
 				ring->name, cpl[slot].id, cpl[slot].status,
 				cpl[slot].detail);
+		ring->last_busy_ns = READ_ONCE(cpl[slot].busy_ns);
 		tpu_ring_retire_one(ring, err, true);
 	}
 	return ring->head - before;

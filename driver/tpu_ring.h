@@ -36,6 +36,7 @@ struct tpu_ring_retire {
  * @head_since: when the descriptor at @head reached the device's front
  *	(jiffies): the previous one completed, or it came to an empty ring
  * @polled: descriptors retired by tpu_ring_poll() rather than the interrupt
+ * @last_busy_ns: the device's time for the last descriptor retired
  * @lock: protects the indices and @fences; also the fences' lock
  * @fence_context: dma_fence context of this ring
  * @seqno: last fence sequence number
@@ -57,6 +58,7 @@ struct tpu_ring {
 	u32 head;
 	unsigned long head_since;
 	u32 polled;
+	u64 last_busy_ns;
 	spinlock_t lock; /* indices, fences[] and the fences themselves */
 	u64 fence_context;
 	u64 seqno;
