@@ -1987,7 +1987,6 @@ _XF_TREES = pytest.mark.xfail(
            "as one argument): pallas_call takes flat lists here")
 
 
-@_XF_TREES
 def test_with_unhashable_grid_spec():
     """PallasCallScalarPrefetchTest.test_with_unhashable_grid_spec: specs,
     outputs, scratch and scalar prefetch as lists (pytrees): each reaches
@@ -2014,7 +2013,6 @@ def test_with_unhashable_grid_spec():
     np.testing.assert_array_equal(res[0][0], x)
 
 
-@_XF_TREES
 @pytest.mark.parametrize("scratch", [True, False])
 @pytest.mark.parametrize("vmap", [False, True])
 def test_scalar_prefetch_calling_convention(scratch, vmap):

@@ -7,6 +7,7 @@ import numpy as _np
 from .. import _trace, lax, numpy as jnp
 from .._trace import Value, Ref, Slice, TraceError, as_dtype, scalar, trace_error
 from .._lib import ffi, lib, check, device
+from .. import _pytree
 
 _last_stats = None
 _TPURT_INTERPRET = 1 << 1	# tpurt.h: interpret mode's block shapes
@@ -322,8 +323,11 @@ def _index_map_text(fn, grid_rank, prefetch, what):
     if fn is None:
         return None
     names = list(_NAMES[:grid_rank])
+    # (names, tree): the scalar-prefetch refs reach the map in the
+    # arguments' trees, as the kernel gets them
+    prefetch, tree = prefetch if isinstance(prefetch, tuple) else (prefetch, None)
     refs = [Ref(n, (), "int32", space="smem", writable=False) for n in prefetch]
-    args = [scalar(n) for n in names] + refs
+    args = [scalar(n) for n in names] + (refs if tree is None else _parts(tree, refs))
     try:
         res = fn(*args)
     except TraceError:
@@ -403,11 +407,54 @@ class _NoOut:
     dtype = "int32"
 
 
+def _leaf_names(param, treedef, taken):
+    """The flat refs' names of one kernel parameter's tree: the parameter's
+    own for a single array, else param_0, param_1_2, ... by path (a dict
+    key that is an identifier names its part), unique among @taken."""
+    if treedef.kind == "leaf":
+        paths = [""]
+    else:
+        paths = []
+        for p in _pytree.leaf_paths(treedef):
+            parts = [k.strip("[]'\"") for k in p.replace("][", "]|[").split("|")]
+            parts = [k if k.isidentifier() or k.isdigit() else "k" for k in parts]
+            paths.append("_" + "_".join(parts))
+    out = []
+    for p in paths:
+        n, k = param + p, 1
+        while n in taken:
+            n, k = "%s%s_%d" % (param, p, k), k + 1
+        taken.add(n)
+        out.append(n)
+    return out
+
+
+def _parts(treedef, leaves):
+    """A tuple tree's elements, each rebuilt from its share of @leaves."""
+    out, at = [], 0
+    for c in treedef.children:
+        out.append(_pytree.unflatten(c, leaves[at:at + c.num_leaves]))
+        at += c.num_leaves
+    return out
+
+
+def _top(tree):
+    """A call argument list's elements: a tuple or list's, else itself alone."""
+    return list(tree) if isinstance(tree, (list, tuple)) else [tree]
+
+
 def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 out_specs=None, scratch_shapes=(), compiler_params=None,
                 input_output_aliases=None, interpret=False, name=None, debug=False,
                 cost_estimate=None):
-    """pl.pallas_call: returns a function of NumPy arrays giving NumPy arrays."""
+    """pl.pallas_call: returns a function of NumPy arrays giving NumPy arrays.
+
+    As JAX's, operands, out_shape, specs and scratch_shapes are pytrees
+    (tuples, lists, dicts, None): each call argument (each element of a
+    tuple or list out_shape or scratch_shapes) is one kernel parameter
+    receiving the same tree of refs; the device sees the leaves in tree
+    order (input_output_aliases count those); outputs come back in
+    out_shape's structure (a top-level list as a tuple)."""
     if grid_spec is None:
         grid_spec = GridSpec(grid, in_specs, out_specs, scratch_shapes)
     single_out = not isinstance(out_shape, (list, tuple))
@@ -418,7 +465,16 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     # parameters and () back, as JAX's
     empty_out = isinstance(out_shape, (list, tuple)) and not out_shape
     no_out = out_shape is None or empty_out
-    outs = [_NoOut()] if no_out else _as_list(out_shape)
+    out_parts = [] if no_out else _top(out_shape)
+    outs, out_tree = _pytree.flatten(tuple(out_parts))
+    if not no_out and not outs:
+        raise ValueError("pallas_call: out_shape %r has no arrays" % (out_shape,))
+    for o in outs:
+        if not hasattr(o, "shape") or not hasattr(o, "dtype"):
+            raise TypeError("pallas_call: out_shape's leaves are jax.ShapeDtypeStruct (a "
+                            "shape and dtype), not %r" % (o,))
+    if no_out:
+        outs = [_NoOut()]
 
     def run(*args):
         # the grid is static: index maps and the body see its extents
@@ -432,41 +488,75 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         global _last_stats
         gs_grid = grid_spec.grid or (1,)
         nsp = grid_spec.num_scalar_prefetch
+        if len(args) < nsp:
+            raise TypeError("pallas_call: num_scalar_prefetch=%d but %d arguments"
+                            % (nsp, len(args)))
         sig = inspect.signature(kernel).parameters.values()
         params = [p.name for p in sig
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         rest = [p.name for p in sig if p.kind == p.VAR_POSITIONAL]
-        arrays = [_np.ascontiguousarray(a) for a in args]
-        nin = len(arrays) - nsp
+        # each argument a pytree: its leaves are the device's operands
+        sp_leaves, sp_tree = _pytree.flatten(tuple(args[:nsp]))
+        in_leaves, in_tree = _pytree.flatten(tuple(args[nsp:]))
+        for k, a in enumerate(sp_leaves + in_leaves):
+            if isinstance(a, (Ref, Value)):
+                raise TypeError("pallas_call: operand %d is a traced value; call it on "
+                                "arrays" % k)
+        arrays = [_np.ascontiguousarray(a) for a in sp_leaves + in_leaves]
+        nsp_flat = len(sp_leaves)
+        nin = len(in_leaves)
         ispecs = grid_spec.in_specs
-        ispecs = [None] * nin if ispecs is None else _as_list(ispecs)
+        if ispecs is not None:
+            # a list is the tuple of the arguments' specs; one spec, one argument's
+            ispecs = _pytree.match(tuple(ispecs) if isinstance(ispecs, (list, tuple))
+                                   else (ispecs,), in_tree, "in_specs")
+        else:
+            ispecs = [None] * nin
         ospecs = grid_spec.out_specs
-        ospecs = [None] * len(outs) if ospecs is None else _as_list(ospecs)
         if no_out:
             from .tpu import SMEM
             ospecs = [BlockSpec(memory_space=SMEM)]
-        scratch = list(grid_spec.scratch_shapes)
-        nrefs = len(arrays) + len(outs) + len(scratch)
-        if empty_out and not rest:
-            params.insert(len(arrays), "_no_outputs")	# the hidden output's place
-        if rest and len(params) < nrefs:
+        elif ospecs is None:
+            ospecs = [None] * len(outs)
+        else:
+            if not isinstance(ospecs, (list, tuple)):
+                ospecs = (ospecs,)
+            ospecs = _pytree.match(tuple(ospecs), out_tree, "out_specs")
+        scratch_parts = list(grid_spec.scratch_shapes)
+        scratch, scratch_tree = _pytree.flatten(tuple(scratch_parts))
+        # the kernel's parameters: one per argument, output part and scratch part
+        trees = list(sp_tree.children) + list(in_tree.children) + \
+            list(out_tree.children) + list(scratch_tree.children)
+        none_out = no_out and not empty_out	# the kernel gets None for the outputs
+        nparts = len(trees) + none_out
+        if rest and len(params) < nparts:
             # def kernel(*refs): the refs are named refs_0, refs_1, ...
-            params += ["%s_%d" % (rest[0], k) for k in range(nrefs - len(params))]
-        if len(params) != nrefs:
+            params += ["%s_%d" % (rest[0], k) for k in range(nparts - len(params))]
+        if len(params) != nparts:
             raise TypeError("kernel %s takes %d refs, pallas_call gives %d (%d scalar "
                             "prefetch, %d inputs, %d outputs, %d scratch)"
-                            % (_kname(kernel), len(params), nrefs, nsp, nin, len(outs),
-                               len(scratch)))
+                            % (_kname(kernel), len(params), nparts, nsp, len(args) - nsp,
+                               0 if empty_out else 1 if no_out else len(out_parts),
+                               len(scratch_parts)))
         if len(ispecs) != nin or len(ospecs) != len(outs):
             raise TypeError("in_specs/out_specs do not match the inputs/outputs")
+        pnames = list(params)
+        if none_out:
+            pnames.pop(len(args))
+        taken = set(params) | {"_no_outputs"}
+        names = [n for p, t in zip(pnames, trees) for n in _leaf_names(p, t, taken - {p})]
+        nflat_in = nsp_flat + nin
+        prefetch = names[:nsp_flat]
+        in_names = names[nsp_flat:nflat_in]
+        onames = ["_no_outputs"] if no_out else names[nflat_in:nflat_in + len(outs)]
+        snames = names[nflat_in + (0 if no_out else len(outs)):]
         gp = ffi.new("struct tpurt_grid_spec **")
         check(lib.tpurt_grid_spec_create(len(gs_grid), ffi.new("int64_t[]", list(gs_grid)), gp),
               "grid spec")
         gs = ffi.gc(gp[0], lib.tpurt_grid_spec_free)
         keep = []
         refs = []
-        prefetch = params[:nsp]
-        for j, (n, a) in enumerate(zip(prefetch, arrays[:nsp])):
+        for j, (n, a) in enumerate(zip(prefetch, arrays[:nsp_flat])):
             # SMEM holds 32-bit words: narrower integers and bools are
             # widened on the way in (their values, so s_ref[i] reads them)
             narrow = None
@@ -489,8 +579,10 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 check(lib.tpurt_grid_spec_set_dtype(gs, n.encode(), as_dtype(dt).code), n)
             refs.append(Ref(n, a.shape, dt, space="smem", writable=False))
             refs[-1].narrow = narrow
+        index_prefetch = (prefetch, sp_tree)
+
         def add_blocked(add, what, n, shape, dtype, spec, writable):
-            cs, k, bshape = _block_spec(spec, shape, len(gs_grid), prefetch, n,
+            cs, k, bshape = _block_spec(spec, shape, len(gs_grid), index_prefetch, n,
                                         output=writable)
             keep.extend([cs, k])
             check(add(gs, n.encode(), cs), "%s '%s'" % (what, n))
@@ -499,16 +591,16 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             sp = {0: "vmem", 1: "smem", 2: "any"}[cs.memory_space]
             refs.append(Ref(n, bshape, dt, space=sp, writable=writable))
 
-        for n, a, spec in zip(params[nsp:], arrays[nsp:], ispecs):
+        for n, a, spec in zip(in_names, arrays[nsp_flat:], ispecs):
             add_blocked(lib.tpurt_grid_spec_add_input, "input", n, a.shape,
                         a.dtype, spec, False)
-        onames = params[len(arrays):len(arrays) + len(outs)]
-        if no_out:
-            onames = ["_no_outputs"]
         for n, o, spec in zip(onames, outs, ospecs):
             add_blocked(lib.tpurt_grid_spec_add_output, "output", n, o.shape,
                         o.dtype, spec, True)
-        for n, s in zip(params[len(arrays) + len(outs):], scratch):
+        for n, s in zip(snames, scratch):
+            if not hasattr(s, "_space_code"):
+                raise TypeError("scratch_shapes: %r is not a scratch type (pltpu.VMEM, "
+                                "pltpu.SMEM, pltpu.SemaphoreType...)" % (s,))
             check(lib.tpurt_grid_spec_add_scratch(
                 gs, n.encode(), s._space_code, as_dtype(s.dtype).code,
                 len(getattr(s, "_device_shape", s.shape)),
@@ -517,15 +609,20 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             refs.append(Ref(n, s.shape, s.dtype,
                             space={1: "smem", 3: "sem", 4: "sem"}.get(s._space_code, "vmem")))
 
+        # the kernel's arguments: the refs in the trees of the call's arguments
+        nout = len(outs)
+        kargs = _parts(sp_tree, refs[:nsp_flat]) + _parts(in_tree, refs[nsp_flat:nflat_in])
+        if none_out:
+            kargs.append(None)
+        elif not no_out:
+            kargs += _parts(out_tree, refs[nflat_in:nflat_in + nout])
+        kargs += _parts(scratch_tree, refs[nflat_in + nout:])
+
         # trace the kernel
         rec = _trace.start()
         rec.read_only = {r.name for r in refs if isinstance(r, Ref) and not r.writable}
         try:
-            if empty_out:
-                del refs[len(arrays)]
-            elif no_out:
-                refs[len(arrays)] = None
-            kernel(*refs)
+            kernel(*kargs)
         finally:
             _trace.stop()
         loop_preds = []
@@ -620,7 +717,12 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         if no_out:
             return () if empty_out else None
         # a list of out_shapes gives a tuple too, as JAX's (it flattens the tree)
-        return results[0] if single_out else tuple(results)
+        res = _parts(out_tree, results)
+        if single_out:
+            return res[0]
+        # the top level's elements were the kernel's parameters; a namedtuple
+        # stays one, a list comes back a tuple (JAX makes it one)
+        return type(out_shape)(*res) if hasattr(type(out_shape), "_fields") else tuple(res)
     run.statements = None
     return run
 
