@@ -152,6 +152,7 @@ class Recorder:
         self.nlocal = 0
         self.loops = []		# open device loops: (index of the open in stmts, saved conds)
         self.read_only = set()	# names of the kernel's input refs
+        self.nspill = 0		# elements of the hidden SMEM scratch SPILL_REF
 
     def emit(self, text, at=None):
         """Record a statement under the open pl.when conditions; @at: insert
@@ -197,7 +198,12 @@ class Recorder:
     def bind(self, v, conds=()):
         """Bind @v to a new local, under @conds (by default none: the value
         was read where Python read it, which may be outside the pl.when a
-        store that changes it is in)."""
+        store that changes it is in). A long integer scalar-core
+        expression is stored into an SMEM spill slot instead (spill())."""
+        if v.scalar and _spillable(v) and scalar_len(v) > SPILL_LEN:
+            return self.spill(v, conds)
+        if v.scalar:
+            v.xlen = scalar_len(v)
         self.nlocal += 1
         name = "_v%d" % self.nlocal
         at = None
@@ -212,6 +218,67 @@ class Recorder:
             self.conds = conds
         v.kind, v.args, v.text, v.reads = "local", (), name, frozenset()
         self.live.pop(id(v), None)
+
+    def spill(self, v, conds=None):
+        """Store integer scalar @v into a new element of the hidden SMEM
+        scratch SPILL_REF (under @conds, by default the open pl.when's) and
+        make @v a read of it. The scalar core inlines its locals, so a
+        running sum of SMEM elements would otherwise grow past what one
+        expression holds; a spilled value is one SMEM load. Each slot is
+        stored once (once a trip in a device loop), so it never goes stale."""
+        slot = "%s[%d]" % (SPILL_REF, self.nspill)
+        self.nspill += 1
+        at = None
+        if v.depth < len(self.loops):
+            at, conds = self.loops[v.depth][0], v.conds
+        saved = self.conds
+        if conds is not None:
+            self.conds = list(conds)
+        try:
+            self.emit("%s = %s" % (slot, v.render()), at)
+        finally:
+            self.conds = saved
+        v.kind, v.args, v.text, v.reads = "text", (), slot, frozenset()
+        v.xlen = len(slot)
+        self.live.pop(id(v), None)
+        return v
+
+
+SPILL_REF = "_spill"	# the hidden int32 SMEM scratch of spilled scalars
+# Expanded scalar-core expressions longer than this (in characters of the
+# statement syntax, locals inlined) are spilled: libtpurt's expression
+# texts hold 191, index-map programs 64 instructions.
+SPILL_LEN = 96
+
+
+def _spillable(v):
+    """Integer scalars whose values SMEM's int32 words hold."""
+    return v.dt in (int32, int8, uint8, bool_)
+
+
+def scalar_len(v):
+    """The length of @v's scalar-core text with its locals inlined, as
+    libtpurt sees it."""
+    if not isinstance(v, Value):
+        return len(_fmt(v)) if isinstance(v, (int, float)) else 8
+    if v.kind == "local" or getattr(v, "xlen", None) is not None and v.kind == "text":
+        return getattr(v, "xlen", None) or len(v.text)
+    if v.kind == "text":
+        return len(v.text)
+    n = len(v.render())
+    for c in v.children():
+        if c.kind == "local":
+            n += scalar_len(c) - len(c.text)
+        elif c.kind != "text":
+            n += scalar_len(c) - len(c.render())
+    return n
+
+
+def maybe_spill(v):
+    """@v, spilled now (where it is made) when its expression is long."""
+    if _rec is not None and v.scalar and _spillable(v) and scalar_len(v) > SPILL_LEN:
+        _rec.spill(v)
+    return v
 
 
 _rec = None
@@ -367,8 +434,9 @@ class Value:
             # bitwise, as jnp's; the statement syntax's & | of scalars are
             # logical (its compares are 0 or 1 there)
             fn = {"&": "jnp.bitwise_and", "|": "jnp.bitwise_or", "^": "jnp.bitwise_xor"}[sym]
-            return Value("call", fn, (a, b), _reads(a, b), scalar=True, dt=dt)
-        return Value("op", sym, (a, b), _reads(a, b), scalar=scalar, dt=dt)
+            return maybe_spill(Value("call", fn, (a, b), _reads(a, b), scalar=True, dt=dt))
+        v = Value("op", sym, (a, b), _reads(a, b), scalar=scalar, dt=dt)
+        return maybe_spill(v) if scalar else v
 
     def __add__(self, o): return self._op("+", o)
     def __radd__(self, o): return self._op("+", o, True)
@@ -452,8 +520,12 @@ class Value:
         return DTypeOf(self.render() + ".dtype")
 
     def astype(self, dtype):
-        return Value("method", "astype", (self, _DT(dtype)), self.reads, False,
-                     dtype if isinstance(dtype, DType) else _as_dtype_or_none(dtype))
+        d = dtype if isinstance(dtype, DType) else _as_dtype_or_none(dtype)
+        # an integer cast of a scalar-core value stays one (a float one
+        # becomes a (1, 1) tile of the vector unit)
+        keep = self.scalar and d is not None and not is_float_dt(d)
+        v = Value("method", "astype", (self, _DT(dtype)), self.reads, keep, d)
+        return maybe_spill(v) if keep else v
 
     def reshape(self, *shape):
         from . import numpy as jnp

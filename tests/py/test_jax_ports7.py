@@ -657,9 +657,6 @@ def test_sum_in_smem():
     np.testing.assert_array_equal(y, np.arange(16, dtype=np.int32).reshape(4, 4))
 
 
-@pytest.mark.xfail(strict=True, raises=pl.TraceError,
-                   reason="scalar-core values are expressions of bounded length: a running "
-                          "sum of 16 SMEM elements is too long")
 def test_sum_in_smem_int32():
     """test_sum_in_smem with an int32 input (the running sum of all 16)."""
     def kernel(x, out):
@@ -1979,12 +1976,6 @@ def test_memory_space_like():
     o = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype),
                        scratch_shapes=[pltpu.VMEM.like(jax.ShapeDtypeStruct(a.shape, F32))])(a)
     np.testing.assert_array_equal(o, a + 1)
-
-
-_XF_TREES = pytest.mark.xfail(
-    strict=True, raises=(AttributeError, ValueError, TypeError),
-    reason="pytrees of operands, specs, outputs and scratch (lists and tuples of arrays "
-           "as one argument): pallas_call takes flat lists here")
 
 
 def test_with_unhashable_grid_spec():

@@ -625,6 +625,11 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             kernel(*kargs)
         finally:
             _trace.stop()
+        if rec.nspill:
+            # the SMEM words long scalar-core expressions were spilled into
+            check(lib.tpurt_grid_spec_add_scratch(
+                gs, _trace.SPILL_REF.encode(), 1, _trace.int32.code, 1,
+                ffi.new("int64_t[]", [rec.nspill])), "the scalar spill scratch")
         loop_preds = []
 
         def _open_loop(k, kind, args, pred):
