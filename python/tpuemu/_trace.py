@@ -13,6 +13,8 @@ import os
 import sys
 import weakref
 
+from . import _shapes
+
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -358,12 +360,19 @@ class Value:
         self.reads = reads
         self.scalar = scalar
         self.dt = dt		# its DType where tracing can tell (lax.div needs it), else None
-        self.shape = None	# its shape where tracing can tell (a whole ref read), else None
         self.whole_of = None	# the Ref it reads whole, if it is such a read
         self.conds = tuple(_rec.conds) if _rec is not None else ()	# where it was made
         self.depth = len(_rec.loops) if _rec is not None else 0	# loops around it
         if reads and _rec is not None:
             _rec.live[id(self)] = weakref.ref(self)
+        # the static shape and dtype JAX's rules give it (_shapes.infer)
+        try:
+            shape, d = _shapes.infer(self)
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError):
+            shape, d = None, None
+        self.shape = shape
+        if self.dt is None and isinstance(d, DType):
+            self.dt = d
 
     def children(self):
         for a in self.args:
@@ -508,7 +517,21 @@ class Value:
                                   "read a ref at traced indices instead" % self.render())
             else:
                 parts.append(str(int(e)))
-        return Value("index", ", ".join(parts), (self,), self.reads)
+        v = Value("index", ", ".join(parts), (self,), self.reads, dt=self.dt)
+        v.shape = self._index_shape(idx)
+        return v
+
+    def _index_shape(self, idx):
+        """x[2, 7], x[:, 5], x[8:16]: the shape NumPy's indexing gives."""
+        if self.shape is None or len(idx) > len(self.shape):
+            return None
+        out = []
+        for d, n in enumerate(self.shape):
+            e = idx[d] if d < len(idx) else slice(None)
+            if isinstance(e, slice):
+                start, stop, step = e.indices(n)
+                out.append(max(0, (stop - start + step - 1) // step))
+        return tuple(out)
 
     def transpose(self, *axes):
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
@@ -517,7 +540,26 @@ class Value:
 
     @property
     def dtype(self):
+        """Its dtype, as JAX's tracers know it; where tracing cannot tell,
+        libtpurt's (the text x.dtype, resolved where it is used)."""
+        if isinstance(self.dt, DType):
+            return self.dt
         return DTypeOf(self.render() + ".dtype")
+
+    @property
+    def ndim(self):
+        if self.shape is None:
+            raise trace_error("%s.ndim: its shape is not known while tracing" % self.render())
+        return len(self.shape)
+
+    @property
+    def size(self):
+        if self.shape is None:
+            raise trace_error("%s.size: its shape is not known while tracing" % self.render())
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
 
     def astype(self, dtype):
         d = dtype if isinstance(dtype, DType) else _as_dtype_or_none(dtype)
@@ -728,6 +770,8 @@ class Ref:
         if ix == "..." or all(p.strip() == ":" for p in ix.split(",")):
             v.shape = self.shape	# the whole block: jnp.dot of a 1-D one needs it
             v.whole_of = self
+        elif not scalar_read:
+            v.shape = _window_shape(_dims_of(self, idx))
         return v
 
     def __setitem__(self, idx, value):
@@ -906,6 +950,13 @@ def _dims_of(ref, idx):
     return dims
 
 
+def _window_shape(dims):
+    """The shape a read of @dims (_dims_of) gives: its slices' sizes."""
+    if dims is None:
+        return None
+    return tuple(e.size for e in dims if isinstance(e, Slice))
+
+
 def _offset(a, b):
     return a + b if not (isinstance(a, int) and isinstance(b, int)) or a or b else 0
 
@@ -963,8 +1014,10 @@ class Window:
     def __getitem__(self, idx):
         if idx is not Ellipsis:
             raise trace_error("a window is read whole: %s[...]" % self.text)
-        return Value("text", self.text + "[...]", reads=frozenset([self.ref.name]),
-                     dt=self.ref.dtype)
+        v = Value("text", self.text + "[...]", reads=frozenset([self.ref.name]),
+                  dt=self.ref.dtype)
+        v.shape = _window_shape(self.dims)
+        return v
 
     def __setitem__(self, idx, value):
         if idx is not Ellipsis:

@@ -134,7 +134,9 @@ def broadcasted_iota(dtype, shape, dimension):
     if len(shape) == 1:	# a 1-D array is viewed as a row: its index is the column
         row = call("lax.broadcasted_iota", dtype, (1, shape[0]), 1)
         return jnp.reshape(row, shape)
-    return call("lax.broadcasted_iota", dtype, shape, int(dimension))
+    v = call("lax.broadcasted_iota", dtype, shape, int(dimension))
+    v.shape, v.dt = shape, _trace._as_dtype_or_none(dtype)
+    return v
 
 
 def _static_bound(x, what, fn="lax.fori_loop"):

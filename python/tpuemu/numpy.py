@@ -12,8 +12,28 @@ nan = float("nan")
 def _v(x):
     # a ref given where a value is meant (jnp.zeros_like(acc_ref))
     if isinstance(x, Ref):
-        return Value("text", x.name)
+        v = Value("text", x.name, dt=x.dtype)
+        v.shape = x.shape
+        return v
     return x
+
+
+def _logical(v, shape):
+    """@v with the shape JAX gives it (the device keeps its 2-D view)."""
+    try:
+        shape = (int(shape),) if isinstance(shape, int) else tuple(int(d) for d in shape)
+    except TypeError:
+        return v
+    if -1 in shape:
+        total = getattr(v, "_total", None)
+        if total is None:
+            return v
+        known = 1
+        for d in shape:
+            known *= d if d != -1 else 1
+        shape = tuple(total // known if d == -1 else d for d in shape)
+    v.shape = shape
+    return v
 
 
 def _rank(x):
@@ -342,23 +362,35 @@ def _shape(shape, fn):
 def reshape(x, shape):
     """A reshape that keeps the 2-D view (unit dimensions added or dropped,
     leading dimensions split or merged): the elements stay where they are."""
-    return call("jnp.reshape", _v(x), _shape(shape, "reshape"))
+    x = _v(x)
+    v = call("jnp.reshape", x, _shape(shape, "reshape"))
+    s = getattr(x, "shape", None)
+    if s is not None:
+        v._total = 1
+        for d in s:
+            v._total *= d
+    return _logical(v, shape)
 
 
 def zeros(shape, dtype=None):
     """jnp.zeros: float32 unless dtype says otherwise."""
-    return call("jnp.zeros", _shape(shape, "zeros"), dtype=dtype or float32)
+    return _logical(call("jnp.zeros", _shape(shape, "zeros"), dtype=dtype or float32), shape)
 
 
 def ones(shape, dtype=None):
-    return call("jnp.full", _shape(shape, "ones"), 1, dtype=dtype or float32)
+    return _logical(call("jnp.full", _shape(shape, "ones"), 1, dtype=dtype or float32), shape)
 
 
 def full(shape, fill_value, dtype=None):
     """jnp.full: the fill's dtype unless dtype says otherwise."""
     if dtype is None:
-        return call("jnp.full", _shape(shape, "full"), fill_value)
-    return call("jnp.full", _shape(shape, "full"), fill_value, dtype=dtype)
+        v = call("jnp.full", _shape(shape, "full"), fill_value)
+        if v.dt is None:
+            v.dt = _trace.dt_of(fill_value)
+            v.dt = v.dt if isinstance(v.dt, _trace.DType) else \
+                float32 if v.dt == "weak float" else int32 if v.dt == "weak int" else None
+        return _logical(v, shape)
+    return _logical(call("jnp.full", _shape(shape, "full"), fill_value, dtype=dtype), shape)
 
 
 def arange(start, stop=None, step=1, dtype=None):
@@ -378,10 +410,11 @@ def arange(start, stop=None, step=1, dtype=None):
 def broadcast_to(x, shape):
     """jnp.broadcast_to of a row, a column or a scalar: x plus zeros of
     the shape (the device broadcasts rows, columns and scalars)."""
+    logical = shape
     shape = _shape(shape, "broadcast_to")
     if not isinstance(x, (Value, Ref)) or getattr(x, "scalar", False):
-        return full(shape, x)
-    return call("jnp.add", _v(x), zeros(shape, _v(x).dtype))
+        return _logical(full(shape, x), logical)
+    return _logical(call("jnp.add", _v(x), zeros(shape, _v(x).dtype)), logical)
 
 
 __all__ = ["float32", "bfloat16", "int8", "uint8", "int32", "uint32", "bool_", "inf", "nan",

@@ -1721,10 +1721,9 @@ def test_roll_strided(stride, stride_axis):
     np.testing.assert_array_equal(out, _roll_ref(inp, 9, 1, stride, stride_axis))
 
 
-@pytest.mark.xfail(strict=True, raises=(pl.TraceError, TypeError),
-                   reason="a computed value's .shape is None while tracing (only whole ref "
-                          "reads know theirs), and pltpu.bitcast that changes the width "
-                          "(int32 to bfloat16 packs two rows into one word)")
+@pytest.mark.xfail(strict=True, raises=pl.TraceError,
+                   reason="pltpu.bitcast that changes the width (int32 to bfloat16 packs "
+                          "two rows into one word)")
 def test_interleave_vectors():
     """tpu_ops_test.py OpsTest.test_interleave_vectors: two bf16 blocks
     interleaved through int32 bits."""
