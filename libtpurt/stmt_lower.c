@@ -2495,10 +2495,79 @@ static int lower_reshape(struct stmt_ctx *c, const struct stmt_node *call,
 }
 
 /*
- * pltpu.bitcast(x, dtype), lax.bitcast_convert_type: x's bits as a dtype
- * of the same width (float32 and int32, int8 and uint8). The DMA engine
+ * A bitcast that changes the width, as pltpu.bitcast packs them on a TPU:
+ * the second-to-last dimension scales by the ratio, so an int32 row i
+ * holds bf16 rows 2i (low half) and 2i + 1 (high half). Byte for byte,
+ * the wide (R, C) tile is the narrow rows interleaved along the lanes:
+ * narrow row r*i + k is element k of every r-element group of a narrow
+ * (R, C*r) tile with the wide tile's bytes. The DMA engine moves both
+ * ways: strided copies between the value and that tile (ratio r), and
+ * one copy of the tile's bytes into the tile of the other dtype.
+ */
+static int bitcast_width(struct stmt_ctx *c, const struct stmt_node *call,
+			 struct value *x, enum tpurt_dtype to, struct value *v)
+{
+	int64_t fs = tpurt_dtype_size(x->dtype), ts = tpurt_dtype_size(to);
+	int wider = ts > fs;
+	int64_t r = wider ? ts / fs : fs / ts;
+	enum tpurt_dtype narrow = wider ? x->dtype : to;
+	int64_t rows = wider ? x->rows / r : x->rows, cols = x->cols;	/* wide rows */
+	char src[TPURT_TEXT_MAX], dst[TPURT_TEXT_MAX];
+	struct value packed, in = *x;
+
+	if (x->nd > 2 || x->rows < 1 || (wider && x->rows % r))
+		return stmt_fail(c, call->col, "bitcast of a %s (%lld, %lld) value to %s: the rows (the second-to-last dimension) must be a multiple of %lld, the width ratio",
+				 tpurt_dtype_name(x->dtype), (long long)x->rows,
+				 (long long)x->cols, tpurt_dtype_name(to), (long long)r);
+	/* the copies read x where it is when that is a whole ref or its own
+	 * temporary (no body op touches the bits); else a tile of its own */
+	if (x->temp < 0 && x->ref[strspn(x->ref, "abcdefghijklmnopqrstuvwxyz"
+					 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")]) {
+		if (stmt_new_tile(c, x->dtype, x->rows, x->cols, call->col, &in) ||
+		    stmt_emitted(c, tpurt_kernel_store(c->k, in.ref, x->ref), call->col))
+			return c->err;
+	}
+	if (stmt_new_tile(c, narrow, rows, cols * r, call->col, &packed))
+		return c->err;
+	if (wider) {
+		for (int64_t k = 0; k < r; k++) {
+			snprintf(src, sizeof(src), "%.64s.at[pl.ds(%lld, %lld, %lld), :]", in.ref,
+				 (long long)k, (long long)rows, (long long)r);
+			snprintf(dst, sizeof(dst), "%.64s.at[:, pl.ds(%lld, %lld, %lld)]", packed.ref,
+				 (long long)k, (long long)cols, (long long)r);
+			if (stmt_emitted(c, tpurt_kernel_sync_copy(c->k, src, dst), call->col))
+				return c->err;
+		}
+		release(c, &in);
+		if (stmt_new_tile(c, to, rows, cols, call->col, v) ||
+		    stmt_emitted(c, tpurt_kernel_sync_copy(c->k, packed.ref, v->ref), call->col))
+			return c->err;
+		release(c, &packed);
+		return 0;
+	}
+	if (stmt_emitted(c, tpurt_kernel_sync_copy(c->k, in.ref, packed.ref), call->col))
+		return c->err;
+	release(c, &in);
+	if (stmt_new_tile(c, to, rows * r, cols, call->col, v))
+		return c->err;
+	for (int64_t k = 0; k < r; k++) {
+		snprintf(src, sizeof(src), "%.64s.at[:, pl.ds(%lld, %lld, %lld)]", packed.ref,
+			 (long long)k, (long long)cols, (long long)r);
+		snprintf(dst, sizeof(dst), "%.64s.at[pl.ds(%lld, %lld, %lld), :]", v->ref,
+			 (long long)k, (long long)rows, (long long)r);
+		if (stmt_emitted(c, tpurt_kernel_sync_copy(c->k, src, dst), call->col))
+			return c->err;
+	}
+	release(c, &packed);
+	return 0;
+}
+
+/*
+ * pltpu.bitcast(x, dtype), lax.bitcast_convert_type: x's bits as another
+ * dtype. Of one width (float32 and int32, int8 and uint8), the DMA engine
  * moves bytes whatever their dtype: x (in a temporary of its own, so both
- * ends are rows x cols) is copied into one of the new dtype.
+ * ends are rows x cols) is copied into one of the new dtype. Of another
+ * width, bitcast_width().
  */
 static int lower_bitcast(struct stmt_ctx *c, const struct stmt_node *call,
 			 struct value *v)
@@ -2515,12 +2584,13 @@ static int lower_bitcast(struct stmt_ctx *c, const struct stmt_node *call,
 	to = t.dtype;
 	if (to == x.dtype)
 		return *v = x, 0;
-	if (tpurt_dtype_size(to) != tpurt_dtype_size(x.dtype) || to == TPURT_BOOL ||
-	    x.dtype == TPURT_BOOL)
-		return stmt_fail(c, call->col, "bitcast of %s to %s: only between dtypes of one width (float32 and int32, int8 and uint8); a bitcast that changes the width (and so the shape) is not supported",
+	if (to == TPURT_BOOL || x.dtype == TPURT_BOOL)
+		return stmt_fail(c, call->col, "bitcast of %s to %s: bool has no bits to cast",
 				 tpurt_dtype_name(x.dtype), tpurt_dtype_name(to));
 	if (x.transposed)
 		return stmt_fail(c, call->col, "bitcast of a transposed value (.T) is not supported");
+	if (tpurt_dtype_size(to) != tpurt_dtype_size(x.dtype))
+		return bitcast_width(c, call, &x, to, v);
 	if (stmt_new_tile(c, x.dtype, x.rows, x.cols, call->col, &src) ||
 	    stmt_emitted(c, tpurt_kernel_store(c->k, src.ref, x.ref), call->col))
 		return c->err;

@@ -24,6 +24,15 @@ static unsigned int squeezed_shape(const struct tpu_plan_box *b, uint64_t *shape
 	return n;
 }
 
+/* The box's innermost kept dimension has no stride (its bytes are dense). */
+static bool dense_last(const struct tpu_plan_box *b)
+{
+	for (int d = (int)b->rank - 1; d >= 0; d--)
+		if (!(b->squeeze >> d & 1))
+			return b->stride[d] == 1;
+	return false;
+}
+
 static void format_shape(char *buf, size_t len, const uint64_t *shape,
 			 unsigned int n)
 {
@@ -97,9 +106,8 @@ int tpu_check_copy(const struct tpu_plan *plan, unsigned int i,
 		return ret;
 	/* the DMA engine moves bytes: dtypes of one width are a bitcast */
 	if (src.dtype != dst.dtype &&
-	    (tpu_dtype_size(src.dtype) != tpu_dtype_size(dst.dtype) ||
-	     src.dtype == TPU_DTYPE_BOOL || dst.dtype == TPU_DTYPE_BOOL))
-		return tpu_check_error(res, "op %u: copy of %s into %s: src0 and dst must have the same dtype (or one width, a bitcast: float32 and int32, int8 and uint8)",
+	    (src.dtype == TPU_DTYPE_BOOL || dst.dtype == TPU_DTYPE_BOOL))
+		return tpu_check_error(res, "op %u: copy of %s into %s: src0 and dst must have the same dtype (or be bitcasts: no bool)",
 				       i, tpu_dtype_name(src.dtype),
 				       tpu_dtype_name(dst.dtype));
 	sn = squeezed_shape(&src, ss);
@@ -108,6 +116,17 @@ int tpu_check_copy(const struct tpu_plan *plan, unsigned int i,
 	format_shape(b, sizeof(b), ds, dn);
 	if (sn != dn)
 		goto mismatch;
+	if (tpu_dtype_size(src.dtype) != tpu_dtype_size(dst.dtype)) {
+		/* two widths (a width-changing bitcast): the rows' bytes, so
+		 * the last dimensions hold as many bytes, densely */
+		if (!sn || !dense_last(&src) || !dense_last(&dst) ||
+		    ss[sn - 1] * tpu_dtype_size(src.dtype) !=
+		    ds[sn - 1] * tpu_dtype_size(dst.dtype))
+			return tpu_check_error(res, "op %u: copy of %s %s into %s %s: a copy between dtypes of two widths moves whole rows of bytes (the last dimensions as many bytes, without a stride)",
+					       i, tpu_dtype_name(src.dtype), a,
+					       tpu_dtype_name(dst.dtype), b);
+		sn--;
+	}
 	for (unsigned int d = 0; d < sn; d++)
 		if (ss[d] != ds[d])
 			goto mismatch;

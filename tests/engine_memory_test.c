@@ -975,12 +975,13 @@ TEST(copy_shape_and_dtype_mismatches)
 		    "op 0: copy shapes differ: src0 is 4x16 (ANY), dst is 8x16 (VMEM)");
 	mt_fini(&t);
 
-	/* int32 into float32 is a bitcast (one width); bfloat16 is not */
+	/* int32 into float32 is a bitcast (one width); bfloat16 into float32
+	 * one of two widths, whose rows must hold as many bytes */
 	copy_base_init(&t, TPU_DTYPE_BF16);
 	w = jb_window(t.b, JB_OPND(0), 0, w8, 2, NULL);
 	jb_copy(t.b, TPU_OP_COPY_START, JB_SCR(0), JB_WIN(w), JB_SCR(1), NULL, NULL);
 	EXPECT_FAIL(&t, TPU_JOB_ERR_DESCRIPTOR,
-		    "op 0: copy of bfloat16 into float32: src0 and dst must have the same dtype");
+		    "op 0: copy of bfloat16 8x16 into float32 8x16: a copy between dtypes of two widths moves whole rows of bytes");
 	mt_fini(&t);
 
 	/* a wait without a source: (none), index 0, as the driver requires */

@@ -805,7 +805,7 @@ class Ref:
         return _At(self)
 
     def bitcast(self, ty):
-        """ref.bitcast(dtype) of one width: a view (BitcastRef)."""
+        """ref.bitcast(dtype): a view of the ref's memory (BitcastRef)."""
         return BitcastRef(self, ty)
 
     def reshape(self, *shape):
@@ -876,47 +876,163 @@ _WIDTH = {"float32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "int8": 1, "uint
 
 def _bitcast_check(frm, to, what):
     frm, to = as_dtype(frm), as_dtype(to)
-    if frm is not to and (_WIDTH[frm.name] != _WIDTH[to.name] or bool_ in (frm, to)):
-        raise trace_error("%s of %s to %s: only between dtypes of one width (float32, "
-                          "int32 and uint32, int8 and uint8); a bitcast that changes the width (and "
-                          "so the shape) is not supported" % (what, frm.name, to.name))
+    if frm is not to and bool_ in (frm, to):
+        raise trace_error("%s of %s to %s: bool has no bits to cast" % (what, frm.name, to.name))
     return to
 
 
+def bitcast_shape(shape, frm, to, what):
+    """pltpu.bitcast's shape: the second-to-last dimension scaled by the
+    width ratio (a TPU packs narrow rows into a wide word), None if
+    @shape is not known."""
+    fs, ts = _WIDTH[as_dtype(frm).name], _WIDTH[as_dtype(to).name]
+    if fs == ts or shape is None:
+        return shape
+    if len(shape) < 2:
+        raise trace_error("%s of a %d-D %s value to %s: a bitcast that changes the width "
+                          "scales the second-to-last dimension, so it needs 2 or more"
+                          % (what, len(shape), as_dtype(frm).name, as_dtype(to).name))
+    if shape[-2] * fs % ts:
+        raise trace_error("%s of %s %r to %s: the second-to-last dimension (%d) times %d "
+                          "bytes is not a multiple of %d" % (what, as_dtype(frm).name,
+                                                             tuple(shape), as_dtype(to).name,
+                                                             shape[-2], fs, ts))
+    return tuple(shape[:-2]) + (shape[-2] * fs // ts, shape[-1])
+
+
 def bitcast_value(x, ty, what):
-    """A value's bits as dtype @ty of its width (pltpu.bitcast)."""
+    """A value's bits as dtype @ty (pltpu.bitcast): of another width, the
+    second-to-last dimension scales by the ratio, as on a TPU (int32 row i
+    holds bf16 rows 2i, low half, and 2i + 1)."""
     if not isinstance(x, Value):
         import numpy as np
         a = np.asarray(x)
-        return a.view(np.dtype(as_dtype(ty).np_name))
+        return host_bitcast(a, ty)
     if x.dt is not None:
         to = _bitcast_check(x.dt, ty, what)
+        shape = bitcast_shape(x.shape, x.dt, to, what)
     else:
-        to = as_dtype(ty)
+        to, shape = as_dtype(ty), None
     v = call("pltpu.bitcast", x, _DT(to))
     v.dt = to
+    v.shape = shape
     return v
 
 
-class BitcastRef:
-    """ref.bitcast(dtype): the ref's memory seen as another dtype of its
-    width; reads are bitcasts of the ref's values, stores bitcasts into it."""
+def host_bitcast(a, ty):
+    """pltpu.bitcast of a NumPy array, the TPU's packing along rows."""
+    import numpy as np
+    to = np.dtype(as_dtype(ty).np_name)
+    fs, ts = a.dtype.itemsize, to.itemsize
+    if fs == ts:
+        return a.view(to)
+    bitcast_shape(a.shape, _np_dt(a.dtype), ty, "pltpu.bitcast")
+    if ts > fs:
+        r = ts // fs
+        b = a.reshape(a.shape[:-2] + (a.shape[-2] // r, r, a.shape[-1]))
+        return np.ascontiguousarray(np.swapaxes(b, -1, -2)).view(to)[..., 0]
+    r = fs // ts
+    b = np.ascontiguousarray(a[..., None]).view(to)	# (..., R, C, r)
+    b = np.swapaxes(b, -1, -2)
+    return np.ascontiguousarray(b).reshape(a.shape[:-2] + (a.shape[-2] * r, a.shape[-1]))
 
-    def __init__(self, ref, ty):
-        self.ref = ref
-        self.dtype = _bitcast_check(ref.dtype, ty, "%s.bitcast" % ref.name)
-        self.shape = ref.shape
-        self.name = ref.name
+
+def _np_dt(d):
+    import numpy as np
+    return {np.dtype(np.uint16): bfloat16}.get(np.dtype(d), None) or as_dtype(np.dtype(d).name)
+
+
+class BitcastRef:
+    """ref.bitcast(dtype) (also of a window, ref.at[...].bitcast): the
+    memory seen as another dtype. Of another width the second-to-last
+    dimension scales by the ratio, as pltpu.bitcast packs rows; reads are
+    bitcasts of the ref's values, stores bitcasts into it, and windows
+    of it (.at[...], indices) are windows of the ref with that dimension
+    scaled back (their starts and sizes multiples of the ratio)."""
+
+    def __init__(self, base, ty):
+        self.base = base
+        self.ref = base.ref if isinstance(base, Window) else base
+        self.name = self.ref.name
+        self.base_shape = _window_shape(base.dims) if isinstance(base, Window) else base.shape
+        if self.base_shape is None:
+            raise trace_error("%s.bitcast: the window's shape is not known" % base.render())
+        self.dtype = _bitcast_check(self.ref.dtype, ty, "%s.bitcast" % self.name)
+        self.shape = bitcast_shape(self.base_shape, self.ref.dtype, self.dtype,
+                                   "%s.bitcast" % self.name)
 
     @property
     def ndim(self):
         return len(self.shape)
 
+    def _base_index(self, idx):
+        """@idx of this view as an index of the base, or None for all of it."""
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        if idx and idx[-1] is Ellipsis:
+            idx = idx[:-1]
+        if all(isinstance(e, slice) and e == slice(None) for e in idx):
+            return None
+        if any(e is Ellipsis for e in idx) or len(idx) > len(self.shape):
+            raise trace_error("%s.bitcast(%s)[%r]: index each dimension (no Ellipsis inside)"
+                              % (self.name, self.dtype.name, idx))
+        fs, ts = _WIDTH[self.ref.dtype.name], _WIDTH[self.dtype.name]
+        row = len(self.shape) - 2
+        out = []
+        for d, n in enumerate(self.shape):
+            e = idx[d] if d < len(idx) else slice(None)
+            if d != row or fs == ts:
+                out.append(e)
+                continue
+            if isinstance(e, slice):
+                if any(isinstance(b, Value) for b in (e.start, e.stop, e.step)):
+                    e = None
+                else:
+                    start, stop, step = e.indices(n)
+                    e = Slice(start, max(0, stop - start), step)
+            if not isinstance(e, Slice) or e.stride != 1 or \
+                    not isinstance(e.start, int) or not isinstance(e.size, int):
+                raise trace_error("%s.bitcast(%s): the second-to-last dimension of a "
+                                  "width-changing bitcast takes a static slice, not %r"
+                                  % (self.name, self.dtype.name, idx[d]))
+            if ts < fs:	# narrow view of wide words: r view rows a word row
+                r = fs // ts
+                if e.start % r or e.size % r:
+                    raise trace_error("%s.bitcast(%s): rows %d:%d are not whole %s rows "
+                                      "(multiples of %d)" % (self.name, self.dtype.name,
+                                                             e.start, e.start + e.size,
+                                                             self.ref.dtype.name, r))
+                out.append(Slice(e.start // r, e.size // r))
+            else:
+                r = ts // fs
+                out.append(Slice(e.start * r, e.size * r))
+        return tuple(out)
+
+    def _target(self, idx):
+        bi = self._base_index(idx)
+        if bi is None:
+            return self.base, Ellipsis
+        return self.base.at[bi], Ellipsis
+
+    @property
+    def at(self):
+        view = self
+
+        class _BitcastAt:
+            def __getitem__(self, idx):
+                t, _ = view._target(idx)
+                return BitcastRef(t, view.dtype)
+        return _BitcastAt()
+
+    def bitcast(self, ty):
+        return BitcastRef(self.base, ty)
+
     def __getitem__(self, idx):
-        return bitcast_value(self.ref[idx], self.dtype, "%s.bitcast" % self.name)
+        t, i = self._target(idx)
+        return bitcast_value(t[i], self.dtype, "%s.bitcast" % self.name)
 
     def __setitem__(self, idx, value):
-        self.ref[idx] = bitcast_value(value, self.ref.dtype, "%s.bitcast" % self.name)
+        t, i = self._target(idx)
+        t[i] = bitcast_value(value, self.ref.dtype, "%s.bitcast" % self.name)
 
 
 class _At:
@@ -1010,6 +1126,10 @@ class Window:
 
     def render(self):
         return self.text
+
+    def bitcast(self, ty):
+        """ref.at[...].bitcast(dtype): the window's memory as @ty."""
+        return BitcastRef(self, ty)
 
     def __getitem__(self, idx):
         if idx is not Ellipsis:

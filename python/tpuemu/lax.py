@@ -566,7 +566,16 @@ def convert_element_type(x, new_dtype):
 
 
 def bitcast_convert_type(operand, new_dtype):
-    """lax.bitcast_convert_type of one width: pltpu.bitcast."""
+    """lax.bitcast_convert_type of one width: pltpu.bitcast. Between
+    widths lax's shape rule is not pltpu.bitcast's (a trailing dimension
+    of the ratio added or dropped, where pltpu packs rows): refused."""
+    frm = _trace.dt_of(operand)
+    to = _trace.as_dtype(new_dtype)
+    if isinstance(frm, _trace.DType) and _trace._WIDTH[frm.name] != _trace._WIDTH[to.name]:
+        raise trace_error("lax.bitcast_convert_type of %s to %s: between widths it adds or "
+                          "drops a trailing dimension, which values here cannot; "
+                          "pltpu.bitcast(x, %s) packs rows instead (the second-to-last "
+                          "dimension scaled)" % (frm.name, to.name, to.name))
     return _trace.bitcast_value(operand, new_dtype, "lax.bitcast_convert_type")
 
 

@@ -218,7 +218,7 @@ static int copy_data(struct tpu_core *core, unsigned int n,
 {
 	unsigned int sd[TPU_JOB_MAX_RANK], dd[TPU_JOB_MAX_RANK];
 	unsigned int k = kept_dims(&src->box, sd);
-	uint64_t shape[TPU_JOB_MAX_RANK];
+	uint64_t shape[TPU_JOB_MAX_RANK], es;
 	struct box_mem sm, dm;
 
 	kept_dims(&dst->box, dd);
@@ -230,7 +230,20 @@ static int copy_data(struct tpu_core *core, unsigned int n,
 		shape[j] = src->box.size[sd[j]];
 	if (box_memory(core, src, sd, k, &sm) || box_memory(core, dst, dd, k, &dm))
 		return 0;	/* nothing behind it: a model-only run */
-	if (!move_box(core, &sm, &dm, shape, k, tpu_dtype_size(src->box.dtype)))
+	es = tpu_dtype_size(src->box.dtype);
+	if (es != tpu_dtype_size(dst->box.dtype)) {
+		/* a width-changing bitcast (tpu_check_copy: dense last
+		 * dimensions of as many bytes): rows of bytes */
+		if (!k || sm.stride[k - 1] != es ||
+		    dm.stride[k - 1] != tpu_dtype_size(dst->box.dtype))
+			return fail_op(core, n, TPU_JOB_ERR_INTERNAL,
+				       "op %u: a copy between dtypes of two widths needs dense rows",
+				       n);
+		shape[k - 1] *= es;
+		sm.stride[k - 1] = dm.stride[k - 1] = 1;
+		es = 1;
+	}
+	if (!move_box(core, &sm, &dm, shape, k, es))
 		return 0;
 	return fail_op(core, n, TPU_JOB_ERR_ABORTED,
 		       "stopped in the async copy of op %u at step %llu: the queue was reset",

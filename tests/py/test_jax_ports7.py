@@ -1576,9 +1576,6 @@ def test_dma_reshaped_ref(slice_first):
     np.testing.assert_array_equal(y, x[:8])
 
 
-@pytest.mark.xfail(strict=True, raises=(pl.TraceError, AttributeError),
-                   reason="bitcasts that change the width (bfloat16 to int32: the shape "
-                          "changes with them), and bitcasts of ref windows (.at[...])")
 @pytest.mark.parametrize("slice_first", [True, False])
 def test_store_bitcasted_ref(slice_first):
     """PallasCallRefTransformTest.test_store_bitcasted_ref: bf16 stored
@@ -1721,9 +1718,6 @@ def test_roll_strided(stride, stride_axis):
     np.testing.assert_array_equal(out, _roll_ref(inp, 9, 1, stride, stride_axis))
 
 
-@pytest.mark.xfail(strict=True, raises=pl.TraceError,
-                   reason="pltpu.bitcast that changes the width (int32 to bfloat16 packs "
-                          "two rows into one word)")
 def test_interleave_vectors():
     """tpu_ops_test.py OpsTest.test_interleave_vectors: two bf16 blocks
     interleaved through int32 bits."""

@@ -465,10 +465,12 @@ def roll(x, shift, axis, *, stride=None, stride_axis=None):
 
 
 def bitcast(x, ty):
-    """pltpu.bitcast(x, dtype): x's bits as @ty, a dtype of x's width
-    (float32 and int32, int8 and uint8), no value change; the DMA engine
-    moves the bytes. A ref gives a ref view, as ref.bitcast(dtype)."""
-    if isinstance(x, Ref):
+    """pltpu.bitcast(x, dtype): x's bits as @ty, no value change; the DMA
+    engine moves the bytes. Of another width, as on a TPU, the
+    second-to-last dimension scales by the ratio (bf16 (16, 128) is int32
+    (8, 128), word row i holding rows 2i and 2i + 1). A ref (or window)
+    gives a ref view, as ref.bitcast(dtype)."""
+    if isinstance(x, (Ref, _trace.Window, _trace.BitcastRef)):
         return x.bitcast(ty)
     return _trace.bitcast_value(x, ty, "pltpu.bitcast")
 
