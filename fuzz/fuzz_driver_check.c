@@ -38,6 +38,7 @@ static const char *const semantic[] = {
 	/* the memory model's semantics (rules/tpu_window_check.c,
 	 * rules/tpu_copy_check.c): spaces, shapes and kinds of refs */
 	"copy shapes differ", "must have the same dtype", "a copy moves",
+	"moves whole rows of bytes",
 	"which is read-only", "semaphore scratch", "scalar_store dst",
 	"dst must be (none)", "semaphores are an int32",
 	"pl.Buffered", "space ANY", "squeeze", "the base's extent",
