@@ -14,6 +14,7 @@
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
 #include <drm/drm_syncobj.h>
+#include <drm/gpu_scheduler.h>
 
 #include "tpu_device.h"
 #include "tpu_gem.h"
@@ -408,21 +409,30 @@ MODULE_PARM_DESC(wait_spin_us,
 
 static void tpu_job_spin(struct tpu_device *tdev, struct dma_fence *done)
 {
+	struct drm_sched_fence *s_fence = to_drm_sched_fence(done);
 	struct tpu_ring *ring = &tdev->compute_queue.ring;
 	unsigned int us = min(READ_ONCE(wait_spin_us), TPU_JOB_WAIT_SPIN_MAX_US);
 	u64 spin_ns = (u64)us * NSEC_PER_USEC, end = local_clock() + spin_ns;
 	int idx;
 
-	if (!us || READ_ONCE(ring->last_busy_ns) > spin_ns)
+	if (!us || !s_fence || READ_ONCE(ring->last_busy_ns) > spin_ns)
 		return;
 	/* The ring outlives the spin: removal waits for drm_dev_exit(). */
 	if (!drm_dev_enter(&tdev->drm, &idx))
 		return;
 	while (!dma_fence_is_signaled(done)) {
 		tpu_ring_poll(ring);
-		if (need_resched() || signal_pending(current) ||
-		    local_clock() > end)
+		if (signal_pending(current) || local_clock() > end)
 			break;
+		/*
+		 * Until the scheduler's thread has handed the job to the
+		 * device, let it have this CPU if it is waiting here for it
+		 * (a woken thread runs before a spinning one).
+		 */
+		if (!dma_fence_is_signaled(&s_fence->scheduled))
+			schedule();
+		else
+			cond_resched();
 		cpu_relax();
 	}
 	drm_dev_exit(idx);
