@@ -5,8 +5,9 @@
  * dimension, fetch-skip and write-back counts against the schedule,
  * scalar-prefetch index maps, VMEM limits, malformed descriptors refused by
  * the driver before the device sees them, a faulting job that touches no
- * other buffer, syncobj ordering between jobs, and waiters that poll the
- * queue agreeing with waiters that sleep.
+ * other buffer, syncobj ordering between jobs, waiters that poll the
+ * queue agreeing with waiters that sleep, and output blocks revisited
+ * after others (pl.RevisitMode.ANY) with the driver's checks of them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -926,6 +927,82 @@ TEST_F(job, polling_and_sleeping_waiters_agree)
 	EXPECT_EQ(0, wait_spin_set(saved));
 	tpurt_buffer_free(in);
 	tpurt_buffer_free(out);
+}
+
+/*
+ * JAX's test_block_reduction_with_non_immediate_revisit through the
+ * driver: grid (i, j), o's block (0, j) left after each j and visited again
+ * at the next i, o += x[i] with o zeroed at i == 0. With RevisitMode.ANY
+ * each visit reads the block back, so o is the exact sum over i; the
+ * driver refuses ANY where there is nothing to read back (two buffers, an
+ * input) and unknown modes, before the device sees them.
+ */
+TEST_F(job, revisit_any_accumulates_across_visits)
+{
+	enum { NI = 3, ROWS = 8, COLS = 384, BCOLS = 128 };
+	int64_t grid[2] = { NI, COLS / BCOLS };
+	struct tpurt_block_spec xs = { 2, { ROWS, BCOLS }, "i, j -> i, j" };
+	struct tpurt_block_spec os = { 2, { ROWS, BCOLS }, "i, j -> 0, j",
+				       .buffer_count = 1,
+				       .revisit = TPURT_REVISIT_ANY };
+	struct tpurt_compiler_params p = {
+		.dimension_semantics = "arbitrary, arbitrary",
+	};
+	float *hx, got[ROWS * COLS], want[ROWS * COLS] = { 0 };
+	struct tpurt_array *x = array2(self->dev, NI * ROWS, COLS, 11, &hx);
+	struct tpurt_array *o = array2(self->dev, ROWS, COLS, 12, NULL);
+	struct tpurt_array *args[2] = { x, o };
+	struct tpu_job_header *h;
+	struct tpu_job_operand *ops;
+	struct tpurt_grid_spec *gs;
+	struct tpurt_kernel *k;
+	uint32_t handles[2];
+	uint64_t before, id = 0;
+	void *desc, *bad;
+	size_t len;
+
+	ASSERT_NE(NULL, x);
+	ASSERT_NE(NULL, o);
+	for (int i = 0; i < NI; i++)
+		for (int e = 0; e < ROWS * COLS; e++)
+			want[e] += hx[i * ROWS * COLS + e];
+	ASSERT_EQ(0, tpurt_grid_spec_create(2, grid, &gs));
+	ASSERT_EQ(0, tpurt_grid_spec_add_input(gs, "x", &xs));
+	ASSERT_EQ(0, tpurt_grid_spec_add_output(gs, "o", &os));
+	ASSERT_EQ(0, tpurt_kernel_create(&k));
+	ASSERT_EQ(0, tpurt_kernel_when(k, "i == 0"));
+	ASSERT_EQ(0, tpurt_kernel_zero(k, "o"));
+	ASSERT_EQ(0, tpurt_kernel_end_when(k));
+	ASSERT_EQ(0, tpurt_kernel_binary(k, TPURT_ADD, "o", "o", "x",
+					 TPURT_BCAST_NONE));
+	ASSERT_EQ(0, tpurt_pallas_call(k, gs, &p, args, 2, NULL))
+		TH_LOG("%s", tpurt_last_error());
+	ASSERT_EQ(0, tpurt_array_read(o, got));
+	EXPECT_EQ(0, memcmp(want, got, sizeof(got)));
+
+	ASSERT_EQ(0, tpurt_pallas_call_build(k, gs, &p, args, 2, &desc, &len));
+	handles[0] = tpurt_buffer_handle(tpurt_array_buffer(x));
+	handles[1] = tpurt_buffer_handle(tpurt_array_buffer(o));
+	bad = malloc(len);
+	ASSERT_NE(NULL, bad);
+	before = compute_jobs(self->fd);
+#define CORRUPT(stmt) do { memcpy(bad, desc, len); h = bad; \
+	ops = (void *)((char *)bad + h->operands_offset); stmt; } while (0)
+	CORRUPT(ops[1].buffers = 2);
+	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 2, 0, 0, &id));
+	CORRUPT(ops[0].revisit = TPU_REVISIT_ANY);
+	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 2, 0, 0, &id));
+	CORRUPT(ops[1].revisit = 7);
+	EXPECT_EQ(-EINVAL, submit(self->fd, bad, len, handles, 2, 0, 0, &id));
+#undef CORRUPT
+	EXPECT_EQ(before, compute_jobs(self->fd));
+	free(bad);
+	free(desc);
+	free(hx);
+	tpurt_kernel_free(k);
+	tpurt_grid_spec_free(gs);
+	tpurt_array_free(x);
+	tpurt_array_free(o);
 }
 
 TPU_HARNESS_MAIN
