@@ -20,7 +20,7 @@
 static int lower_ref_ok(struct stmt_ctx *c, const struct stmt_node *n,
 			struct value *v);
 static int lower_transpose_call(struct stmt_ctx *c, const struct stmt_node *call,
-				const struct dest *d, struct value *v);
+				int kind, const struct dest *d, struct value *v);
 static int lower_roll(struct stmt_ctx *c, const struct stmt_node *call,
 		      const struct dest *d, struct value *v);
 static int lower_take_along_axis(struct stmt_ctx *c, const struct stmt_node *call,
@@ -228,6 +228,11 @@ static void release(struct stmt_ctx *c, const struct value *v)
 {
 	if (v->temp >= 0 && !c->k->temp[v->temp].bound)
 		c->k->temp[v->temp].busy = 0;
+}
+
+void stmt_release(struct stmt_ctx *c, const struct value *v)
+{
+	release(c, v);
 }
 
 /* A free temporary of this type, or a new one named "%N". */
@@ -1094,6 +1099,32 @@ static int const_axis(struct stmt_ctx *c, const struct stmt_node *n, int *axis)
 	return 0;
 }
 
+/* A reduction's axis or tuple of axes of a value of @rank: bit d of @axes. */
+static int reduce_axes(struct stmt_ctx *c, const struct stmt_node *n, int rank,
+		       unsigned int *axes)
+{
+	int count = n->kind == SN_TUPLE ? n->nargs : 1;
+
+	*axes = 0;
+	for (int i = 0; i < count; i++) {
+		const struct stmt_node *e = n->kind == SN_TUPLE ? n->arg[i] : n;
+		int64_t a;
+
+		if (stmt_const_int(c, e, &a))
+			return c->err;
+		if (a < -rank || a >= rank)
+			return stmt_fail(c, e->col, "axis %lld of a value of rank %d",
+					 (long long)a, rank);
+		a = a < 0 ? a + rank : a;
+		if (*axes >> a & 1)
+			return stmt_fail(c, e->col, "axis %lld repeated", (long long)a);
+		*axes |= 1u << a;
+	}
+	if (!*axes)
+		return stmt_fail(c, n->col, "an empty tuple of axes");
+	return 0;
+}
+
 static int lower_tile_arg(struct stmt_ctx *c, const struct stmt_node *n,
 			  struct value *v, const char *fn)
 {
@@ -1128,33 +1159,41 @@ static enum tpurt_dtype reduce_dtype(int fn, enum tpurt_dtype x)
  * jnp.sum/max/min(x) over the whole array: each row, then the column of
  * results, into a (1, 1) tile, which broadcasts as the 0-d result would.
  */
+static int reduce_all_of(struct stmt_ctx *c, int fn, struct value x,
+			 const struct dest *d, int col, struct value *v,
+			 int64_t *count)
+{
+	enum tpurt_dtype t = reduce_dtype(fn, x.dtype);
+	struct value rows;
+
+	if (count)
+		*count = x.rows * x.cols;
+	if (d && !strcmp(d->name, x.ref))
+		d = NULL;
+	if (result(c, NULL, t, x.rows, 1, col, &rows))
+		return c->err;
+	release(c, &x);
+	if (stmt_emitted(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn,
+						rows.ref, x.ref, 1), col) ||
+	    result(c, d, t, 1, 1, col, v))
+		return c->err;
+	release(c, &rows);
+	return stmt_emitted(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn, v->ref,
+						   rows.ref, 0), col);
+}
+
 static int lower_reduce_all(struct stmt_ctx *c, const struct stmt_node *call,
 			    int fn, const char *name, const struct dest *d,
 			    struct value *v, int64_t *count)
 {
-	struct value x, rows;
-	enum tpurt_dtype t;
+	struct value x;
 
 	if (fn >= TPU_REDUCE_ARGMAX)
 		return stmt_fail(c, call->col, "%s over the whole array (a flat index) is not supported: give axis=1 (each row) or axis=0 (each column)",
 				 name);
 	if (lower_tile_arg(c, call->arg[0], &x, name))
 		return c->err;
-	t = reduce_dtype(fn, x.dtype);
-	if (count)
-		*count = x.rows * x.cols;
-	if (d && !strcmp(d->name, x.ref))
-		d = NULL;
-	if (result(c, NULL, t, x.rows, 1, call->col, &rows))
-		return c->err;
-	release(c, &x);
-	if (stmt_emitted(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn,
-						rows.ref, x.ref, 1), call->col) ||
-	    result(c, d, t, 1, 1, call->col, v))
-		return c->err;
-	release(c, &rows);
-	return stmt_emitted(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn, v->ref,
-						   rows.ref, 0), call->col);
+	return reduce_all_of(c, fn, x, d, call->col, v, count);
 }
 
 /*
@@ -1190,10 +1229,26 @@ static int lower_reduce(struct stmt_ctx *c, const struct stmt_node *call, int fn
 		axis_node = call->arg[1];
 	if (!axis_node)
 		return lower_reduce_all(c, call, fn, name, d, v, count);
-	if (const_axis(c, axis_node, &axis) ||
-	    const_bool(c, stmt_kwarg(call, "keepdims"), &keep) ||
-	    lower_tile_arg(c, call->arg[0], &x, name))
-		return c->err;
+	{
+		/* an axis or a tuple of them, of a 2-D value or one of rank 3 or 4 */
+		unsigned int axes = 0;
+		int rank;
+
+		if (const_bool(c, stmt_kwarg(call, "keepdims"), &keep) ||
+		    lower_tile_arg(c, call->arg[0], &x, name))
+			return c->err;
+		rank = x.nd > 2 ? x.nd : 2;
+		if (reduce_axes(c, axis_node, rank, &axes))
+			return c->err;
+		if (fn >= TPU_REDUCE_ARGMAX && axis_node->kind == SN_TUPLE)
+			return stmt_fail(c, axis_node->col, "%s takes one axis, not a tuple", name);
+		if (x.nd > 2)
+			return stmt_nd_reduce(c, fn, &x, axes, keep, reduce_dtype(fn, x.dtype),
+					      call->col, v, count);
+		if (axes == 3)	/* both axes of a 2-D value: a (1, 1) tile */
+			return reduce_all_of(c, fn, x, d, call->col, v, count);
+		axis = axes == 2;
+	}
 	t = reduce_dtype(fn, x.dtype);
 	if (d && !strcmp(d->name, x.ref))
 		d = NULL;
@@ -1454,8 +1509,8 @@ static int lower_iota(struct stmt_ctx *c, const struct stmt_node *call,
 		return c->err;
 	if (t.kind != V_DTYPE)
 		return stmt_fail(c, arg[0]->col, "expected a dtype");
-	if (shape.kind != V_TUPLE)
-		return stmt_fail(c, arg[1]->col, "expected a shape (rows, cols)");
+	if (shape.kind != V_TUPLE || shape.nd)
+		return stmt_fail(c, arg[1]->col, "expected a shape (rows, cols): an iota of rank 3 or 4 is not supported");
 	if (dim != 0 && dim != 1)
 		return stmt_fail(c, arg[2]->col, "iota dimension %lld: 0 (rows) or 1 (columns)",
 				 (long long)dim);
@@ -1510,7 +1565,10 @@ static int lower_fill(struct stmt_ctx *c, const struct stmt_node *call,
 	}
 	if (!stmt_is_scalar(&fill) && !(is_tile(&fill) && fill.rows == 1 && fill.cols == 1))
 		return stmt_fail(c, call->col, "the fill value must be a scalar (or a (1, 1) array: a reduction over the whole array)");
-	return materialize(c, &fill, x.dtype, x.rows, x.cols, call->col, d, v);
+	if (materialize(c, &fill, x.dtype, x.rows, x.cols, call->col, d, v))
+		return c->err;
+	keep_nd(v, &x, NULL);
+	return 0;
 }
 
 /* pl.program_id(d), pl.num_programs(d) */
@@ -1640,7 +1698,7 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 	case FN_IOTA:
 		return lower_iota(c, call, NULL, d, v);
 	case FN_TRANSPOSE:
-		return lower_transpose_call(c, call, d, v);
+		return lower_transpose_call(c, call, fn.fn, d, v);
 	case FN_ROLL:
 		return lower_roll(c, call, d, v);
 	case FN_GATHER:
@@ -1960,27 +2018,6 @@ static int value_index_item(struct stmt_ctx *c, const struct stmt_node *n,
 	return 0;
 }
 
-/* @x names a ref or temporary of its own N-D shape, which windows index. */
-static int nd_buffer(struct stmt_ctx *c, const struct value *x)
-{
-	struct ref_info r;
-	int n = 0;
-
-	if (strchr(x->ref, '.') || strchr(x->ref, '['))
-		return 0;
-	if (x->temp >= 0)
-		return c->k->temp[x->temp].rank == x->nd;
-	if (stmt_find_ref(c, x->ref, (int)strlen(x->ref), &r)) {
-		for (int d = 0; d < r.rank; d++)
-			n += !(r.hidden >> d & 1);
-		return n == x->nd;
-	}
-	for (int i = 0; i < c->k->ntemps; i++)
-		if (!strcmp(c->k->temp[i].name, x->ref))
-			return c->k->temp[i].rank == x->nd;
-	return 0;
-}
-
 /*
  * x[i], x[i, a:b], x[:, a:b] of a value of rank 3 or 4 (constant indices),
  * in its own dimensions: a window of the ref or temporary holding it,
@@ -1998,7 +2035,7 @@ static int lower_nd_index(struct stmt_ctx *c, const struct stmt_node *n,
 
 	if (n->nargs > x.nd)
 		return stmt_fail(c, n->col, "a value of rank %d: at most %d indices", x.nd, x.nd);
-	if (!nd_buffer(c, &x)) {	/* a window, or a 2-D temporary: into an N-D one */
+	if (!stmt_nd_is_buffer(c, &x)) {	/* a window, or a 2-D temporary: into an N-D one */
 		if (stmt_new_tile_shaped(c, x.dtype, x.nd, x.shape, n->col, v) ||
 		    stmt_emitted(c, tpurt_kernel_store(c->k, v->ref, x.ref), n->col))
 			return c->err;
@@ -2127,7 +2164,25 @@ static int lower_index(struct stmt_ctx *c, const struct stmt_node *n,
 	return n->nargs ? lower_value_index(c, n, v) : 0;
 }
 
-/* x.T, jnp.transpose(x): into another ref (the device moves elements). */
+/* @x transposed by @perm (of its rank; NULL: reversed, as x.T). */
+static int transpose_value(struct stmt_ctx *c, struct value x, const int *perm,
+			   int col, const struct dest *d, struct value *v)
+{
+	int rev[TPURT_MAX_RANK], n = x.nd > 2 ? x.nd : 2;
+
+	if (!perm) {
+		for (int i = 0; i < n; i++)
+			rev[i] = n - 1 - i;
+		perm = rev;
+	}
+	if (x.nd > 2)
+		return stmt_nd_transpose(c, &x, perm, col, v);
+	if (!perm[0])
+		return *v = x, 0;	/* (0, 1): x as it is */
+	return transposed(c, x, d, col, v);
+}
+
+/* x.T: into another ref (the device moves elements). */
 static int lower_transpose(struct stmt_ctx *c, const struct stmt_node *xn,
 			   int col, const struct dest *d, struct value *v)
 {
@@ -2135,28 +2190,73 @@ static int lower_transpose(struct stmt_ctx *c, const struct stmt_node *xn,
 
 	if (lower_tile_arg(c, xn, &x, "transpose"))
 		return c->err;
-	return transposed(c, x, d, col, v);
+	return transpose_value(c, x, NULL, col, d, v);
 }
 
-/* jnp.transpose(x), jnp.transpose(x, (1, 0)), lax.transpose(x, (1, 0)). */
+/* A constant axis of a value of @rank, negative ones counted from the end. */
+static int rank_axis(struct stmt_ctx *c, const struct stmt_node *n, int rank, int *axis)
+{
+	int64_t a;
+
+	if (stmt_const_int(c, n, &a))
+		return c->err;
+	if (a < -rank || a >= rank)
+		return stmt_fail(c, n->col, "axis %lld of a value of rank %d", (long long)a, rank);
+	*axis = (int)(a < 0 ? a + rank : a);
+	return 0;
+}
+
+/*
+ * jnp.transpose(x[, axes]), lax.transpose(x, permutation) (@kind 0),
+ * jnp.swapaxes(x, a, b) (1), jnp.moveaxis(x, source, destination) (2).
+ */
 static int lower_transpose_call(struct stmt_ctx *c, const struct stmt_node *call,
-				const struct dest *d, struct value *v)
+				int kind, const struct dest *d, struct value *v)
 {
 	static const char *const kws[] = { "axes", "permutation", NULL };
+	static const char *const names[] = { "transpose", "swapaxes", "moveaxis" };
 	const struct stmt_node *axes = call->nargs == 2 ? call->arg[1] :
 				       stmt_kwarg(call, "axes");
-	int64_t a0, a1;
+	int perm[TPURT_MAX_RANK], n, a0, a1;
+	unsigned int seen = 0;
+	struct value x;
 
 	if (!axes)
 		axes = stmt_kwarg(call, "permutation");
-	if (stmt_check_kwargs(c, call, kws) || stmt_nargs_are(c, call, 1, 2, "transpose"))
+	if (stmt_check_kwargs(c, call, kind ? NULL : kws) ||
+	    stmt_nargs_are(c, call, kind ? 3 : 1, kind ? 3 : 2, names[kind]) ||
+	    lower_tile_arg(c, call->arg[0], &x, names[kind]))
 		return c->err;
-	if (axes && (axes->kind != SN_TUPLE || axes->nargs != 2 ||
-		     stmt_const_int(c, axes->arg[0], &a0) ||
-		     stmt_const_int(c, axes->arg[1], &a1) || a0 != 1 || a1 != 0))
-		return c->err ? c->err :
-		       stmt_fail(c, axes->col, "transpose of a 2-D array takes axes (1, 0)");
-	return lower_transpose(c, call->arg[0], call->col, d, v);
+	n = x.nd > 2 ? x.nd : 2;
+	if (kind) {
+		if (rank_axis(c, call->arg[1], n, &a0) || rank_axis(c, call->arg[2], n, &a1))
+			return c->err;
+		for (int i = 0, j = 0; i < n; i++) {
+			if (kind == 1)
+				perm[i] = i == a0 ? a1 : i == a1 ? a0 : i;
+			else if (i == a1)
+				perm[i] = a0;
+			else {
+				j += j == a0;	/* the moved axis is taken at a1 */
+				perm[i] = j++;
+			}
+		}
+		return transpose_value(c, x, perm, call->col, d, v);
+	}
+	if (!axes)
+		return transpose_value(c, x, NULL, call->col, d, v);
+	if (axes->kind != SN_TUPLE || axes->nargs != n)
+		return stmt_fail(c, axes->col, "transpose of a value of rank %d takes a permutation of its %d axes",
+				 n, n);
+	for (int i = 0; i < n; i++) {
+		if (rank_axis(c, axes->arg[i], n, &perm[i]))
+			return c->err;
+		if (seen >> perm[i] & 1)
+			return stmt_fail(c, axes->arg[i]->col, "transpose: axis %d repeated: not a permutation",
+					 perm[i]);
+		seen |= 1u << perm[i];
+	}
+	return transpose_value(c, x, perm, call->col, d, v);
 }
 
 /* pltpu.roll(x, shift, axis), jnp.roll(x, shift, axis): a scalar shift. */
@@ -2275,7 +2375,7 @@ static int lower_prng_bits(struct stmt_ctx *c, const struct stmt_node *call,
 	    stmt_nargs_are(c, call, 1, 1, "prng_random_bits") ||
 	    stmt_lower_node(c, call->arg[0], NULL, &x))
 		return c->err;
-	if (x.kind != V_TUPLE)
+	if (x.kind != V_TUPLE || x.nd)
 		return stmt_fail(c, call->arg[0]->col, "prng_random_bits takes a shape (rows, cols)");
 	if (result(c, d, TPURT_INT32, x.rows, x.cols, call->col, v))
 		return c->err;
@@ -2461,37 +2561,46 @@ static int lower_concatenate(struct stmt_ctx *c, const struct stmt_node *call,
 }
 
 /*
- * jnp.reshape(x, (rows, cols)), the new shape's 2-D view (the last
- * dimension, the product of the others; one may be -1): a value keeps
- * its elements where they are, so only a reshape with x's own view is.
+ * jnp.reshape(x, shape), a shape of 1 to 4 dimensions (one may be -1):
+ * the elements in row-major order, as jnp's. A reshape that keeps the
+ * 2-D view (the last dimension, the product of the others) only renames
+ * the shape; one that moves elements between rows and columns copies
+ * them (stmt_reshape_to).
  */
 static int lower_reshape(struct stmt_ctx *c, const struct stmt_node *call,
 			 struct value *v)
 {
 	const struct stmt_node *s = call->nargs == 2 ? call->arg[1] : NULL;
-	int64_t r, k;
-	char sa[48];
+	int64_t shape[TPURT_MAX_RANK], known = 1, total;
+	int rank, unknown = -1;
 
 	if (stmt_check_kwargs(c, call, NULL) || stmt_nargs_are(c, call, 2, 2, "reshape"))
 		return c->err;
-	if (s->kind != SN_TUPLE || s->nargs != 2)
-		return stmt_fail(c, s->col, "reshape takes a (rows, cols) view");
-	if (stmt_const_int(c, s->arg[0], &r) || stmt_const_int(c, s->arg[1], &k) ||
-	    lower_tile_arg(c, call->arg[0], v, "reshape"))
-		return c->err;
-	if (r == -1 && k > 0 && (v->rows * v->cols) % k == 0)
-		r = v->rows * v->cols / k;
-	else if (k == -1 && r > 0 && (v->rows * v->cols) % r == 0)
-		k = v->rows * v->cols / r;
-	v->nd = 0;	/* the 2-D view it asks for */
-	if (r == v->rows && k == v->cols)
-		return 0;
-	if ((v->rows == 1 && r == v->cols && k == 1) || (v->cols == 1 && k == v->rows && r == 1)) {
-		/* (n,) <-> (n, 1): a row to a column, a transpose of a vector */
-		return transposed(c, *v, NULL, call->col, v);
+	if (s->kind != SN_TUPLE || s->nargs < 1 || s->nargs > TPURT_MAX_RANK)
+		return stmt_fail(c, s->col, "reshape takes a shape of 1 to %d dimensions",
+				 TPURT_MAX_RANK);
+	rank = s->nargs;
+	for (int d = 0; d < rank; d++) {
+		if (stmt_const_int(c, s->arg[d], &shape[d]))
+			return c->err;
+		if (shape[d] == -1 && unknown < 0)
+			unknown = d;
+		else if (shape[d] < 1)
+			return stmt_fail(c, s->arg[d]->col, "reshape: dimension %lld (one may be -1)",
+					 (long long)shape[d]);
+		else
+			known *= shape[d];
 	}
-	return stmt_fail(c, call->col, "reshape of a %s value to (%lld, %lld) moves elements between rows and columns: not supported (a reshape must keep the last dimension and the product of the others)",
-			 shape_str(v, sa), (long long)r, (long long)k);
+	if (lower_tile_arg(c, call->arg[0], v, "reshape"))
+		return c->err;
+	total = v->rows * v->cols;
+	if (unknown >= 0) {
+		if (total % known)
+			return stmt_fail(c, s->col, "reshape of %lld elements: -1 cannot make up the rest of %lld",
+					 (long long)total, (long long)known);
+		shape[unknown] = total / known;
+	}
+	return stmt_reshape_to(c, v, rank, shape, call->col, v);
 }
 
 /*
@@ -2621,23 +2730,26 @@ static int lower_attr(struct stmt_ctx *c, const struct stmt_node *n,
 	return 0;
 }
 
+/* A shape (rows, cols), or of 1 to 4 dimensions: its 2-D view and, for
+ * rank 3 and 4, its dimensions. */
 static int lower_tuple(struct stmt_ctx *c, const struct stmt_node *n,
 		       struct value *v)
 {
-	int64_t dim[2];
+	int64_t dim[TPURT_MAX_RANK];
 
-	if (n->nargs != 2)
-		return stmt_fail(c, n->col, "a shape is (rows, cols)");
-	if (stmt_const_int(c, n->arg[0], &dim[0]) || stmt_const_int(c, n->arg[1], &dim[1]))
-		return c->err;
-	if (dim[0] < 1 || dim[1] < 1)
-		return stmt_fail(c, n->col, "shape (%lld, %lld) is empty",
-				 (long long)dim[0], (long long)dim[1]);
+	if (n->nargs < 1 || n->nargs > TPURT_MAX_RANK)
+		return stmt_fail(c, n->col, "a shape has 1 to %d dimensions", TPURT_MAX_RANK);
+	for (int d = 0; d < n->nargs; d++) {
+		if (stmt_const_int(c, n->arg[d], &dim[d]))
+			return c->err;
+		if (dim[d] < 1)
+			return stmt_fail(c, n->col, "shape with a dimension %lld is empty",
+					 (long long)dim[d]);
+	}
 	memset(v, 0, sizeof(*v));
 	v->kind = V_TUPLE;
 	v->temp = -1;
-	v->rows = dim[0];
-	v->cols = dim[1];
+	stmt_set_shape(v, n->nargs, dim);
 	return 0;
 }
 

@@ -123,6 +123,34 @@ int stmt_assign(struct stmt_ctx *c, const struct stmt *st, const struct dest *d,
 struct tpurt_kernel_local *stmt_new_local(struct stmt_ctx *c,
 					  const struct stmt *st);
 
+/* A temporary @v holds (if any) free for reuse. */
+void stmt_release(struct stmt_ctx *c, const struct value *v);
+
+/* --- stmt_nd.c: values of rank 3 and 4 --- */
+
+/* @x's dimensions into @s (its N-D shape, or rows and cols); the rank. */
+int stmt_dims(const struct value *x, int64_t *s);
+/* @v's rows, cols and N-D shape from @s of rank 0 to 4 (the 2-D view:
+ * the last dimension by the product of the others; (n,) is (1, n)). */
+void stmt_set_shape(struct value *v, int rank, const int64_t *s);
+/* @x's ref is a ref or temporary declared with @x's N-D shape. */
+int stmt_nd_is_buffer(struct stmt_ctx *c, const struct value *x);
+/* @x into a temporary of its N-D shape unless it is in one already. */
+int stmt_nd_buffer(struct stmt_ctx *c, struct value *x, int col);
+/* jnp.sum/max/min/argmax/argmin(x, axis, keepdims) of a value of rank 3
+ * or 4 over the axes in @axes (bit d: axis d), into dtype @t; @count (may
+ * be NULL) gets the number of elements each result takes. */
+int stmt_nd_reduce(struct stmt_ctx *c, int fn, struct value *x, unsigned int axes,
+		   int keep, enum tpurt_dtype t, int col, struct value *v,
+		   int64_t *count);
+/* jnp.transpose(x, perm) of a value of rank 3 or 4. */
+int stmt_nd_transpose(struct stmt_ctx *c, struct value *x, const int *perm,
+		      int col, struct value *v);
+/* jnp.reshape(x, shape), @shape of rank 0 to 4 (no -1), moving elements
+ * between rows and columns when the 2-D views differ. */
+int stmt_reshape_to(struct stmt_ctx *c, struct value *x, int rank,
+		    const int64_t *shape, int col, struct value *v);
+
 /* --- stmt_memory.c --- */
 
 /* A scalar local that reads what a later statement changed: an error at

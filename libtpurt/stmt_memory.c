@@ -200,16 +200,17 @@ static int lower_window(struct stmt_ctx *c, const struct stmt_node *n,
 	return 0;
 }
 
-static int strided(const struct window *w)
+/* A window the body's ops cannot take as a 2-D ref: strided
+ * (x_ref[::2]), an index in a middle dimension (y_ref[:, 1, :]), a column
+ * (s[:, i]), or a slice of a middle dimension. Reads and stores of it go
+ * through a copy, which takes any window. */
+static int gathered(const struct window *w)
 {
-	for (int d = 0; d < TPU_JOB_MAX_RANK; d++)
-		if (w->fit.stride[d] > 1)
-			return 1;
-	return 0;
+	return !w->fit.contiguous;
 }
 
 /* A window a body op reads or writes: a contiguous one of a VMEM ref, or
- * a strided one (through a copy). */
+ * any other (through a copy). */
 static int body_window(struct stmt_ctx *c, const struct stmt_node *n,
 		       struct window *w)
 {
@@ -226,17 +227,14 @@ static int body_window(struct stmt_ctx *c, const struct stmt_node *n,
 	if (!w->r.has_dtype)
 		return stmt_fail(c, n->col, "the dtype of '%s' is not declared: tpurt_grid_spec_set_dtype()",
 				 w->r.name);
-	if (!w->fit.contiguous && !strided(w))
-		return stmt_fail(c, n->col, "window %s is not a 2-D slice: body ops take leading indices, then slices whole but for the first and the last (copy it with make_async_copy)",
-				 w->text);
 	return 0;
 }
 
 /*
- * A strided window (x_ref[::2], pl.ds(0, 8, stride=2)) and a temporary
- * of its shape: the DMA engine gathers the window into the temporary for
- * a read, and scatters the temporary into the window after a store, as
- * the body's ops take contiguous refs. @t's ref is the temporary as the
+ * A window the body cannot take (x_ref[::2], y_ref[:, 1, :], s[:, i]) and
+ * a temporary of its shape: the DMA engine gathers the window into the
+ * temporary for a read, and scatters the temporary into the window after
+ * a store, as the body's ops take contiguous refs. @t's ref is the temporary as the
  * copy names it (one dimension: its row).
  */
 static int strided_temp(struct stmt_ctx *c, const struct window *w,
@@ -265,13 +263,14 @@ int stmt_lower_window_read(struct stmt_ctx *c, const struct stmt_node *n,
 
 	if (body_window(c, n, &w))
 		return c->err;
-	if (!strided(&w)) {
+	if (!gathered(&w)) {
 		stmt_tile_of(v, w.text, w.fit.rows, w.fit.cols, w.r.dtype);
-		return 0;
-	}
-	if (strided_temp(c, &w, v, ref, sizeof(ref)) ||
-	    stmt_emitted(c, tpurt_kernel_sync_copy(c->k, w.text, ref), n->col))
+	} else if (strided_temp(c, &w, v, ref, sizeof(ref)) ||
+		   stmt_emitted(c, tpurt_kernel_sync_copy(c->k, w.text, ref), n->col)) {
 		return c->err;
+	}
+	if (w.fit.ndims > 2)	/* x_ref[:, :, :] of a 3-D ref is 3-D */
+		stmt_set_shape(v, w.fit.ndims, w.fit.shape);
 	return 0;
 }
 
@@ -512,8 +511,9 @@ static int store_smem_element(struct stmt_ctx *c, const struct stmt *st,
 	return 0;
 }
 
-/* x_ref[::2] = value: the value into a temporary, scattered by a copy
- * (x_ref[::2] += value gathers the window first). */
+/* x_ref[::2] = value, y_ref[:, 1, :] = value: the value into a
+ * temporary, scattered by a copy (x_ref[::2] += value gathers the window
+ * first). */
 static int store_strided(struct stmt_ctx *c, const struct stmt *st,
 			 const struct window *w)
 {
@@ -555,7 +555,7 @@ int stmt_store_to_node(struct stmt_ctx *c, const struct stmt *st)
 	if (w.r.role == TPU_ROLE_INPUT)
 		return stmt_fail(c, n->col, "'%s' is an input: its block is read-only",
 				 w.r.name);
-	if (strided(&w))
+	if (gathered(&w))
 		return store_strided(c, st, &w);
 	stmt_tile_of(&cur, w.text, w.fit.rows, w.fit.cols, w.r.dtype);
 	d = (struct dest){ cur.ref, cur.rows, cur.cols, cur.dtype };

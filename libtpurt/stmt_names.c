@@ -85,6 +85,8 @@ static const struct name_entry functions[] = {
 	{ "dot", FN_DOT, 0 },
 	{ "matmul", FN_DOT, 0 },
 	{ "transpose", FN_TRANSPOSE, 0 },
+	{ "swapaxes", FN_TRANSPOSE, 1 },
+	{ "moveaxis", FN_TRANSPOSE, 2 },
 	{ "roll", FN_ROLL, 0 },		/* pltpu.roll is jnp.roll */
 	{ "take_along_axis", FN_GATHER, 0 },
 	{ "prng_seed", FN_PRNG_SEED, 0 },	/* pltpu's */

@@ -125,6 +125,24 @@ TEST_F(mem, windows_of_vmem_refs_in_body_ops)
 		      "o[...] = buf.at[0][...]\n");
 }
 
+/* Windows the body cannot take as 2-D refs (an index in a middle
+ * dimension, a column) are gathered into a temporary, or scattered from
+ * one, by the DMA engine. */
+TEST_F(mem, middle_and_column_windows_go_through_copies)
+{
+	EXPECT_LOWERS("o.at[pl.ds(0, 2)][...] = buf.at[pl.ds(0, 2), 3][...] * 2.0\n"
+		      "buf[:, 1, :] = o[pl.ds(2, 2)]\n"
+		      "buf[0, :, 5] = o[0, pl.ds(0, 8)]\n",
+		      "temp %0: float32[2, 128] in slot 0\n"
+		      "temp %1: float32[1, 8] in slot 1\n"
+		      "sync_copy(buf.at[ds(0, 2), 3], %0)\n"
+		      "o.at[ds(0, 2)][...] = multiply(%0[...], 2)\n"
+		      "%0[...] = o.at[ds(2, 2)][...]\n"
+		      "sync_copy(%0, buf.at[:, 1, :])\n"
+		      "%1[...] = o.at[0, ds(0, 8)][...]\n"
+		      "sync_copy(%1.at[0], buf.at[0, :, 5])\n");
+}
+
 TEST_F(mem, scalar_where_folds_and_smem_stores)
 {
 	EXPECT_LOWERS("slot = slot_ref[0]\n"
@@ -183,7 +201,7 @@ TEST_F(mem, errors_name_the_statement_and_column)
 	EXPECT_FAILS("pltpu.semaphore_signal(sem.at[0, 1], 1)",
 		     "semaphore 'sem': name one element, sem.at[i] at column 24");
 	EXPECT_FAILS("o[...] = buf.at[pl.ds(0, 2), 3][...]",
-		     "is not a 2-D slice");
+		     "a value of shape (2, 128) stored into 'o' of shape (8, 128)");
 	EXPECT_FAILS("pltpu.sync_copy(x_hbm.at[pl.ds(60, 8)], buf.at[0])",
 		     "dimension 0: [60, 68) leaves the ref's 64 elements at column 17");
 	EXPECT_FAILS("pltpu.sync_copy(buf.at[0], o_hbm.at[pl.ds(0, 8)])\n"

@@ -82,14 +82,13 @@ def _reduce(v, x, name):
     if "axis" not in kw:
         return (1,) * len(s) if keep else ()
     try:
-        axis = int(kw["axis"])
-    except ValueError:
+        import ast
+        axes = ast.literal_eval(kw["axis"])	# an int or a tuple of them
+        axes = {int(a) % len(s) for a in (axes if isinstance(axes, tuple) else (axes,))}
+    except (ValueError, SyntaxError, TypeError, ZeroDivisionError):
         return None
-    if not s:
-        return None
-    axis %= len(s)
-    return tuple(1 if d == axis else n for d, n in enumerate(s)) if keep else \
-        tuple(n for d, n in enumerate(s) if d != axis)
+    return tuple(1 if d in axes else n for d, n in enumerate(s)) if keep else \
+        tuple(n for d, n in enumerate(s) if d not in axes)
 
 
 def _dot(a, b):
@@ -155,6 +154,18 @@ def infer(v):
             return None, dt_of(pos[0])
         axes = pos[1] if len(pos) > 1 else tuple(reversed(range(len(s))))
         return tuple(s[a] for a in axes), dt_of(pos[0])
+    if fn in ("swapaxes", "moveaxis"):
+        s = shape_of(pos[0])
+        if s is None or len(pos) < 3:
+            return None, dt_of(pos[0])
+        a, b = int(pos[1]) % len(s), int(pos[2]) % len(s)
+        if fn == "swapaxes":
+            out = list(s)
+            out[a], out[b] = s[b], s[a]
+        else:
+            out = [n for d, n in enumerate(s) if d != a]
+            out.insert(b, s[a])
+        return tuple(out), dt_of(pos[0])
     if fn in ("roll",):
         return shape_of(pos[0]), dt_of(pos[0])
     if fn == "take_along_axis":

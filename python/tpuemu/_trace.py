@@ -533,6 +533,9 @@ class Value:
                 out.append(max(0, (stop - start + step - 1) // step))
         return tuple(out)
 
+    def swapaxes(self, a, b):
+        return call("jnp.swapaxes", self, int(a), int(b))
+
     def transpose(self, *axes):
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
@@ -648,9 +651,10 @@ def local(v):
 def reducer(name):
     """jnp.NAME(x, axis=None, keepdims=False) as a statement-syntax call."""
     def f(x, axis=None, keepdims=False):
-        if isinstance(axis, (tuple, list)):	# of a 2-D value: both is the whole array
-            axes = {a % 2 for a in axis}
-            axis = None if len(axes) == 2 else axes.pop() if axes else None
+        if isinstance(axis, (tuple, list)):	# libtpurt takes them against the rank
+            axis = tuple(int(a) for a in axis)
+            if not axis:
+                return x
         if axis is None:
             return call("jnp." + name, x)
         if keepdims:
@@ -809,10 +813,9 @@ class Ref:
         return BitcastRef(self, ty)
 
     def reshape(self, *shape):
-        """ref.reshape(*shape) that keeps the last dimension (adds or drops
-        leading ones, merges or splits the others): the same 2-D view
-        (the last dimension by the product of the others), read and stored
-        whole (ReshapedRef)."""
+        """ref.reshape(*shape), row-major: read and stored whole
+        (ReshapedRef), as a reshape of the value (one that moves elements
+        between rows and columns copies them)."""
         shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
             else tuple(shape)
         if -1 in shape:
@@ -828,17 +831,17 @@ class Ref:
             total_old *= n
         for n in shape:
             total_new *= n
-        if total_old != total_new or not shape or shape[-1] != self.shape[-1]:
-            raise trace_error("%s.reshape%r of a ref of shape %r: only reshapes that keep "
-                              "the last dimension (the 2-D view refs have)"
+        if total_old != total_new or not shape or len(shape) > 4:
+            raise trace_error("%s.reshape%r of a ref of shape %r: the new shape must have "
+                              "the same number of elements, in 1 to 4 dimensions"
                               % (self.name, shape, self.shape))
         return ReshapedRef(self, shape)
 
 
 class ReshapedRef:
-    """ref.reshape(...) keeping the last dimension: ref[...] reads the
-    ref whole in the new shape, ref[...] = v stores v whole; windows of it
-    (.at, indices) are not supported."""
+    """ref.reshape(...): ref[...] reads the ref whole in the new shape,
+    ref[...] = v stores v whole; windows of it (.at, indices) are not
+    supported."""
 
     def __init__(self, ref, shape):
         self.ref = ref

@@ -120,10 +120,23 @@ def tan(x):
 
 
 def transpose(x, axes=None):
-    """x.T of a 2-D value: the device moves its elements into another ref."""
+    """jnp.transpose: x.T of a 2-D value, any permutation of a value of
+    rank 3 or 4 (axes reversed by default); the device moves the elements
+    into another ref."""
     if axes is None:
         return call("jnp.transpose", _v(x))
     return call("jnp.transpose", _v(x), tuple(int(a) for a in axes))
+
+
+def swapaxes(x, axis1, axis2):
+    return call("jnp.swapaxes", _v(x), int(axis1), int(axis2))
+
+
+def moveaxis(x, source, destination):
+    """jnp.moveaxis of one axis."""
+    if isinstance(source, (tuple, list)) or isinstance(destination, (tuple, list)):
+        raise trace_error("jnp.moveaxis: one source and one destination axis (ints)")
+    return call("jnp.moveaxis", _v(x), int(source), int(destination))
 
 
 def roll(x, shift, axis=None):
@@ -342,10 +355,9 @@ def astype(x, dtype):
     return x.astype(dtype)
 
 
-def _shape(shape, fn):
-    """A shape as the kernel's 2-D view of it, as refs are viewed: the last
-    dimension, the product of the others ((n,) is (1, n), () is (1, 1)); a
-    -1 stays -1 for jnp.reshape."""
+def _nd_shape(shape, fn):
+    """A shape of 1 to 4 dimensions as libtpurt takes it (() is (1, 1));
+    a -1 stays -1 for jnp.reshape."""
     try:
         shape = (int(shape),) if isinstance(shape, int) else tuple(int(d) for d in shape)
     except TypeError:
@@ -353,17 +365,19 @@ def _shape(shape, fn):
                           % (fn, shape)) from None
     if not shape:
         return (1, 1)
-    rows = 1
-    for d in shape[:-1]:
-        rows = -1 if d == -1 or rows == -1 else rows * d
-    return (rows, shape[-1])
+    if len(shape) > 4:
+        raise trace_error("jnp.%s: shape %r has %d dimensions; a kernel's arrays have 1 to 4"
+                          % (fn, shape, len(shape)))
+    return shape
 
 
 def reshape(x, shape):
-    """A reshape that keeps the 2-D view (unit dimensions added or dropped,
-    leading dimensions split or merged): the elements stay where they are."""
+    """jnp.reshape, row-major as jnp's: one that keeps the 2-D view (the
+    last dimension, the product of the others) renames the shape; one that
+    moves elements between rows and columns ((1024,) to (8, 128)) copies
+    them."""
     x = _v(x)
-    v = call("jnp.reshape", x, _shape(shape, "reshape"))
+    v = call("jnp.reshape", x, _nd_shape(shape, "reshape"))
     s = getattr(x, "shape", None)
     if s is not None:
         v._total = 1
@@ -374,23 +388,23 @@ def reshape(x, shape):
 
 def zeros(shape, dtype=None):
     """jnp.zeros: float32 unless dtype says otherwise."""
-    return _logical(call("jnp.zeros", _shape(shape, "zeros"), dtype=dtype or float32), shape)
+    return _logical(call("jnp.zeros", _nd_shape(shape, "zeros"), dtype=dtype or float32), shape)
 
 
 def ones(shape, dtype=None):
-    return _logical(call("jnp.full", _shape(shape, "ones"), 1, dtype=dtype or float32), shape)
+    return _logical(call("jnp.full", _nd_shape(shape, "ones"), 1, dtype=dtype or float32), shape)
 
 
 def full(shape, fill_value, dtype=None):
     """jnp.full: the fill's dtype unless dtype says otherwise."""
     if dtype is None:
-        v = call("jnp.full", _shape(shape, "full"), fill_value)
+        v = call("jnp.full", _nd_shape(shape, "full"), fill_value)
         if v.dt is None:
             v.dt = _trace.dt_of(fill_value)
             v.dt = v.dt if isinstance(v.dt, _trace.DType) else \
                 float32 if v.dt == "weak float" else int32 if v.dt == "weak int" else None
         return _logical(v, shape)
-    return _logical(call("jnp.full", _shape(shape, "full"), fill_value, dtype=dtype), shape)
+    return _logical(call("jnp.full", _nd_shape(shape, "full"), fill_value, dtype=dtype), shape)
 
 
 def arange(start, stop=None, step=1, dtype=None):
@@ -411,7 +425,7 @@ def broadcast_to(x, shape):
     """jnp.broadcast_to of a row, a column or a scalar: x plus zeros of
     the shape (the device broadcasts rows, columns and scalars)."""
     logical = shape
-    shape = _shape(shape, "broadcast_to")
+    shape = _nd_shape(shape, "broadcast_to")
     if not isinstance(x, (Value, Ref)) or getattr(x, "scalar", False):
         return _logical(full(shape, x), logical)
     return _logical(call("jnp.add", _v(x), zeros(shape, _v(x).dtype)), logical)
@@ -420,7 +434,7 @@ def broadcast_to(x, shape):
 __all__ = ["float32", "bfloat16", "int8", "uint8", "int32", "uint32", "bool_", "inf", "nan",
            "dot", "matmul", "where", "clip", "sum", "max", "min", "mean", "full_like", "astype",
            "exp", "maximum", "minimum", "zeros_like", "ones_like", "zeros", "ones", "full",
-           "broadcast_to", "transpose", "roll", "take_along_axis", "einsum", "reshape", "concatenate", "stack", "tile",
+           "broadcast_to", "transpose", "swapaxes", "moveaxis", "roll", "take_along_axis", "einsum", "reshape", "concatenate", "stack", "tile",
            "floor_divide", "remainder", "true_divide", "fmod", "rint", "isnan", "tan", "all", "any",
            "arange"]
 
