@@ -1,0 +1,244 @@
+# SPDX-License-Identifier: MIT
+"""Values and refs of rank 3 and 4 in kernel bodies, against NumPy:
+reductions along every axis (keepdims or not, tuples of axes), transposes
+of every permutation, swapaxes and moveaxis, reads and stores with an
+index in a middle dimension or of a column, and reshapes that move
+elements between rows and columns. The body's ops see 2-D refs, so each
+of these is decomposed (libtpurt/stmt_nd.c); one that would take too many
+ops is refused by name."""
+import itertools
+
+import numpy as np
+import pytest
+
+import tpuemu as jax
+import tpuemu.numpy as jnp
+from tpuemu import pallas as pl
+
+_DT = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "int32": jnp.int32,
+       "int8": jnp.int8, "uint8": jnp.uint8, "bool": jnp.bool_}
+
+
+def _data(shape, dtype, seed=0):
+    """Distinct small values (exact in bf16, sums exact too); bool masks."""
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    if dtype in ("int8", "uint8"):
+        lo = -100 if dtype == "int8" else 0
+        return rng.integers(lo, lo + 200, shape).astype(dtype)
+    v = rng.permutation(n).reshape(shape) % 97 - 40
+    return v.astype("float32" if dtype == "bfloat16" else dtype)
+
+
+def _dev(a, dtype):
+    return jax.to_bf16(a) if dtype == "bfloat16" else a
+
+
+def _host(a, dtype):
+    return jax.from_bf16(a) if dtype == "bfloat16" else a
+
+
+def _run(fn, x, dtype, ref, out_dtype=None):
+    """o_ref[...] = fn(x_ref[...]) against @ref (NumPy's answer)."""
+    def kernel(x_ref, o_ref):
+        o_ref[...] = fn(x_ref[...])
+
+    od = out_dtype or _DT[dtype]
+    shape = ref.shape if ref.ndim else (1, 1)
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(shape, od))(_dev(x, dtype))
+    out = _host(out, dtype) if od is jnp.bfloat16 else out
+    np.testing.assert_array_equal(out, ref.reshape(shape))
+    return out
+
+
+# --- reductions ---
+
+_SHAPES = [(3, 5, 128), (2, 3, 8, 128), (4, 2, 3, 16)]
+
+
+@pytest.mark.parametrize("shape", _SHAPES, ids=str)
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("fn", ["sum", "max", "min"])
+def test_reduce_every_axis(shape, keepdims, fn):
+    x = _data(shape, "float32")
+    for axis in range(-len(shape), len(shape)):
+        ref = getattr(np, fn)(x, axis=axis, keepdims=keepdims)
+        _run(lambda v: getattr(jnp, fn)(v, axis=axis, keepdims=keepdims), x, "float32", ref)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "int32", "int8", "uint8"])
+@pytest.mark.parametrize("fn", ["sum", "max", "min"])
+def test_reduce_dtypes(dtype, fn):
+    """Each dtype keeps its type, as the front end's 2-D reductions do
+    (sums of int8 and uint8 wrap in their width, where jnp promotes)."""
+    if fn == "sum" and dtype in ("int8", "uint8"):
+        pytest.skip("jnp.sum promotes int8/uint8 to 32 bits; the front end keeps the width")
+    shape = (2, 3, 4, 128)
+    x = _data(shape, dtype, 1)
+    for axis in range(4):
+        ref = getattr(np, fn)(x, axis=axis).astype(x.dtype)
+        if dtype == "bfloat16":		# summed in float32, rounded once
+            ref = jax.from_bf16(jax.to_bf16(ref))
+        _run(lambda v: getattr(jnp, fn)(v, axis=axis), x, dtype, ref)
+
+
+def test_bool_reductions_sum_all_any():
+    x = _data((3, 4, 128), "bool", 2)
+    for axis in range(3):
+        _run(lambda v: jnp.sum(v, axis=axis), x, "bool", np.sum(x, axis=axis).astype(np.int32),
+             jnp.int32)
+        _run(lambda v: jnp.any(v, axis=axis), x, "bool", np.any(x, axis=axis))
+        _run(lambda v: jnp.all(v, axis=axis, keepdims=True), x, "bool",
+             np.all(x, axis=axis, keepdims=True))
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 128), (2, 3, 4, 128)], ids=str)
+@pytest.mark.parametrize("fn", ["argmax", "argmin"])
+def test_argmax_argmin_every_axis(shape, fn):
+    x = _data(shape, "float32", 3)
+    x.flat[::7] = 13.0			# ties: the first index wins
+    for axis in range(len(shape)):
+        ref = getattr(np, fn)(x, axis=axis).astype(np.int32)
+        _run(lambda v: getattr(jnp, fn)(v, axis=axis), x, "float32", ref, jnp.int32)
+
+
+def test_mean_and_tuples_of_axes():
+    x = _data((2, 4, 8, 128), "float32", 4)
+    for axes in [(0, 1), (1, 2), (0, 2), (1, 3), (0, 1, 2), (0, 2, 3), (-1, -3)]:
+        _run(lambda v: jnp.sum(v, axis=axes), x, "float32", np.sum(x, axis=axes))
+        _run(lambda v: jnp.max(v, axis=axes, keepdims=True), x, "float32",
+             np.max(x, axis=axes, keepdims=True))
+    _run(lambda v: jnp.mean(v, axis=1), x, "float32", np.mean(x, axis=1))
+    _run(lambda v: v.mean(axis=(0, 2)), x, "float32",
+         np.mean(x, axis=(0, 2), dtype=np.float64).astype(np.float32))
+    _run(lambda v: v.sum(axis=2, keepdims=True) * 2.0, x, "float32",
+         np.sum(x, axis=2, keepdims=True) * 2)
+
+
+def test_reduction_of_a_computed_value_and_an_nd_zeros():
+    x = _data((4, 8, 128), "int32", 5)
+
+    def fn(v):
+        return jnp.sum(v * 2 + jnp.zeros((4, 8, 128), jnp.int32), axis=1) + \
+            jnp.max(jnp.ones((4, 8, 128), jnp.int32), axis=1)
+    _run(fn, x, "int32", np.sum(x * 2, axis=1) + 1)
+
+
+def test_reduction_refusals_name_the_axis():
+    x = _data((2, 8, 128), "float32")
+    with pytest.raises(pl.TraceError, match="axis 3 of a value of rank 3"):
+        _run(lambda v: jnp.sum(v, axis=3), x, "float32", np.sum(x, axis=2))
+    with pytest.raises(pl.TraceError, match="argmax takes one axis, not a tuple"):
+        _run(lambda v: jnp.argmax(v, axis=(0, 1)), x, "float32", np.sum(x, axis=(0, 1)))
+
+
+# --- transposes ---
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8", "bool"])
+def test_every_permutation_of_rank_3(dtype):
+    x = _data((3, 4, 16), dtype, 6)
+    for perm in itertools.permutations(range(3)):
+        _run(lambda v: jnp.transpose(v, perm), x, dtype, np.transpose(x, perm))
+
+
+def test_every_permutation_of_rank_4():
+    x = _data((2, 3, 4, 8), "int32", 7)
+    for perm in itertools.permutations(range(4)):
+        _run(lambda v: jnp.transpose(v, perm), x, "int32", np.transpose(x, perm))
+
+
+def test_T_swapaxes_moveaxis_and_method():
+    x = _data((2, 3, 4, 16), "float32", 8)
+    _run(lambda v: v.T, x, "float32", x.T)
+    _run(lambda v: jnp.transpose(v), x, "float32", np.transpose(x))
+    for a, b in [(0, 3), (1, 2), (-1, -2), (0, 1)]:
+        _run(lambda v: jnp.swapaxes(v, a, b), x, "float32", np.swapaxes(x, a, b))
+        _run(lambda v: v.swapaxes(a, b), x, "float32", np.swapaxes(x, a, b))
+        _run(lambda v: jnp.moveaxis(v, a, b), x, "float32", np.moveaxis(x, a, b))
+    _run(lambda v: v.transpose(2, 0, 1, 3) + 1.0, x, "float32", np.transpose(x, (2, 0, 1, 3)) + 1)
+
+
+def test_transpose_refusals():
+    x = _data((2, 3, 16), "float32")
+    with pytest.raises(pl.TraceError, match="permutation of its 3 axes"):
+        _run(lambda v: jnp.transpose(v, (1, 0)), x, "float32", x)
+    with pytest.raises(pl.TraceError, match="axis 1 repeated"):
+        _run(lambda v: jnp.transpose(v, (1, 1, 0)), x, "float32", x)
+
+
+# --- indices in middle dimensions, columns ---
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32", "int8"])
+def test_middle_index_reads(dtype):
+    x = _data((4, 3, 128), dtype, 9)
+    y = _data((2, 3, 4, 128), dtype, 10)
+
+    def kernel(x_ref, y_ref, a_ref, b_ref, c_ref):
+        a_ref[...] = x_ref[:, 1, :]
+        b_ref[...] = y_ref[:, 2, :, :]
+        c_ref[...] = y_ref[1, :, 3, :]
+
+    d = _DT[dtype]
+    a, b, c = pl.pallas_call(kernel, out_shape=[
+        jax.ShapeDtypeStruct((4, 128), d), jax.ShapeDtypeStruct((2, 4, 128), d),
+        jax.ShapeDtypeStruct((3, 128), d)])(_dev(x, dtype), _dev(y, dtype))
+    np.testing.assert_array_equal(_host(a, dtype), x[:, 1, :])
+    np.testing.assert_array_equal(_host(b, dtype), y[:, 2])
+    np.testing.assert_array_equal(_host(c, dtype), y[1, :, 3])
+
+
+def test_middle_index_stores_and_columns():
+    x = _data((4, 128), "float32", 11)
+
+    def kernel(x_ref, o_ref, c_ref, r_ref):
+        o_ref[...] = jnp.zeros((4, 3, 128), jnp.float32)
+        o_ref[:, 2, :] = x_ref[...] * 2.0
+        o_ref[:, 0, :] += x_ref[...]
+        c_ref[...] = jnp.zeros((4, 6), jnp.float32)
+        for j in range(3):
+            c_ref[:, 2 * j] = x_ref[:, j] + float(j)
+        r_ref[...] = x_ref[:, 5] * 3.0
+
+    o, cols, r = pl.pallas_call(kernel, out_shape=[
+        jax.ShapeDtypeStruct((4, 3, 128), jnp.float32),
+        jax.ShapeDtypeStruct((4, 6), jnp.float32),
+        jax.ShapeDtypeStruct((4,), jnp.float32)])(x)
+    want = np.zeros((4, 3, 128), np.float32)
+    want[:, 2] = x * 2
+    want[:, 0] += x
+    np.testing.assert_array_equal(o, want)
+    wc = np.zeros((4, 6), np.float32)
+    for j in range(3):
+        wc[:, 2 * j] = x[:, j] + j
+    np.testing.assert_array_equal(cols, wc)
+    np.testing.assert_array_equal(r, x[:, 5] * 3)
+
+
+# --- reshapes ---
+
+@pytest.mark.parametrize("src,dst", [
+    ((1024,), (8, 128)), ((8, 128), (1024,)), ((4, 6), (6, 4)), ((2, 3, 4), (4, 6)),
+    ((16, 64), (8, 128)), ((8, 128), (32, 32)), ((6, 10), (4, 15)), ((12,), (12, 1)),
+    ((12, 1), (3, 4)), ((3, 4), (12, 1)), ((2, 8, 16), (16, 16)), ((4, 32), (2, 4, 4, 4)),
+    ((2, 3, 4, 8), (8, 3, 8)), ((64, 4), (-1, 16))], ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_reshapes(src, dst, dtype):
+    x = _data(src, dtype, 12)
+    _run(lambda v: v.reshape(dst), x, dtype, x.reshape(dst))
+
+
+def test_reshape_then_reduce_and_transpose():
+    x = _data((256,), "float32", 13)
+    _run(lambda v: jnp.sum(v.reshape(4, 8, 8), axis=1), x, "float32",
+         np.sum(x.reshape(4, 8, 8), axis=1))
+    _run(lambda v: jnp.transpose(jnp.reshape(v, (2, 16, 8)), (2, 0, 1)), x, "float32",
+         np.transpose(x.reshape(2, 16, 8), (2, 0, 1)))
+
+
+def test_too_many_ops_are_refused_by_name():
+    x = _data((4096,), "float32")
+    with pytest.raises(pl.TraceError, match=r"reshape of a value of shape \(1, 4096\) would "
+                                            r"take 2048 ops \(at most 512\)"):
+        _run(lambda v: v.reshape(2048, 2), x, "float32", x.reshape(2048, 2))
