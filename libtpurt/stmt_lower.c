@@ -787,10 +787,19 @@ int stmt_lower_binary(struct stmt_ctx *c, int fn, int floor_div,
 {
 	struct value sa = *a, sb = *b;
 
+	if (stmt_nd_broadcasts(a, b))
+		return stmt_nd_binary(c, fn, floor_div, a, b, col, v);
 	if (lower_binary_2d(c, fn, floor_div, a, b, d, col, v))
 		return c->err;
 	keep_nd(v, &sa, &sb);
 	return 0;
+}
+
+int stmt_lower_binary_2d(struct stmt_ctx *c, int fn, int floor_div,
+			 struct value *a, struct value *b, const struct dest *d,
+			 int col, struct value *v)
+{
+	return lower_binary_2d(c, fn, floor_div, a, b, d, col, v);
 }
 
 static int lower_binary_2d(struct stmt_ctx *c, int fn, int floor_div,
@@ -1509,8 +1518,17 @@ static int lower_iota(struct stmt_ctx *c, const struct stmt_node *call,
 		return c->err;
 	if (t.kind != V_DTYPE)
 		return stmt_fail(c, arg[0]->col, "expected a dtype");
-	if (shape.kind != V_TUPLE || shape.nd)
-		return stmt_fail(c, arg[1]->col, "expected a shape (rows, cols): an iota of rank 3 or 4 is not supported");
+	if (shape.kind != V_TUPLE)
+		return stmt_fail(c, arg[1]->col, "expected a shape");
+	if (shape.nd) {
+		if (dim < 0 || dim >= shape.nd)
+			return stmt_fail(c, arg[2]->col, "iota dimension %lld of a shape of rank %d",
+					 (long long)dim, shape.nd);
+		if (offset && stmt_scalar_text(c, offset, call->col, text, sizeof(text), 0))
+			return c->err;
+		return stmt_nd_iota(c, t.dtype, shape.nd, shape.shape, (int)dim,
+				    offset ? text : NULL, call->col, v);
+	}
 	if (dim != 0 && dim != 1)
 		return stmt_fail(c, arg[2]->col, "iota dimension %lld: 0 (rows) or 1 (columns)",
 				 (long long)dim);
@@ -2880,6 +2898,7 @@ static int store_to_ref(struct stmt_ctx *c, const struct stmt *st,
 		return stmt_fail(c, st->tcol, "the dtype of '%s' is not declared: tpurt_grid_spec_set_dtype()",
 				 r->name);
 	stmt_tile_of(&cur, r->name, r->rows, r->cols, r->dtype);
+	nd_of_ref(&cur, r);	/* o[...] += x of a 3-D o broadcasts as 3-D */
 	return stmt_assign(c, st, &d, &cur);
 }
 

@@ -151,6 +151,23 @@ int stmt_nd_transpose(struct stmt_ctx *c, struct value *x, const int *perm,
 int stmt_reshape_to(struct stmt_ctx *c, struct value *x, int rank,
 		    const int64_t *shape, int col, struct value *v);
 
+/* lax.broadcasted_iota(dtype, shape, dim) of a shape of rank 3 or 4, plus
+ * @offset (an index-map expression, or NULL). */
+int stmt_nd_iota(struct stmt_ctx *c, enum tpurt_dtype dtype, int rank,
+		 const int64_t *shape, int dim, const char *offset, int col,
+		 struct value *v);
+
+/* @a op @b where the 2-D views would not broadcast as the N-D shapes do
+ * ((4, 1, 128) and (1, 4, 128)), so stmt_nd_binary is needed. */
+int stmt_nd_broadcasts(const struct value *a, const struct value *b);
+/* fn(a, b) of tiles broadcasting their N-D shapes, by slabs. */
+int stmt_nd_binary(struct stmt_ctx *c, int fn, int floor_div, struct value *a,
+		   struct value *b, int col, struct value *v);
+/* fn(a, b) on the 2-D views (rows, columns, scalars broadcast). */
+int stmt_lower_binary_2d(struct stmt_ctx *c, int fn, int floor_div,
+			 struct value *a, struct value *b, const struct dest *d,
+			 int col, struct value *v);
+
 /* --- stmt_memory.c --- */
 
 /* A scalar local that reads what a later statement changed: an error at

@@ -526,6 +526,8 @@ static int store_strided(struct stmt_ctx *c, const struct stmt *st,
 				     st->target_node->col)))
 		return c->err;
 	d = (struct dest){ t.ref, t.rows, t.cols, t.dtype };
+	if (w->fit.ndims > 2)	/* its own shape, which x op= value broadcasts to */
+		stmt_set_shape(&t, w->fit.ndims, w->fit.shape);
 	if (stmt_assign(c, st, &d, &t) ||
 	    stmt_emitted(c, tpurt_kernel_sync_copy(c->k, ref, w->text), st->target_node->col))
 		return c->err;
@@ -558,6 +560,8 @@ int stmt_store_to_node(struct stmt_ctx *c, const struct stmt *st)
 	if (gathered(&w))
 		return store_strided(c, st, &w);
 	stmt_tile_of(&cur, w.text, w.fit.rows, w.fit.cols, w.r.dtype);
+	if (w.fit.ndims > 2)
+		stmt_set_shape(&cur, w.fit.ndims, w.fit.shape);
 	d = (struct dest){ cur.ref, cur.rows, cur.cols, cur.dtype };
 	return stmt_assign(c, st, &d, &cur);
 }

@@ -14,6 +14,8 @@
  *   swaps a dimension with the last by 2-D transposes of slabs;
  * - a reshape moves runs of a row into strided rows (or back) by copies,
  *   through a run length both row lengths divide.
+ * - an iota along a leading dimension is the row index divided and taken
+ *   modulo by constants.
  * The number of ops each costs is bounded (ND_MAX_OPS); past it the
  * statement fails naming the op and the shape.
  */
@@ -648,4 +650,183 @@ int stmt_nd_transpose(struct stmt_ctx *c, struct value *x, const int *perm,
 			if (order[d] == perm[j])
 				p2[j] = d;
 	return permute_leading(c, &t2, p2, col, v);
+}
+
+/* --- iota --- */
+
+int stmt_nd_iota(struct stmt_ctx *c, enum tpurt_dtype dtype, int rank,
+		 const int64_t *shape, int dim, const char *offset, int col,
+		 struct value *v)
+{
+	int64_t inner = prod(shape, dim + 1, rank - 1);
+	struct value t;
+
+	if (stmt_new_tile(c, TPURT_INT32, prod(shape, 0, rank - 1), shape[rank - 1], col, &t))
+		return c->err;
+	if (dim == rank - 1) {		/* the column index */
+		if (emit(c, tpurt_kernel_iota(c->k, t.ref, 1, NULL), col))
+			return c->err;
+	} else if (emit(c, tpurt_kernel_iota(c->k, t.ref, 0, NULL), col) ||
+		   (inner > 1 &&
+		    emit(c, tpurt_kernel_binary_scalar(c->k, TPURT_DIV, t.ref, t.ref,
+						       (float)inner), col)) ||
+		   (dim > 0 &&
+		    emit(c, tpurt_kernel_binary_scalar(c->k, TPURT_MOD, t.ref, t.ref,
+						       (float)shape[dim]), col))) {
+		return c->err;	/* the row's index along @dim */
+	}
+	if (offset && emit(c, tpurt_kernel_binary_expr(c->k, TPURT_ADD, t.ref, t.ref, offset),
+			   col))
+		return c->err;
+	if (dtype == TPURT_INT32) {
+		*v = t;
+	} else {
+		if (stmt_new_tile(c, dtype, t.rows, t.cols, col, v) ||
+		    emit(c, tpurt_kernel_unary(c->k, TPURT_IDENTITY, v->ref, t.ref), col))
+			return c->err;
+		stmt_release(c, &t);
+	}
+	stmt_set_shape(v, rank, shape);
+	return 0;
+}
+
+/* --- element-wise ops broadcasting N-D shapes --- */
+
+/* @x's shape padded with leading ones to rank @n. */
+static void padded(const struct value *x, int n, int64_t *s)
+{
+	int64_t own[TPURT_MAX_RANK];
+	int m = stmt_dims(x, own);
+
+	for (int d = 0; d < n; d++)
+		s[d] = d < n - m ? 1 : own[d - (n - m)];
+}
+
+/* The result's shape of broadcasting @a and @b (rank @n): -1 if they do not. */
+static int broadcast_shape(const struct value *a, const struct value *b, int n,
+			   int64_t *sa, int64_t *sb, int64_t *so)
+{
+	padded(a, n, sa);
+	padded(b, n, sb);
+	for (int d = 0; d < n; d++) {
+		if (sa[d] != sb[d] && sa[d] != 1 && sb[d] != 1)
+			return -1;
+		so[d] = sa[d] > sb[d] ? sa[d] : sb[d];
+	}
+	return 0;
+}
+
+/* @s's dimensions [lo, hi) are all @so's, or all 1. */
+static int whole_or_one(const int64_t *s, const int64_t *so, int lo, int hi)
+{
+	int whole = 1, one = 1;
+
+	for (int d = lo; d < hi; d++) {
+		whole &= s[d] == so[d];
+		one &= s[d] == 1;
+	}
+	return whole || one;
+}
+
+int stmt_nd_broadcasts(const struct value *a, const struct value *b)
+{
+	int64_t sa[TPURT_MAX_RANK], sb[TPURT_MAX_RANK], so[TPURT_MAX_RANK];
+	int n = a->nd > b->nd ? a->nd : b->nd;
+
+	if (n <= 2 || a->kind != V_TILE || b->kind != V_TILE)
+		return 0;
+	/* a 2-D value of the other's 2-D view (a store's target, o_ref[...]
+	 * += x of a 3-D o_ref) is taken element for element, as stores are */
+	if ((!a->nd || !b->nd) && a->rows == b->rows && a->cols == b->cols)
+		return 0;
+	if (broadcast_shape(a, b, n, sa, sb, so))
+		return 1;	/* the N-D path names the shapes */
+	/* the 2-D views broadcast as the N-D shapes do: whole, a row (leading
+	 * dimensions all 1) or a column (the leading ones whole, the last 1) */
+	return !whole_or_one(sa, so, 0, n - 1) || !whole_or_one(sb, so, 0, n - 1);
+}
+
+/*
+ * The part of @x (padded to rank @n, shape @sx) that the result's slab at
+ * leading index @ix (its first @k dimensions) reads: indexed in x's own
+ * dimensions, 0 where x has 1, the rest whole.
+ */
+static int slab(struct stmt_ctx *c, const struct value *x, int n, const int64_t *sx,
+		int k, const int64_t *ix, int col, struct value *v)
+{
+	int m = x->nd > 2 ? x->nd : 2, lead = k - (n - m);
+	int64_t own[TPURT_MAX_RANK];
+
+	*v = *x;
+	v->temp = -1;
+	v->nd = 0;
+	v->rows = prod(sx, k, n - 1);
+	v->cols = sx[n - 1];
+	if (lead <= 0)
+		return 0;
+	for (int d = 0; d < lead; d++)
+		own[d] = sx[d + n - m] == 1 ? 0 : ix[d + n - m];
+	return window(c, v->ref, x->ref, lead, own, col);
+}
+
+int stmt_nd_binary(struct stmt_ctx *c, int fn, int floor_div, struct value *a,
+		   struct value *b, int col, struct value *v)
+{
+	int64_t sa[TPURT_MAX_RANK], sb[TPURT_MAX_RANK], so[TPURT_MAX_RANK];
+	int64_t ix[TPURT_MAX_RANK], ops;
+	int n = a->nd > b->nd ? a->nd : b->nd, k, lead[TPURT_MAX_RANK];
+	char sh1[64], sh2[64];
+	struct value o, r, va, vb;
+	enum tpurt_dtype t;
+
+	if (broadcast_shape(a, b, n, sa, sb, so))
+		return stmt_fail(c, col, "shapes %s and %s do not broadcast",
+				 shape_text(n, sa, sh1, sizeof(sh1)),
+				 shape_text(n, sb, sh2, sizeof(sh2)));
+	/* slabs of the dimensions from k on, where each operand is whole or 1 */
+	for (k = 0; k < n - 1; k++)
+		if (whole_or_one(sa, so, k, n - 1) && whole_or_one(sb, so, k, n - 1))
+			break;
+	ops = prod(so, 0, k);
+	if (ops > ND_MAX_OPS)
+		return too_many(c, col, "broadcasting", n, so, ops);
+	for (int i = 0; i < 2; i++) {
+		struct value *x = i ? b : a;
+
+		if ((x->nd > 2 ? stmt_nd_buffer(c, x, col) : flat_buffer(c, x, col)))
+			return c->err;
+	}
+	for (int d = 0; d < k; d++)
+		lead[d] = d;
+	for (int64_t f = 0; f < ops; f++) {
+		struct dest d;
+		char out[TPURT_TEXT_MAX];
+
+		unflatten(f, so, lead, k, ix);
+		if (slab(c, a, n, sa, k, ix, col, &va) || slab(c, b, n, sb, k, ix, col, &vb))
+			return c->err;
+		if (!f) {
+			/* the result's dtype, from the first slab's op */
+			if (stmt_lower_binary_2d(c, fn, floor_div, &va, &vb, NULL, col, &r))
+				return c->err;
+			t = r.dtype;
+			if (new_shaped(c, t, n, so, col, &o))
+				return c->err;
+		}
+		if (k ? window(c, out, o.ref, k, ix, col) : text(out, "%s", o.ref))
+			return c->err;
+		d = (struct dest){ out, prod(so, k, n - 1), so[n - 1], t };
+		if (f && stmt_lower_binary_2d(c, fn, floor_div, &va, &vb, &d, col, &r))
+			return c->err;
+		if (strcmp(r.ref, out)) {
+			if (emit(c, tpurt_kernel_store(c->k, out, r.ref), col))
+				return c->err;
+			stmt_release(c, &r);
+		}
+	}
+	stmt_release(c, a);
+	stmt_release(c, b);
+	*v = o;
+	stmt_set_shape(v, n, so);
+	return 0;
 }

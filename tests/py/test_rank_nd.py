@@ -242,3 +242,91 @@ def test_too_many_ops_are_refused_by_name():
     with pytest.raises(pl.TraceError, match=r"reshape of a value of shape \(1, 4096\) would "
                                             r"take 2048 ops \(at most 512\)"):
         _run(lambda v: v.reshape(2048, 2), x, "float32", x.reshape(2048, 2))
+
+
+# --- iota ---
+
+@pytest.mark.parametrize("shape", [(2, 3, 128), (2, 3, 4, 16)], ids=str)
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+def test_broadcasted_iota_of_every_dimension(shape, dtype):
+    from tpuemu import lax
+    for dim in range(len(shape)):
+        def kernel(o_ref, p_ref):
+            o_ref[...] = lax.broadcasted_iota(_DT[dtype], shape, dim)
+            p_ref[...] = lax.broadcasted_iota(jnp.int32, shape, dim) + pl.program_id(0) * 10
+
+        o, p = pl.pallas_call(kernel, grid=(2,), out_specs=[
+            pl.BlockSpec(shape, lambda i: (0,) * len(shape)),
+            pl.BlockSpec(shape, lambda i: (0,) * len(shape))], out_shape=[
+            jax.ShapeDtypeStruct(shape, _DT[dtype]), jax.ShapeDtypeStruct(shape, jnp.int32)])()
+        want = np.indices(shape)[dim]
+        np.testing.assert_array_equal(o, want.astype(dtype))
+        np.testing.assert_array_equal(p, want + 10)	# the last step's offset
+
+
+def test_iota_mask_along_a_middle_axis():
+    """A causal-style mask of a 3-D block: where(iota(1) <= iota(2))."""
+    from tpuemu import lax
+    x = _data((2, 8, 8), "float32", 14)
+
+    def fn(v):
+        shape = (2, 8, 8)
+        m = lax.broadcasted_iota(jnp.int32, shape, 1) <= lax.broadcasted_iota(jnp.int32, shape, 2)
+        return jnp.where(m, v, 0.0)
+    _run(fn, x, "float32", np.where(np.triu(np.ones((8, 8), bool)), x, 0).astype(np.float32))
+
+
+# --- element-wise ops broadcasting N-D shapes ---
+
+@pytest.mark.parametrize("sa,sb", [
+    ((4, 1, 128), (1, 4, 128)), ((2, 8, 128), (2, 1, 128)), ((1, 8, 128), (3, 8, 128)),
+    ((2, 3, 4, 16), (3, 1, 16)), ((2, 8, 1), (2, 1, 128)), ((8, 128), (2, 1, 128)),
+    ((2, 1, 4, 16), (1, 3, 1, 16)), ((3, 1, 16), (3, 5, 1))], ids=str)
+def test_binary_ops_broadcast_nd_shapes(sa, sb):
+    a, b = _data(sa, "float32", 15), _data(sb, "float32", 16)
+
+    def kernel(a_ref, b_ref, o_ref, m_ref):
+        o_ref[...] = a_ref[...] * 2.0 - b_ref[...]
+        m_ref[...] = b_ref[...] < a_ref[...]
+
+    shape = np.broadcast_shapes(sa, sb)
+    o, m = pl.pallas_call(kernel, out_shape=[jax.ShapeDtypeStruct(shape, jnp.float32),
+                                             jax.ShapeDtypeStruct(shape, jnp.bool_)])(a, b)
+    np.testing.assert_array_equal(o, a * 2 - b)
+    np.testing.assert_array_equal(m, b < a)
+
+
+def test_softmax_along_a_middle_axis():
+    x = _data((2, 8, 128), "float32", 17) / 16
+
+    def fn(v):
+        e = jnp.exp(v - jnp.max(v, axis=1, keepdims=True))
+        return e / jnp.sum(e, axis=1, keepdims=True)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    want = e / e.sum(axis=1, keepdims=True)
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = fn(x_ref[...])
+    got = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, jnp.float32))(x)
+    np.testing.assert_allclose(got, want, rtol=2e-6)
+
+
+def test_shapes_that_do_not_broadcast_are_refused():
+    a, b = _data((2, 3, 128), "float32"), _data((3, 2, 128), "float32")
+    with pytest.raises(pl.TraceError, match=r"shapes \(2, 3, 128\) and \(3, 2, 128\) do not "
+                                            r"broadcast"):
+        _run(lambda v: v + jnp.zeros((3, 2, 128)), a, "float32", a)
+
+
+def test_augmented_stores_into_nd_refs():
+    x = _data((2, 8, 128), "float32", 18)
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+        o_ref[...] += x_ref[...] * 2.0
+        o_ref[:, 1:3, :] -= jnp.max(x_ref[...], axis=1, keepdims=True)
+
+    o = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, jnp.float32))(x)
+    want = x * 3
+    want[:, 1:3] -= x.max(axis=1, keepdims=True)
+    np.testing.assert_array_equal(o, want)
