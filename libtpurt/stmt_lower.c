@@ -1026,9 +1026,11 @@ static int lower_cast(struct stmt_ctx *c, struct value *x, enum tpurt_dtype t,
 		return 0;
 	}
 	release(c, x);
-	if (result(c, d, t, x->rows, x->cols, col, v))
+	if (result(c, d, t, x->rows, x->cols, col, v) ||
+	    stmt_emitted(c, tpurt_kernel_store(c->k, v->ref, x->ref), col))
 		return c->err;
-	return stmt_emitted(c, tpurt_kernel_store(c->k, v->ref, x->ref), col);
+	keep_nd(v, x, NULL);
+	return 0;
 }
 
 /* --- calls --- */
@@ -1345,7 +1347,7 @@ static int scalar_where(struct stmt_ctx *c, const struct value *m,
 static int lower_where(struct stmt_ctx *c, const struct stmt_node *call,
 		       const struct dest *d, struct value *v)
 {
-	struct value m, a, b;
+	struct value m, a, b, nd;
 	struct tpurt_value sa, sb;
 	int64_t rows, cols;
 	enum tpurt_dtype t;
@@ -1361,6 +1363,10 @@ static int lower_where(struct stmt_ctx *c, const struct stmt_node *call,
 	}
 	if (stmt_is_scalar(&m) && stmt_is_scalar(&a) && stmt_is_scalar(&b))
 		return scalar_where(c, &m, &a, &b, call->col, v);
+	if (stmt_nd_broadcasts(&m, &a) || stmt_nd_broadcasts(&m, &b) ||
+	    stmt_nd_broadcasts(&a, &b))
+		return stmt_fail(c, call->col, "where of values of rank 3 or 4 that broadcast across their leading dimensions is not supported: broadcast them first (jnp.broadcast_to)");
+	nd = m.nd > 2 ? m : a.nd > 2 ? a : b;	/* the result's N-D shape, if any */
 	rows = m.rows, cols = m.cols;
 	if (!is_tile(&m))
 		rows = cols = 1;
@@ -1382,10 +1388,11 @@ static int lower_where(struct stmt_ctx *c, const struct stmt_node *call,
 	    select_side(c, &b, t, rows, cols, call->col, &sb))
 		return c->err;
 	release(c, &m), release(c, &a), release(c, &b);
-	if (result(c, d, t, rows, cols, call->col, v))
+	if (result(c, d, t, rows, cols, call->col, v) ||
+	    stmt_emitted(c, tpurt_kernel_select(c->k, v->ref, m.ref, &sa, &sb), call->col))
 		return c->err;
-	return stmt_emitted(c, tpurt_kernel_select(c->k, v->ref, m.ref, &sa, &sb),
-			    call->col);
+	keep_nd(v, &nd, NULL);
+	return 0;
 }
 
 /* A dot operand: a tile, maybe read through .T, in a ref of dtype @t. */
@@ -1644,10 +1651,12 @@ static int lower_clamp(struct stmt_ctx *c, const struct stmt_node *call,
 	if (imm_bits_ok(c, lo.imm, call->col) || imm_bits_ok(c, hi.imm, call->col))
 		return c->err;
 	release(c, &x);
-	if (result(c, d, x.dtype, x.rows, x.cols, call->col, v))
+	if (result(c, d, x.dtype, x.rows, x.cols, call->col, v) ||
+	    stmt_emitted(c, tpurt_kernel_clamp(c->k, v->ref, x.ref, (float)lo.imm,
+					       (float)hi.imm), call->col))
 		return c->err;
-	return stmt_emitted(c, tpurt_kernel_clamp(c->k, v->ref, x.ref, (float)lo.imm,
-						  (float)hi.imm), call->col);
+	keep_nd(v, &x, NULL);
+	return 0;
 }
 
 /*
@@ -2294,13 +2303,20 @@ static int lower_roll(struct stmt_ctx *c, const struct stmt_node *call,
 		return c->err;
 	if (!sn || !an)
 		return stmt_fail(c, call->col, "roll takes x, shift and axis (a flattened roll is not supported)");
-	if (const_axis(c, an, &axis) || stmt_lower_node(c, sn, NULL, &s))
+	if (stmt_lower_node(c, sn, NULL, &s))
 		return c->err;
 	if (!stmt_is_scalar(&s))
 		return stmt_fail(c, sn->col, "roll's shift is a scalar");
 	if (stmt_smem_scalar_ok(c, &s, sn->col) ||
 	    stmt_scalar_text(c, &s, sn->col, text, sizeof(text), 0) ||
 	    lower_tile_arg(c, call->arg[0], &x, "roll"))
+		return c->err;
+	if (x.nd > 2) {
+		if (rank_axis(c, an, x.nd, &axis))
+			return c->err;
+		return stmt_nd_roll(c, &x, axis, &s, text, call->col, v);
+	}
+	if (const_axis(c, an, &axis))
 		return c->err;
 	if (d && !strcmp(d->name, x.ref))
 		d = NULL;
@@ -2537,19 +2553,28 @@ static int lower_concatenate(struct stmt_ctx *c, const struct stmt_node *call,
 				     stmt_kwarg(call, "axis");
 	struct value x[STMT_MAX_ARGS];
 	int64_t rows, cols, at = 0;
-	int axis = 0, n;
+	int axis = 0, n, nd = 0;
 
-	if (stmt_check_kwargs(c, call, kws) || stmt_nargs_are(c, call, 1, 2, "concatenate") ||
-	    (an && const_axis(c, an, &axis)))
+	if (stmt_check_kwargs(c, call, kws) || stmt_nargs_are(c, call, 1, 2, "concatenate"))
 		return c->err;
 	if (parts->kind != SN_TUPLE || !parts->nargs)
 		return stmt_fail(c, parts->col, "concatenate takes a tuple of arrays");
 	n = parts->nargs;
 	for (int i = 0; i < n; i++) {
-		char sa[48], sb[48];
-
 		if (lower_tile_arg(c, parts->arg[i], &x[i], "concatenate"))
 			return c->err;
+		nd |= x[i].nd > 2;
+	}
+	if (nd) {
+		if (an && rank_axis(c, an, x[0].nd > 2 ? x[0].nd : 2, &axis))
+			return c->err;
+		return stmt_nd_concatenate(c, x, n, axis, call->col, v);
+	}
+	if (an && const_axis(c, an, &axis))
+		return c->err;
+	for (int i = 0; i < n; i++) {
+		char sa[48], sb[48];
+
 		if (i && x[i].dtype != x[0].dtype)
 			return stmt_fail(c, parts->arg[i]->col, "concatenate of %s and %s: cast the parts to one dtype",
 					 stmt_dtype_str(x[0].dtype), stmt_dtype_str(x[i].dtype));

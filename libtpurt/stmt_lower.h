@@ -168,6 +168,15 @@ int stmt_lower_binary_2d(struct stmt_ctx *c, int fn, int floor_div,
 			 struct value *a, struct value *b, const struct dest *d,
 			 int col, struct value *v);
 
+/* jnp.roll(x, shift, axis) of a value of rank 3 or 4: @s the shift's
+ * value, @shift its index-map text (a leading middle axis takes a
+ * constant). */
+int stmt_nd_roll(struct stmt_ctx *c, struct value *x, int axis,
+		 const struct value *s, const char *shift, int col, struct value *v);
+/* jnp.concatenate of @n values of one rank (3 or 4) along @axis. */
+int stmt_nd_concatenate(struct stmt_ctx *c, struct value *x, int n, int axis,
+			int col, struct value *v);
+
 /* --- stmt_memory.c --- */
 
 /* A scalar local that reads what a later statement changed: an error at

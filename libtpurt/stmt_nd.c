@@ -830,3 +830,110 @@ int stmt_nd_binary(struct stmt_ctx *c, int fn, int floor_div, struct value *a,
 	stmt_set_shape(v, n, so);
 	return 0;
 }
+
+/* --- rolls and concatenations along any axis --- */
+
+/* "ref.at[:, pl.ds(start, size), :]": dimension @d sliced, the others whole. */
+static int range_window(struct stmt_ctx *c, char *out, const char *ref, int rank,
+			int d, int64_t start, int64_t size, int col)
+{
+	size_t at = (size_t)snprintf(out, TPURT_TEXT_MAX, "%s.at[", ref);
+
+	for (int i = 0; i < rank && at < TPURT_TEXT_MAX; i++)
+		at += (size_t)snprintf(out + at, TPURT_TEXT_MAX - at, i == d ?
+				       "%spl.ds(%lld, %lld)" : "%s:", i ? ", " : "",
+				       (long long)start, (long long)size);
+	if (at + 2 > TPURT_TEXT_MAX)
+		return stmt_fail(c, col, "window text too long");
+	strcat(out, "]");
+	return 0;
+}
+
+int stmt_nd_roll(struct stmt_ctx *c, struct value *x, int axis,
+		 const struct value *s, const char *shift, int col, struct value *v)
+{
+	int64_t sh[TPURT_MAX_RANK], q, b, k;
+	int n = stmt_dims(x, sh);
+	char src[TPURT_TEXT_MAX], dst[TPURT_TEXT_MAX];
+
+	if (axis == n - 1 || axis == 0) {
+		/* along each row of the 2-D view, or of whole (Q, C) slabs of rows */
+		q = axis ? 1 : prod(sh, 1, n - 1);
+		if (text(src, q > 1 ? "(%s) * %lld" : "%s", shift, (long long)q))
+			return stmt_fail(c, col, "roll: shift text too long");
+		if (stmt_new_tile(c, x->dtype, x->rows, x->cols, col, v) ||
+		    emit(c, tpurt_kernel_roll(c->k, v->ref, x->ref, src, axis ? 1 : 0), col))
+			return c->err;
+		stmt_release(c, x);
+		stmt_set_shape(v, n, sh);
+		return 0;
+	}
+	if (s->kind != V_IMM)
+		return stmt_fail(c, col, "roll along axis %d of a value of rank %d takes a constant shift (its two parts are copied)",
+				 axis, n);
+	b = sh[axis];
+	k = ((int64_t)s->imm % b + b) % b;
+	if (!k)
+		return *v = *x, 0;
+	if (stmt_nd_buffer(c, x, col) ||
+	    stmt_new_tile_shaped(c, x->dtype, n, sh, col, v))
+		return c->err;
+	/* [0, b - k) moves to [k, b), [b - k, b) to [0, k) */
+	if (range_window(c, src, x->ref, n, axis, 0, b - k, col) ||
+	    range_window(c, dst, v->ref, n, axis, k, b - k, col) ||
+	    emit(c, tpurt_kernel_sync_copy(c->k, src, dst), col) ||
+	    range_window(c, src, x->ref, n, axis, b - k, k, col) ||
+	    range_window(c, dst, v->ref, n, axis, 0, k, col) ||
+	    emit(c, tpurt_kernel_sync_copy(c->k, src, dst), col))
+		return c->err;
+	stmt_release(c, x);
+	stmt_set_shape(v, n, sh);
+	return 0;
+}
+
+int stmt_nd_concatenate(struct stmt_ctx *c, struct value *x, int n, int axis,
+			int col, struct value *v)
+{
+	int64_t s0[TPURT_MAX_RANK], si[TPURT_MAX_RANK], so[TPURT_MAX_RANK], at = 0;
+	int rank = stmt_dims(&x[0], s0);
+	char sa[64], sb[64], dst[TPURT_TEXT_MAX];
+
+	memcpy(so, s0, sizeof(so));
+	so[axis] = 0;
+	for (int i = 0; i < n; i++) {
+		int ri = stmt_dims(&x[i], si);
+		int same = ri == rank;
+
+		for (int d = 0; same && d < rank; d++)
+			same = d == axis || si[d] == s0[d];
+		if (!same)
+			return stmt_fail(c, col, "concatenate along axis %d of %s and %s: the other dimensions differ",
+					 axis, shape_text(rank, s0, sa, sizeof(sa)),
+					 shape_text(ri, si, sb, sizeof(sb)));
+		if (x[i].dtype != x[0].dtype)
+			return stmt_fail(c, col, "concatenate of %s and %s: cast the parts to one dtype",
+					 stmt_dtype_str(x[0].dtype), stmt_dtype_str(x[i].dtype));
+		so[axis] += si[axis];
+	}
+	if (axis ? stmt_new_tile_shaped(c, x[0].dtype, rank, so, col, v) :
+	    stmt_new_tile(c, x[0].dtype, prod(so, 0, rank - 1), so[rank - 1], col, v))
+		return c->err;
+	for (int i = 0; i < n; i++) {
+		int64_t size = x[i].nd > 2 ? x[i].shape[axis] : 0;
+
+		if (!axis) {
+			/* the parts' rows one after another: a store each */
+			rows_of(dst, v->ref, at * (x[i].rows / size), x[i].rows, v->rows);
+			if (emit(c, tpurt_kernel_store(c->k, dst, x[i].ref), col))
+				return c->err;
+		} else if (stmt_nd_buffer(c, &x[i], col) ||
+			   range_window(c, dst, v->ref, rank, axis, at, size, col) ||
+			   emit(c, tpurt_kernel_sync_copy(c->k, x[i].ref, dst), col)) {
+			return c->err;
+		}
+		at += size;
+		stmt_release(c, &x[i]);
+	}
+	stmt_set_shape(v, rank, so);
+	return 0;
+}

@@ -330,3 +330,55 @@ def test_augmented_stores_into_nd_refs():
     want = x * 3
     want[:, 1:3] -= x.max(axis=1, keepdims=True)
     np.testing.assert_array_equal(o, want)
+
+
+def test_where_keeps_the_nd_shape():
+    """A where of 3-D values is 3-D: reduced along its middle axis after."""
+    x = _data((2, 8, 128), "float32", 19)
+
+    def fn(v):
+        return jnp.sum(jnp.where(v > 0, v, 0.0), axis=1)
+    _run(fn, x, "float32", np.sum(np.where(x > 0, x, 0), axis=1))
+    with pytest.raises(pl.TraceError, match="where of values of rank 3 or 4 that broadcast"):
+        _run(lambda v: jnp.where(v > 0, v, jnp.zeros((2, 1, 128))), x, "float32", x)
+
+
+# --- other ops keep the shape; rolls and concatenations along any axis ---
+
+def test_casts_clips_rolls_and_concatenations_of_nd_values():
+    x = _data((2, 4, 8, 16), "float32", 20)
+    _run(lambda v: jnp.sum(v.astype(jnp.int32), axis=1), x, "float32",
+         np.sum(x.astype(np.int32), axis=1), jnp.int32)
+    _run(lambda v: jnp.max(jnp.clip(v, -5.0, 5.0), axis=2), x, "float32",
+         np.max(np.clip(x, -5, 5), axis=2))
+    for axis in range(-4, 4):
+        for shift in (1, -3, 9):
+            _run(lambda v: jnp.roll(v, shift, axis=axis), x, "float32", np.roll(x, shift, axis))
+        _run(lambda v: jnp.concatenate([v, v * 2.0, -v],
+                                       axis=axis), x, "float32",
+             np.concatenate([x, x * 2, -x], axis=axis))
+
+
+def test_roll_of_a_traced_shift_along_outer_and_last_axes():
+    x = _data((3, 4, 128), "int32", 21)
+
+    def kernel(s_ref, x_ref, a_ref, b_ref):
+        a_ref[...] = jnp.roll(x_ref[...], s_ref[0], axis=0)
+        b_ref[...] = pltpu.roll(x_ref[...], s_ref[0], 2)
+
+    from tpuemu.pallas import tpu as pltpu
+    t = jax.ShapeDtypeStruct(x.shape, jnp.int32)
+    a, b = pl.pallas_call(kernel, out_shape=[t, t], in_specs=[
+        pl.BlockSpec(memory_space=pltpu.SMEM), pl.BlockSpec(memory_space=pltpu.VMEM)])(
+        np.array([2], np.int32), x)
+    np.testing.assert_array_equal(a, np.roll(x, 2, 0))
+    np.testing.assert_array_equal(b, np.roll(x, 2, 2))
+
+    def middle(s_ref, x_ref, a_ref):
+        a_ref[...] = jnp.roll(x_ref[...], s_ref[0], axis=1)
+
+    with pytest.raises(pl.TraceError, match="roll along axis 1 of a value of rank 3 takes a "
+                                            "constant shift"):
+        pl.pallas_call(middle, out_shape=t, in_specs=[
+            pl.BlockSpec(memory_space=pltpu.SMEM), pl.BlockSpec(memory_space=pltpu.VMEM)])(
+            np.array([2], np.int32), x)
