@@ -143,6 +143,31 @@ TEST_F(mem, middle_and_column_windows_go_through_copies)
 		      "sync_copy(%1.at[0], buf.at[0, :, 5])\n");
 }
 
+/* Values of rank 3 (buf is (2, 8, 128)) decomposed into 2-D ops and
+ * copies (stmt_nd.c): a sum along the first axis is one add of its
+ * slabs; a swap of the leading axes copies window to window, and a max
+ * along the middle axis of (8, 2, 128) is a maximum of each row pair. */
+TEST_F(mem, rank_3_reductions_and_transposes_decompose)
+{
+	EXPECT_LOWERS("o[...] = jnp.sum(buf[...], axis=0)\n"
+		      "o[...] = jnp.max(jnp.swapaxes(buf[...], 0, 1), axis=1)\n",
+		      "temp %0: float32[8, 128] in slot 0\n"
+		      "temp %1: float32[16, 128] in slot 1\n"
+		      "%0[...] = add(buf.at[0][...], buf.at[1][...])\n"
+		      "o[...] = %0[...]\n"
+		      "sync_copy(buf.at[0, :, :], %1.at[:, 0, :])\n"
+		      "sync_copy(buf.at[1, :, :], %1.at[:, 1, :])\n"
+		      "%0.at[pl.ds(0, 1)][...] = maximum(%1.at[0, 0][...], %1.at[0, 1][...])\n"
+		      "%0.at[pl.ds(1, 1)][...] = maximum(%1.at[1, 0][...], %1.at[1, 1][...])\n"
+		      "%0.at[pl.ds(2, 1)][...] = maximum(%1.at[2, 0][...], %1.at[2, 1][...])\n"
+		      "%0.at[pl.ds(3, 1)][...] = maximum(%1.at[3, 0][...], %1.at[3, 1][...])\n"
+		      "%0.at[pl.ds(4, 1)][...] = maximum(%1.at[4, 0][...], %1.at[4, 1][...])\n"
+		      "%0.at[pl.ds(5, 1)][...] = maximum(%1.at[5, 0][...], %1.at[5, 1][...])\n"
+		      "%0.at[pl.ds(6, 1)][...] = maximum(%1.at[6, 0][...], %1.at[6, 1][...])\n"
+		      "%0.at[pl.ds(7, 1)][...] = maximum(%1.at[7, 0][...], %1.at[7, 1][...])\n"
+		      "o[...] = %0[...]\n");
+}
+
 TEST_F(mem, scalar_where_folds_and_smem_stores)
 {
 	EXPECT_LOWERS("slot = slot_ref[0]\n"
