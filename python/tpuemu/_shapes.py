@@ -141,8 +141,8 @@ def infer(v):
             d = int32
         elif fn == "mean":
             d = d if is_float_dt(d) else float32
-        elif fn == "sum" and d is bool_:
-            d = int32
+        elif fn == "sum" and (d is bool_ or getattr(d, "name", None) == "int16"):
+            d = int32	# jnp's sum of int16 is int32 (the device sums the words so)
         return _reduce(v, x, fn), d if not isinstance(d, str) else None
     if fn == "dot":
         pet = _dt_name(kw["preferred_element_type"]) if "preferred_element_type" in kw \

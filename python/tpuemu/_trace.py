@@ -50,14 +50,15 @@ def trace_error(msg):
 class DType:
     """A dtype as kernels and out_shape name it (jnp.float32, ...)."""
 
-    def __init__(self, name, code, np_name):
+    def __init__(self, name, code, np_name, device=None):
         self.name = name
         self.code = code		# enum tpurt_dtype
         self.np_name = np_name		# NumPy's carrier dtype (bf16: uint16)
+        self.device = device or name	# the device's dtype holding it (int16: int32)
 
     @property
     def text(self):
-        return "jnp." + self.name
+        return "jnp." + self.device
 
     def __repr__(self):
         return "dtype(%s)" % self.name
@@ -86,7 +87,12 @@ uint8 = DType("uint8", 3, "uint8")
 int32 = DType("int32", 4, "int32")
 bool_ = DType("bool", 5, "bool")
 uint32 = DType("uint32", 6, "uint32")
-_DTYPES = {d.name: d for d in (float32, bfloat16, int8, uint8, int32, bool_, uint32)}
+# int16 has no device dtype: its arrays live in int32 words (sign-extended,
+# so every int32 op on them is int16's but for overflow), and tracing wraps
+# each result that can leave int16's range back into it (wrap16), as XLA's
+# int16 arithmetic wraps
+int16 = DType("int16", 4, "int16", device="int32")
+_DTYPES = {d.name: d for d in (float32, bfloat16, int8, uint8, int32, bool_, uint32, int16)}
 _DTYPES["uint16"] = bfloat16		# bf16's carrier
 
 
@@ -127,8 +133,8 @@ def as_dtype(d):
         name = str(d)
     if name in _DTYPES:
         return _DTYPES[name]
-    raise TypeError("unsupported dtype %r (float32, bfloat16, int8, uint8, int32, uint32, "
-                    "bool)" % (d,))
+    raise TypeError("unsupported dtype %r (float32, bfloat16, int8, uint8, int16, int32, "
+                    "uint32, bool)" % (d,))
 
 
 class DTypeOf:
@@ -445,6 +451,8 @@ class Value:
             fn = {"&": "jnp.bitwise_and", "|": "jnp.bitwise_or", "^": "jnp.bitwise_xor"}[sym]
             return maybe_spill(Value("call", fn, (a, b), _reads(a, b), scalar=True, dt=dt))
         v = Value("op", sym, (a, b), _reads(a, b), scalar=scalar, dt=dt)
+        if dt is int16 and sym in _WRAPPING_OPS:
+            v = wrap16(v)
         return maybe_spill(v) if scalar else v
 
     def __add__(self, o): return self._op("+", o)
@@ -481,7 +489,8 @@ class Value:
     __hash__ = object.__hash__
 
     def __neg__(self):
-        return Value("unop", "-", (self,), self.reads, self.scalar, self.dt)
+        v = Value("unop", "-", (self,), self.reads, self.scalar, self.dt)
+        return wrap16(v) if self.dt is int16 else v
 
     def __pos__(self):
         return self
@@ -566,6 +575,8 @@ class Value:
 
     def astype(self, dtype):
         d = dtype if isinstance(dtype, DType) else _as_dtype_or_none(dtype)
+        if d is int16 and self.dt is not int16:
+            return to_int16(self)
         # an integer cast of a scalar-core value stays one (a float one
         # becomes a (1, 1) tile of the vector unit)
         keep = self.scalar and d is not None and not is_float_dt(d)
@@ -576,6 +587,42 @@ class Value:
         from . import numpy as jnp
         return jnp.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
                            else shape)
+
+
+# ops whose int16 result can leave int16's range (the rest keep it)
+_WRAPPING_OPS = ("+", "-", "*", "//", "%", "**", "<<")
+
+
+def wrap16(v):
+    """@v (int32 words) wrapped into int16's range, as XLA's int16 wraps:
+    (v << 16) >> 16 on the vector unit; on the scalar core, which has no
+    shifts, ((v + 32768) mod 65536) - 32768 (its % floors)."""
+    if v.scalar:
+        w = Value("op", "%", (Value("op", "+", (v, 32768), v.reads, True, int32), 65536),
+                  v.reads, True, int32)
+        return Value("op", "-", (w, 32768), v.reads, True, int16)
+    w = Value("op", "<<", (v, 16), v.reads, False, int32)
+    return Value("op", ">>", (w, 16), v.reads, False, int16)
+
+
+def to_int16(x):
+    """x.astype(int16): integers wrap (the low 16 bits, sign-extended),
+    floats saturate to [-32768, 32767] (NaN is 0), as XLA converts."""
+    if is_float_dt(x.dt):
+        from . import numpy as jnp
+        v = jnp.clip(x, -32768.0, 32767.0).astype(int32)
+        v.dt = int16
+        return v
+    v = Value("method", "astype", (x, _DT(int32)), x.reads, x.scalar, int32)
+    if x.dt in (int8, uint8, bool_):
+        v.dt = int16		# in range already
+        return v
+    return wrap16(v)
+
+
+def wrap16_const(c):
+    """A Python int stored as int16: wrapped as the device's store would."""
+    return ((int(c) + 32768) % 65536) - 32768
 
 
 def _as_dtype_or_none(d):
@@ -625,6 +672,8 @@ def _promote(da, db):
         return db if da is bool_ else da
     if {da, db} == {uint8, uint32}:
         return uint32
+    if int16 in (da, db) and {da, db} <= {int16, int8, uint8}:
+        return int16
     return int32	# jnp: int16, or int64 for uint32 with a signed type (int32 without x64)
 
 
@@ -692,7 +741,15 @@ def call(fn, *args, **kwargs):
         if isinstance(v, (DType, DTypeOf)) or _np_dtype_like(v):
             v = _DT(v)
         a.append(("__kw__", "%s=%s" % (k, _fmt(v))))
-    return Value("call", fn, tuple(a), _reads(*args, *kwargs.values()))
+    v = Value("call", fn, tuple(a), _reads(*args, *kwargs.values()))
+    if v.dt is int16 and fn.rsplit(".", 1)[-1] in _WRAPPING_FNS:
+        return wrap16(v)
+    return v
+
+
+# functions whose int16 result can leave int16's range
+_WRAPPING_FNS = ("add", "subtract", "multiply", "negative", "abs", "square", "power", "mod",
+                 "floor_divide", "left_shift", "remainder")
 
 
 def scalar(text, dt=None):
@@ -782,6 +839,7 @@ class Ref:
         rec = recorder()
         if not self.writable:
             raise trace_error("store into input '%s' (inputs are read-only)" % self.name)
+        value = _into_int16(self.dtype, value)
         target = "%s[%s]" % (self.name, self._index(idx))
         op = "="
         # o[...] += e arrives as o.__setitem__(..., o[...] + e)
@@ -873,12 +931,16 @@ class ReshapedRef:
                           "supported" % (self.ref.name, self.shape))
 
 
-_WIDTH = {"float32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "int8": 1, "uint8": 1,
+_WIDTH = {"float32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1,
           "bool": 1}
 
 
 def _bitcast_check(frm, to, what):
     frm, to = as_dtype(frm), as_dtype(to)
+    if frm is not to and int16 in (frm, to):
+        raise trace_error("%s of %s to %s: int16 arrays are held in int32 words here, so "
+                          "their bits are not int16's; bitcasts of int16 are not supported"
+                          % (what, frm.name, to.name))
     if frm is not to and bool_ in (frm, to):
         raise trace_error("%s of %s to %s: bool has no bits to cast" % (what, frm.name, to.name))
     return to
@@ -1069,6 +1131,20 @@ def _dims_of(ref, idx):
     return dims
 
 
+def _into_int16(dt, value):
+    """A value stored into an int16 ref: in int16's range first (its
+    int32 words must hold sign-extended int16s)."""
+    if dt is not int16:
+        return value
+    if isinstance(value, Value):
+        return value if value.dt is int16 else to_int16(value)
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return wrap16_const(value)
+    return value
+
+
 def _window_shape(dims):
     """The shape a read of @dims (_dims_of) gives: its slices' sizes."""
     if dims is None:
@@ -1148,6 +1224,7 @@ class Window:
         rec = recorder()
         if not self.ref.writable:
             raise trace_error("store into input '%s' (inputs are read-only)" % self.ref.name)
+        value = _into_int16(self.ref.dtype, value)
         _share(rec, value)
         _protect(rec, self.ref.name, value)
         rec.emit("%s[...] = %s" % (self.text, _fmt(value)))

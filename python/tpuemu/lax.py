@@ -407,13 +407,23 @@ def erf(x):
     return call("lax.erf", x)
 
 
+def _low16(x):
+    """An int16's 16 bits as a non-negative int32 (its words are sign-extended)."""
+    v = x.astype(jnp.int32) & 0xFFFF
+    return v
+
+
 def population_count(x):
     """The one bits of each integer, in its own width (int8 -1 has 8)."""
+    if dt_of(x) is _trace.int16:
+        return call("lax.population_count", _low16(x)).astype(_trace.int16)
     return call("lax.population_count", x)
 
 
 def clz(x):
     """The leading zero bits of each integer, in its own width."""
+    if dt_of(x) is _trace.int16:
+        return (call("lax.clz", _low16(x)) - 16).astype(_trace.int16)
     return call("lax.clz", x)
 
 
@@ -485,6 +495,8 @@ def logistic(x):
 
 
 def shift_right_logical(x, y):
+    if dt_of(x) is _trace.int16:	# zeros shifted in at bit 15
+        return call("lax.shift_right_logical", _low16(x), y).astype(_trace.int16)
     return call("lax.shift_right_logical", x, y)
 
 

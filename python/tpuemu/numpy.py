@@ -2,7 +2,7 @@
 """The jax.numpy functions a kernel body uses, traced (tpuemu.numpy as jnp)."""
 import builtins as _py
 
-from ._trace import (float32, bfloat16, int8, uint8, int32, uint32, bool_, call, Value,
+from ._trace import (float32, bfloat16, int8, uint8, int16, int32, uint32, bool_, call, Value,
                      Ref, trace_error, reducer)
 
 inf = float("inf")
@@ -431,7 +431,7 @@ def broadcast_to(x, shape):
     return _logical(call("jnp.add", _v(x), zeros(shape, _v(x).dtype)), logical)
 
 
-__all__ = ["float32", "bfloat16", "int8", "uint8", "int32", "uint32", "bool_", "inf", "nan",
+__all__ = ["float32", "bfloat16", "int8", "uint8", "int16", "int32", "uint32", "bool_", "inf", "nan",
            "dot", "matmul", "where", "clip", "sum", "max", "min", "mean", "full_like", "astype",
            "exp", "maximum", "minimum", "zeros_like", "ones_like", "zeros", "ones", "full",
            "broadcast_to", "transpose", "swapaxes", "moveaxis", "roll", "take_along_axis", "einsum", "reshape", "concatenate", "stack", "tile",

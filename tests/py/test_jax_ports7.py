@@ -634,9 +634,6 @@ def test_scalar_any_input():
     np.testing.assert_array_equal(y, x)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="int16 arrays: operands are float32, bfloat16, int8, uint8, "
-                          "int32, uint32 or bool")
 def test_sum_in_smem():
     """PallasCallTest.test_sum_in_smem: a running int32 sum of an int16
     SMEM input's elements, stored element by element."""

@@ -560,7 +560,7 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             # SMEM holds 32-bit words: narrower integers and bools are
             # widened on the way in (their values, so s_ref[i] reads them)
             narrow = None
-            if a.dtype in (_np.int8, _np.uint8, _np.bool_):
+            if a.dtype in (_np.int8, _np.uint8, _np.int16, _np.bool_):
                 narrow = as_dtype(a.dtype)	# s_ref[i] reads it back as one
             if a.dtype in (_np.int8, _np.uint8, _np.int16, _np.bool_):
                 a = arrays[j] = a.astype(_np.int32)
@@ -697,6 +697,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             return h
         for a in arrays:
             h = make(a.shape, as_dtype(a.dtype))
+            # int16 lives in int32 words on the device (sign-extended)
+            a = _np.ascontiguousarray(a.astype(_np.int32)) if a.dtype == _np.int16 else a
             check(lib.tpurt_array_write(h, ffi.from_buffer(a)), "array write")
         out_idx = {o: i for i, o in aliases.items()}
         for j, o in enumerate(outs):
@@ -715,10 +717,13 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             "loop_trips")}
         results = []
         for j, o in enumerate(outs):
-            r = _np.empty(o.shape, dtype=_np_dtype(o.dtype))
+            nd = _np_dtype(o.dtype)
+            r = _np.empty(o.shape, dtype=_np.int32 if nd == _np.int16 else nd)
             check(lib.tpurt_array_read(handles[len(arrays) + j], ffi.from_buffer(r)),
                   "array read")
-            results.append(r)
+            # int16's words hold it sign-extended: exact (an aliased input
+            # never written keeps its own)
+            results.append(r.astype(_np.int16) if nd == _np.int16 else r)
         if no_out:
             return () if empty_out else None
         # a list of out_shapes gives a tuple too, as JAX's (it flattens the tree)
