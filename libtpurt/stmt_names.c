@@ -94,7 +94,7 @@ static const struct name_entry functions[] = {
 	{ "prng_random_bits", FN_PRNG_BITS, 0 },
 	{ "concatenate", FN_CONCATENATE, 0 },
 	{ "reshape", FN_RESHAPE, 0 },
-	{ "bitcast", FN_BITCAST, 0 },		/* pltpu.bitcast, one width */
+	{ "bitcast", FN_BITCAST, 0 },		/* pltpu.bitcast, any widths */
 	{ "bitcast_convert_type", FN_BITCAST, 0 },
 	{ "iota", FN_IOTA, 0 },
 	{ "broadcasted_iota", FN_IOTA, 0 },
