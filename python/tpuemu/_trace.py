@@ -742,9 +742,18 @@ def call(fn, *args, **kwargs):
             v = _DT(v)
         a.append(("__kw__", "%s=%s" % (k, _fmt(v))))
     v = Value("call", fn, tuple(a), _reads(*args, *kwargs.values()))
+    for k in ("dtype", "preferred_element_type"):
+        if as_dtype_or_none_kw(kwargs.get(k)) is int16:
+            v.dt = int16	# rendered as its device dtype, int32: typed here
     if v.dt is int16 and fn.rsplit(".", 1)[-1] in _WRAPPING_FNS:
         return wrap16(v)
     return v
+
+
+def as_dtype_or_none_kw(d):
+    if d is None or isinstance(d, (DTypeOf, Value)):
+        return None
+    return _as_dtype_or_none(d)
 
 
 # functions whose int16 result can leave int16's range

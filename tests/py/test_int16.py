@@ -203,3 +203,18 @@ def test_int16_bitcast_is_refused():
 
     with pytest.raises(pl.TraceError, match="int16 arrays are held in int32 words"):
         _run(kernel, jnp.bfloat16, _i16((8, 128)))
+
+
+def test_int16_constants_from_dtype_arguments():
+    """jnp.full/zeros with dtype=int16 are int16 values: their arithmetic
+    wraps (30000 * 2 is negative) before a compare sees it."""
+    def kernel(o_ref, c_ref):
+        v = jnp.full((8, 128), 30000, dtype=I16) * 2 + jnp.zeros((8, 128), I16)
+        assert v.dtype == I16
+        o_ref[...] = v
+        c_ref[...] = (v < 0).astype(jnp.int32)
+
+    v, c = pl.pallas_call(kernel, out_shape=(jax.ShapeDtypeStruct((8, 128), I16),
+                                             jax.ShapeDtypeStruct((8, 128), jnp.int32)))()
+    np.testing.assert_array_equal(v, np.full((8, 128), 60000 - 65536, np.int16))
+    np.testing.assert_array_equal(c, np.ones((8, 128), np.int32))

@@ -6,6 +6,7 @@ import numpy as np
 
 import tpuemu as jax
 import tpuemu.numpy as jnp
+from tpuemu import lax
 from tpuemu import pallas as pl
 from tpuemu.pallas import tpu as pltpu
 
@@ -79,3 +80,25 @@ def test_long_sum_of_int8_elements_as_a_window_start():
                        out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(offs, x)
     s = int(offs.astype(np.int32).sum()) * 2
     np.testing.assert_array_equal(y, x[s:s + 8])
+
+
+def test_spill_in_a_device_loop():
+    """A long sum in the body of a 40-trip device loop: its spill slot is
+    stored again at every trip, so each trip reads its own row's sum."""
+    x = np.arange(40 * 16, dtype=np.int32).reshape(40, 16) % 13
+
+    def kernel(x_ref, o_ref):
+        def body(i, c):
+            s = x_ref[i, 0]
+            for j in range(1, 16):
+                s = s + x_ref[i, j] * j
+            o_ref[i] = s
+            return c
+        lax.fori_loop(0, 40, body, 0)
+
+    call = pl.pallas_call(kernel, in_specs=[SMEM], out_specs=SMEM,
+                          out_shape=jax.ShapeDtypeStruct((40,), jnp.int32))
+    y = call(x)
+    np.testing.assert_array_equal(y, (x * np.maximum(np.arange(16), 1)).sum(1))
+    assert jax.last_stats()["loop_trips"] == 40
+    assert any(t.startswith("_spill[") for t in call.statements)
