@@ -32,7 +32,7 @@ static int lower_prng_bits(struct stmt_ctx *c, const struct stmt_node *call,
 static int lower_reshape(struct stmt_ctx *c, const struct stmt_node *call,
 			 struct value *v);
 static int lower_bitcast(struct stmt_ctx *c, const struct stmt_node *call,
-			 struct value *v);
+			 const struct dest *d, struct value *v);
 
 static const char *shape_str(const struct value *v, char *buf)
 {
@@ -1741,7 +1741,7 @@ static int lower_call(struct stmt_ctx *c, const struct stmt_node *call,
 	case FN_RESHAPE:
 		return lower_reshape(c, call, v);
 	case FN_BITCAST:
-		return lower_bitcast(c, call, v);
+		return lower_bitcast(c, call, d, v);
 	case FN_CLIP:
 	case FN_CLAMP:
 		return lower_clamp(c, call, fn.kind == FN_CLAMP, d, v);
@@ -2646,6 +2646,26 @@ static int lower_reshape(struct stmt_ctx *c, const struct stmt_node *call,
 	return stmt_reshape_to(c, v, rank, shape, call->col, v);
 }
 
+static int bare_name(const char *ref)
+{
+	return ref[0] && !ref[strspn(ref, "abcdefghijklmnopqrstuvwxyz"
+				      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_%")];
+}
+
+/* A bitcast's last copy lands in the statement's target when that is a
+ * whole ref of its shape and dtype: no body op (a float store would
+ * quiet signalling NaNs) touches the bits on the way. */
+static int bitcast_result(struct stmt_ctx *c, const struct dest *d,
+			  enum tpurt_dtype to, int64_t rows, int64_t cols, int col,
+			  struct value *v)
+{
+	if (d && bare_name(d->name) && d->dtype == to && d->rows == rows && d->cols == cols) {
+		stmt_tile_of(v, d->name, rows, cols, to);
+		return 0;
+	}
+	return stmt_new_tile(c, to, rows, cols, col, v);
+}
+
 /*
  * A bitcast that changes the width, as pltpu.bitcast packs them on a TPU:
  * the second-to-last dimension scales by the ratio, so an int32 row i
@@ -2657,7 +2677,8 @@ static int lower_reshape(struct stmt_ctx *c, const struct stmt_node *call,
  * one copy of the tile's bytes into the tile of the other dtype.
  */
 static int bitcast_width(struct stmt_ctx *c, const struct stmt_node *call,
-			 struct value *x, enum tpurt_dtype to, struct value *v)
+			 struct value *x, enum tpurt_dtype to, const struct dest *d,
+			 struct value *v)
 {
 	int64_t fs = tpurt_dtype_size(x->dtype), ts = tpurt_dtype_size(to);
 	int wider = ts > fs;
@@ -2673,8 +2694,7 @@ static int bitcast_width(struct stmt_ctx *c, const struct stmt_node *call,
 				 (long long)x->cols, tpurt_dtype_name(to), (long long)r);
 	/* the copies read x where it is when that is a whole ref or its own
 	 * temporary (no body op touches the bits); else a tile of its own */
-	if (x->temp < 0 && x->ref[strspn(x->ref, "abcdefghijklmnopqrstuvwxyz"
-					 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")]) {
+	if (x->temp < 0 && !bare_name(x->ref)) {
 		if (stmt_new_tile(c, x->dtype, x->rows, x->cols, call->col, &in) ||
 		    stmt_emitted(c, tpurt_kernel_store(c->k, in.ref, x->ref), call->col))
 			return c->err;
@@ -2691,7 +2711,7 @@ static int bitcast_width(struct stmt_ctx *c, const struct stmt_node *call,
 				return c->err;
 		}
 		release(c, &in);
-		if (stmt_new_tile(c, to, rows, cols, call->col, v) ||
+		if (bitcast_result(c, d, to, rows, cols, call->col, v) ||
 		    stmt_emitted(c, tpurt_kernel_sync_copy(c->k, packed.ref, v->ref), call->col))
 			return c->err;
 		release(c, &packed);
@@ -2700,7 +2720,7 @@ static int bitcast_width(struct stmt_ctx *c, const struct stmt_node *call,
 	if (stmt_emitted(c, tpurt_kernel_sync_copy(c->k, in.ref, packed.ref), call->col))
 		return c->err;
 	release(c, &in);
-	if (stmt_new_tile(c, to, rows * r, cols, call->col, v))
+	if (bitcast_result(c, d, to, rows * r, cols, call->col, v))
 		return c->err;
 	for (int64_t k = 0; k < r; k++) {
 		snprintf(src, sizeof(src), "%.64s.at[:, pl.ds(%lld, %lld, %lld)]", packed.ref,
@@ -2722,7 +2742,7 @@ static int bitcast_width(struct stmt_ctx *c, const struct stmt_node *call,
  * width, bitcast_width().
  */
 static int lower_bitcast(struct stmt_ctx *c, const struct stmt_node *call,
-			 struct value *v)
+			 const struct dest *d, struct value *v)
 {
 	struct value x, t, src;
 	enum tpurt_dtype to;
@@ -2742,7 +2762,7 @@ static int lower_bitcast(struct stmt_ctx *c, const struct stmt_node *call,
 	if (x.transposed)
 		return stmt_fail(c, call->col, "bitcast of a transposed value (.T) is not supported");
 	if (tpurt_dtype_size(to) != tpurt_dtype_size(x.dtype))
-		return bitcast_width(c, call, &x, to, v);
+		return bitcast_width(c, call, &x, to, d, v);
 	if (stmt_new_tile(c, x.dtype, x.rows, x.cols, call->col, &src) ||
 	    stmt_emitted(c, tpurt_kernel_store(c->k, src.ref, x.ref), call->col))
 		return c->err;

@@ -161,3 +161,24 @@ def test_errors_name_the_shape():
     with pytest.raises(pl.TraceError, match="bool has no bits"):
         pl.pallas_call(of_bool, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.int8))(
             np.zeros((8, 128), np.int8))
+
+
+@pytest.mark.parametrize("frm,to", [(jnp.int8, jnp.bfloat16), (jnp.int32, jnp.bfloat16),
+                                    (jnp.bfloat16, jnp.float32), (jnp.uint8, jnp.float32)],
+                         ids=lambda d: d.name)
+def test_bitcast_stored_whole_keeps_signalling_nans(frm, to):
+    """o_ref[...] = pltpu.bitcast(...) into a float ref: the last copy
+    lands in the ref itself, so even signalling-NaN patterns keep their
+    bits (no float store on the way)."""
+    fs, ts = np.dtype(_NP[frm]).itemsize, np.dtype(_NP[to]).itemsize
+    shape = (32 * fs // ts, 128)
+    want = _bits(shape, _NP[to], 11)
+    snan = np.uint32(0x7F800001) if to == jnp.float32 else np.uint16(0x7F81)
+    want.reshape(-1)[:5] = snan
+    x = pltpu.bitcast(want, frm)
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = pltpu.bitcast(x_ref[...], to)
+
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(shape, to))(x)
+    np.testing.assert_array_equal(y.view(np.uint8), want.view(np.uint8))
