@@ -698,8 +698,16 @@ def local(v):
 
 
 def reducer(name):
-    """jnp.NAME(x, axis=None, keepdims=False) as a statement-syntax call."""
-    def f(x, axis=None, keepdims=False):
+    """jnp.NAME(x, axis=None, keepdims=False) as a statement-syntax call.
+    jnp.sum's dtype=None: integers narrower than 32 bits sum in the default
+    integer of their signedness (int32, uint32), as JAX's; dtype= casts first."""
+    def f(x, axis=None, keepdims=False, dtype=None):
+        if dtype is not None:
+            x = x.astype(dtype) if isinstance(x, Value) else x
+        elif name == "sum" and isinstance(x, Value) and x.dt in (int8, int16):
+            x = x.astype(int32)
+        elif name == "sum" and isinstance(x, Value) and x.dt is uint8:
+            x = x.astype(uint32)
         if isinstance(axis, (tuple, list)):	# libtpurt takes them against the rank
             axis = tuple(int(a) for a in axis)
             if not axis:

@@ -71,17 +71,30 @@ def test_reduce_every_axis(shape, keepdims, fn):
 @pytest.mark.parametrize("dtype", ["bfloat16", "int32", "int8", "uint8"])
 @pytest.mark.parametrize("fn", ["sum", "max", "min"])
 def test_reduce_dtypes(dtype, fn):
-    """Each dtype keeps its type, as the front end's 2-D reductions do
-    (sums of int8 and uint8 wrap in their width, where jnp promotes)."""
-    if fn == "sum" and dtype in ("int8", "uint8"):
-        pytest.skip("jnp.sum promotes int8/uint8 to 32 bits; the front end keeps the width")
+    """max and min keep the dtype; jnp.sum of int8 and uint8 sums in int32
+    and uint32, as JAX's (NumPy's int64 sum, taken modulo 2^32)."""
     shape = (2, 3, 4, 128)
     x = _data(shape, dtype, 1)
+    want = {"int8": np.int32, "uint8": np.uint32}.get(dtype, x.dtype) if fn == "sum" \
+        else x.dtype
     for axis in range(4):
-        ref = getattr(np, fn)(x, axis=axis).astype(x.dtype)
+        ref = getattr(np, fn)(x, axis=axis).astype(want)
         if dtype == "bfloat16":		# summed in float32, rounded once
             ref = jax.from_bf16(jax.to_bf16(ref))
-        _run(lambda v: getattr(jnp, fn)(v, axis=axis), x, dtype, ref)
+        _run(lambda v: getattr(jnp, fn)(v, axis=axis), x, dtype, ref,
+             {"int8": jnp.int32, "uint8": jnp.uint32}.get(dtype) if fn == "sum" else None)
+
+
+@pytest.mark.parametrize("dtype,acc", [("int8", "int32"), ("uint8", "uint32"),
+                                       ("int32", "int32"), ("int8", "float32")])
+def test_sum_dtype_argument(dtype, acc):
+    """jnp.sum(x, dtype=...) casts before it sums (2-D and 3-D values); int8
+    sums past 127 show the int32 accumulation."""
+    for shape, axis in (((16, 128), 0), ((4, 8, 128), 1)):
+        x = np.full(shape, 100 if dtype != "int8" else 120, dtype=dtype)
+        ref = np.sum(x.astype(acc), axis=axis)
+        _run(lambda v: jnp.sum(v, axis=axis, dtype=getattr(jnp, acc)), x, dtype, ref,
+             getattr(jnp, acc))
 
 
 def test_bool_reductions_sum_all_any():
