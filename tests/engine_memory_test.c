@@ -993,6 +993,54 @@ TEST(copy_shape_and_dtype_mismatches)
 	mt_fini(&t);
 }
 
+/* A width-changing bitcast's copies: int32 rows into bfloat16 rows of as
+ * many bytes and on into int8 ones move the bytes untouched. */
+TEST(copies_between_two_widths_move_row_bytes)
+{
+	uint64_t xs[2] = { 8, 16 }, os[2] = { 8, 64 };
+	uint32_t ss[2] = { 8, 32 }, grid[1] = { 1 };
+	unsigned int xsl, osl, scr, sem;
+	const uint8_t *x, *o;
+	struct mt t;
+
+	mt_init(&t, 1);
+	xsl = tdev_alloc(t.d, 8 * 16 * 4);
+	osl = tdev_alloc(t.d, 8 * 64);
+	ref_fill(tdev_ptr(t.d, xsl), TPU_DTYPE_INT32, 8 * 16, 7, -2000000000, 2000000000);
+	jb_grid(t.b, 1, grid, "a");
+	jb_operand(t.b, TPU_ROLE_INPUT, xsl, TPU_DTYPE_INT32, 2, xs, NULL, NULL);
+	jb_space(t.b, 0, TPU_MEM_ANY);
+	jb_operand(t.b, TPU_ROLE_OUTPUT, osl, TPU_DTYPE_INT8, 2, os, NULL, NULL);
+	jb_space(t.b, 1, TPU_MEM_ANY);
+	scr = jb_scratch(t.b, TPU_MEM_VMEM, TPU_DTYPE_BF16, 2, ss);
+	sem = sem_scratch(t.b, TPU_MEM_SEM_DMA, 1);
+	jb_copy(t.b, TPU_OP_COPY_START, JB_SCR(scr), JB_OPND(0), JB_SCR(sem), NULL, NULL);
+	jb_copy(t.b, TPU_OP_COPY_WAIT, JB_SCR(scr), JB_NONE, JB_SCR(sem), NULL, NULL);
+	jb_copy(t.b, TPU_OP_COPY_START, JB_OPND(1), JB_SCR(scr), JB_SCR(sem), NULL, NULL);
+	jb_copy(t.b, TPU_OP_COPY_WAIT, JB_OPND(1), JB_NONE, JB_SCR(sem), NULL, NULL);
+	ASSERT_EQ(0, mt_run(&t, 0)) TH_LOG("%s", t.res.message);
+	x = tdev_ptr(t.d, xsl);
+	o = tdev_ptr(t.d, osl);
+	EXPECT_EQ(0, memcmp(x, o, 8 * 64));
+	mt_fini(&t);
+
+	/* rows of different byte counts are refused, naming both ends */
+	mt_init(&t, 1);
+	xsl = tdev_alloc(t.d, 8 * 16 * 4);
+	jb_grid(t.b, 1, grid, "a");
+	jb_operand(t.b, TPU_ROLE_INPUT, xsl, TPU_DTYPE_INT32, 2, xs, NULL, NULL);
+	jb_space(t.b, 0, TPU_MEM_ANY);
+	jb_operand(t.b, TPU_ROLE_OUTPUT, tdev_alloc(t.d, 8 * 16 * 4), TPU_DTYPE_F32, 2, xs,
+		   NULL, NULL);
+	jb_space(t.b, 1, TPU_MEM_ANY);
+	scr = jb_scratch(t.b, TPU_MEM_VMEM, TPU_DTYPE_INT8, 2, ss);
+	sem = sem_scratch(t.b, TPU_MEM_SEM_DMA, 1);
+	jb_copy(t.b, TPU_OP_COPY_START, JB_SCR(scr), JB_OPND(0), JB_SCR(sem), NULL, NULL);
+	EXPECT_FAIL(&t, TPU_JOB_ERR_DESCRIPTOR,
+		    "op 0: copy of int32 8x16 into int8 8x32: a copy between dtypes of two widths moves whole rows of bytes");
+	mt_fini(&t);
+}
+
 TEST(compute_ops_never_touch_any_and_never_write_inputs)
 {
 	uint64_t xs[2] = { 16, 16 };
