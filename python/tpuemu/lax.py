@@ -45,24 +45,108 @@ def _batched(lhs, rhs, lc, rc, preferred_element_type):
     return jnp.concatenate(outs, axis=0)
 
 
+def _prod(dims):
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+def _permuted(x, perm):
+    perm = tuple(perm)
+    return x if perm == tuple(range(len(perm))) else jnp.transpose(x, perm)
+
+
+def _reshaped(x, shape):
+    return x if tuple(x.shape) == tuple(shape) else jnp.reshape(x, tuple(shape))
+
+
+def _dot_general_nd(lhs, rhs, lc, rc, lb, rb, preferred_element_type):
+    """lax.dot_general of any dimension numbers, as XLA canonicalises it:
+    each operand's dimensions permuted to (batch, free, contracting) and
+    (batch, contracting, free) and merged to (B, M, K) and (B, K, N), one
+    2-D product per batch element, the (B, M, N) result unmerged to the
+    batch, lhs free and rhs free dimensions in that order."""
+    what = "lax.dot_general"
+    ls = _known_shape(lhs, what)
+    rs = _known_shape(rhs, what)
+    for name, dims, shape in (("lhs contracting", lc, ls), ("rhs contracting", rc, rs),
+                              ("lhs batch", lb, ls), ("rhs batch", rb, rs)):
+        if any(not 0 <= d < len(shape) for d in dims):
+            raise trace_error("%s: %s dimensions %r out of range for shape %r"
+                              % (what, name, dims, shape))
+    for name, a, b in (("lhs", lc, lb), ("rhs", rc, rb)):
+        if len(set(a + b)) != len(a + b):
+            raise trace_error("%s: %s contracting dimensions %r and batch dimensions %r "
+                              "name a dimension twice" % (what, name, a, b))
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise trace_error("%s: %d lhs and %d rhs contracting, %d and %d batch dimensions"
+                          % (what, len(lc), len(rc), len(lb), len(rb)))
+    for a, b, kind in ((lc, rc, "contracting"), (lb, rb, "batch")):
+        for da, db in zip(a, b):
+            if ls[da] != rs[db]:
+                raise trace_error("%s: %s dimensions %d of lhs %r and %d of rhs %r differ"
+                                  % (what, kind, da, ls, db, rs))
+    lfree = [d for d in range(len(ls)) if d not in lc and d not in lb]
+    rfree = [d for d in range(len(rs)) if d not in rc and d not in rb]
+    bshape = [ls[d] for d in lb]
+    out_shape = bshape + [ls[d] for d in lfree] + [rs[d] for d in rfree]
+    if len(out_shape) > 4:
+        raise trace_error("%s: the result's shape %r has more than 4 dimensions"
+                          % (what, tuple(out_shape)))
+    nb, m = _prod(bshape), _prod(ls[d] for d in lfree)
+    k, n = _prod(ls[d] for d in lc), _prod(rs[d] for d in rfree)
+    x = _reshaped(_permuted(lhs, list(lb) + lfree + list(lc)),
+                  (m, k) if nb == 1 else (nb, m, k))
+    y = _reshaped(_permuted(rhs, list(rb) + list(rc) + rfree),
+                  (k, n) if nb == 1 else (nb, k, n))
+    if nb == 1:
+        z = jnp.dot(x, y, preferred_element_type)
+    else:		# computed once, read once per batch element
+        x, y = local(x), local(y)
+        z = jnp.concatenate([jnp.dot(x[b], y[b], preferred_element_type)
+                             for b in range(nb)], axis=0)
+    return _reshaped(z, out_shape or (1, 1))
+
+
+def _is_2d_case(lhs, rhs, key):
+    """The dimension numbers the 2-D paths of dot_general take as they are."""
+    ls, rs = getattr(lhs, "shape", None), getattr(rhs, "shape", None)
+    if ls is None or rs is None:
+        return True		# their own errors name what is missing
+    if len(ls) > 2 and key[0] == (len(ls) - 1,) and len(rs) == 2:
+        return True
+    if len(rs) == 1 and len(ls) <= 2:
+        return key in (((1,), (0,)), ((0,), (0,)))
+    return len(ls) == 2 and len(rs) == 2 and key in _DOT_DIMS
+
+
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
-    """lax.dot_general of two 2-D blocks: the contraction dimensions pick
-    a plain, transposed-lhs or transposed-rhs dot; a 1-D rhs (a whole ref
-    read) is a matrix-vector product; batch dimensions ((0,), (0,)) of 3-D
-    operands whose shapes tracing knows loop over the batch."""
+    """lax.dot_general: two 2-D blocks (the contraction dimensions pick a
+    plain, transposed-lhs or transposed-rhs dot), a 1-D rhs (a
+    matrix-vector product), batch dimensions ((0,), (0,)) of 3-D whole ref
+    reads (a loop over the batch's ref windows); any other dimension
+    numbers of operands whose shapes tracing knows by permuting and
+    merging them into those (_dot_general_nd)."""
     try:
         (lc, rc), (lb, rb) = dimension_numbers
-        key = (tuple(lc), tuple(rc))
+        lc, rc, lb, rb = (tuple(int(d) for d in t) for t in (lc, rc, lb, rb))
+        key = (lc, rc)
     except (TypeError, ValueError):
         raise trace_error("lax.dot_general: dimension_numbers must be "
                           "((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)), got %r"
                           % (dimension_numbers,)) from None
-    if tuple(lb) == (0,) and tuple(rb) == (0,) and len(lc) == 1 and len(rc) == 1:
-        return _batched(lhs, rhs, tuple(lc), tuple(rc), preferred_element_type)
-    if tuple(lb) or tuple(rb):
-        raise trace_error("lax.dot_general: batch dimensions %r are not supported (only "
-                          "((0,), (0,)), a leading batch of 3-D operands)" % ((lb, rb),))
     ls, rs = getattr(lhs, "shape", None), getattr(rhs, "shape", None)
+    if lb == (0,) and rb == (0,) and len(lc) == 1 and len(rc) == 1 and \
+            getattr(lhs, "whole_of", None) is not None and \
+            getattr(rhs, "whole_of", None) is not None and \
+            ls is not None and rs is not None and len(ls) == 3 and len(rs) in (2, 3):
+        z = _batched(lhs, rhs, lc, rc, preferred_element_type)
+        lfree = [ls[d] for d in range(3) if d not in lc and d != 0]
+        rfree = [rs[d] for d in range(len(rs)) if d not in rc and d != 0]
+        return _reshaped(z, [ls[0]] + lfree + rfree)	# (B, M, N) or (B, M)
+    if lb or rb or not _is_2d_case(lhs, rhs, key):
+        return _dot_general_nd(lhs, rhs, lc, rc, lb, rb, preferred_element_type)
     if ls is not None and len(ls) > 2 and key[0] == (len(ls) - 1,) and \
             rs is not None and len(rs) == 2:
         key = ((1,), key[1])	# leading dimensions of lhs merge into its 2-D view's rows

@@ -265,39 +265,67 @@ def tile(x, reps):
     return concatenate((x,) * reps[0], axis=0)
 
 
-def einsum(subscripts, *operands, preferred_element_type=None):
-    """jnp.einsum of 2-D values: a transpose ("ij->ji") or a product with
-    one contracted index ("ij,jk->ik", "mk,mn->kn", ...), as a dot of
-    possibly transposed operands; no batch indices (a block is 2-D)."""
+def _einsum_sum_out(x, sub, keep):
+    """Sum @x over its indices not in @keep (an index only it has)."""
+    axes = tuple(i for i, c in enumerate(sub) if c not in keep)
+    if not axes:
+        return x, sub
+    return sum(x, axis=axes), "".join(c for c in sub if c in keep)
+
+
+def einsum(subscripts, *operands, preferred_element_type=None, precision=None,
+           optimize=None):
+    """jnp.einsum with explicit indices: operands contracted two at a time
+    (left to right) as lax.dot_general, indices shared with the output
+    or a later operand as batch dimensions; an index only one operand has
+    and the output lacks is summed out first; the result is permuted to
+    the output's order. No ellipsis, no repeated index within an operand
+    (a diagonal)."""
+    from . import lax
     spec = subscripts.replace(" ", "")
     ins, arrow, out = spec.partition("->")
     ins = ins.split(",")
-    if len(ins) != len(operands) or _py.any(len(s) != 2 or len(set(s)) != 2 for s in ins):
-        raise trace_error("jnp.einsum(%r): a kernel's arrays are 2-D: give two distinct "
-                          "indices for each of the %d operands" % (subscripts, len(operands)))
+    if "." in spec or len(ins) != len(operands) or not operands:
+        raise trace_error("jnp.einsum(%r): give one index string per operand (%d), "
+                          "without an ellipsis" % (subscripts, len(operands)))
     letters = "".join(ins)
     if not arrow:
         out = "".join(_py.sorted(c for c in set(letters) if letters.count(c) == 1))
-    if len(ins) == 1:
-        if out == ins[0]:
-            return operands[0]
-        if out == ins[0][::-1]:
-            return transpose(operands[0])
-        raise trace_error("jnp.einsum(%r): one operand: only a copy or a transpose" % subscripts)
-    (a, b), (x, y) = ins, operands
-    shared = [c for c in a if c in b]
-    if len(ins) != 2 or len(shared) != 1 or shared[0] in out or len(out) != 2 or \
-            sorted(out) != sorted(c for c in a + b if c != shared[0]):
-        raise trace_error("jnp.einsum(%r): two operands contract exactly one index and "
-                          "keep the other two (no batch indices: loop over a batch in the "
-                          "grid)" % subscripts)
-    k = shared[0]
-    lhs = _v(x).T if a[0] == k else _v(x)
-    rhs = _v(y).T if b[1] == k else _v(y)
-    free_a = a.replace(k, "")
-    if out[0] != free_a:		# the product comes out (b's, a's): swap the operands
-        lhs, rhs = (_v(y) if b[1] == k else _v(y).T), (_v(x) if a[0] == k else _v(x).T)
-    return dot(lhs, rhs, preferred_element_type)
+    ops = []
+    for sub, x in zip(ins, operands):
+        x = _v(x)
+        shape = getattr(x, "shape", None)
+        if len(set(sub)) != len(sub) or not sub.isalpha():
+            raise trace_error("jnp.einsum(%r): %r: indices are distinct letters (no "
+                              "diagonals)" % (subscripts, sub))
+        if shape is not None and len(shape) != len(sub):
+            raise trace_error("jnp.einsum(%r): %r names %d dimensions of a value of shape %r"
+                              % (subscripts, sub, len(sub), tuple(shape)))
+        ops.append((sub, x))
+    if len(set(out)) != len(out) or _py.any(c not in letters for c in out):
+        raise trace_error("jnp.einsum(%r): output indices %r must be distinct and appear in "
+                          "an operand" % (subscripts, out))
+    while len(ops) > 1:
+        (a, x), (b, y) = ops[0], ops[1]
+        later = set(out).union(*(set(s) for s, _ in ops[2:]))
+        x, a = _einsum_sum_out(x, a, later | set(b))
+        y, b = _einsum_sum_out(y, b, later | set(a))
+        batch = [c for c in a if c in b and c in later]
+        contract = [c for c in a if c in b and c not in later]
+        dims = (([a.index(c) for c in contract], [b.index(c) for c in contract]),
+                ([a.index(c) for c in batch], [b.index(c) for c in batch]))
+        z = lax.dot_general(x, y, dims, preferred_element_type=preferred_element_type)
+        zsub = "".join(batch) + "".join(c for c in a if c not in b) + \
+            "".join(c for c in b if c not in a)
+        ops = [(zsub, z)] + ops[2:]
+    sub, z = ops[0]
+    z, sub = _einsum_sum_out(z, sub, set(out))
+    if len(ops) == 1 and len(operands) == 1 and preferred_element_type is not None:
+        z = z.astype(preferred_element_type)
+    perm = tuple(sub.index(c) for c in out)
+    if perm == tuple(range(len(perm))):
+        return z
+    return transpose(z, perm)
 
 
 def where(c, a, b):
