@@ -672,6 +672,8 @@ def _promote(da, db):
         return db if da is bool_ else da
     if {da, db} == {uint8, uint32}:
         return uint32
+    if {da, db} == {int8, uint8}:
+        return int16	# jnp's lattice: the least type holding both
     if int16 in (da, db) and {da, db} <= {int16, int8, uint8}:
         return int16
     return int32	# jnp: int16, or int64 for uint32 with a signed type (int32 without x64)

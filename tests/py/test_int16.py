@@ -218,3 +218,21 @@ def test_int16_constants_from_dtype_arguments():
                                              jax.ShapeDtypeStruct((8, 128), jnp.int32)))()
     np.testing.assert_array_equal(v, np.full((8, 128), 60000 - 65536, np.int16))
     np.testing.assert_array_equal(c, np.ones((8, 128), np.int32))
+
+
+def test_int8_with_uint8_promotes_to_int16():
+    """jnp's lattice: int8 with uint8 is int16 (not int32); a product times 3
+    leaves int16's range and wraps there."""
+    a = (np.arange(8 * 128) % 256 - 128).astype(np.int8).reshape(8, 128)
+    b = (np.arange(8 * 128) * 7 % 256).astype(np.uint8).reshape(8, 128)
+
+    def k(a_ref, b_ref, s_ref, p_ref):
+        s = a_ref[...] + b_ref[...]
+        assert s.dtype == jnp.int16
+        s_ref[...] = s
+        p_ref[...] = a_ref[...] * b_ref[...] * 3
+
+    i16 = jax.ShapeDtypeStruct((8, 128), jnp.int16)
+    s, p = pl.pallas_call(k, out_shape=(i16, i16))(a, b)
+    np.testing.assert_array_equal(s, a.astype(np.int16) + b.astype(np.int16))
+    np.testing.assert_array_equal(p, a.astype(np.int16) * b.astype(np.int16) * np.int16(3))
