@@ -225,6 +225,8 @@ static const int64_t shapes[][3] = {
 	{ 131, 200, 96 },	/* partial tiles of both small kernels */
 	{ 8, 48, 40 },		/* two 4-row tiles, no 6-row one */
 	{ 10, 17, 9 },		/* a 6-row and a 4-row tile */
+	{ 14, 32, 531 },	/* int8: two k blocks, k past the 16-wide packing */
+	{ 61, 50, 47 },		/* int8: every edge of both packed panels */
 };
 
 /* Every shape, transpose combination and accumulate mode for one dtype pair. */

@@ -13,7 +13,8 @@
  * int16, so it is not exact and is not used.
  *
  * Packed layouts (kcp = KC rounded up to even, the k pairs vpmaddwd eats):
- *  A: MR rows of kcp int16, row after row (the kernel broadcasts a k pair).
+ *  A: per MR-row micro-panel, for each k pair, MR x {a[i][p], a[i][p+1]}
+ *     (the kernel broadcasts a pair; one stream, not MR rows 1 KiB apart).
  *  B: per NR-column panel, for each k pair, NR x {b[p][j], b[p+1][j]}.
  */
 #include "tpu_gemm.h"
@@ -36,8 +37,8 @@ struct i8_src {
 	bool trans;
 };
 
-typedef void i8_kernel_fn(int64_t kq, const int16_t *a, int64_t kcp,
-			  const int16_t *b, int32_t *c, int64_t ldc, bool acc);
+typedef void i8_kernel_fn(int64_t kq, const int16_t *a, const int16_t *b,
+			  int32_t *c, int64_t ldc, bool acc);
 
 static int16_t src_at(const struct i8_src *s, int64_t r, int64_t c)
 {
@@ -60,88 +61,113 @@ static int64_t min64(int64_t x, int64_t y)
 
 /* --- packing --- */
 
-__attribute__((target("avx2")))
-static void widen_avx2(int16_t *dst, const void *src, int64_t n, bool is_unsigned)
+/* Element (r, p) of an A micro-panel: k pair p / 2, row r, half p & 1. */
+static int64_t a_at(int64_t r, int64_t p)
 {
-	const __m128i *s = src;
-	int64_t j = 0;
+	return (p / 2) * 2 * MR + r * 2 + (p & 1);
+}
 
-	for (; j + 16 <= n; j += 16, s++) {
-		__m128i v = _mm_loadu_si128(s);
-		__m256i w = is_unsigned ? _mm256_cvtepu8_epi16(v) :
-					  _mm256_cvtepi8_epi16(v);
+/*
+ * One micro-panel from row-major A: rows r0.. (mr valid), k from p0, the
+ * first kc16 (a multiple of 16) of them; the caller packs the rest. Each
+ * row's 16 bytes widen to 8 k pairs, stored MR pairs apart.
+ */
+__attribute__((target("avx2")))
+static void pack_a_panel_avx2(int16_t *dst, const struct i8_src *a, int64_t r0,
+			      int64_t mr, int64_t p0, int64_t kc16)
+{
+	for (int64_t r = 0; r < mr; r++) {
+		const int8_t *row = (const int8_t *)a->p + (r0 + r) * a->ld + p0;
+		int32_t *d = (int32_t *)dst + r;
 
-		_mm256_storeu_si256((__m256i *)(dst + j), w);
+		for (int64_t p = 0; p < kc16; p += 16, d += 8 * MR) {
+			__m128i v = _mm_loadu_si128((const __m128i *)(row + p));
+			__m256i w = a->is_unsigned ? _mm256_cvtepu8_epi16(v) :
+						     _mm256_cvtepi8_epi16(v);
+			__m128i lo = _mm256_castsi256_si128(w);
+			__m128i hi = _mm256_extracti128_si256(w, 1);
+
+			d[0 * MR] = _mm_cvtsi128_si32(lo);
+			d[1 * MR] = _mm_extract_epi32(lo, 1);
+			d[2 * MR] = _mm_extract_epi32(lo, 2);
+			d[3 * MR] = _mm_extract_epi32(lo, 3);
+			d[4 * MR] = _mm_cvtsi128_si32(hi);
+			d[5 * MR] = _mm_extract_epi32(hi, 1);
+			d[6 * MR] = _mm_extract_epi32(hi, 2);
+			d[7 * MR] = _mm_extract_epi32(hi, 3);
+		}
 	}
-	for (; j < n; j++)
-		dst[j] = is_unsigned ? ((const uint8_t *)src)[j] :
-				       ((const int8_t *)src)[j];
 }
 
 /* Rows i0.. of op(A), k from p0, into MR-row micro-panels padded with zeros. */
 static void pack_a(int16_t *dst, const struct i8_src *a, int64_t i0, int64_t mc,
 		   int64_t p0, int64_t kc, int64_t kcp, bool simd)
 {
-	memset(dst + mc * kcp, 0, (round_up(mc, MR) - mc) * kcp * sizeof(*dst));
-	if (a->trans) {
-		/* Walk A's rows (op(A)'s columns) so the reads stay contiguous. */
-		for (int64_t p = 0; p < kc; p++)
-			for (int64_t r = 0; r < mc; r++)
-				dst[r * kcp + p] = src_at(a, i0 + r, p0 + p);
-	} else {
-		for (int64_t r = 0; r < mc; r++) {
-			const int8_t *row = (const int8_t *)a->p + (i0 + r) * a->ld + p0;
+	for (int64_t i = 0; i < mc; i += MR, dst += MR * kcp) {
+		int64_t mr = min64(MR, mc - i), p = 0;
 
-			if (simd)
-				widen_avx2(dst + r * kcp, row, kc, a->is_unsigned);
-			else
-				for (int64_t p = 0; p < kc; p++)
-					dst[r * kcp + p] = src_at(a, i0 + r, p0 + p);
+		if (simd && !a->trans) {
+			p = kc & ~(int64_t)15;
+			pack_a_panel_avx2(dst, a, i0 + i, mr, p0, p);
 		}
+		/* the rest (k outer: a stored transposed is read along its rows) */
+		for (int64_t q = p; q < kc; q++)
+			for (int64_t r = 0; r < mr; r++)
+				dst[a_at(r, q)] = src_at(a, i0 + i + r, p0 + q);
+		/* zeros: rows past mc, the k pair's half past kc */
+		for (int64_t q = 0; (mr < MR || kc < kcp) && q < kcp; q++)
+			for (int64_t r = q < kc ? mr : 0; r < MR; r++)
+				dst[a_at(r, q)] = 0;
 	}
-	if (kcp > kc)
-		for (int64_t r = 0; r < mc; r++)
-			dst[r * kcp + kc] = 0;
 }
 
-/* Two rows of B (k = p, p + 1), NR full columns from j, interleaved. */
+/*
+ * A full NR-column panel of row-major B, columns j.., k from p0: each pair
+ * of rows (k = p, p + 1) interleaved, kc2 (even) rows of them.
+ */
 __attribute__((target("avx2")))
-static void pack_b_pair_avx2(int16_t *dst, const struct i8_src *b, int64_t p,
-			     int64_t j)
+static void pack_b_panel_avx2(int16_t *dst, const struct i8_src *b, int64_t p0,
+			      int64_t kc2, int64_t j)
 {
-	const int8_t *r0 = (const int8_t *)b->p + p * b->ld + j;
-	__m128i v0 = _mm_loadu_si128((const __m128i *)r0);
-	__m128i v1 = _mm_loadu_si128((const __m128i *)(r0 + b->ld));
-	__m256i w0, w1, lo, hi;
+	const int8_t *r0 = (const int8_t *)b->p + p0 * b->ld + j;
 
-	if (b->is_unsigned) {
-		w0 = _mm256_cvtepu8_epi16(v0);
-		w1 = _mm256_cvtepu8_epi16(v1);
-	} else {
-		w0 = _mm256_cvtepi8_epi16(v0);
-		w1 = _mm256_cvtepi8_epi16(v1);
+	for (int64_t p = 0; p < kc2; p += 2, r0 += 2 * b->ld, dst += 2 * NR) {
+		__m128i v0 = _mm_loadu_si128((const __m128i *)r0);
+		__m128i v1 = _mm_loadu_si128((const __m128i *)(r0 + b->ld));
+		__m256i w0, w1, lo, hi;
+
+		if (b->is_unsigned) {
+			w0 = _mm256_cvtepu8_epi16(v0);
+			w1 = _mm256_cvtepu8_epi16(v1);
+		} else {
+			w0 = _mm256_cvtepi8_epi16(v0);
+			w1 = _mm256_cvtepi8_epi16(v1);
+		}
+		/* unpack works within 128-bit lanes: columns 0-3|8-11 and 4-7|12-15. */
+		lo = _mm256_unpacklo_epi16(w0, w1);
+		hi = _mm256_unpackhi_epi16(w0, w1);
+		_mm256_storeu_si256((__m256i *)dst,
+				    _mm256_permute2x128_si256(lo, hi, 0x20));
+		_mm256_storeu_si256((__m256i *)dst + 1,
+				    _mm256_permute2x128_si256(lo, hi, 0x31));
 	}
-	/* unpack works within 128-bit lanes: columns 0-3|8-11 and 4-7|12-15. */
-	lo = _mm256_unpacklo_epi16(w0, w1);
-	hi = _mm256_unpackhi_epi16(w0, w1);
-	_mm256_storeu_si256((__m256i *)dst, _mm256_permute2x128_si256(lo, hi, 0x20));
-	_mm256_storeu_si256((__m256i *)dst + 1, _mm256_permute2x128_si256(lo, hi, 0x31));
 }
 
 /* One NR-column panel of op(B): columns j.. (nr valid), k from p0. */
 static void pack_b_panel(int16_t *dst, const struct i8_src *b, int64_t p0,
 			 int64_t kc, int64_t kcp, int64_t j, int64_t nr, bool simd)
 {
-	int64_t q = 0;
+	int64_t p = 0;
 
-	if (simd && !b->trans && nr == NR)
-		for (; 2 * q + 1 < kc; q++)
-			pack_b_pair_avx2(dst + q * 2 * NR, b, p0 + 2 * q, j);
+	if (simd && !b->trans && nr == NR) {
+		p = kc & ~(int64_t)1;
+		pack_b_panel_avx2(dst, b, p0, p, j);
+	}
 	for (int64_t jj = 0; jj < NR; jj++)
-		for (int64_t p = 2 * q; p < kcp; p++) {
-			int16_t v = p < kc && jj < nr ? src_at(b, p0 + p, j + jj) : 0;
+		for (int64_t q = p; q < kcp; q++) {
+			int16_t v = q < kc && jj < nr ? src_at(b, p0 + q, j + jj) : 0;
 
-			dst[(p / 2) * 2 * NR + jj * 2 + (p & 1)] = v;
+			dst[(q / 2) * 2 * NR + jj * 2 + (q & 1)] = v;
 		}
 }
 
@@ -155,14 +181,14 @@ static void pack_b(int16_t *dst, const struct i8_src *b, int64_t p0, int64_t kc,
 
 /* --- micro-kernels: C[MR x NR] (+)= A panel @ B panel --- */
 
-static void kernel_portable(int64_t kq, const int16_t *a, int64_t kcp,
-			    const int16_t *b, int32_t *c, int64_t ldc, bool acc)
+static void kernel_portable(int64_t kq, const int16_t *a, const int16_t *b,
+			    int32_t *c, int64_t ldc, bool acc)
 {
 	uint32_t t[MR][NR] = { { 0 } };
 
 	for (int64_t q = 0; q < kq; q++, b += 2 * NR)
 		for (int r = 0; r < MR; r++) {
-			int32_t a0 = a[r * kcp + 2 * q], a1 = a[r * kcp + 2 * q + 1];
+			int32_t a0 = a[a_at(r, 2 * q)], a1 = a[a_at(r, 2 * q + 1)];
 
 			for (int j = 0; j < NR; j++)
 				t[r][j] += (uint32_t)(a0 * b[2 * j] + a1 * b[2 * j + 1]);
@@ -185,7 +211,7 @@ static int32_t load_pair(const int16_t *p)
 
 #define KERNEL_ROW(r)							\
 	do {								\
-		__m256i x = _mm256_set1_epi32(load_pair(a + (r) * kcp + 2 * q)); \
+		__m256i x = _mm256_set1_epi32(load_pair(a + 2 * (r))); \
 		c##r##0 = MADD_ACC(c##r##0, x, b0);			\
 		c##r##1 = MADD_ACC(c##r##1, x, b1);			\
 	} while (0)
@@ -204,12 +230,19 @@ static int32_t load_pair(const int16_t *p)
 /* The same body for each ISA; only the multiply-accumulate differs. */
 #define KERNEL_BODY							\
 	__m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00; \
+									\
+	/* C's rows are ldc apart, past any hardware prefetcher's reach:	\
+	 * fetch them now, a whole k loop ahead of the read at the end. */ \
+	for (int r = 0; r < MR; r++) {					\
+		_mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);	\
+		_mm_prefetch((const char *)(c + r * ldc + NR - 1), _MM_HINT_T0); \
+	}								\
 	__m256i c20 = c00, c21 = c00, c30 = c00, c31 = c00;		\
 	__m256i c40 = c00, c41 = c00, c50 = c00, c51 = c00;		\
 									\
 	/* unrolled: the loop's own instructions compete for dispatch */ \
 	_Pragma("GCC unroll 4")					\
-	for (int64_t q = 0; q < kq; q++, b += 2 * NR) {			\
+	for (int64_t q = 0; q < kq; q++, a += 2 * MR, b += 2 * NR) {	\
 		__m256i b0 = _mm256_loadu_si256((const __m256i *)b);	\
 		__m256i b1 = _mm256_loadu_si256((const __m256i *)b + 1); \
 									\
@@ -222,8 +255,8 @@ static int32_t load_pair(const int16_t *p)
 /* vpmaddwd then vpaddd: 16 exact products per instruction pair. */
 #define MADD_ACC(s, x, y) _mm256_add_epi32((s), _mm256_madd_epi16((x), (y)))
 __attribute__((target("avx2")))
-static void kernel_avx2(int64_t kq, const int16_t *a, int64_t kcp,
-			const int16_t *b, int32_t *c, int64_t ldc, bool acc)
+static void kernel_avx2(int64_t kq, const int16_t *a, const int16_t *b,
+			int32_t *c, int64_t ldc, bool acc)
 {
 	KERNEL_BODY;
 }
@@ -232,25 +265,25 @@ static void kernel_avx2(int64_t kq, const int16_t *a, int64_t kcp,
 /* AVX-VNNI's vpdpwssd fuses the two (the non-saturating form, so exact). */
 #define MADD_ACC(s, x, y) _mm256_dpwssd_avx_epi32((s), (x), (y))
 __attribute__((target("avx2,avxvnni")))
-static void kernel_avxvnni(int64_t kq, const int16_t *a, int64_t kcp,
-			   const int16_t *b, int32_t *c, int64_t ldc, bool acc)
+static void kernel_avxvnni(int64_t kq, const int16_t *a, const int16_t *b,
+			   int32_t *c, int64_t ldc, bool acc)
 {
 	KERNEL_BODY;
 }
 #undef MADD_ACC
 
 /* A partial tile goes through a full one on the stack. */
-static void tile(i8_kernel_fn *kern, int64_t kq, const int16_t *a, int64_t kcp,
+static void tile(i8_kernel_fn *kern, int64_t kq, const int16_t *a,
 		 const int16_t *b, int32_t *c, int64_t ldc, int64_t mr,
 		 int64_t nr, bool acc)
 {
 	int32_t t[MR * NR];
 
 	if (mr == MR && nr == NR) {
-		kern(kq, a, kcp, b, c, ldc, acc);
+		kern(kq, a, b, c, ldc, acc);
 		return;
 	}
-	kern(kq, a, kcp, b, t, NR, false);
+	kern(kq, a, b, t, NR, false);
 	for (int64_t r = 0; r < mr; r++)
 		for (int64_t j = 0; j < nr; j++) {
 			uint32_t old = acc ? (uint32_t)c[r * ldc + j] : 0;
@@ -267,7 +300,7 @@ static void macro_kernel(i8_kernel_fn *kern, const int16_t *pa,
 	/* A B panel stays in L1 while the A panels stream from L2. */
 	for (int64_t j = 0; j < nc; j += NR)
 		for (int64_t i = 0; i < mc; i += MR)
-			tile(kern, kcp / 2, pa + i * kcp, kcp, pb + j * kcp,
+			tile(kern, kcp / 2, pa + i * kcp, pb + j * kcp,
 			     c + i * ldc + j, ldc, min64(MR, mc - i),
 			     min64(NR, nc - j), acc);
 }
