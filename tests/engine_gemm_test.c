@@ -227,6 +227,8 @@ static const int64_t shapes[][3] = {
 	{ 10, 17, 9 },		/* a 6-row and a 4-row tile */
 	{ 14, 32, 531 },	/* int8: two k blocks, k past the 16-wide packing */
 	{ 61, 50, 47 },		/* int8: every edge of both packed panels */
+	{ 9, 300, 520 },	/* int8: two B blocks and two k blocks */
+	{ 800, 20, 40 },	/* int8: two A blocks */
 };
 
 /* Every shape, transpose combination and accumulate mode for one dtype pair. */

@@ -3,9 +3,9 @@
  * Exact int8/uint8 GEMM into int32 (wrapping, like the MXU's accumulators).
  *
  * No packaged BLAS does exact 8-bit GEMM with int32 wrap-around, so this is
- * our own, laid out as GotoBLAS does: B is packed a KC x NC block at a time,
- * A an MC x KC block at a time, and a register-blocked micro-kernel computes
- * MR x NR tiles of C. Packing sign- or zero-extends to int16, so both
+ * our own, laid out as GotoBLAS does: A is packed MA x KC at a time, B a
+ * KC x NC block at a time, and a register-blocked micro-kernel computes
+ * MR x NR tiles of C, MC rows of packed A (in L2) against each B block. Packing sign- or zero-extends to int16, so both
  * signednesses share one kernel: every int16 product of two 8-bit values
  * and the sum of two such products fit in int32 exactly (|x| <= 2 * 255^2),
  * which is what vpmaddwd computes; the int32 adds then wrap as required.
@@ -27,7 +27,8 @@
 #define NR 16
 #define KC 512		/* k per block: an A row of kcp int16 is 1 KiB */
 #define MC 96		/* A block MC x KC int16: 96 KiB, lives in L2 */
-#define NC 2048		/* B block KC x NC int16: 2 MiB */
+#define NC 256		/* B block KC x NC int16: 256 KiB, beside it in L2 */
+#define MA 768		/* rows of A packed at once: 768 KiB, in L3 */
 
 /* One 8-bit operand as op(X): element (r, c) with X stored transposed or not. */
 struct i8_src {
@@ -397,7 +398,7 @@ static void i8_blocked(i8_kernel_fn *kern, const struct i8_src *a,
 {
 	bool simd = kern != kernel_portable;
 	int64_t kcp_max = round_up(min64(k, KC), 2);
-	int16_t *pa = tpu_gemm_scratch(TPU_GEMM_SLOT_A, round_up(min64(m, MC), MR) *
+	int16_t *pa = tpu_gemm_scratch(TPU_GEMM_SLOT_A, round_up(min64(m, MA), MR) *
 				       kcp_max * sizeof(int16_t));
 	int16_t *pb = tpu_gemm_scratch(TPU_GEMM_SLOT_B, round_up(min64(n, NC), NR) *
 				       kcp_max * sizeof(int16_t));
@@ -406,20 +407,26 @@ static void i8_blocked(i8_kernel_fn *kern, const struct i8_src *a,
 		i8_naive(a, b, m, n, k, c, ldc, accumulate);
 		return;
 	}
-	for (int64_t jc = 0; jc < n; jc += NC) {
-		int64_t nc = min64(NC, n - jc);
+	/*
+	 * All MA rows of A are packed once per k block, so B's blocks can be
+	 * narrow enough to stay in L2 from their packing to their last use.
+	 */
+	for (int64_t ia = 0; ia < m; ia += MA) {
+		int64_t ma = min64(MA, m - ia);
 
 		for (int64_t pc = 0; pc < k; pc += KC) {
 			int64_t kc = min64(KC, k - pc), kcp = round_up(kc, 2);
 
-			pack_b(pb, b, pc, kc, kcp, jc, nc, simd);
-			for (int64_t ic = 0; ic < m; ic += MC) {
-				int64_t mc = min64(MC, m - ic);
+			pack_a(pa, a, ia, ma, pc, kc, kcp, simd);
+			for (int64_t jc = 0; jc < n; jc += NC) {
+				int64_t nc = min64(NC, n - jc);
 
-				pack_a(pa, a, ic, mc, pc, kc, kcp, simd);
-				macro_kernel(kern, pa, pb, mc, nc, kcp,
-					     c + ic * ldc + jc, ldc,
-					     accumulate || pc > 0);
+				pack_b(pb, b, pc, kc, kcp, jc, nc, simd);
+				for (int64_t ic = 0; ic < ma; ic += MC)
+					macro_kernel(kern, pa + ic * kcp, pb,
+						     min64(MC, ma - ic), nc, kcp,
+						     c + (ia + ic) * ldc + jc, ldc,
+						     accumulate || pc > 0);
 			}
 		}
 	}
