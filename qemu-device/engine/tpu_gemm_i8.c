@@ -68,34 +68,60 @@ static int64_t a_at(int64_t r, int64_t p)
 	return (p / 2) * 2 * MR + r * 2 + (p & 1);
 }
 
+__attribute__((target("avx2")))
+static __m256i widen16(const void *src, bool is_unsigned)
+{
+	__m128i v = _mm_loadu_si128(src);
+
+	return is_unsigned ? _mm256_cvtepu8_epi16(v) : _mm256_cvtepi8_epi16(v);
+}
+
+/* The two 64-bit halves of @v to @lo and @hi. */
+__attribute__((target("avx2")))
+static void store_halves(int16_t *lo, int16_t *hi, __m128i v)
+{
+	_mm_storel_epi64((__m128i *)lo, v);
+	_mm_storeh_pd((double *)hi, _mm_castsi128_pd(v));
+}
+
 /*
- * One micro-panel from row-major A: rows r0.. (mr valid), k from p0, the
- * first kc16 (a multiple of 16) of them; the caller packs the rest. Each
- * row's 16 bytes widen to 8 k pairs, stored MR pairs apart.
+ * One micro-panel from row-major A: rows r0.. (mr valid, the others zero),
+ * k from p0, the first kc16 (a multiple of 16) of them; the caller packs
+ * the rest. 16 k of the MR rows widen to 8 k pairs each and are transposed
+ * 64 bits (a pair of rows' pair) at a time.
  */
 __attribute__((target("avx2")))
 static void pack_a_panel_avx2(int16_t *dst, const struct i8_src *a, int64_t r0,
 			      int64_t mr, int64_t p0, int64_t kc16)
 {
-	for (int64_t r = 0; r < mr; r++) {
-		const int8_t *row = (const int8_t *)a->p + (r0 + r) * a->ld + p0;
-		int32_t *d = (int32_t *)dst + r;
+	const int8_t *row[MR];
+	_Static_assert(MR == 6, "the transpose below pairs three row pairs");
 
-		for (int64_t p = 0; p < kc16; p += 16, d += 8 * MR) {
-			__m128i v = _mm_loadu_si128((const __m128i *)(row + p));
-			__m256i w = a->is_unsigned ? _mm256_cvtepu8_epi16(v) :
-						     _mm256_cvtepi8_epi16(v);
-			__m128i lo = _mm256_castsi256_si128(w);
-			__m128i hi = _mm256_extracti128_si256(w, 1);
+	for (int r = 0; r < MR; r++)
+		row[r] = (const int8_t *)a->p + (r0 + min64(r, mr - 1)) * a->ld + p0;
+	for (int64_t p = 0; p < kc16; p += 16, dst += 16 * MR) {
+		for (int r = 0; r < MR; r += 2) {
+			__m256i x = widen16(row[r] + p, a->is_unsigned);
+			__m256i y = widen16(row[r + 1] + p, a->is_unsigned);
+			__m256i lo, hi;
+			int16_t *d = dst + 2 * r;
 
-			d[0 * MR] = _mm_cvtsi128_si32(lo);
-			d[1 * MR] = _mm_extract_epi32(lo, 1);
-			d[2 * MR] = _mm_extract_epi32(lo, 2);
-			d[3 * MR] = _mm_extract_epi32(lo, 3);
-			d[4 * MR] = _mm_cvtsi128_si32(hi);
-			d[5 * MR] = _mm_extract_epi32(hi, 1);
-			d[6 * MR] = _mm_extract_epi32(hi, 2);
-			d[7 * MR] = _mm_extract_epi32(hi, 3);
+			/* rows past mr read row mr - 1: zero them */
+			if (r >= mr)
+				x = _mm256_setzero_si256();
+			if (r + 1 >= mr)
+				y = _mm256_setzero_si256();
+			/* per 128-bit lane, pairs {0, 1 | 4, 5} and {2, 3 | 6, 7} */
+			lo = _mm256_unpacklo_epi32(x, y);
+			hi = _mm256_unpackhi_epi32(x, y);
+			store_halves(d + 0 * 2 * MR, d + 1 * 2 * MR,
+				     _mm256_castsi256_si128(lo));
+			store_halves(d + 2 * 2 * MR, d + 3 * 2 * MR,
+				     _mm256_castsi256_si128(hi));
+			store_halves(d + 4 * 2 * MR, d + 5 * 2 * MR,
+				     _mm256_extracti128_si256(lo, 1));
+			store_halves(d + 6 * 2 * MR, d + 7 * 2 * MR,
+				     _mm256_extracti128_si256(hi, 1));
 		}
 	}
 }
@@ -116,7 +142,7 @@ static void pack_a(int16_t *dst, const struct i8_src *a, int64_t i0, int64_t mc,
 			for (int64_t r = 0; r < mr; r++)
 				dst[a_at(r, q)] = src_at(a, i0 + i + r, p0 + q);
 		/* zeros: rows past mc, the k pair's half past kc */
-		for (int64_t q = 0; (mr < MR || kc < kcp) && q < kcp; q++)
+		for (int64_t q = p; (mr < MR || kc < kcp) && q < kcp; q++)
 			for (int64_t r = q < kc ? mr : 0; r < MR; r++)
 				dst[a_at(r, q)] = 0;
 	}
@@ -124,7 +150,8 @@ static void pack_a(int16_t *dst, const struct i8_src *a, int64_t i0, int64_t mc,
 
 /*
  * A full NR-column panel of row-major B, columns j.., k from p0: each pair
- * of rows (k = p, p + 1) interleaved, kc2 (even) rows of them.
+ * of rows (k = p, p + 1) interleaved, kc2 (even) rows of them. (Four
+ * panels at a time, a whole 64-byte line of each row, measured slower.)
  */
 __attribute__((target("avx2")))
 static void pack_b_panel_avx2(int16_t *dst, const struct i8_src *b, int64_t p0,
@@ -133,20 +160,12 @@ static void pack_b_panel_avx2(int16_t *dst, const struct i8_src *b, int64_t p0,
 	const int8_t *r0 = (const int8_t *)b->p + p0 * b->ld + j;
 
 	for (int64_t p = 0; p < kc2; p += 2, r0 += 2 * b->ld, dst += 2 * NR) {
-		__m128i v0 = _mm_loadu_si128((const __m128i *)r0);
-		__m128i v1 = _mm_loadu_si128((const __m128i *)(r0 + b->ld));
-		__m256i w0, w1, lo, hi;
-
-		if (b->is_unsigned) {
-			w0 = _mm256_cvtepu8_epi16(v0);
-			w1 = _mm256_cvtepu8_epi16(v1);
-		} else {
-			w0 = _mm256_cvtepi8_epi16(v0);
-			w1 = _mm256_cvtepi8_epi16(v1);
-		}
+		__m256i w0 = widen16(r0, b->is_unsigned);
+		__m256i w1 = widen16(r0 + b->ld, b->is_unsigned);
 		/* unpack works within 128-bit lanes: columns 0-3|8-11 and 4-7|12-15. */
-		lo = _mm256_unpacklo_epi16(w0, w1);
-		hi = _mm256_unpackhi_epi16(w0, w1);
+		__m256i lo = _mm256_unpacklo_epi16(w0, w1);
+		__m256i hi = _mm256_unpackhi_epi16(w0, w1);
+
 		_mm256_storeu_si256((__m256i *)dst,
 				    _mm256_permute2x128_si256(lo, hi, 0x20));
 		_mm256_storeu_si256((__m256i *)dst + 1,
