@@ -288,7 +288,7 @@ $(GUEST_BIN)/%: bench/%.c $(TPURT_SO)
 $(SIM_TESTS:%=$(BUILD)/tests/%): $(TPURT_SIM_LIB)
 $(SIM_TESTS:%=$(BUILD)/tests/%): TEST_EXTRA = $(TPURT_SIM_LIB) -luring
 
-$(GUEST_BIN)/bench_submit: selftests/tpu_job_blob.h
+$(GUEST_BIN)/bench_submit: selftests/tpu_job_blob.h selftests/tpu_wait_spin.h
 
 # Job submission paths in the VM: ioctl (the anchor) and io_uring batches.
 bench-submit: module userspace

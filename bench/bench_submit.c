@@ -27,6 +27,7 @@
 #include "tpu_drm.h"
 #include "tpurt.h"
 #include "../selftests/tpu_job_blob.h"
+#include "../selftests/tpu_wait_spin.h"
 
 #define VEC		16
 #define RUN_NS		2000000000ll	/* each path runs this long */
@@ -34,7 +35,6 @@
 #define MAX_SAMPLES	200000
 #define WINDOW		64		/* syncobjs of the pipelined ioctl path */
 #define SPIN_TURN	16		/* jobs per turn of a spin setting */
-#define SPIN_PARAM	"/sys/module/tpu/parameters/wait_spin_us"
 
 /* Microseconds, one per job. */
 struct samples {
@@ -140,33 +140,9 @@ static int ioctl_wait_one(struct bench *b, bool parts)
 	return 0;
 }
 
-/* The driver's spin setting, or -1 where it cannot be read and written. */
-static long spin_param_get(void)
-{
-	FILE *f = fopen(SPIN_PARAM, "r+");
-	long us = -1;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &us) != 1)
-		us = -1;
-	fclose(f);
-	return us;
-}
-
-static void spin_param_set(long us)
-{
-	FILE *f = fopen(SPIN_PARAM, "w");
-
-	if (f) {
-		fprintf(f, "%ld\n", us);
-		fclose(f);
-	}
-}
-
 static double run_ioctl_wait(struct bench *b)
 {
-	long spin = spin_param_get();
+	long spin = tpu_wait_spin_get();
 	long long t0, start, busy = 0;
 	unsigned long n = 0;
 	int i;
@@ -181,7 +157,7 @@ static double run_ioctl_wait(struct bench *b)
 		bool nospin = spin > 0 && (n / SPIN_TURN) % 2;
 
 		if (spin > 0 && n % SPIN_TURN == 0)
-			spin_param_set(nospin ? 0 : spin);
+			tpu_wait_spin_set(nospin ? 0 : spin);
 		t0 = now_ns();
 		if (ioctl_wait_one(b, !nospin))
 			return -1;
@@ -194,7 +170,7 @@ static double run_ioctl_wait(struct bench *b)
 		n++;
 	} while (now_ns() - start < RUN_NS);
 	if (spin > 0)
-		spin_param_set(spin);
+		tpu_wait_spin_set(spin);
 	return busy ? b->lat.n * 1e9 / busy : 0;
 }
 

@@ -24,6 +24,7 @@
 #include "kselftest_harness.h"
 #include "tpu_kernel_health.h"
 #include "tpu_require_device.h"
+#include "tpu_wait_spin.h"
 
 /* Small integers: every sum is exact whatever the order, so results are
  * compared bit for bit. */
@@ -826,33 +827,6 @@ TEST_F(job, unreleased_records_are_limited)
 	tpurt_buffer_free(out);
 }
 
-#define WAIT_SPIN_PARAM	"/sys/module/tpu/parameters/wait_spin_us"
-
-/* The driver's wait_spin_us, or -1 where it cannot be read. */
-static long wait_spin_get(void)
-{
-	FILE *f = fopen(WAIT_SPIN_PARAM, "r");
-	long us = -1;
-
-	if (f) {
-		if (fscanf(f, "%ld", &us) != 1)
-			us = -1;
-		fclose(f);
-	}
-	return us;
-}
-
-static int wait_spin_set(long us)
-{
-	FILE *f = fopen(WAIT_SPIN_PARAM, "w");
-	int ret;
-
-	if (!f)
-		return -errno;
-	ret = fprintf(f, "%ld\n", us) < 0 ? -EIO : 0;
-	return fclose(f) ? -errno : ret;
-}
-
 /* Compute-queue descriptors retired by a polling waiter (debugfs), or -1. */
 static long compute_polled(int fd)
 {
@@ -880,13 +854,13 @@ static long compute_polled(int fd)
 TEST_F(job, polling_and_sleeping_waiters_agree)
 {
 	static const long spins[] = { 0, 1000 };
-	long saved = wait_spin_get();
+	long saved = tpu_wait_spin_get();
 	struct tpurt_buffer *in, *out;
 	struct tpu_job_report rep;
 	struct tpu_add_job j;
 	uint32_t h[2];
 
-	if (saved < 0 || wait_spin_set(saved) || compute_polled(self->fd) < 0)
+	if (saved < 0 || tpu_wait_spin_set(saved) || compute_polled(self->fd) < 0)
 		SKIP(return, "needs root, the tpu module's parameters and debugfs");
 	ASSERT_EQ(0, tpurt_buffer_create(self->dev, 64, &in));
 	ASSERT_EQ(0, tpurt_buffer_create(self->dev, 64, &out));
@@ -900,7 +874,7 @@ TEST_F(job, polling_and_sleeping_waiters_agree)
 		uint64_t id = 0;
 		int i;
 
-		ASSERT_EQ(0, wait_spin_set(spins[s]));
+		ASSERT_EQ(0, tpu_wait_spin_set(spins[s]));
 		before = compute_polled(self->fd);
 		for (i = 0; i < 32; i++) {
 			ASSERT_EQ(0, submit(self->fd, &j, sizeof(j), h, 2, 0, 0, &id));
@@ -924,7 +898,7 @@ TEST_F(job, polling_and_sleeping_waiters_agree)
 		EXPECT_EQ(0, mm_matches(&mm));
 		mm_free(&mm);
 	}
-	EXPECT_EQ(0, wait_spin_set(saved));
+	EXPECT_EQ(0, tpu_wait_spin_set(saved));
 	tpurt_buffer_free(in);
 	tpurt_buffer_free(out);
 }
