@@ -1702,9 +1702,6 @@ def test_roll(is_dynamic, shape, axis, shift):
     np.testing.assert_array_equal(out, _roll_ref(inp, shift, axis))
 
 
-@pytest.mark.xfail(strict=True, raises=pl.TraceError,
-                   reason="pltpu.roll with stride/stride_axis (a shift growing along "
-                          "another axis)")
 @pytest.mark.parametrize("stride,stride_axis", [(1, 0), (2, 0)])
 def test_roll_strided(stride, stride_axis):
     """tpu_ops_test.py OpsTest.test_roll with stride and stride_axis: row

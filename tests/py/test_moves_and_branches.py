@@ -56,9 +56,15 @@ def test_roll_by_a_traced_shift_and_bf16():
     xb = jax.from_bf16(jax.to_bf16(x))
     want = np.concatenate([np.roll(xb[:8], -3, 1), np.roll(xb[8:], 5, 1)])
     np.testing.assert_array_equal(_rows(k, x, 2), want)
+    # with a stride, column j rolls by 1 + j along the rows
+    y = pl.pallas_call(lambda x_ref, o_ref: o_ref.__setitem__(
+        Ellipsis, pltpu.roll(x_ref[...], 1, 0, stride=1, stride_axis=1)),
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    want = np.stack([np.roll(x[:, j], 1 + j) for j in range(x.shape[1])], axis=1)
+    np.testing.assert_array_equal(y, want)
     with pytest.raises(pl.TraceError, match="stride"):
         pl.pallas_call(lambda x_ref, o_ref: o_ref.__setitem__(
-            Ellipsis, pltpu.roll(x_ref[...], 1, 0, stride=1, stride_axis=1)),
+            Ellipsis, pltpu.roll(x_ref[...], 1, 0, stride=1)),
             out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
 
 

@@ -457,11 +457,50 @@ def repeat(x, repeats, axis):
 
 
 def roll(x, shift, axis, *, stride=None, stride_axis=None):
-    """pltpu.roll: jnp.roll along @axis (the shift may be traced)."""
-    if stride is not None or stride_axis is not None:
-        raise trace_error("pltpu.roll with stride (a shift growing along stride_axis) "
-                          "is not supported")
-    return _trace.call("pltpu.roll", x, shift, axis)
+    """pltpu.roll: jnp.roll along @axis (the shift may be traced). With
+    @stride and @stride_axis, the slice at index i of stride_axis rolls by
+    shift + i * stride: x rolled by @shift, then, for each bit b of the
+    extra shifts (i * stride mod n), the slices whose extra shift has bit
+    b set rolled once more by 2**b (jnp.where of an iota mask), so
+    log2(n) rolls whatever the number of slices."""
+    if stride is None and stride_axis is None:
+        return _trace.call("pltpu.roll", x, shift, axis)
+    if stride is None or stride_axis is None:
+        raise trace_error("pltpu.roll: stride and stride_axis go together (stride=%r, "
+                          "stride_axis=%r)" % (stride, stride_axis))
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        raise trace_error("pltpu.roll with a stride: the value's shape is not known")
+    try:
+        stride, stride_axis, axis = int(stride), int(stride_axis), int(axis)
+    except TypeError:
+        raise trace_error("pltpu.roll: stride, stride_axis and axis are Python ints (the "
+                          "stride is static), not %r, %r, %r"
+                          % (stride, stride_axis, axis)) from None
+    rank = len(shape)
+    for what, a in (("axis", axis), ("stride_axis", stride_axis)):
+        if not -rank <= a < rank:
+            raise trace_error("pltpu.roll: %s %d of a %d-D value" % (what, a, rank))
+    axis, stride_axis = axis % rank, stride_axis % rank
+    if axis == stride_axis:
+        raise trace_error("pltpu.roll: stride_axis (%d) must differ from axis (%d)"
+                          % (stride_axis, axis))
+    if stride < 0:
+        raise trace_error("pltpu.roll: stride %d; it must be non-negative" % stride)
+    n, m = shape[axis], shape[stride_axis]
+    y = _trace.call("pltpu.roll", x, shift, axis)
+    extra = [i * stride % n for i in range(m)]
+    if not any(extra):
+        return y
+    # bound to locals: each step's expression stays one statement's size
+    k = _trace.local(lax.broadcasted_iota(_trace.int32, tuple(shape), stride_axis) *
+                     (stride % n) % n)
+    y = _trace.local(y)
+    for b in range(max(extra).bit_length()):
+        if any(e >> b & 1 for e in extra):
+            y = _trace.local(jnp.where((k >> b) & 1 == 1,
+                                       _trace.call("pltpu.roll", y, 1 << b, axis), y))
+    return y
 
 
 def bitcast(x, ty):
