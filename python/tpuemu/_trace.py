@@ -794,7 +794,7 @@ class Ref:
     def __repr__(self):
         return "<ref %s %s %s>" % (self.name, self.shape, self.dtype)
 
-    def _index(self, idx):
+    def _index(self, idx, window=False):
         if idx is Ellipsis:
             return "..."
         if not isinstance(idx, tuple):
@@ -811,6 +811,8 @@ class Ref:
             elif isinstance(e, slice):
                 parts.append(self._slice(e, dim))
             elif isinstance(e, Slice):
+                if not window:
+                    e.refuse_traced("ref '%s'" % self.name)
                 parts.append(e.render())
             else:
                 parts.append(_fmt(e))
@@ -890,64 +892,209 @@ class Ref:
         return BitcastRef(self, ty)
 
     def reshape(self, *shape):
-        """ref.reshape(*shape), row-major: read and stored whole
-        (ReshapedRef), as a reshape of the value (one that moves elements
-        between rows and columns copies them)."""
-        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
-            else tuple(shape)
-        if -1 in shape:
-            known = 1
-            for n in shape:
-                known *= n if n != -1 else 1
-            total = 1
-            for n in self.shape:
-                total *= n
-            shape = tuple(total // known if n == -1 else n for n in shape)
-        total_old = total_new = 1
-        for n in self.shape:
-            total_old *= n
+        """ref.reshape(*shape), row-major: a ReshapedRef."""
+        return ReshapedRef(self, _new_shape(self.name, self.shape, shape))
+
+
+def _new_shape(name, old, shape):
+    """@shape (a tuple or ints, one -1 allowed) of a reshape of @old, checked."""
+    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
+        else tuple(shape)
+    try:
+        shape = tuple(int(n) for n in shape)
+    except TypeError:
+        raise trace_error("%s.reshape%r: the shape is Python ints" % (name, shape)) from None
+    total = 1
+    for n in old:
+        total *= n
+    if shape.count(-1) == 1:
+        known = 1
         for n in shape:
-            total_new *= n
-        if total_old != total_new or not shape or len(shape) > 4:
-            raise trace_error("%s.reshape%r of a ref of shape %r: the new shape must have "
-                              "the same number of elements, in 1 to 4 dimensions"
-                              % (self.name, shape, self.shape))
-        return ReshapedRef(self, shape)
+            known *= n if n != -1 else 1
+        shape = tuple(total // known if n == -1 and known else n for n in shape)
+    total_new = 1
+    for n in shape:
+        total_new *= n
+    if total != total_new or not shape or len(shape) > 4 or min(shape) < 1:
+        raise trace_error("%s.reshape%r of a ref of shape %r: the new shape must have "
+                          "the same number of elements, in 1 to 4 dimensions"
+                          % (name, shape, tuple(old)))
+    return shape
+
+
+def _reshape_groups(old, new):
+    """The dimensions of a row-major reshape of @old into @new in groups
+    ([old dims], [new dims]) of equal size: a dimension of 1 of either on
+    its own (the other's list empty), the rest split or merged."""
+    groups, i, j = [], 0, 0
+    while i < len(old) or j < len(new):
+        if i < len(old) and old[i] == 1:
+            groups.append(([i], []))
+            i += 1
+            continue
+        if j < len(new) and new[j] == 1:
+            groups.append(([], [j]))
+            j += 1
+            continue
+        gi, gj, po, pn = [i], [j], old[i], new[j]
+        i, j = i + 1, j + 1
+        while po != pn:
+            if po < pn:
+                gi.append(i)
+                po *= old[i]
+                i += 1
+            else:
+                gj.append(j)
+                pn *= new[j]
+                j += 1
+        groups.append((gi, gj))
+    return groups
+
+
+def _whole(e, n):
+    return isinstance(e, Slice) and not e.traced and e.start == 0 and e.size == n and \
+        e.stride == 1
 
 
 class ReshapedRef:
-    """ref.reshape(...): ref[...] reads the ref whole in the new shape,
-    ref[...] = v stores v whole; windows of it (.at, indices) are not
-    supported."""
+    """ref.reshape(...) or ref.at[...].reshape(...) (the base, of a static
+    shape), row-major. Read or stored whole, it is the base's value
+    reshaped. Its windows (.at[...], indices) are windows of the base
+    where the reshape keeps their dimensions (of the same size, or a
+    dimension of 1 dropped or added and indexed): then they are the base's
+    own windows, for copies too; a window that takes dimensions the
+    reshape splits or merges must take them whole (it is read and stored
+    as the base's window reshaped)."""
 
-    def __init__(self, ref, shape):
-        self.ref = ref
-        self.shape = shape
-        self.dtype = ref.dtype
-        self.name = ref.name
+    def __init__(self, base, shape):
+        self.base = base
+        self.ref = base.ref if isinstance(base, Window) else base
+        self.base_shape = _window_shape(base.dims) if isinstance(base, Window) else base.shape
+        self.shape = tuple(shape)
+        self.dtype = self.ref.dtype
+        self.name = self.ref.name
+        self.space = self.ref.space
+        self.writable = self.ref.writable
 
     @property
     def ndim(self):
         return len(self.shape)
 
-    def _whole(self, idx, what):
-        if idx is Ellipsis or idx == () or idx == (Ellipsis,):
-            return
-        raise trace_error("%s of %s.reshape%r: only the whole ref ([...]) is supported"
-                          % (what, self.ref.name, self.shape))
+    def render(self):
+        return "%s.reshape%r" % (self.base.render(), self.shape)
+
+    def __repr__(self):
+        return "<ref %s>" % self.render()
+
+    def reshape(self, *shape):
+        return ReshapedRef(self.base, _new_shape(self.render(), self.shape, shape))
+
+    def view(self, idx):
+        """The window @idx of this ref: a Window of the base (exact), or a
+        ReshapedRef of a window of the base and the window's shape."""
+        dims = _dims_of(self, idx)
+        if dims is None:
+            raise trace_error("%s[%r]: index each dimension (no Ellipsis inside, no traced "
+                              "slice bounds)" % (self.render(), idx))
+        out = [None] * len(self.base_shape)
+        exact = True
+        for gi, gj in _reshape_groups(self.base_shape, self.shape):
+            if not gj:		# a dimension of 1 the reshape drops
+                out[gi[0]] = 0
+            elif not gi:	# a dimension of 1 it adds: indexed, or kept
+                e = dims[gj[0]]
+                if isinstance(e, Slice):
+                    exact = False
+                    if e.traced:
+                        e.refuse_traced("%s.at[...]" % self.render())
+            elif len(gi) == 1 and len(gj) == 1:
+                out[gi[0]] = dims[gj[0]]
+            else:
+                exact = False
+                rng = self._group_rows(dims, gi, gj)
+                if rng is None:
+                    raise trace_error(
+                        "%s.at[%s]: dimensions %s of the reshape are made from dimensions "
+                        "%s of %r; a window takes them whole, or a static range of the "
+                        "first of them that is whole rows of the others"
+                        % (self.render(), self.ref._index(tuple(dims), True), tuple(gj),
+                           tuple(gi), tuple(self.base_shape)))
+                out[gi[0]] = rng
+                for i in gi[1:]:
+                    out[i] = Slice(0, self.base_shape[i])
+        w = self.base.at[tuple(out)]
+        if exact:
+            return w
+        if w.traced:
+            w.traced[0].refuse_traced("%s.at[...] (a reshape that merges or splits "
+                                      "dimensions)" % self.render())
+        return ReshapedRef(w, _window_shape(dims))
+
+    def _group_rows(self, dims, gi, gj):
+        """A group of dimensions the reshape splits or merges (@gi of the
+        base, @gj of this ref): the Slice of the base's first, the others
+        whole, that @dims's window of them is; None if it is not one (the
+        window must take gj's first dimension a static range, the rest
+        whole, and the range be whole rows of gi's others)."""
+        lead = dims[gj[0]]
+        if not all(_whole(dims[j], self.shape[j]) for j in gj[1:]):
+            return None
+        if isinstance(lead, Slice):
+            if lead.stride != 1 or not isinstance(lead.start, int) or \
+                    not isinstance(lead.size, int):
+                return None
+            start, size = lead.start, lead.size
+        elif isinstance(lead, int):
+            start, size = lead, 1
+        else:
+            return None
+        inner_new = inner_old = 1
+        for j in gj[1:]:
+            inner_new *= self.shape[j]
+        for i in gi[1:]:
+            inner_old *= self.base_shape[i]
+        lo, n = start * inner_new, size * inner_new
+        if lo % inner_old or n % inner_old:
+            return None
+        return Slice(lo // inner_old, n // inner_old)
+
+    @staticmethod
+    def _is_whole(idx):
+        return idx is Ellipsis or idx == () or idx == (Ellipsis,)
 
     def __getitem__(self, idx):
-        self._whole(idx, "a read")
-        return self.ref[...].reshape(self.shape)
+        if not self._is_whole(idx):
+            v = self.view(idx)
+            return v[...]
+        return self.base[...].reshape(self.shape)
 
     def __setitem__(self, idx, val):
-        self._whole(idx, "a store")
-        self.ref[...] = val.reshape(self.ref.shape) if isinstance(val, Value) else val
+        if not self._is_whole(idx):
+            self.view(idx)[...] = val
+            return
+        if isinstance(val, Value):
+            val = val.reshape(self.base_shape)
+        self.base[...] = val
 
     @property
     def at(self):
-        raise trace_error("%s.reshape%r.at[...]: windows of a reshaped ref are not "
-                          "supported" % (self.ref.name, self.shape))
+        view = self
+
+        class _ReshapedAt:
+            def __getitem__(self, idx):
+                return view.view(idx)
+        return _ReshapedAt()
+
+    def as_window(self, what):
+        """This ref as a copy's operand: a Window (or the Ref) of the base."""
+        w = self.view(Ellipsis) if not isinstance(self.base, Ref) or \
+            self.base.shape != self.shape else self.base
+        if isinstance(w, ReshapedRef):
+            raise trace_error("%s: %s merges, splits or adds dimensions of %s %r; a copy moves "
+                              "a window of the same shape (copy the ref whole, or reshape "
+                              "the value)" % (what, self.render(), w.base.render(),
+                                              tuple(w.base_shape)))
+        return w
 
 
 _WIDTH = {"float32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1,
@@ -1127,7 +1274,7 @@ class _At:
     def __getitem__(self, idx):
         if self.window is not None:
             return self.window._sub(idx)
-        return Window(self.ref, "%s.at[%s]" % (self.ref.name, self.ref._index(idx)), idx)
+        return Window(self.ref, "%s.at[%s]" % (self.ref.name, self.ref._index(idx, True)), idx)
 
 
 def _dims_of(ref, idx):
@@ -1189,12 +1336,23 @@ class Window:
         self.text = text
         self.name = ref.name
         self.dims = _dims_of(ref, idx) if idx is not None else None
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        # pl.ds with a traced size: the window is a copy's operand only
+        self.traced = [e for e in idx if isinstance(e, Slice) and e.traced]
+        if self.traced and self.dims is None:
+            raise trace_error("%s: a window with a traced size indexes each dimension "
+                              "(no Ellipsis inside)" % text)
 
     @property
     def at(self):
         return _At(self.ref, self)
 
+    def refuse_traced(self, what):
+        if self.traced:
+            self.traced[0].refuse_traced("%s of %s" % (what, self.text))
+
     def _sub(self, idx):
+        self.refuse_traced("a window")
         if self.dims is None:
             raise trace_error("%s.at[...]: the window's dimensions are not known (an "
                               "Ellipsis inside it)" % self.text)
@@ -1225,11 +1383,22 @@ class Window:
     def render(self):
         return self.text
 
+    def reshape(self, *shape):
+        """ref.at[...].reshape(*shape): a ReshapedRef of the window."""
+        self.refuse_traced("a reshape")
+        shape0 = _window_shape(self.dims)
+        if shape0 is None:
+            raise trace_error("%s.reshape: the window's shape is not known (an Ellipsis "
+                              "inside it)" % self.text)
+        return ReshapedRef(self, _new_shape(self.text, shape0, shape))
+
     def bitcast(self, ty):
         """ref.at[...].bitcast(dtype): the window's memory as @ty."""
+        self.refuse_traced("a bitcast")
         return BitcastRef(self, ty)
 
     def __getitem__(self, idx):
+        self.refuse_traced("a read")
         if idx is not Ellipsis:
             raise trace_error("a window is read whole: %s[...]" % self.text)
         v = Value("text", self.text + "[...]", reads=frozenset([self.ref.name]),
@@ -1238,6 +1407,7 @@ class Window:
         return v
 
     def __setitem__(self, idx, value):
+        self.refuse_traced("a store")
         if idx is not Ellipsis:
             raise trace_error("a window is stored whole: %s[...] = ..." % self.text)
         rec = recorder()
@@ -1250,18 +1420,31 @@ class Window:
 
 
 class Slice:
-    """pl.ds(start, size[, stride])."""
+    """pl.ds(start, size[, stride]). A traced size (an SMEM element) is
+    taken by copies only (tpu.py lowers them to a device loop of
+    fixed-size copies); reads, stores and values have static shapes."""
 
     def __init__(self, start, size, stride=1):
-        if isinstance(stride, Value) or isinstance(size, Value):
-            raise trace_error("pl.ds(start, size): a %s from a traced value (%s) is not "
-                              "supported: windows and DMAs have static shapes (only the "
-                              "start may come from SMEM or program_id); copy a fixed "
-                              "size and mask" % ("size" if isinstance(size, Value) else "stride",
-                                                 _fmt(size if isinstance(size, Value) else stride)))
+        if isinstance(stride, Value):
+            raise trace_error("pl.ds(start, size, stride): a stride from a traced value (%s) "
+                              "is not supported: strides are static" % _fmt(stride))
+        if isinstance(size, Value) and (not size.scalar or size.shape not in (None, ())):
+            raise trace_error("pl.ds(start, size): the size (%s) is an array; a traced size "
+                              "is a scalar (an SMEM element)" % size.render())
         self.start, self.size, self.stride = start, size, int(stride)
+        self.traced = isinstance(size, Value)
         if self.stride < 1:
             raise trace_error("pl.ds: stride %d; it must be 1 or more" % self.stride)
+        if self.traced and self.stride != 1:
+            raise trace_error("pl.ds(%s, %s, %d): a traced size takes stride 1"
+                              % (_fmt(start), _fmt(size), self.stride))
+
+    def refuse_traced(self, what):
+        if self.traced:
+            raise trace_error("%s: pl.ds(%s, %s) has a size from a traced value: only copies "
+                              "(pltpu.make_async_copy, async_copy, sync_copy) take one; reads, "
+                              "stores and windows of windows have static shapes"
+                              % (what, _fmt(self.start), _fmt(self.size)))
 
     def render(self):
         if self.stride != 1:

@@ -316,11 +316,13 @@ def test_chained_window_with_traced_start_and_stride():
 
 
 def test_dma_size_from_smem_is_refused():
-    """pl.ds sizes are static in Pallas TPU: a traced one is named."""
+    """A copy of a traced pl.ds size into a ref of a static shape (as
+    Pallas, the shapes must agree): both named."""
     def kernel(s_ref, x_hbm, o_ref, sem):
         pltpu.async_copy(x_hbm.at[pl.ds(0, s_ref[0])], o_ref, sem).wait()
 
-    with pytest.raises(pl.TraceError, match=r"pl.ds\(start, size\): a size from a traced value"):
+    with pytest.raises(pl.TraceError, match=r"x_hbm.at\[pl.ds\(0, s_ref\[0\]\)\] has a "
+                                            r"traced size and o_ref a static shape"):
         _prefetch_call(kernel, jax.ShapeDtypeStruct((8, 128), jnp.float32),
                        pl.BlockSpec((8, 128), lambda i, s: (0, 0)),
                        [pltpu.SemaphoreType.DMA])(np.array([8], np.int32), _normal((64, 128)))

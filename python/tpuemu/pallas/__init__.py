@@ -619,6 +619,13 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         kargs += _parts(scratch_tree, refs[nflat_in + nout:])
 
         # trace the kernel
+        # an input in HBM aliased to an output in HBM is that output's
+        # buffer: a copy into it writes the output (tpu._writable)
+        for i, o in dict(input_output_aliases or {}).items():
+            if 0 <= i < nflat_in and 0 <= o < len(outs) and refs[i].space == "any" and \
+                    refs[nflat_in + o].space == "any" and \
+                    refs[i].shape == refs[nflat_in + o].shape:
+                refs[i].alias = refs[nflat_in + o]
         rec = _trace.start()
         rec.read_only = {r.name for r in refs if isinstance(r, Ref) and not r.writable}
         try:
@@ -739,18 +746,103 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
 
 def select_ref(index, *refs):
     """pl.select_ref(index, *refs): the ref (or window, or semaphore) at
-    @index. A Python int picks it while tracing (pl.loop's and fori_loop's
-    static trips give one), clamped into range as lax.switch's index is
-    (JAX's test_select_ref picks from two semaphores with indices 0..3); a
-    traced index is not supported: the device's copies name their refs
-    statically."""
-    if isinstance(index, (Value, Ref)):
-        raise trace_error("pl.select_ref with a traced index (%s) is not supported: "
-                          "a copy's refs are static here; branch with pl.when on the "
-                          "index instead" % index.render())
+    @index, clamped into range as lax.switch's index is (JAX's
+    test_select_ref picks from two semaphores with indices 0..3). A Python
+    int picks it while tracing (pl.loop's and fori_loop's static trips
+    give one); a traced index (an SMEM element, pl.program_id) gives a
+    _Selected: copies, semaphore signals and waits, stores and .at[...]
+    of it run once per candidate under pl.when of the index, reads pick
+    the value with jnp.where."""
     if not refs:
         raise trace_error("pl.select_ref: no refs to select from")
+    if isinstance(index, Ref) or isinstance(index, Value) and not index.scalar:
+        raise trace_error("pl.select_ref: the index (%s) must be a scalar (an SMEM element, "
+                          "pl.program_id or a Python int), not an array" % index.render())
+    if isinstance(index, Value):
+        return _Selected(index, refs)
     return refs[min(max(_np.int64(index).item(), 0), len(refs) - 1)]
+
+
+class _Selected:
+    """pl.select_ref with a traced index: one of @refs, chosen at run
+    time (candidate k where the index, clamped into range, is k)."""
+
+    def __init__(self, index, refs):
+        from .tpu import _choices
+        flat = []
+        for r in refs:	# a candidate may itself be a selection
+            flat.extend(_choices(r) if isinstance(r, _Selected) else [(None, r)])
+        if any(c is not None for c, _ in flat):
+            raise trace_error("pl.select_ref: a candidate chosen by a traced index is "
+                              "itself a pl.select_ref of a traced index; select once")
+        self.index = index
+        self.refs = tuple(r for _, r in flat)
+        shapes = {_trace_shape(r) for r in self.refs}
+        dtypes = {getattr(_base_ref(r), "dtype", None) for r in self.refs}
+        if len(dtypes) > 1 or len(shapes) > 1 and None not in shapes:
+            raise trace_error("pl.select_ref(%s, ...): the refs must have one shape and "
+                              "dtype, not %s" % (index.render(), ", ".join(
+                                  "%s %r %s" % (_trace_name(r), _trace_shape(r),
+                                                getattr(_base_ref(r), "dtype", None))
+                                  for r in self.refs)))
+        self.shape = next(iter(shapes))
+        self.dtype = dtypes.pop()
+        self.name = _trace_name(self.refs[0])
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def choices(self):
+        i, n = self.index.render(), len(self.refs)
+        if n == 1:
+            return [("True", self.refs[0])]
+        conds = ["(%s) <= 0" % i] + ["(%s) == %d" % (i, k) for k in range(1, n - 1)] + \
+            ["(%s) >= %d" % (i, n - 1)]
+        return list(zip(conds, self.refs))
+
+    def render(self):
+        return "pl.select_ref(%s, %s)" % (self.index.render(),
+                                          ", ".join(r.render() for r in self.refs))
+
+    @property
+    def at(self):
+        sel = self
+
+        class _SelectedAt:
+            def __getitem__(self, idx):
+                return _Selected(sel.index, tuple(r.at[idx] for r in sel.refs))
+        return _SelectedAt()
+
+    def __getitem__(self, idx):
+        vals = [r[idx] for r in self.refs]
+        out = vals[-1]
+        for k in range(len(vals) - 2, -1, -1):
+            cond = self.index <= 0 if k == 0 else self.index == k
+            out = jnp.where(cond, vals[k], out)
+        return out
+
+    def __setitem__(self, idx, value):
+        from .tpu import _each_choice
+
+        def store(r):
+            r[idx] = value
+        _each_choice((self,), store)
+
+
+def _base_ref(r):
+    return getattr(r, "ref", r)
+
+
+def _trace_name(r):
+    return getattr(r, "name", repr(r))
+
+
+def _trace_shape(r):
+    if isinstance(r, _trace.Window):
+        shape = _trace._window_shape(r.dims)
+        return shape if shape is None or not r.traced else None
+    return tuple(getattr(r, "shape", ()) or ())
 
 
 # pl.semaphore_* are pltpu's (newer JAX has them under pl)

@@ -212,36 +212,149 @@ def _sem_text(sem, verb):
     return _ref_text(sem, "the semaphore")
 
 
+def _base(r):
+    return r.ref if isinstance(r, Window) else r
+
+
+def _operand(what):
+    """A copy's operand as a Ref or Window: a reshaped ref (ref.reshape,
+    windows of it) names the window of its base that it is."""
+    def f(x):
+        if isinstance(x, _trace.ReshapedRef):
+            return x.as_window(what)
+        return x
+    return f
+
+
+def _writable(d):
+    """A copy's destination: an input in HBM aliased to an output
+    (input_output_aliases) names the output, its buffer; any other input
+    is refused."""
+    ref = _base(d)
+    if not isinstance(ref, Ref) or ref.writable:
+        return d
+    out = getattr(ref, "alias", None)
+    if out is None:
+        raise trace_error("copy into input '%s' (inputs are read-only)" % ref.name)
+    if isinstance(d, Ref):
+        return out
+    if d.dims is None:
+        return Window(out, out.name + d.text[len(ref.name):])
+    return Window(out, "%s.at[%s]" % (out.name, out._index(tuple(d.dims), True)),
+                  tuple(d.dims))
+
+
+def _traced_dim(w):
+    """(position among the window's sliced dimensions, dimension, Slice) of
+    @w's pl.ds with a traced size, or None if its shape is static."""
+    if not isinstance(w, Window) or not w.traced:
+        return None
+    found = [(pos, d, e) for pos, (d, e) in
+             enumerate((d, e) for d, e in enumerate(w.dims) if isinstance(e, _trace.Slice))
+             if e.traced]
+    if len(found) > 1:
+        raise trace_error("%s: a copy takes one pl.ds with a traced size, not %d"
+                          % (w.text, len(found)))
+    return found[0]
+
+
+def _with_dim(w, d, sl):
+    dims = list(w.dims)
+    dims[d] = sl
+    return Window(w.ref, "%s.at[%s]" % (w.ref.name, w.ref._index(tuple(dims), True)),
+                  tuple(dims))
+
+
+# A copy with a traced size moves chunks of this many elements along that
+# dimension (where both refs are that long), then the rest one by one.
+_CHUNK = 8
+
+
+def _copy_pieces(src, dst, emit):
+    """Call emit(src, dst) for the copy of @src into @dst: once if their
+    shapes are static; with a pl.ds of a traced size (the same one in
+    both, in the same sliced position), inside device loops of fixed-size
+    copies that cover it exactly: size // 8 chunks of 8, then size % 8
+    of 1 (of 1 only where a ref is shorter than 8 along it). The matching
+    .wait() runs the same loops, waiting on each piece."""
+    ts, td = _traced_dim(src), _traced_dim(dst)
+    if ts is None and td is None:
+        emit(src, dst)
+        return
+    if ts is None or td is None:
+        w, other = (src, dst) if ts is not None else (dst, src)
+        raise trace_error("a copy of %s into %s: %s has a traced size and %s a static "
+                          "shape; give both the same pl.ds size"
+                          % (_ref_text(src, "the source"), _ref_text(dst, "the destination"),
+                             w.text, _ref_text(other, "the other")))
+    (ps, ds_, es), (pd, dd, ed) = ts, td
+    if ps != pd or es.size.render() != ed.size.render():
+        raise trace_error("a copy of %s into %s: the traced sizes must be the same value in "
+                          "the same sliced dimension (%s in position %d, %s in %d)"
+                          % (src.text, dst.text, es.size.render(), ps, ed.size.render(), pd))
+    size = es.size
+    long_enough = src.ref.shape[ds_] >= _CHUNK and dst.ref.shape[dd] >= _CHUNK
+    chunk = _CHUNK if long_enough else 1
+    what = "a copy of pl.ds(..., %s)" % size.render()
+
+    def piece(offset, n):
+        def body(t, _):
+            at = t * n if n > 1 else t
+            at = at if isinstance(offset, int) and offset == 0 else offset + at
+            emit(_with_dim(src, ds_, _trace.Slice(_trace._offset(es.start, at), n)),
+                 _with_dim(dst, dd, _trace.Slice(_trace._offset(ed.start, at), n)))
+        return body
+    if chunk > 1:
+        lax._device_fori(0, size // chunk, piece(0, chunk), None, what)
+        lax._device_fori(0, size % chunk, piece((size // chunk) * chunk, 1), None, what)
+    else:
+        lax._device_fori(0, size, piece(0, 1), None, what)
+
+
 class AsyncCopy:
     """pltpu.make_async_copy(src, dst, sem): .start() and .wait() record
-    the statement syntax's copy statements."""
+    the statement syntax's copy statements (pl.select_ref operands: one
+    per choice, under pl.when; a traced pl.ds size: _copy_pieces)."""
 
     def __init__(self, src, dst, sem):
-        dref = dst.ref if isinstance(dst, Window) else dst
-        if isinstance(dref, Ref) and not dref.writable:
-            raise trace_error("copy into input '%s' (inputs are read-only)" % dref.name)
-        self.text = "pltpu.make_async_copy(%s, %s, %s)" % (
-            _ref_text(src, "the source"), _ref_text(dst, "the destination"),
-            _sem_text(sem, "signal"))
-        self.dst = dref
-        self.sem = sem
+        src = _map_choices(src, _operand("the copy's source"))
+        dst = _map_choices(_map_choices(dst, _operand("the copy's destination")), _writable)
+        for _, s in _choices(src):
+            _ref_text(s, "the source")
+        for _, d in _choices(dst):
+            _ref_text(d, "the destination")
+        for _, m in _choices(sem):
+            _sem_text(m, "signal")
+        self.src, self.dst, self.sem = src, dst, sem
+
+    def _each(self, fn):
+        _each_choice((self.src, self.dst, self.sem), lambda s, d, m: _copy_pieces(
+            s, d, lambda ps, pd: fn(ps, pd, m)))
+
+    def _text(self, src, dst, sem):
+        return "pltpu.make_async_copy(%s, %s, %s)" % (src.render(), dst.render(),
+                                                      _sem_text(sem, "signal"))
 
     def start(self):
-        rec = _sem_changes(self.sem)
-        if isinstance(self.dst, Ref):
-            _trace._protect(rec, self.dst.name, None)
-        rec.emit(self.text + ".start()")
+        def one(src, dst, sem):
+            rec = _sem_changes(sem)
+            if isinstance(_base(dst), Ref):
+                _trace._protect(rec, _base(dst).name, None)
+            rec.emit(self._text(src, dst, sem) + ".start()")
+        self._each(one)
         return self
 
     def wait(self):
-        sem = self.sem.ref if isinstance(self.sem, Window) else self.sem
-        if getattr(getattr(sem, "dtype", None), "kind", None) is _trace.semaphore:
-            raise _RegularSemaphoreWait(
-                "a DMA's .wait() on '%s', a REGULAR semaphore: a copy waits on a "
-                "pltpu.SemaphoreType.DMA one (where a TPU lets a DMA signal a regular "
-                "semaphore, wait with pl.semaphore_wait)\n  at %s"
-                % (sem.name, _trace.where()))
-        _sem_changes(self.sem).emit(self.text + ".wait()")
+        for _, sem in _choices(self.sem):
+            sem = _base(sem)
+            if getattr(getattr(sem, "dtype", None), "kind", None) is _trace.semaphore:
+                raise _RegularSemaphoreWait(
+                    "a DMA's .wait() on '%s', a REGULAR semaphore: a copy waits on a "
+                    "pltpu.SemaphoreType.DMA one (where a TPU lets a DMA signal a regular "
+                    "semaphore, wait with pl.semaphore_wait)\n  at %s"
+                    % (sem.name, _trace.where()))
+        self._each(lambda src, dst, sem: _sem_changes(sem).emit(
+            self._text(src, dst, sem) + ".wait()"))
         return self
 
 
@@ -259,6 +372,40 @@ def async_copy(src, dst, sem, *, priority=0):
     no effect."""
     del priority
     return AsyncCopy(src, dst, sem).start()
+
+
+def _choices(x):
+    """[(condition text or None, operand)]: a pl.select_ref with a traced
+    index is one per candidate, else @x itself."""
+    from . import _Selected
+    if isinstance(x, _Selected):
+        return x.choices()
+    return [(None, x)]
+
+
+def _map_choices(x, fn):
+    """@x with fn applied to it, or to each pl.select_ref candidate."""
+    from . import _Selected
+    if isinstance(x, _Selected):
+        return _Selected(x.index, tuple(fn(r) for r in x.refs))
+    return fn(x)
+
+
+def _each_choice(operands, fn):
+    """fn(*operands) once per combination of their pl.select_ref choices,
+    each under pl.when of its index."""
+    from . import _Selected
+    rec = _trace.recorder()
+    for k, x in enumerate(operands):
+        if isinstance(x, _Selected):
+            for cond, r in x.choices():
+                rec.conds.append(cond)
+                try:
+                    _each_choice(operands[:k] + (r,) + operands[k + 1:], fn)
+                finally:
+                    rec.conds.pop()
+            return
+    fn(*operands)
 
 
 def _block_window(ref, spec, idx, what):
@@ -528,14 +675,21 @@ def store(ref, val, *, mask=None):
 
 
 def sync_copy(src, dst):
+    """pltpu.sync_copy(src, dst): a copy and its wait (pl.select_ref
+    operands and traced pl.ds sizes as make_async_copy's)."""
     rec = _trace.recorder()
-    dref = dst.ref if isinstance(dst, Window) else dst
-    if isinstance(dref, Ref):
-        if not dref.writable:
-            raise trace_error("copy into input '%s' (inputs are read-only)" % dref.name)
-        _trace._protect(rec, dref.name, None)
-    rec.emit("pltpu.sync_copy(%s, %s)" % (_ref_text(src, "the source"),
-                                          _ref_text(dst, "the destination")))
+    src = _map_choices(src, _operand("pltpu.sync_copy's source"))
+    dst = _map_choices(_map_choices(dst, _operand("pltpu.sync_copy's destination")), _writable)
+    for _, s in _choices(src):
+        _ref_text(s, "the source")
+    for _, d in _choices(dst):
+        _ref_text(d, "the destination")
+
+    def one(src, dst):
+        if isinstance(_base(dst), Ref):
+            _trace._protect(rec, _base(dst).name, None)
+        rec.emit("pltpu.sync_copy(%s, %s)" % (src.render(), dst.render()))
+    _each_choice((src, dst), lambda s, d: _copy_pieces(s, d, one))
 
 
 def _sem_changes(sem):
@@ -548,16 +702,21 @@ def _sem_changes(sem):
 
 
 def semaphore_signal(sem, inc=1):
-    _sem_changes(sem).emit("pltpu.semaphore_signal(%s, %s)"
-                           % (_sem_text(sem, "signal"), _trace._fmt(inc)))
+    _each_choice((sem,), lambda s: _sem_changes(s).emit(
+        "pltpu.semaphore_signal(%s, %s)" % (_sem_text(s, "signal"), _trace._fmt(inc))))
 
 
 def semaphore_wait(sem, value=1):
-    _sem_changes(sem).emit("pltpu.semaphore_wait(%s, %s)"
-                           % (_sem_text(sem, "wait"), _trace._fmt(value)))
+    _each_choice((sem,), lambda s: _sem_changes(s).emit(
+        "pltpu.semaphore_wait(%s, %s)" % (_sem_text(s, "wait"), _trace._fmt(value))))
 
 
 def semaphore_read(sem):
+    from . import _Selected
+    if isinstance(sem, _Selected):
+        raise trace_error("pltpu.semaphore_read(%s): reading a semaphore chosen by a traced "
+                          "index is not supported; read each and pick with jnp.where"
+                          % sem.render())
     v = _trace.Value("text", "pltpu.semaphore_read(%s)" % _sem_text(sem, "read"),
                      reads=frozenset([sem.name]), scalar=True, dt=_trace.int32)
     return v
