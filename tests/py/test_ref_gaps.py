@@ -107,6 +107,31 @@ def test_traced_size_under_when_and_descriptor():
         np.testing.assert_array_equal(out, expected)
 
 
+def test_traced_size_in_a_device_loop():
+    """A size per block, read in a device loop over the blocks: the chunk
+    loops nest inside it."""
+    def kernel(s_ref, x_hbm, o_in, o_hbm, sem):
+        def body(b, c):
+            n = s_ref[1 + b]
+            pltpu.async_copy(x_hbm.at[pl.ds(b * 16, n)], o_hbm.at[pl.ds(b * 16, n)],
+                             sem).wait()
+            return c
+        lax.fori_loop(0, s_ref[0], body, 0)
+
+    sizes = [3, 16, 0, 9]
+    x = _arange((64, 128))
+    o = np.full((64, 128), -1, np.float32)
+    y = pl.pallas_call(
+        kernel, in_specs=[SMEM, ANY, ANY], out_specs=ANY,
+        scratch_shapes=[pltpu.SemaphoreType.DMA],
+        out_shape=jax.ShapeDtypeStruct(o.shape, o.dtype),
+        input_output_aliases={2: 0})(np.array([4] + sizes, np.int32), x, o)
+    want = o.copy()
+    for b, n in enumerate(sizes):
+        want[b * 16:b * 16 + n] = x[b * 16:b * 16 + n]
+    np.testing.assert_array_equal(y, want)
+
+
 def test_traced_size_refusals():
     """Reads, stores and mismatched copies of a traced size are refused
     by name."""
@@ -178,6 +203,24 @@ def test_select_ref_destination_window_and_semaphore():
         want[8:] = x
         np.testing.assert_array_equal(y0, want if i == 0 else 0)
         np.testing.assert_array_equal(y1, want if i == 1 else 0)
+
+
+def test_select_ref_in_a_device_loop():
+    """The source alternating with the trip of a 40-trip device loop."""
+    def kernel(x_hbm, a_hbm, o_hbm, sem):
+        def body(b, c):
+            src = pl.select_ref(b % 2, x_hbm, a_hbm).at[pl.ds(b * 8, 8)]
+            pltpu.async_copy(src, o_hbm.at[pl.ds(b * 8, 8)], sem).wait()
+            return c
+        lax.fori_loop(0, 40, body, 0)
+
+    x = _arange((320, 128))
+    a = -x - 1
+    y = pl.pallas_call(kernel, in_specs=[ANY, ANY], out_specs=ANY,
+                       scratch_shapes=[pltpu.SemaphoreType.DMA],
+                       out_shape=jax.ShapeDtypeStruct(x.shape, F32))(x, a)
+    want = np.concatenate([(x if b % 2 == 0 else a)[b * 8:b * 8 + 8] for b in range(40)])
+    np.testing.assert_array_equal(y, want)
 
 
 def test_select_ref_read_and_store():
