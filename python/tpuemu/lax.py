@@ -264,18 +264,34 @@ def _is_int(x):
     return isinstance(x, (bool, numbers.Integral))
 
 
+def _is_int_scalar(v):
+    """A carry leaf the scalar core holds: a Python int or an integer
+    scalar-core value."""
+    return _is_int(v) or (isinstance(v, Value) and v.scalar and not is_float_dt(v.dt))
+
+
+def _is_float_scalar(v):
+    return isinstance(v, float) or (isinstance(v, Value) and v.scalar and is_float_dt(v.dt))
+
+
+def _float_tile(v):
+    """A float scalar as the (1, 1) tile the vector unit computes it in."""
+    dt = v.dt if isinstance(v, Value) and v.dt is not None else _trace.float32
+    return jnp.full((1, 1), v, dt)
+
+
 class _Carry:
     """A loop's carry on the device: array leaves in VMEM locals (_cN),
-    scalar leaves (Python ints, scalar-core values) in an SMEM scratch the
-    loop's scope holds, updated at the end of every trip; refs, None and
-    other constants pass through unchanged."""
+    integer scalar leaves (Python ints, scalar-core values) in an SMEM
+    scratch the loop's scope holds, updated at the end of every trip; float
+    scalars as (1, 1) tiles in VMEM (the vector unit's float scalars); refs,
+    None and other constants pass through unchanged."""
 
     def __init__(self, rec, init, what):
         self.rec, self.what, self.like = rec, what, init
         self.kinds, self.inner = [], []
-        leaves = _flatten(init, [])
-        nscalar = sum(1 for v in leaves if _is_int(v) or
-                      (isinstance(v, Value) and v.scalar))
+        leaves = [_float_tile(v) if _is_float_scalar(v) else v for v in _flatten(init, [])]
+        nscalar = sum(1 for v in leaves if _is_int_scalar(v))
         self.smem = None
         if nscalar:
             rec.nlocal += 1
@@ -284,7 +300,7 @@ class _Carry:
             rec.open_scope(self.smem, 1, _trace.int32.code, "carry %s" % self.smem.name)
         k = 0
         for v in leaves:
-            if _is_int(v) or (isinstance(v, Value) and v.scalar):
+            if _is_int_scalar(v):
                 elem = "%s[%d]" % (self.smem.name, k)
                 rec.emit("%s = %s" % (elem, _trace._fmt(v)))
                 self.kinds.append(("smem", k))
@@ -302,9 +318,6 @@ class _Carry:
                 c.shape = v.shape
                 self.kinds.append(("vmem", name))
                 self.inner.append(c)
-            elif isinstance(v, float):
-                raise trace_error("%s: a float carry (%r) on a device loop: carry it as an "
-                                  "array (jnp.full((1, 1), x)) or make the loop static" % (what, v))
             else:
                 self.kinds.append(("const", v))
                 self.inner.append(v)
@@ -315,6 +328,8 @@ class _Carry:
         """Store the trip's new carry: every new value computed (into
         locals) before any carry changes, as the body saw the old ones."""
         leaves = _flatten(new, [])
+        leaves = [_float_tile(v) if kind == "vmem" and _is_float_scalar(v) else v
+                  for (kind, _), v in zip(self.kinds, leaves)] + leaves[len(self.kinds):]
         if len(leaves) != len(self.kinds) or \
                 (isinstance(new, (tuple, list)) != isinstance(self.like, (tuple, list))):
             raise trace_error("%s: the body returns a different structure than the carry "
@@ -328,7 +343,7 @@ class _Carry:
                     raise trace_error("%s: the body changes a carry leaf that is not a traced "
                                       "value or an int (%r)" % (self.what, where))
             elif kind == "smem":
-                if not (_is_int(v) or (isinstance(v, Value) and v.scalar)):
+                if not _is_int_scalar(v):
                     raise trace_error("%s: a scalar carry becomes %s, not a scalar"
                                       % (self.what, _trace._fmt(v)))
                 if self.nscalar == 1:
@@ -352,14 +367,16 @@ class _Carry:
             rec.emit("%s = %s" % (dst, src))
 
     def out(self):
-        """The carry after the loop; scalars leave SMEM as (1, 1) arrays
-        (its scope closes), as run_scoped's do."""
+        """The carry after the loop. Its SMEM scope closes, so integer
+        scalars are copied into the kernel's hidden spill scratch first and
+        stay scalar-core values (an index, a bound, a pl.when condition), as
+        JAX's loops give them back."""
         leaves = _flatten(self.inner, [])
         res = []
-        for (kind, _), v in zip(self.kinds, leaves):
+        for (kind, where), v in zip(self.kinds, leaves):
             if kind == "smem":
-                v = jnp.full((1, 1), v, _trace.int32)
-                self.rec.bind(v)
+                v = _trace.scalar("%s[%d]" % (self.smem.name, where), dt=_trace.int32)
+                self.rec.spill(v)
             res.append(v)
         if self.smem is not None:
             self.rec.close_scope(self.smem.name)

@@ -220,13 +220,41 @@ def test_loops_nested_deeper_than_four_are_refused():
         _trace(k, _x((8, 128)))
 
 
-def test_a_float_carry_is_refused():
-    def k(x_ref, o_ref):
-        s = lax.fori_loop(0, 100, lambda i, s: s + 1.0, 0.0)
-        o_ref[...] = x_ref[...] + s
+def test_float_scalar_carries():
+    """A float scalar carry (a Python float, an f32 SMEM element) rides a
+    device loop as the vector unit's (1, 1) tile and broadcasts after it."""
+    def k(s_ref, x_ref, o_ref):
+        s = lax.fori_loop(0, 100, lambda i, s: s + 0.5, 0.0)
+        t = lax.fori_loop(0, 40, lambda i, t: t * 0.5 + s_ref[i], s_ref[3])
+        o_ref[...] = x_ref[...] + s + t
 
-    with pytest.raises(pl.TraceError, match=r"a float carry \(0.0\) on a device loop"):
-        _trace(k, _x((8, 128)))
+    sm = np.arange(64, dtype=np.float32) / 8
+    x = _x((8, 128))
+    t = np.float32(sm[3])		# 0.375: truncated in an int32 carry
+    for i in range(40):
+        t = np.float32(t * np.float32(0.5) + sm[i])
+    out = pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(x.shape, jnp.float32),
+                         in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM),
+                                   pl.BlockSpec(memory_space=pltpu.VMEM)])(sm, x)
+    np.testing.assert_allclose(np.asarray(out), x + np.float32(50.0) + t, rtol=1e-6)
+
+
+def test_int_carries_come_back_as_scalars():
+    """An int carry after a device loop is a scalar-core value, as JAX's: it
+    indexes a ref, bounds another loop and picks a pl.when branch."""
+    def k(x_ref, o_ref):
+        n = lax.fori_loop(0, 40, lambda i, n: n + (i % 3 == 0).astype(jnp.int32), 0)
+        o_ref[...] = x_ref[pl.ds(n - 14, 8), :]		# 14 multiples of 3 below 40
+
+        @pl.when(n == 14)
+        def _():
+            o_ref[0:1, :] = x_ref[0:1, :] * 0 + lax.fori_loop(0, n, lambda i, c: c + 2, 0)
+
+    x = _x((16, 128))
+    out = pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x)
+    want = x[:8].copy()
+    want[0] = 28
+    np.testing.assert_array_equal(np.asarray(out), want)
 
 
 def test_a_carry_changing_structure_is_refused():
