@@ -224,17 +224,28 @@ def concatenate(arrays, axis=0):
 
 
 def stack(arrays, axis=0):
-    """jnp.stack along the first axis: in the 2-D view (leading dimensions
-    merged into the rows) the parts' rows one after another, as
-    concatenate(axis=0). A new axis elsewhere moves elements between rows
-    and columns, which values here do not."""
+    """jnp.stack: each part given a unit dimension at @axis, then
+    concatenated along it (the result has one more dimension, at most 4)."""
     arrays = tuple(_v(a) for a in arrays)
     if not arrays:
         raise trace_error("jnp.stack of no arrays")
-    if axis != 0:
-        raise trace_error("jnp.stack(..., axis=%r): only axis=0 is supported (a new axis "
-                          "elsewhere moves elements between rows and columns)" % (axis,))
-    return concatenate(arrays, axis=0)
+    shapes = [getattr(a, "shape", None) for a in arrays]
+    if _py.any(sh is None for sh in shapes):
+        raise trace_error("jnp.stack: a part's shape is not known while tracing")
+    if _py.any(tuple(sh) != tuple(shapes[0]) for sh in shapes):
+        raise trace_error("jnp.stack: parts of shapes %s: all must have one shape"
+                          % ", ".join(str(tuple(sh)) for sh in shapes))
+    shape = tuple(shapes[0])
+    nd = len(shape) + 1
+    ax = int(axis) + nd if int(axis) < 0 else int(axis)
+    if not 0 <= ax < nd:
+        raise trace_error("jnp.stack(..., axis=%r): out of range for %d-D parts"
+                          % (axis, nd - 1))
+    if nd > 4:
+        raise trace_error("jnp.stack of %d-D parts: the result would have %d dimensions "
+                          "(arrays have 1 to 4)" % (nd - 1, nd))
+    new = shape[:ax] + (1,) + shape[ax:]
+    return concatenate(tuple(reshape(a, new) for a in arrays), axis=ax)
 
 
 def floor_divide(a, b):

@@ -169,12 +169,27 @@ def test_concat_constant():
     np.testing.assert_array_equal(out, np.repeat(np.arange(16, dtype=np.float32)[:, None], 128, 1))
 
 
-def test_stack_along_another_axis_names_the_construct():
-    def kernel(x_ref, o_ref):
-        o_ref[...] = jnp.stack([x_ref[...], x_ref[...]], axis=1)
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, -3])
+def test_stack_along_any_axis(axis):
+    x = _normal((8, 128))
+    want = np.stack([x, x * 2, x + 1], axis=axis)
 
-    with pytest.raises(pl.TraceError, match=r"jnp.stack\(..., axis=1\): only axis=0"):
-        pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32))(
+    def kernel(x_ref, o_ref):
+        v = x_ref[...]
+        s = jnp.stack([v, v * 2, v + 1], axis=axis)
+        assert s.shape == want.shape
+        o_ref[...] = s
+
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(want.shape, jnp.float32))(x)
+    np.testing.assert_array_equal(np.asarray(out), want)
+
+
+def test_stack_refusals_name_the_shapes():
+    def kernel(x_ref, o_ref):
+        o_ref[...] = jnp.stack([x_ref[...], x_ref[:4, :]])
+
+    with pytest.raises(pl.TraceError, match=r"parts of shapes \(8, 128\), \(4, 128\)"):
+        pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((2, 8, 128), jnp.float32))(
             _normal((8, 128)))
 
 
