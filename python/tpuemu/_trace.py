@@ -441,6 +441,7 @@ class Value:
     def _op(self, sym, other, swap=False):
         a, b = (other, self) if swap else (self, other)
         _fmt(other)	# a clear error for unsupported operands
+        _check_weak_int(other, self.dt)
         scalar = all(getattr(x, "scalar", True) for x in (a, b))
         dt = _result_dt(sym, a, b)
         if scalar and sym in ("&", "|", "^") and isinstance(dt, DType) and \
@@ -603,6 +604,23 @@ def wrap16(v):
         return Value("op", "-", (w, 32768), v.reads, True, int16)
     w = Value("op", "<<", (v, 16), v.reads, False, int32)
     return Value("op", ">>", (w, 16), v.reads, False, int16)
+
+
+_INT_RANGES = {"int8": (-2 ** 7, 2 ** 7 - 1), "uint8": (0, 2 ** 8 - 1),
+               "int16": (-2 ** 15, 2 ** 15 - 1), "int32": (-2 ** 31, 2 ** 31 - 1),
+               "uint32": (0, 2 ** 32 - 1)}
+
+
+def _check_weak_int(c, dt):
+    """A Python int meeting an integer array takes the array's dtype, as
+    jnp's weak types do, and like JAX's raises OverflowError when it does
+    not fit (rather than wrap). Negative ints with unsigned arrays wrap in
+    JAX too, so only values past the top are refused there."""
+    if isinstance(c, bool) or not isinstance(c, int) or not isinstance(dt, DType):
+        return
+    lo, hi = _INT_RANGES.get(dt.name, (None, None))
+    if hi is not None and (c > hi or (lo < 0 and c < lo)):
+        raise OverflowError("Python int %d too large to convert to %s" % (c, dt.name))
 
 
 def to_int16(x):

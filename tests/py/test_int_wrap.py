@@ -64,18 +64,45 @@ def test_int32_hash_multiplies_wrap():
 
 
 def test_int32_hash_by_a_constant_past_int32():
-    """x * 0x9E3779B1 of int32: the Python int (past INT32_MAX; JAX would
-    raise OverflowError converting it) is taken modulo 2^32, so the
-    product is the int32 one of x and 0x9E3779B1's bits."""
+    """x * 0x9E3779B1 of int32: the Python int does not fit int32, so it
+    raises OverflowError while tracing, as JAX's weak-typed conversion
+    does; the constant's bits as an int32 give the wrapped product."""
     x = _hashed_int32(1)
 
-    def kernel(x_ref, o_ref):
+    def bad(x_ref, o_ref):
         o_ref[...] = (x_ref[...] * 0x9E3779B1) ^ 0x7F4A7C15
+
+    with pytest.raises(OverflowError, match="2654435761 too large to convert to int32"):
+        _run(bad, jnp.int32, x)
+    c = int(np.uint32(0x9E3779B1).view(np.int32))
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = (x_ref[...] * c) ^ 0x7F4A7C15
 
     out = _run(kernel, jnp.int32, x)
     with np.errstate(over="ignore"):
-        want = (x * np.uint32(0x9E3779B1).view(np.int32)) ^ np.int32(0x7F4A7C15)
+        want = (x * np.int32(c)) ^ np.int32(0x7F4A7C15)
     np.testing.assert_array_equal(out, want)
+
+
+def test_weak_ints_past_the_dtype_raise():
+    """int8 + 300, uint8 + 256 and int32 + 2**31 raise OverflowError as
+    jnp's do; in range (and negative with unsigned) they are taken."""
+    for dt, c in ((jnp.int8, 300), (jnp.int8, -129), (jnp.uint8, 256),
+                  (jnp.int32, 2 ** 31), (jnp.uint32, 2 ** 32)):
+        x = np.zeros((8, 128), np.dtype(dt.np_name if hasattr(dt, "np_name") else dt))
+
+        def k(x_ref, o_ref):
+            o_ref[...] = x_ref[...] + c
+
+        with pytest.raises(OverflowError, match="too large to convert"):
+            _run(k, dt, x)
+    x = np.full((8, 128), 7, np.uint32)
+
+    def k(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + (2 ** 32 - 1)
+
+    np.testing.assert_array_equal(_run(k, jnp.uint32, x), np.full((8, 128), 6, np.uint32))
 
 
 def test_host_side_jnp_of_int32_wraps_as_numpy():
