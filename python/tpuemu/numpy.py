@@ -210,6 +210,61 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
     return call("jnp.take_along_axis", _v(arr), _v(indices), axis=axis, **kw)
 
 
+def take(a, indices, axis=None, mode=None, fill_value=None):
+    """jnp.take of a 2-D value with 1-D int32 indices along axis 0 (rows)
+    or 1 (columns): the indices broadcast across the other axis and
+    gathered as take_along_axis. mode "fill" (jnp's default: [-n, 0) from
+    the end, others fill_value), "promise_in_bounds", "clip" (indices
+    clamped into range) or "wrap" (taken modulo the extent)."""
+    if not (_trace._rec is not None or _is_traced((a, indices))):
+        return _host_take(a, indices, axis, mode, fill_value)
+    m = getattr(mode, "name", mode)
+    m = {"CLIP": "clip"}.get(m, m)
+    x, ix = _v(a), _v(indices)
+    shape, ishape = getattr(x, "shape", None), getattr(ix, "shape", None)
+    if axis is None or shape is None or len(shape) != 2 or ishape is None or len(ishape) != 1:
+        raise trace_error("jnp.take: a 2-D value and 1-D indices along axis 0 or 1 (got "
+                          "shapes %s and %s, axis %r)" % (shape, ishape, axis))
+    ax = int(axis) + 2 if int(axis) < 0 else int(axis)
+    if ax not in (0, 1):
+        raise trace_error("jnp.take(axis=%r) of a 2-D value" % (axis,))
+    n = shape[ax]
+    if m == "clip":
+        ix, m = clip(ix, 0, n - 1), "promise_in_bounds"
+    elif m == "wrap":
+        ix, m = ix % n, "promise_in_bounds"
+    k = ishape[0]
+    if ax == 0:
+        full = broadcast_to(reshape(ix, (k, 1)), (k, shape[1]))
+    else:
+        full = broadcast_to(reshape(ix, (1, k)), (shape[0], k))
+    return take_along_axis(x, full, axis=ax, mode=m, fill_value=fill_value)
+
+
+def _host_take(a, indices, axis, mode, fill_value):
+    """jnp.take on the host, with JAX's modes (fill by default)."""
+    m = getattr(mode, "name", mode)
+    if m in ("clip", "CLIP", "wrap"):
+        return _np.take(_np.asarray(a), _np.asarray(indices), axis=axis,
+                        mode="clip" if m in ("clip", "CLIP") else "wrap")
+    a, ix = _np.asarray(a), _np.asarray(indices)
+    if axis is None:
+        a, axis = a.ravel(), 0
+    axis %= a.ndim
+    n = a.shape[axis]
+    ok = (ix >= -n) & (ix < n)
+    out = _np.take(a, _np.where(ok, ix, 0), axis=axis)
+    if m in ("promise_in_bounds", "PROMISE_IN_BOUNDS"):
+        return out
+    if fill_value is None:
+        fill_value = _np.nan if _np.issubdtype(a.dtype, _np.floating) else \
+            (_np.iinfo(a.dtype).min if _np.issubdtype(a.dtype, _np.signedinteger) else
+             (True if a.dtype == bool else _np.iinfo(a.dtype).max))
+    shape = [1] * out.ndim
+    shape[axis:axis + ix.ndim] = ix.shape
+    return _np.where(ok.reshape(shape), out, _np.asarray(fill_value, a.dtype))
+
+
 def concatenate(arrays, axis=0):
     """Parts stored into slices of a new array (rows or columns)."""
     arrays = tuple(_v(a) for a in arrays)
@@ -473,7 +528,7 @@ def broadcast_to(x, shape):
 __all__ = ["float32", "bfloat16", "int8", "uint8", "int16", "int32", "uint32", "bool_", "inf", "nan",
            "dot", "matmul", "where", "clip", "sum", "max", "min", "mean", "full_like", "astype",
            "exp", "maximum", "minimum", "zeros_like", "ones_like", "zeros", "ones", "full",
-           "broadcast_to", "transpose", "swapaxes", "moveaxis", "roll", "take_along_axis", "einsum", "reshape", "concatenate", "stack", "tile",
+           "broadcast_to", "transpose", "swapaxes", "moveaxis", "roll", "take_along_axis", "take", "einsum", "reshape", "concatenate", "stack", "tile",
            "floor_divide", "remainder", "true_divide", "fmod", "rint", "isnan", "tan", "all", "any",
            "arange"]
 
@@ -555,7 +610,7 @@ def issubdtype(arg1, arg2):
 
 
 _HOST_NAMES = {"astype": None, "full_like": "full_like", "issubdtype": None,
-               "take_along_axis": None}	# None: the function serves the host itself
+               "take_along_axis": None, "take": None}	# None: the function serves the host itself
 
 
 def _is_traced(x):
