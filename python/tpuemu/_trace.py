@@ -512,8 +512,20 @@ class Value:
         return Value("attr", "T", (self,), self.reads)
 
     def __getitem__(self, idx):
-        """x[i, j], x[a:b], x[:, j] with constant indices: part of a value."""
+        """x[i, j], x[a:b], x[:, j] with constant indices: part of a value;
+        x[idx] and x[:, idx] with a 1-D int array of indices: jnp.take along
+        that axis (jnp's default mode, fill)."""
         idx = idx if isinstance(idx, tuple) else (idx,)
+        arrays = [k for k, e in enumerate(idx) if isinstance(e, Value) and not e.scalar]
+        if arrays:
+            from . import numpy as jnp
+            k = arrays[0]
+            if len(arrays) > 1 or any(not (isinstance(e, slice) and e == slice(None))
+                                      for d, e in enumerate(idx) if d != k):
+                raise trace_error("indexing a value (%s) with an array of indices: one "
+                                  "index array, the other dimensions whole (x[idx], "
+                                  "x[:, idx])" % self.render())
+            return jnp.take(self, idx[k], axis=k)
         parts = []
         for e in idx:
             if isinstance(e, slice):

@@ -44,3 +44,19 @@ def test_take_refusals_name_the_shapes():
 
     with pytest.raises(pl.TraceError, match="axis None"):
         pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x, _IDX)
+
+
+def test_indexing_a_value_with_an_index_array():
+    """x[idx] and x[:, idx] of a computed value: jnp.take along that axis."""
+    x = (np.arange(16 * 128) % 251).reshape(16, 128).astype(np.float32)
+    idx = np.array([5, 1, 1, 0, 15, 9, 3, 2], np.int32)
+
+    def k(x_ref, i_ref, r_ref, c_ref):
+        v = x_ref[...] * 2
+        r_ref[...] = v[i_ref[...]]
+        c_ref[...] = v[:, i_ref[...]]
+
+    r, c = pl.pallas_call(k, out_shape=(jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                                        jax.ShapeDtypeStruct((16, 8), jnp.float32)))(x, idx)
+    np.testing.assert_array_equal(np.asarray(r), (x * 2)[idx])
+    np.testing.assert_array_equal(np.asarray(c), (x * 2)[:, idx])
