@@ -513,8 +513,9 @@ class Value:
 
     def __getitem__(self, idx):
         """x[i, j], x[a:b], x[:, j] with constant indices: part of a value;
-        x[idx] and x[:, idx] with a 1-D int array of indices: jnp.take along
-        that axis (jnp's default mode, fill)."""
+        x[idx] and x[:, idx] with a 1-D int array of indices: a gather along
+        that axis with JAX's indexing rule (a negative index counts from the
+        end once, then out-of-range ones clamp, as jnp retrieval does)."""
         idx = idx if isinstance(idx, tuple) else (idx,)
         arrays = [k for k, e in enumerate(idx) if isinstance(e, Value) and not e.scalar]
         if arrays:
@@ -525,7 +526,11 @@ class Value:
                 raise trace_error("indexing a value (%s) with an array of indices: one "
                                   "index array, the other dimensions whole (x[idx], "
                                   "x[:, idx])" % self.render())
-            return jnp.take(self, idx[k], axis=k)
+            ix = idx[k]
+            n = self.shape[k] if self.shape is not None and k < len(self.shape) else None
+            if n is not None:
+                ix = jnp.where(ix < 0, ix + n, ix)
+            return jnp.take(self, ix, axis=k, mode="clip")
         parts = []
         for e in idx:
             if isinstance(e, slice):

@@ -47,9 +47,14 @@ def test_take_refusals_name_the_shapes():
 
 
 def test_indexing_a_value_with_an_index_array():
-    """x[idx] and x[:, idx] of a computed value: jnp.take along that axis."""
+    """x[idx] and x[:, idx] of a computed value: a gather along that axis,
+    out-of-range indices clamped after one wrap of negatives, as JAX's
+    indexing retrieves (jnp.take's default would fill)."""
     x = (np.arange(16 * 128) % 251).reshape(16, 128).astype(np.float32)
-    idx = np.array([5, 1, 1, 0, 15, 9, 3, 2], np.int32)
+    idx = np.array([5, -1, 1, 0, 15, 99, -17, 2], np.int32)
+
+    def jax_idx(n):
+        return np.clip(np.where(idx < 0, idx + n, idx), 0, n - 1)
 
     def k(x_ref, i_ref, r_ref, c_ref):
         v = x_ref[...] * 2
@@ -58,5 +63,5 @@ def test_indexing_a_value_with_an_index_array():
 
     r, c = pl.pallas_call(k, out_shape=(jax.ShapeDtypeStruct((8, 128), jnp.float32),
                                         jax.ShapeDtypeStruct((16, 8), jnp.float32)))(x, idx)
-    np.testing.assert_array_equal(np.asarray(r), (x * 2)[idx])
-    np.testing.assert_array_equal(np.asarray(c), (x * 2)[:, idx])
+    np.testing.assert_array_equal(np.asarray(r), (x * 2)[jax_idx(16)])
+    np.testing.assert_array_equal(np.asarray(c), (x * 2)[:, jax_idx(128)])
