@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Ports of JAX's own Pallas tests, sixth round: the TPU's stateful PRNG,
 tests/pallas/tpu_pallas_random_test.py PRNGTest (seeded reproducibility,
-non-vreg shapes, stateful samplers refused), with more: seeds from program
+non-vreg shapes, the stateful samplers), with more: seeds from program
 ids and SMEM values, per-draw and per-block differences, reseeding, grids
 split across cores, pl.when, rough uniformity (bits and floats made from
 them) and the refusals. pltpu.prng_random_bits is int32, as JAX's
@@ -45,16 +45,40 @@ def test_prng_non_vreg_shape_output(shape):
     assert r.max() <= np.iinfo(np.int32).max and r.min() >= np.iinfo(np.int32).min
 
 
-# --- PRNGTest.test_stateful_sample: the samplers are refused by name ---
+# --- PRNGTest.test_stateful_sample: jax.random's samplers on the core's PRNG ---
 
-@pytest.mark.parametrize("gen", ["stateful_uniform", "stateful_normal", "stateful_bits",
-                                 "stateful_bernoulli"])
-def test_stateful_sample_refused(gen):
+_GENS = {"stateful_uniform": jnp.float32, "stateful_normal": jnp.float32,
+         "stateful_bits": jnp.uint32, "stateful_bernoulli": jnp.bool_}
+
+
+def _sample(gen, seed=0, shape=(256, 256), **kw):
     def body(o_ref):
-        pltpu.prng_seed(0)
-        o_ref[...] = getattr(pltpu, gen)(shape=o_ref.shape)
-    with pytest.raises(pl.TraceError, match="pltpu.%s is not supported" % gen):
-        pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))()
+        pltpu.prng_seed(seed)
+        o_ref[...] = getattr(pltpu, gen)(shape=o_ref.shape, **kw)
+    return np.asarray(pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(shape, _GENS[gen]))())
+
+
+@pytest.mark.parametrize("gen", sorted(_GENS))
+def test_stateful_sample(gen):
+    """Each sampler: its dtype and shape, the same values for the same seed,
+    others for another."""
+    a, b, c = _sample(gen), _sample(gen), _sample(gen, seed=1)
+    assert a.shape == (256, 256) and a.dtype == np.dtype(_GENS[gen].np_name)
+    np.testing.assert_array_equal(a, b)
+    assert (a != c).mean() > (0.4 if gen == "stateful_bernoulli" else 0.99)
+
+
+def test_stateful_samplers_distributions():
+    """65536 draws: uniform in [minval, maxval) with its mean, normal's
+    mean and spread, bernoulli's rate, bits over all of uint32."""
+    u = _sample("stateful_uniform", minval=-2.0, maxval=3.0)
+    assert u.min() >= -2.0 and u.max() < 3.0 and abs(u.mean() - 0.5) < 0.03
+    n = _sample("stateful_normal")
+    assert abs(n.mean()) < 0.02 and abs(n.std() - 1.0) < 0.02 and np.isfinite(n).all()
+    b = _sample("stateful_bernoulli", p=0.25)
+    assert abs(b.mean() - 0.25) < 0.01
+    bits = _sample("stateful_bits")
+    assert bits.max() > 2 ** 31 and abs(bits.astype(np.float64).mean() / 2 ** 32 - 0.5) < 0.01
 
 
 def test_pallas_keys_refused():

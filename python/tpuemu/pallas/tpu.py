@@ -4,6 +4,8 @@ from . import GridSpec, run_scoped  # noqa: F401  (pltpu.run_scoped, as older JA
 from . import Blocked, Element, Squeezed, _grids, _pipeline_env, program_id, when
 import itertools
 
+import numpy as np
+
 from .. import _trace, lax, numpy as jnp
 from .._trace import Ref, Window, scalar, trace_error
 
@@ -772,18 +774,73 @@ def prng_random_bits(shape):
     return _trace.local(v)
 
 
-def _stateful(name):
-    def f(*args, **kwargs):
-        raise trace_error("pltpu.%s is not supported: draw pltpu.prng_random_bits and "
-                          "derive the values from the bits" % name)
-    f.__name__ = name
-    return f
+def _draw_bits(shape, what):
+    """The core's next draw of 32-bit words (int32) in @shape of rank 1 to
+    4: a 2-D (rows, last dimension) draw, reshaped."""
+    try:
+        shape = tuple(int(d) for d in shape)
+    except TypeError:
+        raise trace_error("pltpu.%s: the shape must be a tuple of ints, not %r"
+                          % (what, shape)) from None
+    if not 1 <= len(shape) <= 4:
+        raise trace_error("pltpu.%s%r: shapes have 1 to 4 dimensions" % (what, shape))
+    rows = 1
+    for d in shape[:-1]:
+        rows *= d
+    bits = prng_random_bits((rows, shape[-1]))
+    return bits if len(shape) == 2 else jnp.reshape(bits, shape)
 
 
-stateful_uniform = _stateful("stateful_uniform")
-stateful_normal = _stateful("stateful_normal")
-stateful_bits = _stateful("stateful_bits")
-stateful_bernoulli = _stateful("stateful_bernoulli")
+def _uniform01(shape, what):
+    """Floats in [0, 1) as jax.random.uniform makes them: 23 random bits in
+    the mantissa of a number in [1, 2), less 1."""
+    bits = lax.shift_right_logical(_draw_bits(shape, what), 9) | 0x3F800000
+    return bitcast(bits, jnp.float32) - 1.0
+
+
+def stateful_bits(shape, dtype=None):
+    """pltpu.stateful_bits: jax.random.bits of the core's PRNG, uint32 (or
+    the 32-bit @dtype given). The bits are Philox's, not the TPU's."""
+    d = _trace.as_dtype(dtype) if dtype is not None else _trace.uint32
+    if d not in (_trace.uint32, _trace.int32):
+        raise trace_error("pltpu.stateful_bits(dtype=%s): 32-bit words (uint32, int32)"
+                          % _trace.dtype_text(d))
+    bits = _draw_bits(shape, "stateful_bits")
+    return bits if d is _trace.int32 else bitcast(bits, jnp.uint32)
+
+
+def stateful_uniform(shape, dtype=jnp.float32, minval=0.0, maxval=1.0):
+    """pltpu.stateful_uniform: jax.random.uniform of the core's PRNG, in
+    [minval, maxval) (f32 computed, cast to a bf16 @dtype)."""
+    d = _trace.as_dtype(dtype)
+    if d not in (_trace.float32, _trace.bfloat16):
+        raise trace_error("pltpu.stateful_uniform(dtype=%s): float32 or bfloat16"
+                          % _trace.dtype_text(d))
+    u = _uniform01(shape, "stateful_uniform")
+    v = jnp.maximum(u * (maxval - minval) + minval, minval)
+    return v if d is _trace.float32 else v.astype(jnp.bfloat16)
+
+
+def stateful_normal(shape, dtype=jnp.float32):
+    """pltpu.stateful_normal: jax.random.normal of the core's PRNG,
+    sqrt(2) * erfinv(u) for u uniform in (-1, 1), as JAX computes it."""
+    d = _trace.as_dtype(dtype)
+    if d not in (_trace.float32, _trace.bfloat16):
+        raise trace_error("pltpu.stateful_normal(dtype=%s): float32 or bfloat16"
+                          % _trace.dtype_text(d))
+    lo = float(np.nextafter(np.float32(-1.0), np.float32(0.0)))
+    u = jnp.maximum(_uniform01(shape, "stateful_normal") * (1.0 - lo) + lo, lo)
+    v = lax.erf_inv(u) * float(np.sqrt(np.float32(2.0)))
+    return v if d is _trace.float32 else v.astype(jnp.bfloat16)
+
+
+def stateful_bernoulli(p=0.5, shape=None):
+    """pltpu.stateful_bernoulli: True with probability @p (a Python float)
+    per element, jax.random.bernoulli of the core's PRNG."""
+    if shape is None:
+        raise trace_error("pltpu.stateful_bernoulli: give the shape (p's own shape is "
+                          "not known here)")
+    return _uniform01(shape, "stateful_bernoulli") < p
 
 
 def to_pallas_key(key):
