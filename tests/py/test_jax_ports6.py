@@ -213,6 +213,22 @@ def test_rough_uniformity_of_bits_and_floats():
     assert np.all(np.abs(hist - n / 16) < 6 * np.sqrt(n / 16)), hist
 
 
+def test_random_bits_of_rank_1_and_3():
+    """A (2, 8, 128) or (256,) draw: the same bits as the 2-D draw of its
+    rows, reshaped."""
+    flat = _bits(5, (16, 128))
+
+    def body(o3, o1):
+        pltpu.prng_seed(5)
+        o3[...] = pltpu.prng_random_bits((2, 8, 128))
+        pltpu.prng_seed(5)
+        o1[...] = pltpu.prng_random_bits((256,))
+    b3, b1 = pl.pallas_call(body, out_shape=(jax.ShapeDtypeStruct((2, 8, 128), jnp.int32),
+                                             jax.ShapeDtypeStruct((256,), jnp.int32)))()
+    np.testing.assert_array_equal(np.asarray(b3), flat.reshape(2, 8, 128))
+    assert np.asarray(b1).shape == (256,) and len(np.unique(np.asarray(b1))) > 250
+
+
 def test_refusals():
     out = jax.ShapeDtypeStruct((8, 128), jnp.int32)
 
@@ -228,7 +244,7 @@ def test_refusals():
         run(lambda o: pltpu.prng_seed(1.5))
     with pytest.raises(pl.TraceError, match="does not fit in 32 bits"):
         run(lambda o: pltpu.prng_seed(2**33))
-    with pytest.raises(pl.TraceError, match="only 2-D"):
-        run(lambda o: pltpu.prng_random_bits((2, 8, 128)))
+    with pytest.raises(pl.TraceError, match="shapes have 1 to 4 dimensions"):
+        run(lambda o: pltpu.prng_random_bits((2, 2, 2, 8, 128)))
     with pytest.raises(pl.TraceError, match="outside of pallas_call"):
         pltpu.prng_seed(0)

@@ -764,8 +764,7 @@ def prng_random_bits(shape):
         raise trace_error("pltpu.prng_random_bits: the shape must be a tuple of ints, "
                           "not %r" % (shape,)) from None
     if len(shape) != 2:
-        raise trace_error("pltpu.prng_random_bits%r: only 2-D (rows, cols) tiles are "
-                          "drawn" % (shape,))
+        return _draw_bits(shape, "prng_random_bits")	# a 2-D draw, reshaped
     _trace.recorder()
     v = _trace.call("pltpu.prng_random_bits", shape)
     v.dt = _trace.int32
@@ -788,7 +787,7 @@ def _draw_bits(shape, what):
     for d in shape[:-1]:
         rows *= d
     bits = prng_random_bits((rows, shape[-1]))
-    return bits if len(shape) == 2 else jnp.reshape(bits, shape)
+    return bits if len(shape) == 2 else _trace.local(jnp.reshape(bits, shape))
 
 
 def _uniform01(shape, what):
