@@ -313,18 +313,25 @@ def _copy_pieces(src, dst, emit):
         lax._device_fori(0, size, piece(0, 1), None, what)
 
 
+def _copy_operands(src, dst, what):
+    """A copy's source and destination (each one ref or window, or a
+    pl.select_ref of them), checked: the destination writable."""
+    src = _map_choices(src, _operand("%s source" % what))
+    dst = _map_choices(_map_choices(dst, _operand("%s destination" % what)), _writable)
+    for _, x in _choices(src):
+        _ref_text(x, "the source")
+    for _, x in _choices(dst):
+        _ref_text(x, "the destination")
+    return src, dst
+
+
 class AsyncCopy:
     """pltpu.make_async_copy(src, dst, sem): .start() and .wait() record
     the statement syntax's copy statements (pl.select_ref operands: one
     per choice, under pl.when; a traced pl.ds size: _copy_pieces)."""
 
     def __init__(self, src, dst, sem):
-        src = _map_choices(src, _operand("the copy's source"))
-        dst = _map_choices(_map_choices(dst, _operand("the copy's destination")), _writable)
-        for _, s in _choices(src):
-            _ref_text(s, "the source")
-        for _, d in _choices(dst):
-            _ref_text(d, "the destination")
+        src, dst = _copy_operands(src, dst, "the copy's")
         for _, m in _choices(sem):
             _sem_text(m, "signal")
         self.src, self.dst, self.sem = src, dst, sem
@@ -680,12 +687,7 @@ def sync_copy(src, dst):
     """pltpu.sync_copy(src, dst): a copy and its wait (pl.select_ref
     operands and traced pl.ds sizes as make_async_copy's)."""
     rec = _trace.recorder()
-    src = _map_choices(src, _operand("pltpu.sync_copy's source"))
-    dst = _map_choices(_map_choices(dst, _operand("pltpu.sync_copy's destination")), _writable)
-    for _, s in _choices(src):
-        _ref_text(s, "the source")
-    for _, d in _choices(dst):
-        _ref_text(d, "the destination")
+    src, dst = _copy_operands(src, dst, "pltpu.sync_copy's")
 
     def one(src, dst):
         if isinstance(_base(dst), Ref):
