@@ -61,6 +61,11 @@ def _reshaped(x, shape):
     return x if tuple(x.shape) == tuple(shape) else jnp.reshape(x, tuple(shape))
 
 
+def _free_dims(shape, contract, batch):
+    """An operand's dimensions neither contracted nor batch, in order."""
+    return [d for d in range(len(shape)) if d not in contract and d not in batch]
+
+
 def _dot_general_nd(lhs, rhs, lc, rc, lb, rb, preferred_element_type):
     """lax.dot_general of any dimension numbers, as XLA canonicalises it:
     each operand's dimensions permuted to (batch, free, contracting) and
@@ -87,8 +92,7 @@ def _dot_general_nd(lhs, rhs, lc, rc, lb, rb, preferred_element_type):
             if ls[da] != rs[db]:
                 raise trace_error("%s: %s dimensions %d of lhs %r and %d of rhs %r differ"
                                   % (what, kind, da, ls, db, rs))
-    lfree = [d for d in range(len(ls)) if d not in lc and d not in lb]
-    rfree = [d for d in range(len(rs)) if d not in rc and d not in rb]
+    lfree, rfree = _free_dims(ls, lc, lb), _free_dims(rs, rc, rb)
     bshape = [ls[d] for d in lb]
     out_shape = bshape + [ls[d] for d in lfree] + [rs[d] for d in rfree]
     if len(out_shape) > 4:
@@ -107,18 +111,6 @@ def _dot_general_nd(lhs, rhs, lc, rc, lb, rb, preferred_element_type):
         z = jnp.concatenate([jnp.dot(x[b], y[b], preferred_element_type)
                              for b in range(nb)], axis=0)
     return _reshaped(z, out_shape or (1, 1))
-
-
-def _is_2d_case(lhs, rhs, key):
-    """The dimension numbers the 2-D paths of dot_general take as they are."""
-    ls, rs = getattr(lhs, "shape", None), getattr(rhs, "shape", None)
-    if ls is None or rs is None:
-        return True		# their own errors name what is missing
-    if len(ls) > 2 and key[0] == (len(ls) - 1,) and len(rs) == 2:
-        return True
-    if len(rs) == 1 and len(ls) <= 2:
-        return key in (((1,), (0,)), ((0,), (0,)))
-    return len(ls) == 2 and len(rs) == 2 and key in _DOT_DIMS
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
@@ -142,17 +134,20 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
             getattr(rhs, "whole_of", None) is not None and \
             ls is not None and rs is not None and len(ls) == 3 and len(rs) in (2, 3):
         z = _batched(lhs, rhs, lc, rc, preferred_element_type)
-        lfree = [ls[d] for d in range(3) if d not in lc and d != 0]
-        rfree = [rs[d] for d in range(len(rs)) if d not in rc and d != 0]
-        return _reshaped(z, [ls[0]] + lfree + rfree)	# (B, M, N) or (B, M)
-    if lb or rb or not _is_2d_case(lhs, rhs, key):
+        return _reshaped(z, [ls[0]] + [ls[d] for d in _free_dims(ls, lc, lb)] +
+                         [rs[d] for d in _free_dims(rs, rc, rb)])	# (B, M, N) or (B, M)
+    if lb or rb:
         return _dot_general_nd(lhs, rhs, lc, rc, lb, rb, preferred_element_type)
     if ls is not None and len(ls) > 2 and key[0] == (len(ls) - 1,) and \
             rs is not None and len(rs) == 2:
         key = ((1,), key[1])	# leading dimensions of lhs merge into its 2-D view's rows
-    if rs is not None and len(rs) == 1 and key in (((1,), (0,)), ((0,), (0,))):
+    elif rs is not None and len(rs) == 1 and (ls is None or len(ls) <= 2) and \
+            key in (((1,), (0,)), ((0,), (0,))):
         a = lhs.T if key[0] == (0,) else lhs
         return jnp.dot(a, rhs, preferred_element_type)
+    elif ls is not None and rs is not None and \
+            (len(ls) != 2 or len(rs) != 2 or key not in _DOT_DIMS):
+        return _dot_general_nd(lhs, rhs, lc, rc, lb, rb, preferred_element_type)
     if key not in _DOT_DIMS:
         raise trace_error("lax.dot_general: contraction dimensions %r: a 2-D block "
                           "contracts one dimension of each, 0 or 1" % (key,))
@@ -328,12 +323,12 @@ class _Carry:
         """Store the trip's new carry: every new value computed (into
         locals) before any carry changes, as the body saw the old ones."""
         leaves = _flatten(new, [])
-        leaves = [_float_tile(v) if kind == "vmem" and _is_float_scalar(v) else v
-                  for (kind, _), v in zip(self.kinds, leaves)] + leaves[len(self.kinds):]
         if len(leaves) != len(self.kinds) or \
                 (isinstance(new, (tuple, list)) != isinstance(self.like, (tuple, list))):
             raise trace_error("%s: the body returns a different structure than the carry "
                               "it was given" % self.what)
+        leaves = [_float_tile(v) if kind == "vmem" and _is_float_scalar(v) else v
+                  for (kind, _), v in zip(self.kinds, leaves)]
         rec, moves = self.rec, []
         for (kind, where), v, old in zip(self.kinds, leaves, _flatten(self.inner, [])):
             if v is old:

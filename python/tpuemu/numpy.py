@@ -242,27 +242,20 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
 
 
 def _host_take(a, indices, axis, mode, fill_value):
-    """jnp.take on the host, with JAX's modes (fill by default)."""
+    """jnp.take on the host: clip and wrap as NumPy's, fill and
+    promise_in_bounds as take_along_axis with the indices broadcast."""
     m = getattr(mode, "name", mode)
-    if m in ("clip", "CLIP", "wrap"):
-        return _np.take(_np.asarray(a), _np.asarray(indices), axis=axis,
-                        mode="clip" if m in ("clip", "CLIP") else "wrap")
     a, ix = _np.asarray(a), _np.asarray(indices)
+    if m in ("clip", "CLIP", "wrap"):
+        return _np.take(a, ix, axis=axis, mode="wrap" if m == "wrap" else "clip")
     if axis is None:
         a, axis = a.ravel(), 0
     axis %= a.ndim
-    n = a.shape[axis]
-    ok = (ix >= -n) & (ix < n)
-    out = _np.take(a, _np.where(ok, ix, 0), axis=axis)
-    if m in ("promise_in_bounds", "PROMISE_IN_BOUNDS"):
-        return out
-    if fill_value is None:
-        fill_value = _np.nan if _np.issubdtype(a.dtype, _np.floating) else \
-            (_np.iinfo(a.dtype).min if _np.issubdtype(a.dtype, _np.signedinteger) else
-             (True if a.dtype == bool else _np.iinfo(a.dtype).max))
-    shape = [1] * out.ndim
-    shape[axis:axis + ix.ndim] = ix.shape
-    return _np.where(ok.reshape(shape), out, _np.asarray(fill_value, a.dtype))
+    one, full = [1] * a.ndim, list(a.shape)
+    one[axis] = full[axis] = ix.size
+    r = _host_take_along_axis(a, _np.broadcast_to(ix.reshape(one), full), axis,
+                              _gather_mode(mode, fill_value), fill_value)
+    return r.reshape(a.shape[:axis] + ix.shape + a.shape[axis + 1:])
 
 
 def concatenate(arrays, axis=0):
@@ -386,7 +379,7 @@ def einsum(subscripts, *operands, preferred_element_type=None, precision=None,
         ops = [(zsub, z)] + ops[2:]
     sub, z = ops[0]
     z, sub = _einsum_sum_out(z, sub, set(out))
-    if len(ops) == 1 and len(operands) == 1 and preferred_element_type is not None:
+    if len(operands) == 1 and preferred_element_type is not None:
         z = z.astype(preferred_element_type)
     perm = tuple(sub.index(c) for c in out)
     if perm == tuple(range(len(perm))):

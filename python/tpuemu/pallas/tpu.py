@@ -799,6 +799,14 @@ def _uniform01(shape, what):
     return bitcast(bits, jnp.float32) - 1.0
 
 
+def _sample_dtype(dtype, what):
+    d = _trace.as_dtype(dtype)
+    if d not in (_trace.float32, _trace.bfloat16):
+        raise trace_error("pltpu.%s(dtype=%s): float32 or bfloat16"
+                          % (what, _trace.dtype_text(d)))
+    return d
+
+
 def stateful_bits(shape, dtype=None):
     """pltpu.stateful_bits: jax.random.bits of the core's PRNG, uint32 (or
     the 32-bit @dtype given). The bits are Philox's, not the TPU's."""
@@ -813,10 +821,7 @@ def stateful_bits(shape, dtype=None):
 def stateful_uniform(shape, dtype=jnp.float32, minval=0.0, maxval=1.0):
     """pltpu.stateful_uniform: jax.random.uniform of the core's PRNG, in
     [minval, maxval) (f32 computed, cast to a bf16 @dtype)."""
-    d = _trace.as_dtype(dtype)
-    if d not in (_trace.float32, _trace.bfloat16):
-        raise trace_error("pltpu.stateful_uniform(dtype=%s): float32 or bfloat16"
-                          % _trace.dtype_text(d))
+    d = _sample_dtype(dtype, "stateful_uniform")
     u = _uniform01(shape, "stateful_uniform")
     v = jnp.maximum(u * (maxval - minval) + minval, minval)
     return v if d is _trace.float32 else v.astype(jnp.bfloat16)
@@ -825,10 +830,7 @@ def stateful_uniform(shape, dtype=jnp.float32, minval=0.0, maxval=1.0):
 def stateful_normal(shape, dtype=jnp.float32):
     """pltpu.stateful_normal: jax.random.normal of the core's PRNG,
     sqrt(2) * erfinv(u) for u uniform in (-1, 1), as JAX computes it."""
-    d = _trace.as_dtype(dtype)
-    if d not in (_trace.float32, _trace.bfloat16):
-        raise trace_error("pltpu.stateful_normal(dtype=%s): float32 or bfloat16"
-                          % _trace.dtype_text(d))
+    d = _sample_dtype(dtype, "stateful_normal")
     lo = float(np.nextafter(np.float32(-1.0), np.float32(0.0)))
     u = jnp.maximum(_uniform01(shape, "stateful_normal") * (1.0 - lo) + lo, lo)
     v = lax.erf_inv(u) * float(np.sqrt(np.float32(2.0)))
