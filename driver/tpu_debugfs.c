@@ -20,13 +20,13 @@ static void tpu_debugfs_show_ring(struct seq_file *m, struct tpu_ring *ring)
 {
 	struct tpu_device *tdev = ring->tdev;
 
-	seq_printf(m, "%s: driver head %u tail %u, device head %u status 0x%x done %u errors %u polled %u\n",
+	seq_printf(m, "%s: driver head %u tail %u, device head %u status 0x%x done %u errors %u polled %u irqs %u\n",
 		   ring->name, ring->head, ring->tail,
 		   tpu_reg_read(tdev, TPU_REG_Q(ring->queue, TPU_Q_HEAD)),
 		   tpu_reg_read(tdev, TPU_REG_Q(ring->queue, TPU_Q_STATUS)),
 		   tpu_reg_read(tdev, TPU_REG_Q(ring->queue, TPU_Q_DONE)),
 		   tpu_reg_read(tdev, TPU_REG_Q(ring->queue, TPU_Q_ERRORS)),
-		   ring->polled);
+		   ring->polled, ring->irqs);
 }
 
 static int tpu_debugfs_queues_show(struct seq_file *m, void *unused)

@@ -420,6 +420,7 @@ static void tpu_job_spin(struct tpu_device *tdev, struct dma_fence *done)
 	/* The ring outlives the spin: removal waits for drm_dev_exit(). */
 	if (!drm_dev_enter(&tdev->drm, &idx))
 		return;
+	tpu_ring_poll_begin(ring);
 	while (!dma_fence_is_signaled(done)) {
 		tpu_ring_poll(ring);
 		if (signal_pending(current) || local_clock() > end)
@@ -435,6 +436,7 @@ static void tpu_job_spin(struct tpu_device *tdev, struct dma_fence *done)
 			cond_resched();
 		cpu_relax();
 	}
+	tpu_ring_poll_end(ring);
 	drm_dev_exit(idx);
 }
 

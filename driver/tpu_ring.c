@@ -152,6 +152,7 @@ static irqreturn_t tpu_ring_irq(int irq, void *arg)
 	unsigned long flags;
 
 	spin_lock_irqsave(&ring->lock, flags);
+	ring->irqs++;
 	tpu_ring_retire_completed(ring);
 	spin_unlock_irqrestore(&ring->lock, flags);
 	return IRQ_HANDLED;
@@ -188,6 +189,51 @@ bool tpu_ring_poll(struct tpu_ring *ring)
 	ring->polled += retired;
 	spin_unlock_irqrestore(&ring->lock, flags);
 	return retired;
+}
+
+/**
+ * tpu_ring_poll_begin() - tell the device a waiter polls the ring
+ * @ring: the ring
+ *
+ * While any waiter polls, the device sends no interrupt for the
+ * descriptors it completes (the driver area's TPU_DRIVER_NO_IRQ): the
+ * pollers retire them, every waiter's alike, and an interrupt would only
+ * take the CPU from the one that is about to submit the next job. Pair
+ * with tpu_ring_poll_end().
+ */
+void tpu_ring_poll_begin(struct tpu_ring *ring)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&ring->lock, flags);
+	if (!ring->pollers++)
+		WRITE_ONCE(ring->area->flags, cpu_to_le32(TPU_DRIVER_NO_IRQ));
+	spin_unlock_irqrestore(&ring->lock, flags);
+}
+
+/**
+ * tpu_ring_poll_end() - end tpu_ring_poll_begin()
+ * @ring: the ring
+ *
+ * The last poller turns the interrupt back on, then looks at the ring once
+ * more: a descriptor the device completed while the flag was set raises
+ * nothing later (the barrier pairs with the device's, uapi/tpu_hw.h).
+ */
+void tpu_ring_poll_end(struct tpu_ring *ring)
+{
+	unsigned long flags;
+	bool last;
+
+	spin_lock_irqsave(&ring->lock, flags);
+	last = !--ring->pollers;
+	if (last)
+		WRITE_ONCE(ring->area->flags, 0);
+	spin_unlock_irqrestore(&ring->lock, flags);
+	if (last) {
+		/* The flag's store before the records' loads: the device's pair */
+		smp_mb();
+		tpu_ring_poll(ring);
+	}
 }
 
 /**
@@ -292,7 +338,11 @@ void tpu_ring_fail_all(struct tpu_ring *ring, int error)
  */
 int tpu_ring_start(struct tpu_ring *ring)
 {
-	u32 status;
+	u32 ctrl = TPU_Q_CTRL_ENABLE, status;
+
+	/* A device of ABI 1.0 refuses the bit, and never reads the area. */
+	if (TPU_VERSION_MINOR(ring->tdev->hw_version) >= 1)
+		ctrl |= TPU_Q_CTRL_DRIVER_AREA;
 
 	tpu_ring_write_reg(ring, TPU_Q_CTRL, 0);
 	tpu_ring_write_reg(ring, TPU_Q_RING_LO, lower_32_bits(ring->desc_dma));
@@ -300,7 +350,7 @@ int tpu_ring_start(struct tpu_ring *ring)
 	tpu_ring_write_reg(ring, TPU_Q_CPL_LO, lower_32_bits(ring->cpl_dma));
 	tpu_ring_write_reg(ring, TPU_Q_CPL_HI, upper_32_bits(ring->cpl_dma));
 	tpu_ring_write_reg(ring, TPU_Q_SIZE, ring->size);
-	tpu_ring_write_reg(ring, TPU_Q_CTRL, TPU_Q_CTRL_ENABLE);
+	tpu_ring_write_reg(ring, TPU_Q_CTRL, ctrl);
 	status = tpu_reg_read(ring->tdev, TPU_REG_Q(ring->queue, TPU_Q_STATUS));
 	if (!(status & TPU_Q_STATUS_ENABLED)) {
 		tpu_err(ring->tdev, "%s: device refused the queue (status 0x%x)\n",
@@ -340,6 +390,12 @@ int tpu_ring_reset(struct tpu_ring *ring)
 	return tpu_ring_start(ring);
 }
 
+/* The completion array and the driver area after it (uapi/tpu_hw.h). */
+static size_t tpu_ring_cpl_bytes(u32 size)
+{
+	return size * TPU_CPL_SIZE + sizeof(struct tpu_driver_area);
+}
+
 /**
  * tpu_ring_init() - allocate a ring, hook its interrupt, start the queue
  * @tdev: the device
@@ -375,12 +431,13 @@ int tpu_ring_init(struct tpu_device *tdev, struct tpu_ring *ring,
 		ret = -ENOMEM;
 		goto err_free_fences;
 	}
-	ring->cpl = dma_alloc_coherent(dev, size * TPU_CPL_SIZE,
+	ring->cpl = dma_alloc_coherent(dev, tpu_ring_cpl_bytes(size),
 				       &ring->cpl_dma, GFP_KERNEL);
 	if (!ring->cpl) {
 		ret = -ENOMEM;
 		goto err_free_desc;
 	}
+	ring->area = ring->cpl + size * TPU_CPL_SIZE;
 
 	ring->irq = pci_irq_vector(tdev->pdev, TPU_MSIX_VEC_QUEUE(queue));
 	ret = request_irq(ring->irq, tpu_ring_irq, 0, ring->name, ring);
@@ -397,7 +454,8 @@ int tpu_ring_init(struct tpu_device *tdev, struct tpu_ring *ring,
 err_free_irq:
 	free_irq(ring->irq, ring);
 err_free_cpl:
-	dma_free_coherent(dev, size * TPU_CPL_SIZE, ring->cpl, ring->cpl_dma);
+	dma_free_coherent(dev, tpu_ring_cpl_bytes(size), ring->cpl,
+			  ring->cpl_dma);
 err_free_desc:
 	dma_free_coherent(dev, size * TPU_DESC_SIZE, ring->desc, ring->desc_dma);
 err_free_fences:
@@ -417,7 +475,7 @@ void tpu_ring_fini(struct tpu_ring *ring)
 
 	free_irq(ring->irq, ring);
 	tpu_ring_fail_all(ring, -ENODEV);
-	dma_free_coherent(dev, ring->size * TPU_CPL_SIZE, ring->cpl,
+	dma_free_coherent(dev, tpu_ring_cpl_bytes(ring->size), ring->cpl,
 			  ring->cpl_dma);
 	dma_free_coherent(dev, ring->size * TPU_DESC_SIZE, ring->desc,
 			  ring->desc_dma);

@@ -28,6 +28,7 @@ struct tpu_ring_retire {
  * @desc_dma: their bus address
  * @cpl: completion records written by the device
  * @cpl_dma: their bus address
+ * @area: the driver's word to the device, right after @cpl
  * @fences: the fence of each in-flight slot
  * @finished: per slot, the scheduler fence that shares its slot's error
  * @retire: per slot, the work to run when it retires, or NULL
@@ -36,6 +37,8 @@ struct tpu_ring_retire {
  * @head_since: when the descriptor at @head reached the device's front
  *	(jiffies): the previous one completed, or it came to an empty ring
  * @polled: descriptors retired by tpu_ring_poll() rather than the interrupt
+ * @pollers: waiters between tpu_ring_poll_begin() and tpu_ring_poll_end()
+ * @irqs: interrupts taken
  * @last_busy_ns: the device's time for the last descriptor retired
  * @lock: protects the indices and @fences; also the fences' lock
  * @fence_context: dma_fence context of this ring
@@ -51,6 +54,7 @@ struct tpu_ring {
 	dma_addr_t desc_dma;
 	void *cpl;
 	dma_addr_t cpl_dma;
+	struct tpu_driver_area *area;
 	struct dma_fence **fences;
 	struct dma_fence **finished;
 	struct tpu_ring_retire **retire;
@@ -58,6 +62,8 @@ struct tpu_ring {
 	u32 head;
 	unsigned long head_since;
 	u32 polled;
+	u32 pollers;
+	u32 irqs;
 	u64 last_busy_ns;
 	spinlock_t lock; /* indices, fences[] and the fences themselves */
 	u64 fence_context;
@@ -76,6 +82,8 @@ struct dma_fence *tpu_ring_submit(struct tpu_ring *ring, const void *desc,
 void tpu_ring_forget(struct tpu_ring *ring, struct tpu_ring_retire *retire);
 void tpu_ring_fail_all(struct tpu_ring *ring, int error);
 bool tpu_ring_poll(struct tpu_ring *ring);
+void tpu_ring_poll_begin(struct tpu_ring *ring);
+void tpu_ring_poll_end(struct tpu_ring *ring);
 bool tpu_ring_started(struct tpu_ring *ring, struct dma_fence *finished,
 		      unsigned long *since);
 int tpu_ring_reset(struct tpu_ring *ring);

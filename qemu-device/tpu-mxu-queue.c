@@ -106,6 +106,32 @@ static void tpu_queue_run_one(TpuQueue *q, uint64_t ring, uint64_t cpl,
     }
 }
 
+/*
+ * Whether the driver wants the MSI for HEAD's last advance: not while its
+ * driver area says it polls (uapi/tpu_hw.h). Called with @lock held after
+ * HEAD moved; the barrier pairs with the driver's between clearing the
+ * flag and its last look at the completion records.
+ */
+static bool tpu_queue_irq_wanted(TpuQueue *q)
+{
+    uint64_t area = q->cpl + (uint64_t)q->size * TPU_CPL_SIZE;
+    uint32_t flags;
+
+    if (!(q->ctrl & TPU_Q_CTRL_DRIVER_AREA)) {
+        return true;
+    }
+    smp_mb();
+    if (tpu_guest_read(&q->dev->guest_mem, area, &flags, sizeof(flags))) {
+        tpu_queue_guest_error(q, "driver area not in RAM");
+        return true;
+    }
+    if (le32_to_cpu(flags) & TPU_DRIVER_NO_IRQ) {
+        trace_tpu_mxu_queue_irq_suppressed(q->index, q->head);
+        return false;
+    }
+    return true;
+}
+
 static void *tpu_queue_worker(void *opaque)
 {
     TpuQueue *q = opaque;
@@ -126,6 +152,7 @@ static void *tpu_queue_worker(void *opaque)
         cpl = q->cpl;
         q->busy = true;
         qemu_mutex_unlock(&q->lock);
+        trace_tpu_mxu_queue_start(q->index, idx);
 
         tpu_queue_run_one(q, ring, cpl, slot, &c);
 
@@ -144,7 +171,9 @@ static void *tpu_queue_worker(void *opaque)
         q->bytes += c.bytes;
         q->busy_ns += c.busy_ns;
         trace_tpu_mxu_queue_complete(q->index, idx, c.status);
-        qemu_bh_schedule(q->irq_bh);
+        if (tpu_queue_irq_wanted(q)) {
+            qemu_bh_schedule(q->irq_bh);
+        }
     }
     qemu_mutex_unlock(&q->lock);
     return NULL;
@@ -160,7 +189,8 @@ static void tpu_queue_start_reset(TpuQueue *q);
 
 static void tpu_queue_write_ctrl(TpuQueue *q, uint32_t val)
 {
-    if (val & ~(TPU_Q_CTRL_ENABLE | TPU_Q_CTRL_RESET)) {
+    if (val & ~(TPU_Q_CTRL_ENABLE | TPU_Q_CTRL_RESET |
+                TPU_Q_CTRL_DRIVER_AREA)) {
         tpu_queue_guest_error(q, "unknown CTRL bits");
         return;
     }

@@ -25,6 +25,7 @@ QEMU_BUILD_BUG_ON(HOST_BIG_ENDIAN);
 QEMU_BUILD_BUG_ON(sizeof(struct tpu_dma_desc) != TPU_DESC_SIZE);
 QEMU_BUILD_BUG_ON(sizeof(struct tpu_compute_desc) != TPU_DESC_SIZE);
 QEMU_BUILD_BUG_ON(sizeof(struct tpu_completion) != TPU_CPL_SIZE);
+QEMU_BUILD_BUG_ON(sizeof(struct tpu_driver_area) != TPU_CPL_SIZE);
 
 #define TPU_REG_QUEUE_END TPU_REG_Q(TPU_NUM_QUEUES, 0)
 

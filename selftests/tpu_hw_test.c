@@ -315,6 +315,52 @@ TEST_F(hw, bad_descriptors_complete_with_their_error)
 }
 
 /*
+ * TPU_Q_CTRL_DRIVER_AREA: the device reads the driver's word after the
+ * completion array each time HEAD moves, to know whether to interrupt.
+ * Set or unreadable (completions pointed beyond memory), it must never
+ * hold back a completion; the bit reads back, and is refused with RESET.
+ */
+TEST_F(hw, driver_area_never_holds_back_completions)
+{
+	struct tpu_dma_desc *ring = (void *)self->page;
+	struct tpu_driver_area *area = (void *)(self->page + 1024 + 4 * TPU_CPL_SIZE);
+	struct tpu_completion *cpl = (void *)(self->page + 1024);
+	uint64_t pa = self->page_pa;
+
+	for (int i = 0; i < 4; i++)
+		ring[i] = (struct tpu_dma_desc){ .op = TPU_DMA_OP_FILL, .length = 64,
+						 .id = 200 + i };
+	area->flags = TPU_DRIVER_NO_IRQ;
+	start_queue(self, pa, pa + 1024);
+	wr(self, QREG(TPU_Q_CTRL), TPU_Q_CTRL_ENABLE | TPU_Q_CTRL_DRIVER_AREA);
+	EXPECT_EQ(TPU_Q_CTRL_ENABLE | TPU_Q_CTRL_DRIVER_AREA, rd(self, QREG(TPU_Q_CTRL)));
+	wr(self, QREG(TPU_Q_TAIL), 2);
+	wait_consumed(self);
+	EXPECT_EQ(2, rd(self, QREG(TPU_Q_HEAD)));
+	EXPECT_EQ(201, cpl[1].id);
+	area->flags = 0;
+	wr(self, QREG(TPU_Q_TAIL), 4);
+	wait_consumed(self);
+	EXPECT_EQ(4, rd(self, QREG(TPU_Q_HEAD)));
+	EXPECT_EQ(0, rd(self, QREG(TPU_Q_ERRORS)));
+
+	wr(self, QREG(TPU_Q_CTRL), TPU_Q_CTRL_RESET | TPU_Q_CTRL_DRIVER_AREA);
+	EXPECT_TRUE(rd(self, QREG(TPU_Q_STATUS)) & TPU_Q_STATUS_ENABLED);
+	wr(self, QREG(TPU_Q_CTRL), TPU_Q_CTRL_RESET);
+	wait_consumed(self);
+	wr(self, QREG(TPU_Q_RING_LO), (uint32_t)pa);
+	wr(self, QREG(TPU_Q_RING_HI), pa >> 32);
+	wr(self, QREG(TPU_Q_CPL_LO), (uint32_t)NO_MEMORY);
+	wr(self, QREG(TPU_Q_CPL_HI), NO_MEMORY >> 32);
+	wr(self, QREG(TPU_Q_SIZE), 4);
+	wr(self, QREG(TPU_Q_CTRL), TPU_Q_CTRL_ENABLE | TPU_Q_CTRL_DRIVER_AREA);
+	ASSERT_TRUE(rd(self, QREG(TPU_Q_STATUS)) & TPU_Q_STATUS_ENABLED);
+	wr(self, QREG(TPU_Q_TAIL), 3);
+	wait_consumed(self);
+	EXPECT_EQ(3, rd(self, QREG(TPU_Q_HEAD)));
+}
+
+/*
  * A looping SG list of 2^24 entries (each segment one entry and a link to
  * itself) takes seconds to walk. A queue reset written meanwhile must not
  * hold the vCPU (the whole guest, under QEMU's big lock) until the walk

@@ -828,20 +828,22 @@ TEST_F(job, unreleased_records_are_limited)
 }
 
 /* Compute-queue descriptors retired by a polling waiter (debugfs), or -1. */
-static long compute_polled(int fd)
+/* A counter of the compute queue's debugfs line ("polled", "irqs"), or -1. */
+static long compute_count(int fd, const char *name)
 {
-	char path[96], line[256];
+	char path[96], line[256], key[32];
 	const char *at;
 	long n = -1;
 	FILE *f;
 
+	snprintf(key, sizeof(key), " %s ", name);
 	tpu_debugfs_path(fd, "queues", path, sizeof(path));
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "tpu-q1:", 7) && (at = strstr(line, "polled ")))
-			n = strtol(at + 7, NULL, 10);
+		if (!strncmp(line, "tpu-q1:", 7) && (at = strstr(line, key)))
+			n = strtol(at + strlen(key), NULL, 10);
 	fclose(f);
 	return n;
 }
@@ -849,18 +851,21 @@ static long compute_polled(int fd)
 /*
  * A JOB_INFO waiter first polls the queue (wait_spin_us), then sleeps until
  * the interrupt. Either way a job's status, error report and results are
- * the same, and with spinning off nothing is retired by polling.
+ * the same; with spinning off nothing is retired by polling and every job
+ * takes its interrupt, while a waiter polls the device sends none (the
+ * driver area's TPU_DRIVER_NO_IRQ), and after polling they come back.
  */
 TEST_F(job, polling_and_sleeping_waiters_agree)
 {
-	static const long spins[] = { 0, 1000 };
+	static const long spins[] = { 0, 1000, 0 };
 	long saved = tpu_wait_spin_get();
 	struct tpurt_buffer *in, *out;
 	struct tpu_job_report rep;
 	struct tpu_add_job j;
 	uint32_t h[2];
 
-	if (saved < 0 || tpu_wait_spin_set(saved) || compute_polled(self->fd) < 0)
+	if (saved < 0 || tpu_wait_spin_set(saved) ||
+	    compute_count(self->fd, "polled") < 0)
 		SKIP(return, "needs root, the tpu module's parameters and debugfs");
 	ASSERT_EQ(0, tpurt_buffer_create(self->dev, 64, &in));
 	ASSERT_EQ(0, tpurt_buffer_create(self->dev, 64, &out));
@@ -868,23 +873,28 @@ TEST_F(job, polling_and_sleeping_waiters_agree)
 	h[TPU_BLOB_OUT_SLOT] = tpurt_buffer_handle(out);
 	tpu_add_job_init(&j, 16, 0, 1.0f, 0);
 	for (size_t s = 0; s < sizeof(spins) / sizeof(spins[0]); s++) {
-		long before;
+		long before, irqs_before, irqs;
 		struct tpurt_job_stats st;
 		struct mm mm;
 		uint64_t id = 0;
 		int i;
 
 		ASSERT_EQ(0, tpu_wait_spin_set(spins[s]));
-		before = compute_polled(self->fd);
+		before = compute_count(self->fd, "polled");
+		irqs_before = compute_count(self->fd, "irqs");
 		for (i = 0; i < 32; i++) {
 			ASSERT_EQ(0, submit(self->fd, &j, sizeof(j), h, 2, 0, 0, &id));
 			ASSERT_EQ(0, job_status(self->fd, id, &rep)) TH_LOG("spin %ld", spins[s]);
 		}
+		irqs = compute_count(self->fd, "irqs") - irqs_before;
 		if (spins[s]) {
-			EXPECT_LT(before, compute_polled(self->fd))
+			EXPECT_LT(before, compute_count(self->fd, "polled"))
 				TH_LOG("no null job retired by a waiter spinning %ld us", spins[s]);
+			EXPECT_LT(irqs, 32)
+				TH_LOG("%ld interrupts for 32 jobs polled for", irqs);
 		} else {
-			EXPECT_EQ(before, compute_polled(self->fd));
+			EXPECT_EQ(before, compute_count(self->fd, "polled"));
+			EXPECT_LE(32, irqs) TH_LOG("%ld interrupts for 32 jobs", irqs);
 		}
 		/* A faulting job reports the same error, polled or not. */
 		ASSERT_EQ(0, mm_make(self->dev, &mm, 256, 256, 256, 128, 128, 128,

@@ -43,7 +43,7 @@
 #define  TPU_VERSION_MAJOR(v)	((v) >> 16)
 #define  TPU_VERSION_MINOR(v)	((v) & 0xffff)
 #define  TPU_ABI_MAJOR		1
-#define  TPU_ABI_MINOR		0
+#define  TPU_ABI_MINOR		1	/* 1: TPU_Q_CTRL_DRIVER_AREA */
 #define TPU_REG_SCRATCH		0x008	/* RW: no effect; resets to 0 */
 
 /* Control */
@@ -113,6 +113,7 @@ enum tpu_cap {
 #define  TPU_Q_CTRL		0x14	/* RW */
 #define   TPU_Q_CTRL_ENABLE	(1u << 0)
 #define   TPU_Q_CTRL_RESET	(1u << 1)	/* WO: reset this queue alone */
+#define   TPU_Q_CTRL_DRIVER_AREA (1u << 2)	/* read struct tpu_driver_area */
 #define  TPU_Q_TAIL		0x18	/* RW: producer index (doorbell) */
 #define  TPU_Q_HEAD		0x1c	/* RO: consumer index */
 #define  TPU_Q_STATUS		0x20	/* RO */
@@ -187,6 +188,27 @@ struct tpu_completion {
 	__u64 bytes;		/* bytes moved */
 	__u64 busy_ns;		/* device time spent on this descriptor */
 };
+
+/*
+ * struct tpu_driver_area - the driver's word to a queue (32 bytes, ABI 1.1)
+ *
+ * In guest memory right after the completion array (at CPL + SIZE *
+ * TPU_CPL_SIZE), read by the device only when the queue was enabled with
+ * TPU_Q_CTRL_DRIVER_AREA. Each time it advances HEAD, the device reads
+ * @flags after the new HEAD is visible: while TPU_DRIVER_NO_IRQ is set it
+ * sends no MSI-X message for that advance (as virtio's
+ * VRING_AVAIL_F_NO_INTERRUPT), so a driver that polls the completion
+ * records is not interrupted for what it retires itself. A driver that
+ * clears the flag must then, after a full barrier, read the completion
+ * records once more: an advance the device saw the flag set for raises
+ * nothing later. An area the device cannot read counts as flags 0.
+ */
+struct tpu_driver_area {
+	__u32 flags;		/* TPU_DRIVER_* */
+	__u32 reserved[7];	/* ignored */
+};
+
+#define TPU_DRIVER_NO_IRQ	(1u << 0)
 
 /* Compute queue operations */
 #define TPU_COMPUTE_OP_RUN	1	/* run a grid job (uapi/tpu_job.h) */
