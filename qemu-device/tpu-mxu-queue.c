@@ -221,21 +221,22 @@ static void tpu_queue_write_ctrl(TpuQueue *q, uint32_t val)
     q->ctrl = val;
 }
 
-static void tpu_queue_write_tail(TpuQueue *q, uint32_t val)
+/* Return whether the worker has new work to be woken for. */
+static bool tpu_queue_write_tail(TpuQueue *q, uint32_t val)
 {
     if (!(q->ctrl & TPU_Q_CTRL_ENABLE)) {
         tpu_queue_guest_error(q, "doorbell while disabled");
         q->status |= TPU_Q_STATUS_BAD_TAIL;
-        return;
+        return false;
     }
     if (val - q->head > q->size) {
         tpu_queue_guest_error(q, "doorbell beyond the ring");
         q->status |= TPU_Q_STATUS_BAD_TAIL;
-        return;
+        return false;
     }
     trace_tpu_mxu_queue_doorbell(q->index, val);
     q->tail = val;
-    qemu_cond_broadcast(&q->cond);
+    return true;
 }
 
 static void tpu_queue_write_config(TpuQueue *q, hwaddr reg, uint32_t val)
@@ -265,11 +266,12 @@ static void tpu_queue_write_config(TpuQueue *q, hwaddr reg, uint32_t val)
 
 void tpu_queue_write(TpuQueue *q, hwaddr reg, uint32_t val)
 {
-    QEMU_LOCK_GUARD(&q->lock);
+    bool kick = false;
 
+    qemu_mutex_lock(&q->lock);
     if (q->resetting) {
         tpu_queue_guest_error(q, "write while a reset is in progress");
-        return;
+        goto out;
     }
     switch (reg) {
     case TPU_Q_RING_LO:
@@ -283,11 +285,17 @@ void tpu_queue_write(TpuQueue *q, hwaddr reg, uint32_t val)
         tpu_queue_write_ctrl(q, val);
         break;
     case TPU_Q_TAIL:
-        tpu_queue_write_tail(q, val);
+        kick = tpu_queue_write_tail(q, val);
         break;
     default:
         tpu_queue_guest_error(q, "write to a read-only or unknown register");
         break;
+    }
+out:
+    qemu_mutex_unlock(&q->lock);
+    /* Once unlocked: the woken worker need not wait again for @lock. */
+    if (kick) {
+        qemu_cond_broadcast(&q->cond);
     }
 }
 
