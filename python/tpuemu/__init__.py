@@ -29,6 +29,11 @@ class ShapeDtypeStruct:
         return "ShapeDtypeStruct(%s, %s)" % (self.shape, self.dtype)
 
 
+def typeof(x):
+    """jax.typeof(x): x's shape and dtype (a ShapeDtypeStruct)."""
+    return ShapeDtypeStruct(_np.shape(x), x.dtype)
+
+
 def jit(f=None, **kwargs):
     """jax.jit: an identity here (pallas_call runs at once)."""
     if f is None:

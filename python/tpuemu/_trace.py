@@ -1382,6 +1382,19 @@ class Window:
     def at(self):
         return _At(self.ref, self)
 
+    @property
+    def shape(self):
+        """The window's shape (its Slice dimensions; None if not known)."""
+        return _window_shape(self.dims) if self.dims is not None else None
+
+    @property
+    def dtype(self):
+        return self.ref.dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
     def refuse_traced(self, what):
         if self.traced:
             self.traced[0].refuse_traced("%s of %s" % (what, self.text))

@@ -114,7 +114,9 @@ class GridSpec:
         self.grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
         self.in_specs = in_specs
         self.out_specs = out_specs
-        self.scratch_shapes = tuple(scratch_shapes or ())
+        # a dict: the kernel takes the scratch refs by parameter name
+        self.scratch_shapes = scratch_shapes if isinstance(scratch_shapes, dict) else \
+            tuple(scratch_shapes or ())
         self.num_scalar_prefetch = num_scalar_prefetch
 
 
@@ -283,23 +285,33 @@ def with_scoped(*types, **named_types):
 
 
 def _scoped(f, params, types, named_types, rec):
+    from .. import _pytree
     scoped = list(zip(params, types)) + list(named_types.items())
-    refs = []
+    refs = []		# each name's ref, or tree of refs (a tree of types)
+    opened = []
     for name, t in scoped:
-        code = getattr(t, "_space_code", None)
-        if code is None:
-            raise trace_error("pl.run_scoped: '%s' must be pltpu.VMEM(...), pltpu.SMEM(...) "
-                              "or a pltpu.SemaphoreType, not %r" % (name, t))
-        ref = Ref(name, t.shape, t.dtype,
-                  space={1: "smem", 3: "sem", 4: "sem"}.get(code, "vmem"))
-        rec.open_scope(ref, code, as_dtype(t.dtype).code, "@pl.run_scoped(%s=%r)" % (name, t),
-                       getattr(t, "_device_shape", None))
-        refs.append(ref)
+        leaves, tree = _pytree.flatten(t)
+        made = []
+        for k, leaf in enumerate(leaves):
+            code = getattr(leaf, "_space_code", None)
+            if code is None:
+                raise trace_error("pl.run_scoped: '%s' must be pltpu.VMEM(...), pltpu.SMEM(...) "
+                                  "or a pltpu.SemaphoreType (or a tree of them), not %r"
+                                  % (name, leaf))
+            n = name if tree.kind == "leaf" else "%s_%d" % (name, k)
+            ref = Ref(n, leaf.shape, leaf.dtype,
+                      space={1: "smem", 3: "sem", 4: "sem"}.get(code, "vmem"))
+            rec.open_scope(ref, code, as_dtype(leaf.dtype).code,
+                           "@pl.run_scoped(%s=%r)" % (n, leaf),
+                           getattr(leaf, "_device_shape", None))
+            made.append(ref)
+            opened.append(ref)
+        refs.append(made[0] if tree.kind == "leaf" else _pytree.unflatten(tree, made))
     try:
         out = _settle(f(*refs[:len(types)], **dict(zip(named_types, refs[len(types):]))),
-                      {r.name for r in refs}, rec)
+                      {r.name for r in opened}, rec)
     finally:
-        for ref in reversed(refs):
+        for ref in reversed(opened):
             rec.close_scope(ref.name)
     return out
 
@@ -523,6 +535,16 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 ospecs = (ospecs,)
             ospecs = _pytree.match(tuple(ospecs), out_tree, "out_specs")
         scratch_parts = list(grid_spec.scratch_shapes)
+        if isinstance(grid_spec.scratch_shapes, dict):
+            # scratch_shapes=dict(name=type): the kernel's parameters after
+            # the inputs and outputs, in its own order, by name
+            after = params[len(args) + (1 if no_out and not empty_out else len(out_parts)):]
+            d = grid_spec.scratch_shapes
+            if sorted(after) != sorted(d):
+                raise TypeError("kernel %s: scratch_shapes names %s, its parameters after "
+                                "the inputs and outputs are %s"
+                                % (_kname(kernel), sorted(d), after))
+            scratch_parts = [d[n] for n in after]
         scratch, scratch_tree = _pytree.flatten(tuple(scratch_parts))
         # the kernel's parameters: one per argument, output part and scratch part
         trees = list(sp_tree.children) + list(in_tree.children) + \
@@ -847,6 +869,7 @@ def _trace_shape(r):
 
 # pl.semaphore_* are pltpu's (newer JAX has them under pl)
 from .tpu import semaphore_signal, semaphore_wait, semaphore_read  # noqa: E402
+from .tpu import no_block_spec  # noqa: E402,F401  (pl.no_block_spec)
 from .kernel import kernel  # noqa: E402
 from .._trace import semaphore, semaphore_dtype  # noqa: E402,F401  (pl.semaphore)
 from ._print import debug_print  # noqa: E402

@@ -423,7 +423,8 @@ def _block_window(ref, spec, idx, what):
     if len(bshape) != len(ref.shape):
         raise trace_error("%s: block shape %r for a ref of shape %r" % (what, bshape, ref.shape))
     imap = getattr(spec, "index_map", None)
-    bidx = imap(*idx) if imap is not None else (0,) * len(bshape)
+    # idx None: only the block's shape is wanted
+    bidx = imap(*idx) if imap is not None and idx is not None else (0,) * len(bshape)
     bidx = bidx if isinstance(bidx, (tuple, list)) else (bidx,)
     parts = []
     bshape = tuple(_pipeline_dim(b, what) for b in bshape)
@@ -509,9 +510,115 @@ def _device_steps(local, split, offset, nsteps, step):
     lax._device_fori(0, nsteps, trip, None, "pltpu.emit_pipeline")
 
 
+class _EmptyGrid(_trace.TraceError, ValueError):
+    """As Pallas's ValueError: an emit_pipeline grid with a dimension <= 0."""
+
+
+class _NoBlockSpec:
+    """pl.no_block_spec: an emit_pipeline operand the pipeline leaves alone
+    (the body gets None in its place)."""
+
+    def __repr__(self):
+        return "pl.no_block_spec"
+
+
+no_block_spec = _NoBlockSpec()
+
+
+def _spec_space(spec):
+    """An emit_pipeline spec's memory space: "any", "smem" or "vmem"."""
+    ms = getattr(spec, "memory_space", None)
+    if ms is None:
+        return "vmem"
+    if isinstance(ms, _MemorySpace):
+        return {0: "vmem", 1: "smem", 2: "any"}[ms._code]
+    return {"any": "any", "smem": "smem"}.get(ms, "vmem")
+
+
+class _PipelineState:
+    """The first argument of an emit_pipeline body with
+    _explicit_indices=True: .index, the step's grid indices."""
+
+    def __init__(self, index, grid):
+        self.index = index
+        self.grid = grid
+
+
+def _pipeline_grid(grid):
+    try:
+        grid = tuple(int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
+    except TypeError:
+        raise trace_error("pltpu.emit_pipeline: the grid %r must be Python ints (it is "
+                          "unrolled while tracing)" % (grid,)) from None
+    if any(g <= 0 for g in grid):
+        raise _EmptyGrid("pltpu.emit_pipeline: All elements in the grid must be strictly "
+                         "positive, not %r\n  at %s" % (grid, _trace.where()))
+    return grid
+
+
+def _pipeline_specs(in_specs, out_specs):
+    """emit_pipeline's in_specs and out_specs as the list of its
+    operands' spec trees (one spec, or a tuple or list of them; each a
+    pytree, as JAX's) and the count of inputs."""
+    ins = list(in_specs) if isinstance(in_specs, (list, tuple)) else [in_specs]
+    outs = list(out_specs) if isinstance(out_specs, (list, tuple)) else [out_specs]
+    return ins + outs, len(ins)
+
+
+def _buffer_type(ref, spec):
+    """The scratch type of @spec's buffer for @ref, or None (no buffer:
+    pl.no_block_spec, or a block left in HBM)."""
+    if spec is no_block_spec or _spec_space(spec) == "any":
+        return None
+    shape = _block_window(ref, spec, None, "pltpu.emit_pipeline")[1]
+    return (SMEM if _spec_space(spec) == "smem" else VMEM)(shape, ref.dtype)
+
+
+def _flat_operands(refs, specs, nin):
+    """[(ref, spec, is_output)] of the leaves of the operand trees, and a
+    function rebuilding the body's arguments from one value per leaf."""
+    from .. import _pytree
+    if len(refs) != len(specs):
+        raise trace_error("pltpu.emit_pipeline: %d refs given for %d in_specs and %d "
+                          "out_specs" % (len(refs), nin, len(specs) - nin))
+    flat, trees = [], []
+    for k, (r, s) in enumerate(zip(refs, specs)):
+        rl, rt = _pytree.flatten(r)
+        sl, st = _pytree.flatten(s)
+        if len(rl) != len(sl):
+            raise trace_error("pltpu.emit_pipeline: operand %d is a tree of %d refs, its "
+                              "spec one of %d specs" % (k, len(rl), len(sl)))
+        flat += [(x, y, k >= nin) for x, y in zip(rl, sl)]
+        trees.append(rt)
+
+    def build(vals):
+        out, at = [], 0
+        for t in trees:
+            out.append(_pytree.unflatten(t, list(vals[at:at + t.num_leaves])))
+            at += t.num_leaves
+        return out
+    return flat, build
+
+
+def emit_pipeline_with_allocations(body, **kwargs):
+    """pltpu.emit_pipeline_with_allocations: (pipeline, make_allocations).
+    make_allocations(*refs) gives the buffers' scratch types in the
+    operands' tree (None where the pipeline keeps none), for
+    pl.run_scoped(allocs=...); pipeline(*refs, allocations=allocs) uses
+    those buffers."""
+    pipeline = emit_pipeline(body, **kwargs)
+    specs, nin = _pipeline_specs(kwargs.get("in_specs", ()), kwargs.get("out_specs", ()))
+
+    def make_allocations(*refs):
+        flat, build = _flat_operands(refs, specs, nin)
+        parts = build([_buffer_type(r, s) for r, s, _ in flat])
+        return parts
+    return pipeline, make_allocations
+
+
 def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_out=False,
                   core_axis=None, core_axis_name=None, dimension_semantics=None,
-                  **_options):
+                  _explicit_indices=False, **_options):
     """pltpu.emit_pipeline: a pipeline inside the kernel over refs in HBM
     (pl.ANY). Each step of @grid (unrolled while tracing; Python ints)
     copies the input blocks into VMEM buffers, runs @body on them, and
@@ -520,35 +627,50 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
     @core_axis_name (inside pl.kernel) or @core_axis (a grid dimension of
     the pallas_call), each core runs its share of a parallel dimension of
     @dimension_semantics (_partition). The copies are
-    synchronous: the results are Pallas's, the overlap is not modeled."""
-    in_specs = list(in_specs) if isinstance(in_specs, (list, tuple)) else [in_specs]
-    out_specs = list(out_specs) if isinstance(out_specs, (list, tuple)) else [out_specs]
-    try:
-        grid = tuple(int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
-    except TypeError:
-        raise trace_error("pltpu.emit_pipeline: the grid %r must be Python ints (it is "
-                          "unrolled while tracing)" % (grid,)) from None
-    if any(g <= 0 for g in grid):
-        raise trace_error("pltpu.emit_pipeline: every grid dimension must be positive, "
-                          "not %r" % (grid,))
+    synchronous: the results are Pallas's, the overlap is not modeled.
+    Specs and refs are pytrees, as JAX's; a spec in pltpu.HBM (pl.ANY)
+    hands the body the block's window of the ref itself, pltpu.SMEM an
+    SMEM buffer, pl.no_block_spec None; _explicit_indices=True passes
+    the body a first argument whose .index is the step's indices."""
+    specs, nin = _pipeline_specs(in_specs, out_specs)
+    grid = _pipeline_grid(grid)
 
-    def pipeline(*refs):
-        nin = len(in_specs)
-        if len(refs) != nin + len(out_specs):
-            raise trace_error("pltpu.emit_pipeline: %d refs given for %d in_specs and %d "
-                              "out_specs" % (len(refs), nin, len(out_specs)))
+    def pipeline(*refs, allocations=None, scratches=None, **_kw):
+        flat, build = _flat_operands(refs, specs, nin)
         local, split, offset, count = _partition(grid, dimension_semantics,
                                                  _cores(core_axis, core_axis_name))
-        specs = in_specs + out_specs
-        first = tuple(0 for _ in grid)
-        types = [VMEM(_block_window(r, s, first, "pltpu.emit_pipeline")[1], r.dtype)
-                 for r, s in zip(refs, specs)]
+        # the leaves with a buffer: given (allocations) or scoped here
+        buffered = [k for k, (r, s, _) in enumerate(flat) if _buffer_type(r, s) is not None]
+        types = [_buffer_type(*flat[k][:2]) for k in buffered]
+        extra = list(scratches or ())
+
+        def body_args(idx, bufs):
+            vals = [None] * len(flat)
+            for k, b in zip(buffered, bufs):
+                vals[k] = b
+            for k, (r, s, _) in enumerate(flat):
+                if k not in buffered and s is not no_block_spec:
+                    vals[k] = _block_window(r, s, idx, "pltpu.emit_pipeline")[0]
+            args = build(vals) + extra
+            return ([_PipelineState(idx, local)] if _explicit_indices else []) + args
 
         def steps(*bufs):
-            pending = [None] * len(out_specs)	# (text, window) of each out block
+            ins = [(flat[k][0], flat[k][1], b) for k, b in zip(buffered, bufs)
+                   if not flat[k][2]]
+            outs = [(flat[k][0], flat[k][1], b) for k, b in zip(buffered, bufs)
+                    if flat[k][2]]
+            pending = [None] * len(outs)	# (text, window) of each out block
+
+            def run_body(idx):
+                # pl.program_id / num_programs in the body are the pipeline's
+                _pipeline_env.append((idx, local))
+                try:
+                    body(*body_args(idx, bufs))
+                finally:
+                    _pipeline_env.pop()
 
             def flush():
-                for k, b in enumerate(bufs[nin:]):
+                for k, (_, _, b) in enumerate(outs):
                     if pending[k] is not None:
                         sync_copy(b, pending[k][1])
                     pending[k] = None
@@ -557,20 +679,16 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                 """One step as a device loop's trip: every block copied in,
                 the body, every output block written back (a revisited
                 block keeps accumulating in its buffer: it is not refetched)."""
-                for r, s, b in zip(refs[:nin], in_specs, bufs[:nin]):
+                for r, s, b in ins:
                     sync_copy(_block_window(r, s, idx, "pltpu.emit_pipeline")[0], b)
-                _pipeline_env.append((idx, local))
-                try:
-                    body(*bufs)
-                finally:
-                    _pipeline_env.pop()
-                for r, s, b in zip(refs[nin:], out_specs, bufs[nin:]):
+                run_body(idx)
+                for r, s, b in outs:
                     sync_copy(b, _block_window(r, s, idx, "pltpu.emit_pipeline")[0])
 
             def step(idx):
-                for r, s, b in zip(refs[:nin], in_specs, bufs[:nin]):
+                for r, s, b in ins:
                     sync_copy(_block_window(r, s, idx, "pltpu.emit_pipeline")[0], b)
-                for k, (r, s, b) in enumerate(zip(refs[nin:], out_specs, bufs[nin:])):
+                for k, (r, s, b) in enumerate(outs):
                     w = _block_window(r, s, idx, "pltpu.emit_pipeline")[0]
                     if pending[k] is not None and pending[k][0] == w.render():
                         continue
@@ -579,12 +697,7 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                     if should_accumulate_out:
                         sync_copy(w, b)
                     pending[k] = (w.render(), w)
-                # pl.program_id / num_programs in the body are the pipeline's
-                _pipeline_env.append((idx, local))
-                try:
-                    body(*bufs)
-                finally:
-                    _pipeline_env.pop()
+                run_body(idx)
 
             nsteps = 1
             for g in local:
@@ -603,6 +716,15 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                 when(li[split] < count)(lambda: (step(idx), flush()))
             flush()
 
+        if allocations is not None:
+            from .. import _pytree
+            given = [a for a in _pytree.flatten(list(allocations)
+                                                if isinstance(allocations, tuple)
+                                                else allocations)[0]]
+            if len(given) != len(buffered):
+                raise trace_error("pltpu.emit_pipeline: %d allocations for %d buffered "
+                                  "operands" % (len(given), len(buffered)))
+            return steps(*given)
         run_scoped(steps, *types)
     return pipeline
 
