@@ -411,7 +411,7 @@ struct tpurt_kernel_local {
  * A pl.run_scoped scratch: ops [first, end) may name it. The hidden DMA
  * semaphore of sync copies (TPURT_SYNC_SEM) spans the whole kernel.
  */
-#define TPURT_KERNEL_MAX_SCOPES	16
+#define TPURT_KERNEL_MAX_SCOPES	64
 #define TPURT_SCOPE_DEPTH	8
 #define TPURT_SYNC_SEM		"%sync"
 

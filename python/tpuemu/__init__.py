@@ -159,29 +159,30 @@ def last_stats():
 _empty_refs = [0]
 
 
-def empty_ref(ty, *, memory_space=None):
+def empty_ref(ty, memory_space=None):
     """jax.empty_ref(ShapeDtypeStruct, memory_space=pltpu.VMEM) in a kernel
     body: scratch (VMEM by default, or pltpu.SMEM) alive until the kernel
-    ends, as a pl.run_scoped around the rest of the body."""
+    ends, as a pl.run_scoped around the rest of the body (in a
+    pl.run_scoped body, an emit_pipeline body say, until that ends)."""
     from . import _trace
     from .pallas import tpu as _pltpu
     rec = _trace._rec
     if rec is None:
         raise TypeError("jax.empty_ref: only in a kernel body here (outside one, "
                         "arrays are NumPy's)")
-    if rec.conds or rec.loops:
+    # freed where the innermost pl.run_scoped (or emit_pipeline) body ends,
+    # else the kernel's: it must not start under a pl.when or device loop
+    # that body is outside of
+    scoped = rec.__dict__.get("scoped_bodies")
+    depth = (scoped[-1][1], scoped[-1][2]) if scoped else (0, 0)
+    if (len(rec.conds), len(rec.loops)) != depth:
         raise _trace.trace_error("jax.empty_ref under pl.when or in a device loop: "
                                  "allocate it at the body's top level")
     space = memory_space or _pltpu.VMEM
     if not isinstance(space, _pltpu._MemorySpace) or space._code not in (0, 1):
         raise _trace.trace_error("jax.empty_ref: memory_space must be pltpu.VMEM or "
                                  "pltpu.SMEM, not %r" % (space,))
-    kernel_scopes = rec.__dict__.setdefault("kernel_scopes", [])
-    opened = sum(1 for _, _, sc in rec.stmts if sc and len(sc) == 4) - \
-        sum(1 for text, _, _ in rec.stmts if text.startswith("end_scoped("))
-    if opened > len(kernel_scopes):
-        raise _trace.trace_error("jax.empty_ref in a pl.run_scoped body: allocate it at "
-                                 "the kernel body's top level (or in run_scoped's types)")
+    kernel_scopes = scoped[-1][0] if scoped else rec.__dict__.setdefault("kernel_scopes", [])
     t = space(ty.shape, ty.dtype)
     _empty_refs[0] += 1
     ref = _trace.Ref("_empty%d" % _empty_refs[0], t.shape, t.dtype,

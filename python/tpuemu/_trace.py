@@ -598,6 +598,8 @@ class Value:
         # an integer cast of a scalar-core value stays one (a float one
         # becomes a (1, 1) tile of the vector unit)
         keep = self.scalar and d is not None and not is_float_dt(d)
+        if keep and d is self.dt and self.dt is int32:
+            return self		# int32 to int32: the value itself
         v = Value("method", "astype", (self, _DT(dtype)), self.reads, keep, d)
         return maybe_spill(v) if keep else v
 

@@ -304,16 +304,31 @@ def _scoped(f, params, types, named_types, rec):
             rec.open_scope(ref, code, as_dtype(leaf.dtype).code,
                            "@pl.run_scoped(%s=%r)" % (n, leaf),
                            getattr(leaf, "_device_shape", None))
+            if hasattr(leaf, "_role"):	# a pltpu.BufferedRef: its spec and role
+                ref._spec, ref._role = leaf._spec, leaf._role
             made.append(ref)
             opened.append(ref)
         refs.append(made[0] if tree.kind == "leaf" else _pytree.unflatten(tree, made))
     try:
-        out = _settle(f(*refs[:len(types)], **dict(zip(named_types, refs[len(types):]))),
+        out = _settle(scoped_body(rec, lambda: f(*refs[:len(types)],
+                                                 **dict(zip(named_types, refs[len(types):])))),
                       {r.name for r in opened}, rec)
     finally:
         for ref in reversed(opened):
             rec.close_scope(ref.name)
     return out
+
+
+def scoped_body(rec, f):
+    """f(): a body whose jax.empty_ref scratch is freed as it returns (a
+    pl.run_scoped body, an emit_pipeline step's)."""
+    bodies = rec.__dict__.setdefault("scoped_bodies", [])
+    bodies.append(([], len(rec.conds), len(rec.loops)))
+    try:
+        return f()
+    finally:
+        for name in reversed(bodies.pop()[0]):
+            rec.close_scope(name)
 
 
 def _settle(out, names, rec):
@@ -630,6 +645,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 "scratch '%s'" % n)
             refs.append(Ref(n, s.shape, s.dtype,
                             space={1: "smem", 3: "sem", 4: "sem"}.get(s._space_code, "vmem")))
+            if hasattr(s, "_role"):	# a pltpu.BufferedRef: its spec and role
+                refs[-1]._spec, refs[-1]._role = s._spec, s._role
 
         # the kernel's arguments: the refs in the trees of the call's arguments
         nout = len(outs)

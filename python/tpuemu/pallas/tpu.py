@@ -480,6 +480,12 @@ def _partition(grid, semantics, cores):
     if cores is None:
         return grid, None, 0, None
     cores, core = cores
+    if any(isinstance(g, _trace.Value) for g in grid):
+        if cores == 1:
+            return grid, None, 0, None
+        raise trace_error("pltpu.emit_pipeline: a dynamic grid %r split over %d cores is "
+                          "not supported (a dynamic grid runs on one core)"
+                          % (tuple(_trace._fmt(g) for g in grid), cores))
     semantics = _semantics(semantics) or ("arbitrary",) * len(grid)
     if len(semantics) != len(grid):
         raise trace_error("pltpu.emit_pipeline: %d dimension_semantics for a grid of %d "
@@ -504,7 +510,7 @@ def _device_steps(local, split, offset, nsteps, step):
     def trip(t, _):
         li = []
         for g in reversed(local):
-            li.insert(0, t % g if g > 1 else 0)
+            li.insert(0, 0 if isinstance(g, int) and g == 1 else t % g)
             t = t // g
         step(tuple(i + offset if d == split else i for d, i in enumerate(li)))
     lax._device_fori(0, nsteps, trip, None, "pltpu.emit_pipeline")
@@ -545,15 +551,25 @@ class _PipelineState:
 
 
 def _pipeline_grid(grid):
-    try:
-        grid = tuple(int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
-    except TypeError:
-        raise trace_error("pltpu.emit_pipeline: the grid %r must be Python ints (it is "
-                          "unrolled while tracing)" % (grid,)) from None
-    if any(g <= 0 for g in grid):
+    """emit_pipeline's grid: Python ints, or scalar-core values (a dynamic
+    grid: jnp.array(n), an SMEM element), run as one device loop."""
+    out = []
+    for g in (grid if isinstance(grid, (tuple, list)) else (grid,)):
+        if isinstance(g, _trace.Value):
+            if not g.scalar:
+                raise trace_error("pltpu.emit_pipeline: a grid dimension (%s) is an array; "
+                                  "a dynamic one is a scalar" % g.render())
+            out.append(g)
+            continue
+        try:
+            out.append(int(g))
+        except TypeError:
+            raise trace_error("pltpu.emit_pipeline: the grid %r must be ints or scalars"
+                              % (grid,)) from None
+    if any(isinstance(g, int) and g <= 0 for g in out):
         raise _EmptyGrid("pltpu.emit_pipeline: All elements in the grid must be strictly "
-                         "positive, not %r\n  at %s" % (grid, _trace.where()))
-    return grid
+                         "positive, not %r\n  at %s" % (tuple(out), _trace.where()))
+    return tuple(out)
 
 
 def _pipeline_specs(in_specs, out_specs):
@@ -600,6 +616,58 @@ def _flat_operands(refs, specs, nin):
     return flat, build
 
 
+def _bref_operands(refs, allocations):
+    """emit_pipeline(body, grid=...)(*refs, allocations=[...]) without
+    specs: each ref's spec and role are its pltpu.BufferedRef
+    allocation's."""
+    from .. import _pytree
+    allocs = _pytree.flatten(list(allocations))[0]
+    if len(allocs) != len(refs):
+        raise trace_error("pltpu.emit_pipeline: %d allocations for %d refs" %
+                          (len(allocs), len(refs)))
+    flat = []
+    for r, a in zip(refs, allocs):
+        if getattr(a, "_role", None) is None:
+            raise trace_error("pltpu.emit_pipeline without in_specs/out_specs: allocation %s "
+                              "is not a pltpu.BufferedRef" % getattr(a, "name", a))
+        flat.append((r, a._spec, a._role != "input"))
+    return flat, lambda vals: list(vals)
+
+
+class BufferedRef:
+    """pltpu.BufferedRef.input/output/input_output/accumulator(spec, dtype):
+    scratch (pallas_call's scratch_shapes, pl.run_scoped) holding an
+    emit_pipeline operand's block buffer, its spec and role with it, for
+    emit_pipeline(body, grid=...)(*refs, allocations=[...]). Single
+    buffered here (the pipeline's copies are synchronous);
+    input_output and accumulator blocks are read before the body
+    accumulates into them."""
+
+    @classmethod
+    def _make(cls, role, spec, dtype, buffer_count=2, **_kw):
+        shape = tuple(b for b, _ in (_pipeline_dim(d, "pltpu.BufferedRef")
+                                     for d in spec.block_shape) if b is not None)
+        t = VMEM(shape, dtype)
+        t._spec, t._role = spec, role
+        return t
+
+    @classmethod
+    def input(cls, spec, dtype, **kw):
+        return cls._make("input", spec, dtype, **kw)
+
+    @classmethod
+    def output(cls, spec, dtype, **kw):
+        return cls._make("output", spec, dtype, **kw)
+
+    @classmethod
+    def input_output(cls, spec, dtype, **kw):
+        return cls._make("input_output", spec, dtype, **kw)
+
+    @classmethod
+    def accumulator(cls, spec, dtype, **kw):
+        return cls._make("accumulator", spec, dtype, **kw)
+
+
 def emit_pipeline_with_allocations(body, **kwargs):
     """pltpu.emit_pipeline_with_allocations: (pipeline, make_allocations).
     make_allocations(*refs) gives the buffers' scratch types in the
@@ -633,10 +701,19 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
     SMEM buffer, pl.no_block_spec None; _explicit_indices=True passes
     the body a first argument whose .index is the step's indices."""
     specs, nin = _pipeline_specs(in_specs, out_specs)
+    specs_given = bool(in_specs) or bool(out_specs)
     grid = _pipeline_grid(grid)
 
     def pipeline(*refs, allocations=None, scratches=None, **_kw):
-        flat, build = _flat_operands(refs, specs, nin)
+        roles = [None] * len(refs)
+        if allocations is not None and not specs_given:
+            # no specs: the allocations' (pltpu.BufferedRef scratch) give them
+            flat, build = _bref_operands(refs, allocations)
+            roles = [getattr(a, "_role", None) for a in allocations]
+        else:
+            flat, build = _flat_operands(refs, specs, nin)
+        accumulate = [bool(should_accumulate_out) or role in ("input_output", "accumulator")
+                      for role in (roles + [None] * len(flat))[:len(flat)]]
         local, split, offset, count = _partition(grid, dimension_semantics,
                                                  _cores(core_axis, core_axis_name))
         # the leaves with a buffer: given (allocations) or scoped here
@@ -659,13 +736,15 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                    if not flat[k][2]]
             outs = [(flat[k][0], flat[k][1], b) for k, b in zip(buffered, bufs)
                     if flat[k][2]]
+            acc = [accumulate[k] for k in buffered if flat[k][2]]
             pending = [None] * len(outs)	# (text, window) of each out block
 
             def run_body(idx):
                 # pl.program_id / num_programs in the body are the pipeline's
+                from . import scoped_body
                 _pipeline_env.append((idx, local))
                 try:
-                    body(*body_args(idx, bufs))
+                    scoped_body(_trace.recorder(), lambda: body(*body_args(idx, bufs)))
                 finally:
                     _pipeline_env.pop()
 
@@ -681,6 +760,9 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                 block keeps accumulating in its buffer: it is not refetched)."""
                 for r, s, b in ins:
                     sync_copy(_block_window(r, s, idx, "pltpu.emit_pipeline")[0], b)
+                for (r, s, b), a in zip(outs, acc):
+                    if a:	# accumulating: the block as the last step left it
+                        sync_copy(_block_window(r, s, idx, "pltpu.emit_pipeline")[0], b)
                 run_body(idx)
                 for r, s, b in outs:
                     sync_copy(b, _block_window(r, s, idx, "pltpu.emit_pipeline")[0])
@@ -694,15 +776,16 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                         continue
                     if pending[k] is not None:
                         sync_copy(b, pending[k][1])
-                    if should_accumulate_out:
+                    if acc[k]:
                         sync_copy(w, b)
                     pending[k] = (w.render(), w)
                 run_body(idx)
 
             nsteps = 1
             for g in local:
-                nsteps *= g
-            if nsteps > lax.UNROLL_MAX_TRIPS and count is None and not should_accumulate_out:
+                nsteps = nsteps * g
+            if isinstance(nsteps, _trace.Value) or (nsteps > lax.UNROLL_MAX_TRIPS and
+                                                    count is None):
                 _device_steps(local, split, offset, nsteps, step_on_device)
                 return
             for li in itertools.product(*(range(g) for g in local)):
@@ -725,8 +808,15 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                 raise trace_error("pltpu.emit_pipeline: %d allocations for %d buffered "
                                   "operands" % (len(given), len(buffered)))
             return steps(*given)
-        run_scoped(steps, *types)
+        from . import _scoped
+        _pipelines[0] += 1
+        names = ["_pipe%d_%d_%s" % (_pipelines[0], k, getattr(_base(flat[k][0]), "name", "ref"))
+                 for k in buffered]
+        _scoped(steps, names, types, {}, _trace.recorder())
     return pipeline
+
+
+_pipelines = [0]	# emit_pipelines traced: their buffers' names
 
 
 def repeat(x, repeats, axis):
