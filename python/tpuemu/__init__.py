@@ -11,6 +11,7 @@ import numpy as _np
 from ._trace import TraceError, as_dtype, float32, bfloat16, int8, int32, uint32  # noqa: F401
 from ._lib import TpurtError  # noqa: F401
 from . import lax, nn, random  # noqa: F401  (jax.lax.dot_general, jax.nn.relu)
+from ._state import new_ref, freeze  # noqa: F401  (jax.new_ref, jax.freeze)
 
 
 class ShapeDtypeStruct:
@@ -167,9 +168,9 @@ def empty_ref(ty, memory_space=None):
     from . import _trace
     from .pallas import tpu as _pltpu
     rec = _trace._rec
-    if rec is None:
-        raise TypeError("jax.empty_ref: only in a kernel body here (outside one, "
-                        "arrays are NumPy's)")
+    if rec is None:		# outside a kernel: a ref of the host's
+        from ._state import empty_host_ref
+        return empty_host_ref(ty, memory_space)
     # freed where the innermost pl.run_scoped (or emit_pipeline) body ends,
     # else the kernel's: it must not start under a pl.when or device loop
     # that body is outside of

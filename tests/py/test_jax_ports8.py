@@ -677,3 +677,405 @@ def test_transformed_refs_as_inputs_nested_sequential(dynamic_grid):
 
     x = jnp.arange(2 * 16 * 32768, dtype=jnp.float32).reshape((2, 16, 32768))
     np.testing.assert_allclose(fn(x), x[1, ...] * 2 + 1)
+
+
+# --- tpu_pallas_pipeline_test.py PallasCallMegacoreTest (one core here, or the device's) ---
+
+@pytest.mark.parametrize("x_buffer_count,y_buffer_count", [(2, 2), (4, 4)])
+def test_matmul_megacore(x_buffer_count, y_buffer_count, out_buffer_count=2):
+    block_shape = (128, 128)
+    x = jax.random.uniform(jax.random.key(0), (512, 512))
+    y = jax.random.uniform(jax.random.key(1), (512, 512))
+    def matmul_kernel(x_hbm_ref, y_hbm_ref, o_hbm_ref):
+        def pipeline_step(x_ref, y_ref, o_ref):
+            @pl.when(pl.program_id(2) == 0)
+            def _():
+                o_ref[...] = jnp.zeros(o_ref.shape, jnp.float32)
+            o_ref[...] += x_ref[...] @ y_ref[...]
+        pltpu.emit_pipeline(
+            pipeline_step, core_axis_name='core',
+            grid=(512 // block_shape[0], 512 // block_shape[0], 512 // block_shape[0]),
+            dimension_semantics=(pltpu.PARALLEL, pltpu.PARALLEL, pltpu.ARBITRARY),
+            in_specs=[
+                pl.BlockSpec(block_shape, lambda i, j, k: (i, k),
+                             pipeline_mode=pl.Buffered(buffer_count=x_buffer_count)),
+                pl.BlockSpec(block_shape, lambda i, j, k: (k, j),
+                             pipeline_mode=pl.Buffered(buffer_count=y_buffer_count)),
+            ],
+            out_specs=pl.BlockSpec(block_shape, lambda i, j, k: (i, j),
+                                   pipeline_mode=pl.Buffered(buffer_count=out_buffer_count)),
+        )(x_hbm_ref, y_hbm_ref, o_hbm_ref)
+
+    @jax.jit
+    def fn(x, y):
+        x_ref = jax.new_ref(x)
+        y_ref = jax.new_ref(y)
+        o_ref = jax.empty_ref(jax.ShapeDtypeStruct(x.shape, jnp.float32))
+        mesh = pltpu.TensorCoreMesh(axis_name='core')
+        pl.kernel(lambda: matmul_kernel(x_ref, y_ref, o_ref), mesh=mesh)()
+        return jax.freeze(o_ref)
+
+    np.testing.assert_allclose(fn(x, y), _ref64(x, y), atol=5e-5, rtol=1e-6)
+
+
+def test_can_partition_nondivisible_grid_with_dynamic_dimensions():
+    def mul_pipeline(x_ref, y_ref):
+        y_ref[...] = x_ref[...] * 2
+
+    def mul_kernel(i, x_ref, y_ref):
+        pltpu.emit_pipeline(
+            mul_pipeline, grid=(i, 5),
+            in_specs=[pl.BlockSpec((128, 128), lambda i, j: (i, j))],
+            out_specs=pl.BlockSpec((128, 128), lambda i, j: (i, j)),
+            core_axis_name='core',
+            dimension_semantics=(pltpu.PARALLEL, pltpu.PARALLEL),
+        )(x_ref, y_ref)
+
+    @jax.jit
+    def func(x, i):
+        x_ref = jax.new_ref(x)
+        y_ref = jax.empty_ref(jax.ShapeDtypeStruct.like(x))
+        mesh = pltpu.TensorCoreMesh(axis_name='core')
+        pl.kernel(lambda: mul_kernel(i, x_ref, y_ref), mesh=mesh)()
+        return jax.freeze(y_ref)
+
+    x = jax.random.uniform(jax.random.key(0), (640, 640))
+    np.testing.assert_allclose(func(x, 5), x * 2)
+
+
+@pytest.mark.parametrize("grid_vals,dimension_semantics,dynamic_grid_index", [
+    ((8,), (pltpu.PARALLEL,), None),
+    ((5,), (pltpu.PARALLEL,), None),
+    ((8,), (pltpu.PARALLEL,), 0),
+    ((5,), (pltpu.PARALLEL,), 0),
+    ((8, 3), (pltpu.PARALLEL, pltpu.ARBITRARY), None),
+    ((5, 3), (pltpu.PARALLEL, pltpu.ARBITRARY), None),
+    ((8, 3), (pltpu.PARALLEL, pltpu.ARBITRARY), 0),
+    ((5, 3), (pltpu.PARALLEL, pltpu.ARBITRARY), 0),
+    ((2, 7), (pltpu.ARBITRARY, pltpu.PARALLEL), 1),
+    ((8, 8), (pltpu.PARALLEL, pltpu.PARALLEL), None),
+    ((5, 7), (pltpu.PARALLEL, pltpu.PARALLEL), None),
+    ((1, 1), (pltpu.PARALLEL, pltpu.PARALLEL), None),
+])
+def test_can_partition_grid(grid_vals, dimension_semantics, dynamic_grid_index):
+    def mul_kernel(grid, o_vmem_ref):
+        def mul_pipeline():
+            o_vmem_ref[...] += 1
+        pltpu.emit_pipeline(mul_pipeline, grid=grid, out_specs=[], core_axis_name='core',
+                            dimension_semantics=dimension_semantics)()
+
+    num_cores = pltpu.get_tpu_info().num_cores
+
+    @jax.jit
+    def func(*args):
+        o_ref = jax.empty_ref(jax.ShapeDtypeStruct((num_cores, 8, 128), jnp.int32))
+        mesh = pltpu.TensorCoreMesh(axis_name='core')
+
+        def run(o_vmem_ref):
+            o_vmem_ref[...] = jnp.zeros_like(o_vmem_ref)
+            if dynamic_grid_index is None:
+                grid = grid_vals
+            else:
+                grid = list(grid_vals)
+                grid[dynamic_grid_index] = args[0]
+                grid = tuple(grid)
+            mul_kernel(grid, o_vmem_ref)
+            pltpu.sync_copy(o_vmem_ref, o_ref.at[jax.lax.axis_index('core')])
+
+        pl.kernel(lambda o_vmem_ref: run(o_vmem_ref), mesh=mesh,
+                  scratch_types=[pltpu.VMEM((8, 128), jnp.int32)])()
+        return jax.freeze(o_ref)
+
+    if dynamic_grid_index is not None:
+        out = func(jnp.array(grid_vals[dynamic_grid_index], jnp.int32))
+    else:
+        out = func()
+
+    parallel_dims = [i for i, d in enumerate(dimension_semantics) if d == pltpu.PARALLEL]
+    div_dims = [i for i in parallel_dims
+                if isinstance(grid_vals[i], int) and grid_vals[i] % num_cores == 0]
+    if div_dims:
+        partition_dim = min(div_dims)
+    else:
+        static_parallel_dims = [i for i in parallel_dims
+                                if isinstance(grid_vals[i], int) and grid_vals[i] > 1]
+        if not static_parallel_dims:
+            partition_dim = parallel_dims[0]
+        else:
+            max_val = max(grid_vals[i] for i in static_parallel_dims)
+            partition_dim = min(i for i in static_parallel_dims if grid_vals[i] == max_val)
+    dim_size = grid_vals[partition_dim]
+    other_dims_prod = int(np.prod([v for i, v in enumerate(grid_vals) if i != partition_dim]))
+    q, r = divmod(dim_size, num_cores)
+    expected = np.empty((num_cores, 8, 128), np.int32)
+    for c in range(num_cores):
+        expected[c] = (q + (1 if c < r else 0)) * other_dims_prod
+    np.testing.assert_allclose(out, expected)
+
+
+@pytest.mark.parametrize("m,k,n,bm,bk,bn", [
+    (1024, 1024, 1024, 256, 512, 256),
+    (768, 1024, 1024, 256, 512, 256),
+    (1024, 1024, 768, 256, 512, 256),
+    (768, 1024, 768, 256, 512, 256),
+])
+def test_megacore_matmul(m, k, n, bm, bk, bn):
+    k1, k2 = jax.random.split(jax.random.key(42))
+    x = jax.random.uniform(k1, (m, k))
+    y = jax.random.uniform(k2, (k, n))
+
+    def matmul_pipeline(ps, x_ref, y_ref, z_ref):
+        @pl.when(ps.index[2] == 0)
+        def _():
+            z_ref[...] = jnp.zeros_like(z_ref)
+        z_ref[...] += x_ref[...] @ y_ref[...]
+
+    def matmul_kernel(x_ref, y_ref, z_ref, *, bm, bk, bn):
+        m, k = x_ref.shape
+        _, n = y_ref.shape
+        assert k % bk == 0
+        pltpu.emit_pipeline(
+            matmul_pipeline,
+            grid=(pl.cdiv(m, bm), pl.cdiv(n, bn), pl.cdiv(k, bk)),
+            in_specs=[pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)),
+                      pl.BlockSpec((bk, bn), lambda i, j, k: (k, j))],
+            out_specs=pl.BlockSpec((bm, bn), lambda i, j, k: (i, j)),
+            core_axis_name='core',
+            dimension_semantics=(pltpu.PARALLEL, pltpu.PARALLEL, pltpu.ARBITRARY),
+            _explicit_indices=True,
+        )(x_ref, y_ref, z_ref)
+
+    @jax.jit
+    def func(x, y):
+        x_ref = jax.new_ref(x)
+        y_ref = jax.new_ref(y)
+        o_ref = jax.empty_ref(jax.ShapeDtypeStruct((m, n), jnp.float32))
+        mesh = pltpu.TensorCoreMesh(axis_name='core')
+        pl.kernel(lambda: matmul_kernel(x_ref, y_ref, o_ref, bm=bm, bk=bk, bn=bn), mesh=mesh)()
+        return jax.freeze(o_ref)
+
+    np.testing.assert_allclose(func(x, y), _ref64(x, y), atol=7e-5, rtol=1e-6)
+
+
+def test_pipeline_axis_queries():
+    mesh = pltpu.TensorCoreMesh(axis_name='core')
+    num_cores = mesh.shape['core']
+    grid_size = 8
+
+    def kernel(o_ref):
+        def pipeline_body(o_smem_ref):
+            pid = pl.program_id(0)
+            nprogs = pl.num_programs(0)
+            asize = jax.lax.axis_size('core')
+            aindex = jax.lax.axis_index('core')
+            o_smem_ref[0], o_smem_ref[1] = pid, nprogs
+            o_smem_ref[2], o_smem_ref[3] = asize, aindex
+
+        pltpu.emit_pipeline(
+            pipeline_body, grid=(grid_size,),
+            out_specs=pl.BlockSpec((None, 128), lambda i: (i, 0), memory_space=pltpu.SMEM),
+            core_axis_name='core',
+            dimension_semantics=(pltpu.PARALLEL,),
+        )(o_ref)
+
+    @jax.jit
+    def func():
+        o_ref = jax.empty_ref(jax.ShapeDtypeStruct((grid_size, 128), jnp.int32))
+        pl.kernel(lambda: kernel(o_ref), mesh=mesh)()
+        return jax.freeze(o_ref)
+
+    out_np = np.array(func())
+    expected_nprogs = grid_size // num_cores	# JAX's legacy emit_pipeline
+    for i in range(grid_size):
+        pid, nprogs = int(out_np[i, 0]), int(out_np[i, 1])
+        asize, aindex = int(out_np[i, 2]), int(out_np[i, 3])
+        assert pid == i
+        assert nprogs == expected_nprogs
+        assert asize == num_cores
+        assert aindex == i // (grid_size // num_cores)
+
+
+def test_megacore_mul():
+    x = jax.random.uniform(jax.random.key(0), (512, 512))
+
+    def matmul_pipeline(x_ref, y_ref):
+        y_ref[...] = x_ref[...] * 2
+
+    def matmul_kernel(x_ref, y_ref):
+        pltpu.emit_pipeline(
+            matmul_pipeline, grid=(4, 4),
+            in_specs=[pl.BlockSpec((128, 128), lambda i, j: (i, j))],
+            out_specs=pl.BlockSpec((128, 128), lambda i, j: (i, j)),
+            core_axis_name='core',
+            dimension_semantics=(pltpu.ARBITRARY, pltpu.PARALLEL),
+        )(x_ref, y_ref)
+
+    @jax.jit
+    def func(x):
+        x_ref = jax.new_ref(x)
+        y_ref = jax.empty_ref(jax.ShapeDtypeStruct.like(x))
+        mesh = pltpu.TensorCoreMesh(axis_name='core')
+        pl.kernel(lambda: matmul_kernel(x_ref, y_ref), mesh=mesh)()
+        return jax.freeze(y_ref)
+
+    np.testing.assert_allclose(func(x), x * 2)
+
+
+# --- tpu_pallas_state_test.py PallasCallStatefulTest and CoreMapTest ---
+
+def test_basic_stateful_kernel():
+    def copy_kernel(x_ref, y_ref):
+        def body(sem):
+            pltpu.make_async_copy(x_ref, y_ref, sem).start()
+            pltpu.make_async_copy(x_ref, y_ref, sem).wait()
+        pl.run_scoped(body, pltpu.SemaphoreType.DMA)
+
+    def f_stateful(refs):
+        x_ref, y_ref = refs
+        pl.pallas_call(functools.partial(copy_kernel, x_ref, y_ref), out_shape=[])()
+
+    @jax.jit
+    def f(x):
+        _, y = pl.run_state(f_stateful)((x, jnp.zeros_like(x)))
+        return y
+
+    x = jnp.arange(8 * 128, dtype=jnp.int32).reshape((8, 128))
+    np.testing.assert_array_equal(f(x), x)
+
+
+def test_basic_stateful_kernel_with_scratch_sem():
+    def copy_kernel(x_ref, y_ref, sem):
+        pltpu.make_async_copy(x_ref, y_ref, sem).start()
+        pltpu.make_async_copy(x_ref, y_ref, sem).wait()
+
+    def f_stateful(refs):
+        x_ref, y_ref = refs
+        pl.pallas_call(functools.partial(copy_kernel, x_ref, y_ref),
+                       scratch_shapes=[pltpu.SemaphoreType.DMA], out_shape=[])()
+
+    @jax.jit
+    def f(x):
+        _, y = pl.run_state(f_stateful)((x, jnp.zeros_like(x)))
+        return y
+
+    x = jnp.arange(8 * 128, dtype=jnp.int32).reshape((8, 128))
+    np.testing.assert_array_equal(f(x), x)
+
+
+def test_basic_stateful_kernel_with_scalar_prefetch():
+    def copy_kernel(x_ref, y_ref, index_ref, sem):
+        i = index_ref[0]
+        pltpu.make_async_copy(x_ref.at[i], y_ref, sem).start()
+        pltpu.make_async_copy(x_ref.at[i], y_ref, sem).wait()
+
+    def f_stateful(refs):
+        x_ref, y_ref = refs
+        pl.pallas_call(
+            functools.partial(copy_kernel, x_ref, y_ref),
+            grid_spec=pltpu.PrefetchScalarGridSpec(
+                num_scalar_prefetch=1, scratch_shapes=[pltpu.SemaphoreType.DMA]),
+            out_shape=[],
+        )(jnp.array([0]))
+
+    @jax.jit
+    def f(x):
+        _, y = pl.run_state(f_stateful)((x[None], jnp.zeros_like(x)))
+        return y
+
+    x = jnp.arange(8 * 128, dtype=jnp.int32).reshape((8, 128))
+    np.testing.assert_array_equal(f(x), x)
+
+
+def test_basic_stateful_kernel_with_io_aliasing():
+    def copy_kernel(x_ref, y_ref, x_old_ref, x_old_ref2, sem):
+        del x_old_ref, x_old_ref2
+        pltpu.make_async_copy(x_ref, y_ref, sem).start()
+        pltpu.make_async_copy(x_ref, y_ref, sem).wait()
+
+    def f_stateful(refs):
+        x_ref, y_ref, o_ref = refs
+        x = pl.pallas_call(
+            functools.partial(copy_kernel, x_ref, y_ref),
+            in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+            out_specs=pl.BlockSpec(memory_space=pl.ANY),
+            scratch_shapes=[pltpu.SemaphoreType.DMA],
+            out_shape=jax.ShapeDtypeStruct(x_ref.shape, x_ref.dtype),
+            input_output_aliases={0: 0},
+        )(x_ref[...])
+        o_ref[...] = x
+
+    @jax.jit
+    def f(x):
+        _, y, o = pl.run_state(f_stateful)((x, jnp.zeros_like(x), jnp.zeros_like(x)))
+        return y, o
+
+    x = jnp.arange(8 * 128, dtype=jnp.int32).reshape((8, 128))
+    y, o = f(x)
+    np.testing.assert_array_equal(y, x)
+    np.testing.assert_array_equal(o, x)
+
+
+def test_stateful_matmul():
+    m, k, n = 512, 512, 512
+    bm, bk, bn = 128, 128, 128
+
+    def matmul_kernel(acc_ref, x_ref, y_ref, o_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            acc_ref[...] = jnp.zeros_like(acc_ref)
+        acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+        @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+        def _():
+            o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+
+    def matmul(x, y):
+        def run_matmul(refs):
+            x_ref, y_ref, o_ref = refs
+
+            def matmul_pipeline_kernel(acc_ref):
+                pltpu.emit_pipeline(
+                    functools.partial(matmul_kernel, acc_ref),
+                    grid=(m // bm, n // bn, k // bk),
+                    in_specs=[pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)),
+                              pl.BlockSpec((bk, bn), lambda i, j, k: (k, j))],
+                    out_specs=pl.BlockSpec((bm, bn), lambda i, j, k: (i, j)),
+                )(x_ref, y_ref, o_ref)
+
+            pl.pallas_call(matmul_pipeline_kernel, out_shape=[],
+                           scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)])()
+
+        _, _, o = pl.run_state(run_matmul)((x, y, jnp.ones((m, n), dtype=x.dtype)))
+        return o
+
+    x = jax.random.normal(jax.random.key(0), (m, k), jnp.float32)
+    y = jax.random.normal(jax.random.key(1), (k, n), jnp.float32)
+    np.testing.assert_allclose(matmul(x, y), _ref64(x, y), atol=1e-4, rtol=1e-5)
+
+
+def test_kernel_memory_space_output():
+    shape = (8, 128)
+    mesh = pltpu.TensorCoreMesh(axis_name="tc", num_cores=1)
+
+    @pl.kernel(out_type=pltpu.VMEM(shape, jnp.float32) @ mesh, mesh=mesh)
+    def init(o_ref):
+        o_ref[...] = jnp.zeros(shape, jnp.float32)
+
+    @pl.kernel(mesh=mesh)
+    def add1(ref):
+        ref[...] += 1
+
+    @pl.kernel(mesh=mesh)
+    def copy_to_hbm(in_ref, o_ref):
+        pltpu.sync_copy(in_ref, o_ref)
+
+    @jax.jit
+    def run():
+        x = init()
+        ref = jax.new_ref(x, memory_space=pltpu.VMEM @ mesh)
+        add1(ref)
+        hbm_ref = jax.new_ref(jnp.zeros(shape, jnp.float32))
+        copy_to_hbm(ref, hbm_ref)
+        return jax.freeze(hbm_ref)
+
+    np.testing.assert_array_equal(run(), np.full(shape, 1.0))

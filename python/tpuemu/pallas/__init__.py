@@ -475,6 +475,206 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 input_output_aliases=None, interpret=False, name=None, debug=False,
                 cost_estimate=None):
     """pl.pallas_call: returns a function of NumPy arrays giving NumPy arrays.
+    Refs made outside kernels (jax.new_ref, _state), passed as arguments
+    or closed over by the kernel, are extra operands the call updates."""
+    kw = dict(grid_spec=grid_spec, grid=grid, in_specs=in_specs, out_specs=out_specs,
+              scratch_shapes=scratch_shapes, compiler_params=compiler_params,
+              input_output_aliases=input_output_aliases, interpret=interpret, name=name,
+              debug=debug, cost_estimate=cost_estimate)
+    plain = _pallas_call(kernel, out_shape, **kw)
+
+    def run(*args):
+        from .. import _state
+        captured = _state.find(kernel)
+        if not captured and not any(isinstance(a, _state.HostRef) for a in args):
+            try:
+                return plain(*args)
+            finally:
+                run.statements = plain.statements
+        call = _stateful_call(kernel, out_shape, kw, args, captured)
+        try:
+            return call()
+        finally:
+            run.statements = call.statements
+    run.statements = None
+    return run
+
+
+def _stateful_call(kernel, out_shape, kw, args, captured):
+    """A pallas_call whose arguments or kernel closure hold HostRefs
+    (jax.new_ref): each is an input aliased to an output, after the
+    call's own; the kernel sees the output's ref in its place (a VMEM one
+    copied from the input's block first); the refs get the outputs."""
+    from .. import _state
+    HostRef = _state.HostRef
+    gs = kw["grid_spec"] or GridSpec(kw["grid"], kw["in_specs"], kw["out_specs"],
+                                     kw["scratch_shapes"])
+    nsp = gs.num_scalar_prefetch
+    for a in args[:nsp]:
+        if isinstance(a, HostRef):
+            raise TypeError("pallas_call: a jax.new_ref ref as a scalar prefetch argument "
+                            "is not supported; pass its array (jax.freeze)")
+    states = [a for a in args[nsp:] if isinstance(a, HostRef)]
+    for c in captured:
+        if all(c is not x for x in states):
+            states.append(c)
+    arg_is_ref = [isinstance(a, HostRef) for a in args]
+    plain_args = [a for a, r in zip(args, arg_is_ref) if not r]
+    nin = len(args) - nsp
+    # the inputs' specs: the user's for the arrays, one for each ref
+    ispecs = gs.in_specs
+    if ispecs is None:
+        ispecs = [BlockSpec()] * nin
+    elif not isinstance(ispecs, (list, tuple)):
+        ispecs = [ispecs]
+    ispecs = list(ispecs)
+    if len(ispecs) != nin:
+        raise TypeError("pallas_call: %d in_specs for %d inputs" % (len(ispecs), nin))
+
+    def state_spec(r):
+        ms = object.__getattribute__(r, "_memory_space")
+        return BlockSpec(memory_space=ms if ms is not None else ANY)
+    new_ispecs = [sp for sp, r in zip(ispecs, arg_is_ref[nsp:]) if not r] + \
+        [state_spec(r) for r in states]
+    # the outputs: the user's, then one per ref
+    if out_shape is None or (isinstance(out_shape, (list, tuple)) and not out_shape):
+        user_outs = []
+    elif isinstance(out_shape, (list, tuple)) and not hasattr(type(out_shape), "_fields"):
+        user_outs = list(out_shape)
+    else:
+        user_outs = [out_shape]
+    ospecs = gs.out_specs
+    if ospecs is None:
+        ospecs = [_pytree.unflatten(_pytree.flatten(o)[1],
+                                    [BlockSpec()] * _pytree.flatten(o)[1].num_leaves)
+                  for o in user_outs]
+    elif not isinstance(ospecs, (list, tuple)) or len(user_outs) == 1 and \
+            not isinstance(out_shape, (list, tuple)):
+        ospecs = [ospecs]
+    ospecs = list(ospecs)
+    from .. import ShapeDtypeStruct
+    new_outs = user_outs + [ShapeDtypeStruct(r.shape, r.dtype) for r in states]
+    new_ospecs = ospecs + [state_spec(r) for r in states]
+    # flat indices: the aliases of the user's inputs (refs taken out)
+    leaves = [_pytree.flatten(a)[1].num_leaves if not r else 1
+              for a, r in zip(args, arg_is_ref)]
+    new_flat, at = {}, 0
+    old = 0
+    for n, r in zip(leaves, arg_is_ref):
+        for j in range(n):
+            if not r:
+                new_flat[old + j] = at + j
+        old += n
+        at += 0 if r else n
+    nflat_in = at
+    nflat_out = sum(_pytree.flatten(o)[1].num_leaves for o in user_outs)
+    aliases = {}
+    for i, o in dict(kw["input_output_aliases"] or {}).items():
+        if i not in new_flat:
+            raise TypeError("pallas_call: input_output_aliases names input %d, a "
+                            "jax.new_ref ref" % i)
+        aliases[new_flat[i]] = o
+    for k in range(len(states)):
+        aliases[nflat_in + k] = nflat_out + k
+    # the kernel's parameters: the user's names where it has them
+    sig = inspect.signature(kernel).parameters.values()
+    params = [p.name for p in sig if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    none_out = out_shape is None
+    scratch = gs.scratch_shapes
+    nscratch = len(scratch) if not isinstance(scratch, dict) else len(scratch)
+    nuser = len(args) + (1 if none_out else len(user_outs)) + nscratch
+    params += ["refs_%d" % k for k in range(len(params), nuser)]
+    params = params[:nuser]
+    a_names = params[:len(args)]
+    o_names = params[len(args):len(args) + (0 if none_out else len(user_outs))]
+    s_names = params[len(args) + (1 if none_out else len(user_outs)):]
+    taken = set(params)
+
+    def fresh(n):
+        k = 0
+        m = n
+        while m in taken:
+            k += 1
+            m = "%s_%d" % (n, k)
+        taken.add(m)
+        return m
+    st_out = []
+    for r in states:
+        pos = next((j for j, a in enumerate(args) if a is r), None)
+        st_out.append(a_names[pos] if pos is not None else None)
+    st_out = [n if n is not None else fresh("_captured%d" % k) for k, n in enumerate(st_out)]
+    for k, n in enumerate(st_out):
+        if n in a_names:	# the argument's name goes to the output the kernel sees
+            a_names = [x if x != n else fresh(n + "_arg") for x in a_names]
+    st_in = [fresh(n + "_in") for n in st_out]
+    plain_a_names = [n for n, r in zip(a_names, arg_is_ref) if not r]
+    names = plain_a_names + st_in + o_names + st_out + s_names
+    nplain = len(plain_args)
+    nst = len(states)
+    nuo = len(user_outs)
+
+    def k2(*refs):
+        ins = list(refs[:nplain])
+        sins = refs[nplain:nplain + nst]
+        outs = list(refs[nplain + nst:nplain + nst + nuo])
+        souts = refs[nplain + nst + nuo:nplain + nst + nuo + nst]
+        scr = list(refs[nplain + 2 * nst + nuo:])
+        for r, i, o in zip(states, sins, souts):
+            ms = object.__getattribute__(r, "_memory_space")
+            if getattr(ms, "_code", None) in (0, 1):	# VMEM, SMEM: the block first
+                o[...] = i[...]
+            r._bind(o)
+        try:
+            it = iter(ins)
+            kargs = []
+            for a, isref in zip(args, arg_is_ref):
+                kargs.append(souts[[x is a for x in states].index(True)] if isref else next(it))
+            kargs += [None] if none_out else outs
+            kernel(*kargs, *scr)
+        finally:
+            for r in states:
+                r._unbind()
+    k2.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
+    k2.__name__ = getattr(kernel, "__name__", "kernel")
+    if isinstance(scratch, dict):
+        scratch = {n: scratch[n] for n in s_names}
+    inner = dict(kw)
+    inner["input_output_aliases"] = aliases
+    if kw["grid_spec"] is not None:
+        g = GridSpec(gs.grid, new_ispecs, new_ospecs, scratch, gs.num_scalar_prefetch)
+        inner.update(grid_spec=g)
+    else:
+        inner.update(in_specs=new_ispecs, out_specs=new_ospecs, scratch_shapes=scratch)
+    call = _pallas_call(k2, tuple(new_outs), **inner)
+
+    def go():
+        res = call(*plain_args, *[_state.freeze(r) for r in states])
+        res = list(res)
+        for r, v in zip(states, res[len(res) - nst:]):
+            r._unbind(v)
+        user = res[:len(res) - nst]
+        if out_shape is None:
+            return None
+        if isinstance(out_shape, (list, tuple)) and not hasattr(type(out_shape), "_fields"):
+            return tuple(user)
+        return user[0]
+    go.statements = None
+
+    def wrapped():
+        try:
+            return go()
+        finally:
+            wrapped.statements = call.statements
+    wrapped.statements = None
+    return wrapped
+
+
+def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
+                 out_specs=None, scratch_shapes=(), compiler_params=None,
+                 input_output_aliases=None, interpret=False, name=None, debug=False,
+                 cost_estimate=None):
+    """pallas_call of arrays only.
 
     As JAX's, operands, out_shape, specs and scratch_shapes are pytrees
     (tuples, lists, dicts, None): each call argument (each element of a
@@ -890,6 +1090,7 @@ from .tpu import no_block_spec  # noqa: E402,F401  (pl.no_block_spec)
 from .kernel import kernel  # noqa: E402
 from .._trace import semaphore, semaphore_dtype  # noqa: E402,F401  (pl.semaphore)
 from ._print import debug_print  # noqa: E402
+from .._state import run_state  # noqa: E402,F401  (pl.run_state)
 
 __all__ = ["pallas_call", "BlockSpec", "Blocked", "Element", "Squeezed", "Unblocked",
            "blocked", "unblocked", "GridSpec", "program_id", "num_programs", "when",

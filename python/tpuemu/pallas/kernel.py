@@ -10,7 +10,7 @@ core: the device splits a parallel dimension across its cores, so each core
 runs its own step."""
 import inspect
 
-from . import BlockSpec, ANY, pallas_call, program_id
+from . import BlockSpec, ANY, pallas_call
 from .._trace import trace_error
 
 # The meshes of the kernels being traced, innermost last: (axis name, cores).
@@ -29,7 +29,10 @@ def _mesh_axis(name, fn):
 def axis_index(axis_name):
     """jax.lax.axis_index inside a pl.kernel: the TensorCore running it."""
     _mesh_axis(axis_name, "jax.lax.axis_index")
-    return program_id(0)
+    # the kernel's grid index itself: inside an emit_pipeline body
+    # pl.program_id(0) is the pipeline's step
+    from .._trace import scalar, int32
+    return scalar("pl.program_id(0)", int32)
 
 
 def axis_size(axis_name):
@@ -63,6 +66,12 @@ def _scratch(scratch_types):
     return None, [scratch_types]
 
 
+def _space_of(o):
+    """An output type's memory space: pltpu.VMEM(...)'s, SMEM's, else HBM."""
+    from .tpu import SMEM, VMEM
+    return {0: VMEM, 1: SMEM}.get(getattr(o, "_space_code", None), ANY)
+
+
 def _compiler_params(params):
     from .tpu import CompilerParams
     limit = getattr(params, "vmem_limit_bytes", None) if params is not None else None
@@ -88,11 +97,10 @@ def kernel(body=None, out_type=None, *, mesh, scratch_types=None, compiler_param
     cores = getattr(mesh, "num_cores", None)
     if axis is None or cores is None:
         raise TypeError("pl.kernel: mesh must be a pltpu.TensorCoreMesh, not %r" % (mesh,))
-    if out_type is None:
-        raise TypeError("pl.kernel: out_type (the outputs' shapes and dtypes) is required")
-    # as JAX's: each element of a tuple or list of outputs is a parameter
+    # as JAX's: each element of a tuple or list of outputs is a parameter;
+    # none (out_type None: a kernel updating jax.new_ref refs) gives None
     unwrap = not isinstance(out_type, (tuple, list))
-    out_parts = [out_type] if unwrap else list(out_type)
+    out_parts = [] if out_type is None else [out_type] if unwrap else list(out_type)
     outs, build_outs = _flatten(out_parts)
     scratch_names, scratch = _scratch(() if scratch_types is None else scratch_types)
 
@@ -132,12 +140,16 @@ def kernel(body=None, out_type=None, *, mesh, scratch_types=None, compiler_param
             [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
         traced.__name__ = name or getattr(body, "__name__", "kernel")
         hbm = BlockSpec(memory_space=ANY)
+        # an output typed pltpu.VMEM(...) / SMEM(...) is a whole block there
+        ospecs = [BlockSpec(memory_space=_space_of(o)) for o in outs]
         run = pallas_call(traced, out_shape=list(outs), grid=(cores,),
-                          in_specs=[hbm] * len(args), out_specs=[hbm] * len(outs),
+                          in_specs=[hbm] * len(args), out_specs=ospecs,
                           scratch_shapes=scratch,
                           compiler_params=_compiler_params(compiler_params))
         out = build_outs(list(run(*args)))
         call.statements = run.statements
+        if out_type is None:
+            return None
         return out[0] if unwrap else type(out_type)(out)
     call.statements = None
     return call

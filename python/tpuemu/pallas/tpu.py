@@ -28,6 +28,10 @@ class _MemorySpace:
         """pltpu.VMEM.like(x): scratch of x's shape and dtype."""
         return self(x.shape, x.dtype)
 
+    def __matmul__(self, mesh):
+        """pltpu.VMEM @ mesh: the space on the mesh's cores (here, the space)."""
+        return self
+
     def __repr__(self):
         return self._space.upper()
 
@@ -37,6 +41,10 @@ class _Scratch:
         self.shape = tuple(shape)
         self.dtype = dtype
         self._space_code = code
+
+    def __matmul__(self, mesh):
+        """pltpu.VMEM(shape, dtype) @ mesh: the type on the mesh's cores."""
+        return self
 
     def __repr__(self):
         from .._trace import dtype_text
