@@ -412,7 +412,7 @@ struct tpurt_kernel_local {
  * semaphore of sync copies (TPURT_SYNC_SEM) spans the whole kernel.
  */
 #define TPURT_KERNEL_MAX_SCOPES	64
-#define TPURT_SCOPE_DEPTH	8
+#define TPURT_SCOPE_DEPTH	32
 #define TPURT_SYNC_SEM		"%sync"
 
 struct tpurt_kernel_scope {

@@ -36,10 +36,43 @@ def typeof(x):
 
 
 def jit(f=None, **kwargs):
-    """jax.jit: an identity here (pallas_call runs at once)."""
+    """jax.jit: the function itself (pallas_call runs at once), except
+    that, as under JAX's jit, a Python int, float or bool argument not
+    named static arrives as a 0-d int32, float32 or bool array (so
+    index[None] works on it). In a kernel body (a jitted kernel), the
+    function itself."""
     if f is None:
-        return lambda g: g
-    return f
+        return lambda g: jit(g, **kwargs)
+    import functools
+    import inspect
+    static_nums = kwargs.get("static_argnums", ()) or ()
+    static_nums = {static_nums} if isinstance(static_nums, int) else set(static_nums)
+    static_names = kwargs.get("static_argnames", ()) or ()
+    static_names = {static_names} if isinstance(static_names, str) else set(static_names)
+    try:
+        params = [p.name for p in inspect.signature(f).parameters.values()]
+    except (TypeError, ValueError):
+        params = []
+
+    def conv(x):
+        if isinstance(x, bool):
+            return _np.asarray(x)
+        if isinstance(x, int):
+            return _np.asarray(x, _np.int32)
+        if isinstance(x, float):
+            return _np.asarray(x, _np.float32)
+        return x
+
+    @functools.wraps(f)
+    def wrapped(*args, **kw):
+        from . import _trace
+        if _trace._rec is not None:
+            return f(*args, **kw)
+        args = [a if k in static_nums or (k < len(params) and params[k] in static_names)
+                else conv(a) for k, a in enumerate(args)]
+        kw = {k: v if k in static_names else conv(v) for k, v in kw.items()}
+        return f(*args, **kw)
+    return wrapped
 
 
 class Device:

@@ -843,7 +843,10 @@ class Ref:
             if e is Ellipsis:
                 if n == len(idx) - 1 and n:
                     break	# x[0:8, ...]: the rest whole, as x[0:8]
-                parts.append("...")
+                if window:	# x.at[..., pl.ds(0, 128)]: the dimensions it covers
+                    parts.extend([":"] * (len(self.shape) - (len(idx) - 1)))
+                else:
+                    parts.append("...")
                 after = n
             elif isinstance(e, slice):
                 parts.append(self._slice(e, dim))

@@ -429,6 +429,14 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     if not isinstance(lower, Value) and not isinstance(upper, Value):
         lo = _static_bound(lower, "lower")
         hi = _static_bound(upper, "upper")
+        if _trace._rec is None:
+            # on the host (around pallas_calls): Python's loop, the index an
+            # int32 scalar as JAX's loop gives an int32 array
+            import numpy as _np
+            val = init_val
+            for i in range(lo, hi):
+                val = body_fun(_np.int32(i), val)
+            return val
         if hi - lo <= UNROLL_MAX_TRIPS or unroll is True:
             val = init_val
             for i in range(lo, hi):

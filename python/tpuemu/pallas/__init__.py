@@ -485,6 +485,12 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
 
     def run(*args):
         from .. import _state
+        if _has_semaphores(out_shape, args):
+            call = _semaphore_call(kernel, out_shape, kw, args)
+            try:
+                return call()
+            finally:
+                run.statements = call.statements
         captured = _state.find(kernel)
         if not captured and not any(isinstance(a, _state.HostRef) for a in args):
             try:
@@ -498,6 +504,174 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             run.statements = call.statements
     run.statements = None
     return run
+
+
+class SemaphoreValue(_np.ndarray):
+    """A semaphore array a pallas_call returned (an out_shape leaf of
+    pltpu.SemaphoreType.DMA(()) or REGULAR): its counts, as int32, and its
+    kind (_code: 3 DMA, 4 REGULAR). Passed to another pallas_call with
+    BlockSpec(memory_space=pltpu.SEMAPHORE), the kernel gets a semaphore
+    holding those counts, so a copy started in one call is waited for in
+    the next."""
+
+    def __array_finalize__(self, obj):
+        self._code = getattr(obj, "_code", 3)
+
+
+def _is_sem_type(x):
+    return getattr(x, "_space_code", None) in (3, 4) and hasattr(x, "_device_shape")
+
+
+def _has_semaphores(out_shape, args):
+    outs = _pytree.flatten(out_shape)[0] if out_shape is not None else []
+    return any(_is_sem_type(o) for o in outs) or \
+        any(isinstance(a, SemaphoreValue) for a in args)
+
+
+def _semaphore_call(kernel, out_shape, kw, args):
+    """A pallas_call with semaphore outputs (out_shape leaves of
+    pltpu.SemaphoreType) or semaphore inputs (SemaphoreValue arguments):
+    each is a hidden int32 SMEM operand of its counts, the kernel gets a
+    scratch semaphore in its place, signalled by the input's counts at
+    the first step; an output's counts are read at the last step into
+    its SMEM output and waited off, so the job ends with its semaphores
+    at zero, as the device requires."""
+    from .tpu import SMEM, SemaphoreType, semaphore_read, semaphore_signal, semaphore_wait
+    from .. import ShapeDtypeStruct
+    gs = kw["grid_spec"] or GridSpec(kw["grid"], kw["in_specs"], kw["out_specs"],
+                                     kw["scratch_shapes"])
+    nsp = gs.num_scalar_prefetch
+    single = not isinstance(out_shape, (list, tuple))
+    outs = [] if out_shape is None else [out_shape] if single else list(out_shape)
+    for o in outs:
+        if not _is_sem_type(o) and _pytree.flatten(o)[1].kind != "leaf" and \
+                any(_is_sem_type(x) for x in _pytree.flatten(o)[0]):
+            raise TypeError("pallas_call: semaphore outputs must be top-level entries of "
+                            "out_shape")
+    ospecs = gs.out_specs
+    if ospecs is not None:
+        ospecs = [ospecs] if single or not isinstance(ospecs, (list, tuple)) else list(ospecs)
+    ispecs = gs.in_specs
+    nin = len(args) - nsp
+    if ispecs is not None:
+        ispecs = list(ispecs) if isinstance(ispecs, (list, tuple)) else [ispecs]
+    for a in args[:nsp]:
+        if isinstance(a, SemaphoreValue):
+            raise TypeError("pallas_call: a semaphore as a scalar prefetch argument")
+    sem_in = [k for k, a in enumerate(args) if isinstance(a, SemaphoreValue)]
+    sem_out = [j for j, o in enumerate(outs) if _is_sem_type(o)]
+    new_args = list(args)
+    new_ispecs = list(ispecs) if ispecs is not None else [BlockSpec()] * nin
+    extra = []
+    for k in sem_in:
+        a = args[k]
+        kind = SemaphoreType.DMA if a._code == 3 else SemaphoreType.REGULAR
+        extra.append(kind(a.shape))
+        new_args[k] = _np.ascontiguousarray(_np.asarray(a, _np.int32).reshape(-1))
+        new_ispecs[k - nsp] = BlockSpec(memory_space=SMEM)
+    new_outs = list(outs)
+    new_ospecs = list(ospecs) if ospecs is not None else [BlockSpec()] * len(outs)
+    for j in sem_out:
+        o = outs[j]
+        extra.append(o)
+        new_outs[j] = ShapeDtypeStruct(o._device_shape, _trace.int32)
+        new_ospecs[j] = BlockSpec(memory_space=SMEM)
+    # the kernel's parameters, the extra semaphores' after them
+    sig = inspect.signature(kernel).parameters.values()
+    params = [p.name for p in sig if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    scratch = gs.scratch_shapes
+    nuser = len(args) + (1 if out_shape is None else len(outs)) + len(scratch)
+    params += ["refs_%d" % k for k in range(len(params), nuser)]
+    params = params[:nuser]
+    taken = set(params)
+    extra_names = []
+    for k in range(len(extra)):
+        n = "_sem%d" % k
+        while n in taken:
+            n += "_"
+        taken.add(n)
+        extra_names.append(n)
+    if isinstance(scratch, dict):
+        new_scratch = dict(scratch)
+        new_scratch.update(zip(extra_names, extra))
+    else:
+        new_scratch = tuple(scratch) + tuple(extra)
+    grid = tuple(gs.grid or ())
+    nargs = len(args)
+
+    def each(sem):
+        n = 1
+        for d in sem.shape:
+            n *= d
+        if not sem.shape:
+            return [sem]
+        return [sem.at[tuple(int(i) for i in _np.unravel_index(e, sem.shape))]
+                for e in range(n)]
+
+    def at_step(which, f):
+        """f() at the grid's first (or last) step."""
+        cond = None
+        for d, g in enumerate(grid):
+            c = program_id(d) == (0 if which == "first" else g - 1)
+            cond = c if cond is None else cond & c
+        if cond is None or all(g == 1 for g in grid):
+            f()
+        else:
+            when(cond)(f)
+
+    def k2(*refs):
+        refs = list(refs)
+        sems = refs[len(refs) - len(extra):]
+        refs = refs[:len(refs) - len(extra)]
+        ins = [(refs[k], sems[n]) for n, k in enumerate(sem_in)]
+        out_refs = [(refs[nargs + j], sems[len(sem_in) + n]) for n, j in enumerate(sem_out)]
+
+        def signal():
+            for smem, sem in ins:
+                for e, s in enumerate(each(sem)):
+                    semaphore_signal(s, smem[e])
+        at_step("first", signal)
+        for n, k in enumerate(sem_in):
+            refs[k] = sems[n]
+        for n, j in enumerate(sem_out):
+            refs[nargs + j] = sems[len(sem_in) + n]
+        kernel(*refs)
+
+        def drain():
+            for smem, sem in out_refs:
+                for e, s in enumerate(each(sem)):
+                    smem[e] = semaphore_read(s)
+                    semaphore_wait(s, smem[e])
+        at_step("last", drain)
+    k2.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+         for n in params + extra_names])
+    k2.__name__ = getattr(kernel, "__name__", "kernel")
+    inner = dict(kw)
+    if kw["grid_spec"] is not None:
+        inner.update(grid_spec=GridSpec(gs.grid, new_ispecs, new_ospecs, new_scratch, nsp))
+    else:
+        inner.update(in_specs=new_ispecs, out_specs=new_ospecs, scratch_shapes=new_scratch)
+    new_shape = None if out_shape is None else new_outs[0] if single else tuple(new_outs)
+    call = pallas_call(k2, new_shape, **inner)
+
+    def go():
+        try:
+            res = call(*new_args)
+        finally:
+            go.statements = call.statements
+        if out_shape is None:
+            return res
+        res = [res] if single else list(res)
+        for j in sem_out:
+            v = _np.asarray(res[j], _np.int32).reshape(outs[j].shape).view(SemaphoreValue)
+            v._code = outs[j]._space_code
+            res[j] = v
+        if single:
+            return res[0]
+        return tuple(res)
+    go.statements = None
+    return go
 
 
 def _stateful_call(kernel, out_shape, kw, args, captured):
@@ -865,9 +1039,43 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                     refs[nflat_in + o].space == "any" and \
                     refs[i].shape == refs[nflat_in + o].shape:
                 refs[i].alias = refs[nflat_in + o]
+        # an input and output aliased, both whole arrays in VMEM (or SMEM):
+        # one buffer, as in Mosaic: the kernel sees the output's ref for
+        # both, holding the input's data from the first step
+        same = {}
+        all_specs = list(ispecs) if nsp_flat == 0 else [None] * nsp_flat + list(ispecs)
+        for i, o in dict(input_output_aliases or {}).items():
+            if not (nsp_flat <= i < nflat_in and 0 <= o < len(outs)):
+                continue
+            si, so = all_specs[i], ospecs[o]
+            ri, ro = refs[i], refs[nflat_in + o]
+            if all(getattr(sp, "memory_space", None) is not None and
+                   getattr(sp, "block_shape", None) is None for sp in (si, so)) and \
+                    ri.space in ("vmem", "smem") and ri.space == ro.space and \
+                    ri.shape == ro.shape:
+                same[id(ri)] = (ri, ro)
+        if same:
+            kargs = [_pytree.unflatten(t, [same[id(x)][1] if id(x) in same else x
+                                           for x in ls])
+                     for ls, t in (_pytree.flatten(a) for a in kargs)]
         rec = _trace.start()
         rec.read_only = {r.name for r in refs if isinstance(r, Ref) and not r.writable}
         try:
+            if same:
+                from .tpu import sync_copy
+
+                def load_aliased():
+                    for ri, ro in same.values():
+                        sync_copy(ri, ro)
+                cond = None
+                for d, g in enumerate(gs_grid):
+                    if g != 1:
+                        c = program_id(d) == 0
+                        cond = c if cond is None else cond & c
+                if cond is None:
+                    load_aliased()
+                else:
+                    when(cond)(load_aliased)
             kernel(*kargs)
         finally:
             _trace.stop()
@@ -1087,6 +1295,7 @@ def _trace_shape(r):
 # pl.semaphore_* are pltpu's (newer JAX has them under pl)
 from .tpu import semaphore_signal, semaphore_wait, semaphore_read  # noqa: E402
 from .tpu import no_block_spec  # noqa: E402,F401  (pl.no_block_spec)
+from .tpu import ANY  # noqa: E402,F811  (pl.ANY: callable, ANY(shape, dtype))
 from .kernel import kernel  # noqa: E402
 from .._trace import semaphore, semaphore_dtype  # noqa: E402,F401  (pl.semaphore)
 from ._print import debug_print  # noqa: E402

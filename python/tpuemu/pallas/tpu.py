@@ -55,6 +55,10 @@ class _Scratch:
 VMEM = _MemorySpace("vmem", 0)
 SMEM = _MemorySpace("smem", 1)
 ANY = HBM = _MemorySpace("any", 2)
+# semaphores as pallas_call operands: an output of pltpu.SemaphoreType.DMA(())
+# and an input spec'd BlockSpec(memory_space=pltpu.SEMAPHORE) pass counts
+# between calls (pallas/__init__.py _semaphore_call)
+SEMAPHORE = _MemorySpace("semaphore", 5)
 
 
 class MemorySpace:
@@ -63,6 +67,7 @@ class MemorySpace:
     SMEM = SMEM
     ANY = ANY
     HBM = HBM
+    SEMAPHORE = SEMAPHORE
 
 
 TPUMemorySpace = MemorySpace
@@ -818,8 +823,8 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
             return steps(*given)
         from . import _scoped
         _pipelines[0] += 1
-        names = ["_pipe%d_%d_%s" % (_pipelines[0], k, getattr(_base(flat[k][0]), "name", "ref"))
-                 for k in buffered]
+        # short (names are at most 31 characters) and unique as pipelines nest
+        names = ["_pipe%d_%d" % (_pipelines[0], k) for k in buffered]
         _scoped(steps, names, types, {}, _trace.recorder())
     return pipeline
 
