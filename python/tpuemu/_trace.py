@@ -72,6 +72,13 @@ class DType:
     def __hash__(self):
         return hash(self.name)
 
+    @property
+    def dtype(self):
+        """NumPy's dtype carrying it: np.zeros(shape, dtype=jnp.float32)
+        works as with JAX's dtypes (bfloat16: its uint16 bits)."""
+        import numpy
+        return numpy.dtype(self.np_name)
+
     def __call__(self, x):
         """jnp.float32(x): a traced value cast, a Python number as it is
         (a kernel's constants are weakly typed)."""
@@ -1452,7 +1459,9 @@ class Window:
 
     def __getitem__(self, idx):
         self.refuse_traced("a read")
-        if idx is not Ellipsis:
+        if idx is not Ellipsis and idx != (Ellipsis,) and self.dims is not None:
+            return self._sub(idx)[...]	# x_ref.at[pl.ds(2, 2)][0]: a window of it
+        if idx is not Ellipsis and idx != (Ellipsis,):
             raise trace_error("a window is read whole: %s[...]" % self.text)
         v = Value("text", self.text + "[...]", reads=frozenset([self.ref.name]),
                   dt=self.ref.dtype)
@@ -1461,7 +1470,10 @@ class Window:
 
     def __setitem__(self, idx, value):
         self.refuse_traced("a store")
-        if idx is not Ellipsis:
+        if idx is not Ellipsis and idx != (Ellipsis,) and self.dims is not None:
+            self._sub(idx)[...] = value
+            return
+        if idx is not Ellipsis and idx != (Ellipsis,):
             raise trace_error("a window is stored whole: %s[...] = ..." % self.text)
         rec = recorder()
         if not self.ref.writable:
