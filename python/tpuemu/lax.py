@@ -773,3 +773,38 @@ __all__ = ["dot_general", "broadcast", "broadcast_in_dim", "broadcasted_iota", "
            "pow", "eq", "ne", "lt", "le", "gt", "ge", "shift_left", "shift_right_arithmetic",
            "shift_right_logical", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
            "select_n", "is_finite"]
+
+
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1, **_kw):
+    """lax.scan on the host (around pallas_calls, pl.kernel calls on
+    jax.new_ref refs): Python's loop over xs's leading axis (or @length
+    trips), the ys stacked. In a kernel body it is refused: use
+    lax.fori_loop."""
+    import numpy as _np
+    from . import _pytree
+    if _trace._rec is not None:
+        raise trace_error("lax.scan in a kernel body is not supported; use lax.fori_loop")
+    leaves, tree = _pytree.flatten(xs)
+    if leaves:
+        n = len(leaves[0])
+        if length is not None and int(length) != n:
+            raise ValueError("lax.scan: length %d but xs have %d" % (length, n))
+    elif length is None:
+        raise ValueError("lax.scan: give xs or length")
+    else:
+        n = int(length)
+    carry, ys = init, []
+    for i in (range(n - 1, -1, -1) if reverse else range(n)):
+        x = _pytree.unflatten(tree, [a[i] for a in leaves]) if leaves else None
+        carry, y = f(carry, x)
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+    if not ys:
+        return carry, None
+    yl = [_pytree.flatten(y) for y in ys]
+    ytree = yl[0][1]
+    if not yl[0][0]:
+        return carry, _pytree.unflatten(ytree, [])
+    stacked = [_np.stack([ls[k] for ls, _ in yl]) for k in range(len(yl[0][0]))]
+    return carry, _pytree.unflatten(ytree, stacked)

@@ -78,6 +78,10 @@ for _n in ("exp exp2 log log1p sqrt rsqrt reciprocal tanh abs negative square "
 
 def _binary(name):
     def f(a, b):
+        if name in ("maximum", "minimum") and _py.all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)):
+            # of Python numbers, a constant (JAX folds it: a pl.ds size, say)
+            return _py.max(a, b) if name == "maximum" else _py.min(a, b)
         return call("jnp." + name, _v(a), _v(b))
     f.__name__ = name
     return f

@@ -34,8 +34,10 @@ class RevisitMode:
 class Buffered:
     """pl.Buffered(n, revisit=): the block's pipeline depth and pl.RevisitMode."""
 
-    def __init__(self, buffer_count, *, revisit=None, use_lookahead=False):
+    def __init__(self, buffer_count, *, revisit=None, use_lookahead=False, prefetched_count=0):
         self.buffer_count = int(buffer_count)
+        # blocks an earlier call already fetched (emit_pipeline): refused there
+        self.prefetched_count = int(prefetched_count)
         if revisit not in (None, RevisitMode.IMMEDIATE, RevisitMode.ANY):
             raise TypeError("pl.Buffered(revisit=%r): give pl.RevisitMode.IMMEDIATE or ANY"
                             % (revisit,))
@@ -75,6 +77,19 @@ class Unblocked:
         self.padding = padding
 
 
+class BoundedSlice:
+    """pl.BoundedSlice(n): an emit_pipeline block dimension whose index map
+    gives pl.ds(start, size), size at most n (a Python int or a scalar-core
+    value): the block's buffer has n rows there, the first size of them
+    copied in and written back."""
+
+    def __init__(self, block_size):
+        self.block_size = int(block_size)
+
+    def __repr__(self):
+        return "pl.BoundedSlice(%d)" % self.block_size
+
+
 blocked = Blocked()
 unblocked = Unblocked()
 
@@ -91,6 +106,9 @@ def _block_dim(d, n, mode):
         return n.block_size, True, n.padding[0]
     if n is None or isinstance(n, Squeezed):
         return None, False, 0
+    if isinstance(n, BoundedSlice):
+        raise TypeError("%r in a pallas_call BlockSpec: a bounded slice dimension is "
+                        "supported inside pltpu.emit_pipeline only" % (n,))
     return int(n.block_size if isinstance(n, Blocked) else n), False, 0
 
 
@@ -1301,7 +1319,8 @@ from .._trace import semaphore, semaphore_dtype  # noqa: E402,F401  (pl.semaphor
 from ._print import debug_print  # noqa: E402
 from .._state import run_state  # noqa: E402,F401  (pl.run_state)
 
-__all__ = ["pallas_call", "BlockSpec", "Blocked", "Element", "Squeezed", "Unblocked",
+__all__ = ["pallas_call", "BlockSpec", "Blocked", "BoundedSlice", "Element", "Squeezed",
+           "Unblocked",
            "blocked", "unblocked", "GridSpec", "program_id", "num_programs", "when",
            "ds", "run_scoped", "with_scoped", "select_ref", "multiple_of", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "TraceError",
            "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read", "kernel",

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """jax.experimental.pallas.tpu over libtpurt (tpuemu.pallas.tpu as pltpu)."""
 from . import GridSpec, run_scoped  # noqa: F401  (pltpu.run_scoped, as older JAX has it)
-from . import Blocked, Element, Squeezed, _grids, _pipeline_env, program_id, when
+from . import Blocked, BoundedSlice, Element, Squeezed, _grids, _pipeline_env, program_id, when
 import itertools
 
 import numpy as np
@@ -431,39 +431,83 @@ def _each_choice(operands, fn):
 
 
 def _block_window(ref, spec, idx, what):
-    """The window of @ref that @spec's block at grid point @idx covers."""
+    """The window of @ref that @spec's block at grid point @idx covers, and
+    the block's buffer shape (squeezed dimensions left out)."""
+    w, shape, _ = _block_window_bounded(ref, spec, idx, what)
+    return w, shape
+
+
+def _block_window_bounded(ref, spec, idx, what):
+    """_block_window, and the buffer's window the block fills: None, or,
+    with pl.BoundedSlice dimensions, the window of their sizes' rows."""
     bshape = getattr(spec, "block_shape", None) or tuple(ref.shape)
     if len(bshape) != len(ref.shape):
         raise trace_error("%s: block shape %r for a ref of shape %r" % (what, bshape, ref.shape))
     imap = getattr(spec, "index_map", None)
     # idx None: only the block's shape is wanted
-    bidx = imap(*idx) if imap is not None and idx is not None else (0,) * len(bshape)
-    bidx = bidx if isinstance(bidx, (tuple, list)) else (bidx,)
+    bidx = imap(*idx) if imap is not None and idx is not None else None
+    bidx = bidx if isinstance(bidx, (tuple, list)) or bidx is None else (bidx,)
     parts = []
-    bshape = tuple(_pipeline_dim(b, what) for b in bshape)
-    for d, ((b, element), n, i) in enumerate(zip(bshape, ref.shape, bidx)):
+    dims = tuple(_pipeline_dim(b, what) for b in bshape)
+    bounded = []	# the buffer's slice of each bounded dimension
+    for d, ((b, kind), n) in enumerate(zip(dims, ref.shape)):
+        i = bidx[d] if bidx is not None else \
+            (_trace.Slice(0, b) if kind == "bounded" else 0)
+        if kind == "bounded":
+            if not isinstance(i, _trace.Slice):
+                raise _BoundedIndex("Must return a pl.ds from the index_map for a "
+                                    "BoundedSlice dimension (dimension %d of %s gave %s)\n"
+                                    "  at %s" % (d, what, _trace._fmt(i), _trace.where()))
+            if isinstance(i.size, int) and i.size > b:
+                raise trace_error("%s: pl.ds(%s, %d) in a pl.BoundedSlice(%d) dimension"
+                                  % (what, _trace._fmt(i.start), i.size, b))
+            parts.append(i)
+            bounded.append(_trace.Slice(0, i.size))
+            continue
         if b is None:
             parts.append(i)		# squeezed: the index is the element's
-        elif element:
+            continue
+        bounded.append(slice(None))
+        if kind == "element":
             parts.append(_trace.Slice(i, b))	# pl.Element: the element offset
         elif n % b:
             raise trace_error("%s: block %r does not divide dimension %d of %r (edge blocks "
                               "are not supported inside emit_pipeline)" % (what, bshape, d, ref.shape))
         else:
             parts.append(_trace.Slice(i * b, b))
-    return ref.at[tuple(parts)], tuple(b for b, _ in bshape if b is not None)
+    shape = tuple(b for b, _ in dims if b is not None)
+    has_bounded = any(k == "bounded" for _, k in dims)
+    return ref.at[tuple(parts)], shape, tuple(bounded) if has_bounded else None
+
+
+class _BoundedIndex(_trace.TraceError, ValueError):
+    """As Pallas's ValueError: a BoundedSlice dimension indexed without pl.ds."""
 
 
 def _pipeline_dim(b, what):
-    """(size or None, indexed by element) of an emit_pipeline block dimension."""
+    """(size or None, "block" / "element" / "bounded") of an emit_pipeline
+    block dimension."""
     if isinstance(b, Element):
         if b.padding != (0, 0):
             raise trace_error("%s: pl.Element(%d, padding=%r): padding is not supported "
                               "inside emit_pipeline" % (what, b.block_size, b.padding))
-        return b.block_size, True
+        return b.block_size, "element"
+    if isinstance(b, BoundedSlice):
+        return b.block_size, "bounded"
     if b is None or isinstance(b, Squeezed):
-        return None, False
-    return (b.block_size if isinstance(b, Blocked) else b), False
+        return None, "block"
+    return (b.block_size if isinstance(b, Blocked) else b), "block"
+
+
+def _copy_block(ref, spec, idx, buf, out):
+    """An emit_pipeline block copied into its buffer (or, @out, back): with
+    pl.BoundedSlice dimensions, only their sizes' rows of the buffer."""
+    w, _, bounded = _block_window_bounded(ref, spec, idx, "pltpu.emit_pipeline")
+    b = buf if bounded is None else buf.at[bounded]
+    if out:
+        sync_copy(b, w)
+    else:
+        sync_copy(w, b)
 
 
 def _cores(core_axis, core_axis_name):
@@ -531,6 +575,15 @@ def _device_steps(local, split, offset, nsteps, step):
 
 class _EmptyGrid(_trace.TraceError, ValueError):
     """As Pallas's ValueError: an emit_pipeline grid with a dimension <= 0."""
+
+
+class _Prefetched(_trace.TraceError, ValueError):
+    """As Pallas's ValueError: a prefetched input without its window buffer."""
+
+
+def _pytree_leaves(tree):
+    from .. import _pytree
+    return _pytree.flatten(tree)[0]
 
 
 class _NoBlockSpec:
@@ -717,6 +770,15 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
     specs_given = bool(in_specs) or bool(out_specs)
     grid = _pipeline_grid(grid)
 
+    for sp in _pytree_leaves(specs):
+        if getattr(getattr(sp, "pipeline_mode", None), "prefetched_count", 0):
+            raise _Prefetched(
+                "pltpu.emit_pipeline: pl.Buffered(prefetched_count=%d): Expected external "
+                "window buffer to be bound for prefetched input; inputs prefetched by an "
+                "earlier call (BufferedRef.with_window_ref, "
+                "emit_pipeline_with_async_prefetch) are not supported\n  at %s"
+                % (sp.pipeline_mode.prefetched_count, _trace.where()))
+
     def pipeline(*refs, allocations=None, scratches=None, **_kw):
         roles = [None] * len(refs)
         if allocations is not None and not specs_given:
@@ -762,9 +824,9 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                     _pipeline_env.pop()
 
             def flush():
-                for k, (_, _, b) in enumerate(outs):
+                for k, (r, s, b) in enumerate(outs):
                     if pending[k] is not None:
-                        sync_copy(b, pending[k][1])
+                        _copy_block(r, s, pending[k][1], b, True)
                     pending[k] = None
 
             def step_on_device(idx):
@@ -772,26 +834,26 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                 the body, every output block written back (a revisited
                 block keeps accumulating in its buffer: it is not refetched)."""
                 for r, s, b in ins:
-                    sync_copy(_block_window(r, s, idx, "pltpu.emit_pipeline")[0], b)
+                    _copy_block(r, s, idx, b, False)
                 for (r, s, b), a in zip(outs, acc):
                     if a:	# accumulating: the block as the last step left it
-                        sync_copy(_block_window(r, s, idx, "pltpu.emit_pipeline")[0], b)
+                        _copy_block(r, s, idx, b, False)
                 run_body(idx)
                 for r, s, b in outs:
-                    sync_copy(b, _block_window(r, s, idx, "pltpu.emit_pipeline")[0])
+                    _copy_block(r, s, idx, b, True)
 
             def step(idx):
                 for r, s, b in ins:
-                    sync_copy(_block_window(r, s, idx, "pltpu.emit_pipeline")[0], b)
+                    _copy_block(r, s, idx, b, False)
                 for k, (r, s, b) in enumerate(outs):
                     w = _block_window(r, s, idx, "pltpu.emit_pipeline")[0]
                     if pending[k] is not None and pending[k][0] == w.render():
                         continue
                     if pending[k] is not None:
-                        sync_copy(b, pending[k][1])
+                        _copy_block(r, s, pending[k][1], b, True)
                     if acc[k]:
-                        sync_copy(w, b)
-                    pending[k] = (w.render(), w)
+                        _copy_block(r, s, idx, b, False)
+                    pending[k] = (w.render(), idx)	# the block and its step
                 run_body(idx)
 
             nsteps = 1
