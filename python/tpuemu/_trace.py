@@ -760,6 +760,9 @@ def reducer(name):
                 return x
         if axis is None:
             return call("jnp." + name, x)
+        if isinstance(axis, int) and axis in (0, -1) and \
+                len(getattr(x, "shape", None) or (0, 0)) == 1:
+            axis = -1	# a 1-D value is a row on the device: its axis is the last
         if keepdims:
             return call("jnp." + name, x, axis=axis, keepdims=True)
         return call("jnp." + name, x, axis=axis)

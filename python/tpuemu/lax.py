@@ -120,6 +120,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     reads (a loop over the batch's ref windows); any other dimension
     numbers of operands whose shapes tracing knows by permuting and
     merging them into those (_dot_general_nd)."""
+    jnp._refuse_unsigned_dot(lhs, rhs, "lax.dot_general")
     try:
         (lc, rc), (lb, rb) = dimension_numbers
         lc, rc, lb, rb = (tuple(int(d) for d in t) for t in (lc, rc, lb, rb))
@@ -629,8 +630,23 @@ def _select_tree(conds, outs, what):
         raise trace_error("%s: some branches return a value and some None" % what)
     acc = last
     for c, o in zip(conds[-2::-1], outs[-2::-1]):
-        acc = jnp.where(c, o, acc)
+        if isinstance(c, Value) and _scalar_int(c) and _scalar_int(o) and _scalar_int(acc):
+            # scalar-core ints (a while_loop's carry): chosen on the scalar
+            # core, acc + (o - acc) * c with c 0 or 1
+            c01 = c if dt_of(c) == _trace.bool_ else (c != 0)
+            acc = acc + (o - acc) * c01 if not (isinstance(o, int) and isinstance(acc, int)
+                                                 and o == acc) else acc
+        else:
+            acc = jnp.where(c, o, acc)
     return acc
+
+
+def _scalar_int(x):
+    """A Python int or bool, or a scalar-core integer value."""
+    if isinstance(x, (bool, int)):
+        return True
+    return isinstance(x, Value) and x.scalar and not _trace.is_float_dt(dt_of(x)) and \
+        x.shape in (None, ())
 
 
 def _run_branches(conds, fns, operands, what):

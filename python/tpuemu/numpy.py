@@ -41,6 +41,24 @@ def _rank(x):
     return None if s is None else len(s)
 
 
+from ._trace import TraceError as _TraceError, where as _where  # noqa: E402
+
+
+class _UnsignedDot(_TraceError, NotImplementedError):
+    """As Mosaic's NotImplementedError: a matmul of unsigned 32-bit integers."""
+
+
+def _refuse_unsigned_dot(a, b, what):
+    """A uint32 operand of a dot: the MXU has no such matmul (Mosaic refuses
+    unsigned dots; uint8 here takes the int8 path with int32 sums)."""
+    for x in (a, b):
+        d = getattr(_v(x), "dt", None) if isinstance(x, (Value, Ref)) else None
+        if d is not None and getattr(d, "name", None) == "uint32":
+            raise _UnsignedDot("Unsigned integer dtype uint32 in %s (dot_general): no matmul "
+                               "of it on the MXU (float32, bfloat16, int8 and uint8 only)\n"
+                               "  at %s" % (what, _where()))
+
+
 def dot(a, b, preferred_element_type=None):
     """jnp.dot of 2-D blocks; a 1-D operand whose shape tracing knows (a
     whole ref read) as NumPy's: a matrix-vector product is the (rows, 1)
@@ -48,6 +66,7 @@ def dot(a, b, preferred_element_type=None):
     vectors, their inner product."""
     kw = {} if preferred_element_type is None else \
         {"preferred_element_type": preferred_element_type}
+    _refuse_unsigned_dot(a, b, "jnp.dot")
     ra, rb = _rank(a), _rank(b)
     if rb == 1 and ra == 1:
         p = _v(a) * _v(b)
@@ -76,8 +95,20 @@ for _n in ("exp exp2 log log1p sqrt rsqrt reciprocal tanh abs negative square "
     globals()[_n] = _unary(_n)
 
 
+def _scalar_like(x):
+    return isinstance(x, bool) or isinstance(x, Value) and x.scalar
+
+
 def _binary(name):
     def f(a, b):
+        if name in ("logical_and", "logical_or") and _py.all(_scalar_like(x) for x in (a, b)) \
+                and _py.any(isinstance(x, Value) for x in (a, b)):
+            # of scalar-core values (a while_loop condition), a scalar-core
+            # expression: & and | of compares are logical there
+            # (loop conditions take no & or |): 0/1 values summed or multiplied
+            a2, b2 = (int(x) if isinstance(x, bool) else x if x.dt is bool_ else x != 0
+                      for x in (a, b))
+            return (a2 * b2 > 0) if name == "logical_and" else (a2 + b2 > 0)
         if name in ("maximum", "minimum") and _py.all(
                 isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)):
             # of Python numbers, a constant (JAX folds it: a pl.ds size, say)
@@ -272,6 +303,9 @@ def concatenate(arrays, axis=0):
         arrays = tuple(local(concatenate(arrays[k:k + 4], axis))
                        for k in range(0, len(arrays), 4))
         return concatenate(arrays, axis)
+    if axis in (0, -1) and _py.all(len(getattr(a, "shape", None) or (0, 0)) == 1
+                                   for a in arrays):
+        axis = -1	# 1-D values are rows on the device: along the last axis
     return call("jnp.concatenate", arrays, axis=axis)
 
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Ports of JAX's own Pallas TPU tests, eighth round, second file
-(tests/pallas/indexing_test.py IndexerOpsTest; tpu_pallas_async_test.py
+(tests/pallas/indexing_test.py IndexerOpsTest; tpu_ops_test.py OpsTest;
+tpu_pallas_async_test.py
 PallasCallAsyncCopyTest; tpu_pallas_pipeline_test.py
 PallasCallBoundedSliceIndexingTest, the pipeline tests that are gaps, and
 the transformed-refs test with HBM passthrough; tpu_pallas_state_test.py
@@ -16,6 +17,7 @@ import pytest
 
 import tpuemu as jax
 import tpuemu.numpy as jnp
+from tpuemu import lax
 from tpuemu import pallas as pl
 from tpuemu import random
 from tpuemu.pallas import tpu as pltpu
@@ -180,6 +182,317 @@ def test_store_one_row_with_dynamic_2nd_minor_index():
                       pl.BlockSpec(memory_space=pltpu.SMEM)]),
     )(x, indices)
     np.testing.assert_array_equal(res[:, start:start + 1, :], x)
+
+
+# --- tpu_ops_test.py OpsTest ---
+
+_TPU_VERSION = 5	# the emulated chip is v5e-like: JAX's version skips as on a v5e
+
+
+def test_stop_gradient():
+    def kernel(x_ref, y_ref):
+        y_ref[...] = jax.lax.stop_gradient(x_ref[...] + 1)
+
+    x = jnp.arange(1024, dtype=jnp.float32)
+    y = pl.pallas_call(kernel, out_shape=x)(x)
+    np.testing.assert_allclose(y, x + 1)
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("reduce_func", [jnp.argmax, jnp.argmin])
+@pytest.mark.parametrize("in_shape", [(2, 29, 206), (12, 28), (12,)])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_reduce_index(axis, in_shape, reduce_func, keepdims):
+    dtype = jnp.float32
+    rank = len(in_shape)
+    if axis >= rank:
+        pytest.skip("Requires axis < rank")
+    if rank == 1 and not keepdims:
+        pytest.skip("Scalar output not supported")
+    out_shape = list(in_shape)
+    if keepdims:
+        out_shape[axis] = 1
+    else:
+        del out_shape[axis]
+
+    def kernel(x, out):
+        out[:] = reduce_func(x[:], axis, keepdims=keepdims)
+
+    x = jax.random.permutation(jax.random.key(22),
+                               jnp.arange(np.prod(in_shape), dtype=dtype)).reshape(in_shape)
+    result = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(out_shape, jnp.int32))(x)
+    fn = np.argmax if reduce_func is jnp.argmax else np.argmin
+    expected = fn(x, axis)
+    if keepdims:
+        expected = np.expand_dims(expected, axis)
+    np.testing.assert_array_equal(result, expected)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+@pytest.mark.parametrize("msk_dtype", [jnp.float32, jnp.bfloat16, jnp.int8])
+@pytest.mark.parametrize("shape", [(129, 129), (1, 129), (2, 129), (4, 129)])
+def test_i1_relayout_bw(shape, msk_dtype, dtype):
+    @functools.partial(pl.pallas_call, out_shape=jax.ShapeDtypeStruct(shape, dtype))
+    def kernel(x_ref, mask_ref, o_ref):
+        zeros = jnp.zeros_like(x_ref)
+        o_ref[...] = jnp.where(mask_ref[...], x_ref[...], zeros)
+
+    mask = jax.random.bernoulli(jax.random.key(1234), 0.5, shape).astype(np.float32)
+    xf = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) + 1
+    if dtype == jnp.bfloat16:
+        x = jax.to_bf16(xf)
+        xf = jax.from_bf16(x)	# the values bf16 holds
+    else:
+        x = xf
+    if msk_dtype == jnp.bfloat16:
+        m_in = jax.to_bf16(mask)
+    elif msk_dtype == jnp.int8:
+        m_in = mask.astype(np.int8)
+    else:
+        m_in = mask
+    out = kernel(x, m_in)
+    expected = np.where(mask != 0, xf, 0).astype(np.float32)
+    got = jax.from_bf16(out) if dtype == jnp.bfloat16 else out
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16, jnp.int8])
+def test_concat_mask(dtype):
+    shape = (128, 128)
+
+    def kernel(x, out):
+        mask = x[...] != 0
+        concated_mask = jnp.concatenate([mask, mask], axis=0)
+        concated_x = jnp.concatenate([x[:], x[:]], axis=0)
+        out[:] = lax.select(concated_mask, concated_x, jnp.zeros_like(concated_x))
+
+    x = jax.random.normal(jax.random.key(1234), shape, dtype=jnp.float32)
+    if dtype == jnp.int8:
+        x = (x * 100).astype(np.int8)
+        xin = x
+        xf = x
+    elif dtype == jnp.bfloat16:
+        xin = jax.to_bf16(x)
+        xf = jax.from_bf16(xin)
+    else:
+        xin = xf = x
+    out = pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((shape[0] * 2, shape[1]), dtype))(xin)
+    concated_x = np.concatenate([xf, xf], axis=0)
+    expected = np.where(concated_x != 0, concated_x, 0)
+    got = jax.from_bf16(out) if dtype == jnp.bfloat16 else out
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_reduce_with_const():
+    m = 1
+    d = 1024
+    x = jax.to_bf16(np.ones((m, d), np.float32))
+
+    def dot(x, y):
+        return jax.lax.dot_general(x, y, (((1,), (1,)), ((), ())),
+                                   preferred_element_type=jnp.float32)
+
+    def kernel(x, out):
+        out[:] = dot(x[:], jnp.ones((1, d), jnp.bfloat16))
+
+    run = pl.pallas_call(kernel, jax.ShapeDtypeStruct((m, 1), jnp.float32))
+    np.testing.assert_array_equal(run(x), np.full((m, 1), d, np.float32))
+
+
+def test_while_loop_arg_num_change():
+    def kernel(out_ref, a):
+        def loop_cond(state):
+            _, y = state
+            return y
+
+        def loop_body(state):
+            x, y = state
+
+            def then_0():
+                def then_1():
+                    return jnp.int32(0)
+
+                def else_1():
+                    a[0] = a[0] + 1
+                    return jnp.int32(1)
+
+                z = lax.cond(x == 0, then_1, else_1)
+                new_x = z
+                new_y = z != 0
+                return new_x, new_y
+
+            def else_0():
+                return x, jnp.bool_(False)
+
+            new_x, new_y = lax.cond(y, then_0, else_0)
+            return (new_x, new_y)
+
+        out_ref[0] = lax.while_loop(loop_cond, loop_body, (jnp.int32(0), jnp.bool_(True)))[0]
+
+    output = pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((1,), jnp.int32), in_specs=(),
+        out_specs=pl.BlockSpec(memory_space=pltpu.SMEM),
+        scratch_shapes=(pltpu.SMEM((1,), jnp.int32),),
+    )()[0]
+    assert output == 0
+
+
+def test_produce_predicate_phi():
+    def kernel(out_ref, a):
+        def loop_cond(state):
+            x, y = state
+            return jnp.logical_or(y, (x == 1))
+
+        def loop_body(state):
+            x, y = state
+
+            def then_0():
+                def then_1():
+                    return jnp.int32(0)
+
+                def else_1():
+                    a[0] = a[0] + 1
+                    return jnp.int32(1)
+
+                z = lax.cond(x == 0, then_1, else_1)
+                new_x = z
+                new_y = z != 0
+                return new_x, new_y
+
+            def else_0():
+                return x, jnp.bool_(False)
+
+            new_x, new_y = lax.cond(y, then_0, else_0)
+            return (new_x, new_y)
+
+        out_ref[0] = lax.while_loop(loop_cond, loop_body, (jnp.int32(0), jnp.bool_(True)))[0]
+
+    output = pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((1,), jnp.int32), in_specs=(),
+        out_specs=pl.BlockSpec(memory_space=pltpu.SMEM),
+        scratch_shapes=(pltpu.SMEM((1,), jnp.int32),),
+    )()[0]
+    assert output == 0
+
+
+def test_retiling_with_replicated_lane():
+    shape = (32, 1)
+    broadcast_shape = (32, 256)
+
+    @functools.partial(pl.pallas_call,
+                       out_shape=jax.ShapeDtypeStruct((8, 4, 256), jnp.float32))
+    def kernel(x_ref, o_ref):
+        o_ref[...] = jnp.broadcast_to(x_ref[...], broadcast_shape).reshape(o_ref.shape)
+
+    x = jnp.arange(np.prod(shape), dtype=jnp.float32).reshape(shape)
+    out = kernel(x).reshape(broadcast_shape)
+    np.testing.assert_array_equal(out, np.broadcast_to(x, broadcast_shape))
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+def test_sigmoid(dtype):
+    shape = (32, 128)
+    x = jax.random.normal(jax.random.key(42), shape, dtype=jnp.float32)
+    xin = jax.to_bf16(x) if dtype == jnp.bfloat16 else x
+    xf = jax.from_bf16(xin) if dtype == jnp.bfloat16 else x
+
+    @functools.partial(pl.pallas_call, out_shape=jax.ShapeDtypeStruct(shape, dtype))
+    def kernel(x_ref, o_ref):
+        o_ref[...] = jax.nn.sigmoid(x_ref[...])
+
+    out = kernel(xin)
+    got = jax.from_bf16(out) if dtype == jnp.bfloat16 else out
+    tol = 1e-2 if dtype == jnp.bfloat16 else 1e-6
+    np.testing.assert_allclose(got, 1 / (1 + np.exp(-xf.astype(np.float64))), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [jnp.uint32])
+def test_unsigned_dtype_dot_raises(dtype):
+    k = 256
+    packing = 32 // jnp.iinfo(dtype).bits
+    lhs = jnp.zeros((8 * packing, k), dtype=dtype)
+    rhs = jnp.zeros((k, 128), dtype=dtype)
+
+    def kernel(lhs_ref, rhs_ref, o_ref):
+        o_ref[...] = pl.dot(lhs_ref[...], rhs_ref[...])
+
+    out_shape = jax.ShapeDtypeStruct((8 * packing, 128), dtype)
+    with pytest.raises(NotImplementedError, match="Unsigned integer dtype.*dot_general.*matmul"):
+        pl.pallas_call(kernel, out_shape=out_shape)(lhs, rhs)
+
+
+@pytest.mark.parametrize("shapes_and_axis", [
+    ((11, 300), (9, 300), 0),
+    ((20, 400), (17, 400), 0),
+    ((35, 200), (41, 200), 0),
+    ((35, 200), (35, 300), 1),
+])
+@pytest.mark.parametrize("dtype", [jnp.int32, jnp.int16, jnp.int8])
+def test_2d_concatenate(dtype, shapes_and_axis):
+    x_shape, y_shape, axis = shapes_and_axis
+    if axis == 0:
+        out_shape = (x_shape[0] + y_shape[0], x_shape[1])
+    else:
+        out_shape = (x_shape[0], x_shape[1] + y_shape[1])
+    min_val = dtype(jnp.iinfo(dtype).min)
+    max_val = dtype(jnp.iinfo(dtype).max)
+    x = jax.random.randint(jax.random.key(42), x_shape, minval=min_val, maxval=max_val,
+                           dtype=dtype)
+    y = jax.random.randint(jax.random.key(0), y_shape, minval=min_val, maxval=max_val,
+                           dtype=dtype)
+
+    @functools.partial(pl.pallas_call, out_shape=jax.ShapeDtypeStruct(out_shape, dtype))
+    def kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = jnp.concatenate([x_ref[...], y_ref[...]], axis=axis)
+
+    np.testing.assert_array_equal(kernel(x, y), np.concatenate([x, y], axis=axis))
+
+
+@pytest.mark.parametrize("shapes", [
+    ((200,), (300,)), ((1153,), (1200,)),
+    ((256,), (1024,)), ((2176,), (2100,)), ((2304,), (2560,)),
+    ((512,), (2048,)), ((4225,), (5000,)), ((4608,), (5120,)),
+])
+@pytest.mark.parametrize("dtype", [jnp.int32, jnp.int16, jnp.int8])
+def test_1d_concatenate(dtype, shapes):
+    packing = 32 // jnp.iinfo(dtype).bits
+    x_shape, y_shape = shapes
+    data_is_aligned = x_shape[0] % (packing * 128) == 0 and y_shape[0] % (packing * 128) == 0
+    out_shape = (x_shape[0] + y_shape[0],)
+    if packing >= 4 and not data_is_aligned:
+        pytest.skip("Requires 8-bit iota, see b/356344569")
+    if packing >= 2 and not data_is_aligned and _TPU_VERSION < 6:
+        pytest.skip("Requires 16-bit iota, supported on TPU v6+, see b/356344569")
+    min_val = dtype(jnp.iinfo(dtype).min)
+    max_val = dtype(jnp.iinfo(dtype).max)
+    x = jax.random.randint(jax.random.key(42), x_shape, minval=min_val, maxval=max_val,
+                           dtype=dtype)
+    y = jax.random.randint(jax.random.key(0), y_shape, minval=min_val, maxval=max_val,
+                           dtype=dtype)
+
+    @functools.partial(pl.pallas_call, out_shape=jax.ShapeDtypeStruct(out_shape, dtype))
+    def kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = jnp.concatenate([x_ref[...], y_ref[...]], axis=0)
+
+    np.testing.assert_array_equal(kernel(x, y), np.concatenate([x, y], axis=0))
+
+
+def test_reduce_1d_value_along_axis_0():
+    """Not a JAX test: a regression test for a silent wrong result found
+    porting tpu_ops_test.py's test_reduce_index. A 1-D value is a row on
+    the device, and a reduction along its axis 0 reduced the row's
+    (unit) axis 0 instead: x - jnp.max(x, axis=0) gave zeros."""
+    def kernel(x_ref, o_ref, s_ref):
+        x = x_ref[...]
+        o_ref[...] = x - jnp.max(x, axis=0)
+        s_ref[...] = x - jnp.sum(x, axis=0, keepdims=True)
+
+    x = np.arange(256, dtype=np.float32)
+    o, s = pl.pallas_call(kernel, out_shape=(jax.ShapeDtypeStruct((256,), jnp.float32),
+                                             jax.ShapeDtypeStruct((256,), jnp.float32)))(x)
+    np.testing.assert_array_equal(o, x - x.max())
+    np.testing.assert_array_equal(s, x - x.sum())
 
 
 # --- tpu_pallas_async_test.py PallasCallAsyncCopyTest: semaphores and VMEM arrays
