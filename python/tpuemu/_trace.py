@@ -842,7 +842,7 @@ class Ref:
         return "<ref %s %s %s>" % (self.name, self.shape, self.dtype)
 
     def _index(self, idx, window=False):
-        if idx is Ellipsis:
+        if idx is Ellipsis or isinstance(idx, tuple) and not idx:	# ref[()]: the whole ref
             return "..."
         if not isinstance(idx, tuple):
             idx = (idx,)
@@ -1376,6 +1376,12 @@ def _scaled(i, step):
     return i if step == 1 else i * step
 
 
+def _whole_index(idx):
+    """An index naming the whole ref or window: ..., (...,) or ()."""
+    return idx is Ellipsis or isinstance(idx, tuple) and (
+        not idx or len(idx) == 1 and idx[0] is Ellipsis)
+
+
 class Window:
     """REF.at[IDX]: rendered as such; read and stored whole with [...];
     WINDOW.at[IDX2] indexes the window's own dimensions again (Pallas's
@@ -1462,9 +1468,9 @@ class Window:
 
     def __getitem__(self, idx):
         self.refuse_traced("a read")
-        if idx is not Ellipsis and idx != (Ellipsis,) and self.dims is not None:
+        if not _whole_index(idx) and self.dims is not None:
             return self._sub(idx)[...]	# x_ref.at[pl.ds(2, 2)][0]: a window of it
-        if idx is not Ellipsis and idx != (Ellipsis,):
+        if not _whole_index(idx):
             raise trace_error("a window is read whole: %s[...]" % self.text)
         v = Value("text", self.text + "[...]", reads=frozenset([self.ref.name]),
                   dt=self.ref.dtype)
@@ -1473,10 +1479,10 @@ class Window:
 
     def __setitem__(self, idx, value):
         self.refuse_traced("a store")
-        if idx is not Ellipsis and idx != (Ellipsis,) and self.dims is not None:
+        if not _whole_index(idx) and self.dims is not None:
             self._sub(idx)[...] = value
             return
-        if idx is not Ellipsis and idx != (Ellipsis,):
+        if not _whole_index(idx):
             raise trace_error("a window is stored whole: %s[...] = ..." % self.text)
         rec = recorder()
         if not self.ref.writable:

@@ -15,6 +15,7 @@ _TPURT_DEBUG = 1 << 0		# tpurt.h: the device's debug mode (poison, hazards)
 # The grids of the pallas_calls being traced, innermost last (emit_pipeline's
 # core_axis reads its size).
 _grids = []
+_grid_given = []	# each pallas_call's grid as given (() for no grid)
 
 ANY = "any"
 _SPACES = {None: 0, "vmem": 0, "smem": 1, "any": 2, "sem_dma": 3, "sem_regular": 4}
@@ -255,10 +256,13 @@ def loop(lower, upper, *, step=1, unroll=None):
 
 def dot(a, b, trans_a=False, trans_b=False, allow_tf32=None, precision=None):
     """pl.dot: a @ b with either operand read transposed, in float32 as
-    Pallas's preferred_element_type."""
+    Pallas's preferred_element_type (int32 for integer operands, as
+    Pallas's: float32 if the lhs is a float, else int32)."""
     a = a.T if trans_a else a
     b = b.T if trans_b else b
-    return jnp.dot(a, b, preferred_element_type=_trace.float32)
+    d = _trace.dt_of(a)
+    integer = d is not None and d.name in ("int8", "uint8", "int16", "int32", "uint32")
+    return jnp.dot(a, b, preferred_element_type=_trace.int32 if integer else _trace.float32)
 
 
 def run_scoped(f, *types, **named_types):
@@ -364,7 +368,16 @@ def _settle(out, names, rec):
 _NAMES = "ijkl"
 
 
-def _index_map_text(fn, grid_rank, prefetch, what):
+def _fn_where(fn):
+    """'NAME at FILE:LINE' of a function, as JAX's errors name it."""
+    code = getattr(fn, "__code__", None)
+    name = getattr(fn, "__name__", "?")
+    if code is None:
+        return name
+    return "%s at %s:%d" % (name, code.co_filename, code.co_firstlineno)
+
+
+def _index_map_text(fn, grid_rank, prefetch, what, label=None, nd=None):
     if fn is None:
         return None
     names = list(_NAMES[:grid_rank])
@@ -372,13 +385,27 @@ def _index_map_text(fn, grid_rank, prefetch, what):
     # arguments' trees, as the kernel gets them
     prefetch, tree = prefetch if isinstance(prefetch, tuple) else (prefetch, None)
     refs = [Ref(n, (), "int32", space="smem", writable=False) for n in prefetch]
-    args = [scalar(n) for n in names] + (refs if tree is None else _parts(tree, refs))
+    # grid=() is one step of a 1-D grid on the device; the map takes no index
+    called = names if not _grids or _grids[-1] != (1,) or _grid_given[-1:] != [()] else []
+    pre = refs if tree is None else _parts(tree, refs)
     try:
-        res = fn(*args)
-    except TraceError:
-        raise
+        res = fn(*[scalar(n) for n in called], *pre)
+    except TypeError:
+        if called == names:
+            raise
+        res = fn(*[scalar(n) for n in names], *pre)	# (a map written for the 1-step grid)
     if not isinstance(res, (tuple, list)):
         res = (res,)
+    if nd is not None and len(res) != nd:
+        raise ValueError("Index map function %s for %s must return %d values to match the "
+                         "block shape's %d dimensions. Currently returning %d values."
+                         % (_fn_where(fn), label or what, nd, nd, len(res)))
+    for k, e in enumerate(res):
+        if isinstance(e, float) or isinstance(e, Value) and _trace.is_float_dt(e.dt):
+            raise ValueError("Index map function %s for %s must return integer scalars. "
+                             "Output[%d] has type %s."
+                             % (_fn_where(fn), label or what, k,
+                                "float" if isinstance(e, float) else e.dt.name))
     body = ", ".join(_trace._fmt(e) for e in res)
     return "%s -> %s" % (", ".join(names + list(prefetch)), body)
 
@@ -399,8 +426,12 @@ def _revisit_code(mode, output, what):
     return 1 if output else 0
 
 
-def _block_spec(spec, shape, grid_rank, prefetch, what, output=False):
+def _block_spec(spec, shape, grid_rank, prefetch, what, output=False, label=None):
     """(struct tpurt_block_spec, keepalive, block shape)"""
+    bs = getattr(spec, "block_shape", None) if spec is not None else None
+    if bs is not None and len(bs) != len(shape):
+        raise ValueError("Block shape for %s (= %r) must have the same number of dimensions "
+                         "as the array shape %r" % (label or what, tuple(bs), tuple(shape)))
     cs = ffi.new("struct tpurt_block_spec *")
     keep = []
     if len(shape) > len(cs.shape):
@@ -428,7 +459,7 @@ def _block_spec(spec, shape, grid_rank, prefetch, what, output=False):
         cs.element_pad[d] = low
     bshape = tuple(n for n, _, _ in dims)
     if spec is not None and spec.index_map is not None:
-        text = _index_map_text(spec.index_map, grid_rank, prefetch, what)
+        text = _index_map_text(spec.index_map, grid_rank, prefetch, what, label, len(bshape))
     else:
         text = "%s -> %s" % (", ".join(_NAMES[:grid_rank]), ", ".join("0" * len(bshape)))
     c = ffi.new("char[]", text.encode())
@@ -898,10 +929,12 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     def run(*args):
         # the grid is static: index maps and the body see its extents
         _grids.append(tuple(_as_list(grid_spec.grid or (1,))))
+        _grid_given.append(tuple(grid_spec.grid or ()))
         try:
             return traced_run(*args)
         finally:
             _grids.pop()
+            _grid_given.pop()
 
     def traced_run(*args):
         global _last_stats
@@ -963,10 +996,12 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             params += ["%s_%d" % (rest[0], k) for k in range(nparts - len(params))]
         if len(params) != nparts:
             raise TypeError("kernel %s takes %d refs, pallas_call gives %d (%d scalar "
-                            "prefetch, %d inputs, %d outputs, %d scratch)"
+                            "prefetch, %d inputs, %d outputs, %d scratch): it takes %d "
+                            "positional argument%s but %d were given"
                             % (_kname(kernel), len(params), nparts, nsp, len(args) - nsp,
                                0 if empty_out else 1 if no_out else len(out_parts),
-                               len(scratch_parts)))
+                               len(scratch_parts), len(params),
+                               "" if len(params) == 1 else "s", nparts))
         if len(ispecs) != nin or len(ospecs) != len(outs):
             raise TypeError("in_specs/out_specs do not match the inputs/outputs")
         pnames = list(params)
@@ -1010,9 +1045,9 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             refs[-1].narrow = narrow
         index_prefetch = (prefetch, sp_tree)
 
-        def add_blocked(add, what, n, shape, dtype, spec, writable):
+        def add_blocked(add, what, n, shape, dtype, spec, writable, label=None):
             cs, k, bshape = _block_spec(spec, shape, len(gs_grid), index_prefetch, n,
-                                        output=writable)
+                                        output=writable, label=label)
             keep.extend([cs, k])
             check(add(gs, n.encode(), cs), "%s '%s'" % (what, n))
             dt = as_dtype(dtype)
@@ -1020,12 +1055,12 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             sp = {0: "vmem", 1: "smem", 2: "any"}[cs.memory_space]
             refs.append(Ref(n, bshape, dt, space=sp, writable=writable))
 
-        for n, a, spec in zip(in_names, arrays[nsp_flat:], ispecs):
+        for j, (n, a, spec) in enumerate(zip(in_names, arrays[nsp_flat:], ispecs)):
             add_blocked(lib.tpurt_grid_spec_add_input, "input", n, a.shape,
-                        a.dtype, spec, False)
-        for n, o, spec in zip(onames, outs, ospecs):
+                        a.dtype, spec, False, "args[%d]" % j)
+        for j, (n, o, spec) in enumerate(zip(onames, outs, ospecs)):
             add_blocked(lib.tpurt_grid_spec_add_output, "output", n, o.shape,
-                        o.dtype, spec, True)
+                        o.dtype, spec, True, "outputs[%d]" % j)
         for n, s in zip(snames, scratch):
             if not hasattr(s, "_space_code"):
                 raise TypeError("scratch_shapes: %r is not a scratch type (pltpu.VMEM, "
@@ -1048,6 +1083,28 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         elif not no_out:
             kargs += _parts(out_tree, refs[nflat_in:nflat_in + nout])
         kargs += _parts(scratch_tree, refs[nflat_in + nout:])
+
+        # input_output_aliases checked as JAX's checks them
+        def aval(shape, dt):
+            return "%s[%s]" % (as_dtype(dt).name, ",".join(str(d) for d in shape))
+        for i, o in dict(input_output_aliases or {}).items():
+            if not 0 <= i < nflat_in:
+                raise ValueError("input_output_aliases contains the mapping '%d:%d' with "
+                                 "input index %d outside the range [0, %d)"
+                                 % (i, o, i, nflat_in))
+            if not 0 <= o < len(outs):
+                raise ValueError("input_output_aliases contains the mapping '%d:%d' with "
+                                 "output index %d outside the range [0, %d)"
+                                 % (i, o, o, len(outs)))
+            a, ob = arrays[i], outs[o]
+            if tuple(a.shape) != tuple(ob.shape) or \
+                    as_dtype(a.dtype).name != as_dtype(ob.dtype).name and \
+                    not (i < nsp_flat):
+                raise ValueError("input_output_aliases contains the mapping '%d:%d' referring "
+                                 "to input[%d] with abstract value %s and output[%d] with a "
+                                 "different abstract value %s"
+                                 % (i, o, i, aval(a.shape, a.dtype), o,
+                                    aval(ob.shape, ob.dtype)))
 
         # trace the kernel
         # an input in HBM aliased to an output in HBM is that output's
@@ -1094,7 +1151,10 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                     load_aliased()
                 else:
                     when(cond)(load_aliased)
-            kernel(*kargs)
+            ret = kernel(*kargs)
+            if ret is not None:
+                raise ValueError("The kernel function of pl.pallas_call, %s, should return "
+                                 "None. It returns: %r" % (_fn_where(kernel), ret))
         finally:
             _trace.stop()
         if rec.nspill:
