@@ -734,6 +734,44 @@ class BufferedRef:
         return cls._make("accumulator", spec, dtype, **kw)
 
 
+class _PrefetchToken:
+    """What emit_pipeline_with_async_prefetch's async_prefetch gives for an
+    input it prefetches (None for the others, as JAX's)."""
+
+    def __repr__(self):
+        return "<prefetched blocks>"
+
+
+def emit_pipeline_with_async_prefetch(body, *, mesh=None, **kwargs):
+    """pltpu.emit_pipeline_with_async_prefetch: (pipeline, async_prefetch).
+    async_prefetch(*arrays), outside the kernel, starts fetching the
+    first pl.Buffered(prefetched_count=n) blocks of each input; the
+    pipeline, given its result as allocations=, starts from them. The
+    arrays are JAX values, so those blocks hold what the pipeline would
+    fetch itself: here the pipeline fetches them (the results are JAX's;
+    the overlap with the code before the kernel is not modeled), and
+    async_prefetch gives a token per prefetched input, None for the
+    others (pl.no_block_spec, no prefetched_count)."""
+    del mesh
+    pipeline = emit_pipeline(body, _async_prefetch=True, **kwargs)
+    specs, nin = _pipeline_specs(kwargs.get("in_specs", ()), kwargs.get("out_specs", ()))
+
+    def async_prefetch(*arrays):
+        from .. import _pytree
+        out = []
+        for a, sp in zip(arrays, specs[:nin]):
+            al, at = _pytree.flatten(a)
+            sl = _pytree.flatten(sp)[0]
+            toks = [None if s is no_block_spec or not getattr(
+                getattr(s, "pipeline_mode", None), "prefetched_count", 0)
+                else _PrefetchToken() for s in sl]
+            if len(toks) != len(al):
+                raise TypeError("async_prefetch: %d arrays for %d specs" % (len(al), len(toks)))
+            out.append(_pytree.unflatten(at, toks))
+        return out[0] if len(arrays) == 1 else tuple(out)
+    return pipeline, async_prefetch
+
+
 def emit_pipeline_with_allocations(body, **kwargs):
     """pltpu.emit_pipeline_with_allocations: (pipeline, make_allocations).
     make_allocations(*refs) gives the buffers' scratch types in the
@@ -771,7 +809,8 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
     grid = _pipeline_grid(grid)
 
     for sp in _pytree_leaves(specs):
-        if getattr(getattr(sp, "pipeline_mode", None), "prefetched_count", 0):
+        if getattr(getattr(sp, "pipeline_mode", None), "prefetched_count", 0) and \
+                not _options.get("_async_prefetch"):
             raise _Prefetched(
                 "pltpu.emit_pipeline: pl.Buffered(prefetched_count=%d): Expected external "
                 "window buffer to be bound for prefetched input; inputs prefetched by an "
@@ -874,6 +913,10 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                 when(li[split] < count)(lambda: (step(idx), flush()))
             flush()
 
+        if allocations is not None and all(
+                a is None or isinstance(a, _PrefetchToken)
+                for a in _pytree_leaves(allocations)):
+            allocations = None	# emit_pipeline_with_async_prefetch's: see there
         if allocations is not None:
             from .. import _pytree
             given = [a for a in _pytree.flatten(list(allocations)
