@@ -124,6 +124,33 @@ def vmap(f, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
     argument; axis_size: the count when no argument is mapped
     (jax.vmap(f, axis_size=2)() runs f twice)."""
     def mapped(*args):
+        from . import _trace, _pytree
+        if _trace._rec is not None:
+            # in a kernel body, of refs (an emit_pipeline over a batch): f
+            # once per index of their leading axis, on each ref's window
+            # there (ref.at[i]); nothing returned, as a pipeline returns
+            leaves = [x for a in args for x in _pytree.flatten(a)[0]]
+            if in_axes not in (0, None) and any(a not in (0, None) for a in
+                                                (in_axes if isinstance(in_axes, (list, tuple))
+                                                 else [in_axes])):
+                raise _trace.trace_error("jax.vmap in a kernel maps refs along axis 0 only, "
+                                         "not in_axes=%r" % (in_axes,))
+            if not leaves or not all(hasattr(x, "at") and hasattr(x, "shape")
+                                     for x in leaves):
+                raise _trace.trace_error("jax.vmap in a kernel body maps refs (or windows) "
+                                         "only")
+            sizes = {tuple(x.shape)[0] for x in leaves}
+            if len(sizes) != 1:
+                raise ValueError("jax.vmap: the mapped axes have sizes %s; they must be one "
+                                 "size" % sorted(sizes))
+            outs = []
+            for i in range(sizes.pop()):
+                outs.append(f(*[_pytree.unflatten(t, [x.at[i] for x in ls])
+                                for ls, t in (_pytree.flatten(a) for a in args)]))
+            if any(o is not None for o in outs):
+                raise _trace.trace_error("jax.vmap in a kernel body: the mapped function "
+                                         "returns values; only ref updates are mapped here")
+            return None
         axes = in_axes if isinstance(in_axes, (list, tuple)) else [in_axes] * len(args)
         if len(axes) != len(args):
             raise TypeError("jax.vmap: %d in_axes for %d arguments" % (len(axes), len(args)))

@@ -1114,10 +1114,7 @@ def _run_basic_test(dynamic_grid, use_vmap, index_map_factory, body_factory=None
     np.testing.assert_allclose(out, expected)
 
 
-_VMAP_XFAIL = pytest.mark.xfail(strict=True, reason=(
-    "jax.vmap of pltpu.emit_pipeline inside a kernel: tpuemu's jax.vmap maps "
-    "host functions of arrays only"))
-_VMAP = [False, pytest.param(True, marks=_VMAP_XFAIL)]
+_VMAP = [False, True]
 
 
 @pytest.mark.parametrize("use_vmap", _VMAP)
@@ -1220,6 +1217,131 @@ def test_copy_with_allocations(dynamic_grid):
 
     x = jnp.arange(512, dtype=jnp.float32)
     np.testing.assert_allclose(run_kernel(x), x)
+
+
+@pytest.mark.parametrize("dynamic_grid", [True, False])
+def test_vmap_with_explicit_indices(dynamic_grid):
+    grid_size = 4
+    out_type = jax.ShapeDtypeStruct((3, 16, 128 * grid_size), jnp.int32)
+    mesh = pltpu.TensorCoreMesh(axis_name='core')
+
+    @pl.kernel(out_type=out_type, mesh=mesh)
+    def run_kernel(o_ref):
+        def body(ps, o_ref):
+            o_ref[...] = jnp.broadcast_to(ps.index[1], o_ref.shape)
+
+        grid = (1, jnp.array(grid_size),) if dynamic_grid else (1, grid_size)
+        jax.vmap(pltpu.emit_pipeline(
+            body, grid=grid,
+            out_specs=[pl.BlockSpec((16, 128,), lambda _, i: (0, i))],
+            _explicit_indices=True,
+        ))(o_ref)
+
+    expected = np.repeat(np.arange(grid_size), 128)[None, None, :]
+    expected = np.broadcast_to(expected, (3, 16, grid_size * 128))
+    np.testing.assert_allclose(run_kernel(), expected)
+
+
+@pytest.mark.parametrize("dynamic_grid", [True, False])
+def test_num_programs_vmap(dynamic_grid):
+    grid_size = 4
+    out_type = jax.ShapeDtypeStruct((3, 16, 128 * grid_size), jnp.int32)
+    mesh = pltpu.TensorCoreMesh(axis_name='core')
+
+    @pl.kernel(out_type=out_type, mesh=mesh)
+    def run_kernel(x_ref, o_ref):
+        def body(_, o_ref):
+            o_ref[...] = jnp.broadcast_to(pl.num_programs(1), o_ref.shape)
+
+        grid = (1, jnp.array(grid_size),) if dynamic_grid else (1, grid_size)
+        jax.vmap(pltpu.emit_pipeline(
+            body, grid=grid,
+            in_specs=[pl.BlockSpec((16, 128,), lambda _, i: (0, i))],
+            out_specs=[pl.BlockSpec((16, 128,), lambda _, i: (0, i))],
+        ))(x_ref, o_ref)
+
+    x = jnp.zeros((3, 16, grid_size * 128), dtype=jnp.int32)
+    out = run_kernel(x)
+    np.testing.assert_allclose(out, np.full_like(out, grid_size))
+
+
+@pytest.mark.parametrize("dynamic_grid", [True, False])
+def test_num_programs_index_map_vmap(dynamic_grid):
+    grid_size = 4
+    out_type = jax.ShapeDtypeStruct((3, 16, 128 * grid_size), jnp.int32)
+    mesh = pltpu.TensorCoreMesh(axis_name='core')
+
+    @pl.kernel(out_type=out_type, mesh=mesh)
+    def run_kernel(x_ref, o_ref):
+        def body(x_ref, o_ref):
+            o_ref[...] = x_ref[...]
+
+        grid = (1, jnp.array(grid_size),) if dynamic_grid else (1, grid_size)
+        jax.vmap(pltpu.emit_pipeline(
+            body, grid=grid,
+            in_specs=[pl.BlockSpec((16, 128,), lambda _, i: (0, pl.num_programs(1) - 1 - i))],
+            out_specs=[pl.BlockSpec((16, 128,), lambda _, i: (0, i))],
+        ))(x_ref, o_ref)
+
+    x = jnp.arange(3 * 16 * grid_size * 128, dtype=jnp.int32).reshape((3, 16, grid_size * 128))
+    out = jax.jit(run_kernel)(x)
+    expected_out = np.zeros_like(x)
+    for batch in range(3):
+        for block_idx in range(grid_size):
+            input_block_idx = grid_size - 1 - block_idx
+            expected_out[batch, :, block_idx * 128:(block_idx + 1) * 128] = (
+                x[batch, :, input_block_idx * 128:(input_block_idx + 1) * 128])
+    np.testing.assert_allclose(out, expected_out)
+
+
+@pytest.mark.parametrize("dynamic_grid", [True, False])
+def test_num_programs_index_map_and_body_vmap(dynamic_grid):
+    grid_size = 4
+    out_type = jax.ShapeDtypeStruct((3, 16, 128 * grid_size), jnp.int32)
+    mesh = pltpu.TensorCoreMesh(axis_name='core')
+
+    @pl.kernel(out_type=out_type, mesh=mesh)
+    def run_kernel(x_ref, o_ref):
+        def body(x_ref, o_ref):
+            o_ref[...] = x_ref[...] + pl.num_programs(1)
+
+        grid = (1, jnp.array(grid_size),) if dynamic_grid else (1, grid_size)
+        jax.vmap(pltpu.emit_pipeline(
+            body, grid=grid,
+            in_specs=[pl.BlockSpec((16, 128,), lambda _, i: (0, pl.num_programs(1) - 1 - i))],
+            out_specs=[pl.BlockSpec((16, 128,), lambda _, i: (0, pl.num_programs(1) - 1 - i))],
+            core_axis_name='core',
+            dimension_semantics=(pltpu.ARBITRARY, pltpu.ARBITRARY),
+        ))(x_ref, o_ref)
+
+    x = jnp.arange(3 * 16 * grid_size * 128, dtype=jnp.int32).reshape((3, 16, grid_size * 128))
+    np.testing.assert_allclose(jax.jit(run_kernel)(x), x + grid_size)
+
+
+@pytest.mark.parametrize("dynamic_grid", [True, False])
+def test_program_id_vmap(dynamic_grid):
+    grid_size = 4
+    out_type = jax.ShapeDtypeStruct((3, 16, 128 * grid_size), jnp.int32)
+    mesh = pltpu.TensorCoreMesh(axis_name='core')
+
+    @pl.kernel(out_type=out_type, mesh=mesh)
+    def run_kernel(x_ref, o_ref):
+        def body(_, o_ref):
+            o_ref[...] = jnp.broadcast_to(pl.program_id(1), o_ref.shape)
+
+        grid = (1, jnp.array(grid_size),) if dynamic_grid else (1, grid_size)
+        jax.vmap(pltpu.emit_pipeline(
+            body, grid=grid,
+            in_specs=[pl.BlockSpec((16, 128,), lambda _, i: (0, i))],
+            out_specs=[pl.BlockSpec((16, 128,), lambda _, i: (0, i))],
+        ))(x_ref, o_ref)
+
+    x = jnp.zeros((3, 16, grid_size * 128), dtype=jnp.int32)
+    out = run_kernel(x)
+    expected_out = np.zeros_like(x)
+    for i in range(grid_size):
+        expected_out[:, :, i * 128:(i + 1) * 128] = i
+    np.testing.assert_allclose(out, expected_out)
 
 
 # --- tpu_pallas_pipeline_test.py PallasCallPipelineNonFlatArgsTest ---

@@ -444,8 +444,17 @@ def _block_window_bounded(ref, spec, idx, what):
     if len(bshape) != len(ref.shape):
         raise trace_error("%s: block shape %r for a ref of shape %r" % (what, bshape, ref.shape))
     imap = getattr(spec, "index_map", None)
-    # idx None: only the block's shape is wanted
-    bidx = imap(*idx) if imap is not None and idx is not None else None
+    # idx None: only the block's shape is wanted. pl.program_id and
+    # pl.num_programs in an emit_pipeline's index map are the pipeline's
+    bidx = None
+    if imap is not None and idx is not None:
+        if _pipeline_grids:
+            _pipeline_env.append((idx, _pipeline_grids[-1]))
+        try:
+            bidx = imap(*idx)
+        finally:
+            if _pipeline_grids:
+                _pipeline_env.pop()
     bidx = bidx if isinstance(bidx, (tuple, list)) or bidx is None else (bidx,)
     parts = []
     dims = tuple(_pipeline_dim(b, what) for b in bshape)
@@ -846,6 +855,13 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
             return ([_PipelineState(idx, local)] if _explicit_indices else []) + args
 
         def steps(*bufs):
+            _pipeline_grids.append(local)
+            try:
+                return steps_in(*bufs)
+            finally:
+                _pipeline_grids.pop()
+
+        def steps_in(*bufs):
             ins = [(flat[k][0], flat[k][1], b) for k, b in zip(buffered, bufs)
                    if not flat[k][2]]
             outs = [(flat[k][0], flat[k][1], b) for k, b in zip(buffered, bufs)
@@ -935,6 +951,7 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
 
 
 _pipelines = [0]	# emit_pipelines traced: their buffers' names
+_pipeline_grids = []	# the (local) grids of the emit_pipelines being traced
 
 
 def repeat(x, repeats, axis):
