@@ -661,12 +661,65 @@ def _host_arg(x):
     return x
 
 
+class HostArray(_np.ndarray):
+    """A host array jnp made (a NumPy array) with JAX's functional update:
+    x.at[idx].set(y), .add, .multiply, .divide, .min, .max, .get (a new
+    array; x is unchanged)."""
+
+    @property
+    def at(self):
+        return _HostAt(self)
+
+
+class _HostAt:
+    def __init__(self, a):
+        self._a = a
+
+    def __getitem__(self, idx):
+        return _HostAtIndex(self._a, idx)
+
+
+class _HostAtIndex:
+    def __init__(self, a, idx):
+        self._a, self._idx = a, idx
+
+    def _apply(self, fn, y):
+        r = _np.array(self._a)
+        r[self._idx] = fn(r[self._idx], _np.asarray(y)) if fn else _np.asarray(y)
+        return r.view(HostArray)
+
+    def set(self, y, **_kw):
+        return self._apply(None, y)
+
+    def add(self, y, **_kw):
+        return self._apply(_np.add, y)
+
+    def multiply(self, y, **_kw):
+        return self._apply(_np.multiply, y)
+
+    mul = multiply
+
+    def divide(self, y, **_kw):
+        return self._apply(_np.divide, y)
+
+    def min(self, y, **_kw):
+        return self._apply(_np.minimum, y)
+
+    def max(self, y, **_kw):
+        return self._apply(_np.maximum, y)
+
+    def get(self, **_kw):
+        return _np.array(self._a[self._idx])
+
+
 def _narrow(r):
     if isinstance(r, _np.ndarray) or isinstance(r, _np.generic):
         if r.dtype == _np.float64:
-            return r.astype(_np.float32)
-        if r.dtype == _np.int64:
-            return r.astype(_np.int32)
+            r = r.astype(_np.float32)
+        elif r.dtype == _np.int64:
+            r = r.astype(_np.int32)
+    if isinstance(r, _np.ndarray) and type(r) is _np.ndarray:
+        r = r.view(HostArray)	# x.at[i].set(y), as JAX's arrays have
     return r
 
 

@@ -459,12 +459,6 @@ def test_staggered_copy_in_a_loop():
     np.testing.assert_array_equal(f(x), x)
 
 
-_AT_SET = pytest.mark.xfail(strict=True, reason=(
-    "host arrays are NumPy's: no x.at[i].set(y) outside kernels (JAX's functional "
-    "update of a jax.Array)"))
-
-
-@_AT_SET
 def test_full_copy_in_a_loop():
     @jax.jit
     def f(x):
@@ -483,7 +477,6 @@ def test_full_copy_in_a_loop():
     np.testing.assert_array_equal(f(x), x)
 
 
-@_AT_SET
 def test_staggered_full_copy_in_a_loop():
     @jax.jit
     def f(x):

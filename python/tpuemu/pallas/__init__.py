@@ -954,7 +954,10 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             if isinstance(a, (Ref, Value)):
                 raise TypeError("pallas_call: operand %d is a traced value; call it on "
                                 "arrays" % k)
+        # 64-bit operands narrowed to 32 bits, as JAX's (x64 off) takes them
         arrays = [_np.ascontiguousarray(a) for a in sp_leaves + in_leaves]
+        arrays = [a.astype(_np.int32) if a.dtype == _np.int64 else
+                  a.astype(_np.float32) if a.dtype == _np.float64 else a for a in arrays]
         nsp_flat = len(sp_leaves)
         nin = len(in_leaves)
         ispecs = grid_spec.in_specs
