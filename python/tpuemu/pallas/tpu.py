@@ -459,6 +459,7 @@ def _block_window_bounded(ref, spec, idx, what):
     parts = []
     dims = tuple(_pipeline_dim(b, what) for b in bshape)
     bounded = []	# the buffer's slice of each bounded dimension
+    clipped = False	# an edge block, cut at the array's end
     for d, ((b, kind), n) in enumerate(zip(dims, ref.shape)):
         i = bidx[d] if bidx is not None else \
             (_trace.Slice(0, b) if kind == "bounded" else 0)
@@ -476,16 +477,30 @@ def _block_window_bounded(ref, spec, idx, what):
         if b is None:
             parts.append(i)		# squeezed: the index is the element's
             continue
-        bounded.append(slice(None))
         if kind == "element":
+            bounded.append(slice(None))
             parts.append(_trace.Slice(i, b))	# pl.Element: the element offset
-        elif n % b:
-            raise trace_error("%s: block %r does not divide dimension %d of %r (edge blocks "
-                              "are not supported inside emit_pipeline)" % (what, bshape, d, ref.shape))
+        elif n % b and not isinstance(i, int):
+            raise trace_error("%s: block %r does not divide dimension %d of %r, and the block "
+                              "index is traced (a pipeline of more than %d steps, or a dynamic "
+                              "grid, runs as a device loop): edge blocks inside emit_pipeline "
+                              "need static block indices" % (what, bshape, d, ref.shape,
+                                                            lax.UNROLL_MAX_TRIPS))
+        elif n % b and (i + 1) * b > n:
+            # an edge block: its rows in the array copied, the rest of the
+            # buffer left as it was (Pallas pads with garbage too)
+            size = n - i * b
+            if size <= 0:
+                raise trace_error("%s: block %d of dimension %d (%d) of %r is past its end"
+                                  % (what, i, d, b, ref.shape))
+            parts.append(_trace.Slice(i * b, size))
+            bounded.append(_trace.Slice(0, size))
+            clipped = True
         else:
+            bounded.append(slice(None))
             parts.append(_trace.Slice(i * b, b))
     shape = tuple(b for b, _ in dims if b is not None)
-    has_bounded = any(k == "bounded" for _, k in dims)
+    has_bounded = any(k == "bounded" for _, k in dims) or clipped
     return ref.at[tuple(parts)], shape, tuple(bounded) if has_bounded else None
 
 
