@@ -1090,7 +1090,8 @@ def test_no_out_specs_prefetch(windowing, buf_and_pref, has_out_specs):
     np.testing.assert_allclose(run(x), x + 1)
 
 
-# --- tpu_pallas_pipeline_test.py: gaps ---
+# --- tpu_pallas_pipeline_test.py: PallasCallPipelineTest and PaddedPipelineEmitterTest
+# --- (prefetched inputs, edge blocks) and a gap ---
 
 @pytest.mark.xfail(strict=True, raises=pl.TraceError, reason=(
     "pltpu.to_pallas_key and jax.random inside kernels are not supported (refused by name)"))
@@ -1121,12 +1122,6 @@ def test_prng_pallas_vs_pipeline():
     np.testing.assert_array_equal(o_standard, o_pipeline)
 
 
-_PREFETCHED = pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "emit_pipeline inputs prefetched by an earlier call (pl.Buffered(prefetched_count=), "
-    "BufferedRef.with_window_ref) are not supported: emit_pipeline refuses prefetched_count"))
-
-
-@_PREFETCHED
 @pytest.mark.parametrize("grid,block_size,buffer_count,use_lookahead,vmem_shape,vmem_slice_type", [
     ((4,), 128, 2, False, (2, 128), 'first_buffer'),
     ((4,), 128, 2, True, (2, 128), 'first_buffer'),

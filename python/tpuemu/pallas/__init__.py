@@ -328,6 +328,8 @@ def _scoped(f, params, types, named_types, rec):
                            getattr(leaf, "_device_shape", None))
             if hasattr(leaf, "_role"):	# a pltpu.BufferedRef: its spec and role
                 ref._spec, ref._role = leaf._spec, leaf._role
+            if hasattr(leaf, "_on_alloc"):	# an emit_pipeline allocation's buffer
+                leaf._on_alloc(ref)
             made.append(ref)
             opened.append(ref)
         refs.append(made[0] if tree.kind == "leaf" else _pytree.unflatten(tree, made))

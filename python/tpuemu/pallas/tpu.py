@@ -807,9 +807,26 @@ def emit_pipeline_with_allocations(body, **kwargs):
 
     def make_allocations(*refs):
         flat, build = _flat_operands(refs, specs, nin)
-        parts = build([_buffer_type(r, s) for r, s, _ in flat])
-        return parts
+        types = [_buffer_type(r, s) for r, s, _ in flat]
+        for t in types:
+            if t is not None:	# the scratch ref it becomes takes with_window_ref
+                t._on_alloc = _give_with_window_ref
+        return build(types)
     return pipeline, make_allocations
+
+
+class _WindowBound:
+    """BufferedRef.with_window_ref(window)'s result: the pipeline's buffer
+    for an input, and the ref an earlier call prefetched its first blocks
+    into (pl.Buffered(prefetched_count=n)): its slot j, or itself, holds the
+    j-th block the pipeline fetches."""
+
+    def __init__(self, buf, window):
+        self.buf, self.window = buf, window
+
+
+def _give_with_window_ref(ref):
+    ref.with_window_ref = lambda window: _WindowBound(ref, window)
 
 
 def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_out=False,
@@ -832,15 +849,6 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
     specs_given = bool(in_specs) or bool(out_specs)
     grid = _pipeline_grid(grid)
 
-    for sp in _pytree_leaves(specs):
-        if getattr(getattr(sp, "pipeline_mode", None), "prefetched_count", 0) and \
-                not _options.get("_async_prefetch"):
-            raise _Prefetched(
-                "pltpu.emit_pipeline: pl.Buffered(prefetched_count=%d): Expected external "
-                "window buffer to be bound for prefetched input; inputs prefetched by an "
-                "earlier call (BufferedRef.with_window_ref, "
-                "emit_pipeline_with_async_prefetch) are not supported\n  at %s"
-                % (sp.pipeline_mode.prefetched_count, _trace.where()))
 
     def pipeline(*refs, allocations=None, scratches=None, **_kw):
         roles = [None] * len(refs)
@@ -856,6 +864,7 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                                                  _cores(core_axis, core_axis_name))
         # the leaves with a buffer: given (allocations) or scoped here
         buffered = [k for k, (r, s, _) in enumerate(flat) if _buffer_type(r, s) is not None]
+        prefetched = {}		# leaf: (window of its prefetched blocks, their count)
         types = [_buffer_type(*flat[k][:2]) for k in buffered]
         extra = list(scratches or ())
 
@@ -879,6 +888,8 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
         def steps_in(*bufs):
             ins = [(flat[k][0], flat[k][1], b) for k, b in zip(buffered, bufs)
                    if not flat[k][2]]
+            pref = [prefetched.get(k) for k in buffered if not flat[k][2]]
+            fetched = [[None, 0] for _ in ins]	# each input's last block, its fetches
             outs = [(flat[k][0], flat[k][1], b) for k, b in zip(buffered, bufs)
                     if flat[k][2]]
             acc = [accumulate[k] for k in buffered if flat[k][2]]
@@ -912,9 +923,38 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                 for r, s, b in outs:
                     _copy_block(r, s, idx, b, True)
 
-            def step(idx):
-                for r, s, b in ins:
+            def fetch(n, r, s, b, idx):
+                """An input's block into its buffer: from the window an earlier
+                call prefetched it into, for its first fetches, if bound."""
+                if pref[n] is None:
                     _copy_block(r, s, idx, b, False)
+                    return
+                w = _block_window(r, s, idx, "pltpu.emit_pipeline")[0].render()
+                if fetched[n][0] == w:
+                    return		# the same block: the buffer still holds it
+                window, count = pref[n]
+                j = fetched[n][1]
+                fetched[n] = [w, j + 1]
+                if j >= count:
+                    _copy_block(r, s, idx, b, False)
+                    return
+                wshape = tuple(getattr(window, "shape", ()) or ())
+                if wshape == tuple(b.shape):
+                    src = window if j == 0 else None
+                elif wshape[1:] == tuple(b.shape) and j < wshape[0]:
+                    src = window.at[j]
+                else:
+                    src = None
+                if src is None:
+                    raise trace_error("pltpu.emit_pipeline: the prefetched window %s (shape "
+                                      "%r) holds no slot %d of a block %r"
+                                      % (getattr(window, "name", window), wshape, j,
+                                         tuple(b.shape)))
+                sync_copy(src, b)
+
+            def step(idx):
+                for n, (r, s, b) in enumerate(ins):
+                    fetch(n, r, s, b, idx)
                 for k, (r, s, b) in enumerate(outs):
                     w = _block_window(r, s, idx, "pltpu.emit_pipeline")[0]
                     if pending[k] is not None and pending[k][0] == w.render():
@@ -931,6 +971,11 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                 nsteps = nsteps * g
             if isinstance(nsteps, _trace.Value) or (nsteps > lax.UNROLL_MAX_TRIPS and
                                                     count is None):
+                if any(p is not None for p in pref):
+                    raise trace_error("pltpu.emit_pipeline: prefetched inputs "
+                                      "(with_window_ref) in a pipeline of more than %d steps "
+                                      "or a dynamic grid (a device loop) are not supported"
+                                      % lax.UNROLL_MAX_TRIPS)
                 _device_steps(local, split, offset, nsteps, step_on_device)
                 return
             for li in itertools.product(*(range(g) for g in local)):
@@ -948,6 +993,7 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                 a is None or isinstance(a, _PrefetchToken)
                 for a in _pytree_leaves(allocations)):
             allocations = None	# emit_pipeline_with_async_prefetch's: see there
+        given = None
         if allocations is not None:
             from .. import _pytree
             given = [a for a in _pytree.flatten(list(allocations)
@@ -956,6 +1002,20 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
             if len(given) != len(buffered):
                 raise trace_error("pltpu.emit_pipeline: %d allocations for %d buffered "
                                   "operands" % (len(given), len(buffered)))
+        # inputs an earlier call prefetched: their windows (with_window_ref)
+        for j, k in enumerate(buffered):
+            n = getattr(getattr(flat[k][1], "pipeline_mode", None), "prefetched_count", 0)
+            g = given[j] if given is not None else None
+            if isinstance(g, _WindowBound):
+                prefetched[k] = (g.window, n)
+                given[j] = g.buf
+            elif n and not _options.get("_async_prefetch"):
+                raise _Prefetched(
+                    "pltpu.emit_pipeline: pl.Buffered(prefetched_count=%d): Expected external "
+                    "window buffer to be bound for prefetched input (give the allocation's "
+                    "BufferedRef.with_window_ref(ref) of the blocks prefetched)\n  at %s"
+                    % (n, _trace.where()))
+        if given is not None:
             return steps(*given)
         from . import _scoped
         _pipelines[0] += 1
