@@ -207,7 +207,7 @@ void tpu_ring_poll_begin(struct tpu_ring *ring)
 
 	spin_lock_irqsave(&ring->lock, flags);
 	if (!ring->pollers++)
-		WRITE_ONCE(ring->area->flags, cpu_to_le32(TPU_DRIVER_NO_IRQ));
+		WRITE_ONCE(ring->area->flags, TPU_DRIVER_NO_IRQ);
 	spin_unlock_irqrestore(&ring->lock, flags);
 }
 

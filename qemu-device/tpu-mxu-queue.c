@@ -125,7 +125,7 @@ static bool tpu_queue_irq_wanted(TpuQueue *q)
         tpu_queue_guest_error(q, "driver area not in RAM");
         return true;
     }
-    if (le32_to_cpu(flags) & TPU_DRIVER_NO_IRQ) {
+    if (flags & TPU_DRIVER_NO_IRQ) {
         trace_tpu_mxu_queue_irq_suppressed(q->index, q->head);
         return false;
     }
