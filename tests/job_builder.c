@@ -463,6 +463,8 @@ void *mm_build(const struct mm_job *j, size_t *len)
 				  1, bs, bb, "pid1");
 	z = jb_operand(b, TPU_ROLE_OUTPUT, j->z_slot, j->out_dtype, 2, zs, zb,
 		       "pid0 pid1");
+	if (j->alias)
+		jb_alias(b, z, j->alias == 1 ? x : y);
 	acc = JB_OPND(z);
 	if (j->acc_scratch)
 		acc = JB_SCR(jb_scratch(b, TPU_MEM_VMEM,

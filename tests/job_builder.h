@@ -144,6 +144,7 @@ struct mm_job {
 	int activation;		/* enum tpu_unary applied at the last k step */
 	bool bias;		/* + a row vector of n (out dtype f32 only) */
 	const char *sem;	/* dimension semantics, default "ppa" */
+	unsigned int alias;	/* z aliases x (1) or y (2), in its slot */
 	uint32_t flags;		/* TPU_JOB_F_* */
 	unsigned int x_slot, y_slot, z_slot, bias_slot;
 };

@@ -7,6 +7,7 @@
 
 #include "tpu_block.h"
 #include "tpu_core_fail.h"
+#include "tpu_panels.h"
 #include "tpu_poison.h"
 #include "tpu_prefetch.h"
 #include "tpu_vmem.h"
@@ -129,6 +130,8 @@ void tpu_block_prefetch(struct tpu_core *core, unsigned int i,
 	uint64_t es = tpu_dtype_size(o->dtype), rows = 1;
 	struct tpu_block_span sp;
 	const uint8_t *first;
+	const void *packed;
+	size_t bytes;
 
 	/* a bad index fails the step that uses it, not this one */
 	if (block_span(core, o, idx, &sp) != SPAN_OK)
@@ -136,6 +139,12 @@ void tpu_block_prefetch(struct tpu_core *core, unsigned int i,
 	first = core->run->hbm + core->run->slots[o->slot].offset + sp.first;
 	if (!viewable(o, first))
 		return;
+	/* kept packed: the GEMM reads that, one contiguous run */
+	packed = tpu_panels_find(first, &bytes);
+	if (packed) {
+		tpu_prefetch_rows(packed, 1, bytes, 0);
+		return;
+	}
 	for (unsigned int d = 0; d + 1 < o->rank; d++)
 		rows *= sp.valid[d];
 	tpu_prefetch_rows(first, rows, sp.valid[o->rank - 1] * es,

@@ -32,6 +32,7 @@ struct tpu_run {
 	const atomic_bool *abort;	/* set: stop at the next step */
 	const struct tpu_trace_sink *trace;	/* NULL: no trace */
 	struct tpu_print_buf *print;		/* NULL: no print buffer */
+	struct tpu_panels *panels;		/* NULL: packings not kept */
 	uint64_t start_ns;		/* CLOCK_MONOTONIC at the job's start */
 };
 

@@ -15,6 +15,7 @@
 #include "tpu_core.h"
 #include "tpu_gemm.h"
 #include "tpu_hazard.h"
+#include "tpu_panels.h"
 #include "tpu_pipeline.h"
 #include "tpu_pool.h"
 #include "tpu_print_buf.h"
@@ -25,6 +26,7 @@ struct tpu_engine {
 	struct tpu_config cfg;
 	struct tpu_pool *pool;			/* cores - 1 workers */
 	struct tpu_vmem vmem[TPU_MAX_CORES];	/* with the pool */
+	struct tpu_panels *panels;		/* with the pool; may be NULL */
 };
 
 static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
@@ -44,10 +46,13 @@ struct tpu_engine *tpu_engine_create(const struct tpu_config *cfg,
 	}
 	e->cfg = *cfg;
 	pthread_once(&gemm_once, tpu_gemm_init);
+	/* out of memory for it: jobs run as well without */
+	e->panels = tpu_panels_new();
 	e->pool = tpu_pool_create(cfg->cores - 1);
 	if (!e->pool) {
 		if (err && errlen)
 			snprintf(err, errlen, "out of memory");
+		tpu_panels_free(e->panels);
 		free(e);
 		return NULL;
 	}
@@ -59,6 +64,7 @@ void tpu_engine_destroy(struct tpu_engine *engine)
 	if (!engine)
 		return;
 	tpu_pool_destroy(engine->pool);
+	tpu_panels_free(engine->panels);
 	for (unsigned int c = 0; c < TPU_MAX_CORES; c++)
 		tpu_vmem_release(&engine->vmem[c]);
 	free(engine);
@@ -159,6 +165,8 @@ static int run_cores(struct tpu_engine *engine, struct tpu_run *run,
 		ret = tpu_job_fail(res, TPU_JOB_ERR_INTERNAL, "out of host memory");
 		goto out;
 	}
+	if (pooled)
+		tpu_panels_open(run, engine->panels);
 	for (unsigned int c = 0; c < ncores; c++) {
 		cores[c].run = run;
 		cores[c].id = c;

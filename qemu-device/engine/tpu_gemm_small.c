@@ -9,12 +9,14 @@
  * paid a widening pass into f32 buffers before that. Here B is packed (and
  * widened) once per call straight into NR-column panels and A into panels
  * of a tile's rows, k-major: a k step's broadcasts then come from one line
- * (read in place, six rows of A took 15 % more time a step). Each C element is
- * summed over k in order with fused multiply-adds from zero, then added to
+ * (read in place, six rows of A took 15 % more time a step); a block that
+ * a job reads again is packed once and kept for the job (tpu_panels.h).
+ * Each C element is summed over k in order with fused multiply-adds from zero, then added to
  * C (accumulate) or stored: bf16 products are exact in f32, so results
  * differ from OpenBLAS's in the rounding of the sums only.
  */
 #include "tpu_gemm_internal.h"
+#include "tpu_panels.h"
 #include "tpu_prefetch.h"
 
 #include <immintrin.h>
@@ -499,6 +501,74 @@ static struct tile_a tile_a(const struct small_isa *isa,
 	return (struct tile_a){ pa + rt->r0 * k, 0 };
 }
 
+/* Bytes of @s's storage an op(X) of @rows x @cols reads, from its start. */
+static uint64_t src_span(const struct small_src *s, int64_t rows, int64_t cols)
+{
+	return (uint64_t)((rows - 1) * s->rs + (cols - 1) * s->cs + 1) *
+	       (s->f32 ? 4 : 2);
+}
+
+static struct tpu_panel_key panel_key(const struct small_src *s, int64_t rows,
+				      int64_t cols, int tile, bool lhs)
+{
+	return (struct tpu_panel_key){ s->p, rows, cols, s->rs, s->cs,
+				       (uint32_t)tile << 2 | lhs << 1 | s->f32 };
+}
+
+/*
+ * Packed B: kept for the job if the block may be (tpu_panels.h), packed
+ * there the first time; else packed into scratch at every call.
+ */
+static float *packed_b(const struct small_isa *isa, const struct small_src *sb,
+		       int64_t k, int64_t n, size_t bytes)
+{
+	struct tpu_panel_key key = panel_key(sb, k, n, isa->nr, false);
+	struct tpu_panel *fill;
+	float *pb = tpu_panels_get(TPU_PANELS_SHARED, &key, src_span(sb, k, n),
+				   bytes, &fill);
+
+	if (pb && !fill)
+		return pb;
+	if (!pb)
+		pb = tpu_gemm_scratch(TPU_GEMM_SLOT_B, bytes);
+	if (pb)
+		pack_b(pb, sb, k, n, isa->nr);
+	if (fill)
+		tpu_panels_filled(fill);
+	return pb;
+}
+
+/*
+ * Packed A: every row tile's panel when kept for the job (reading a kept
+ * panel beats reading rows in place), else what is not read in place.
+ * *@kept: all tiles are packed.
+ */
+static float *packed_a(const struct small_isa *isa, const struct small_src *sa,
+		       const struct row_plan *plan, int64_t k, size_t bytes,
+		       bool *kept)
+{
+	struct tpu_panel_key key = panel_key(sa, plan->m, k, isa->mr, true);
+	struct tpu_panel *fill;
+	float *pa = tpu_panels_get(TPU_PANELS_CORE, &key,
+				   src_span(sa, plan->m, k), bytes, &fill);
+
+	*kept = pa;
+	if (pa && !fill)
+		return pa;
+	if (!pa)
+		pa = tpu_gemm_scratch(TPU_GEMM_SLOT_A, bytes);
+	for (int64_t i = 0; pa && i < row_tile_count(plan); i++) {
+		struct row_tile rt = row_tile(isa, plan, i);
+
+		if (*kept || !tile_a(isa, sa, &rt, pa, k).lda)
+			pack_a_panel(pa + rt.r0 * k, sa, rt.r0, rt.rows,
+				     rt.valid, k);
+	}
+	if (fill)
+		tpu_panels_filled(fill);
+	return pa;
+}
+
 static bool gemm_small(const struct small_src *sa, const struct small_src *sb,
 		       int64_t m, int64_t n, int64_t k, float *c, int64_t ldc,
 		       bool accumulate)
@@ -508,6 +578,7 @@ static bool gemm_small(const struct small_src *sa, const struct small_src *sb,
 	struct row_plan plan;
 	struct row_tile last;
 	float *pa, *pb;
+	bool a_kept;
 
 	if (tpu_gemm_isa < TPU_GEMM_AVX2 || n > SMALL_MAX_DIM ||
 	    k > SMALL_MAX_DIM || n * k > SMALL_KN || m <= 0 || n <= 0 || k <= 0)
@@ -518,21 +589,13 @@ static bool gemm_small(const struct small_src *sa, const struct small_src *sb,
 	plan = row_plan(isa, m);
 	nrt = row_tile_count(&plan);
 	last = row_tile(isa, &plan, nrt - 1);
-	pb = tpu_gemm_scratch(TPU_GEMM_SLOT_B,
-			      ((n + nr - 1) / nr) * ps * sizeof(float));
+	pb = packed_b(isa, sb, k, n, ((n + nr - 1) / nr) * ps * sizeof(float));
 	/* 8 floats of slack for pack_a_panel's overlapping stores */
-	pa = tpu_gemm_scratch(TPU_GEMM_SLOT_A,
-			      ((last.r0 + last.rows) * k + 8) * sizeof(float));
+	pa = pb ? packed_a(isa, sa, &plan, k,
+			   ((last.r0 + last.rows) * k + 8) * sizeof(float),
+			   &a_kept) : NULL;
 	if (!pb || !pa)
 		return false;
-	pack_b(pb, sb, k, n, nr);
-	for (int64_t i = 0; i < nrt; i++) {
-		struct row_tile rt = row_tile(isa, &plan, i);
-
-		if (!tile_a(isa, sa, &rt, pa, k).lda)
-			pack_a_panel(pa + rt.r0 * k, sa, rt.r0, rt.rows,
-				     rt.valid, k);
-	}
 	/*
 	 * An A panel stays in L1 while the B panels stream from L2; a share
 	 * of the next grid step's blocks is asked for at each tile.
@@ -540,7 +603,8 @@ static bool gemm_small(const struct small_src *sa, const struct small_src *sb,
 	tiles = nrt * ((n + nr - 1) / nr);
 	for (int64_t i = 0; i < nrt; i++) {
 		struct row_tile rt = row_tile(isa, &plan, i);
-		struct tile_a a = tile_a(isa, sa, &rt, pa, k);
+		struct tile_a a = a_kept ? (struct tile_a){ pa + rt.r0 * k, 0 } :
+				  tile_a(isa, sa, &rt, pa, k);
 
 		for (int64_t j = 0; j < n; j += nr, tiles--) {
 			const char *pf[PF_MAX];

@@ -21,6 +21,7 @@
 #include "tpu_copy_dma.h"
 #include "tpu_core_fail.h"
 #include "tpu_hazard.h"
+#include "tpu_panels.h"
 #include "tpu_pipeline.h"
 #include "tpu_poison.h"
 #include "tpu_prefetch.h"
@@ -345,6 +346,7 @@ void tpu_core_run(struct tpu_core *core)
 
 	tpu_model_begin(&core->model, core->run->cfg);
 	tpu_model_trace(&core->model, core->run->trace, core->id);
+	tpu_panels_bind(core);
 	has_next = first_step(core, core->pid, &core->step);
 	if (has_next && eval_index_maps(core, core->pid, core->step, cur))
 		goto out;
@@ -398,5 +400,6 @@ void tpu_core_run(struct tpu_core *core)
 	if (ran && !core->res.error.code)
 		tpu_sem_check_end(core, last);
 out:
+	tpu_panels_bind(NULL);
 	tpu_model_end(&core->model, &core->stats.model);
 }
