@@ -48,6 +48,7 @@ struct small_src {
  * at most this many.
  */
 #define PF_MAX		128
+#define PF_ROW_MAX	1024	/* a row of tiles' */
 
 static float src_at(const struct small_src *s, int64_t r, int64_t c)
 {
@@ -574,7 +575,7 @@ static bool gemm_small(const struct small_src *sa, const struct small_src *sb,
 		       bool accumulate)
 {
 	const struct small_isa *isa;
-	int64_t nr, ps, tiles, nrt;
+	int64_t nr, ps, cols, nrt;
 	struct row_plan plan;
 	struct row_tile last;
 	float *pa, *pb;
@@ -598,21 +599,26 @@ static bool gemm_small(const struct small_src *sa, const struct small_src *sb,
 		return false;
 	/*
 	 * An A panel stays in L1 while the B panels stream from L2; a share
-	 * of the next grid step's blocks is asked for at each tile.
+	 * of the next grid step's blocks is asked for at each tile, taken a
+	 * row of tiles at once (a take per tile was 5 % of a 128^3 step).
 	 */
-	tiles = nrt * ((n + nr - 1) / nr);
+	cols = (n + nr - 1) / nr;
 	for (int64_t i = 0; i < nrt; i++) {
 		struct row_tile rt = row_tile(isa, &plan, i);
 		struct tile_a a = a_kept ? (struct tile_a){ pa + rt.r0 * k, 0 } :
 				  tile_a(isa, sa, &rt, pa, k);
+		const char *pf[PF_ROW_MAX];
+		int64_t npf = tpu_prefetch_take(pf, (unsigned int)min64(
+						PF_ROW_MAX, cols * PF_MAX), nrt - i);
 
-		for (int64_t j = 0; j < n; j += nr, tiles--) {
-			const char *pf[PF_MAX];
-			int64_t npf = tpu_prefetch_take(pf, PF_MAX, tiles);
+		for (int64_t j = 0, at = 0; j < n; j += nr) {
+			int64_t left = cols - j / nr;
+			int64_t share = (npf - at + left - 1) / left;
 
 			tile(isa, &rt, k, a, pb + j / nr * ps,
 			     c + rt.r0 * ldc + j, ldc, min64(nr, n - j),
-			     accumulate, pf, npf);
+			     accumulate, pf + at, share);
+			at += share;
 		}
 	}
 	return true;
