@@ -172,7 +172,11 @@ def vmap(f, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
 
 def to_bf16(x):
     """float32 (or anything NumPy converts) -> bfloat16 bits as uint16,
-    rounding to nearest even as libtpurt does."""
+    rounding to nearest even as libtpurt does (of a host bfloat16 array,
+    its bits)."""
+    from .numpy import BF16Array
+    if isinstance(x, BF16Array):
+        return x.bits()
     a = _np.ascontiguousarray(x, dtype=_np.float32)
     u = a.view(_np.uint32).astype(_np.uint64)
     nan = _np.isnan(a)
@@ -182,7 +186,14 @@ def to_bf16(x):
 
 
 def from_bf16(h):
-    """bfloat16 bits (uint16) -> float32."""
+    """bfloat16 bits (uint16) -> float32 (of a host bfloat16 array, its
+    values as float32)."""
+    from .numpy import BF16Array
+    if isinstance(h, BF16Array):
+        return _np.array(_np.ndarray.view(h, _np.ndarray))
+    h = _np.asarray(h)
+    if h.dtype.kind == "f":
+        raise TypeError("tpuemu.from_bf16: bfloat16 bits are uint16, not %s" % h.dtype)
     h = _np.ascontiguousarray(h, dtype=_np.uint16)
     return (h.astype(_np.uint32) << 16).view(_np.float32)
 

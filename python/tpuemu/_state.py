@@ -59,13 +59,16 @@ class HostRef(Ref):
         b = object.__getattribute__(self, "_bound")
         if b is not None:
             return b[idx]
-        return _np.array(self._value[idx])
+        return _host_view(_np.array(self._value[idx]))
 
     def __setitem__(self, idx, val):
         b = object.__getattribute__(self, "_bound")
         if b is not None:
             b[idx] = val
             return
+        if self._value.dtype == _np.uint16:	# bf16 bits: values rounded to them
+            from . import to_bf16
+            val = to_bf16(val)
         self._value[idx] = val
 
     def __repr__(self):
@@ -82,7 +85,9 @@ def new_ref(x, memory_space=None, **_kw):
     if isinstance(x, (Value, Ref)):
         raise TypeError("jax.new_ref in a kernel body: use jax.empty_ref or pl.run_scoped "
                         "scratch")
-    a = _np.array(x)
+    from .numpy import BF16Array
+    # a host bf16 array is held as its bits (the device's), given back as one
+    a = x.bits() if isinstance(x, BF16Array) else _np.array(x)
     if a.dtype == _np.float64:
         a = a.astype(_np.float32)
     elif a.dtype == _np.int64:
@@ -101,7 +106,18 @@ def freeze(ref):
     """jax.freeze(ref): the ref's array (a copy)."""
     if not isinstance(ref, HostRef):
         raise TypeError("jax.freeze: a jax.new_ref ref, not %r" % (ref,))
-    return _np.array(object.__getattribute__(ref, "_value"))
+    return _host_view(_np.array(object.__getattribute__(ref, "_value")))
+
+
+def _host_view(a):
+    """A ref's contents as the host sees them: bf16 bits (uint16, the only
+    uint16 a ref holds) as a host bfloat16 array."""
+    from .numpy import BF16Array
+    if isinstance(a, _np.ndarray) and a.dtype == _np.uint16:
+        return BF16Array.from_bits(a)
+    if isinstance(a, _np.generic) and a.dtype == _np.uint16:
+        return BF16Array.from_bits(_np.array(a))
+    return a
 
 
 def run_state(f):

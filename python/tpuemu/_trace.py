@@ -103,6 +103,46 @@ _DTYPES = {d.name: d for d in (float32, bfloat16, int8, uint8, int32, bool_, uin
 _DTYPES["uint16"] = bfloat16		# bf16's carrier
 
 
+class HostBF16DType:
+    """x.dtype of a host bfloat16 array (tpuemu.numpy.BF16Array, float32
+    values exact in bfloat16): equal to jnp.bfloat16 (and "bfloat16"), not
+    to float32 or uint16; named bfloat16 with JAX's itemsize 2. NumPy's own
+    code that reads other attributes (kind, char, type ...) sees the float32
+    storage, so its functions work on such arrays."""
+    name = "bfloat16"
+    itemsize = 2
+    _is_host_bf16 = True
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        import numpy
+        return getattr(numpy.dtype(numpy.float32), name)
+
+    @property
+    def dtype(self):
+        import numpy		# np.dtype(x.dtype): the storage's
+        return numpy.dtype(numpy.float32)
+
+    def __eq__(self, other):
+        return other is self or other is bfloat16 or \
+            isinstance(other, str) and other == "bfloat16"
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return hash("bfloat16")
+
+    def __repr__(self):
+        return "dtype(bfloat16)"
+
+    __str__ = lambda self: "bfloat16"	# noqa: E731
+
+
+host_bf16 = HostBF16DType()
+
+
 class semaphore_dtype:
     """The semaphores' dtypes as Pallas has them (pl.semaphore,
     pltpu.dma_semaphore: jnp.issubdtype(sem.dtype, pltpu.dma_semaphore))."""
@@ -133,6 +173,8 @@ def as_dtype(d):
     """A DType from a DType, a NumPy dtype or type, or a name."""
     if isinstance(d, DType):
         return d
+    if isinstance(d, HostBF16DType):
+        return bfloat16
     import numpy as np
     try:
         name = np.dtype(d).name

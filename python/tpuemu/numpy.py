@@ -628,6 +628,8 @@ def issubdtype(arg1, arg2):
         d = getattr(d, "__wrapped__", d)	# jnp.floating: NumPy's, behind host_only
         if isinstance(d, _trace.SemDType):
             return d.kind
+        if isinstance(d, _trace.HostBF16DType):
+            return None
         if isinstance(d, _trace.DType):
             return _np.dtype(d.np_name) if d is not bfloat16 else None
         return d
@@ -635,8 +637,8 @@ def issubdtype(arg1, arg2):
     if getattr(a, "_is_semaphore_dtype", False) or getattr(b, "_is_semaphore_dtype", False):
         return isinstance(a, type) and isinstance(b, type) and issubclass(a, b)
     if a is None or b is None:	# bfloat16: a floating type of its own
-        return arg1 is arg2 or a is None and b in (_np.floating, _np.inexact, _np.number,
-                                                   _np.generic)
+        return (a is None and b is None) or a is None and _py.any(
+            b is t for t in (_np.floating, _np.inexact, _np.number, _np.generic))
     return bool(_np.issubdtype(a, b))
 
 
@@ -653,12 +655,82 @@ def _is_traced(x):
 
 
 def _host_arg(x):
+    if isinstance(x, _trace.HostBF16DType) or isinstance(x, str) and x == "bfloat16":
+        return _np.float32	# the caller rounds (_is_bf16_request)
     if isinstance(x, _trace.DType):
         if x is bfloat16:
-            raise TypeError("jnp: bfloat16 arrays on the host are uint16 bits here; "
-                            "use tpuemu.to_bf16 and tpuemu.from_bf16")
+            return _np.float32
         return _np.dtype(x.np_name)
     return x
+
+
+def _is_bf16(d):
+    """Whether @d names bfloat16 (jnp.bfloat16, a host bf16 array's dtype,
+    "bfloat16"); NumPy's uint16 does not here (those are bits)."""
+    return d is bfloat16 or isinstance(d, _trace.HostBF16DType) or \
+        isinstance(d, str) and d == "bfloat16"
+
+
+def round_bf16(x):
+    """float32 values rounded to the nearest bfloat16 (ties to even; NaN
+    stays a quiet NaN), kept in float32: the values a bf16 array holds."""
+    a = _np.array(x, dtype=_np.float32, copy=True, subok=False)
+    shape = a.shape
+    a = a.reshape(-1)
+    u = a.view(_np.uint32).astype(_np.uint64)
+    r = (u + _np.uint64(0x7FFF) + ((u >> _np.uint64(16)) & _np.uint64(1))) & \
+        _np.uint64(0xFFFF0000)
+    q = (u | _np.uint64(0x00400000)) & _np.uint64(0xFFFF0000)
+    r = _np.where(_np.isnan(a), q, r).astype(_np.uint32)
+    return r.view(_np.float32).reshape(shape)
+
+
+def _bf16_storage(x):
+    """A BF16Array's float32 values as a plain ndarray (others unchanged)."""
+    if isinstance(x, BF16Array):
+        return _np.ndarray.view(x, _np.ndarray)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_bf16_storage(y) for y in x)
+    return x
+
+
+def _as_bf16(r):
+    """A float result made a bfloat16 one: rounded, as a BF16Array (0-d for
+    a scalar); tuples and lists element by element; others unchanged."""
+    if isinstance(r, (tuple, list)):
+        return type(r)(_as_bf16(y) for y in r)
+    if isinstance(r, (_np.ndarray, _np.generic)) and r.dtype.kind == "f":
+        return round_bf16(r).view(BF16Array)
+    if isinstance(r, float):
+        return round_bf16(r).view(BF16Array)
+    return r
+
+
+def _other_float(args):
+    """Whether an operand besides the bf16 ones is a float array of its own
+    (float32/float64, not a Python float): then, as JAX promotes
+    bfloat16 with float32, the result is float32."""
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            if _other_float(a):
+                return True
+        elif isinstance(a, BF16Array) or isinstance(a, (bool, int, float)):
+            continue
+        elif isinstance(a, (_np.ndarray, _np.generic)) and a.dtype.kind in "fc":
+            return True
+    return False
+
+
+def _int_to_f32(args):
+    """Integer and bool arrays beside a bf16 operand: float32 (JAX gives
+    bfloat16; NumPy would promote int32 with float32 to float64)."""
+    out = []
+    for a in args:
+        if isinstance(a, (_np.ndarray, _np.generic)) and a.dtype.kind in "iub" and \
+                not isinstance(a, BF16Array):
+            a = _np.asarray(a).astype(_np.float32)
+        out.append(a)
+    return out
 
 
 class HostArray(_np.ndarray):
@@ -669,6 +741,127 @@ class HostArray(_np.ndarray):
     @property
     def at(self):
         return _HostAt(self)
+
+    def astype(self, dtype, *args, **kw):
+        if _is_bf16(dtype):	# x.astype(jnp.bfloat16): rounded to nearest even
+            return round_bf16(self).view(BF16Array)
+        return _np.ndarray.astype(self, _host_arg(dtype), *args, **kw)
+
+
+class BF16Array(HostArray):
+    """A bfloat16 array on the host, as JAX's: float32 storage holding values
+    exact in bfloat16 (every result that is bf16 is rounded to nearest even,
+    as XLA computes bf16 in float32 and rounds), x.dtype reporting
+    bfloat16 (== jnp.bfloat16). NumPy's functions see the float values
+    (np.asarray, np.testing.assert_allclose); arithmetic and NumPy functions
+    of bf16 operands (with Python numbers or integer arrays) give bf16, with
+    a float32 array float32; comparisons give bools. pallas_call sends the
+    bf16 bits (tpuemu.to_bf16) and gives bf16 outputs back as these."""
+
+    @property
+    def dtype(self):
+        return _trace.host_bf16
+
+    @property
+    def itemsize(self):
+        return 2
+
+    @property
+    def nbytes(self):
+        return 2 * self.size
+
+    def bits(self):
+        """The bfloat16 bits (uint16), as libtpurt holds them."""
+        a = _np.ascontiguousarray(_bf16_storage(self))
+        return (a.view(_np.uint32) >> 16).astype(_np.uint16)
+
+    @classmethod
+    def from_bits(cls, h):
+        h = _np.ascontiguousarray(h, dtype=_np.uint16)
+        return (h.astype(_np.uint32) << 16).view(_np.float32).view(cls)
+
+    def astype(self, dtype, *args, **kw):
+        if _is_bf16(dtype):
+            return _np.array(_bf16_storage(self)).view(BF16Array)
+        r = _bf16_storage(self).astype(_host_arg(dtype), *args, **kw)
+        return _narrow(r) if isinstance(r, _np.ndarray) else r
+
+    def view(self, *args, **kw):
+        if not args and not kw:
+            return _np.ndarray.view(self)
+        t = kw.get("type", args[0] if args else None)
+        if isinstance(t, type) and issubclass(t, _np.ndarray) and len(args) < 2 and \
+                "dtype" not in kw:
+            return _np.ndarray.view(self, t)
+        if len(args) > 1 or [k for k in kw if k != "dtype"] or (args and kw):
+            raise TypeError("BF16Array.view(dtype): one dtype (a bitcast of the bfloat16 "
+                            "bits), not view(%s)" % ", ".join(
+                                [repr(a) for a in args] + ["%s=%r" % kv for kv in kw.items()]))
+        d = kw["dtype"] if kw else args[0]
+        if _is_bf16(d):
+            return _np.ndarray.view(self, BF16Array)
+        # as JAX's x.view(dtype): the bf16 bits (uint16) reinterpreted
+        return self.bits().view(_host_arg(d))
+
+    def __getitem__(self, idx):
+        r = _np.ndarray.__getitem__(self, idx)
+        if isinstance(r, _np.generic):	# an element: a 0-d bf16 array, as JAX's
+            return _np.array(r, dtype=_np.float32).view(BF16Array)
+        return r
+
+    def item(self, *args):
+        return _bf16_storage(self).item(*args)
+
+    def tolist(self):
+        return _bf16_storage(self).tolist()
+
+    def tobytes(self, order="C"):
+        return self.bits().tobytes(order)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kw):
+        out = kw.pop("out", None)
+        if kw.get("dtype") is not None and _is_bf16(kw["dtype"]):
+            kw["dtype"] = _np.float32
+        f32 = _other_float(inputs) or kw.get("dtype") is not None
+        args = _int_to_f32(_bf16_storage(list(inputs)))
+        r = getattr(ufunc, method)(*args, **kw)
+        if not f32:
+            r = _as_bf16(r)
+        else:
+            r = _narrow(r) if not isinstance(r, tuple) else tuple(_narrow(x) for x in r)
+        if out is None:
+            return r
+        outs = out if isinstance(out, tuple) else (out,)
+        rs = r if isinstance(r, tuple) else (r,)
+        for o, v in zip(outs, rs):
+            if isinstance(o, BF16Array):
+                _bf16_storage(o)[...] = round_bf16(v)
+            else:
+                o[...] = _bf16_storage(v)
+        return out[0] if isinstance(out, tuple) and len(out) == 1 else out
+
+    def __array_function__(self, func, types, args, kwargs):
+        # NumPy's functions of float32 storage: bf16 results rounded (a
+        # no-op for those that move values: reshape, concatenate ...)
+        if "dtype" in kwargs and _is_bf16(kwargs["dtype"]):
+            kwargs = dict(kwargs, dtype=_np.float32)
+            f32 = False
+        else:
+            f32 = _other_float(list(args) + list(kwargs.values())) or \
+                kwargs.get("dtype") is not None
+        r = func(*_bf16_storage(list(args)), **{k: _bf16_storage(v) for k, v in kwargs.items()})
+        return _narrow(r) if f32 else _as_bf16(r)
+
+    def __reduce__(self):
+        return (_bf16_from_float32, (_np.array(_bf16_storage(self)),))
+
+    def __repr__(self):
+        return "Array(%s, dtype=bfloat16)" % _np.array2string(
+            _bf16_storage(self), separator=", ", prefix="Array(")
+
+
+def _bf16_from_float32(a):
+    return round_bf16(a).view(BF16Array)
 
 
 class _HostAt:
@@ -684,9 +877,11 @@ class _HostAtIndex:
         self._a, self._idx = a, idx
 
     def _apply(self, fn, y):
-        r = _np.array(self._a)
+        bf16 = isinstance(self._a, BF16Array)
+        r = _np.array(_bf16_storage(self._a))
+        y = _bf16_storage(y)
         r[self._idx] = fn(r[self._idx], _np.asarray(y)) if fn else _np.asarray(y)
-        return r.view(HostArray)
+        return round_bf16(r).view(BF16Array) if bf16 else r.view(HostArray)
 
     def set(self, y, **_kw):
         return self._apply(None, y)
@@ -709,7 +904,8 @@ class _HostAtIndex:
         return self._apply(_np.maximum, y)
 
     def get(self, **_kw):
-        return _np.array(self._a[self._idx])
+        r = self._a[self._idx]
+        return r.copy() if isinstance(r, BF16Array) else _np.array(r)
 
 
 def _narrow(r):
@@ -754,12 +950,36 @@ def _on_host(name, fn):
             return _fold_int32(np_fn, args)
         if _trace._rec is not None or _is_traced(args) or _is_traced(list(kw.values())):
             return fn(*args, **kw)
-        kw.pop("preferred_element_type", None)
+        pet = kw.pop("preferred_element_type", None)
         if name in ("zeros", "ones") and "dtype" not in kw and len(args) < 2:
             kw["dtype"] = _np.float32
-        r = np_fn(*[_host_arg(a) for a in args], **{k: _host_arg(v) for k, v in kw.items()})
-        return _narrow(r)
+        if pet is not None and not _is_bf16(pet):
+            # bf16 operands multiplied exactly and summed in float32 (or pet)
+            r = np_fn(*_bf16_storage(list(args)), **kw)
+            return _narrow(_np.asarray(r).astype(_host_arg(pet)))
+        return _host_call(np_fn, args, kw, pet is not None)
     return either
+
+
+def _dtype_arg(x):
+    return isinstance(x, (_trace.DType, _trace.HostBF16DType, _np.dtype)) or \
+        isinstance(x, type) and issubclass(x, (_np.generic, float, int, bool))
+
+
+def _host_call(np_fn, args, kw, bf16=False):
+    """NumPy's @np_fn on the host, 64-bit results narrowed; a bfloat16
+    dtype asked for (dtype=jnp.bfloat16), or bf16 operands and no dtype,
+    give a bf16 result (float32 computed, rounded: a BF16Array)."""
+    asked = kw.get("dtype")
+    asked = asked if asked is not None else next(
+        (a for a in args[1:] if _dtype_arg(a)), None)
+    bf16 = bf16 or (_is_bf16(asked) if asked is not None else
+                    _py.any(isinstance(a, BF16Array) for a in list(args) + list(kw.values()))
+                    and not _other_float(list(args) + list(kw.values())))
+    r = np_fn(*[_host_arg(a) for a in args], **{k: _host_arg(v) for k, v in kw.items()})
+    if bf16:
+        return _as_bf16(r)
+    return _narrow(r)
 
 
 _IMPORTED = {"call", "reducer", "trace_error", "Value", "Ref"}
@@ -781,15 +1001,52 @@ def __getattr__(name):
         return f
     if name in ("iinfo", "finfo"):
         # a dtype's limits: constants, in a kernel body too (jnp.iinfo(jnp.uint32).max)
-        return lambda d: f(_np.dtype(d.np_name) if isinstance(d, _trace.DType) else d)
+        def info(d):
+            if name == "finfo" and (_is_bf16(d) or isinstance(d, BF16Array)):
+                return _BF16_FINFO
+            if name == "iinfo" and _is_bf16(d):
+                raise ValueError("jnp.iinfo(bfloat16): bfloat16 is a floating type "
+                                 "(jnp.finfo)")
+            return f(_np.dtype(d.np_name) if isinstance(d, _trace.DType) else d)
+        return info
 
     @_functools.wraps(f)
     def host_only(*args, **kw):
         if _trace._rec is not None:
             raise _trace.trace_error("jnp.%s is not supported in a kernel body" % name)
-        return _narrow(f(*[_host_arg(a) for a in args],
-                         **{k: _host_arg(v) for k, v in kw.items()}))
+        return _host_call(f, args, kw)
     return host_only
+
+
+class _BF16Finfo:
+    """jnp.finfo(jnp.bfloat16): bfloat16's limits (8 exponent bits, 7
+    mantissa bits), as ml_dtypes gives them; the values are bf16 scalars."""
+    bits = 16
+    nmant = 7
+    nexp = 8
+    machep = -7
+    negep = -8
+    minexp = -126
+    maxexp = 128
+    precision = 2
+    dtype = _trace.host_bf16
+
+    def __init__(self):
+        def v(x):
+            return round_bf16(x).view(BF16Array)
+        self.eps = v(2.0 ** -7)
+        self.epsneg = v(2.0 ** -8)
+        self.max = v(3.3895313892515355e38)
+        self.min = v(-3.3895313892515355e38)
+        self.tiny = self.smallest_normal = v(2.0 ** -126)
+        self.smallest_subnormal = v(2.0 ** -133)
+        self.resolution = v(0.01)
+
+    def __repr__(self):
+        return "finfo(resolution=0.01, min=-3.389531e+38, max=3.389531e+38, dtype=bfloat16)"
+
+
+_BF16_FINFO = _BF16Finfo()
 
 
 del _name, _f, _sys

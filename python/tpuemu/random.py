@@ -44,9 +44,16 @@ def _dtype(dtype):
         return _float32
     d = as_dtype(dtype)
     if d.name == "bfloat16":
-        raise TypeError("jax.random: bfloat16 samples are not supported here; "
-                        "draw float32 and convert with tpuemu.to_bf16")
+        return "bfloat16"	# drawn in float32, rounded (a host bf16 array)
     return _np.dtype(d.np_name)
+
+
+def _cast(x, dt):
+    """Samples as jnp's host arrays (x.astype(jnp.bfloat16), x.at[...])."""
+    from .numpy import round_bf16, BF16Array, HostArray
+    if isinstance(dt, str):
+        return round_bf16(x).view(BF16Array)
+    return x.astype(dt).view(HostArray)
 
 
 def _shape(shape):
@@ -54,17 +61,33 @@ def _shape(shape):
 
 
 def normal(k, shape=(), dtype=None):
-    return k._generator().standard_normal(_shape(shape)).astype(_dtype(dtype))
+    return _cast(k._generator().standard_normal(_shape(shape)), _dtype(dtype))
 
 
 def uniform(k, shape=(), dtype=None, minval=0.0, maxval=1.0):
     g = k._generator()
-    return g.uniform(minval, maxval, _shape(shape)).astype(_dtype(dtype))
+    r = _cast(g.uniform(minval, maxval, _shape(shape)), _dtype(dtype))
+    if isinstance(_dtype(dtype), str):
+        # rounding to bf16 may reach maxval: such samples get the largest
+        # bf16 value below it (the interval stays half-open, as JAX's)
+        from .numpy import _bf16_storage, BF16Array
+        s = _bf16_storage(r)
+        top = _np.float32(maxval)
+        b = _bf16_storage(BF16Array.from_bits(
+            (_np.array(top, _np.float32).reshape(1).view(_np.uint32) >> 16).astype(_np.uint16)))
+        bits = int(b.view(_np.uint32)[0] >> 16)	# maxval truncated toward zero
+        if b[0] >= top:
+            bits = bits - 1 if top > 0 else 0x8001 if top == 0 else bits + 1
+        below = _bf16_storage(BF16Array.from_bits(_np.array([bits], _np.uint16)))[0]
+        s[s >= top] = below
+    return r
 
 
 def randint(k, shape, minval, maxval, dtype=None):
     dt = _np.dtype(_np.int32) if dtype is None else _dtype(dtype)
-    return k._generator().integers(minval, maxval, _shape(shape)).astype(dt)
+    if isinstance(dt, str):
+        raise TypeError("jax.random.randint: dtype must be an integer type, not bfloat16")
+    return _cast(k._generator().integers(minval, maxval, _shape(shape)), dt)
 
 
 def bernoulli(k, p=0.5, shape=()):

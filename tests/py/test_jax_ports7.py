@@ -1731,7 +1731,7 @@ def test_interleave_vectors():
     inp = jax.to_bf16(np.arange(m * n * 2, dtype=np.float32).reshape(m, n * 2))
     x, y = np.ascontiguousarray(inp[:, :n]), np.ascontiguousarray(inp[:, n:])
     out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((m * 2, n), jnp.bfloat16))(x, y)
-    np.testing.assert_array_equal(out, inp.reshape(m * 2, n))
+    np.testing.assert_array_equal(out.view(np.uint16), inp.reshape(m * 2, n))
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int8], ids=str)

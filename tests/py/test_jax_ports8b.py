@@ -828,15 +828,9 @@ _PREFETCH_CASES = [
 ]
 
 
-_HOST_BF16 = pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "bfloat16 arrays on the host are uint16 bits here: jnp.arange(..., dtype=jnp.bfloat16) "
-    "outside a kernel is refused (tpuemu.to_bf16 makes them)"))
-
-
 @pytest.mark.parametrize(
     "prefetched_count,use_lookahead,constant_index,dynamic,multicore,dtype",
-    [pytest.param(*(c[1:6] + (c[6] if len(c) > 6 else jnp.float32,)), id=c[0],
-                  marks=[_HOST_BF16] if len(c) > 6 else [])
+    [pytest.param(*(c[1:6] + (c[6] if len(c) > 6 else jnp.float32,)), id=c[0])
      for c in _PREFETCH_CASES
      if not c[5] or _NUM_CORES >= 2])	# JAX skips the multicore ones on one core
 def test_1d_copy_prefetch(prefetched_count, use_lookahead, constant_index, dynamic,
@@ -1260,10 +1254,7 @@ def _matmul(x, y, *, bm, bk, bn):
     ((200, 128), (384, 128), (256, 128)),
     ((96, 32), (300, 256), (130, 128)),
 ])
-@pytest.mark.parametrize("dtype", ["float32", pytest.param("bfloat16", marks=pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason=(
-        "bfloat16 host arrays are their uint16 bits here, so the test's "
-        "jnp.issubdtype(x.dtype, jnp.floating) is False and its accumulator int32"))), "int8"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8"])
 def test_padded_matmul(dtype, m_bm, k_bk, n_bn, seed=0):
     """PaddedPipelineEmitterTest.test_padded_matmul, two of hypothesis's
     draws: blocks at the arrays' edges (a grid of pl.cdiv), the last k
@@ -1272,16 +1263,14 @@ def test_padded_matmul(dtype, m_bm, k_bk, n_bn, seed=0):
     k1, k2 = jax.random.split(jax.random.key(seed))
     x = jax.random.normal(k1, (m, k), jnp.float32)
     y = jax.random.normal(k2, (k, n), jnp.float32)
-    if dtype == "bfloat16":	# bf16 on the host: its bits
-        x, y = jax.to_bf16(x), jax.to_bf16(y)
-        out = jax.from_bf16(_matmul(x, y, bm=bm, bk=bk, bn=bn))
-        expected = jax.from_bf16(jax.to_bf16(jax.from_bf16(x).astype(np.float64) @
-                                             jax.from_bf16(y)))
-        np.testing.assert_allclose(out, expected, atol=1e-2, rtol=1e-2)
-        return
     x, y = x.astype(dtype), y.astype(dtype)
     out = _matmul(x, y, bm=bm, bk=bk, bn=bn)
-    if dtype == "int8":
+    if dtype == "bfloat16":
+        assert out.dtype == jnp.bfloat16
+        expected = jnp.asarray(np.asarray(x, np.float64) @ np.asarray(y, np.float64),
+                               dtype=jnp.bfloat16)
+        np.testing.assert_allclose(out, expected, atol=1e-2, rtol=1e-2)
+    elif dtype == "int8":
         expected = (x.astype(np.int32) @ y.astype(np.int32)).astype(np.int8)
         np.testing.assert_array_equal(out, expected)
     else:

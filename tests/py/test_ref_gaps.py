@@ -78,7 +78,7 @@ def test_traced_size_columns_into_vmem_bf16():
                 np.array([start, size], np.int32), x)
         expected = np.zeros_like(x)
         expected[:, :size] = x[:, start:start + size]
-        np.testing.assert_array_equal(out, expected)
+        np.testing.assert_array_equal(out.view(np.uint16), expected)
 
 
 def test_traced_size_under_when_and_descriptor():

@@ -535,6 +535,11 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     plain = _pallas_call(kernel, out_shape, **kw)
 
     def run(*args):
+        # host bfloat16 arrays go to the device as their bits; bf16 outputs
+        # (uint16 bits from the device) come back as host bf16 arrays
+        return _bf16_results(run_bits(*_bf16_operands(args)))
+
+    def run_bits(*args):
         from .. import _state
         if _has_semaphores(out_shape, args):
             call = _semaphore_call(kernel, out_shape, kw, args)
@@ -555,6 +560,28 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             run.statements = call.statements
     run.statements = None
     return run
+
+
+def _bf16_operands(args):
+    from ..numpy import BF16Array
+    leaves, tree = _pytree.flatten(tuple(args))
+    if not any(isinstance(x, BF16Array) for x in leaves):
+        return args
+    return _pytree.unflatten(tree, [x.bits() if isinstance(x, BF16Array) else x
+                                    for x in leaves])
+
+
+def _bf16_results(res):
+    """The device's bf16 outputs (uint16 bits: no other output is uint16)
+    as host bfloat16 arrays."""
+    from ..numpy import BF16Array
+    if res is None:
+        return res
+    leaves, tree = _pytree.flatten(res)
+    if not any(type(x) is _np.ndarray and x.dtype == _np.uint16 for x in leaves):
+        return res
+    return _pytree.unflatten(tree, [BF16Array.from_bits(x) if type(x) is _np.ndarray and
+                                    x.dtype == _np.uint16 else x for x in leaves])
 
 
 class SemaphoreValue(_np.ndarray):
@@ -874,7 +901,9 @@ def _stateful_call(kernel, out_shape, kw, args, captured):
     call = _pallas_call(k2, tuple(new_outs), **inner)
 
     def go():
-        res = call(*plain_args, *[_state.freeze(r) for r in states])
+        # the refs' own arrays (bf16 as its bits), not freeze's host view
+        res = call(*plain_args, *[_np.array(object.__getattribute__(r, "_value"))
+                                  for r in states])
         res = list(res)
         for r, v in zip(states, res[len(res) - nst:]):
             r._unbind(v)
