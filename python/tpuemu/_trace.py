@@ -75,8 +75,16 @@ class DType:
     @property
     def dtype(self):
         """NumPy's dtype carrying it: np.zeros(shape, dtype=jnp.float32)
-        works as with JAX's dtypes (bfloat16: its uint16 bits)."""
+        works as with JAX's dtypes. NumPy has no bfloat16: np.zeros(shape,
+        jnp.bfloat16) or a NumPy array's .astype(jnp.bfloat16) would be
+        uint16 values, so they are refused (jnp's functions make host bf16
+        arrays)."""
         import numpy
+        if self.name == "bfloat16":
+            raise TypeError("NumPy has no bfloat16 dtype: make host bfloat16 arrays with "
+                            "jnp (jnp.asarray(x, dtype=jnp.bfloat16), jnp.zeros(shape, "
+                            "jnp.bfloat16), x.astype(jnp.bfloat16) of a jnp array), or "
+                            "uint16 bits with tpuemu.to_bf16")
         return numpy.dtype(self.np_name)
 
     def __call__(self, x):
