@@ -89,9 +89,16 @@ class DType:
 
     def __call__(self, x):
         """jnp.float32(x): a traced value cast, a Python number as it is
-        (a kernel's constants are weakly typed)."""
+        (a kernel's constants are weakly typed); outside a kernel, a
+        bfloat16 array of a host array or number (jnp.bfloat16(x))."""
         if isinstance(x, Value):
             return x.astype(self)
+        if self.name == "bfloat16" and _rec is None and not isinstance(x, Ref):
+            import numpy
+            if isinstance(x, (numpy.ndarray, numpy.generic, float, int)) and \
+                    not isinstance(x, bool):
+                from . import numpy as jnp
+                return jnp.asarray(x, dtype=self)
         return x
 
 

@@ -228,7 +228,8 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
     index outside fails the job."""
     m = _gather_mode(mode, fill_value)
     if not (_trace._rec is not None or _is_traced((arr, indices))):
-        return _host_take_along_axis(arr, indices, axis, m, fill_value)
+        r = _host_take_along_axis(_bf16_storage(arr), indices, axis, m, fill_value)
+        return _as_bf16(r) if isinstance(arr, BF16Array) else r
     if axis is None:
         raise trace_error("jnp.take_along_axis(axis=None) gathers from the flattened "
                           "array; give axis=0 or 1 of a 2-D value")
@@ -252,7 +253,8 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
     the end, others fill_value), "promise_in_bounds", "clip" (indices
     clamped into range) or "wrap" (taken modulo the extent)."""
     if not (_trace._rec is not None or _is_traced((a, indices))):
-        return _host_take(a, indices, axis, mode, fill_value)
+        r = _host_take(_bf16_storage(a), indices, axis, mode, fill_value)
+        return _as_bf16(r) if isinstance(a, BF16Array) else r
     m = getattr(mode, "name", mode)
     m = {"CLIP": "clip"}.get(m, m)
     x, ix = _v(a), _v(indices)
@@ -825,6 +827,10 @@ class BF16Array(HostArray):
         f32 = _other_float(inputs) or kw.get("dtype") is not None
         args = _int_to_f32(_bf16_storage(list(inputs)))
         r = getattr(ufunc, method)(*args, **kw)
+        if method == "at":	# np.add.at(x, idx, v): in place, rounded again
+            if isinstance(inputs[0], BF16Array):
+                args[0][...] = round_bf16(args[0])
+            return r
         if not f32:
             r = _as_bf16(r)
         else:
@@ -850,7 +856,22 @@ class BF16Array(HostArray):
             f32 = _other_float(list(args) + list(kwargs.values())) or \
                 kwargs.get("dtype") is not None
         r = func(*_bf16_storage(list(args)), **{k: _bf16_storage(v) for k, v in kwargs.items()})
+        # those that write into an argument (np.copyto, np.put, out=...):
+        # its values rounded to bf16 again
+        for a in list(args[:1]) + [kwargs.get("out")]:
+            if isinstance(a, BF16Array) and a.flags.writeable and \
+                    (a is kwargs.get("out") or func.__name__ in _WRITES_FIRST):
+                _bf16_storage(a)[...] = round_bf16(_bf16_storage(a))
+        if isinstance(kwargs.get("out"), BF16Array):
+            return kwargs["out"]
         return _narrow(r) if f32 else _as_bf16(r)
+
+    def __setitem__(self, idx, value):
+        _np.ndarray.__setitem__(_bf16_storage(self), idx, round_bf16(
+            _np.asarray(_bf16_storage(value), dtype=_np.float32)))
+
+    def fill(self, value):
+        _bf16_storage(self).fill(round_bf16(value))
 
     def __reduce__(self):
         return (_bf16_from_float32, (_np.array(_bf16_storage(self)),))
@@ -858,6 +879,24 @@ class BF16Array(HostArray):
     def __repr__(self):
         return "Array(%s, dtype=bfloat16)" % _np.array2string(
             _bf16_storage(self), separator=", ", prefix="Array(")
+
+
+_WRITES_FIRST = frozenset("copyto put place putmask fill_diagonal put_along_axis".split())
+
+
+def _bf16_method(name):
+    # NumPy's function of the float32 storage, the result rounded once (the
+    # methods themselves would round between their steps, or not at all)
+    np_fn = getattr(_np, name)
+
+    def method(self, *args, **kw):
+        return np_fn(self, *args, **kw)
+    method.__name__ = name
+    return method
+
+
+for _m in "sum prod mean var std cumsum cumprod dot trace ptp round".split():
+    setattr(BF16Array, _m, _bf16_method(_m))
 
 
 def _bf16_from_float32(a):
@@ -992,6 +1031,19 @@ for _name, _f in list(globals().items()):
 def __getattr__(name):
     """Other NumPy names (jnp.array, jnp.allclose, jnp.tril ...): the host's
     only; in a kernel they are not device operations."""
+    if name == "dtype":
+        def dtype(d, *a, **kw):	# jnp.dtype(jnp.bfloat16): the host bf16 arrays' dtype
+            return _trace.host_bf16 if _is_bf16(d) else _np.dtype(_host_arg(d), *a, **kw)
+        return dtype
+    if name in ("result_type", "promote_types", "can_cast", "common_type", "min_scalar_type"):
+        np_f = getattr(_np, name)
+
+        def refuse_bf16(*args, **kw):
+            if _py.any(_is_bf16(a) or isinstance(a, BF16Array) for a in args):
+                raise NotImplementedError("jnp.%s of bfloat16 is not supported on the host "
+                                          "(NumPy would answer for float32)" % name)
+            return np_f(*[_host_arg(a) for a in args], **kw)
+        return refuse_bf16
     if name == "bool":
         return bool_	# jnp.bool, as JAX names it too (not the builtin here)
     f = getattr(_np, name, None)

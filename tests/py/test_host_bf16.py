@@ -265,3 +265,57 @@ def test_kernel_with_refs_of_bf16():
     y = jax.freeze(o_ref)
     assert y.dtype == jnp.bfloat16
     np.testing.assert_array_equal(y, x)
+
+
+def test_host_odds_and_ends():
+    b = jnp.asarray(_X, dtype=jnp.bfloat16)
+    idx = np.arange(0, 128, 3, dtype=np.int32)
+    t = jnp.take(b, idx, axis=1)
+    assert t.dtype == jnp.bfloat16
+    np.testing.assert_array_equal(t, np.asarray(b)[:, idx])
+    ta = jnp.take_along_axis(b, np.zeros((8, 1), np.int32), axis=1)
+    assert ta.dtype == jnp.bfloat16
+    np.testing.assert_array_equal(ta, np.asarray(b)[:, :1])
+    assert jnp.dtype(jnp.bfloat16) == jnp.bfloat16 and jnp.dtype(b.dtype) == jnp.bfloat16
+    assert jnp.dtype("float32") == np.float32
+    c = jnp.bfloat16(_X)
+    assert c.dtype == jnp.bfloat16
+    np.testing.assert_array_equal(np.asarray(c), _ref_round(_X))
+    assert float(jnp.bfloat16(0.1)) == 0.10009765625
+    with pytest.raises(NotImplementedError, match="result_type"):
+        jnp.result_type(b, np.float32)
+    assert jnp.result_type(np.int8, np.int32) == np.int32	# others: NumPy's
+    v = jax.vmap(lambda r: r * 2)(b)
+    assert v.dtype == jnp.bfloat16
+    np.testing.assert_array_equal(v, b * 2)
+
+
+def test_methods_round_once():
+    """x.mean(), x.var(), x.dot(y) ...: computed in float32 and rounded
+    once, as jnp's functions (not between their steps)."""
+    b = jnp.asarray(_X, dtype=jnp.bfloat16)
+    y = jnp.asarray(_Y, dtype=jnp.bfloat16)
+    bf = np.asarray(b)
+    for got, want in ((b.mean(), bf.mean()), (b.mean(axis=1), bf.mean(axis=1)),
+                      (b.var(), bf.var()), (b.std(axis=0), bf.std(axis=0)),
+                      (b.sum(axis=1), bf.sum(axis=1)), (b.cumsum(axis=1), bf.cumsum(axis=1)),
+                      (b.dot(y), bf @ np.asarray(y)), (b.prod(axis=0), bf.prod(axis=0))):
+        assert got.dtype == jnp.bfloat16
+        np.testing.assert_array_equal(np.asarray(got), _ref_round(want))
+
+
+def test_writes_keep_bf16_values():
+    """Every way of writing into a host bf16 array rounds to bf16."""
+    third = np.float32(1 / 3)
+    want = float(_ref_round(third))
+    b = jnp.zeros((4, 4), jnp.bfloat16)
+    b[0, 0] = third
+    b[1] = np.full(4, third, np.float32)
+    np.copyto(b[2], np.full(4, third, np.float32))
+    np.add.at(b, (3, 0), third)
+    np.multiply(b[3], 1.0, out=b[3])
+    assert float(b[0, 0]) == want and np.all(np.asarray(b[1:3]) == want) and float(b[3, 0]) == want
+    c = jnp.zeros((2,), jnp.bfloat16)
+    c.fill(third)
+    np.put(c, [1], [2 * third])
+    np.testing.assert_array_equal(np.asarray(c), _ref_round([third, 2 * third]))
