@@ -123,21 +123,24 @@ class HostBF16DType:
     values exact in bfloat16): equal to jnp.bfloat16 (and "bfloat16"), not
     to float32 or uint16; named bfloat16 with JAX's itemsize 2. NumPy's own
     code that reads other attributes (kind, char, type ...) sees the float32
-    storage, so its functions work on such arrays."""
+    storage, so its functions work on such arrays; np.dtype(x.dtype) is
+    refused (NumPy has no bfloat16)."""
     name = "bfloat16"
     itemsize = 2
     _is_host_bf16 = True
 
     def __getattr__(self, name):
-        if name.startswith("__"):
+        if name.startswith("__") or name == "dtype":
             raise AttributeError(name)
         import numpy
         return getattr(numpy.dtype(numpy.float32), name)
 
     @property
     def dtype(self):
-        import numpy		# np.dtype(x.dtype): the storage's
-        return numpy.dtype(numpy.float32)
+        # np.dtype(x.dtype), np.zeros(shape, x.dtype): NumPy has no bfloat16
+        # (float32 would be a silent change of dtype), so refused
+        raise TypeError("NumPy has no bfloat16 dtype: jnp.zeros(shape, x.dtype) makes a host "
+                        "bfloat16 array")
 
     def __eq__(self, other):
         return other is self or other is bfloat16 or \

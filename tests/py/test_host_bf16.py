@@ -178,6 +178,12 @@ def test_numpy_cannot_make_bfloat16():
         np.zeros(3, jnp.bfloat16)
     with pytest.raises(TypeError):
         np.arange(3.0).astype(jnp.bfloat16)
+    x = jnp.ones((3,), jnp.bfloat16)
+    with pytest.raises(TypeError):
+        np.zeros(3, x.dtype)		# not float32 in silence
+    with pytest.raises(TypeError):
+        np.asarray(x, dtype=x.dtype)
+    assert jnp.zeros(3, x.dtype).dtype == jnp.bfloat16
 
 
 def test_random_bfloat16():
