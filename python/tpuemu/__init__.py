@@ -201,8 +201,10 @@ def from_bf16(h):
 def save_npy(path, x, dtype=None):
     """np.save as libtpurt's tpurt_array_save_npy writes: bfloat16 as raw
     '<u2' bits. With dtype=bfloat16, float data is rounded (to_bf16) first;
-    uint16 data is taken as bf16 bits already."""
-    a = _np.asarray(x)
+    uint16 data is taken as bf16 bits already; a host bfloat16 array
+    (tpuemu.numpy.BF16Array) is written as its bits."""
+    from .numpy import BF16Array
+    a = x.bits() if isinstance(x, BF16Array) else _np.asarray(x)
     if dtype is not None and as_dtype(dtype) is bfloat16 and a.dtype != _np.uint16:
         a = to_bf16(a)
     _np.save(path, _np.ascontiguousarray(a), allow_pickle=False)

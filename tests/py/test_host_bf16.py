@@ -325,3 +325,13 @@ def test_writes_keep_bf16_values():
     c.fill(third)
     np.put(c, [1], [2 * third])
     np.testing.assert_array_equal(np.asarray(c), _ref_round([third, 2 * third]))
+
+
+def test_save_npy_writes_bits(tmp_path):
+    """tpuemu.save_npy of a host bf16 array: its bits ('<u2'), as libtpurt
+    writes bf16; load_npy gives the bits back."""
+    x = jnp.asarray([0.1, 2.5, -3.0], dtype=jnp.bfloat16)
+    p = str(tmp_path / "x.npy")
+    jax.save_npy(p, x)
+    assert np.load(p).dtype == np.uint16
+    np.testing.assert_array_equal(jax.load_npy(p, jnp.bfloat16), x.view(np.uint16))
