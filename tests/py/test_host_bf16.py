@@ -116,7 +116,8 @@ def test_arithmetic_rounds_to_bf16():
                       (jnp.exp(b), np.exp(bf)), (jnp.maximum(b, 0), np.maximum(bf, 0)),
                       (b + np.arange(128, dtype=np.int32), bf + np.arange(128, dtype=np.float32)),
                       (jnp.sum(b, axis=0), bf.sum(axis=0)), (b.sum(), bf.sum()),
-                      (jnp.mean(b), bf.mean()), (jnp.where(b > 0, b, 0.5), np.where(bf > 0, bf, 0.5))):
+                      (jnp.mean(b), bf.mean()),
+                      (jnp.where(b > 0, b, 0.5), np.where(bf > 0, bf, 0.5))):
         assert got.dtype == jnp.bfloat16, got.dtype
         np.testing.assert_array_equal(np.asarray(got), _ref_round(want))
     # with float32 arrays: float32, as JAX promotes
