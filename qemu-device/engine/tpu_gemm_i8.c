@@ -29,6 +29,7 @@
 #define MC 96		/* A block MC x KC int16: 96 KiB, lives in L2 */
 #define NC 256		/* B block KC x NC int16: 256 KiB, beside it in L2 */
 #define MA 768		/* rows of A packed at once: 768 KiB, in L3 */
+#define B_AHEAD 16	/* rows of B asked of the caches ahead of packing */
 
 /* One 8-bit operand as op(X): element (r, c) with X stored transposed or not. */
 struct i8_src {
@@ -92,7 +93,7 @@ static void store_halves(int16_t *lo, int16_t *hi, __m128i v)
  */
 __attribute__((target("avx2")))
 static void pack_a_panel_avx2(int16_t *dst, const struct i8_src *a, int64_t r0,
-			      int64_t mr, int64_t p0, int64_t kc16)
+			      int64_t mr, int64_t p0, int64_t kc16, bool ahead)
 {
 	const int8_t *row[MR];
 	_Static_assert(MR == 6, "the transpose below pairs three row pairs");
@@ -100,6 +101,14 @@ static void pack_a_panel_avx2(int16_t *dst, const struct i8_src *a, int64_t r0,
 	for (int r = 0; r < MR; r++)
 		row[r] = (const int8_t *)a->p + (r0 + min64(r, mr - 1)) * a->ld + p0;
 	for (int64_t p = 0; p < kc16; p += 16, dst += 16 * MR) {
+		/*
+		 * Rows an array's row apart are six streams no hardware
+		 * prefetcher follows: ask for the next panel's, a panel ahead.
+		 */
+		if (ahead && p % 64 == 0)
+			for (int r = 0; r < MR; r++)
+				_mm_prefetch((const char *)(row[r] + MR * a->ld + p),
+					     _MM_HINT_T0);
 		for (int r = 0; r < MR; r += 2) {
 			__m256i x = widen16(row[r] + p, a->is_unsigned);
 			__m256i y = widen16(row[r + 1] + p, a->is_unsigned);
@@ -135,7 +144,8 @@ static void pack_a(int16_t *dst, const struct i8_src *a, int64_t i0, int64_t mc,
 
 		if (simd && !a->trans) {
 			p = kc & ~(int64_t)15;
-			pack_a_panel_avx2(dst, a, i0 + i, mr, p0, p);
+			pack_a_panel_avx2(dst, a, i0 + i, mr, p0, p,
+					  i + 2 * MR <= mc);
 		}
 		/* the rest (k outer: a stored transposed is read along its rows) */
 		for (int64_t q = p; q < kc; q++)
@@ -150,8 +160,7 @@ static void pack_a(int16_t *dst, const struct i8_src *a, int64_t i0, int64_t mc,
 
 /*
  * A full NR-column panel of row-major B, columns j.., k from p0: each pair
- * of rows (k = p, p + 1) interleaved, kc2 (even) rows of them. (Four
- * panels at a time, a whole 64-byte line of each row, measured slower.)
+ * of rows (k = p, p + 1) interleaved, kc2 (even) rows of them.
  */
 __attribute__((target("avx2")))
 static void pack_b_panel_avx2(int16_t *dst, const struct i8_src *b, int64_t p0,
@@ -173,6 +182,51 @@ static void pack_b_panel_avx2(int16_t *dst, const struct i8_src *b, int64_t p0,
 	}
 }
 
+/*
+ * Four full panels at once, columns j.. j + 4 * NR - 1: a whole 64-byte
+ * line of each row. B's rows are an array's row apart, all in one L1 set,
+ * so a line read for one panel was gone when the next panel came back for
+ * it (three times the time); and the rows ahead are asked for, as no
+ * hardware prefetcher follows rows 4 KiB apart.
+ */
+__attribute__((target("avx2")))
+static void pack_b_4panels_avx2(int16_t *dst, const struct i8_src *b,
+				int64_t p0, int64_t kc2, int64_t kcp, int64_t j)
+{
+	const int8_t *r0 = (const int8_t *)b->p + p0 * b->ld + j;
+
+	for (int64_t p = 0; p < kc2; p += 2, r0 += 2 * b->ld, dst += 2 * NR) {
+		if (p + B_AHEAD < kc2) {
+			_mm_prefetch((const char *)(r0 + B_AHEAD * b->ld), _MM_HINT_T0);
+			_mm_prefetch((const char *)(r0 + (B_AHEAD + 1) * b->ld),
+				     _MM_HINT_T0);
+		}
+		for (int q = 0; q < 4; q++) {
+			__m256i w0 = widen16(r0 + q * NR, b->is_unsigned);
+			__m256i w1 = widen16(r0 + b->ld + q * NR, b->is_unsigned);
+			__m256i lo = _mm256_unpacklo_epi16(w0, w1);
+			__m256i hi = _mm256_unpackhi_epi16(w0, w1);
+			__m256i *d = (__m256i *)(dst + q * NR * kcp);
+
+			_mm256_storeu_si256(d, _mm256_permute2x128_si256(lo, hi, 0x20));
+			_mm256_storeu_si256(d + 1, _mm256_permute2x128_si256(lo, hi, 0x31));
+		}
+	}
+}
+
+/* k from p on of an NR-column panel of op(B), zeros past kc and nr. */
+static void pack_b_panel_rest(int16_t *dst, const struct i8_src *b, int64_t p0,
+			      int64_t kc, int64_t kcp, int64_t j, int64_t nr,
+			      int64_t p)
+{
+	for (int64_t jj = 0; jj < NR; jj++)
+		for (int64_t q = p; q < kcp; q++) {
+			int16_t v = q < kc && jj < nr ? src_at(b, p0 + q, j + jj) : 0;
+
+			dst[(q / 2) * 2 * NR + jj * 2 + (q & 1)] = v;
+		}
+}
+
 /* One NR-column panel of op(B): columns j.. (nr valid), k from p0. */
 static void pack_b_panel(int16_t *dst, const struct i8_src *b, int64_t p0,
 			 int64_t kc, int64_t kcp, int64_t j, int64_t nr, bool simd)
@@ -183,18 +237,21 @@ static void pack_b_panel(int16_t *dst, const struct i8_src *b, int64_t p0,
 		p = kc & ~(int64_t)1;
 		pack_b_panel_avx2(dst, b, p0, p, j);
 	}
-	for (int64_t jj = 0; jj < NR; jj++)
-		for (int64_t q = p; q < kcp; q++) {
-			int16_t v = q < kc && jj < nr ? src_at(b, p0 + q, j + jj) : 0;
-
-			dst[(q / 2) * 2 * NR + jj * 2 + (q & 1)] = v;
-		}
+	pack_b_panel_rest(dst, b, p0, kc, kcp, j, nr, p);
 }
 
 static void pack_b(int16_t *dst, const struct i8_src *b, int64_t p0, int64_t kc,
 		   int64_t kcp, int64_t j0, int64_t nc, bool simd)
 {
-	for (int64_t j = 0; j < nc; j += NR)
+	int64_t kc2 = kc & ~(int64_t)1, j = 0;
+
+	for (; simd && !b->trans && j + 4 * NR <= nc; j += 4 * NR) {
+		pack_b_4panels_avx2(dst + j * kcp, b, p0, kc2, kcp, j0 + j);
+		for (int q = 0; kc2 < kcp && q < 4; q++)
+			pack_b_panel_rest(dst + (j + q * NR) * kcp, b, p0, kc,
+					  kcp, j0 + j + q * NR, NR, kc2);
+	}
+	for (; j < nc; j += NR)
 		pack_b_panel(dst + j * kcp, b, p0, kc, kcp, j0 + j,
 			     min64(NR, nc - j), simd);
 }
