@@ -229,6 +229,8 @@ static const int64_t shapes[][3] = {
 	{ 61, 50, 47 },		/* int8: every edge of both packed panels */
 	{ 9, 300, 520 },	/* int8: two B blocks and two k blocks */
 	{ 800, 20, 40 },	/* int8: two A blocks */
+	{ 16, 64, 33 },		/* int8: a 4-row tile in place, four B panels at once, odd k */
+	{ 512, 80, 24 },	/* int8: a 2-row last tile (the engine's 512-row blocks) */
 };
 
 /* Every shape, transpose combination and accumulate mode for one dtype pair. */

@@ -39,8 +39,9 @@ struct i8_src {
 	bool trans;
 };
 
+/* The first @rows (2, 4 or MR) rows of a tile; the others are not written. */
 typedef void i8_kernel_fn(int64_t kq, const int16_t *a, const int16_t *b,
-			  int32_t *c, int64_t ldc, bool acc);
+			  int32_t *c, int64_t ldc, bool acc, int rows);
 
 static int16_t src_at(const struct i8_src *s, int64_t r, int64_t c)
 {
@@ -259,7 +260,7 @@ static void pack_b(int16_t *dst, const struct i8_src *b, int64_t p0, int64_t kc,
 /* --- micro-kernels: C[MR x NR] (+)= A panel @ B panel --- */
 
 static void kernel_portable(int64_t kq, const int16_t *a, const int16_t *b,
-			    int32_t *c, int64_t ldc, bool acc)
+			    int32_t *c, int64_t ldc, bool acc, int rows)
 {
 	uint32_t t[MR][NR] = { { 0 } };
 
@@ -270,7 +271,7 @@ static void kernel_portable(int64_t kq, const int16_t *a, const int16_t *b,
 			for (int j = 0; j < NR; j++)
 				t[r][j] += (uint32_t)(a0 * b[2 * j] + a1 * b[2 * j + 1]);
 		}
-	for (int r = 0; r < MR; r++)
+	for (int r = 0; r < rows; r++)
 		for (int j = 0; j < NR; j++) {
 			uint32_t old = acc ? (uint32_t)c[r * ldc + j] : 0;
 
@@ -286,15 +287,19 @@ static int32_t load_pair(const int16_t *p)
 	return v;
 }
 
-#define KERNEL_ROW(r)							\
+#define KERNEL_ROW(r, n)						\
 	do {								\
+		if ((r) >= (n))						\
+			break;						\
 		__m256i x = _mm256_set1_epi32(load_pair(a + 2 * (r))); \
 		c##r##0 = MADD_ACC(c##r##0, x, b0);			\
 		c##r##1 = MADD_ACC(c##r##1, x, b1);			\
 	} while (0)
 
-#define KERNEL_STORE(r)							\
+#define KERNEL_STORE(r, n)						\
 	do {								\
+		if ((r) >= (n))						\
+			break;						\
 		__m256i *d = (__m256i *)(c + (r) * ldc);		\
 		if (acc) {						\
 			c##r##0 = _mm256_add_epi32(c##r##0, _mm256_loadu_si256(d)); \
@@ -304,13 +309,17 @@ static int32_t load_pair(const int16_t *p)
 		_mm256_storeu_si256(d + 1, c##r##1);			\
 	} while (0)
 
-/* The same body for each ISA; only the multiply-accumulate differs. */
-#define KERNEL_BODY							\
+/*
+ * The same body for each ISA, only the multiply-accumulate differs. @n
+ * rows, a constant: a 2- or 4-row tile (the last of 512 rows has 2) has
+ * only its own accumulators and instructions.
+ */
+#define KERNEL_BODY(n)							\
 	__m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00; \
 									\
 	/* C's rows are ldc apart, past any hardware prefetcher's reach:	\
 	 * fetch them now, a whole k loop ahead of the read at the end. */ \
-	for (int r = 0; r < MR; r++) {					\
+	for (int r = 0; r < (n); r++) {					\
 		_mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);	\
 		_mm_prefetch((const char *)(c + r * ldc + NR - 1), _MM_HINT_T0); \
 	}								\
@@ -323,19 +332,25 @@ static int32_t load_pair(const int16_t *p)
 		__m256i b0 = _mm256_loadu_si256((const __m256i *)b);	\
 		__m256i b1 = _mm256_loadu_si256((const __m256i *)b + 1); \
 									\
-		KERNEL_ROW(0); KERNEL_ROW(1); KERNEL_ROW(2);		\
-		KERNEL_ROW(3); KERNEL_ROW(4); KERNEL_ROW(5);		\
+		KERNEL_ROW(0, n); KERNEL_ROW(1, n); KERNEL_ROW(2, n);	\
+		KERNEL_ROW(3, n); KERNEL_ROW(4, n); KERNEL_ROW(5, n);	\
 	}								\
-	KERNEL_STORE(0); KERNEL_STORE(1); KERNEL_STORE(2);		\
-	KERNEL_STORE(3); KERNEL_STORE(4); KERNEL_STORE(5)
+	KERNEL_STORE(0, n); KERNEL_STORE(1, n); KERNEL_STORE(2, n);	\
+	KERNEL_STORE(3, n); KERNEL_STORE(4, n); KERNEL_STORE(5, n)
 
 /* vpmaddwd then vpaddd: 16 exact products per instruction pair. */
 #define MADD_ACC(s, x, y) _mm256_add_epi32((s), _mm256_madd_epi16((x), (y)))
 __attribute__((target("avx2")))
 static void kernel_avx2(int64_t kq, const int16_t *a, const int16_t *b,
-			int32_t *c, int64_t ldc, bool acc)
+			int32_t *c, int64_t ldc, bool acc, int rows)
 {
-	KERNEL_BODY;
+	if (rows == MR) {
+		KERNEL_BODY(MR);
+	} else if (rows == 4) {
+		KERNEL_BODY(4);
+	} else {
+		KERNEL_BODY(2);
+	}
 }
 #undef MADD_ACC
 
@@ -343,24 +358,35 @@ static void kernel_avx2(int64_t kq, const int16_t *a, const int16_t *b,
 #define MADD_ACC(s, x, y) _mm256_dpwssd_avx_epi32((s), (x), (y))
 __attribute__((target("avx2,avxvnni")))
 static void kernel_avxvnni(int64_t kq, const int16_t *a, const int16_t *b,
-			   int32_t *c, int64_t ldc, bool acc)
+			   int32_t *c, int64_t ldc, bool acc, int rows)
 {
-	KERNEL_BODY;
+	if (rows == MR) {
+		KERNEL_BODY(MR);
+	} else if (rows == 4) {
+		KERNEL_BODY(4);
+	} else {
+		KERNEL_BODY(2);
+	}
 }
 #undef MADD_ACC
 
-/* A partial tile goes through a full one on the stack. */
+/*
+ * A tile of 2 or 4 rows runs a kernel of that many (the packed panel is
+ * MR rows still); any other partial tile goes through the next larger one
+ * on the stack.
+ */
 static void tile(i8_kernel_fn *kern, int64_t kq, const int16_t *a,
 		 const int16_t *b, int32_t *c, int64_t ldc, int64_t mr,
 		 int64_t nr, bool acc)
 {
+	int rows = mr > 4 ? MR : mr > 2 ? 4 : 2;
 	int32_t t[MR * NR];
 
-	if (mr == MR && nr == NR) {
-		kern(kq, a, b, c, ldc, acc);
+	if (mr == rows && nr == NR) {
+		kern(kq, a, b, c, ldc, acc, rows);
 		return;
 	}
-	kern(kq, a, b, t, NR, false);
+	kern(kq, a, b, t, NR, false, rows);
 	for (int64_t r = 0; r < mr; r++)
 		for (int64_t j = 0; j < nr; j++) {
 			uint32_t old = acc ? (uint32_t)c[r * ldc + j] : 0;
