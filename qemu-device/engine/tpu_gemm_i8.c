@@ -338,19 +338,25 @@ static int32_t load_pair(const int16_t *p)
 	KERNEL_STORE(0, n); KERNEL_STORE(1, n); KERNEL_STORE(2, n);	\
 	KERNEL_STORE(3, n); KERNEL_STORE(4, n); KERNEL_STORE(5, n)
 
+/* A kernel of @rows (MR, 4 or 2) rows, with the MADD_ACC in force. */
+#define KERNEL_FOR_ROWS(rows)						\
+	do {								\
+		if ((rows) == MR) {					\
+			KERNEL_BODY(MR);				\
+		} else if ((rows) == 4) {				\
+			KERNEL_BODY(4);					\
+		} else {						\
+			KERNEL_BODY(2);					\
+		}							\
+	} while (0)
+
 /* vpmaddwd then vpaddd: 16 exact products per instruction pair. */
 #define MADD_ACC(s, x, y) _mm256_add_epi32((s), _mm256_madd_epi16((x), (y)))
 __attribute__((target("avx2")))
 static void kernel_avx2(int64_t kq, const int16_t *a, const int16_t *b,
 			int32_t *c, int64_t ldc, bool acc, int rows)
 {
-	if (rows == MR) {
-		KERNEL_BODY(MR);
-	} else if (rows == 4) {
-		KERNEL_BODY(4);
-	} else {
-		KERNEL_BODY(2);
-	}
+	KERNEL_FOR_ROWS(rows);
 }
 #undef MADD_ACC
 
@@ -360,13 +366,7 @@ __attribute__((target("avx2,avxvnni")))
 static void kernel_avxvnni(int64_t kq, const int16_t *a, const int16_t *b,
 			   int32_t *c, int64_t ldc, bool acc, int rows)
 {
-	if (rows == MR) {
-		KERNEL_BODY(MR);
-	} else if (rows == 4) {
-		KERNEL_BODY(4);
-	} else {
-		KERNEL_BODY(2);
-	}
+	KERNEL_FOR_ROWS(rows);
 }
 #undef MADD_ACC
 
