@@ -174,15 +174,10 @@ def to_bf16(x):
     """float32 (or anything NumPy converts) -> bfloat16 bits as uint16,
     rounding to nearest even as libtpurt does (of a host bfloat16 array,
     its bits)."""
-    from .numpy import BF16Array
+    from .numpy import BF16Array, bf16_bits
     if isinstance(x, BF16Array):
         return x.bits()
-    a = _np.ascontiguousarray(x, dtype=_np.float32)
-    u = a.view(_np.uint32).astype(_np.uint64)
-    nan = _np.isnan(a)
-    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(_np.uint16)
-    r[nan] = ((u[nan] >> 16) | 0x40).astype(_np.uint16)
-    return r
+    return bf16_bits(x)
 
 
 def from_bf16(h):

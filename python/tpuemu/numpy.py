@@ -673,18 +673,22 @@ def _is_bf16(d):
         isinstance(d, str) and d == "bfloat16"
 
 
+def bf16_bits(x):
+    """float32 (or anything NumPy converts) -> bfloat16 bits as uint16,
+    rounding to nearest even as libtpurt does; NaN stays a quiet NaN."""
+    a = _np.ascontiguousarray(x, dtype=_np.float32)
+    u = a.view(_np.uint32).astype(_np.uint64)
+    nan = _np.isnan(a)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(_np.uint16)
+    r[nan] = ((u[nan] >> 16) | 0x40).astype(_np.uint16)
+    return r
+
+
 def round_bf16(x):
     """float32 values rounded to the nearest bfloat16 (ties to even; NaN
     stays a quiet NaN), kept in float32: the values a bf16 array holds."""
-    a = _np.array(x, dtype=_np.float32, copy=True, subok=False)
-    shape = a.shape
-    a = a.reshape(-1)
-    u = a.view(_np.uint32).astype(_np.uint64)
-    r = (u + _np.uint64(0x7FFF) + ((u >> _np.uint64(16)) & _np.uint64(1))) & \
-        _np.uint64(0xFFFF0000)
-    q = (u | _np.uint64(0x00400000)) & _np.uint64(0xFFFF0000)
-    r = _np.where(_np.isnan(a), q, r).astype(_np.uint32)
-    return r.view(_np.float32).reshape(shape)
+    bits = bf16_bits(x).astype(_np.uint32) << 16
+    return bits.view(_np.float32).reshape(_np.shape(x))
 
 
 def _bf16_storage(x):
