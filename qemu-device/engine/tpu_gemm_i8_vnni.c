@@ -135,18 +135,30 @@ static void pack_b_quad_sse(uint8_t *dst, const struct i8_src *b, int64_t p,
 	_mm_storeu_si128(d + 3, _mm_unpackhi_epi16(hi01, hi23));
 }
 
-/* Column terms of a packed panel: -alpha * sum b' - alpha * beta * kc. */
-__attribute__((target("avx2,avxvnni")))
+/*
+ * Column terms of a packed panel: -alpha * sum b' - alpha * beta * kc.
+ * Plain AVX2 (vpmaddubsw, then vpmaddwd: four signed bytes into each
+ * int32), not vpdpbusd: the zmm kernel shares this packing, and a host with
+ * AVX512-VNNI need not have AVX-VNNI (AMD's Zen 4 has only the former).
+ */
+__attribute__((target("avx2")))
 static void panel_terms(int32_t *corr, const uint8_t *panel, int64_t kc4,
 			int64_t kc, uint32_t alpha, uint32_t beta)
 {
-	__m256i ones = _mm256_set1_epi8(1), s0 = _mm256_setzero_si256(), s1 = s0;
+	__m256i ones = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+	__m256i s0 = _mm256_setzero_si256(), s1 = s0;
 	__m256i k_term = _mm256_set1_epi32((int32_t)(alpha * beta * (uint32_t)kc));
 	__m256i neg_alpha = _mm256_set1_epi32(-(int32_t)alpha);
 
 	for (int64_t q = 0; q < kc4 / 4; q++, panel += 4 * NR) {
-		s0 = _mm256_dpbusd_avx_epi32(s0, ones, _mm256_loadu_si256((const __m256i *)panel));
-		s1 = _mm256_dpbusd_avx_epi32(s1, ones, _mm256_loadu_si256((const __m256i *)panel + 1));
+		__m256i p0 = _mm256_loadu_si256((const __m256i *)panel);
+		__m256i p1 = _mm256_loadu_si256((const __m256i *)panel + 1);
+
+		/* pairs of signed bytes fit int16 exactly: |sum| <= 256 */
+		s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(
+			_mm256_maddubs_epi16(ones, p0), ones16));
+		s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(
+			_mm256_maddubs_epi16(ones, p1), ones16));
 	}
 	s0 = _mm256_sub_epi32(_mm256_mullo_epi32(s0, neg_alpha), k_term);
 	s1 = _mm256_sub_epi32(_mm256_mullo_epi32(s1, neg_alpha), k_term);
