@@ -15,6 +15,10 @@
  * Where the driver's wait_spin_us can be written (root), ioctl_wait runs
  * in turns of SPIN_TURN jobs with the driver's setting and with spinning
  * off (`ioctl_wait_nospin_*`), so both see the same load.
+ *
+ * BENCH_SUBMIT_JOBS=N runs just N ioctl_wait jobs, with the driver's spin
+ * setting, and prints nothing but their count: a fixed amount of work for
+ * scripts/guest-profile.sh to count instructions over.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -273,11 +277,42 @@ out:
 	return rate;
 }
 
+/*
+ * tools/tcg_tb_count.c's mark: counting starts at the first and stops at
+ * the second. Elsewhere it does nothing; no compiler emits it.
+ */
+static void profile_mark(void)
+{
+	__asm__ volatile("xchg %%rbx, %%rbx" ::: "memory");
+}
+
+/* BENCH_SUBMIT_JOBS: @jobs null jobs, one at a time, untimed. */
+static int run_fixed(struct bench *b, long jobs)
+{
+	long long t0;
+	long i;
+
+	for (i = 0; i < WARMUP; i++)
+		if (ioctl_wait_one(b, false))
+			return 1;
+	profile_mark();
+	t0 = now_ns();
+	for (i = 0; i < jobs; i++)
+		if (ioctl_wait_one(b, false))
+			return 1;
+	t0 = now_ns() - t0;
+	profile_mark();
+	printf("bench_submit: %ld ioctl_wait jobs, %lu failed, %.1f us each\n",
+	       jobs, b->failures, jobs ? t0 / 1e3 / jobs : 0);
+	return b->failures != 0;
+}
+
 int main(void)
 {
 	struct bench b = { 0 };
 	double wait_rate, pipe_rate, rate[3];
 	static const unsigned int batches[3] = { 1, 8, 64 };
+	const char *fixed = getenv("BENCH_SUBMIT_JOBS");
 	int i;
 
 	if (tpurt_open(&b.dev) ||
@@ -300,6 +335,8 @@ int main(void)
 		return 1;
 	}
 	tpu_add_job_init(&b.job, VEC, 0, 1.0f, 0);
+	if (fixed)
+		return run_fixed(&b, strtol(fixed, NULL, 0));
 	if (tpurt_device_submit_path(b.dev) != TPURT_PATH_URING) {
 		fprintf(stderr, "bench_submit: no io_uring commands here\n");
 		return 1;

@@ -11,8 +11,10 @@
 #
 # QEMU_VARIANT=asan builds the same tree with ASan and UBSan
 # (--enable-sanitizers) into build-asan/ beside build/, linked as
-# qemu-system-x86_64-asan, for `make check-debug`; the default variant is
-# unchanged.
+# qemu-system-x86_64-asan, for `make check-debug`; QEMU_VARIANT=profile
+# builds it with TCG plugins (--enable-plugins) into build-profile/, linked
+# as qemu-system-x86_64-profile, for scripts/guest-profile.sh. The default
+# variant is unchanged.
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,7 +39,11 @@ asan)
 	VARIANT_ARGS=(--enable-sanitizers --extra-cflags=-fsanitize=undefined
 		--extra-ldflags=-fsanitize=undefined)
 	;;
-*) echo "build-qemu: QEMU_VARIANT must be empty or asan" >&2; exit 2 ;;
+profile)
+	BUILD=$BUILD-profile BINARY=$BINARY-profile
+	VARIANT_ARGS=(--enable-plugins)
+	;;
+*) echo "build-qemu: QEMU_VARIANT must be empty, asan or profile" >&2; exit 2 ;;
 esac
 export CCACHE_DIR=$CACHE/ccache
 

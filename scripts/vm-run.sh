@@ -15,7 +15,8 @@
 # without an answer. The console shows as it comes; when the guest says
 # nothing for 10 s, a line on stderr says it is still running.
 #
-# Environment: ACCEL=tcg (default) or kvm; VM_PVH=0 boots the kernel's
+# Environment: ACCEL=tcg (default) or kvm; VM_TCG_OPTS, more -accel tcg
+# options (thread=single, tb-size=...); VM_PVH=0 boots the kernel's
 # bzImage as it is (by default its ELF, below); QEMU_DEVICE_OPTS, extra tpu-mxu
 # properties (hbm-size=2G,cores=2); VM_MEM (default 2G); VM_SMP (default 2);
 # VM_ENV, "NAME=VALUE ..." exported to COMMAND; QEMU_EXTRA_ARGS, more QEMU
@@ -352,7 +353,7 @@ QEMU_ARGS=(-M q35 -nodefaults -display none -no-reboot
 	-append "$APPEND"
 	-device "$DEVICE" ${QEMU_EXTRA_ARGS:-})
 case "$ACCEL" in
-tcg) QEMU_ARGS+=(-accel tcg) ;;
+tcg) QEMU_ARGS+=(-accel "tcg${VM_TCG_OPTS:+,$VM_TCG_OPTS}") ;;
 kvm) QEMU_ARGS+=(-accel kvm -cpu host,-arch-capabilities) ;;
 *) echo "vm-run: ACCEL must be tcg or kvm" >&2; exit 2 ;;
 esac
