@@ -16,17 +16,25 @@
 #include "tpu_ring.h"
 #include "tpu_sched.h"
 
+/*
+ * "held" is the device's count of interrupts it did not send because a
+ * waiter polled (ABI 1.2); an older device has no such register.
+ */
 static void tpu_debugfs_show_ring(struct seq_file *m, struct tpu_ring *ring)
 {
 	struct tpu_device *tdev = ring->tdev;
 
-	seq_printf(m, "%s: driver head %u tail %u, device head %u status 0x%x done %u errors %u polled %u irqs %u\n",
+	seq_printf(m, "%s: driver head %u tail %u, device head %u status 0x%x done %u errors %u polled %u irqs %u",
 		   ring->name, ring->head, ring->tail,
 		   tpu_reg_read(tdev, TPU_REG_Q(ring->queue, TPU_Q_HEAD)),
 		   tpu_reg_read(tdev, TPU_REG_Q(ring->queue, TPU_Q_STATUS)),
 		   tpu_reg_read(tdev, TPU_REG_Q(ring->queue, TPU_Q_DONE)),
 		   tpu_reg_read(tdev, TPU_REG_Q(ring->queue, TPU_Q_ERRORS)),
 		   ring->polled, ring->irqs);
+	if (TPU_VERSION_MINOR(tdev->hw_version) >= 2)
+		seq_printf(m, " held %u",
+			   tpu_reg_read(tdev, TPU_REG_Q(ring->queue, TPU_Q_IRQS_HELD)));
+	seq_putc(m, '\n');
 }
 
 static int tpu_debugfs_queues_show(struct seq_file *m, void *unused)

@@ -143,6 +143,13 @@ static u32 tpu_ring_retire_completed(struct tpu_ring *ring)
 		ring->last_busy_ns = READ_ONCE(cpl[slot].busy_ns);
 		tpu_ring_retire_one(ring, err, true);
 	}
+	/*
+	 * Retired up to here: the MSI for it, if still to come, is not needed.
+	 * No ordering: the device reading it early only skips a message that
+	 * this very retirement makes redundant.
+	 */
+	if (ring->head != before)
+		WRITE_ONCE(ring->area->head, ring->head);
 	return ring->head - before;
 }
 
@@ -207,7 +214,7 @@ void tpu_ring_poll_begin(struct tpu_ring *ring)
 
 	spin_lock_irqsave(&ring->lock, flags);
 	if (!ring->pollers++)
-		WRITE_ONCE(ring->area->flags, TPU_DRIVER_NO_IRQ);
+		WRITE_ONCE(ring->area->flags, ring->area_flags | TPU_DRIVER_NO_IRQ);
 	spin_unlock_irqrestore(&ring->lock, flags);
 }
 
@@ -227,7 +234,7 @@ void tpu_ring_poll_end(struct tpu_ring *ring)
 	spin_lock_irqsave(&ring->lock, flags);
 	last = !--ring->pollers;
 	if (last)
-		WRITE_ONCE(ring->area->flags, 0);
+		WRITE_ONCE(ring->area->flags, ring->area_flags);
 	spin_unlock_irqrestore(&ring->lock, flags);
 	if (last) {
 		/* The flag's store before the records' loads: the device's pair */
@@ -327,6 +334,8 @@ void tpu_ring_fail_all(struct tpu_ring *ring, int error)
 		tpu_ring_retire_one(ring, error, false);
 	ring->head = 0;
 	ring->tail = 0;
+	/* The device's HEAD restarts at 0 too, once the queue is enabled. */
+	WRITE_ONCE(ring->area->head, 0);
 	spin_unlock_irqrestore(&ring->lock, flags);
 }
 
@@ -338,11 +347,22 @@ void tpu_ring_fail_all(struct tpu_ring *ring, int error)
  */
 int tpu_ring_start(struct tpu_ring *ring)
 {
-	u32 ctrl = TPU_Q_CTRL_ENABLE, status;
+	u32 ctrl = TPU_Q_CTRL_ENABLE, status, minor;
+	unsigned long flags;
 
-	/* A device of ABI 1.0 refuses the bit, and never reads the area. */
-	if (TPU_VERSION_MINOR(ring->tdev->hw_version) >= 1)
+	/*
+	 * A device of ABI 1.0 refuses the bit, and never reads the area; one
+	 * of 1.1 ignores TPU_DRIVER_HEAD and @head.
+	 */
+	minor = TPU_VERSION_MINOR(ring->tdev->hw_version);
+	if (minor >= 1)
 		ctrl |= TPU_Q_CTRL_DRIVER_AREA;
+	spin_lock_irqsave(&ring->lock, flags);
+	ring->area_flags = minor >= 2 ? TPU_DRIVER_HEAD : 0;
+	WRITE_ONCE(ring->area->head, ring->head);
+	WRITE_ONCE(ring->area->flags, ring->area_flags |
+		   (ring->pollers ? TPU_DRIVER_NO_IRQ : 0));
+	spin_unlock_irqrestore(&ring->lock, flags);
 
 	tpu_ring_write_reg(ring, TPU_Q_CTRL, 0);
 	tpu_ring_write_reg(ring, TPU_Q_RING_LO, lower_32_bits(ring->desc_dma));

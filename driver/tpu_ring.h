@@ -38,6 +38,7 @@ struct tpu_ring_retire {
  *	(jiffies): the previous one completed, or it came to an empty ring
  * @polled: descriptors retired by tpu_ring_poll() rather than the interrupt
  * @pollers: waiters between tpu_ring_poll_begin() and tpu_ring_poll_end()
+ * @area_flags: the driver area's flags when no waiter polls
  * @irqs: interrupts taken
  * @last_busy_ns: the device's time for the last descriptor retired
  * @lock: protects the indices and @fences; also the fences' lock
@@ -63,6 +64,7 @@ struct tpu_ring {
 	unsigned long head_since;
 	u32 polled;
 	u32 pollers;
+	u32 area_flags;
 	u32 irqs;
 	u64 last_busy_ns;
 	spinlock_t lock; /* indices, fences[] and the fences themselves */

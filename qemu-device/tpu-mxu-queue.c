@@ -64,12 +64,49 @@ void tpu_guest_mem_init(TpuMxuState *s)
     };
 }
 
+static bool tpu_queue_read_area(TpuQueue *q, struct tpu_driver_area *area)
+{
+    uint64_t at = q->cpl + (uint64_t)q->size * TPU_CPL_SIZE;
+
+    if (!(q->ctrl & TPU_Q_CTRL_DRIVER_AREA)) {
+        return false;
+    }
+    if (tpu_guest_read(&q->dev->guest_mem, at, area, sizeof(*area))) {
+        tpu_queue_guest_error(q, "driver area not in RAM");
+        return false;
+    }
+    return true;
+}
+
+/*
+ * Whether the driver has already retired everything up to HEAD (its
+ * driver area's @head, under TPU_DRIVER_HEAD): then the MSI would only
+ * interrupt it for nothing. Called with @lock held, just before sending.
+ */
+static bool tpu_queue_driver_caught_up(TpuQueue *q)
+{
+    struct tpu_driver_area area;
+
+    if (q->irq_reset || !tpu_queue_read_area(q, &area) ||
+        !(area.flags & TPU_DRIVER_HEAD) || (int32_t)(area.head - q->head) < 0) {
+        return false;
+    }
+    q->irqs_held++;
+    trace_tpu_mxu_queue_irq_suppressed(q->index, q->head);
+    return true;
+}
+
 static void tpu_queue_irq_bh(void *opaque)
 {
     TpuQueue *q = opaque;
     PCIDevice *pdev = PCI_DEVICE(q->dev);
+    bool skip;
 
-    if (msix_enabled(pdev)) {
+    qemu_mutex_lock(&q->lock);
+    skip = tpu_queue_driver_caught_up(q);
+    q->irq_reset = false;
+    qemu_mutex_unlock(&q->lock);
+    if (!skip && msix_enabled(pdev)) {
         trace_tpu_mxu_irq(TPU_MSIX_VEC_QUEUE(q->index));
         msix_notify(pdev, TPU_MSIX_VEC_QUEUE(q->index));
     }
@@ -114,18 +151,14 @@ static void tpu_queue_run_one(TpuQueue *q, uint64_t ring, uint64_t cpl,
  */
 static bool tpu_queue_irq_wanted(TpuQueue *q)
 {
-    uint64_t area = q->cpl + (uint64_t)q->size * TPU_CPL_SIZE;
-    uint32_t flags;
+    struct tpu_driver_area area;
 
-    if (!(q->ctrl & TPU_Q_CTRL_DRIVER_AREA)) {
-        return true;
-    }
     smp_mb();
-    if (tpu_guest_read(&q->dev->guest_mem, area, &flags, sizeof(flags))) {
-        tpu_queue_guest_error(q, "driver area not in RAM");
+    if (!tpu_queue_read_area(q, &area)) {
         return true;
     }
-    if (flags & TPU_DRIVER_NO_IRQ) {
+    if (area.flags & TPU_DRIVER_NO_IRQ) {
+        q->irqs_held++;
         trace_tpu_mxu_queue_irq_suppressed(q->index, q->head);
         return false;
     }
@@ -162,6 +195,7 @@ static void *tpu_queue_worker(void *opaque)
         if (q->resetting) {
             tpu_queue_clear(q);
             trace_tpu_mxu_queue_reset_done(q->index);
+            q->irq_reset = true;
             qemu_bh_schedule(q->irq_bh);
             continue;
         }
@@ -319,6 +353,7 @@ uint32_t tpu_queue_read(TpuQueue *q, hwaddr reg)
                (q->resetting ? TPU_Q_STATUS_RESETTING : 0);
     case TPU_Q_DONE:        return q->done;
     case TPU_Q_ERRORS:      return q->errors;
+    case TPU_Q_IRQS_HELD:   return q->irqs_held;
     case TPU_Q_BYTES_LO:    return q->bytes;
     case TPU_Q_BYTES_HI:    return q->bytes >> 32;
     case TPU_Q_BUSY_NS_LO:  return q->busy_ns;
@@ -334,7 +369,7 @@ static void tpu_queue_clear(TpuQueue *q)
 {
     q->ring = q->cpl = 0;
     q->size = q->ctrl = q->tail = q->head = q->status = 0;
-    q->done = q->errors = 0;
+    q->done = q->errors = q->irqs_held = 0;
     q->bytes = q->busy_ns = 0;
     q->resetting = false;
     atomic_store(&q->abort, false);
@@ -349,6 +384,7 @@ static void tpu_queue_start_reset(TpuQueue *q)
 {
     if (!q->busy) {
         tpu_queue_clear(q);
+        q->irq_reset = true;
         qemu_bh_schedule(q->irq_bh);
         return;
     }

@@ -44,10 +44,12 @@ struct TpuQueue {
     uint32_t status;
     uint32_t done;
     uint32_t errors;
+    uint32_t irqs_held;     /* MSIs not sent: the driver area said so */
     uint64_t bytes;
     uint64_t busy_ns;
     bool busy;              /* the worker is executing a descriptor */
     bool resetting;         /* a reset waits for the worker to stop */
+    bool irq_reset;         /* the pending MSI is a reset's end: always sent */
     bool stopping;
 
     /* Polled by long copies, without @lock, to stop early on reset. */

@@ -43,7 +43,7 @@
 #define  TPU_VERSION_MAJOR(v)	((v) >> 16)
 #define  TPU_VERSION_MINOR(v)	((v) & 0xffff)
 #define  TPU_ABI_MAJOR		1
-#define  TPU_ABI_MINOR		1	/* 1: TPU_Q_CTRL_DRIVER_AREA */
+#define  TPU_ABI_MINOR		2	/* 1: TPU_Q_CTRL_DRIVER_AREA, 2: TPU_Q_IRQS_HELD */
 #define TPU_REG_SCRATCH		0x008	/* RW: no effect; resets to 0 */
 
 /* Control */
@@ -124,6 +124,7 @@ enum tpu_cap {
 #define   TPU_Q_STATUS_RESETTING (1u << 4)	/* a reset has not finished */
 #define  TPU_Q_DONE		0x24	/* RO: descriptors completed */
 #define  TPU_Q_ERRORS		0x28	/* RO: ...of which with an error */
+#define  TPU_Q_IRQS_HELD	0x2c	/* RO: MSIs not sent for TPU_DRIVER_NO_IRQ (1.2) */
 #define  TPU_Q_BYTES_LO		0x30	/* RO: bytes moved */
 #define  TPU_Q_BYTES_HI		0x34
 #define  TPU_Q_BUSY_NS_LO	0x38	/* RO: time spent executing */
@@ -189,8 +190,12 @@ struct tpu_completion {
 	__u64 busy_ns;		/* device time spent on this descriptor */
 };
 
-/*
+/**
  * struct tpu_driver_area - the driver's word to a queue (32 bytes, ABI 1.1)
+ * @flags: TPU_DRIVER_*
+ * @head: with TPU_DRIVER_HEAD (ABI 1.2), how far the driver has retired
+ *	(a free-running count, as HEAD)
+ * @reserved: ignored
  *
  * In guest memory right after the completion array (at CPL + SIZE *
  * TPU_CPL_SIZE), read by the device only when the queue was enabled with
@@ -201,14 +206,25 @@ struct tpu_completion {
  * records is not interrupted for what it retires itself. A driver that
  * clears the flag must then, after a full barrier, read the completion
  * records once more: an advance the device saw the flag set for raises
- * nothing later. An area the device cannot read counts as flags 0.
+ * nothing later.
+ *
+ * With TPU_DRIVER_HEAD set, the device reads the area again just before it
+ * sends a queue's MSI-X message, and sends none if @head has reached HEAD
+ * (as virtio's used_event): a driver that polled and retired everything
+ * since the advance would only be interrupted for nothing. @head must only
+ * count descriptors the driver has retired, and restart at 0 with HEAD
+ * (before the queue is enabled again). The end of a reset always raises
+ * its MSI. An area the device cannot read counts as flags 0. TPU_Q_IRQS_HELD
+ * counts the messages either flag held back.
  */
 struct tpu_driver_area {
-	__u32 flags;		/* TPU_DRIVER_* */
-	__u32 reserved[7];	/* ignored */
+	__u32 flags;
+	__u32 head;
+	__u32 reserved[6];
 };
 
 #define TPU_DRIVER_NO_IRQ	(1u << 0)
+#define TPU_DRIVER_HEAD		(1u << 1)	/* ABI 1.2: @head is valid */
 
 /* Compute queue operations */
 #define TPU_COMPUTE_OP_RUN	1	/* run a grid job (uapi/tpu_job.h) */
