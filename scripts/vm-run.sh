@@ -403,7 +403,10 @@ if [ "$qemu_rc" = 124 ] || [ "$qemu_rc" = 137 ]; then
 	exit 124
 fi
 if [ -z "$rc" ]; then
-	echo "vm-run: guest ended without an exit code (qemu exit $qemu_rc)" >&2
+	why="qemu exit $qemu_rc"
+	# QEMU itself died: name the signal (SIGILL: an instruction the host lacks)
+	[ "$qemu_rc" -gt 128 ] && why="$why: QEMU killed by SIG$(kill -l $((qemu_rc - 128)))"
+	echo "vm-run: guest ended without an exit code ($why)" >&2
 	exit 125
 fi
 if grep -q '^TPUEMU-KERNEL-UNHAPPY' "$OUT"; then
