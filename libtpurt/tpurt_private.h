@@ -365,7 +365,7 @@ struct tpurt_kernel_op {
  * appended to the job's scratch by pallas_call. Rank 2, as the body sees
  * every ref.
  */
-#define TPURT_KERNEL_MAX_TEMPS	32	/* they share the job's scratch slots */
+#define TPURT_KERNEL_MAX_TEMPS	64	/* they share the job's scratch slots */
 
 struct tpurt_kernel_temp {
 	char name[TPURT_NAME_MAX];
