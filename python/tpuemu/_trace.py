@@ -381,6 +381,21 @@ def stop():
 
 # --- values ---
 
+_F32_MAX = 3.4028234663852886e38
+
+
+def _weak_float(x):
+    """A Python float as JAX's weak type makes it beside float32 values:
+    rounded to float32. Only the large ones, integral in float64 but not
+    exact in float32 (-0.7 * finfo(float32).max, attention's mask value),
+    which libtpurt would refuse as inexact integers; the rest keep their
+    text (0.1 is rounded the same way by the device's reader)."""
+    if abs(x) >= 2.0 ** 24 and abs(x) <= _F32_MAX and x == int(x):
+        import struct
+        return struct.unpack("f", struct.pack("f", x))[0]
+    return x
+
+
 def _fmt(x):
     """The statement-syntax text of a kernel operand."""
     if isinstance(x, (Value, Ref, Window)):
@@ -392,7 +407,7 @@ def _fmt(x):
     if isinstance(x, int):
         return str(x)
     if isinstance(x, float):
-        return repr(x)
+        return repr(_weak_float(x))
     if isinstance(x, (DType, DTypeOf)) or _np_dtype_like(x):
         return dtype_text(x)
     if isinstance(x, tuple):
@@ -598,6 +613,8 @@ class Value:
             if n is not None:
                 ix = jnp.where(ix < 0, ix + n, ix)
             return jnp.take(self, ix, axis=k, mode="clip")
+        if any(e is None or e is Ellipsis for e in idx):
+            return self._index_newaxis(idx)
         parts = []
         for e in idx:
             if isinstance(e, slice):
@@ -614,6 +631,36 @@ class Value:
         v = Value("index", ", ".join(parts), (self,), self.reads, dt=self.dt)
         v.shape = self._index_shape(idx)
         return v
+
+    def _index_newaxis(self, idx):
+        """x[...], x[:, None], x[None, 2:4, ...]: the index without its
+        Ellipsis and Nones, then a reshape inserting the unit axes where
+        NumPy puts them (m.max(axis=1)[:, None], as attention kernels write)."""
+        if self.shape is None:
+            raise trace_error("indexing a value (%s) with None or ...: its shape is not "
+                              "known while tracing" % self.render())
+        if sum(e is Ellipsis for e in idx) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        real = sum(e is not None and e is not Ellipsis for e in idx)
+        if real > len(self.shape):
+            raise IndexError("too many indices for a value of rank %d" % len(self.shape))
+        full = []
+        for e in idx:
+            full.extend([slice(None)] * (len(self.shape) - real) if e is Ellipsis else [e])
+        if Ellipsis not in idx:
+            full.extend([slice(None)] * (len(self.shape) - real))
+        plain = tuple(e for e in full if e is not None)
+        base = self if all(isinstance(e, slice) and e == slice(None) for e in plain) \
+            else self[plain]
+        shape, it = [], iter(base.shape)
+        for e in full:
+            if e is None:
+                shape.append(1)
+            elif isinstance(e, slice):
+                shape.append(next(it))
+        if tuple(shape) == tuple(base.shape):
+            return base
+        return base.reshape(tuple(shape))
 
     def _index_shape(self, idx):
         """x[2, 7], x[:, 5], x[8:16]: the shape NumPy's indexing gives."""

@@ -113,6 +113,12 @@ def _dot_general_nd(lhs, rhs, lc, rc, lb, rb, preferred_element_type):
     return _reshaped(z, out_shape or (1, 1))
 
 
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
+    """lax.dot: jnp.dot's product (matrix-matrix, matrix-vector, vectors),
+    in a kernel body and on the host, as JAX's kernels write it."""
+    return jnp.dot(lhs, rhs, preferred_element_type=preferred_element_type)
+
+
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
     """lax.dot_general: two 2-D blocks (the contraction dimensions pick a
     plain, transposed-lhs or transposed-rhs dot), a 1-D rhs (a
@@ -197,6 +203,14 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
     """lax.broadcast_in_dim: @operand's dimensions at @broadcast_dimensions
     of @shape, broadcast to the rest (ones inserted, then broadcast_to)."""
     shape = tuple(int(n) for n in shape)
+    if not isinstance(operand, (Value, _trace.Ref)) and hasattr(operand, "shape") and \
+            _trace._rec is None:
+        # a host array (segment ids laid out for a kernel, outside it)
+        import numpy as _np
+        full = [1] * len(shape)
+        for d, n in zip(broadcast_dimensions, _np.shape(operand)):
+            full[d] = n
+        return jnp.broadcast_to(_np.reshape(operand, full), shape).copy()
     ishape = _known_shape(operand, "lax.broadcast_in_dim")
     if len(ishape) != len(broadcast_dimensions):
         raise _trace.trace_error("lax.broadcast_in_dim: %d broadcast_dimensions for an "
@@ -781,7 +795,7 @@ def axis_size(axis_name):
     return mesh_size(axis_name)
 
 
-__all__ = ["dot_general", "broadcast", "broadcast_in_dim", "broadcasted_iota", "axis_index", "axis_size", "fori_loop", "cond", "switch", "while_loop",
+__all__ = ["dot", "dot_general", "broadcast", "broadcast_in_dim", "broadcasted_iota", "axis_index", "axis_size", "fori_loop", "cond", "switch", "while_loop",
            "select", "stop_gradient", "convert_element_type", "integer_pow",
            "clamp", "exp", "exp2", "log", "log1p", "sqrt", "rsqrt", "tanh", "abs", "floor",
            "sin", "cos", "erf", "erf_inv", "population_count", "clz", "div", "rem",

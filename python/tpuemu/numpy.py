@@ -427,7 +427,29 @@ def einsum(subscripts, *operands, preferred_element_type=None, precision=None,
     return transpose(z, perm)
 
 
+def _scalar_int(x):
+    """A scalar-core integer: a Python int or bool, or a traced int scalar."""
+    if isinstance(x, bool) or isinstance(x, int):
+        return True
+    return isinstance(x, Value) and x.scalar and not _trace.is_float_dt(x.dt) and \
+        x.shape in (None, ())
+
+
 def where(c, a, b):
+    if _scalar_int(c) and _scalar_int(a) and _scalar_int(b) and \
+            _py.any(isinstance(x, Value) for x in (c, a, b)):
+        # scalar-core integers, folded to its arithmetic as libtpurt folds
+        # them in statements, so that index maps take them too:
+        # lax.select(below_or_on_diag(i, bq, j, bk), j, 0) in a kv index map
+        if not isinstance(c, Value):
+            return a if c else b
+        if not (c.kind == "op" and c.text in ("==", "!=", "<", "<=", ">", ">=")):
+            c = c != 0		# a compare is 1 or 0 already
+        if isinstance(b, int) and b == 0:
+            return c * a
+        if isinstance(a, int) and a == 0:
+            return (1 - c) * b
+        return c * a + (1 - c) * b
     return call("jnp.where", c, a, b)
 
 

@@ -161,7 +161,10 @@ def num_programs(axis):
 
 
 def ds(start, size=None, stride=1):
-    """pl.ds(start, size, stride=1); pl.ds(size) is pl.ds(0, size)."""
+    """pl.ds(start, size, stride=1); pl.ds(size) is pl.ds(0, size);
+    pl.ds(None) is the whole dimension, slice(None), as JAX's."""
+    if start is None and size is None:
+        return slice(None)
     if size is None:
         start, size = 0, start
     return Slice(start, size, stride)
