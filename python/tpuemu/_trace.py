@@ -228,6 +228,7 @@ class Recorder:
         self.loops = []		# open device loops: (index of the open in stmts, saved conds)
         self.read_only = set()	# names of the kernel's input refs
         self.nspill = 0		# elements of the hidden SMEM scratch SPILL_REF
+        self.cond_values = {}	# index in conds -> the pl.when's traced condition
 
     def emit(self, text, at=None):
         """Record a statement under the open pl.when conditions; @at: insert
@@ -317,6 +318,26 @@ class Recorder:
         v.xlen = len(slot)
         self.live.pop(id(v), None)
         return v
+
+
+COND_LEN = 150	# a pl.when predicate's text, its enclosing ones and-ed
+
+
+def when_cond(cond):
+    """The text of pl.when(@cond) (also lax.cond's branches): @cond's own,
+    or, where and-ed with the enclosing conditions it would pass what one
+    expression holds, an SMEM spill slot that holds it, stored under the
+    enclosing conditions (the slot is read only under them too; paged
+    attention's nested lax.conds)."""
+    rec = recorder()
+    text = cond.render() if isinstance(cond, Value) else _fmt(cond)
+    joined = sum(len(c) + 6 for c in rec.conds) + len(text)
+    if joined > COND_LEN and isinstance(cond, Value) and cond.scalar and _spillable(cond):
+        import copy
+        v = copy.copy(cond)	# the user's value keeps its expression
+        rec.spill(v)
+        return v.render()
+    return text
 
 
 SPILL_REF = "_spill"	# the hidden int32 SMEM scratch of spilled scalars
@@ -533,6 +554,14 @@ class Value:
             # logical (its compares are 0 or 1 there)
             fn = {"&": "jnp.bitwise_and", "|": "jnp.bitwise_or", "^": "jnp.bitwise_xor"}[sym]
             return maybe_spill(Value("call", fn, (a, b), _reads(a, b), scalar=True, dt=dt))
+        if scalar and self.scalar and type(other) is int and dt is self.dt and \
+                not is_float_dt(dt) and ((sym == "+" and other == 0) or
+                                         (sym == "-" and other == 0 and not swap) or
+                                         (sym == "*" and other == 1)):
+            # b * b_step + b_start with Python's 1 and 0 (paged attention's
+            # megacore arithmetic): the scalar itself, so that predicates
+            # made of such terms stay within the scalar core's text limit
+            return self
         v = Value("op", sym, (a, b), _reads(a, b), scalar=scalar, dt=dt)
         if dt is int16 and sym in _WRAPPING_OPS:
             v = wrap16(v)
@@ -587,6 +616,10 @@ class Value:
             if self.dt is uint32:	# ~x of a uint32 is 2^32 - 1 - x
                 r = r.astype(uint32)
             return r
+        if self.scalar:
+            # a scalar-core truth value: 'not', which loop predicates (the
+            # index-map language) take as well as statements do
+            return Value("unop", "not ", (self,), self.reads, True, self.dt)
         return Value("unop", "~", (self,), self.reads, self.scalar, self.dt)
 
     @property
@@ -1661,9 +1694,33 @@ def _tree(value):
     return tree
 
 
+def _snapshot_conds(rec, ref):
+    """Before a store into @ref inside pl.when(c) where c reads @ref: c
+    stored into an SMEM spill slot now (its value at the block's start, as
+    nothing in the block stored into @ref yet) and the block's later
+    statements predicated on the slot. The device evaluates a statement's
+    predicate when it runs, and pl.when(s[0] == 0) with s[0] = 1 inside
+    skipped the rest of its block; JAX decides the block once."""
+    import copy
+    for k, c in sorted(rec.cond_values.items()):
+        if ref not in c.reads or k >= len(rec.conds):
+            continue
+        del rec.cond_values[k]
+        if not _spillable(c):
+            raise trace_error("pl.when(%s): a store into '%s', which the condition reads, "
+                              "inside the block: bind the condition to an int first"
+                              % (rec.conds[k], ref))
+        v = copy.copy(c)
+        v.depth = len(rec.loops)	# the snapshot is taken here, in this trip
+        rec.spill(v, rec.conds[:k])
+        rec.conds[k] = v.render()
+
+
 def _protect(rec, ref, value, _probe=None):
     """Before a store into @ref: bind every value still held by the kernel
     that reads @ref, so later uses see the old contents as Python would."""
+    if rec.cond_values:
+        _snapshot_conds(rec, ref)
     tree = _tree(value) if isinstance(value, Value) else {}
     todo = []
     v = ent = None
@@ -1681,6 +1738,14 @@ def _protect(rec, ref, value, _probe=None):
     # bind innermost first, so an outer value refers to the local
     todo.sort(key=lambda v: len(v.render()))
     for v in todo:
+        if v.scalar and _spillable(v):
+            # a scalar-core local is its expression, evaluated where it is
+            # used: a snapshot of an integer scalar is an SMEM spill slot
+            # (buffer_index = buffer_index_ref[0] before
+            # buffer_index_ref[0] = next_buffer_index, in paged attention)
+            inside = tuple(rec.conds[:len(v.conds)]) == v.conds
+            rec.spill(v, list(v.conds) if inside else [])
+            continue
         _bind_where_made(rec, v)
 
 

@@ -670,11 +670,15 @@ def _run_branches(conds, fns, operands, what):
     rec = recorder()
     outs = []
     for c, fn in zip(conds, fns):
-        rec.conds.append(c.render())
+        rec.conds.append(_trace.when_cond(c))
+        k = len(rec.conds) - 1
+        if isinstance(c, Value) and c.reads:
+            rec.cond_values[k] = c
         try:
             outs.append(fn(*operands))
         finally:
             rec.conds.pop()
+            rec.cond_values.pop(k, None)
     return _select_tree(conds, outs, what)
 
 

@@ -200,14 +200,18 @@ def when(cond):
         # step's index): decided now, as JAX's pl.when does
         return lambda fn: (fn() if cond else None, fn)[1]
     rec = _trace.recorder()
-    text = cond.render() if isinstance(cond, Value) else _trace._fmt(cond)
+    text = _trace.when_cond(cond)
 
     def deco(fn):
         rec.conds.append(text)
+        k = len(rec.conds) - 1
+        if isinstance(cond, Value) and cond.reads:
+            rec.cond_values[k] = cond
         try:
             fn()
         finally:
             rec.conds.pop()
+            rec.cond_values.pop(k, None)
         return fn
     return deco
 
@@ -577,14 +581,17 @@ def _bf16_operands(args):
 def _bf16_results(res):
     """The device's bf16 outputs (uint16 bits: no other output is uint16)
     as host bfloat16 arrays."""
-    from ..numpy import BF16Array
+    from ..numpy import BF16Array, HostArray
     if res is None:
         return res
     leaves, tree = _pytree.flatten(res)
-    if not any(type(x) is _np.ndarray and x.dtype == _np.uint16 for x in leaves):
+    if not any(type(x) is _np.ndarray for x in leaves):
         return res
-    return _pytree.unflatten(tree, [BF16Array.from_bits(x) if type(x) is _np.ndarray and
-                                    x.dtype == _np.uint16 else x for x in leaves])
+    # the others as jnp's host arrays, as JAX's results are jax.Arrays:
+    # out.astype(jnp.bfloat16) and out.at[i].set(v) work on them
+    return _pytree.unflatten(tree, [(BF16Array.from_bits(x) if x.dtype == _np.uint16 else
+                                     x.view(HostArray)) if type(x) is _np.ndarray else x
+                                    for x in leaves])
 
 
 class SemaphoreValue(_np.ndarray):
@@ -1078,7 +1085,10 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             dt = "int32" if a.dtype == _np.int32 else "float32"
             if dt == "float32":
                 check(lib.tpurt_grid_spec_set_dtype(gs, n.encode(), as_dtype(dt).code), n)
-            refs.append(Ref(n, a.shape, dt, space="smem", writable=False))
+            # SMEM the kernel may store into, as Mosaic's: a core's copy
+            # keeps what it stored across the grid's steps (the paged
+            # attention kernel's step and buffer-index scalars)
+            refs.append(Ref(n, a.shape, dt, space="smem", writable=True))
             refs[-1].narrow = narrow
         index_prefetch = (prefetch, sp_tree)
 
