@@ -1054,6 +1054,28 @@ for _name, _f in list(globals().items()):
         globals()[_name] = _on_host(_name, _f)
 
 
+def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+    """jnp.repeat on the host, with JAX's total_repeat_length: JAX's
+    gather of a's elements at the positions the repeats' running sums
+    give, so a sum over the length is cut and one under it is padded with
+    a's last element (megablox's group metadata). Not a device op."""
+    if _trace._rec is not None:
+        raise _trace.trace_error("jnp.repeat is not supported in a kernel body "
+                                 "(pltpu.repeat tiles a value)")
+    if total_repeat_length is None:
+        return _host_call(_np.repeat, (a, repeats), {"axis": axis})
+    a = _np.asarray(a)
+    if axis is None:
+        a, axis = a.ravel(), 0
+    n = int(total_repeat_length)
+    reps = _np.broadcast_to(_np.asarray(repeats), (a.shape[axis],)).astype(_np.int64)
+    starts = _np.concatenate([[0], _np.cumsum(reps)[:-1]])	# exclusive sums
+    marks = _np.zeros(n, _np.int64)
+    _np.add.at(marks, starts[starts < n], 1)	# out-of-range starts dropped
+    idx = _np.clip(_np.cumsum(marks) - 1, 0, None)
+    return _narrow(_np.take(a, idx, axis=axis))
+
+
 def __getattr__(name):
     """Other NumPy names (jnp.array, jnp.allclose, jnp.tril ...): the host's
     only; in a kernel they are not device operations."""
