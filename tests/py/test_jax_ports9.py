@@ -503,6 +503,468 @@ def test_flash_attention_fwd_bf16():
     np.testing.assert_allclose(np.asarray(o, np.float32), ref, atol=2e-2, rtol=2e-2)
 
 
+# --- the backward kernels, as _flash_attention_bwd calls them ---
+
+def _flash_attention_dkv_kernel(
+        q_tile_ref, k_tile_ref, v_tile_ref, ab_tile_ref, q_segment_ids_tile_ref,
+        kv_segment_ids_tile_ref, l_tile_ref, m_tile_ref, do_tile_ref, di_tile_ref,
+        dk_tile_ref, dv_tile_ref, dk_scratch_ref, dv_scratch_ref, *, sm_scale, causal,
+        mask_value, q_seq_len, block_q, block_k):
+    _, _, block_q_major, _ = q_tile_ref.shape
+    _, _, block_k_major, _ = k_tile_ref.shape
+
+    q_seq_index = pl.program_id(axis=3)
+    kv_seq_index = pl.program_id(axis=2)
+
+    @pl.when(q_seq_index == 0)
+    def start_new_sequence():
+        dk_scratch_ref[:, :] = jnp.zeros(dk_scratch_ref.shape, dk_scratch_ref.dtype)
+        dv_scratch_ref[:, :] = jnp.zeros(dv_scratch_ref.shape, dv_scratch_ref.dtype)
+
+    def q_body(j, _):
+        start_q = j * block_q
+
+        def k_body(i, _):
+            start_k = i * block_k
+            k = k_tile_ref[0, 0, pl.ds(start_k, block_k), :]
+            v = v_tile_ref[0, 0, pl.ds(start_k, block_k), :]
+            q = q_tile_ref[0, 0, pl.ds(start_q, block_q), :]	# [block_q, head_dim]
+            l = l_tile_ref[0, 0, pl.ds(start_q, block_q), :]	# [block_q, 128]
+            m = m_tile_ref[0, 0, pl.ds(start_q, block_q), :]	# [block_q, 128]
+            do = do_tile_ref[0, 0, pl.ds(start_q, block_q), :]
+            di = di_tile_ref[0, 0, pl.ds(start_q, block_q), :].astype(jnp.float32)
+
+            capped_logits = lax.dot_general(q, k, TRANS_B_DIM_NUMBERS,
+                                            preferred_element_type=jnp.float32)
+
+            if ab_tile_ref is not None:
+                ab = ab_tile_ref[0, 0, pl.dslice(j * block_q, block_q),
+                                 pl.dslice(i * block_k, block_k)].astype(jnp.float32)
+                capped_logits += ab
+
+            if sm_scale != 1.0:
+                capped_logits *= sm_scale
+
+            mask = None
+            if q_segment_ids_tile_ref is not None:
+                repeats, rem = divmod(block_k, NUM_LANES)
+                if rem:
+                    raise NotImplementedError()
+                q_segment_ids = q_segment_ids_tile_ref[0, pl.ds(start_q, block_q), :]
+                q_segment_ids = jnp.tile(q_segment_ids, (1, repeats))
+                kv_segment_ids = kv_segment_ids_tile_ref[:, 0, pl.ds(start_k, block_k)]
+                mask = jnp.equal(q_segment_ids, kv_segment_ids).astype(jnp.bool_)
+
+            if causal:
+                mask_shape = (block_q, block_k)
+                row_ids = jax.lax.broadcasted_iota(jnp.int32, mask_shape, 0)
+                row_ids += q_seq_index * block_q_major + start_q
+                col_ids = jax.lax.broadcasted_iota(jnp.int32, mask_shape, 1)
+                col_ids += kv_seq_index * block_k_major + start_k
+                causal_mask = col_ids <= row_ids
+                mask = causal_mask if mask is None else jnp.logical_and(mask, causal_mask)
+
+            capped_logits = (capped_logits if mask is None
+                             else capped_logits + jnp.where(mask, 0.0, mask_value))
+
+            p = jnp.exp(capped_logits - jnp.tile(m, (1, block_k // MIN_BLOCK_SIZE)))
+            p = p * jnp.tile(1 / l, (1, block_k // MIN_BLOCK_SIZE))
+            dv = lax.dot(p.T.astype(do.dtype), do, preferred_element_type=jnp.float32)
+            dv_scratch_ref[pl.ds(start_k, block_k), :] += dv.astype(dv_scratch_ref.dtype)
+
+            dp = lax.dot_general(do, v, TRANS_B_DIM_NUMBERS, preferred_element_type=jnp.float32)
+            ds = (dp - jnp.tile(di, (1, block_k // MIN_BLOCK_SIZE))) * p
+
+            if sm_scale != 1.0:
+                ds = ds * sm_scale
+
+            dk = lax.dot(ds.T.astype(do.dtype), q, preferred_element_type=jnp.float32)
+            dk_scratch_ref[pl.ds(start_k, block_k), :] += dk.astype(dk_scratch_ref.dtype)
+        lax.fori_loop(0, block_k_major // block_k, k_body, None, unroll=True)
+
+    if causal:
+        should_run = below_or_on_diag(q_seq_index, block_q_major, kv_seq_index, block_k_major)
+    else:
+        should_run = True
+
+    @pl.when(should_run)
+    def run():
+        lax.fori_loop(0, block_q_major // block_q, q_body, None, unroll=True)
+
+    @pl.when(q_seq_index == q_seq_len // block_q_major - 1)
+    def end_of_q_sequence():
+        dv_tile_ref[0, 0, :, :] = dv_scratch_ref[...].astype(dv_tile_ref.dtype)
+        dk_tile_ref[0, 0, :, :] = dk_scratch_ref[...].astype(dk_tile_ref.dtype)
+
+
+def _flash_attention_bwd_dkv(q, k, v, ab, segment_ids, l, m, do, di, *, block_q_major,
+                             block_q, block_k_major, block_k, sm_scale, causal=False,
+                             mask_value=DEFAULT_MASK_VALUE, debug=False):
+    batch_size, num_heads, q_seq_len, head_dim = q.shape
+    _, _, kv_seq_len, _ = k.shape
+    _verify_block("block_q_major_dkv", "q_seq_len", block_q_major, q_seq_len)
+    _verify_block("block_q_dkv", "q_seq_len", block_q, q_seq_len)
+    _verify_block("block_k_major_dkv", "kv_seq_len", block_k_major, kv_seq_len)
+    _verify_block("block_k_dkv", "kv_seq_len", block_k, kv_seq_len)
+
+    # the scalars broadcast across lanes
+    m = jnp.broadcast_to(m[..., None], (*m.shape, MIN_BLOCK_SIZE))
+    l = jnp.broadcast_to(l[..., None], (*l.shape, MIN_BLOCK_SIZE))
+    di = jnp.broadcast_to(di[..., None], (*di.shape, MIN_BLOCK_SIZE))
+
+    # kv before q: q is the contracting dimension
+    grid = (batch_size, num_heads, kv_seq_len // block_k_major, q_seq_len // block_q_major)
+
+    def qo_index_map(batch_index, head_index, kv_seq_index, q_seq_index):
+        if causal:
+            next_q_index = lax.select(
+                below_or_on_diag(q_seq_index, block_q_major, kv_seq_index, block_k_major),
+                q_seq_index, 0)
+        else:
+            next_q_index = q_seq_index
+        return (batch_index, head_index, next_q_index, 0)
+
+    qo_spec = pl.BlockSpec((1, 1, block_q_major, head_dim), qo_index_map)
+    do_spec = qo_spec
+
+    def kv_index_map(batch_index, head_index, kv_seq_index, _):
+        return (batch_index, head_index, kv_seq_index, 0)
+
+    kv_spec = pl.BlockSpec((1, 1, block_k_major, head_dim), kv_index_map)
+
+    def lm_index_map(batch_index, head_index, _, q_seq_index):
+        return (batch_index, head_index, q_seq_index, 0)
+
+    lm_spec = pl.BlockSpec((1, 1, block_q_major, MIN_BLOCK_SIZE), lm_index_map)
+    di_spec = pl.BlockSpec((1, 1, block_q_major, MIN_BLOCK_SIZE), qo_index_map)
+
+    def ab_index_map(batch_index, head_index, kv_seq_index, q_seq_index):
+        return (batch_index, head_index, q_seq_index, kv_seq_index)
+
+    dab_spec = (pl.BlockSpec((1, 1, block_q_major, block_k_major), ab_index_map)
+                if ab is not None else None)
+
+    q_segment_ids_spec = kv_segment_ids_spec = None
+    q_segment_ids = kv_segment_ids = None
+    if segment_ids is not None:
+        def q_segment_ids_index_map(batch_index, head_index, kv_seq_index, q_seq_index):
+            del head_index
+            if causal:
+                next_q_index = lax.select(
+                    below_or_on_diag(q_seq_index, block_q_major, kv_seq_index, block_k_major),
+                    q_seq_index, 0)
+            else:
+                next_q_index = q_seq_index
+            return (batch_index, next_q_index, 0)
+
+        def kv_segment_ids_index_map(batch_index, head_index, kv_seq_index, _):
+            del head_index
+            return (batch_index, 0, kv_seq_index)
+
+        q_segment_ids_spec = pl.BlockSpec((1, block_q_major, NUM_LANES),
+                                          q_segment_ids_index_map)
+        kv_segment_ids_spec = pl.BlockSpec((1, NUM_SUBLANES, block_k_major),
+                                           kv_segment_ids_index_map)
+        q_segment_ids = jax.lax.broadcast_in_dim(
+            segment_ids.q, (batch_size, q_seq_len, NUM_LANES), (0, 1))
+        kv_segment_ids = jax.lax.broadcast_in_dim(
+            segment_ids.kv, (batch_size, NUM_SUBLANES, kv_seq_len), (0, 2))
+
+    in_specs = [qo_spec, kv_spec, kv_spec, dab_spec, q_segment_ids_spec, kv_segment_ids_spec,
+                lm_spec, lm_spec, do_spec, di_spec]
+
+    out_shapes = [
+        jax.ShapeDtypeStruct((batch_size, num_heads, kv_seq_len, head_dim), k.dtype),
+        jax.ShapeDtypeStruct((batch_size, num_heads, kv_seq_len, head_dim), v.dtype),
+    ]
+
+    def dkv_index_map(batch_index, head_index, kv_seq_index, _):
+        return (batch_index, head_index, kv_seq_index, 0)
+
+    dkv_spec = pl.BlockSpec((1, 1, block_k_major, head_dim), dkv_index_map)
+    out_specs = [dkv_spec, dkv_spec]
+    scratch_shapes = [pltpu.VMEM((block_k_major, head_dim), jnp.float32),
+                      pltpu.VMEM((block_k_major, head_dim), jnp.float32)]
+
+    kernel = functools.partial(_flash_attention_dkv_kernel, block_q=block_q, block_k=block_k,
+                               sm_scale=sm_scale, causal=causal, mask_value=mask_value,
+                               q_seq_len=q_seq_len)
+    dk, dv = pl.pallas_call(
+        kernel,
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=0, grid=grid, in_specs=in_specs, out_specs=out_specs,
+            scratch_shapes=scratch_shapes),
+        out_shape=out_shapes,
+        debug=debug,
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "parallel", "arbitrary")),
+    )(q, k, v, ab, q_segment_ids, kv_segment_ids, l, m, do, di)
+    assert dk.shape == k.shape
+    assert dv.shape == v.shape
+    return dk, dv
+
+
+def _flash_attention_dq_kernel(
+        q_tile_ref, k_tile_ref, v_tile_ref, ab_tile_ref, q_segment_ids_tile_ref,
+        kv_segment_ids_tile_ref, l_tile_ref, m_tile_ref, do_tile_ref, di_tile_ref,
+        dq_tile_ref, ds_tile_ref, dq_scratch_ref, *, sm_scale, causal, mask_value,
+        kv_seq_len, block_k):
+    _, _, block_k_major, _ = k_tile_ref.shape
+    _, _, block_q_major, _ = q_tile_ref.shape
+
+    kv_seq_index = pl.program_id(axis=3)
+    q_seq_index = pl.program_id(axis=2)
+
+    @pl.when(kv_seq_index == 0)
+    def start_new_sequence():
+        dq_scratch_ref[:, :] = jnp.zeros(dq_scratch_ref.shape, dq_scratch_ref.dtype)
+
+    def body(i, _):
+        k_slice = pl.ds(i * block_k, block_k)
+        q = q_tile_ref[0, 0, :, :]
+        k = k_tile_ref[0, 0, k_slice, :]	# [block_k, head_dim]
+        v = v_tile_ref[0, 0, k_slice, :]	# [block_k, head_dim]
+        l = l_tile_ref[0, 0, :, :]	# [block_q_major, 128]
+        m = m_tile_ref[0, 0, :, :]	# [block_q_major, 128]
+        do = do_tile_ref[0, 0, :, :]	# [block_q_major, head_dim]
+        di = di_tile_ref[0, 0, :].astype(jnp.float32)	# [block_q_major, 128]
+
+        capped_logits = jax.lax.dot_general(q, k, TRANS_B_DIM_NUMBERS,
+                                            preferred_element_type=jnp.float32)
+
+        if ab_tile_ref is not None:
+            ab = ab_tile_ref[0, 0, :, pl.dslice(i * block_k, block_k)].astype(jnp.float32)
+            capped_logits += ab
+
+        if sm_scale != 1.0:
+            capped_logits *= sm_scale
+
+        mask = None
+        if q_segment_ids_tile_ref is not None:
+            repeats, rem = divmod(block_k, NUM_LANES)
+            if rem:
+                raise NotImplementedError(f"kv block size must be a multiple of {NUM_LANES}")
+            q_segment_ids = jnp.tile(q_segment_ids_tile_ref[0], (1, repeats))
+            kv_segment_ids = kv_segment_ids_tile_ref[:, 0, k_slice]	# [1, block_k]
+            mask = jnp.equal(q_segment_ids, kv_segment_ids).astype(jnp.bool_)
+
+        if causal:
+            mask_shape = (block_q_major, block_k)
+            row_ids = jax.lax.broadcasted_iota(jnp.int32, mask_shape, 0)
+            row_ids += q_seq_index * block_q_major
+            col_ids = jax.lax.broadcasted_iota(jnp.int32, mask_shape, 1)
+            col_ids += kv_seq_index * block_k_major + i * block_k
+            causal_mask = col_ids <= row_ids
+            mask = causal_mask if mask is None else jnp.logical_and(mask, causal_mask)
+        capped_logits = (capped_logits if mask is None
+                         else capped_logits + jnp.where(mask, 0.0, mask_value))
+
+        p = jnp.exp(capped_logits - jnp.tile(m, (1, block_k // MIN_BLOCK_SIZE)))
+        p = p * jnp.tile(1 / l, (1, block_k // MIN_BLOCK_SIZE))
+
+        dp = jax.lax.dot_general(do, v, TRANS_B_DIM_NUMBERS, preferred_element_type=jnp.float32)
+        ds = (dp - jnp.tile(di, (1, block_k // MIN_BLOCK_SIZE))) * p
+
+        if sm_scale != 1.0:
+            ds = ds * sm_scale
+
+        if ds_tile_ref is not None:
+            ds_tile_ref[0, 0, :, pl.dslice(i * block_k, block_k)] = ds.astype(ds_tile_ref.dtype)
+
+        dq_scratch_ref[:, :] += lax.dot(ds.astype(k.dtype), k,
+                                        preferred_element_type=jnp.float32
+                                        ).astype(dq_scratch_ref.dtype)
+
+    if causal:
+        should_run = below_or_on_diag(q_seq_index, block_q_major, kv_seq_index, block_k_major)
+        should_not_run = lax.select(should_run, False, True)
+    else:
+        should_run = True
+        should_not_run = False
+
+    @pl.when(should_run)
+    def run():
+        lax.fori_loop(0, block_k_major // block_k, body, None, unroll=True)
+
+    @pl.when(should_not_run)
+    def zero_out_ds():
+        if ds_tile_ref is not None:
+            ds_tile_ref[...] = jnp.zeros_like(ds_tile_ref)
+
+    @pl.when(kv_seq_index == kv_seq_len // block_k_major - 1)
+    def end_of_kv_sequence():
+        dq_tile_ref[0, 0, :, :] = dq_scratch_ref[...].astype(dq_tile_ref.dtype)
+        dq_scratch_ref[...] = jnp.zeros_like(dq_scratch_ref)
+
+
+def _flash_attention_bwd_dq(q, k, v, ab, segment_ids, l, m, do, di, *, block_q_major,
+                            block_k_major, block_k, sm_scale, causal, mask_value, debug):
+    batch_size, num_heads, q_seq_len, head_dim = q.shape
+    _, _, kv_seq_len, _ = k.shape
+    _verify_block("block_q_dq", "q_seq_len", block_q_major, q_seq_len)
+    _verify_block("block_k_major_dq", "kv_seq_len", block_k_major, kv_seq_len)
+    _verify_block("block_k_dq", "block_k", block_k, kv_seq_len)
+
+    m = jnp.broadcast_to(m[..., None], (*m.shape, MIN_BLOCK_SIZE))
+    l = jnp.broadcast_to(l[..., None], (*l.shape, MIN_BLOCK_SIZE))
+    di = jnp.broadcast_to(di[..., None], (*di.shape, block_k_major))
+
+    grid = (batch_size, num_heads, q_seq_len // block_q_major, kv_seq_len // block_k_major)
+
+    def qo_index_map(batch_index, head_index, q_seq_index, _):
+        return (batch_index, head_index, q_seq_index, 0)
+
+    qo_spec = pl.BlockSpec((1, 1, block_q_major, head_dim), qo_index_map)
+    do_spec = qo_spec
+
+    def kv_index_map(batch_index, head_index, q_seq_index, kv_seq_index):
+        if causal:
+            next_kv_index = lax.select(
+                below_or_on_diag(q_seq_index, block_q_major, kv_seq_index, block_k_major),
+                kv_seq_index, 0)
+        else:
+            next_kv_index = kv_seq_index
+        return (batch_index, head_index, next_kv_index, 0)
+
+    kv_spec = pl.BlockSpec((1, 1, block_k_major, head_dim), kv_index_map)
+
+    def lm_index_map(batch_index, head_index, q_seq_index, _):
+        return (batch_index, head_index, q_seq_index, 0)
+
+    lm_spec = pl.BlockSpec((1, 1, block_q_major, MIN_BLOCK_SIZE), lm_index_map)
+    di_spec = pl.BlockSpec((1, 1, block_q_major, MIN_BLOCK_SIZE), qo_index_map)
+
+    def ab_index_map(batch_index, head_index, q_seq_index, kv_seq_index):
+        return (batch_index, head_index, q_seq_index, kv_seq_index)
+
+    dab_spec = (pl.BlockSpec((1, 1, block_q_major, block_k_major), ab_index_map)
+                if ab is not None else None)
+
+    q_segment_ids_spec = kv_segment_ids_spec = None
+    q_segment_ids = kv_segment_ids = None
+    if segment_ids is not None:
+        def q_segment_ids_index_map(batch_index, head_index, q_seq_index, _):
+            del head_index
+            return (batch_index, q_seq_index, 0)
+
+        def kv_segment_ids_index_map(batch_index, head_index, q_seq_index, kv_seq_index):
+            del head_index
+            if causal:
+                next_kv_index = lax.select(
+                    below_or_on_diag(q_seq_index, block_q_major, kv_seq_index, block_k_major),
+                    kv_seq_index, 0)
+            else:
+                next_kv_index = kv_seq_index
+            return (batch_index, 0, next_kv_index)
+
+        q_segment_ids_spec = pl.BlockSpec((1, block_q_major, NUM_LANES),
+                                          q_segment_ids_index_map)
+        kv_segment_ids_spec = pl.BlockSpec((1, NUM_SUBLANES, block_k_major),
+                                           kv_segment_ids_index_map)
+        q_segment_ids = jax.lax.broadcast_in_dim(
+            segment_ids.q, (batch_size, q_seq_len, NUM_LANES), (0, 1))
+        kv_segment_ids = jax.lax.broadcast_in_dim(
+            segment_ids.kv, (batch_size, NUM_SUBLANES, kv_seq_len), (0, 2))
+
+    in_specs = [qo_spec, kv_spec, kv_spec, dab_spec, q_segment_ids_spec, kv_segment_ids_spec,
+                lm_spec, lm_spec, do_spec, di_spec]
+
+    out_shapes = [jax.ShapeDtypeStruct(q.shape, q.dtype),
+                  jax.ShapeDtypeStruct(ab.shape, ab.dtype) if ab is not None else None]
+    dq_spec = pl.BlockSpec((1, 1, block_q_major, head_dim), qo_index_map)
+    out_specs = [dq_spec, dab_spec]
+    scratch_shapes = [pltpu.VMEM((block_q_major, head_dim), jnp.float32)]
+
+    kernel = functools.partial(_flash_attention_dq_kernel, sm_scale=sm_scale, causal=causal,
+                               mask_value=mask_value, block_k=block_k, kv_seq_len=kv_seq_len)
+    dq, ds = pl.pallas_call(
+        kernel,
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=0, grid=grid, in_specs=in_specs, out_specs=out_specs,
+            scratch_shapes=scratch_shapes),
+        out_shape=out_shapes,
+        debug=debug,
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "parallel", "arbitrary")),
+    )(q, k, v, ab, q_segment_ids, kv_segment_ids, l, m, do, di)
+    return dq, ds	# dab is ds
+
+
+def flash_attention_bwd(q, k, v, ab, segment_ids, o, l, m, do, *, causal, sm_scale, block,
+                        minor=None):
+    """_flash_attention_bwd with the major backward blocks @block and the
+    minor ones (the kernels' inner loops) @minor."""
+    minor = minor or block
+    di = jnp.sum(o.astype(jnp.float32) * do.astype(jnp.float32), axis=-1)
+    dk, dv = _flash_attention_bwd_dkv(
+        q, k, v, ab, segment_ids, l, m, do, di, block_q_major=block, block_k_major=block,
+        block_k=minor, block_q=minor, sm_scale=sm_scale, causal=causal,
+        mask_value=DEFAULT_MASK_VALUE)
+    dq, ds = _flash_attention_bwd_dq(
+        q, k, v, ab, segment_ids, l, m, do, di, block_q_major=block, block_k_major=block,
+        block_k=minor, sm_scale=sm_scale, causal=causal, mask_value=DEFAULT_MASK_VALUE,
+        debug=False)
+    return dq, dk, dv, ds
+
+
+def mha_reference_grads(q, k, v, ab, segment_ids, do, *, causal, sm_scale):
+    """The gradients of mha_reference's output against @do, float64."""
+    q, k, v, do = (np.asarray(x, np.float64) for x in (q, k, v, do))
+    s = np.einsum("bhqc,bhkc->bhqk", q, k)
+    if ab is not None:
+        s = s + np.asarray(ab, np.float64)
+    s = s * sm_scale
+    mask = None
+    if segment_ids is not None:
+        mask = (np.asarray(segment_ids.q)[:, :, None] ==
+                np.asarray(segment_ids.kv)[:, None, :])[:, None]
+    if causal:
+        cm = np.tril(np.ones((q.shape[2], k.shape[2]), bool))[None, None]
+        mask = cm if mask is None else mask & cm
+    if mask is not None:
+        s = s + np.where(mask, 0.0, DEFAULT_MASK_VALUE)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    dv = np.einsum("bhqk,bhqc->bhkc", p, do)
+    dp = np.einsum("bhqc,bhkc->bhqk", do, v)
+    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True)) * sm_scale
+    dq = np.einsum("bhqk,bhkc->bhqc", ds, k)
+    dk = np.einsum("bhqk,bhqc->bhkc", ds, q)
+    return dq, dk, dv, ds
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("with_ab,with_segments,minor", [(False, False, None), (True, False, None),
+                                                         (False, True, None),
+                                                         (False, False, 128)])
+def test_flash_attention_bwd(causal, with_ab, with_segments, minor):
+    # the forward's residuals (l, m) then the dkv and dq kernels, as the
+    # custom VJP runs them, against the gradients of the math in NumPy
+    q, k, v = _qkv(1, 2, 256, 256, 128, seed=9)
+    do = jax.random.normal(jax.random.key(10), q.shape, dtype=jnp.float32)
+    ab = jax.random.normal(jax.random.key(11), (1, 2, 256, 256), dtype=jnp.float32) \
+        if with_ab else None
+    seg = SegmentIds(q=_segment_ids(1, 256, 12), kv=_segment_ids(1, 256, 12)) \
+        if with_segments else None
+    sm_scale = 128 ** -0.5
+    bs = BlockSizes(block_q=128, block_k_major=128, block_k=128, block_b=1)
+    o, l, m = flash_attention(q, k, v, ab, seg, causal=causal, sm_scale=sm_scale,
+                              block_sizes=bs, save_residuals=True)
+    # minor 128: 256-row major blocks walked by the kernels' inner loops
+    dq, dk, dv, ds = flash_attention_bwd(q, k, v, ab, seg, o, l, m, do, causal=causal,
+                                         sm_scale=sm_scale, block=256 if minor else 128,
+                                         minor=minor)
+    rdq, rdk, rdv, rds = mha_reference_grads(q, k, v, ab, seg, do, causal=causal,
+                                             sm_scale=sm_scale)
+    for got, want in ((dq, rdq), (dk, rdk), (dv, rdv)):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, atol=2e-4, rtol=1e-3)
+    if with_ab:
+        np.testing.assert_allclose(ds, rds, atol=2e-5, rtol=1e-3)
+    else:
+        assert ds is None
+
+
 # --- what porting the kernel found: each of these failed before ---
 
 def _whole(kernel, out_shape, *args, **kw):
