@@ -575,8 +575,8 @@ def _check_paged_attention(dtype, page_size, num_kv_heads, q_kv_head_ratio, head
 
 
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
-@pytest.mark.parametrize("page_size", [16, 32])
-@pytest.mark.parametrize("num_kv_heads,q_kv_head_ratio", [(1, 1), (2, 4), (1, 8)])
+@pytest.mark.parametrize("page_size", [16, 32, 64])
+@pytest.mark.parametrize("num_kv_heads,q_kv_head_ratio", [(1, 1), (2, 4), (1, 8), (8, 1)])
 def test_paged_attention(dtype, page_size, num_kv_heads, q_kv_head_ratio):
     _check_paged_attention(dtype, page_size, num_kv_heads, q_kv_head_ratio, 128, None, None,
                            False)
