@@ -493,6 +493,16 @@ def test_flash_attention_fwd_residuals(block_k):
     np.testing.assert_allclose(l, rl, rtol=1e-4)
 
 
+@pytest.mark.parametrize("block_k_major", [128, 256])
+def test_flash_attention_fwd_debug_mode(block_k_major):
+    # debug=True (the device's poison and hazard checks): the kernel reads
+    # nothing it did not write, and its parallel dimensions do not race
+    q, k, v = _qkv(1, 2, 256, 256, 64, seed=13)
+    bs = BlockSizes(block_q=128, block_k_major=block_k_major, block_k=128, block_b=1)
+    o = flash_attention(q, k, v, causal=True, block_sizes=bs, debug=True)
+    np.testing.assert_allclose(o, mha_reference(q, k, v, causal=True), atol=2e-5, rtol=1e-4)
+
+
 def test_flash_attention_fwd_bf16():
     q, k, v = _qkv(1, 2, 256, 256, 128, dtype=jnp.bfloat16, seed=8)
     bs = BlockSizes(block_q=128, block_k_major=128, block_k=128, block_b=1)
