@@ -626,6 +626,16 @@ def test_paged_attention_megacore():
     assert r.returncode == 0 and "megacore ok" in r.stdout, r.stdout + r.stderr
 
 
+@pytest.mark.skipif(jax.devices()[0].num_cores != 1, reason="a 1-core device")
+def test_paged_attention_megacore_on_one_core_fails():
+    # "set this only if megacore is enabled, otherwise the kernel may hang":
+    # on one core the second half's first block is never prefetched (its
+    # step_ref is past 0), so its wait finds no copy in flight, which the
+    # device reports instead of hanging
+    with pytest.raises(jax.TpurtError, match="waits on semaphore .* 0 in flight"):
+        _check_paged_attention(jnp.float32, 16, 2, 4, 128, "batch", None, False)
+
+
 @pytest.mark.xfail(strict=True, raises=jax.TpurtError,
                    reason="gap: JAX's kernel reads lengths_ref[batch_size], one past the "
                           "scalar-prefetch array, at the last sequence (lax.cond's predicate "
