@@ -229,6 +229,35 @@ class Recorder:
         self.read_only = set()	# names of the kernel's input refs
         self.nspill = 0		# elements of the hidden SMEM scratch SPILL_REF
         self.cond_values = {}	# index in conds -> the pl.when's traced condition
+        self.bound = {}		# local name -> the statement binding it
+
+    def drop_dead_locals(self):
+        """Drop the statements binding locals no other statement names: a
+        value Python still held when a ref it read was stored to is bound
+        (_protect), and most such values are never used again (flash
+        attention's m_prev and l_prev), which cost a temporary and a copy
+        each. Dropping one may make the locals it read dead too."""
+        import collections
+        import re
+        token = re.compile(r"\b_v\d+\b")
+        uses = collections.Counter()
+        for text, _, scope in self.stmts:
+            uses.update(token.findall(text if scope is None else text + repr(scope)))
+        dead = set()
+        work = [n for n in self.bound if uses[n] <= 1]
+        while work:
+            name = work.pop()
+            if name in dead or uses[name] > 1:
+                continue
+            dead.add(name)
+            for used in token.findall(self.bound[name][0]):
+                if used != name:
+                    uses[used] -= 1
+                    if uses[used] <= 1 and used in self.bound:
+                        work.append(used)
+        if dead:
+            drop = {id(self.bound[n]) for n in dead}
+            self.stmts = [st for st in self.stmts if id(st) not in drop]
 
     def emit(self, text, at=None):
         """Record a statement under the open pl.when conditions; @at: insert
@@ -290,6 +319,7 @@ class Recorder:
         conds, self.conds = self.conds, list(conds)
         try:
             self.emit("%s = %s" % (name, v.render()), at)
+            self.bound[name] = self.stmts[-1 if at is None else at]
         finally:
             self.conds = conds
         v.kind, v.args, v.text, v.reads = "local", (), name, frozenset()

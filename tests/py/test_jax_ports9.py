@@ -1062,3 +1062,22 @@ def test_many_live_temporaries():
     ref = sum(x * (i + 1) - (x * (i + 1)).sum(axis=1, keepdims=True) for i in range(12)) + \
         sum(np.arange(128)[None, :] + i for i in range(6))
     np.testing.assert_allclose(o, ref, rtol=1e-4, atol=1e-3)
+
+
+def test_dead_snapshots_are_dropped():
+    # m_prev still held when m_ref is stored to is bound first, in case
+    # Python uses it again; it never is, so its statement (a temporary and
+    # a copy: two a trip in flash attention's loop) is dropped
+    def kernel(x_ref, m_ref, o_ref):
+        m_ref[...] = x_ref[...]
+        m_prev = m_ref[...]
+        m_next = jnp.maximum(m_prev, 2.0)
+        o_ref[...] = m_next
+        m_ref[...] = m_next * 2.0
+        o_ref[...] += m_ref[...]
+    f = pl.pallas_call(kernel, out_shape=(jax.ShapeDtypeStruct((8, 128), jnp.float32),) * 2)
+    x = np.arange(8 * 128, dtype=np.float32).reshape(8, 128) % 5
+    m, o = f(x)
+    np.testing.assert_array_equal(m, np.maximum(x, 2.0) * 2.0)
+    np.testing.assert_array_equal(o, np.maximum(x, 2.0) * 3.0)
+    assert not any(s.split(" = ")[-1] == "m_ref[...]" for s in f.statements), f.statements

@@ -1204,6 +1204,7 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                                  "None. It returns: %r" % (_fn_where(kernel), ret))
         finally:
             _trace.stop()
+        rec.drop_dead_locals()
         if rec.nspill:
             # the SMEM words long scalar-core expressions were spilled into
             check(lib.tpurt_grid_spec_add_scratch(
