@@ -9,6 +9,34 @@ inf = float("inf")
 nan = float("nan")
 
 
+class _NoSuchDType:
+    """A JAX dtype the device has not (jnp.int4, jnp.uint4, the float8s):
+    a name equal only to itself, so that dtype tests as JAX's kernels write
+    them (x.dtype in [jnp.int8, jnp.int4, ...]) run; an array or a block
+    of it is refused where its dtype is asked for."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return "dtype(%s)" % self.name
+
+    def __eq__(self, other):
+        return other is self or isinstance(other, str) and other == self.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+
+int4 = _NoSuchDType("int4")
+uint4 = _NoSuchDType("uint4")
+int2 = _NoSuchDType("int2")
+uint2 = _NoSuchDType("uint2")
+float8_e4m3fn = _NoSuchDType("float8_e4m3fn")
+float8_e5m2 = _NoSuchDType("float8_e5m2")
+float8_e4m3b11fnuz = _NoSuchDType("float8_e4m3b11fnuz")
+
+
 def _v(x):
     # a ref given where a value is meant (jnp.zeros_like(acc_ref))
     if isinstance(x, Ref):

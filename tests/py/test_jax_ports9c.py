@@ -8,7 +8,9 @@ transposed rhs, every dtype combination) and test_gmm_sharded_groups
 (group_offset and existing_out), with group sizes drawn as its
 hypothesis strategy draws them (ends sampled with replacement, so groups
 may be empty) from a fixed seed, at JAX's GROUPED_MATMUL_TESTS shapes
-that run quickly. The references are NumPy."""
+that run quickly. Also ops/tpu/matmul.py, the guide's example kernel, as
+export_back_compat_pallas_test.py's test_mosaic_matmul builds its inputs.
+The references are NumPy."""
 import functools
 
 import numpy as np
@@ -630,3 +632,73 @@ def test_host_broadcasted_iota():
     r = lax.broadcasted_iota(jnp.int32, (5,), 0)
     assert r.dtype == np.int32
     np.testing.assert_array_equal(r, np.arange(5))
+
+
+# --- jax/experimental/pallas/ops/tpu/matmul.py, the guide's example kernel ---
+
+def matmul_kernel(x_tile_ref, y_tile_ref, o_tile_ref, acc_ref):
+    @pl.when(pl.program_id(2) == 0)
+    def init():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    acc_ref[...] = acc_ref[...] + jnp.dot(x_tile_ref[...], y_tile_ref[...],
+                                          preferred_element_type=acc_ref.dtype)
+    o_tile_ref[...] = acc_ref[...].astype(o_tile_ref.dtype)
+
+
+def matmul(x, y, *, block_shape, block_k=256, out_dtype=None, debug=False):
+    if out_dtype is None:
+        if x.dtype != y.dtype:
+            raise TypeError(f"Cannot deduce output dtype for different input dtypes: "
+                            f"{x.dtype}, {y.dtype}")
+        out_dtype = x.dtype
+    acc_dtype = jnp.float32
+    if x.dtype in [jnp.int8, jnp.int4, jnp.uint8, jnp.uint4]:
+        acc_dtype = jnp.int32
+
+    l, r = block_shape
+    return pl.pallas_call(
+        matmul_kernel,
+        out_shape=jax.ShapeDtypeStruct((x.shape[0], y.shape[1]), out_dtype),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=0,
+            in_specs=[pl.BlockSpec((l, block_k), lambda i, _, k: (i, k)),
+                      pl.BlockSpec((block_k, r), lambda _, j, k: (k, j))],
+            out_specs=pl.BlockSpec((l, r), lambda i, j, k: (i, j)),
+            grid=(x.shape[0] // l, y.shape[1] // r, x.shape[1] // block_k),
+            scratch_shapes=[pltpu.VMEM((l, r), acc_dtype)],
+        ),
+        compiler_params=pltpu.TPUCompilerParams(
+            dimension_semantics=("parallel", "parallel", "arbitrary")),
+        debug=debug,
+    )(x, y)
+
+
+def test_mosaic_matmul():
+    # export_back_compat_pallas_test.py's test_mosaic_matmul, smaller: its
+    # inputs built the same way, checked against NumPy, not golden data
+    x_shape = (512, 512)
+    x = 1.0 + 1e-3 * jnp.arange(int(np.prod(x_shape)), dtype=jnp.float32).reshape(x_shape)
+    y = x[:512, :256]
+    res = matmul(x, y, block_shape=(256, 256))
+    ref = np.asarray(x, np.float64) @ np.asarray(y, np.float64)
+    np.testing.assert_allclose(res[::16, ::16], ref[::16, ::16], rtol=2e-6)
+
+
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.int8])
+def test_matmul_dtypes(dtype):
+    # int8 accumulates in int32 (x.dtype in [jnp.int8, jnp.int4, ...]: the
+    # dtype names the device has not compare unequal), bf16 in float32
+    rng = np.random.default_rng(4)
+    if dtype == jnp.int8:
+        x = rng.integers(-128, 128, (256, 512)).astype(np.int8)
+        y = rng.integers(-128, 128, (512, 256)).astype(np.int8)
+        out = matmul(x, y, block_shape=(128, 128), out_dtype=jnp.int32)
+        np.testing.assert_array_equal(out, x.astype(np.int64) @ y.astype(np.int64))
+    else:
+        x = jnp.asarray(rng.standard_normal((256, 512)), dtype=jnp.bfloat16)
+        y = jnp.asarray(rng.standard_normal((512, 256)), dtype=jnp.bfloat16)
+        out = matmul(x, y, block_shape=(128, 128))
+        assert out.dtype == jnp.bfloat16
+        ref = np.asarray(x, np.float64) @ np.asarray(y, np.float64)
+        np.testing.assert_allclose(np.asarray(out, np.float32), ref, rtol=1e-2, atol=1e-1)
