@@ -127,6 +127,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     numbers of operands whose shapes tracing knows by permuting and
     merging them into those (_dot_general_nd)."""
     jnp._refuse_unsigned_dot(lhs, rhs, "lax.dot_general")
+    lhs, rhs = jnp._promote_dot(lhs, rhs)
     try:
         (lc, rc), (lb, rb) = dimension_numbers
         lc, rc, lb, rb = (tuple(int(d) for d in t) for t in (lc, rc, lb, rb))

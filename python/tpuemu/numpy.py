@@ -87,6 +87,22 @@ def _refuse_unsigned_dot(a, b, what):
                                "  at %s" % (what, _where()))
 
 
+def _promote_dot(a, b):
+    """A float operand with an integer one: the integer one converted to
+    the float's dtype first, as JAX promotes a dot's operands (the MXU
+    multiplies like dtypes; quantized matmul's float path is
+    dot(x_f32, w_int8))."""
+    da, db = (_trace.dt_of(_v(x)) if isinstance(x, (Value, Ref)) else None for x in (a, b))
+    if da is None or db is None or da is db:
+        return a, b
+    fa, fb = _trace.is_float_dt(da), _trace.is_float_dt(db)
+    if fa and not fb and db is not bool_:
+        return a, _v(b).astype(da)
+    if fb and not fa and da is not bool_:
+        return _v(a).astype(db), b
+    return a, b
+
+
 def dot(a, b, preferred_element_type=None):
     """jnp.dot of 2-D blocks; a 1-D operand whose shape tracing knows (a
     whole ref read) as NumPy's: a matrix-vector product is the (rows, 1)
@@ -95,6 +111,7 @@ def dot(a, b, preferred_element_type=None):
     kw = {} if preferred_element_type is None else \
         {"preferred_element_type": preferred_element_type}
     _refuse_unsigned_dot(a, b, "jnp.dot")
+    a, b = _promote_dot(a, b)
     ra, rb = _rank(a), _rank(b)
     if rb == 1 and ra == 1:
         p = _v(a) * _v(b)
