@@ -601,8 +601,8 @@ def test_paged_attention_head_dim_256():
 
 
 _MEGACORE_CHILD = r"""
-import sys
-sys.path.insert(0, %r)
+import os, sys
+sys.path[:0] = [%r, os.path.join(%r, "..", "..", "python")]
 import test_jax_ports9b as t
 import tpuemu as jax
 assert jax.devices()[0].num_cores == 2
@@ -621,7 +621,7 @@ def test_paged_attention_megacore():
     # of the step and buffer-index scalars)
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, TPURT_DEVICE="sim:cores=2")
-    r = subprocess.run([sys.executable, "-c", _MEGACORE_CHILD % here], env=env,
+    r = subprocess.run([sys.executable, "-c", _MEGACORE_CHILD % (here, here)], env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "megacore ok" in r.stdout, r.stdout + r.stderr
 
