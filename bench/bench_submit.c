@@ -78,6 +78,7 @@ static void print_samples(struct samples *s, const char *name)
 		return;
 	qsort(s->us, s->n, sizeof(double), cmp_double);
 	printf("bench: %s_median = %.1f us\n", name, s->us[s->n / 2]);
+	printf("bench: %s_p90 = %.1f us\n", name, s->us[(size_t)(s->n * 0.9)]);
 	printf("bench: %s_p99 = %.1f us\n", name, s->us[(size_t)(s->n * 0.99)]);
 }
 
