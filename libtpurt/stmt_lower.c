@@ -1983,13 +1983,57 @@ static int lower_name(struct stmt_ctx *c, const struct stmt_node *n,
 	return stmt_fail(c, n->col, "unknown name '%.*s'", n->len, n->name);
 }
 
+/*
+ * s[i, j, k, ...] of an SMEM ref of rank 3 or 4 (or 2 with squeezed
+ * dimensions): one index per dimension the kernel sees, flattened
+ * row-major. Without this the first two indices alone picked the word.
+ */
+static int smem_read_nd(struct stmt_ctx *c, const struct stmt_node *n,
+			const struct ref_info *r, const int64_t *ext, int nvis,
+			struct value *v)
+{
+	char flat[TPURT_TEXT_MAX], t[TPURT_TEXT_MAX], acc[TPURT_TEXT_MAX];
+	struct value x;
+
+	if (n->nargs != nvis)
+		return stmt_fail(c, n->col, "'%s' has %d dimensions: index each, not %d",
+				 r->name, nvis, n->nargs);
+	for (int k = 0; k < n->nargs; k++) {
+		if (stmt_lower_node(c, n->arg[k], NULL, &x) ||
+		    stmt_scalar_text(c, &x, n->arg[k]->col, t, sizeof(t), 1))
+			return c->err;
+		if (!k)
+			snprintf(flat, sizeof(flat), "%s", t);
+		else if (snprintf(acc, sizeof(acc), "(%s) * %lld + %s", flat,
+				  (long long)ext[k], t) >= (int)sizeof(acc))
+			return stmt_fail(c, n->col, "SMEM index too long");
+		else
+			memcpy(flat, acc, sizeof(flat));
+	}
+	memset(v, 0, sizeof(*v));
+	v->kind = V_SMEM;
+	v->temp = -1;
+	v->weak = 1;
+	v->dtype = r->dtype;
+	snprintf(v->ref, sizeof(v->ref), "%s", r->name);
+	snprintf(v->text, sizeof(v->text), "%s", flat);
+	return 0;
+}
+
 /* An SMEM element: s[i] or s[i, j] (row-major in s's declared shape). */
 int stmt_lower_smem_read(struct stmt_ctx *c, const struct stmt_node *n,
 			 const struct ref_info *r, struct value *v)
 {
 	struct value i, j;
 	char ti[TPURT_TEXT_MAX], tj[TPURT_TEXT_MAX];
+	int64_t ext[TPURT_MAX_RANK];
+	int nvis = 0;
 
+	for (int d = 0; d < r->rank && d < TPURT_MAX_RANK; d++)
+		if (!(r->hidden & (1u << d)))
+			ext[nvis++] = r->extent[d];
+	if (n->nargs > 2 || (n->nargs == 2 && !r->rank2 && nvis == 2))
+		return smem_read_nd(c, n, r, ext, nvis, v);
 	if (n->nargs == 2 && !r->rank2)
 		return stmt_fail(c, n->col, "'%s' is indexed [i, j] but is not declared 2-D", r->name);
 	if (n->nargs == 1 && r->rank2)
