@@ -1059,8 +1059,15 @@ class Ref:
         return "pl.ds(%d, %d)" % (start, stop - start)
 
     narrow = None	# a scalar prefetch of int8/uint8/bool widened into words
+    key_batch = None	# Pallas keys (pallas/_keys.py): their batch rank
 
     def __getitem__(self, idx):
+        if self.key_batch is not None:
+            from .pallas import _keys
+            return _keys.read_key(self, idx)
+        return self._read(idx)
+
+    def _read(self, idx):
         ix = self._index(idx)
         scalar_read = self.space == "smem"
         v = Value("text", "%s[%s]" % (self.name, ix),
@@ -1105,6 +1112,10 @@ class Ref:
     @property
     def at(self):
         """ref.at[idx]: a window (pl.ds, ints, ':'), for copies, reads and stores."""
+        if self.key_batch is not None and self.space == "smem":
+            # some keys of the ref, to read (an HBM ref of keys: windows to copy)
+            from .pallas import _keys
+            return _keys.KeyAt(self)
         return _At(self)
 
     def bitcast(self, ty):

@@ -1060,6 +1060,8 @@ def _on_host(name, fn):
             return _fold_int32(np_fn, args)
         if _trace._rec is not None or _is_traced(args) or _is_traced(list(kw.values())):
             return fn(*args, **kw)
+        if name == "reshape" and getattr(args[0] if args else None, "_pallas_key", False):
+            return args[0].reshape(*args[1:], **kw)	# host Pallas keys: their batch shape
         pet = kw.pop("preferred_element_type", None)
         if name in ("zeros", "ones") and "dtype" not in kw and len(args) < 2:
             kw["dtype"] = _np.float32

@@ -82,10 +82,12 @@ def test_stateful_samplers_distributions():
 
 
 def test_pallas_keys_refused():
-    with pytest.raises(pl.TraceError, match="to_pallas_key is not supported"):
+    """Pallas keys are supported (test_pallas_random.py); what is not a key
+    is refused by name, and sample_block wants a key read in a kernel."""
+    with pytest.raises(pl.TraceError, match="to_pallas_key: a jax.random key"):
         pltpu.to_pallas_key(0)
-    with pytest.raises(pl.TraceError, match="sample_block is not supported"):
-        pltpu.sample_block(None, 0)
+    with pytest.raises(pl.TraceError, match="sample_block: a Pallas key read in the kernel"):
+        pltpu.sample_block(None, 0, (8, 128), (8, 128), (8, 128))
 
 
 # --- beyond JAX's tests ---

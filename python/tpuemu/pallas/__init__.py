@@ -93,6 +93,7 @@ class BoundedSlice:
 
 blocked = Blocked()
 unblocked = Unblocked()
+squeezed = Squeezed()	# pl.squeezed, newer JAX's name for a squeezed block dimension
 
 
 def _block_dim(d, n, mode):
@@ -569,6 +570,21 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     return run
 
 
+def _key_spec(spec):
+    """A BlockSpec of Pallas keys (their batch dimensions) as one of their
+    words: the key's (1, 2) whole."""
+    if spec is None or getattr(spec, "block_shape", None) is None:
+        return spec
+    im = spec.index_map
+
+    def index_map(*a):
+        r = im(*a) if im is not None else (0,) * len(spec.block_shape)
+        return (tuple(r) if isinstance(r, (tuple, list)) else (r,)) + (0, 0)
+    index_map.__name__ = getattr(im, "__name__", "index_map")
+    return BlockSpec(tuple(spec.block_shape) + (1, 2), index_map,
+                     memory_space=spec.memory_space, pipeline_mode=spec.pipeline_mode)
+
+
 def _bf16_operands(args):
     from ..numpy import BF16Array
     leaves, tree = _pytree.flatten(tuple(args))
@@ -995,8 +1011,12 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             if isinstance(a, (Ref, Value)):
                 raise TypeError("pallas_call: operand %d is a traced value; call it on "
                                 "arrays" % k)
+        # Pallas keys: int32 operands of their words, read back as keys
+        from ._keys import PallasKey
+        keyed = {k for k, a in enumerate(sp_leaves + in_leaves) if isinstance(a, PallasKey)}
         # 64-bit operands narrowed to 32 bits, as JAX's (x64 off) takes them
-        arrays = [_np.ascontiguousarray(a) for a in sp_leaves + in_leaves]
+        arrays = [a.data.view(_np.int32) if k in keyed else _np.ascontiguousarray(a)
+                  for k, a in enumerate(sp_leaves + in_leaves)]
         arrays = [a.astype(_np.int32) if a.dtype == _np.int64 else
                   a.astype(_np.float32) if a.dtype == _np.float64 else a for a in arrays]
         nsp_flat = len(sp_leaves)
@@ -1008,6 +1028,7 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                                    else (ispecs,), in_tree, "in_specs")
         else:
             ispecs = [None] * nin
+        ispecs = [_key_spec(sp) if nsp_flat + j in keyed else sp for j, sp in enumerate(ispecs)]
         ospecs = grid_spec.out_specs
         if no_out:
             from .tpu import SMEM
@@ -1105,6 +1126,8 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         for j, (n, a, spec) in enumerate(zip(in_names, arrays[nsp_flat:], ispecs)):
             add_blocked(lib.tpurt_grid_spec_add_input, "input", n, a.shape,
                         a.dtype, spec, False, "args[%d]" % j)
+        for k in keyed:
+            refs[k].key_batch = len(refs[k].shape) - 2
         for j, (n, o, spec) in enumerate(zip(onames, outs, ospecs)):
             add_blocked(lib.tpurt_grid_spec_add_output, "output", n, o.shape,
                         o.dtype, spec, True, "outputs[%d]" % j)

@@ -872,6 +872,9 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
             vals = [None] * len(flat)
             for k, b in zip(buffered, bufs):
                 vals[k] = b
+                kb = getattr(flat[k][0], "key_batch", None)
+                if kb is not None and getattr(b, "key_batch", 0) is None:
+                    b.key_batch = kb	# a buffer of Pallas keys reads keys
             for k, (r, s, _) in enumerate(flat):
                 if k not in buffered and s is not no_block_spec:
                     vals[k] = _block_window(r, s, idx, "pltpu.emit_pipeline")[0]
@@ -1157,6 +1160,9 @@ def prng_seed(*seeds):
     """pltpu.prng_seed(s0, ...): key this core's PRNG with 1 to 4 int32
     scalars (program ids, SMEM values, constants) and restart its draws.
     The state is per core and lives across the core's grid steps."""
+    from ._keys import KernelKey
+    if len(seeds) == 1 and isinstance(seeds[0], KernelKey):
+        seeds = seeds[0].words	# a Pallas key: its two words
     if not 1 <= len(seeds) <= _MAX_SEEDS:
         raise trace_error("pltpu.prng_seed takes 1 to %d int32 seeds, not %d"
                           % (_MAX_SEEDS, len(seeds)))
@@ -1269,10 +1275,24 @@ def stateful_bernoulli(p=0.5, shape=None):
 
 
 def to_pallas_key(key):
-    raise trace_error("pltpu.to_pallas_key is not supported: Pallas keys (and jax.random "
-                      "in kernels) are not; seed with pltpu.prng_seed(int32 scalars)")
+    """pltpu.to_pallas_key: pallas/_keys.py."""
+    from ._keys import to_pallas_key as f
+    return f(key)
 
 
-def sample_block(*args, **kwargs):
-    raise trace_error("pltpu.sample_block is not supported: seed with pltpu.prng_seed "
-                      "and draw pltpu.prng_random_bits")
+def sample_block(sampler_fn, global_key, block_size, tile_size, total_size,
+                 block_index=None, **kwargs):
+    """pltpu.sample_block: pallas/_keys.py."""
+    from ._keys import sample_block as f
+    return f(sampler_fn, global_key, block_size, tile_size, total_size, block_index,
+             **kwargs)
+
+
+def unwrap_pallas_seed(key):
+    from ._keys import unwrap_pallas_seed as f
+    return f(key)
+
+
+def wrap_pallas_seed(k0, k1, impl="pallas_tpu"):
+    from ._keys import wrap_pallas_seed as f
+    return f(k0, k1, impl)
