@@ -1445,7 +1445,7 @@ def _trace_shape(r):
 from .tpu import semaphore_signal, semaphore_wait, semaphore_read  # noqa: E402
 from .tpu import no_block_spec  # noqa: E402,F401  (pl.no_block_spec)
 from .tpu import ANY  # noqa: E402,F811  (pl.ANY: callable, ANY(shape, dtype))
-from .kernel import kernel  # noqa: E402
+from .kernel import kernel, core_map  # noqa: E402,F401  (pl.core_map)
 from .._trace import semaphore, semaphore_dtype  # noqa: E402,F401  (pl.semaphore)
 from ._print import debug_print  # noqa: E402
 from .._state import run_state  # noqa: E402,F401  (pl.run_state)

@@ -153,3 +153,17 @@ def kernel(body=None, out_type=None, *, mesh, scratch_types=None, compiler_param
         return out[0] if unwrap else type(out_type)(out)
     call.statements = None
     return call
+
+
+def core_map(mesh, *, compiler_params=None, interpret=False, debug=False, name=None,
+             cost_estimate=None, metadata=None):
+    """pl.core_map(mesh): a decorator that runs its body (no arguments) at
+    once on each core of @mesh, as JAX's: the body reaches memory through
+    refs it closes over (jax.new_ref, pl.run_state's), which are the
+    job's operands; it is a pl.kernel with no outputs."""
+    def run(body):
+        def core_body():
+            body()
+        core_body.__name__ = getattr(body, "__name__", "core_map")
+        kernel(core_body, None, mesh=mesh, compiler_params=compiler_params, name=name)()
+    return run
