@@ -718,6 +718,13 @@ def stop_gradient(x):
     return x	# kernels are not differentiated here
 
 
+def optimization_barrier(operand):
+    """lax.optimization_barrier: the identity on a pytree. Host code and
+    kernel bodies run in program order here, so the order it pins (the
+    async note's schedules) is the order written."""
+    return operand
+
+
 def convert_element_type(x, new_dtype):
     return x.astype(new_dtype)
 

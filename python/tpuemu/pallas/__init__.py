@@ -752,6 +752,9 @@ def _semaphore_call(kernel, out_shape, kw, args):
          for n in params + extra_names])
     k2.__name__ = getattr(kernel, "__name__", "kernel")
     inner = dict(kw)
+    # out_specs in out_shape's own structure: one spec for one output (a
+    # list would be a tree of specs to the stateful path below)
+    new_ospecs = new_ospecs[0] if single and len(new_ospecs) == 1 else new_ospecs
     if kw["grid_spec"] is not None:
         inner.update(grid_spec=GridSpec(gs.grid, new_ispecs, new_ospecs, new_scratch, nsp))
     else:
