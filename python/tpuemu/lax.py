@@ -113,10 +113,18 @@ def _dot_general_nd(lhs, rhs, lc, rc, lb, rb, preferred_element_type):
     return _reshaped(z, out_shape or (1, 1))
 
 
+class Precision:
+    """lax.Precision: accepted by the dots, which multiply float32 in
+    float32 here (HIGHEST) whatever is asked."""
+    DEFAULT = "default"
+    HIGH = "high"
+    HIGHEST = "highest"
+
+
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
     """lax.dot: jnp.dot's product (matrix-matrix, matrix-vector, vectors),
     in a kernel body and on the host, as JAX's kernels write it."""
-    return jnp.dot(lhs, rhs, preferred_element_type=preferred_element_type)
+    return jnp.dot(lhs, rhs, precision=precision, preferred_element_type=preferred_element_type)
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):

@@ -103,11 +103,12 @@ def _promote_dot(a, b):
     return a, b
 
 
-def dot(a, b, preferred_element_type=None):
+def dot(a, b, preferred_element_type=None, *, precision=None):
     """jnp.dot of 2-D blocks; a 1-D operand whose shape tracing knows (a
     whole ref read) as NumPy's: a matrix-vector product is the (rows, 1)
     product with the vector as a column, given back 1-D (a row); two
-    vectors, their inner product."""
+    vectors, their inner product. @precision is accepted and moot: the
+    MXU here multiplies float32 in float32 (HIGHEST) whatever is asked."""
     kw = {} if preferred_element_type is None else \
         {"preferred_element_type": preferred_element_type}
     _refuse_unsigned_dot(a, b, "jnp.dot")
