@@ -397,6 +397,9 @@ def scalar_len(v):
             n += scalar_len(c) - len(c.text)
         elif c.kind != "text":
             n += scalar_len(c) - len(c.render())
+    if v.kind == "call" and v.text == "jnp.where" and v.args:
+        # libtpurt's scalar where is (m != 0) * a + (m == 0) * b: the mask twice
+        n += scalar_len(v.args[0]) + 12
     return n
 
 
@@ -1503,6 +1506,9 @@ class _At:
         self.window = window
 
     def __getitem__(self, idx):
+        # a long scalar-core index (lax.rem of a program id) spilled into SMEM
+        idx = tuple(maybe_spill(e) if isinstance(e, Value) else e for e in idx) \
+            if isinstance(idx, tuple) else maybe_spill(idx) if isinstance(idx, Value) else idx
         if self.window is not None:
             return self.window._sub(idx)
         return Window(self.ref, "%s.at[%s]" % (self.ref.name, self.ref._index(idx, True)), idx)

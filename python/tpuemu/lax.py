@@ -596,7 +596,15 @@ def rem(x, y):
     if _int_or_float("rem", x, y):
         m = local(jnp.abs(x) % (jnp.abs(y) if isinstance(y, Value) else abs(y)))
         return jnp.where(x < 0, -m, m)
-    r = local(x % y)		# the sign of y: shift it to x's
+    r = x % y			# the sign of y: shift it to x's
+    if getattr(r, "scalar", False) and _trace._spillable(r):
+        # a scalar-core value: the select below names r four times and x
+        # twice, and the scalar core inlines locals; SMEM words keep it short
+        recorder().spill(r)
+        if isinstance(x, Value) and _trace._spillable(x) and _trace.scalar_len(x) > 16:
+            recorder().spill(x)
+    else:
+        r = local(r)
     return jnp.where((r != 0) & ((r < 0) != (x < 0)), r - y, r)
 
 

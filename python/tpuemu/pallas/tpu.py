@@ -384,8 +384,10 @@ class _RegularSemaphoreWait(_trace.TraceError, ValueError):
     """As Pallas's ValueError: a DMA wait on a regular semaphore."""
 
 
-def make_async_copy(src, dst, sem):
-    return AsyncCopy(src, dst, sem)
+def make_async_copy(src_ref, dst_ref, sem):
+    """pltpu.make_async_copy(src_ref, dst_ref, sem), JAX's parameter names
+    (the distributed guide passes them by keyword)."""
+    return AsyncCopy(src_ref, dst_ref, sem)
 
 
 def async_copy(src, dst, sem, *, priority=0):
