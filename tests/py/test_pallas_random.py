@@ -313,3 +313,34 @@ def test_host_split_and_fold_in_distinct():
     assert len(set(datas)) == 3
     u = np.asarray(jax_random.uniform(key, (137, 275)))
     assert u.min() >= 0.0 and u.max() <= 1.0
+
+
+# --- PRNGTest.test_output_physical_key ---
+
+def test_output_physical_key():
+    """A key output (ShapeDtypeStruct((), key.dtype)) copied from the input
+    comes back the same key."""
+    key = pltpu.to_pallas_key(jax_random.key(0, impl="threefry2x32"))
+
+    def body(x_ref, o_ref):
+        pltpu.sync_copy(x_ref, o_ref)
+    y = pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((), key.dtype),
+                       in_specs=[SMEM], out_specs=SMEM)(key)
+    assert y.shape == () and y.dtype == key.dtype
+    np.testing.assert_array_equal(jax_random.key_data(key), jax_random.key_data(y))
+
+
+def test_key_outputs_batched_and_folded():
+    """A batch of key outputs, each the input key folded in with its index
+    in the kernel: the host's fold_in of each."""
+    key = _key(4)
+
+    def body(k_ref, o_ref):
+        for i in range(3):
+            o_ref[i] = jax_random.fold_in(k_ref[...], i)
+    y = pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((3,), key.dtype),
+                       in_specs=[SMEM], out_specs=SMEM)(key)
+    assert y.shape == (3,)
+    for i in range(3):
+        np.testing.assert_array_equal(jax_random.key_data(y[i]),
+                                      jax_random.key_data(jax_random.fold_in(key, i)))

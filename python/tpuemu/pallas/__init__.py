@@ -977,6 +977,14 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     no_out = out_shape is None or empty_out
     out_parts = [] if no_out else _top(out_shape)
     outs, out_tree = _pytree.flatten(tuple(out_parts))
+    # Pallas key outputs (ShapeDtypeStruct(shape, key.dtype)): int32 words
+    # of shape + (1, 2), given back as keys
+    from ._keys import KeyDtype, PallasKey
+    key_outs = {j for j, o in enumerate(outs) if isinstance(getattr(o, "dtype", None), KeyDtype)}
+    if key_outs:
+        from .. import ShapeDtypeStruct
+        outs = [ShapeDtypeStruct(tuple(o.shape) + (1, 2), _trace.int32) if j in key_outs else o
+                for j, o in enumerate(outs)]
     if not no_out and not outs:
         raise ValueError("pallas_call: out_shape %r has no arrays" % (out_shape,))
     for o in outs:
@@ -1016,6 +1024,13 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                                 "arrays" % k)
         # Pallas keys: int32 operands of their words, read back as keys
         from ._keys import PallasKey
+        from ..random import _Key
+        for k, a in enumerate(sp_leaves + in_leaves):
+            if isinstance(a, _Key):
+                raise TypeError("pallas_call: operand %d is a jax.random key (%r): jax.random "
+                                "on threefry keys inside kernels is not supported; pass "
+                                "pltpu.to_pallas_key(key) with BlockSpec(memory_space="
+                                "pltpu.SMEM)" % (k, a))
         keyed = {k for k, a in enumerate(sp_leaves + in_leaves) if isinstance(a, PallasKey)}
         # 64-bit operands narrowed to 32 bits, as JAX's (x64 off) takes them
         arrays = [a.data.view(_np.int32) if k in keyed else _np.ascontiguousarray(a)
@@ -1133,7 +1148,10 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             refs[k].key_batch = len(refs[k].shape) - 2
         for j, (n, o, spec) in enumerate(zip(onames, outs, ospecs)):
             add_blocked(lib.tpurt_grid_spec_add_output, "output", n, o.shape,
-                        o.dtype, spec, True, "outputs[%d]" % j)
+                        o.dtype, _key_spec(spec) if j in key_outs else spec, True,
+                        "outputs[%d]" % j)
+            if j in key_outs:
+                refs[-1].key_batch = len(refs[-1].shape) - 2
         for n, s in zip(snames, scratch):
             if not hasattr(s, "_space_code"):
                 raise TypeError("scratch_shapes: %r is not a scratch type (pltpu.VMEM, "
@@ -1330,6 +1348,8 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             # int16's words hold it sign-extended: exact (an aliased input
             # never written keeps its own)
             results.append(r.astype(_np.int16) if nd == _np.int16 else r)
+            if j in key_outs:
+                results[-1] = PallasKey(r.view(_np.uint32))
         if no_out:
             return () if empty_out else None
         # a list of out_shapes gives a tuple too, as JAX's (it flattens the tree)

@@ -175,6 +175,23 @@ def read_key(ref, idx, prefix=()):
     return KernelKey(ref._read(idx + (0, 0)), ref._read(idx + (0, 1)))
 
 
+def store_key(ref, idx, key):
+    """@ref[@idx] = @key: a key's two words into a key ref (SMEM)."""
+    if not isinstance(key, KernelKey):
+        raise _trace.trace_error("ref '%s' holds Pallas keys: store a key (key_ref[...], "
+                                 "fold_in, wrap_pallas_seed), not %r" % (ref.name, key))
+    nb = ref.key_batch
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    idx = tuple(e for e in idx if e is not Ellipsis)
+    if len(idx) != nb:
+        raise _trace.trace_error("ref '%s' holds Pallas keys of batch shape %r: store one "
+                                 "key, ref[%s] = key" % (ref.name, ref.shape[:nb],
+                                                         ", ".join(["i"] * nb) or "..."))
+    _check_space(ref)
+    ref[idx + (0, 0)] = key.words[0]
+    ref[idx + (0, 1)] = key.words[1]
+
+
 class KeyAt:
     """key_ref.at[i, ...]: a view of some keys of a key ref."""
 
