@@ -30,6 +30,9 @@ class HostRef(Ref):
 
     # the traced ref's attributes while bound, else the array's
     def __getattr__(self, name):
+        if name == "dtype" and self.__dict__.get("_pallas_keys"):
+            from .pallas._keys import key_dtype
+            return key_dtype	# bound or not: pltpu.SMEM((), ref.dtype) is key scratch
         b = object.__getattribute__(self, "_bound")
         if b is not None:
             return getattr(b, name)
@@ -86,6 +89,12 @@ def new_ref(x, memory_space=None, **_kw):
         raise TypeError("jax.new_ref in a kernel body: use jax.empty_ref or pl.run_scoped "
                         "scratch")
     from .numpy import BF16Array
+    from .pallas._keys import PallasKey
+    if isinstance(x, PallasKey):
+        # Pallas keys: their int32 words; dtype says key, freeze gives keys
+        r = HostRef(x.data.view(_np.int32).copy(), memory_space)
+        object.__setattr__(r, "_pallas_keys", True)
+        return r
     # a host bf16 array is held as its bits (the device's), given back as one
     a = x.bits() if isinstance(x, BF16Array) else _np.array(x)
     if a.dtype == _np.float64:
@@ -106,6 +115,9 @@ def freeze(ref):
     """jax.freeze(ref): the ref's array (a copy)."""
     if not isinstance(ref, HostRef):
         raise TypeError("jax.freeze: a jax.new_ref ref, not %r" % (ref,))
+    if ref.__dict__.get("_pallas_keys"):
+        from .pallas._keys import PallasKey
+        return PallasKey(_np.array(object.__getattribute__(ref, "_value")).view(_np.uint32))
     return _host_view(_np.array(object.__getattribute__(ref, "_value")))
 
 

@@ -336,6 +336,7 @@ def _scoped(f, params, types, named_types, rec):
                            getattr(leaf, "_device_shape", None))
             if hasattr(leaf, "_role"):	# a pltpu.BufferedRef: its spec and role
                 ref._spec, ref._role = leaf._spec, leaf._role
+            ref.key_batch = getattr(leaf, "_key_batch", None)	# scratch of Pallas keys
             if hasattr(leaf, "_on_alloc"):	# an emit_pipeline allocation's buffer
                 leaf._on_alloc(ref)
             made.append(ref)
@@ -834,7 +835,9 @@ def _stateful_call(kernel, out_shape, kw, args, captured):
         ospecs = [ospecs]
     ospecs = list(ospecs)
     from .. import ShapeDtypeStruct
-    new_outs = user_outs + [ShapeDtypeStruct(r.shape, r.dtype) for r in states]
+    # a ref of Pallas keys is its int32 words here (the shape of its array)
+    new_outs = user_outs + [ShapeDtypeStruct(r.shape, _trace.int32 if r.__dict__.get(
+        "_pallas_keys") else r.dtype) for r in states]
     new_ospecs = ospecs + [state_spec(r) for r in states]
     # flat indices: the aliases of the user's inputs (refs taken out)
     leaves = [_pytree.flatten(a)[1].num_leaves if not r else 1
@@ -1165,6 +1168,7 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                             space={1: "smem", 3: "sem", 4: "sem"}.get(s._space_code, "vmem")))
             if hasattr(s, "_role"):	# a pltpu.BufferedRef: its spec and role
                 refs[-1]._spec, refs[-1]._role = s._spec, s._role
+            refs[-1].key_batch = getattr(s, "_key_batch", None)	# scratch of Pallas keys
 
         # the kernel's arguments: the refs in the trees of the call's arguments
         nout = len(outs)

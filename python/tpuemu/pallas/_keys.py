@@ -9,6 +9,9 @@ back as a KernelKey: the two words as scalar-core values. A sampler on a
 KernelKey seeds the core's PRNG with the words (pltpu.prng_seed) and draws
 from it, as JAX's impl does, so the same key gives the same bits in any
 kernel (pallas_call or emit_pipeline body) and another key other bits.
+Key outputs (ShapeDtypeStruct(shape, key.dtype)), key scratch
+(pltpu.SMEM(shape, key.dtype)) and refs of keys (jax.new_ref,
+pl.run_state) are the same words.
 fold_in mixes the data in with a bijection of the words (+ and * only:
 what the scalar core does), so distinct data give distinct keys, the same
 on the host and in kernels. The bits are Philox's, not the TPU's."""

@@ -38,9 +38,14 @@ class _MemorySpace:
 
 class _Scratch:
     def __init__(self, shape, dtype, code):
+        from ._keys import KeyDtype
         self.shape = tuple(shape)
         self.dtype = dtype
         self._space_code = code
+        if isinstance(dtype, KeyDtype):
+            # Pallas keys: int32 words, (1, 2) per key, read back as keys
+            self._key_batch = len(self.shape)
+            self.shape, self.dtype = self.shape + (1, 2), _trace.int32
 
     def __matmul__(self, mesh):
         """pltpu.VMEM(shape, dtype) @ mesh: the type on the mesh's cores."""
