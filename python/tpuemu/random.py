@@ -34,14 +34,26 @@ def _in_kernel(k, what):
     """Whether @k is a Pallas key read in a kernel; a host Pallas key is
     refused, as JAX refuses to lower its sampler outside kernels."""
     from .pallas import _keys
+    from . import _trace
     if isinstance(k, _keys.PallasKey):
         _keys.refuse_on_host(what)
+    if _trace._rec is not None and not isinstance(k, _keys.KernelKey):
+        # a host key's samples would be a host array the kernel cannot hold
+        raise _trace.trace_error(
+            "jax.random.%s inside a kernel on %r: only Pallas keys read in the kernel "
+            "are supported (pass pltpu.to_pallas_key(key) with BlockSpec(memory_space="
+            "pltpu.SMEM)); threefry keys in kernels are not" % (what, k))
     return isinstance(k, _keys.KernelKey)
 
 
 def key(seed, *, impl=None):
     """A key; impl="pallas_tpu" is a Pallas key of the seed in both words
     (JAX's seed rule for it); other impls are this module's keys."""
+    from . import _trace
+    if impl == "pallas_tpu" and _trace._rec is not None:
+        from .pallas import _keys	# in a kernel: the seed in both words
+        w = _keys._word(seed)
+        return _keys.KernelKey(w, w)
     if impl == "pallas_tpu":
         from .pallas import _keys
         return _keys.PallasKey(_np.full((1, 2), int(seed) & 0xFFFFFFFF, _np.uint32))

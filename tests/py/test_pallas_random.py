@@ -362,3 +362,28 @@ def test_key_outputs_batched_and_folded():
     for i in range(3):
         np.testing.assert_array_equal(jax_random.key_data(y[i]),
                                       jax_random.key_data(jax_random.fold_in(key, i)))
+
+
+def test_pallas_key_made_in_kernel():
+    """jax.random.key(seed, impl="pallas_tpu") in a kernel, of a constant or
+    an SMEM value: the key the host makes of that seed."""
+    def made(s_ref, o_ref):
+        k = jax_random.key(s_ref[0], impl="pallas_tpu")
+        o_ref[...] = jax_random.uniform(k, shape=o_ref.shape)
+
+    def const(o_ref):
+        o_ref[...] = jax_random.uniform(jax_random.key(9, impl="pallas_tpu"), shape=o_ref.shape)
+    out = jax.ShapeDtypeStruct((8, 128), jnp.float32)
+    a = _run(made, np.array([9], np.int32))
+    b = np.asarray(pl.pallas_call(const, out_shape=out)())
+    c = _run(lambda k, o: o.__setitem__(..., jax_random.uniform(k[...], shape=o.shape)),
+             jax_random.key(9, impl="pallas_tpu"))
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)
+
+
+def test_host_key_sampled_in_kernel_refused():
+    def body(o_ref):
+        o_ref[...] = jax_random.uniform(jax_random.key(0), shape=o_ref.shape)
+    with pytest.raises(pl.TraceError, match="only Pallas keys read in the kernel"):
+        pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))()
