@@ -31,8 +31,10 @@ class ShapeDtypeStruct:
 
 
 def typeof(x):
-    """jax.typeof(x): x's shape and dtype (a ShapeDtypeStruct)."""
-    return ShapeDtypeStruct(_np.shape(x), x.dtype)
+    """jax.typeof(x): x's shape and dtype (a ShapeDtypeStruct; of a Pallas
+    key array, its batch shape and key dtype)."""
+    return ShapeDtypeStruct(x.shape if getattr(x, "_pallas_key", False) else _np.shape(x),
+                            x.dtype)
 
 
 def jit(f=None, **kwargs):
@@ -160,10 +162,18 @@ def vmap(f, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
         if len(sizes) != 1:
             raise ValueError("jax.vmap: the mapped axes have sizes %s; they must be one "
                              "size" % sorted(sizes))
+        from .pallas._keys import PallasKey
+
+        def take(a, i, ax):
+            if isinstance(a, PallasKey):	# keys: along their batch axes
+                return a[(slice(None),) * ax + (i,)]
+            return _np.take(a, i, axis=ax)
         outs = []
         for i in range(sizes.pop()):
-            outs.append(f(*(a if ax is None else _np.take(a, i, axis=ax)
+            outs.append(f(*(a if ax is None else take(a, i, ax)
                             for a, ax in zip(args, axes))))
+        if all(isinstance(o, PallasKey) for o in outs):
+            return PallasKey(_np.stack([o.data for o in outs], axis=out_axes))
         if isinstance(outs[0], (tuple, list)):
             return type(outs[0])(_np.stack(o, axis=out_axes) for o in zip(*outs))
         return _np.stack(outs, axis=out_axes)

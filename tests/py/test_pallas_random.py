@@ -29,7 +29,7 @@ def _run(body, key, shape=(8, 128), dtype=jnp.float32, **kw):
         shape, dtype), **kw)(key))
 
 
-# --- PRNGTest.test_to_pallas_key_under_vmap (the batched form) ---
+# --- PRNGTest.test_to_pallas_key_under_vmap (batched and jax.vmap forms) ---
 
 @pytest.mark.parametrize("legacy", [True, False])
 def test_to_pallas_key_batched(legacy):
@@ -41,6 +41,9 @@ def test_to_pallas_key_batched(legacy):
     assert data.shape == (10, 1, 2) and data.dtype == np.uint32
     each = np.stack([jax_random.key_data(pltpu.to_pallas_key(k)) for k in keys])
     np.testing.assert_array_equal(data, each)
+    vmapped = jax.vmap(pltpu.to_pallas_key)(keys)
+    np.testing.assert_array_equal(jax_random.key_data(vmapped), data)
+    assert jax.typeof(batched).shape == (10,) and jax.typeof(batched).dtype == batched.dtype
     assert len(np.unique(data.reshape(10, 2), axis=0)) == 10
 
 
@@ -342,7 +345,7 @@ def test_output_physical_key():
 
     def body(x_ref, o_ref):
         pltpu.sync_copy(x_ref, o_ref)
-    y = pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((), key.dtype),
+    y = pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((), jax.typeof(key).dtype),
                        in_specs=[SMEM], out_specs=SMEM)(key)
     assert y.shape == () and y.dtype == key.dtype
     np.testing.assert_array_equal(jax_random.key_data(key), jax_random.key_data(y))
