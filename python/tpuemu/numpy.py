@@ -1064,6 +1064,7 @@ def _on_host(name, fn):
         if name == "reshape" and getattr(args[0] if args else None, "_pallas_key", False):
             return args[0].reshape(*args[1:], **kw)	# host Pallas keys: their batch shape
         pet = kw.pop("preferred_element_type", None)
+        kw.pop("precision", None)	# jnp.dot's: NumPy's products take none
         if name in ("zeros", "ones") and "dtype" not in kw and len(args) < 2:
             kw["dtype"] = _np.float32
         if pet is not None and not _is_bf16(pet):
