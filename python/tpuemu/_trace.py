@@ -397,9 +397,6 @@ def scalar_len(v):
             n += scalar_len(c) - len(c.text)
         elif c.kind != "text":
             n += scalar_len(c) - len(c.render())
-    if v.kind == "call" and v.text == "jnp.where" and v.args:
-        # libtpurt's scalar where is (m != 0) * a + (m == 0) * b: the mask twice
-        n += scalar_len(v.args[0]) + 12
     return n
 
 
