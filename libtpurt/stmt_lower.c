@@ -1983,6 +1983,17 @@ static int lower_name(struct stmt_ctx *c, const struct stmt_node *n,
 	return stmt_fail(c, n->col, "unknown name '%.*s'", n->len, n->name);
 }
 
+/* @v becomes an element of SMEM ref @r; the caller writes its index text. */
+static void smem_value(struct value *v, const struct ref_info *r)
+{
+	memset(v, 0, sizeof(*v));
+	v->kind = V_SMEM;
+	v->temp = -1;
+	v->weak = 1;
+	v->dtype = r->dtype;
+	snprintf(v->ref, sizeof(v->ref), "%s", r->name);
+}
+
 /*
  * s[i, j, k, ...] of an SMEM ref of rank 3 or 4 (or 2 with squeezed
  * dimensions): one index per dimension the kernel sees, flattened
@@ -2010,12 +2021,7 @@ static int smem_read_nd(struct stmt_ctx *c, const struct stmt_node *n,
 		else
 			memcpy(flat, acc, sizeof(flat));
 	}
-	memset(v, 0, sizeof(*v));
-	v->kind = V_SMEM;
-	v->temp = -1;
-	v->weak = 1;
-	v->dtype = r->dtype;
-	snprintf(v->ref, sizeof(v->ref), "%s", r->name);
+	smem_value(v, r);
 	snprintf(v->text, sizeof(v->text), "%s", flat);
 	return 0;
 }
@@ -2041,12 +2047,7 @@ int stmt_lower_smem_read(struct stmt_ctx *c, const struct stmt_node *n,
 	if (stmt_lower_node(c, n->arg[0], NULL, &i) ||
 	    stmt_scalar_text(c, &i, n->arg[0]->col, ti, sizeof(ti), n->nargs == 2))
 		return c->err;
-	memset(v, 0, sizeof(*v));
-	v->kind = V_SMEM;
-	v->temp = -1;
-	v->weak = 1;
-	v->dtype = r->dtype;
-	snprintf(v->ref, sizeof(v->ref), "%s", r->name);
+	smem_value(v, r);
 	if (n->nargs == 1) {
 		snprintf(v->text, sizeof(v->text), "%s", ti);
 		return 0;
