@@ -19,6 +19,7 @@
  */
 #include "tpu_gemm.h"
 #include "tpu_gemm_internal.h"
+#include "tpu_panels.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -494,6 +495,58 @@ int tpu_gemm_i8_use(const char *name)
 	return -1;
 }
 
+/* int16 elements of one packed B block: kcp x nc, in NR-column panels. */
+static int64_t b_block_elems(int64_t kcp, int64_t nc)
+{
+	return round_up(nc, NR) * kcp;
+}
+
+/* The packer's own tag in a panel key: not one of tpu_gemm_small.c's. */
+#define I8_PANEL_LAYOUT	(1u << 16)
+
+/*
+ * All of op(B), packed block after block in the order i8_blocked() reads
+ * them, kept for the job when B may be (tpu_panels.h): a grid's y block
+ * comes back at every i step, and widening it to int16 again each time
+ * is a few percent of the call. Packed here the first time. NULL: B is
+ * not kept, pack it per block.
+ */
+static const int16_t *kept_b(const struct i8_src *b, int64_t k, int64_t n,
+			     bool simd)
+{
+	int64_t rs = b->trans ? 1 : b->ld, cs = b->trans ? b->ld : 1;
+	struct tpu_panel_key key = {
+		b->p, k, n, rs, cs,
+		I8_PANEL_LAYOUT | (uint32_t)b->is_unsigned << 1 | simd
+	};
+	struct tpu_panel *fill;
+	uint64_t bytes = 0;
+	int16_t *kept, *dst;
+
+	for (int64_t pc = 0; pc < k; pc += KC)
+		for (int64_t jc = 0; jc < n; jc += NC)
+			bytes += b_block_elems(round_up(min64(KC, k - pc), 2),
+					       min64(NC, n - jc)) * sizeof(int16_t);
+	kept = (int16_t *)tpu_panels_get(TPU_PANELS_SHARED, &key,
+					 (uint64_t)((k - 1) * rs + (n - 1) * cs + 1),
+					 bytes, &fill);
+	if (!kept || !fill)
+		return kept;
+	dst = kept;
+	for (int64_t pc = 0; pc < k; pc += KC) {
+		int64_t kc = min64(KC, k - pc), kcp = round_up(kc, 2);
+
+		for (int64_t jc = 0; jc < n; jc += NC) {
+			int64_t nc = min64(NC, n - jc);
+
+			pack_b(dst, b, pc, kc, kcp, jc, nc, simd);
+			dst += b_block_elems(kcp, nc);
+		}
+	}
+	tpu_panels_filled(fill);
+	return kept;
+}
+
 static void i8_blocked(i8_kernel_fn *kern, const struct i8_src *a,
 		       const struct i8_src *b, int64_t m, int64_t n, int64_t k,
 		       int32_t *c, int64_t ldc, bool accumulate)
@@ -504,6 +557,7 @@ static void i8_blocked(i8_kernel_fn *kern, const struct i8_src *a,
 				       kcp_max * sizeof(int16_t));
 	int16_t *pb = tpu_gemm_scratch(TPU_GEMM_SLOT_B, round_up(min64(n, NC), NR) *
 				       kcp_max * sizeof(int16_t));
+	const int16_t *kept = pa && pb ? kept_b(b, k, n, simd) : NULL;
 
 	if (!pa || !pb) {
 		i8_naive(a, b, m, n, k, c, ldc, accumulate);
@@ -515,6 +569,7 @@ static void i8_blocked(i8_kernel_fn *kern, const struct i8_src *a,
 	 */
 	for (int64_t ia = 0; ia < m; ia += MA) {
 		int64_t ma = min64(MA, m - ia);
+		const int16_t *next = kept;
 
 		for (int64_t pc = 0; pc < k; pc += KC) {
 			int64_t kc = min64(KC, k - pc), kcp = round_up(kc, 2);
@@ -522,10 +577,16 @@ static void i8_blocked(i8_kernel_fn *kern, const struct i8_src *a,
 			pack_a(pa, a, ia, ma, pc, kc, kcp, simd);
 			for (int64_t jc = 0; jc < n; jc += NC) {
 				int64_t nc = min64(NC, n - jc);
+				const int16_t *bb = next;
 
-				pack_b(pb, b, pc, kc, kcp, jc, nc, simd);
+				if (kept) {
+					next += b_block_elems(kcp, nc);
+				} else {
+					pack_b(pb, b, pc, kc, kcp, jc, nc, simd);
+					bb = pb;
+				}
 				for (int64_t ic = 0; ic < ma; ic += MC)
-					macro_kernel(kern, pa + ic * kcp, pb,
+					macro_kernel(kern, pa + ic * kcp, bb,
 						     min64(MC, ma - ic), nc, kcp,
 						     c + (ia + ic) * ldc + jc, ldc,
 						     accumulate || pc > 0);
