@@ -334,8 +334,6 @@ void tpu_ring_fail_all(struct tpu_ring *ring, int error)
 		tpu_ring_retire_one(ring, error, false);
 	ring->head = 0;
 	ring->tail = 0;
-	/* The device's HEAD restarts at 0 too, once the queue is enabled. */
-	WRITE_ONCE(ring->area->head, 0);
 	spin_unlock_irqrestore(&ring->lock, flags);
 }
 

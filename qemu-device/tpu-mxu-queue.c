@@ -114,6 +114,18 @@ static void tpu_queue_irq_bh(void *opaque)
 
 static void tpu_queue_clear(TpuQueue *q);
 
+/*
+ * A reset has finished: clear the queue and raise its vector, which no
+ * driver-area word may hold back. Called with @lock held, worker idle.
+ */
+static void tpu_queue_end_reset(TpuQueue *q)
+{
+    tpu_queue_clear(q);
+    trace_tpu_mxu_queue_reset_done(q->index);
+    q->irq_reset = true;
+    qemu_bh_schedule(q->irq_bh);
+}
+
 static bool tpu_queue_has_work(TpuQueue *q)
 {
     return !q->abort && (q->ctrl & TPU_Q_CTRL_ENABLE) && q->head != q->tail;
@@ -193,10 +205,7 @@ static void *tpu_queue_worker(void *opaque)
         q->busy = false;
         qemu_cond_broadcast(&q->cond);
         if (q->resetting) {
-            tpu_queue_clear(q);
-            trace_tpu_mxu_queue_reset_done(q->index);
-            q->irq_reset = true;
-            qemu_bh_schedule(q->irq_bh);
+            tpu_queue_end_reset(q);
             continue;
         }
         q->head = idx + 1;
@@ -383,9 +392,7 @@ static void tpu_queue_clear(TpuQueue *q)
 static void tpu_queue_start_reset(TpuQueue *q)
 {
     if (!q->busy) {
-        tpu_queue_clear(q);
-        q->irq_reset = true;
-        qemu_bh_schedule(q->irq_bh);
+        tpu_queue_end_reset(q);
         return;
     }
     q->resetting = true;

@@ -557,12 +557,13 @@ static void i8_blocked(i8_kernel_fn *kern, const struct i8_src *a,
 				       kcp_max * sizeof(int16_t));
 	int16_t *pb = tpu_gemm_scratch(TPU_GEMM_SLOT_B, round_up(min64(n, NC), NR) *
 				       kcp_max * sizeof(int16_t));
-	const int16_t *kept = pa && pb ? kept_b(b, k, n, simd) : NULL;
+	const int16_t *kept;
 
 	if (!pa || !pb) {
 		i8_naive(a, b, m, n, k, c, ldc, accumulate);
 		return;
 	}
+	kept = kept_b(b, k, n, simd);
 	/*
 	 * All MA rows of A are packed once per k block, so B's blocks can be
 	 * narrow enough to stay in L2 from their packing to their last use.
