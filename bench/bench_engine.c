@@ -388,7 +388,8 @@ static void bench_scaling(struct bench_dev *d, uint64_t size)
 
 /*
  * OpenBLAS fell back to its generic kernels on a host with AVX2 or
- * AVX-512: run again with the kernels of the engine's instruction set.
+ * AVX-512, or runs AVX-512 kernels while the engine's are capped to AVX2:
+ * run again with the kernels of the engine's instruction set.
  * Returns only if nothing needs doing (or exec failed).
  */
 static void openblas_use_host_kernels(char **argv)
@@ -397,8 +398,8 @@ static void openblas_use_host_kernels(char **argv)
 
 	if (!core)
 		return;
-	fprintf(stderr, "bench_engine: OpenBLAS picked Prescott on a host with %s; running again with OPENBLAS_CORETYPE=%s\n",
-		tpu_gemm_isa_name(), core);
+	fprintf(stderr, "bench_engine: OpenBLAS picked %s with the engine's kernels at %s; running again with OPENBLAS_CORETYPE=%s\n",
+		openblas_get_corename(), tpu_gemm_isa_name(), core);
 	setenv("OPENBLAS_CORETYPE", core, 1);
 	execv("/proc/self/exe", argv);
 	perror("bench_engine: exec");

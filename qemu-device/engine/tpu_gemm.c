@@ -91,15 +91,31 @@ const char *tpu_gemm_isa_name(void)
 	return isa_names[tpu_gemm_isa];
 }
 
+/* OpenBLAS 0.3.21's core types whose sgemm kernels use AVX-512. */
+static bool blas_core_has_avx512(const char *core)
+{
+	return !strcmp(core, "SkylakeX") || !strcmp(core, "Cooperlake") ||
+	       !strcmp(core, "SapphireRapids");
+}
+
 const char *tpu_gemm_blas_coretype(void)
 {
-	const char *isa;
+	const char *isa, *core;
 
 	tpu_gemm_init();
 	isa = tpu_gemm_isa_name();
+	core = openblas_get_corename();
 
-	if (getenv("OPENBLAS_CORETYPE") ||
-	    strcmp(openblas_get_corename(), "Prescott"))
+	if (getenv("OPENBLAS_CORETYPE"))
+		return NULL;
+	/*
+	 * Kernels capped to AVX2 stand for an AVX2-only host: the engine's
+	 * f32 path and the anchor are OpenBLAS, which would run its AVX2
+	 * kernels there.
+	 */
+	if (!strcmp(isa, "avx2") && blas_core_has_avx512(core))
+		return "Haswell";
+	if (strcmp(core, "Prescott"))
 		return NULL;
 	return !strcmp(isa, "avx512") ? "SkylakeX" :
 	       !strcmp(isa, "avx2") ? "Haswell" : NULL;

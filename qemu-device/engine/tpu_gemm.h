@@ -61,6 +61,8 @@ const char *tpu_gemm_isa_name(void);
  * fix is OPENBLAS_CORETYPE in the environment of the next process: this
  * returns the core type to set ("SkylakeX", "Haswell"), or NULL when
  * OpenBLAS runs its own choice for this host or the variable is set.
+ * With the kernels capped to AVX2 (TPU_GEMM_ISA=avx2) on an AVX-512 host,
+ * it returns "Haswell" too, so the capped run is an AVX2 host's.
  */
 const char *tpu_gemm_blas_coretype(void);
 
