@@ -296,6 +296,8 @@ bench-submit: module userspace
 
 # Engine jobs are the tests' matmul kernels, from the job builder.
 $(BUILD)/bench/bench_engine: $(TEST_HELPERS) tests/job_builder.h
+$(BUILD)/bench/bench_gemm: bench/isa_peak.c bench/isa_peak.h
+$(BUILD)/bench/bench_gemm: BENCH_EXTRA = bench/isa_peak.c
 $(BUILD)/bench/bench_engine: BENCH_EXTRA = -Itests $(TEST_HELPERS)
 
 bench-engine: $(BUILD)/bench/bench_engine

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "isa_peak.h"
 #include "tpu_gemm.h"
 #include "tpu_prefetch.h"
 #include "tpu_vmem.h"
@@ -367,6 +368,18 @@ static void bench_stream128(const struct operands *o, int rounds)
 	operands_free(&hot);
 }
 
+/* The int8 kernels' ceiling on AVX2: their instructions' rate against f32's. */
+static void bench_isa_peak(void)
+{
+	double f32 = isa_peak_f32_fma(5), i16 = isa_peak_int16_madd(5);
+
+	if (!f32 || !i16)
+		return;
+	printf("bench: peak_avx2_f32_fma = %.1f GFLOP/s\n", f32 / 1e9);
+	printf("bench: peak_avx2_int16_madd = %.1f GOP/s\n", i16 / 1e9);
+	printf("bench: peak_avx2_int16_vs_f32 = %.2f x\n", i16 / f32);
+}
+
 int main(void)
 {
 	struct operands big;
@@ -374,6 +387,7 @@ int main(void)
 	tpu_gemm_init();
 	printf("# openblas core %s; int8 kernel %s\n", openblas_get_corename(),
 	       tpu_gemm_i8_kernel());
+	bench_isa_peak();
 	bench_block_shape(512, 1024, 1024, 5);
 	bench_block_shape(128, 128, 128, 5);
 	/* one 4096^3 problem for both: filling it takes seconds */

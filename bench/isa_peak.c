@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The inner loops of the GEMM kernels without their memory: a 6 x 16
+ * tile of 12 accumulators, six broadcast loads of A per step and B in
+ * two registers, as tpu_gemm_small.c (f32, one vfmadd231ps per 8 products)
+ * and tpu_gemm_i8.c (int16 pairs, vpmaddwd then vpaddd per 16) run them.
+ * The FMA has two pipes to itself; the integer pair shares the vector ALUs
+ * with each other, so its ratio to f32 is below the 2x the lanes suggest.
+ */
+#include <immintrin.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "isa_peak.h"
+
+#define STEPS	(1L << 24)
+#define AROWS	6
+#define SLOTS	64	/* A's broadcasts walk a 1.5 KiB buffer, as a panel */
+
+static double thread_seconds(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static int has_avx2_fma(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+/*
+ * In assembly: from intrinsics GCC hoisted the six broadcasts ahead of
+ * the arithmetic and spilled accumulators, which the kernels' loops do
+ * not do. Accumulators ymm0-11, B in ymm14-15, A's broadcast in ymm12.
+ */
+#define ROW(bcast, op, off, lo, hi)					\
+	bcast " " #off "(%[p]), %%ymm12\n\t"				\
+	op(lo, "14") op(hi, "15")
+#define FMA(acc, b) "vfmadd231ps %%ymm12, %%ymm" b ", %%ymm" acc "\n\t"
+#define MADD(acc, b)							\
+	"vpmaddwd %%ymm12, %%ymm" b ", %%ymm13\n\t"			\
+	"vpaddd %%ymm13, %%ymm" acc ", %%ymm" acc "\n\t"
+#define SIX_ROWS(bcast, op)						\
+	ROW(bcast, op, 0, "0", "1") ROW(bcast, op, 4, "2", "3")		\
+	ROW(bcast, op, 8, "4", "5") ROW(bcast, op, 12, "6", "7")	\
+	ROW(bcast, op, 16, "8", "9") ROW(bcast, op, 20, "10", "11")
+#define CLOBBERS "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4",	\
+	"xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",	\
+	"xmm12", "xmm13"
+
+/* Zero accumulators and small B: no denormal, no overflow to slow it. */
+#define ZERO_ACC(x) "vpxor %%ymm" #x ", %%ymm" #x ", %%ymm" #x "\n\t"
+#define SET_UP(value)							\
+	__asm__ volatile(ZERO_ACC(0) ZERO_ACC(1) ZERO_ACC(2) ZERO_ACC(3) \
+			 ZERO_ACC(4) ZERO_ACC(5) ZERO_ACC(6) ZERO_ACC(7) \
+			 ZERO_ACC(8) ZERO_ACC(9) ZERO_ACC(10) ZERO_ACC(11) \
+			 "vpbroadcastd %[b], %%ymm14\n\t"		\
+			 "vpbroadcastd %[b], %%ymm15\n\t"		\
+			 : : [b] "m"(value) : CLOBBERS, "xmm14", "xmm15")
+
+static const float b_f32 = 0.5f;
+static const int32_t b_i16 = 0x00030002;
+
+__attribute__((target("avx2,fma"), noinline))
+static void loop_fma(const float *a)
+{
+	SET_UP(b_f32);
+	for (long s = 0; s < STEPS; s++)
+		__asm__ volatile(SIX_ROWS("vbroadcastss", FMA)
+				 : : [p] "r"(a + (s % SLOTS) * AROWS)
+				 : CLOBBERS);
+}
+
+__attribute__((target("avx2"), noinline))
+static void loop_madd(const int32_t *a)
+{
+	SET_UP(b_i16);
+	for (long s = 0; s < STEPS; s++)
+		__asm__ volatile(SIX_ROWS("vpbroadcastd", MADD)
+				 : : [p] "r"(a + (s % SLOTS) * AROWS)
+				 : CLOBBERS);
+}
+
+static double run_fma(const void *a)
+{
+	double t = thread_seconds();
+
+	loop_fma(a);
+	return thread_seconds() - t;
+}
+
+static double run_madd(const void *a)
+{
+	double t = thread_seconds();
+
+	loop_madd(a);
+	return thread_seconds() - t;
+}
+
+/* @ops_per_step operations in each of STEPS steps; the best of @rounds. */
+static double best_rate(double (*run)(const void *), const void *a,
+			double ops_per_step, int rounds)
+{
+	double best = 0;
+
+	for (int i = 0; i < rounds; i++) {
+		double t = run(a);
+
+		if (t > 0 && ops_per_step * STEPS / t > best)
+			best = ops_per_step * STEPS / t;
+	}
+	return best;
+}
+
+static float a_f32[SLOTS * AROWS];
+static int32_t a_i16[SLOTS * AROWS];
+
+double isa_peak_f32_fma(int rounds)
+{
+	if (!has_avx2_fma())
+		return 0;
+	for (int i = 0; i < SLOTS * AROWS; i++)
+		a_f32[i] = (float)(i % 7) * 0.25f;	/* sums stay finite */
+	/* 12 FMAs of 8 lanes, 2 flops each */
+	return best_rate(run_fma, a_f32, 12 * 8 * 2, rounds);
+}
+
+double isa_peak_int16_madd(int rounds)
+{
+	if (!has_avx2_fma())
+		return 0;
+	for (int i = 0; i < SLOTS * AROWS; i++)
+		a_i16[i] = (i % 5) * 0x10001;
+	/* 12 vpmaddwd of 16 products, a multiply and an add each */
+	return best_rate(run_madd, a_i16, 12 * 16 * 2, rounds);
+}
