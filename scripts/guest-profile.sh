@@ -59,7 +59,7 @@ fi
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 ABI=$(cat "$CACHE/kernel-abi")
-APPEND="console=ttyS0 quiet loglevel=3 panic=-1 oops=panic nokaslr"
+APPEND="console=ttyS0 quiet loglevel=3 panic=-1 oops=panic nokaslr tsc=reliable"
 # Each module's code address, on a line of its own before the command runs.
 BASES='for m in /sys/module/*/sections/.text; do
 	n=${m#/sys/module/}; echo "TPUEMU-MODULE ${n%%/*} $(cat $m)"; done'

@@ -345,6 +345,16 @@ pvh_kernel() {	# pvh_kernel BZIMAGE: prints the file to boot
 }
 [ "${VM_PVH:-1}" = 0 ] || KERNEL=$(pvh_kernel "$KERNEL")
 
+# Under TCG every vCPU's TSC is QEMU's one monotonic tick count, but the
+# guest sees an AMD CPU without invariant TSC (TCG cannot offer it) and on
+# two CPUs calls its TSCs unsynchronized: it then clocks itself with the
+# ACPI PM timer, an I/O-port exit per read (clock_gettime included, the
+# vDSO cannot read it). Tell it the truth.
+[ "$ACCEL" != tcg ] || case " $APPEND " in
+*" tsc="*) ;;
+*) APPEND+=" tsc=reliable" ;;
+esac
+
 DEVICE=tpu-mxu${QEMU_DEVICE_OPTS:+,$QEMU_DEVICE_OPTS}
 QEMU_ARGS=(-M q35 -nodefaults -display none -no-reboot
 	-m "$VM_MEM" -smp "$VM_SMP"
