@@ -142,6 +142,7 @@ static const struct file_operations tpu_fops = {
 	.owner = THIS_MODULE,
 	DRM_GEM_FOPS,
 	.uring_cmd = tpu_uring_cmd,
+	.uring_cmd_iopoll = tpu_uring_cmd_iopoll,
 };
 
 static const struct drm_driver tpu_drm_driver = {

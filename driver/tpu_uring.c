@@ -4,7 +4,9 @@
  * through IORING_OP_URING_CMD on the render node. The command queues the
  * job as the ioctl would, returns -EIOCBQUEUED, and completes from the
  * job's finished fence: the fence callback (interrupt context) defers to
- * the submitter's task, which posts the CQE.
+ * the submitter's task, which posts the CQE. On a ring made with
+ * IORING_SETUP_IOPOLL the waiter polls the device queue instead, as NVMe
+ * passthrough does: no interrupt or wake-up between the device and the CQE.
  */
 #include <linux/dma-fence.h>
 #include <linux/io_uring.h>
@@ -14,6 +16,7 @@
 #include "tpu_device.h"
 #include "tpu_dma.h"
 #include "tpu_job.h"
+#include "tpu_ring.h"
 #include "tpu_uring.h"
 #include "../uapi/tpu_drm.h"
 
@@ -21,7 +24,9 @@
  * struct tpu_uring_pdu - a command in flight, in &io_uring_cmd.pdu
  * @cb: on the job's finished fence until it signals
  * @job_id: the job's id, for the CQE's extra field
- * @status: the job's outcome, read from the fence when it signals
+ * @status: the job's outcome, read from the fence when it signals (an
+ *	errno, down to -MAX_ERRNO: 16 bits, so that @iopoll still fits)
+ * @iopoll: the ring polls (IO_URING_F_IOPOLL): complete in place
  *
  * Nothing else is needed: the fence is alive while its callbacks run, the
  * command lives until io_uring_cmd_done(), and io_uring holds the file
@@ -30,7 +35,8 @@
 struct tpu_uring_pdu {
 	struct dma_fence_cb cb;
 	u32 job_id;
-	int status;
+	s16 status;
+	bool iopoll;
 };
 
 static struct tpu_uring_pdu *tpu_uring_pdu(struct io_uring_cmd *cmd)
@@ -55,7 +61,15 @@ static void tpu_uring_fence_cb(struct dma_fence *fence, struct dma_fence_cb *cb)
 						pdu);
 
 	pdu->status = fence->error;
-	io_uring_cmd_complete_in_task(cmd, tpu_uring_complete);
+	/*
+	 * A polled ring's completion only marks the request done, in any
+	 * context; the poller posts the CQE. Task work would also overwrite
+	 * &io_uring_cmd.cookie, which a polled ring owns.
+	 */
+	if (pdu->iopoll)
+		io_uring_cmd_done(cmd, pdu->status, pdu->job_id, 0);
+	else
+		io_uring_cmd_complete_in_task(cmd, tpu_uring_complete);
 }
 
 /* Queue the command's copy or job; its finished fence or an ERR_PTR. */
@@ -146,12 +160,42 @@ int tpu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 		return PTR_ERR(done);
 
 	pdu->job_id = job_id;
+	pdu->iopoll = issue_flags & IO_URING_F_IOPOLL;
 	ret = dma_fence_add_callback(done, &pdu->cb, tpu_uring_fence_cb);
-	if (ret) {
-		/* Already done (or cancelled): complete from task work too. */
-		pdu->status = done->error;
-		io_uring_cmd_complete_in_task(cmd, tpu_uring_complete);
-	}
+	if (ret)
+		/* Already done (or cancelled): as if it signalled now. */
+		tpu_uring_fence_cb(done, &pdu->cb);
 	dma_fence_put(done);
 	return -EIOCBQUEUED;
+}
+
+/**
+ * tpu_uring_cmd_iopoll() - &file_operations.uring_cmd_iopoll of the render node
+ * @cmd: a command queued on a ring made with IORING_SETUP_IOPOLL
+ * @iob: unused: completions are not batched through the block layer
+ * @poll_flags: unused: one look at the queue never blocks
+ *
+ * Retires what the device has completed on the command's queue, as an
+ * interrupt would (the completions of every waiter's commands alike). A
+ * command still waiting for its dependencies, or behind others, is found
+ * on a later call; io_uring keeps calling while its waiter wants events.
+ *
+ * Return: 1 if a descriptor was retired, else 0.
+ */
+int tpu_uring_cmd_iopoll(struct io_uring_cmd *cmd, struct io_comp_batch *iob,
+			 unsigned int poll_flags)
+{
+	struct drm_file *file = cmd->file->private_data;
+	struct drm_device *drm = file->minor->dev;
+	struct tpu_device *tdev = to_tpu_device(drm);
+	struct tpu_queue *queue = cmd->cmd_op == DRM_TPU_URING_CMD_COPY ?
+				  &tdev->dma_queue : &tdev->compute_queue;
+	int idx, found;
+
+	/* Removal fails what is in flight: its fences complete the rest. */
+	if (!drm_dev_enter(drm, &idx))
+		return 0;
+	found = tpu_ring_poll(&queue->ring);
+	drm_dev_exit(idx);
+	return found;
 }

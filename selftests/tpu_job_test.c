@@ -830,21 +830,7 @@ TEST_F(job, unreleased_records_are_limited)
 /* A counter of the compute queue's debugfs line ("polled", "held"), or -1. */
 static long compute_count(int fd, const char *name)
 {
-	char path[96], line[256], key[32];
-	const char *at;
-	long n = -1;
-	FILE *f;
-
-	snprintf(key, sizeof(key), " %s ", name);
-	tpu_debugfs_path(fd, "queues", path, sizeof(path));
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "tpu-q1:", 7) && (at = strstr(line, key)))
-			n = strtol(at + strlen(key), NULL, 10);
-	fclose(f);
-	return n;
+	return tpu_queue_count(fd, "tpu-q1", name);
 }
 
 /*

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -98,6 +99,31 @@ static inline void tpu_debugfs_path(int fd, const char *name, char *path,
 	fstat(fd, &st);
 	snprintf(path, len, "/sys/kernel/debug/dri/%u/%s", minor(st.st_rdev),
 		 name);
+}
+
+/*
+ * A counter of a queue's line in debugfs "queues" ("tpu-q1" the compute
+ * queue, "tpu-q0" the DMA queue; "polled", "held", "irqs"), or -1.
+ */
+static inline long tpu_queue_count(int fd, const char *queue, const char *name)
+{
+	char path[96], line[256], key[32];
+	size_t qlen = strlen(queue);
+	const char *at;
+	long n = -1;
+	FILE *f;
+
+	snprintf(key, sizeof(key), " %s ", name);
+	tpu_debugfs_path(fd, "queues", path, sizeof(path));
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, queue, qlen) && line[qlen] == ':' &&
+		    (at = strstr(line, key)))
+			n = strtol(at + strlen(key), NULL, 10);
+	fclose(f);
+	return n;
 }
 
 struct tpu_usage {
