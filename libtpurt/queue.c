@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/sync_file.h>
 #include <xf86drm.h>
@@ -129,6 +130,12 @@ unsigned int tpurt_queue_pending(const struct tpurt_queue *q)
 int tpurt_queue_create(struct tpurt_device *dev, unsigned int entries,
 		       struct tpurt_queue **qp)
 {
+	return tpurt_queue_create_flags(dev, entries, 0, qp);
+}
+
+int tpurt_queue_create_flags(struct tpurt_device *dev, unsigned int entries,
+			     unsigned int flags, struct tpurt_queue **qp)
+{
 	struct tpurt_queue *q;
 	unsigned int i;
 	int ret;
@@ -137,6 +144,9 @@ int tpurt_queue_create(struct tpurt_device *dev, unsigned int entries,
 	if (!entries || entries > 4096)
 		return tpurt_fail(-EINVAL, "queue of %u entries (1..4096)",
 				  entries);
+	if (flags & ~TPURT_QUEUE_POLL)
+		return tpurt_fail(-EINVAL, "unknown queue flags %#x",
+				  flags & ~TPURT_QUEUE_POLL);
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return tpurt_fail(-ENOMEM, "out of memory");
@@ -166,7 +176,8 @@ int tpurt_queue_create(struct tpurt_device *dev, unsigned int entries,
 
 	if (q->path == TPURT_PATH_URING) {
 		struct io_uring_params p = {
-			.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32,
+			.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32 |
+				 (flags & TPURT_QUEUE_POLL ? IORING_SETUP_IOPOLL : 0),
 		};
 
 		ret = io_uring_queue_init_params(entries, &q->ring, &p);
@@ -431,6 +442,36 @@ static void finish(struct tpurt_queue *q, unsigned int id, int32_t status,
 	q->free_ids[q->nfree++] = id;
 }
 
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ll + ts.tv_nsec / 1000000;
+}
+
+/*
+ * A polled ring ignores the kernel's wait timeout: each io_uring_enter with
+ * GETEVENTS polls until a CQE or until the task should yield, and the
+ * timeout is this loop's. 0 once a CQE is there, -ETIME, or an error.
+ */
+static int poll_cqe(struct io_uring *ring, int timeout_ms)
+{
+	long long end = now_ms() + timeout_ms;
+
+	while (!io_uring_cq_ready(ring)) {
+		int ret;
+
+		if (timeout_ms >= 0 && now_ms() >= end)
+			return -ETIME;
+		ret = io_uring_enter(ring->ring_fd, 0, 1, IORING_ENTER_GETEVENTS,
+				     NULL);
+		if (ret < 0 && ret != -EAGAIN)
+			return ret;
+	}
+	return 0;
+}
+
 static int reap_uring(struct tpurt_queue *q, struct tpurt_completion *out,
 		      unsigned int max, int timeout_ms)
 {
@@ -439,7 +480,9 @@ static int reap_uring(struct tpurt_queue *q, struct tpurt_completion *out,
 	int ret;
 
 	if (!io_uring_cq_ready(&q->ring) && timeout_ms) {
-		if (timeout_ms < 0) {
+		if (q->ring.flags & IORING_SETUP_IOPOLL) {
+			ret = poll_cqe(&q->ring, timeout_ms);
+		} else if (timeout_ms < 0) {
 			ret = io_uring_wait_cqe(&q->ring, &cqe);
 		} else {
 			struct __kernel_timespec ts = {

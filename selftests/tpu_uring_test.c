@@ -3,8 +3,9 @@
  * io_uring submission (DRM_TPU_URING_CMD_*): thousands of jobs through one
  * ring with every result checked, copies and jobs chained by syncobjs,
  * ordering, one CQE per SQE, refused commands, a ring without SQE128,
- * closing with commands in flight, two processes with their own rings, and
- * libtpurt's queue over both submission paths.
+ * closing with commands in flight, two processes with their own rings, each
+ * on a ring the interrupt completes and on a polled one (IORING_SETUP_IOPOLL);
+ * and libtpurt's queue over both submission paths.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +19,9 @@
 
 #include "tpu_drm.h"
 #include "tpurt.h"
+#include "tpu_blocker.h"
 #include "tpu_job_blob.h"
+#include "tpu_kernel_health.h"
 #include "kselftest_harness.h"
 #include "tpu_require_device.h"
 
@@ -115,14 +118,50 @@ static void log_free(struct cqe_log *l)
 	free(l->extra);
 }
 
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ll + ts.tv_nsec / 1000000;
+}
+
+/*
+ * The next CQE within @ms. A polled ring (IORING_SETUP_IOPOLL) ignores
+ * the kernel-side wait timeout, so there the waiting is a loop of polls
+ * (io_uring_enter with GETEVENTS returns at least when the task should
+ * yield) against this clock.
+ */
+static int next_cqe(struct io_uring *ring, struct io_uring_cqe **cqe, int ms)
+{
+	struct __kernel_timespec ts = {
+		.tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000L
+	};
+	long long end = now_ms() + ms;
+
+	if (!(ring->flags & IORING_SETUP_IOPOLL))
+		return io_uring_wait_cqe_timeout(ring, cqe, &ts);
+	for (;;) {
+		int ret = io_uring_peek_cqe(ring, cqe);
+
+		if (ret != -EAGAIN)
+			return ret;
+		if (now_ms() > end)
+			return -ETIME;
+		ret = io_uring_enter(ring->ring_fd, 0, 1,
+				     IORING_ENTER_GETEVENTS, NULL);
+		if (ret < 0 && ret != -EINTR && ret != -EAGAIN)
+			return ret;
+	}
+}
+
 /* Wait for @count CQEs (5 s each at most) and record them. */
 static int reap(struct io_uring *ring, struct cqe_log *l, unsigned int count)
 {
-	struct __kernel_timespec ts = { .tv_sec = 5 };
 	struct io_uring_cqe *cqe;
 
 	while (count--) {
-		int ret = io_uring_wait_cqe_timeout(ring, &cqe, &ts);
+		int ret = next_cqe(ring, &cqe, 5000);
 
 		if (ret)
 			return ret;
@@ -142,10 +181,9 @@ static int reap(struct io_uring *ring, struct cqe_log *l, unsigned int count)
 /* No further CQE within @ms. */
 static int ring_quiet(struct io_uring *ring, int ms)
 {
-	struct __kernel_timespec ts = { .tv_nsec = ms * 1000000L };
 	struct io_uring_cqe *cqe;
 
-	return io_uring_wait_cqe_timeout(ring, &cqe, &ts) == -ETIME;
+	return next_cqe(ring, &cqe, ms) == -ETIME;
 }
 
 /* Submit until the kernel took every prepared SQE. */
@@ -250,12 +288,24 @@ FIXTURE(uring) {
 	struct io_uring ring;
 };
 
+/*
+ * Each test on a ring whose waiter sleeps until the interrupt, and on one
+ * made with IORING_SETUP_IOPOLL, whose waiter polls the device's queues
+ * (the driver's uring_cmd_iopoll) as NVMe passthrough does.
+ */
+FIXTURE_VARIANT(uring) {
+	unsigned int ring_flags;
+};
+
+FIXTURE_VARIANT_ADD(uring, interrupt) { 0 };
+FIXTURE_VARIANT_ADD(uring, polled) { IORING_SETUP_IOPOLL };
+
 FIXTURE_SETUP(uring)
 {
 	ASSERT_EQ(0, tpurt_open(&self->dev)) TH_LOG("%s", tpurt_last_error());
 	self->fd = tpurt_device_fd(self->dev);
-	ASSERT_EQ(0, ring_init(&self->ring, 128,
-			       IORING_SETUP_SQE128 | IORING_SETUP_CQE32));
+	ASSERT_EQ(0, ring_init(&self->ring, 128, IORING_SETUP_SQE128 |
+			       IORING_SETUP_CQE32 | variant->ring_flags));
 }
 
 FIXTURE_TEARDOWN(uring)
@@ -264,10 +314,18 @@ FIXTURE_TEARDOWN(uring)
 	tpurt_close(self->dev);
 }
 
-/* 4096 jobs in batches of 64: every CQE once, res 0, every result right. */
+/*
+ * 4096 jobs in batches of 64: every CQE once, res 0, every result right.
+ * On a polled ring the compute queue's debugfs "polled" count moves (where
+ * debugfs is mounted): the CQEs came from polling, not only interrupts.
+ */
 TEST_F(uring, thousands_of_jobs)
 {
+	long polled = tpu_queue_count(self->fd, "tpu-q1", "polled");
+
 	EXPECT_EQ(0, run_add_jobs(self->fd, &self->ring, 4096, 64, 0));
+	if (variant->ring_flags & IORING_SETUP_IOPOLL && polled >= 0)
+		EXPECT_LT(polled, tpu_queue_count(self->fd, "tpu-q1", "polled"));
 }
 
 /* The same without JOB_INFO records, one SQE per submit for a while. */
@@ -523,18 +581,18 @@ TEST_F(uring, ring_without_sqe128)
 	};
 
 	tpu_add_job_init(&job, VEC, 0, 1.0f, 0);
-	ASSERT_EQ(0, ring_init(&small, 8, 0));
+	ASSERT_EQ(0, ring_init(&small, 8, variant->ring_flags));
 	ASSERT_NE(NULL, prep_submit(&small, self->fd, &s, 42));
 	ASSERT_EQ(1, io_uring_submit(&small));
-	ASSERT_EQ(0, io_uring_wait_cqe(&small, &cqe));
+	ASSERT_EQ(0, next_cqe(&small, &cqe, 5000));
 	EXPECT_EQ(42, cqe->user_data);
 	EXPECT_EQ(-EINVAL, cqe->res);
 	io_uring_cqe_seen(&small, cqe);
 	io_uring_queue_exit(&small);
 }
 
-/* Queue @n jobs on a fresh ring and device file, then leave. */
-static void submit_and_leave(int n, int how)
+/* Queue @n jobs on a fresh ring (@ring_flags) and device file, then leave. */
+static void submit_and_leave(int n, int how, unsigned int ring_flags)
 {
 	struct tpurt_device *dev;
 	struct io_uring ring;
@@ -542,7 +600,8 @@ static void submit_and_leave(int n, int how)
 	uint32_t in = 0, out = 0, handles[2];
 	int fd, i;
 
-	if (tpurt_open(&dev) || ring_init(&ring, 256, IORING_SETUP_SQE128))
+	if (tpurt_open(&dev) ||
+	    ring_init(&ring, 256, IORING_SETUP_SQE128 | ring_flags))
 		_exit(2);
 	fd = tpurt_device_fd(dev);
 	if (bo_create(fd, VEC_BYTES, &in) || bo_create(fd, 1 << 20, &out))
@@ -618,7 +677,7 @@ TEST_F(uring, close_in_flight)
 
 		ASSERT_LE(0, pid);
 		if (pid == 0)
-			submit_and_leave(200, how);
+			submit_and_leave(200, how, variant->ring_flags);
 		ASSERT_EQ(0, wait_child(pid, 20)) TH_LOG("variant %d", how);
 	}
 	ASSERT_TRUE(hbm_all_free(self->fd));
@@ -642,7 +701,7 @@ TEST_F(uring, two_processes)
 
 			if (tpurt_open(&dev) ||
 			    ring_init(&ring, 64, IORING_SETUP_SQE128 |
-				      IORING_SETUP_CQE32))
+				      IORING_SETUP_CQE32 | variant->ring_flags))
 				_exit(100);
 			ret = run_add_jobs(tpurt_device_fd(dev), &ring, 1000,
 					   32, i ? DRM_TPU_SUBMIT_NO_RECORD : 0);
@@ -657,7 +716,8 @@ TEST_F(uring, two_processes)
  * libtpurt's queue over each path: chains of write -> job -> read ordered
  * by syncobjs, enqueued in one batch, reaped in batches.
  */
-static int queue_chains(struct tpurt_device *dev, enum tpurt_submit_path path)
+static int queue_chains(struct tpurt_device *dev, enum tpurt_submit_path path,
+			unsigned int queue_flags)
 {
 	enum { CHAINS = 40 };
 	struct tpurt_buffer *in[CHAINS] = { 0 }, *out[CHAINS] = { 0 };
@@ -670,7 +730,7 @@ static int queue_chains(struct tpurt_device *dev, enum tpurt_submit_path path)
 	int c, i, n, got = 0, ret = 0;
 
 	if (tpurt_device_set_submit_path(dev, path) ||
-	    tpurt_queue_create(dev, 3 * CHAINS, &q) ||
+	    tpurt_queue_create_flags(dev, 3 * CHAINS, queue_flags, &q) ||
 	    tpurt_queue_path(q) != path)
 		return __LINE__;
 	tpu_add_job_init(&job, VEC, 0, 7.0f, 0);
@@ -744,12 +804,71 @@ static int queue_chains(struct tpurt_device *dev, enum tpurt_submit_path path)
 	return ret;
 }
 
-TEST_F(uring, runtime_queue)
+FIXTURE(runtime) {
+	struct tpurt_device *dev;
+};
+
+FIXTURE_SETUP(runtime)
+{
+	ASSERT_EQ(0, tpurt_open(&self->dev)) TH_LOG("%s", tpurt_last_error());
+}
+
+FIXTURE_TEARDOWN(runtime)
+{
+	tpurt_close(self->dev);
+}
+
+TEST_F(runtime, queue)
 {
 	/* io_uring is the default where the driver has it, as here. */
 	EXPECT_EQ(TPURT_PATH_URING, tpurt_device_submit_path(self->dev));
-	EXPECT_EQ(0, queue_chains(self->dev, TPURT_PATH_URING));
-	EXPECT_EQ(0, queue_chains(self->dev, TPURT_PATH_IOCTL));
+	EXPECT_EQ(0, queue_chains(self->dev, TPURT_PATH_URING, 0));
+	EXPECT_EQ(0, queue_chains(self->dev, TPURT_PATH_IOCTL, 0));
+	/* A polled queue (TPURT_QUEUE_POLL); the ioctl path ignores the flag. */
+	EXPECT_EQ(0, queue_chains(self->dev, TPURT_PATH_URING, TPURT_QUEUE_POLL));
+	EXPECT_EQ(0, queue_chains(self->dev, TPURT_PATH_IOCTL, TPURT_QUEUE_POLL));
+}
+
+/*
+ * A polled queue's reap keeps its timeout, which the kernel ignores on a
+ * polled ring: a job queued behind a blocker is not reaped within 100 ms
+ * and the reap returns 0 after about that long; once the blocker ends the
+ * job completes. Unknown flags are refused.
+ */
+TEST_F(runtime, polled_queue_reap_times_out)
+{
+	struct tpurt_buffer *in = NULL, *out = NULL, *slots[2];
+	int fd = tpurt_device_fd(self->dev);
+	struct tpurt_completion comp[4];
+	struct tpurt_queue *q = NULL;
+	struct tpu_blocker blocker;
+	struct tpu_add_job job;
+	long long t0;
+
+	EXPECT_EQ(-EINVAL, tpurt_queue_create_flags(self->dev, 8, 1u << 7, &q));
+	EXPECT_EQ(NULL, q);
+	ASSERT_EQ(0, tpurt_device_set_submit_path(self->dev, TPURT_PATH_URING));
+	ASSERT_EQ(0, tpurt_queue_create_flags(self->dev, 8, TPURT_QUEUE_POLL, &q));
+	ASSERT_EQ(0, tpurt_buffer_create(self->dev, VEC_BYTES, &in));
+	ASSERT_EQ(0, tpurt_buffer_create(self->dev, VEC_BYTES, &out));
+	slots[TPU_BLOB_IN_SLOT] = in;
+	slots[TPU_BLOB_OUT_SLOT] = out;
+	tpu_add_job_init(&job, VEC, 0, 1.0f, 0);
+	ASSERT_EQ(0, tpu_blocker_start(fd, 1.0, &blocker));
+	ASSERT_EQ(0, tpurt_queue_job(q, &job, sizeof(job), slots, 2, 0, 0,
+				     NULL, 7));
+	t0 = now_ms();
+	EXPECT_EQ(0, tpurt_queue_reap(q, comp, 4, 100));
+	EXPECT_LE(100, now_ms() - t0);
+	if (!tpu_blocker_busy(&blocker))
+		TH_LOG("the blocker ended within the reap: a fast host");
+	EXPECT_EQ(1, tpurt_queue_reap(q, comp, 4, -1));
+	EXPECT_EQ(7, comp[0].user_data);
+	EXPECT_EQ(0, comp[0].status);
+	EXPECT_EQ(0, tpu_blocker_finish(&blocker));
+	tpurt_queue_destroy(q);
+	tpurt_buffer_free(in);
+	tpurt_buffer_free(out);
 }
 
 TPU_HARNESS_MAIN

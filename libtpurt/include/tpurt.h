@@ -1125,6 +1125,18 @@ struct tpurt_queue;
  */
 int tpurt_queue_create(struct tpurt_device *dev, unsigned int entries,
 		       struct tpurt_queue **qp);
+
+/* Flags of tpurt_queue_create_flags() */
+#define TPURT_QUEUE_POLL	(1u << 0)	/* reap polls the device */
+
+/*
+ * tpurt_queue_create() with @flags. TPURT_QUEUE_POLL: on the io_uring path
+ * a waiting tpurt_queue_reap() polls the device's queues instead of
+ * sleeping until the interrupt (IORING_SETUP_IOPOLL): the shortest round
+ * trip, a CPU busy while it waits. The ioctl path ignores it.
+ */
+int tpurt_queue_create_flags(struct tpurt_device *dev, unsigned int entries,
+			     unsigned int flags, struct tpurt_queue **qp);
 /* Submit what is enqueued, wait for everything in flight, free. */
 void tpurt_queue_destroy(struct tpurt_queue *q);
 /* TPURT_PATH_URING or TPURT_PATH_IOCTL. */
