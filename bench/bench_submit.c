@@ -6,7 +6,9 @@
  *   - ioctl_pipelined: SUBMIT with an out-syncobj from a ring of 64, a
  *     syncobj waited for only before it is reused;
  *   - uring_batchN: libtpurt's queue on io_uring, N jobs per submission,
- *     completions reaped in batches (batch 1: one job at a time).
+ *     completions reaped in batches (batch 1: one job at a time);
+ *   - uring_polled_batchN: the same on a polled queue (TPURT_QUEUE_POLL,
+ *     IORING_SETUP_IOPOLL), its reaper polling the device, beside batch 1.
  * Prints `bench: NAME = VALUE UNIT` lines, latencies (median, p99) for the
  * one-at-a-time paths, and io_uring at batch 64 against ioctl_wait, the
  * anchor, measured in the same run. ioctl_wait's latency is split into its
@@ -231,9 +233,11 @@ static int reap_some(struct bench *b, struct tpurt_queue *q, int timeout_ms)
 
 /*
  * @batch jobs per submission; with batch 1, one job at a time (latency);
- * otherwise at most two batches in flight, reaped as they complete.
+ * otherwise at most two batches in flight, reaped as they complete. On a
+ * queue of @queue_flags (TPURT_QUEUE_POLL: the reaper polls the device).
  */
-static double run_uring(struct bench *b, unsigned int batch)
+static double run_uring(struct bench *b, unsigned int batch,
+			unsigned int queue_flags)
 {
 	struct tpurt_buffer *slots[2] = { b->in, b->out };
 	struct tpurt_queue *q;
@@ -242,7 +246,7 @@ static double run_uring(struct bench *b, unsigned int batch)
 	double rate = -1;
 	unsigned int i;
 
-	if (tpurt_queue_create(b->dev, 2 * batch, &q))
+	if (tpurt_queue_create_flags(b->dev, 2 * batch, queue_flags, &q))
 		return -1;
 	b->lat.n = 0;
 	for (;;) {
@@ -311,7 +315,7 @@ static int run_fixed(struct bench *b, long jobs)
 int main(void)
 {
 	struct bench b = { 0 };
-	double wait_rate, pipe_rate, rate[3];
+	double wait_rate, pipe_rate, rate[3], uring1_median = 0;
 	static const unsigned int batches[3] = { 1, 8, 64 };
 	const char *fixed = getenv("BENCH_SUBMIT_JOBS");
 	int i;
@@ -367,13 +371,30 @@ int main(void)
 	for (i = 0; i < 3; i++) {
 		char name[32];
 
-		rate[i] = run_uring(&b, batches[i]);
+		rate[i] = run_uring(&b, batches[i], 0);
 		if (rate[i] < 0)
 			goto fail;
 		snprintf(name, sizeof(name), "uring_batch%u", batches[i]);
 		printf("bench: %s_jobs_per_s = %.0f jobs/s\n", name, rate[i]);
-		if (batches[i] == 1)
+		if (batches[i] == 1) {
 			print_latency(&b, name);
+			uring1_median = b.lat.us[b.lat.n / 2];
+		}
+	}
+	/* The same on a polled queue: the reaper polls instead of sleeping. */
+	for (i = 0; i < 3; i += 2) {
+		char name[40];
+		double polled = run_uring(&b, batches[i], TPURT_QUEUE_POLL);
+
+		if (polled < 0)
+			goto fail;
+		snprintf(name, sizeof(name), "uring_polled_batch%u", batches[i]);
+		printf("bench: %s_jobs_per_s = %.0f jobs/s\n", name, polled);
+		if (batches[i] == 1) {
+			print_latency(&b, name);
+			printf("bench: uring_polled_vs_uring_batch1_median = %.2f x\n",
+			       b.lat.us[b.lat.n / 2] / uring1_median);
+		}
 	}
 	printf("bench: uring_batch64_vs_ioctl_jobs_per_s = %.2f x\n",
 	       rate[2] / wait_rate);
