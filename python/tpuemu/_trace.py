@@ -512,6 +512,9 @@ class Value:
         self.shape = shape
         if self.dt is None and isinstance(d, DType):
             self.dt = d
+        # rank 5 and 6: the shape the device holds it in (_fold)
+        self.dev = _fold.inherit(self) if _fold.is_high(self) and \
+            kind in ("op", "unop", "method", "call") else None
 
     def children(self):
         for a in self.args:
@@ -525,6 +528,14 @@ class Value:
     def render(self):
         if self.kind in ("text", "local"):
             return self.text
+        if self.kind == "view":		# the same device value, another Python shape
+            return _fmt(self.args[0])
+        if self.dev is None and _fold.is_high(self):
+            raise trace_error("%s of shape %r: values of rank %d and %d are folded for "
+                              "element-wise ops, reductions, reshapes, transposes, dots and "
+                              "ref reads and stores, not for this operation"
+                              % (self.text or self.kind, tuple(self.shape),
+                                 _fold.DEVICE_RANK + 1, _fold.MAX_RANK))
         if self.kind == "op":
             a, b = self.args
             return "(%s %s %s)" % (_fmt(a), self.text, _fmt(b))
@@ -592,7 +603,14 @@ class Value:
             # megacore arithmetic): the scalar itself, so that predicates
             # made of such terms stay within the scalar core's text limit
             return self
+        dev = None
+        if not scalar and _fold.is_high_op(a, b):
+            (a, b), dev = _fold.align((a, b), _shapes.broadcast(_shapes.shape_of(a),
+                                                                _shapes.shape_of(b)),
+                                      "operator %s" % sym)
         v = Value("op", sym, (a, b), _reads(a, b), scalar=scalar, dt=dt)
+        if dev is not None:
+            v.dev = dev
         if dt is int16 and sym in _WRAPPING_OPS:
             v = wrap16(v)
         return maybe_spill(v) if scalar else v
@@ -654,6 +672,8 @@ class Value:
 
     @property
     def T(self):
+        if _fold.is_high(self):
+            return _fold.transpose(self, tuple(reversed(range(len(self.shape)))), "x.T")
         return Value("attr", "T", (self,), self.reads)
 
     def __getitem__(self, idx):
@@ -678,6 +698,10 @@ class Value:
             return jnp.take(self, ix, axis=k, mode="clip")
         if any(e is None or e is Ellipsis for e in idx):
             return self._index_newaxis(idx)
+        if _fold.is_high(self):
+            raise trace_error("indexing a value of rank %d (%s, shape %r) with %r: read the "
+                              "ref at those indices instead"
+                              % (len(self.shape), self.render(), tuple(self.shape), idx))
         parts = []
         for e in idx:
             if isinstance(e, slice):
@@ -928,6 +952,8 @@ def reducer(name):
             axis = tuple(int(a) for a in axis)
             if not axis:
                 return x
+        if _fold.is_high(x):
+            return _fold.reduce(f, x, axis, keepdims)
         if axis is None:
             return call("jnp." + name, x)
         if isinstance(axis, int) and axis in (0, -1) and \
@@ -968,7 +994,12 @@ def call(fn, *args, **kwargs):
         if isinstance(v, (DType, DTypeOf)) or _np_dtype_like(v):
             v = _DT(v)
         a.append(("__kw__", "%s=%s" % (k, _fmt(v))))
+    dev = None
+    if _fold.is_high_op(*args):
+        a, dev = _fold.call_args(fn, a)
     v = Value("call", fn, tuple(a), _reads(*args, *kwargs.values()))
+    if dev is not None:
+        v.dev = dev
     for k in ("dtype", "preferred_element_type"):
         if as_dtype_or_none_kw(kwargs.get(k)) is int16:
             v.dt = int16	# rendered as its device dtype, int32: typed here
@@ -1149,10 +1180,10 @@ def _new_shape(name, old, shape):
     total_new = 1
     for n in shape:
         total_new *= n
-    if total != total_new or not shape or len(shape) > 4 or min(shape) < 1:
+    if total != total_new or not shape or len(shape) > _fold.MAX_RANK or min(shape) < 1:
         raise trace_error("%s.reshape%r of a ref of shape %r: the new shape must have "
-                          "the same number of elements, in 1 to 4 dimensions"
-                          % (name, shape, tuple(old)))
+                          "the same number of elements, in 1 to %d dimensions"
+                          % (name, shape, tuple(old), _fold.MAX_RANK))
     return shape
 
 
@@ -1199,6 +1230,8 @@ class ReshapedRef:
     own windows, for copies too; a window that takes dimensions the
     reshape splits or merges must take them whole (it is read and stored
     as the base's window reshaped)."""
+
+    folded = False	# an operand or scratch of rank 5 or 6 on its device ref
 
     def __init__(self, base, shape):
         self.base = base
@@ -1267,30 +1300,39 @@ class ReshapedRef:
     def _group_rows(self, dims, gi, gj):
         """A group of dimensions the reshape splits or merges (@gi of the
         base, @gj of this ref): the Slice of the base's first, the others
-        whole, that @dims's window of them is; None if it is not one (the
-        window must take gj's first dimension a static range, the rest
-        whole, and the range be whole rows of gi's others)."""
-        lead = dims[gj[0]]
-        if not all(_whole(dims[j], self.shape[j]) for j in gj[1:]):
-            return None
-        if isinstance(lead, Slice):
-            if lead.stride != 1 or not isinstance(lead.start, int) or \
-                    not isinstance(lead.size, int):
-                return None
-            start, size = lead.start, lead.size
-        elif isinstance(lead, int):
-            start, size = lead, 1
-        else:
-            return None
-        inner_new = inner_old = 1
-        for j in gj[1:]:
-            inner_new *= self.shape[j]
+        whole, that @dims's window of them is; None if it is not one. The
+        window takes gj's leading dimensions at indices (static or traced),
+        then a static range of one, the rest whole; the range it makes of
+        the group must be whole rows of gi's others (a traced index's
+        stride a multiple of them)."""
+        inner_old = 1
         for i in gi[1:]:
             inner_old *= self.base_shape[i]
-        lo, n = start * inner_new, size * inner_new
-        if lo % inner_old or n % inner_old:
+        lo, traced, size = 0, 0, None
+        for k, j in enumerate(gj):
+            stride = 1
+            for j2 in gj[k + 1:]:
+                stride *= self.shape[j2]
+            e = dims[j]
+            if size is not None:
+                if not _whole(e, self.shape[j]):
+                    return None
+                continue
+            start = e.start if isinstance(e, Slice) else e
+            if isinstance(e, Slice):
+                if e.stride != 1 or e.traced or not isinstance(e.size, int):
+                    return None
+                size = e.size * stride
+            if isinstance(start, int):
+                lo += start * stride
+            elif isinstance(start, Value) and start.scalar and stride % inner_old == 0:
+                traced = _offset(traced, _scaled(start, stride // inner_old))
+            else:
+                return None
+        size = 1 if size is None else size
+        if lo % inner_old or size % inner_old:
             return None
-        return Slice(lo // inner_old, n // inner_old)
+        return Slice(_offset(traced, lo // inner_old), size // inner_old)
 
     @staticmethod
     def _is_whole(idx):
@@ -1321,8 +1363,10 @@ class ReshapedRef:
 
     def as_window(self, what):
         """This ref as a copy's operand: a Window (or the Ref) of the base."""
+        # a ref of rank 5 or 6 folded whole onto the device's (_fold) is
+        # its base: folded alike, two such refs have one device shape
         w = self.view(Ellipsis) if not isinstance(self.base, Ref) or \
-            self.base.shape != self.shape else self.base
+            self.base.shape != self.shape and not self.folded else self.base
         if isinstance(w, ReshapedRef):
             raise trace_error("%s: %s merges, splits or adds dimensions of %s %r; a copy moves "
                               "a window of the same shape (copy the ref whole, or reshape "
@@ -1856,5 +1900,7 @@ def _calibrate():
     finally:
         _rec = saved
 
+
+from . import _fold  # noqa: E402  (it builds on Value)
 
 _calibrate()

@@ -4,6 +4,7 @@ import builtins
 
 from . import numpy as jnp
 from . import _trace
+from . import _fold
 from ._trace import Value, call, recorder, trace_error, dt_of, is_float_dt, local
 
 # ((lhs contracting, rhs contracting), (lhs batch, rhs batch)) -> which
@@ -95,9 +96,6 @@ def _dot_general_nd(lhs, rhs, lc, rc, lb, rb, preferred_element_type):
     lfree, rfree = _free_dims(ls, lc, lb), _free_dims(rs, rc, rb)
     bshape = [ls[d] for d in lb]
     out_shape = bshape + [ls[d] for d in lfree] + [rs[d] for d in rfree]
-    if len(out_shape) > 4:
-        raise trace_error("%s: the result's shape %r has more than 4 dimensions"
-                          % (what, tuple(out_shape)))
     nb, m = _prod(bshape), _prod(ls[d] for d in lfree)
     k, n = _prod(ls[d] for d in lc), _prod(rs[d] for d in rfree)
     x = _reshaped(_permuted(lhs, list(lb) + lfree + list(lc)),
@@ -154,7 +152,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
                          [rs[d] for d in _free_dims(rs, rc, rb)])	# (B, M, N) or (B, M)
     if lb or rb:
         return _dot_general_nd(lhs, rhs, lc, rc, lb, rb, preferred_element_type)
-    if ls is not None and len(ls) > 2 and key[0] == (len(ls) - 1,) and \
+    if ls is not None and 2 < len(ls) <= 4 and key[0] == (len(ls) - 1,) and \
             rs is not None and len(rs) == 2:
         key = ((1,), key[1])	# leading dimensions of lhs merge into its 2-D view's rows
     elif rs is not None and len(rs) == 1 and (ls is None or len(ls) <= 2) and \
@@ -240,6 +238,8 @@ def broadcasted_iota(dtype, shape, dimension):
         ix = _np.arange(shape[int(dimension)]).reshape(
             [-1 if d == int(dimension) else 1 for d in range(len(shape))])
         return jnp.asarray(_np.broadcast_to(ix, shape), dtype=dtype)
+    if len(shape) > _fold.DEVICE_RANK:
+        return _fold.iota(dtype, shape, dimension)
     if len(shape) == 1:	# a 1-D array is viewed as a row: its index is the column
         row = call("lax.broadcasted_iota", dtype, (1, shape[0]), 1)
         return jnp.reshape(row, shape)

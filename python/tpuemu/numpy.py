@@ -39,6 +39,8 @@ float8_e4m3b11fnuz = _NoSuchDType("float8_e4m3b11fnuz")
 
 def _v(x):
     # a ref given where a value is meant (jnp.zeros_like(acc_ref))
+    if isinstance(x, _trace.ReshapedRef) and x.folded:
+        return x[...]
     if isinstance(x, Ref):
         v = Value("text", x.name, dt=x.dtype)
         v.shape = x.shape
@@ -61,6 +63,8 @@ def _logical(v, shape):
             known *= d if d != -1 else 1
         shape = tuple(total // known if d == -1 else d for d in shape)
     v.shape = shape
+    if len(shape) > _fold.DEVICE_RANK and v.dev is None:
+        v.dev = _fold.fold_shape(shape)		# as _nd_shape made it
     return v
 
 
@@ -204,20 +208,43 @@ def transpose(x, axes=None):
     """jnp.transpose: x.T of a 2-D value, any permutation of a value of
     rank 3 or 4 (axes reversed by default); the device moves the elements
     into another ref."""
+    x = _v(x)
+    if _fold.is_high(x):
+        return _fold.transpose(x, tuple(reversed(range(x.ndim))) if axes is None else axes)
     if axes is None:
-        return call("jnp.transpose", _v(x))
-    return call("jnp.transpose", _v(x), tuple(int(a) for a in axes))
+        return call("jnp.transpose", x)
+    return call("jnp.transpose", x, tuple(int(a) for a in axes))
+
+
+def _axis_perm(x, fn, moved):
+    """The permutation jnp.swapaxes / moveaxis make of a value of rank 5 or 6."""
+    r = x.ndim
+    return _fold.transpose(x, moved(list(range(r)), r), "jnp." + fn)
 
 
 def swapaxes(x, axis1, axis2):
-    return call("jnp.swapaxes", _v(x), int(axis1), int(axis2))
+    x = _v(x)
+    if _fold.is_high(x):
+        def moved(p, r):
+            a, b = int(axis1) % r, int(axis2) % r
+            p[a], p[b] = p[b], p[a]
+            return p
+        return _axis_perm(x, "swapaxes", moved)
+    return call("jnp.swapaxes", x, int(axis1), int(axis2))
 
 
 def moveaxis(x, source, destination):
     """jnp.moveaxis of one axis."""
     if isinstance(source, (tuple, list)) or isinstance(destination, (tuple, list)):
         raise trace_error("jnp.moveaxis: one source and one destination axis (ints)")
-    return call("jnp.moveaxis", _v(x), int(source), int(destination))
+    x = _v(x)
+    if _fold.is_high(x):
+        def moved(p, r):
+            a = p.pop(int(source) % r)
+            p.insert(int(destination) % r, a)
+            return p
+        return _axis_perm(x, "moveaxis", moved)
+    return call("jnp.moveaxis", x, int(source), int(destination))
 
 
 def roll(x, shift, axis=None):
@@ -560,10 +587,14 @@ def _nd_shape(shape, fn):
                           % (fn, shape)) from None
     if not shape:
         return (1, 1)
-    if len(shape) > 4:
-        raise trace_error("jnp.%s: shape %r has %d dimensions; a kernel's arrays have 1 to 4"
-                          % (fn, shape, len(shape)))
-    return shape
+    if len(shape) > _fold.MAX_RANK:
+        raise trace_error("jnp.%s: shape %r has %d dimensions; a kernel's arrays have 1 to %d"
+                          % (fn, shape, len(shape), _fold.MAX_RANK))
+    return _fold.fold_shape(shape)	# rank 5 and 6 as the device holds them
+
+
+def _high_shape(shape):
+    return not isinstance(shape, int) and len(tuple(shape)) > _fold.DEVICE_RANK
 
 
 def reshape(x, shape):
@@ -572,6 +603,11 @@ def reshape(x, shape):
     moves elements between rows and columns ((1024,) to (8, 128)) copies
     them."""
     x = _v(x)
+    if _fold.is_high(x) or _high_shape(shape):
+        if getattr(x, "shape", None) is None:
+            raise trace_error("jnp.reshape of %s to %r: its shape is not known while tracing"
+                              % (_trace._fmt(x), shape))
+        return _fold.reshape(x, _trace._new_shape("jnp.reshape", x.shape, (shape,)))
     v = call("jnp.reshape", x, _nd_shape(shape, "reshape"))
     s = getattr(x, "shape", None)
     if s is not None:
@@ -621,6 +657,8 @@ def broadcast_to(x, shape):
     the shape (the device broadcasts rows, columns and scalars)."""
     logical = shape
     shape = _nd_shape(shape, "broadcast_to")
+    if _high_shape(logical):
+        shape = tuple(logical)		# zeros() folds it
     if not isinstance(x, (Value, Ref)) or getattr(x, "scalar", False):
         return _logical(full(shape, x), logical)
     return _logical(call("jnp.add", _v(x), zeros(shape, _v(x).dtype)), logical)
@@ -647,6 +685,7 @@ import sys as _sys  # noqa: E402
 import numpy as _np  # noqa: E402
 
 from . import _trace  # noqa: E402
+from . import _fold  # noqa: E402
 
 def nextafter(x, y):
     """jnp.nextafter of float32 values: x's bits stepped by one toward y

@@ -4,7 +4,7 @@ import inspect
 
 import numpy as _np
 
-from .. import _trace, lax, numpy as jnp
+from .. import _fold, _trace, lax, numpy as jnp
 from .._trace import Value, Ref, Slice, TraceError, as_dtype, scalar, trace_error
 from .._lib import ffi, lib, check, device
 from .. import _pytree
@@ -388,7 +388,7 @@ def _fn_where(fn):
     return "%s at %s:%d" % (name, code.co_filename, code.co_firstlineno)
 
 
-def _index_map_text(fn, grid_rank, prefetch, what, label=None, nd=None):
+def _index_map_text(fn, grid_rank, prefetch, what, label=None, nd=None, fold=None):
     if fn is None:
         return None
     names = list(_NAMES[:grid_rank])
@@ -417,6 +417,8 @@ def _index_map_text(fn, grid_rank, prefetch, what, label=None, nd=None):
                              "Output[%d] has type %s."
                              % (_fn_where(fn), label or what, k,
                                 "float" if isinstance(e, float) else e.dt.name))
+    if fold is not None:	# rank 5 and 6: the folded dimensions' block indices
+        res = fold(res)
     body = ", ".join(_trace._fmt(e) for e in res)
     return "%s -> %s" % (", ".join(names + list(prefetch)), body)
 
@@ -438,16 +440,17 @@ def _revisit_code(mode, output, what):
 
 
 def _block_spec(spec, shape, grid_rank, prefetch, what, output=False, label=None):
-    """(struct tpurt_block_spec, keepalive, block shape)"""
+    """(struct tpurt_block_spec, keepalive, the kernel's block shape, the
+    device's block shape, the device's array shape): an array of rank 5
+    or 6 folded to rank 4 (_fold.fold_block), the kernel's ref still of
+    the user's block shape."""
     bs = getattr(spec, "block_shape", None) if spec is not None else None
     if bs is not None and len(bs) != len(shape):
         raise ValueError("Block shape for %s (= %r) must have the same number of dimensions "
                          "as the array shape %r" % (label or what, tuple(bs), tuple(shape)))
+    _fold.check_rank(shape, label or what)
     cs = ffi.new("struct tpurt_block_spec *")
     keep = []
-    if len(shape) > len(cs.shape):
-        raise ValueError("%s: an array of rank %d (shape %r): arrays have 1 to %d "
-                         "dimensions here" % (what, len(shape), tuple(shape), len(cs.shape)))
     space = getattr(spec, "memory_space", None) if spec is not None else None
     space = getattr(space, "_space", space)
     cs.memory_space = _SPACES[space]
@@ -455,28 +458,43 @@ def _block_spec(spec, shape, grid_rank, prefetch, what, output=False, label=None
         cs.buffer_count = spec.pipeline_mode.buffer_count
         cs.revisit = _revisit_code(spec.pipeline_mode, output, what)
     if cs.memory_space == 2:
-        cs.rank = len(shape)
-        for d, n in enumerate(shape):
+        dev = _fold.fold_ref_shape(shape, label or what)
+        cs.rank = len(dev)
+        for d, n in enumerate(dev):
             cs.shape[d] = n
-        return cs, keep, tuple(shape)
+        return cs, keep, tuple(shape), tuple(dev), tuple(dev)
     bshape = spec.block_shape if spec is not None and spec.block_shape is not None \
         else tuple(shape)
     mode = getattr(spec, "indexing_mode", None)
-    cs.rank = len(bshape)
     dims = [_block_dim(d, n, mode) for d, n in enumerate(bshape)]
+    view = tuple(n for n, _, _ in dims if n is not None)	# the kernel's: squeezed
+    dev_shape, fold = tuple(shape), None
+    if len(shape) > _fold.DEVICE_RANK:
+        dev_shape, dims, fold = _fold.fold_block(label or what, shape, dims)
+    cs.rank = len(dims)
     for d, (n, element, low) in enumerate(dims):
         cs.shape[d] = -1 if n is None else n
         cs.element_dims |= element << d
         cs.element_pad[d] = low
-    bshape = tuple(n for n, _, _ in dims)
     if spec is not None and spec.index_map is not None:
-        text = _index_map_text(spec.index_map, grid_rank, prefetch, what, label, len(bshape))
+        text = _index_map_text(spec.index_map, grid_rank, prefetch, what, label, len(bshape),
+                               fold)
     else:
-        text = "%s -> %s" % (", ".join(_NAMES[:grid_rank]), ", ".join("0" * len(bshape)))
+        text = "%s -> %s" % (", ".join(_NAMES[:grid_rank]), ", ".join("0" * len(dims)))
     c = ffi.new("char[]", text.encode())
     keep.append(c)
     cs.index_map = c
-    return cs, keep, tuple(n for n in bshape if n is not None)	# the kernel's view: squeezed
+    return cs, keep, view, tuple(n for n, _, _ in dims if n is not None), dev_shape
+
+
+def _folded_ref(ref, shape):
+    """The kernel's ref of an operand or scratch of rank 5 or 6: device
+    ref @ref (rank 4 at most) seen with the user's block shape."""
+    view = _trace.ReshapedRef(ref, shape)
+    view.folded = True
+    for attr in ("narrow", "key_batch"):
+        setattr(view, attr, getattr(ref, attr))
+    return view
 
 
 def _kname(kernel):
@@ -1133,16 +1151,21 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             refs.append(Ref(n, a.shape, dt, space="smem", writable=True))
             refs[-1].narrow = narrow
         index_prefetch = (prefetch, sp_tree)
+        dev_shapes = {}		# operand name -> the device's array shape (rank 5, 6 folded)
+        views = {}		# index in refs -> the kernel's ref of a folded operand
 
         def add_blocked(add, what, n, shape, dtype, spec, writable, label=None):
-            cs, k, bshape = _block_spec(spec, shape, len(gs_grid), index_prefetch, n,
-                                        output=writable, label=label)
+            cs, k, bshape, dev_block, dev_shape = _block_spec(
+                spec, shape, len(gs_grid), index_prefetch, n, output=writable, label=label)
+            dev_shapes[n] = dev_shape
             keep.extend([cs, k])
             check(add(gs, n.encode(), cs), "%s '%s'" % (what, n))
             dt = as_dtype(dtype)
             check(lib.tpurt_grid_spec_set_dtype(gs, n.encode(), dt.code), n)
             sp = {0: "vmem", 1: "smem", 2: "any"}[cs.memory_space]
-            refs.append(Ref(n, bshape, dt, space=sp, writable=writable))
+            refs.append(Ref(n, dev_block, dt, space=sp, writable=writable))
+            if dev_block != bshape:
+                views[len(refs) - 1] = _folded_ref(refs[-1], bshape)
 
         for j, (n, a, spec) in enumerate(zip(in_names, arrays[nsp_flat:], ispecs)):
             add_blocked(lib.tpurt_grid_spec_add_input, "input", n, a.shape,
@@ -1159,25 +1182,30 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             if not hasattr(s, "_space_code"):
                 raise TypeError("scratch_shapes: %r is not a scratch type (pltpu.VMEM, "
                                 "pltpu.SMEM, pltpu.SemaphoreType...)" % (s,))
+            dshape = getattr(s, "_device_shape", None) or _fold.fold_ref_shape(
+                s.shape, "scratch '%s'" % n)
             check(lib.tpurt_grid_spec_add_scratch(
                 gs, n.encode(), s._space_code, as_dtype(s.dtype).code,
-                len(getattr(s, "_device_shape", s.shape)),
-                ffi.new("int64_t[]", list(getattr(s, "_device_shape", s.shape)))),
+                len(dshape), ffi.new("int64_t[]", list(dshape))),
                 "scratch '%s'" % n)
-            refs.append(Ref(n, s.shape, s.dtype,
+            folded = not hasattr(s, "_device_shape") and tuple(dshape) != tuple(s.shape)
+            refs.append(Ref(n, dshape if folded else s.shape, s.dtype,
                             space={1: "smem", 3: "sem", 4: "sem"}.get(s._space_code, "vmem")))
+            if folded:
+                views[len(refs) - 1] = _folded_ref(refs[-1], s.shape)
             if hasattr(s, "_role"):	# a pltpu.BufferedRef: its spec and role
                 refs[-1]._spec, refs[-1]._role = s._spec, s._role
             refs[-1].key_batch = getattr(s, "_key_batch", None)	# scratch of Pallas keys
 
         # the kernel's arguments: the refs in the trees of the call's arguments
         nout = len(outs)
-        kargs = _parts(sp_tree, refs[:nsp_flat]) + _parts(in_tree, refs[nsp_flat:nflat_in])
+        krefs = [views.get(j, r) for j, r in enumerate(refs)]
+        kargs = _parts(sp_tree, krefs[:nsp_flat]) + _parts(in_tree, krefs[nsp_flat:nflat_in])
         if none_out:
             kargs.append(None)
         elif not no_out:
-            kargs += _parts(out_tree, refs[nflat_in:nflat_in + nout])
-        kargs += _parts(scratch_tree, refs[nflat_in + nout:])
+            kargs += _parts(out_tree, krefs[nflat_in:nflat_in + nout])
+        kargs += _parts(scratch_tree, krefs[nflat_in + nout:])
 
         # input_output_aliases checked as JAX's checks them
         def aval(shape, dt):
@@ -1323,8 +1351,8 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             h = ffi.gc(ap[0], lib.tpurt_array_free)
             handles.append(h)
             return h
-        for a in arrays:
-            h = make(a.shape, as_dtype(a.dtype))
+        for n, a in zip(prefetch + in_names, arrays):
+            h = make(dev_shapes.get(n, a.shape), as_dtype(a.dtype))
             # int16 lives in int32 words on the device (sign-extended)
             a = _np.ascontiguousarray(a.astype(_np.int32)) if a.dtype == _np.int16 else a
             check(lib.tpurt_array_write(h, ffi.from_buffer(a)), "array write")
@@ -1333,7 +1361,7 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             if j in out_idx:
                 handles.append(handles[out_idx[j]])
             else:
-                make(o.shape, as_dtype(o.dtype))
+                make(dev_shapes.get(onames[j], o.shape), as_dtype(o.dtype))
         argv = ffi.new("struct tpurt_array *[]", handles)
         st = ffi.new("struct tpurt_job_stats *")
         check(lib.tpurt_pallas_call(k, gs, cp, argv, len(handles), st),
