@@ -178,6 +178,11 @@ def align(args, out_shape, what):
                 cuts.add(d)
             prev = full
     groups = groups_for(out_shape, cuts, what)
+    for a in same:	# an operand's own grouping, where it serves, renames nothing
+        own = _coarsening(out_shape, device_shape(a))
+        if own is not None and cuts <= {sum(own[:k]) for k in range(1, len(own))}:
+            groups = own
+            break
     new = []
     for a in args:
         if any(a is b for b in arrays):
@@ -260,8 +265,10 @@ def reduce(fn, x, axis, keepdims):
                         what)
     first = [sum(groups[:k]) for k in range(len(groups))]
     gaxes = tuple(k for k, d in enumerate(first) if d in axes)
-    if axis is None and not keepdims:
-        return fn(device_form(x, groups))
+    if axis is None:		# all of it: one (1, 1) tile
+        red = fn(device_form(x, groups))
+        shape = (1,) * r
+        return laid_out(red, shape, sizes(shape, groups)) if keepdims else red
     red = fn(device_form(x, groups), axis=gaxes if len(gaxes) > 1 else gaxes[0],
              keepdims=True)
     if keepdims:

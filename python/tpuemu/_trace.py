@@ -1131,6 +1131,8 @@ class Ref:
             if isinstance(lhs, Value) and lhs.kind == "text" and lhs.text == target:
                 op = value.text + "="
             del lhs		# _protect counts references
+        if op == "=" and _whole_index(idx) and _store_regrouped(self, value):
+            return
         _share(rec, value)
         _protect(rec, self.name, value)
         if op == "=":
@@ -1159,6 +1161,49 @@ class Ref:
     def reshape(self, *shape):
         """ref.reshape(*shape), row-major: a ReshapedRef."""
         return ReshapedRef(self, _new_shape(self.name, self.shape, shape))
+
+
+REGROUP_STORES_MAX = 16	# column blocks a regrouping store may take
+
+
+def _store_regrouped(ref, value):
+    """ref[...] = z.reshape(ref.shape) where the reshape splits the columns
+    of a 2-D z (a (1024, 1024) product regrouped to (8, 128, 8, 128)):
+    libtpurt would copy z into the new layout and then store the copy;
+    instead each column block is stored into its window of the ref
+    (ref[:, :, c, :]), its own reshape keeping its rows (a rename), so
+    the regrouped copy never exists. Returns whether it stored so."""
+    def device_value(x):	# a view (_fold) is the same device value
+        while isinstance(x, Value) and x.kind == "view":
+            x = x.args[0]
+        return x
+    v = device_value(value)
+    if ref.space != "vmem" or not (isinstance(v, Value) and v.kind == "call" and v.text == "jnp.reshape"):
+        return False
+    z, shape = device_value(v.args[0]), tuple(v.args[1])
+    if not isinstance(z, Value) or z.shape is None or len(z.shape) != 2 or \
+            getattr(z, "dev", None) is not None or shape != tuple(ref.shape):
+        return False
+    m, n = z.shape
+    k, cols = len(shape) - 1, shape[-1]
+    while k > 1 and cols < n:
+        k -= 1
+        cols *= shape[k]
+    lead, count = shape[k:-1], n // shape[-1]
+    if cols != n or not lead or _fold.prod(shape[:k]) != m or count > REGROUP_STORES_MAX:
+        return False
+    from . import numpy as jnp
+    local(z)
+    w = shape[-1]
+    for c in range(count):
+        at, multi = c, []
+        for d in reversed(lead):
+            at, e = divmod(at, d)
+            multi.insert(0, e)
+        # inline: a part held in a variable would be bound to a local (_share)
+        ref[(slice(None),) * k + tuple(multi) + (slice(None),)] = \
+            jnp.reshape(z[:, c * w:(c + 1) * w], shape[:k] + (w,))
+    return True
 
 
 def _new_shape(name, old, shape):
@@ -1336,7 +1381,7 @@ class ReshapedRef:
 
     @staticmethod
     def _is_whole(idx):
-        return idx is Ellipsis or idx == () or idx == (Ellipsis,)
+        return _whole_index(idx)	# not ==: an index may hold traced values
 
     def __getitem__(self, idx):
         if not self._is_whole(idx):
