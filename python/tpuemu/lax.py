@@ -5,6 +5,7 @@ import builtins
 from . import numpy as jnp
 from . import _trace
 from . import _fold
+from ._fold import prod as _prod
 from ._trace import Value, call, recorder, trace_error, dt_of, is_float_dt, local
 
 # ((lhs contracting, rhs contracting), (lhs batch, rhs batch)) -> which
@@ -44,13 +45,6 @@ def _batched(lhs, rhs, lc, rc, preferred_element_type):
     if len(rs) == 2:	# (B, M) results: each batch's (M, 1) column as a row
         return jnp.concatenate([jnp.reshape(o, (1, -1)) for o in outs], axis=0)
     return jnp.concatenate(outs, axis=0)
-
-
-def _prod(dims):
-    n = 1
-    for d in dims:
-        n *= d
-    return n
 
 
 def _permuted(x, perm):
