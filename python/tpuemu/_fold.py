@@ -293,6 +293,17 @@ def transpose(x, perm, what="jnp.transpose"):
         return x
     pos = {d: k for k, d in enumerate(perm)}
     cuts = {d for d in range(1, r) if pos[d] != pos[d - 1] + 1}
+    if len(_groups(r, cuts)) > DEVICE_RANK:
+        # more than 4 runs move (x.T): one dimension at a time into its
+        # place, each move a transpose of at most 4 groups
+        order = list(range(r))
+        for k, d in enumerate(perm):
+            at = order.index(d)
+            if at != k:
+                step = order[:k] + [order[at]] + order[k:at] + order[at + 1:]
+                x = transpose(x, [order.index(e) for e in step], what)
+                order = step
+        return x
     groups = groups_for(x.shape, cuts, "%s by %r" % (what, perm))
     first = [sum(groups[:k]) for k in range(len(groups))]
     gperm = sorted(range(len(groups)), key=lambda k: pos[first[k]])

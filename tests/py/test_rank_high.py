@@ -228,6 +228,24 @@ def test_reshape_transpose_iota():
                                                       io.shape))
 
 
+@pytest.mark.parametrize("shape,perm", [((2, 2, 2, 2, 8), None),
+                                        ((2, 2, 2, 2, 2, 8), (5, 3, 1, 4, 0, 2)),
+                                        ((2, 3, 2, 4, 8, 128), (0, 1, 2, 3, 5, 4))])
+def test_transpose_many_groups(shape, perm):
+    """Permutations whose moved dimensions make more than 4 groups (x.T):
+    one dimension moved at a time, each move a device transpose (small
+    shapes: libtpurt refuses by name transposes that take too many ops)."""
+    x = _data(shape)
+    want = np.transpose(x, perm)
+
+    def kernel(x_ref, o_ref):
+        v = x_ref[...]
+        o_ref[...] = v.T if perm is None else jnp.transpose(v, perm)
+
+    out = pl.pallas_call(kernel, out_shape=_sds(want.shape))(x)
+    np.testing.assert_array_equal(out, want)
+
+
 def test_block_that_does_not_fold():
     """Blocks of 2 of dims of 4 in every leading dimension: no two merge
     exactly; the error names the operand and the dimensions."""
