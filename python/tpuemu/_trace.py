@@ -305,6 +305,12 @@ class Recorder:
         was read where Python read it, which may be outside the pl.when a
         store that changes it is in). A long integer scalar-core
         expression is stored into an SMEM spill slot instead (spill())."""
+        if v.kind == "view":	# a folded value (_fold): bind the device value it is
+            if v.args[0].kind != "local":
+                self.bind(v.args[0], conds)
+            v.reads = frozenset()
+            self.live.pop(id(v), None)
+            return None
         if v.scalar and _spillable(v) and scalar_len(v) > SPILL_LEN:
             return self.spill(v, conds)
         if v.scalar:

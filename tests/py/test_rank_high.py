@@ -189,6 +189,22 @@ def test_hbm_rank5_copies():
     np.testing.assert_array_equal(out, want)
 
 
+def test_aliased_whole_vmem_rank5():
+    """An input aliased to an output, both whole rank-5 VMEM blocks: one
+    buffer, as in Mosaic; a value read before a store keeps what it read."""
+    x = _data((2, 3, 4, 8, 128))
+
+    def kernel(x_ref, o_ref):
+        before = o_ref[...]
+        o_ref[...] = before + 1
+        o_ref[...] = x_ref[...] * 2 + before
+
+    spec = pl.BlockSpec(memory_space=pltpu.VMEM)
+    out = pl.pallas_call(kernel, out_shape=_sds(x.shape), in_specs=[spec], out_specs=spec,
+                         input_output_aliases={0: 0})(x)
+    np.testing.assert_array_equal(out, (x + 1) * 2 + x)
+
+
 def test_traced_index_of_leading_dims():
     """x_ref[i, j] and o_ref[i, j] = ... at program ids, of folded refs."""
     x = _data((2, 3, 4, 8, 128))

@@ -1253,8 +1253,11 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                     ri.shape == ro.shape:
                 same[id(ri)] = (ri, ro)
         if same:
-            kargs = [_pytree.unflatten(t, [same[id(x)][1] if id(x) in same else x
-                                           for x in ls])
+            # the kernel's refs: the output's for the input (of a folded
+            # operand, rank 5 or 6, its view)
+            kview = {id(r): k for r, k in zip(refs, krefs)}
+            swap = {id(kview[id(ri)]): kview[id(ro)] for ri, ro in same.values()}
+            kargs = [_pytree.unflatten(t, [swap.get(id(x), x) for x in ls])
                      for ls, t in (_pytree.flatten(a) for a in kargs)]
         rec = _trace.start()
         rec.read_only = {r.name for r in refs if isinstance(r, Ref) and not r.writable}
