@@ -1389,13 +1389,39 @@ class ReshapedRef:
     def _is_whole(idx):
         return _whole_index(idx)	# not ==: an index may hold traced values
 
+    def _element(self, idx):
+        """The base's index of element @idx (every dimension an int or a
+        scalar-core value) of a folded SMEM ref, whose elements are read
+        and stored one at a time; None for any other index."""
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        if not (self.folded and self.space == "smem" and len(idx) == len(self.shape) and
+                all(isinstance(e, int) or isinstance(e, Value) and e.scalar for e in idx)):
+            return None
+        out = []
+        for gi, gj in _reshape_groups(self.base_shape, self.shape):
+            if not gi:
+                continue
+            at, stride = 0, 1
+            for j in reversed(gj):
+                at = _offset(at, _scaled(idx[j], stride))
+                stride *= self.shape[j]
+            out.append(at)
+        return tuple(out)
+
     def __getitem__(self, idx):
+        at = self._element(idx)
+        if at is not None:
+            return self.base[at]
         if not self._is_whole(idx):
             v = self.view(idx)
             return v[...]
         return self.base[...].reshape(self.shape)
 
     def __setitem__(self, idx, val):
+        at = self._element(idx)
+        if at is not None:
+            self.base[at] = val
+            return
         if not self._is_whole(idx):
             self.view(idx)[...] = val
             return

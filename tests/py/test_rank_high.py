@@ -205,6 +205,28 @@ def test_aliased_whole_vmem_rank5():
     np.testing.assert_array_equal(out, (x + 1) * 2 + x)
 
 
+def test_smem_rank5_elements():
+    """Elements of rank-5 SMEM blocks and scratch, at static and traced
+    indices, read and stored one at a time."""
+    s = np.arange(2 * 3 * 2 * 2 * 2, dtype=np.int32).reshape(2, 3, 2, 2, 2)
+    x = np.zeros((2, 8, 128), F32)
+
+    def kernel(s_ref, x_ref, o_ref, t_ref):
+        i = pl.program_id(0)
+        t_ref[i, 2, 0, 1, 1] = s_ref[1, 2, 1, i, 1] * 2
+        o_ref[...] = x_ref[...] + (t_ref[i, 2, 0, 1, 1] + s_ref[i, 1, 1, 1, 0]).astype(
+            jnp.float32)
+
+    out = pl.pallas_call(
+        kernel, out_shape=_sds(x.shape), grid=(2,),
+        in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM),
+                  pl.BlockSpec((None, 8, 128), lambda i: (i, 0, 0))],
+        out_specs=pl.BlockSpec((None, 8, 128), lambda i: (i, 0, 0)),
+        scratch_shapes=[pltpu.SMEM((2, 3, 2, 2, 2), jnp.int32)])(s, x)
+    for i in range(2):
+        np.testing.assert_array_equal(out[i], s[1, 2, 1, i, 1] * 2 + s[i, 1, 1, 1, 0])
+
+
 def test_traced_index_of_leading_dims():
     """x_ref[i, j] and o_ref[i, j] = ... at program ids, of folded refs."""
     x = _data((2, 3, 4, 8, 128))
