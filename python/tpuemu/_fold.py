@@ -104,17 +104,21 @@ _NOT_ELEMENTWISE = {"sum", "max", "min", "mean", "argmax", "argmin", "prod", "do
                     "repeat", "tile", "stack"}
 
 
+def refused(what, shape):
+    """The error for operation @what on a value of rank 5 or 6 (@shape)
+    that is not folded."""
+    return trace_error("%s of a value of shape %r: values of rank %d and %d are folded "
+                       "for element-wise ops, reductions, reshapes, transposes, dots and "
+                       "ref reads and stores, not for this operation"
+                       % (what, tuple(shape), DEVICE_RANK + 1, MAX_RANK))
+
+
 def call_args(fn, args):
     """The arguments of a traced call @fn (positional ones, and keyword
     pairs), one of rank 5 or 6, laid out for it, and the result's device
     shape; a clear error for a function that is not element-wise."""
     if fn.rsplit(".", 1)[-1] in _NOT_ELEMENTWISE:
-        high = next(a for a in args if is_high(a))
-        raise trace_error("%s of a value of rank %d (%s, shape %r): values of rank %d and "
-                          "%d are folded for element-wise ops, reductions, reshapes, "
-                          "transposes, dots and ref reads and stores, not for %s"
-                          % (fn, len(high.shape), high.render(), tuple(high.shape),
-                             DEVICE_RANK + 1, MAX_RANK, fn))
+        raise refused(fn, next(a for a in args if is_high(a)).shape)
     kw = [isinstance(a, tuple) and len(a) == 2 and a[0] == "__kw__" for a in args]
     pos = [a for a, k in zip(args, kw) if not k]
     from ._shapes import broadcast, shape_of

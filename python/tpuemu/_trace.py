@@ -537,11 +537,7 @@ class Value:
         if self.kind == "view":		# the same device value, another Python shape
             return _fmt(self.args[0])
         if self.dev is None and _fold.is_high(self):
-            raise trace_error("%s of shape %r: values of rank %d and %d are folded for "
-                              "element-wise ops, reductions, reshapes, transposes, dots and "
-                              "ref reads and stores, not for this operation"
-                              % (self.text or self.kind, tuple(self.shape),
-                                 _fold.DEVICE_RANK + 1, _fold.MAX_RANK))
+            raise _fold.refused(self.text or self.kind, self.shape)
         if self.kind == "op":
             a, b = self.args
             return "(%s %s %s)" % (_fmt(a), self.text, _fmt(b))
