@@ -58,14 +58,14 @@ def groups_for(shape, cuts=(), what="a value"):
         if len(g) <= DEVICE_RANK:
             return g
     raise trace_error("%s of shape %r: its dimensions do not fold into %d groups (the "
-                      "operation needs dimensions %s on their own)"
+                      "operation needs a group to start at each of dimensions %s)"
                       % (what, tuple(shape), DEVICE_RANK,
                          ", ".join(str(c) for c in sorted(set(cuts)))))
 
 
 def fold_shape(shape):
-    """The device shape of an array, scratch or value of @shape: leading
-    dimensions merged down to rank 4 (the shape itself up to rank 4)."""
+    """The device shape of a new value of @shape (jnp.zeros, a reshape's
+    result): its leading dimensions merged (the shape itself up to rank 4)."""
     shape = tuple(shape)
     if len(shape) <= DEVICE_RANK:
         return shape

@@ -61,6 +61,24 @@ def test_elementwise_grid(case):
     np.testing.assert_array_equal(out, x * 2 + 1)
 
 
+def test_scalar_prefetch_index_map():
+    """A folded index map reading scalar prefetch: blocks picked by a table,
+    i * 3 + s[j] on the device."""
+    x = _data((2, 3, 4, 8, 128))
+    table = np.array([2, 0, 1], np.int32)
+
+    def kernel(s_ref, x_ref, o_ref):
+        o_ref[...] = x_ref[...] + 1.0
+
+    gs = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=1, grid=(2, 3),
+        in_specs=[pl.BlockSpec((None, None, 4, 8, 128),
+                               lambda i, j, s: (i, s[j], 0, 0, 0))],
+        out_specs=pl.BlockSpec((None, None, 4, 8, 128), lambda i, j, s: (i, j, 0, 0, 0)))
+    out = pl.pallas_call(kernel, out_shape=_sds(x.shape), grid_spec=gs)(table, x)
+    np.testing.assert_array_equal(out, x[:, table] + 1)
+
+
 def test_broadcast_and_block_shapes_seen():
     """The kernel sees the user's block shapes; operands of rank 5 and
     lower broadcast as NumPy's."""
