@@ -245,6 +245,24 @@ def test_smem_rank5_elements():
         np.testing.assert_array_equal(out[i], s[1, 2, 1, i, 1] * 2 + s[i, 1, 1, 1, 0])
 
 
+def test_run_scoped_rank6():
+    """pl.run_scoped scratch of rank 6, stored and read whole and by a
+    leading index."""
+    x = _data((2, 2, 3, 2, 8, 128))
+
+    def kernel(x_ref, o_ref):
+        def body(t_ref):
+            t_ref[...] = x_ref[...] * 3.0
+            t_ref[1] = t_ref[0] + t_ref[1]
+            o_ref[...] = t_ref[...]
+        pl.run_scoped(body, pltpu.VMEM(x.shape, jnp.float32))
+
+    out = pl.pallas_call(kernel, out_shape=_sds(x.shape))(x)
+    want = x * 3
+    want[1] += want[0]
+    np.testing.assert_array_equal(out, want)
+
+
 def test_traced_index_of_leading_dims():
     """x_ref[i, j] and o_ref[i, j] = ... at program ids, of folded refs."""
     x = _data((2, 3, 4, 8, 128))

@@ -329,8 +329,7 @@ def _scoped(f, params, types, named_types, rec):
                                   "or a pltpu.SemaphoreType (or a tree of them), not %r"
                                   % (name, leaf))
             n = name if tree.kind == "leaf" else "%s_%d" % (name, k)
-            ref = Ref(n, leaf.shape, leaf.dtype,
-                      space={1: "smem", 3: "sem", 4: "sem"}.get(code, "vmem"))
+            ref, kref = _scratch_ref(n, leaf)
             rec.open_scope(ref, code, as_dtype(leaf.dtype).code,
                            "@pl.run_scoped(%s=%r)" % (n, leaf),
                            getattr(leaf, "_device_shape", None))
@@ -339,7 +338,7 @@ def _scoped(f, params, types, named_types, rec):
             ref.key_batch = getattr(leaf, "_key_batch", None)	# scratch of Pallas keys
             if hasattr(leaf, "_on_alloc"):	# an emit_pipeline allocation's buffer
                 leaf._on_alloc(ref)
-            made.append(ref)
+            made.append(kref)
             opened.append(ref)
         refs.append(made[0] if tree.kind == "leaf" else _pytree.unflatten(tree, made))
     try:
@@ -485,6 +484,18 @@ def _block_spec(spec, shape, grid_rank, prefetch, what, output=False, label=None
     keep.append(c)
     cs.index_map = c
     return cs, keep, view, tuple(n for n, _, _ in dims if n is not None), dev_shape
+
+
+def _scratch_ref(n, s):
+    """(the device's ref, the kernel's) of scratch type @s named @n: one
+    of rank 5 or 6 folded onto the device's rank (_fold), the kernel's ref
+    of its own shape."""
+    space = {1: "smem", 3: "sem", 4: "sem"}.get(s._space_code, "vmem")
+    if getattr(s, "_device_shape", None) is not None or len(s.shape) <= _fold.DEVICE_RANK:
+        ref = Ref(n, s.shape, s.dtype, space=space)
+        return ref, ref
+    ref = Ref(n, _fold.fold_ref_shape(s.shape, "scratch '%s'" % n), s.dtype, space=space)
+    return ref, _folded_ref(ref, s.shape)
 
 
 def _folded_ref(ref, shape):
@@ -1182,17 +1193,15 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             if not hasattr(s, "_space_code"):
                 raise TypeError("scratch_shapes: %r is not a scratch type (pltpu.VMEM, "
                                 "pltpu.SMEM, pltpu.SemaphoreType...)" % (s,))
-            dshape = getattr(s, "_device_shape", None) or _fold.fold_ref_shape(
-                s.shape, "scratch '%s'" % n)
+            ref, kref = _scratch_ref(n, s)
+            dshape = getattr(s, "_device_shape", None) or ref.shape
             check(lib.tpurt_grid_spec_add_scratch(
                 gs, n.encode(), s._space_code, as_dtype(s.dtype).code,
                 len(dshape), ffi.new("int64_t[]", list(dshape))),
                 "scratch '%s'" % n)
-            folded = not hasattr(s, "_device_shape") and tuple(dshape) != tuple(s.shape)
-            refs.append(Ref(n, dshape if folded else s.shape, s.dtype,
-                            space={1: "smem", 3: "sem", 4: "sem"}.get(s._space_code, "vmem")))
-            if folded:
-                views[len(refs) - 1] = _folded_ref(refs[-1], s.shape)
+            refs.append(ref)
+            if kref is not ref:
+                views[len(refs) - 1] = kref
             if hasattr(s, "_role"):	# a pltpu.BufferedRef: its spec and role
                 refs[-1]._spec, refs[-1]._role = s._spec, s._role
             refs[-1].key_batch = getattr(s, "_key_batch", None)	# scratch of Pallas keys
