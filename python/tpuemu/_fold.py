@@ -108,8 +108,8 @@ def refused(what, shape):
     """The error for operation @what on a value of rank 5 or 6 (@shape)
     that is not folded."""
     return trace_error("%s of a value of shape %r: values of rank %d and %d are folded "
-                       "for element-wise ops, reductions, reshapes, transposes, dots and "
-                       "ref reads and stores, not for this operation"
+                       "for element-wise ops, reductions, reshapes, transposes, dots, "
+                       "constant indexing and ref reads and stores, not for this operation"
                        % (what, tuple(shape), DEVICE_RANK + 1, MAX_RANK))
 
 
@@ -315,6 +315,27 @@ def transpose(x, perm, what="jnp.transpose"):
     shape = tuple(x.shape[p] for p in perm)
     out_groups = [groups[k] for k in gperm]
     return laid_out(y, shape, sizes(shape, out_groups) if r > DEVICE_RANK else shape)
+
+
+def index(x, idx):
+    """x[2], x[:, 1:3] of @x of rank 5 or 6 (constant ints and slices): each
+    dimension indexed short of whole grouped on its own, the device's
+    value indexed so."""
+    r = len(x.shape)
+    if len(idx) > r:
+        raise trace_error("indexing a value of shape %r with %d indices"
+                          % (tuple(x.shape), len(idx)))
+    idx = tuple(idx) + (slice(None),) * (r - len(idx))
+    cuts = set()
+    for d, (e, n) in enumerate(zip(idx, x.shape)):
+        if not (isinstance(e, slice) and e.indices(n) == (0, n, 1)):
+            cuts |= {d, d + 1}
+    groups = groups_for(x.shape, cuts, "indexing %r" % (idx,))
+    first = [sum(groups[:k]) for k in range(len(groups))]
+    y = device_form(x, groups)[tuple(idx[d] if g == 1 else slice(None)
+                                     for d, g in zip(first, groups))]
+    shape = x._index_shape(idx)
+    return laid_out(y, shape, y.shape if len(shape) > DEVICE_RANK else shape)
 
 
 def iota(dtype, shape, dimension):

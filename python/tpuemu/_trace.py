@@ -701,9 +701,7 @@ class Value:
         if any(e is None or e is Ellipsis for e in idx):
             return self._index_newaxis(idx)
         if _fold.is_high(self):
-            raise trace_error("indexing a value of rank %d (%s, shape %r) with %r: read the "
-                              "ref at those indices instead"
-                              % (len(self.shape), self.render(), tuple(self.shape), idx))
+            return _fold.index(self, idx)
         parts = []
         for e in idx:
             if isinstance(e, slice):

@@ -5,8 +5,9 @@ dimensions where that is exact (python/tpuemu/_fold.py): an operand's
 blocks (squeezed leading dimensions, whole ones, the last two blocked)
 with their index maps combined, scratch, and the values a body makes
 (element-wise ops with broadcasting, reductions, reshapes, transposes,
-iotas, batched dots). An operand whose blocks do not fold is refused by
-name."""
+iotas, constant indexing, batched dots). An operand whose blocks do not
+fold, and an operation on such values that is not folded, are refused
+by name."""
 import numpy as np
 import pytest
 
@@ -318,6 +319,24 @@ def test_transpose_many_groups(shape, perm):
 
     out = pl.pallas_call(kernel, out_shape=_sds(want.shape))(x)
     np.testing.assert_array_equal(out, want)
+
+
+def test_value_indexing():
+    """Constant ints and slices of rank-5 values, the results of rank 5,
+    4 and 3."""
+    x = _data((2, 3, 4, 8, 128))
+
+    def kernel(x_ref, a_ref, b_ref, c_ref):
+        v = x_ref[...] + 1.0
+        a_ref[...] = v[:, 1:3]
+        b_ref[...] = v[1]
+        c_ref[...] = v[0, 2, :, 0:8, 0:128] * 2.0
+
+    a, b, c = pl.pallas_call(kernel, out_shape=(_sds((2, 2, 4, 8, 128)), _sds((3, 4, 8, 128)),
+                                                _sds((4, 8, 128))))(x)
+    np.testing.assert_array_equal(a, (x + 1)[:, 1:3])
+    np.testing.assert_array_equal(b, (x + 1)[1])
+    np.testing.assert_array_equal(c, (x + 1)[0, 2] * 2)
 
 
 def test_block_that_does_not_fold():
