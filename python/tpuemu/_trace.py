@@ -930,8 +930,10 @@ def _result_dt(sym, a, b):
 
 def local(v):
     """Bind a computed value to a local now (under the pl.when it is made
-    in), so an expression that uses it several times computes it once."""
-    if isinstance(v, Value) and v.kind not in ("text", "local"):
+    in), so an expression that uses it several times computes it once.
+    An index map (traced with no kernel recording) is one expression: there
+    it stays inline."""
+    if isinstance(v, Value) and v.kind not in ("text", "local") and _rec is not None:
         rec = recorder()
         rec.bind(v, tuple(rec.conds))
     return v
@@ -1043,6 +1045,8 @@ class Ref:
         return "<ref %s %s %s>" % (self.name, self.shape, self.dtype)
 
     def _index(self, idx, window=False):
+        if self.flat_nd:
+            idx = self._flat_element(idx)
         if idx is Ellipsis or isinstance(idx, tuple) and not idx:	# ref[()]: the whole ref
             return "..."
         if not isinstance(idx, tuple):
@@ -1069,6 +1073,29 @@ class Ref:
                 parts.append(_fmt(e))
         return ", ".join(parts)
 
+    def _flat_element(self, idx):
+        """s[a, b, c] of a scalar prefetch of rank 3 or 4, which SMEM holds
+        as (rows of its leading dimensions, its last): s[a * B + b, c],
+        row-major. Only whole elements: the leading indices must each be in
+        range (a static one is checked here, a traced one as s[row, c]'s row
+        is, so a middle index past its dimension reads a later row)."""
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        if len(idx) != len(self.shape) or any(
+                e is None or e is Ellipsis or isinstance(e, (slice, Slice)) for e in idx):
+            raise trace_error("scalar prefetch '%s' of shape %s: index each of its %d "
+                              "dimensions with a scalar (s[h, i, j]), not [%s]"
+                              % (self.name, self.shape, len(self.shape),
+                                 ", ".join(map(repr, idx))))
+        for d, (e, n) in enumerate(zip(idx, self.shape)):
+            if isinstance(e, int) and not -n <= e < n:
+                raise IndexError("scalar prefetch '%s': index %d is out of bounds for "
+                                 "dimension %d of size %d" % (self.name, e, d, n))
+        idx = tuple(e % n if isinstance(e, int) else e for e, n in zip(idx, self.shape))
+        row = idx[0]
+        for d in range(1, len(idx) - 1):
+            row = row * self.shape[d] + idx[d]
+        return (row, idx[-1])
+
     def _slice(self, e, dim):
         """A static Python slice as pl.ds: x_ref[:, 0:1] keeps the dimension."""
         if e.start is None and e.stop is None and e.step is None:
@@ -1090,6 +1117,7 @@ class Ref:
         return "pl.ds(%d, %d)" % (start, stop - start)
 
     narrow = None	# a scalar prefetch of int8/uint8/bool widened into words
+    flat_nd = False	# a scalar prefetch of rank 3 or 4 the device holds 2-D
     key_batch = None	# Pallas keys (pallas/_keys.py): their batch rank
 
     def __getitem__(self, idx):

@@ -576,7 +576,17 @@ def div(x, y):
         return x / y
     x, y = local(x), local(y)
     q, r = local(x // y), x % y
-    return jnp.where((r != 0) & ((x < 0) != (y < 0)), q + 1, q)
+    return jnp.where((r != 0) & _signs_differ(x, y), q + 1, q)
+
+
+def _signs_differ(x, y):
+    """x < 0 != y < 0, a Python operand's sign taken while tracing (index
+    maps have no boolean constants)."""
+    if isinstance(x, Value) and isinstance(y, Value):
+        return (x < 0) != (y < 0)
+    if isinstance(y, Value):
+        return y >= 0 if x < 0 else y < 0
+    return x >= 0 if y < 0 else x < 0
 
 
 def rem(x, y):
@@ -591,7 +601,7 @@ def rem(x, y):
         m = local(jnp.abs(x) % (jnp.abs(y) if isinstance(y, Value) else abs(y)))
         return jnp.where(x < 0, -m, m)
     r = x % y			# the sign of y: shift it to x's
-    if getattr(r, "scalar", False) and _trace._spillable(r):
+    if getattr(r, "scalar", False) and _trace._rec is not None and _trace._spillable(r):
         # a scalar-core value: the select below names r four times and x
         # twice, and the scalar core inlines locals; SMEM words keep it short
         recorder().spill(r)

@@ -387,6 +387,16 @@ def _fn_where(fn):
     return "%s at %s:%d" % (name, code.co_filename, code.co_firstlineno)
 
 
+def _index_map_ref(p):
+    """A scalar-prefetch operand as index maps see it: a read-only SMEM ref
+    of its shape (from the kernel's ref; shape () for a bare name)."""
+    if not isinstance(p, Ref):
+        return Ref(p, (), "int32", space="smem", writable=False)
+    r = Ref(p.name, p.shape, "int32", space="smem", writable=False)
+    r.flat_nd = p.flat_nd
+    return r
+
+
 def _index_map_text(fn, grid_rank, prefetch, what, label=None, nd=None, fold=None):
     if fn is None:
         return None
@@ -394,16 +404,19 @@ def _index_map_text(fn, grid_rank, prefetch, what, label=None, nd=None, fold=Non
     # (names, tree): the scalar-prefetch refs reach the map in the
     # arguments' trees, as the kernel gets them
     prefetch, tree = prefetch if isinstance(prefetch, tuple) else (prefetch, None)
-    refs = [Ref(n, (), "int32", space="smem", writable=False) for n in prefetch]
+    refs = [_index_map_ref(p) for p in prefetch]
+    prefetch = [r.name for r in refs]
     # grid=() is one step of a 1-D grid on the device; the map takes no index
     called = names if not _grids or _grids[-1] != (1,) or _grid_given[-1:] != [()] else []
     pre = refs if tree is None else _parts(tree, refs)
+    # grid indices are int32, as program ids are (lax.div and lax.rem ask)
     try:
-        res = fn(*[scalar(n) for n in called], *pre)
+        res = fn(*[scalar(n, _trace.int32) for n in called], *pre)
     except TypeError:
         if called == names:
             raise
-        res = fn(*[scalar(n) for n in names], *pre)	# (a map written for the 1-step grid)
+        # (a map written for the 1-step grid)
+        res = fn(*[scalar(n, _trace.int32) for n in names], *pre)
     if not isinstance(res, (tuple, list)):
         res = (res,)
     if nd is not None and len(res) != nd:
@@ -418,8 +431,25 @@ def _index_map_text(fn, grid_rank, prefetch, what, label=None, nd=None, fold=Non
                                 "float" if isinstance(e, float) else e.dt.name))
     if fold is not None:	# rank 5 and 6: the folded dimensions' block indices
         res = fold(res)
-    body = ", ".join(_trace._fmt(e) for e in res)
+    body = ", ".join(_index_map_fmt(e) for e in res)
     return "%s -> %s" % (", ".join(names + list(prefetch)), body)
+
+
+def _index_map_fmt(e):
+    """@e in the index-map language, whose logic is 'and', 'or' and 'not':
+    & and | of compares (lax.div's sign test) become those."""
+    if not isinstance(e, Value) or e.kind not in ("op", "unop"):
+        return _trace._fmt(e)
+    if e.kind == "unop":
+        a = e.args[0]
+        if e.text == "~" and getattr(a, "dt", None) == _trace.bool_:
+            return "(not %s)" % _index_map_fmt(a)
+        return "(%s%s)" % (e.text, _index_map_fmt(a))
+    a, b = e.args
+    op = e.text
+    if op in ("&", "|") and all(getattr(x, "dt", None) == _trace.bool_ for x in (a, b)):
+        op = "and" if op == "&" else "or"
+    return "(%s %s %s)" % (_index_map_fmt(a), op, _index_map_fmt(b))
 
 
 def _np_dtype(d):
@@ -562,10 +592,16 @@ def _top(tree):
 def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 out_specs=None, scratch_shapes=(), compiler_params=None,
                 input_output_aliases=None, interpret=False, name=None, debug=False,
-                cost_estimate=None):
+                cost_estimate=None, metadata=None):
     """pl.pallas_call: returns a function of NumPy arrays giving NumPy arrays.
     Refs made outside kernels (jax.new_ref, _state), passed as arguments
-    or closed over by the kernel, are extra operands the call updates."""
+    or closed over by the kernel, are extra operands the call updates.
+    metadata (str keys and values, for the compiler's profiles) is checked
+    and kept nowhere."""
+    if metadata is not None and (not isinstance(metadata, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
+        raise TypeError("pallas_call: metadata must be a dict of str to str, not %r"
+                        % (metadata,))
     kw = dict(grid_spec=grid_spec, grid=grid, in_specs=in_specs, out_specs=out_specs,
               scratch_shapes=scratch_shapes, compiler_params=compiler_params,
               input_output_aliases=input_output_aliases, interpret=interpret, name=name,
@@ -1151,6 +1187,11 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 raise TypeError("scalar prefetch '%s': dtype %s; SMEM holds int32 and float32 "
                                 "(int8, uint8, int16 and bool are widened to int32, uint32 "
                                 "bits are kept)" % (n, a.dtype))
+            shape = a.shape
+            if a.ndim > 2:
+                # SMEM holds it 2-D (splash attention's [heads, q, kv] block
+                # tables); the ref rewrites s[h, i, j] into that view
+                a = arrays[j] = _np.ascontiguousarray(a).reshape(-1, a.shape[-1])
             check(lib.tpurt_grid_spec_add_scalar_prefetch_shaped(
                 gs, n.encode(), a.ndim, ffi.new("int64_t[]", list(a.shape))), n)
             dt = "int32" if a.dtype == _np.int32 else "float32"
@@ -1159,9 +1200,10 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             # SMEM the kernel may store into, as Mosaic's: a core's copy
             # keeps what it stored across the grid's steps (the paged
             # attention kernel's step and buffer-index scalars)
-            refs.append(Ref(n, a.shape, dt, space="smem", writable=True))
+            refs.append(Ref(n, shape, dt, space="smem", writable=True))
             refs[-1].narrow = narrow
-        index_prefetch = (prefetch, sp_tree)
+            refs[-1].flat_nd = len(shape) > 2
+        index_prefetch = (refs[:nsp_flat], sp_tree)
         dev_shapes = {}		# operand name -> the device's array shape (rank 5, 6 folded)
         views = {}		# index in refs -> the kernel's ref of a folded operand
 
