@@ -10,7 +10,8 @@ import numpy as _np
 
 from ._trace import TraceError, as_dtype, float32, bfloat16, int8, int32, uint32  # noqa: F401
 from ._lib import TpurtError  # noqa: F401
-from . import lax, nn, random  # noqa: F401  (jax.lax.dot_general, jax.nn.relu)
+from . import lax, nn, random, tree_util, ad_checkpoint  # noqa: F401  (jax.lax.dot_general)
+from .numpy import HostArray as Array  # noqa: F401  (isinstance(x, jax.Array): a jnp array)
 from ._state import new_ref, freeze  # noqa: F401  (jax.new_ref, jax.freeze)
 
 
@@ -96,6 +97,23 @@ class Device:
 
     def __repr__(self):
         return "TpuDevice(id=0, kind=%r)" % self.device_kind
+
+
+class named_scope:
+    """jax.named_scope(name): names the operations under it for profiles;
+    tpuemu's profiles name kernels by pallas_call's name=, so it only
+    checks the name."""
+
+    def __init__(self, name):
+        if not isinstance(name, str):
+            raise TypeError("named_scope: name must be a str, not %r" % (name,))
+        self.name = name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 def devices(backend=None):

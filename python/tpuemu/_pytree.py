@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: MIT
 """Pytrees as JAX's tree_util has them, for pallas_call's boundary: tuples,
-lists, dicts (keys in sorted order) and namedtuples are nodes, None is an
-empty node, anything else is a leaf. flatten() gives the leaves in tree
-order and a TreeDef that unflatten() rebuilds the same structure from."""
+lists, dicts (keys in sorted order), namedtuples and the classes
+register_node() was given are nodes, None is an empty node, anything else
+is a leaf. flatten() gives the leaves in tree order and a TreeDef that
+unflatten() rebuilds the same structure from."""
 
 
 class TreeDef:
-    """kind: "leaf", "none", "tuple", "list", "dict" or "namedtuple";
-    keys: a dict's sorted keys; children: the subtrees' TreeDefs."""
+    """kind: "leaf", "none", "tuple", "list", "dict", "namedtuple" or
+    "custom" (a registered class); keys: a dict's sorted keys, a custom
+    node's auxiliary data; children: the subtrees' TreeDefs."""
 
     def __init__(self, kind, children=(), keys=None, cls=None):
         self.kind = kind
@@ -34,9 +36,22 @@ class TreeDef:
             return "{%s}" % ", ".join("%r: %s" % (k, p) for k, p in zip(self.keys, parts))
         if self.kind == "list":
             return "[%s]" % ", ".join(parts)
-        if self.kind == "namedtuple":
+        if self.kind in ("namedtuple", "custom"):
             return "%s(%s)" % (self.cls.__name__, ", ".join(parts))
         return "(%s%s)" % (", ".join(parts), "," if len(parts) == 1 else "")
+
+
+# class -> (flatten(x) -> (children, aux), unflatten(aux, children) -> x)
+_registry = {}
+
+
+def register_node(cls, flatten_fn, unflatten_fn):
+    """Make instances of @cls pytree nodes, as tree_util.register_pytree_node."""
+    if not isinstance(cls, type):
+        raise TypeError("register_pytree_node: %r is not a class" % (cls,))
+    if cls in _registry:
+        raise ValueError("register_pytree_node: %s is already registered" % cls.__name__)
+    _registry[cls] = (flatten_fn, unflatten_fn)
 
 
 def _is_namedtuple(x):
@@ -47,6 +62,9 @@ def children(tree):
     """(kind, keys, cls, subtrees) of a node, None for a leaf."""
     if tree is None:
         return "none", None, None, []
+    if type(tree) in _registry:
+        subs, aux = _registry[type(tree)][0](tree)
+        return "custom", aux, type(tree), list(subs)
     if _is_namedtuple(tree):
         return "namedtuple", None, type(tree), list(tree)
     if isinstance(tree, tuple):
@@ -92,6 +110,8 @@ def unflatten(treedef, leaves):
             return subs
         if td.kind == "namedtuple":
             return td.cls(*subs)
+        if td.kind == "custom":
+            return _registry[td.cls][1](td.keys, subs)
         return tuple(subs)
     out = build(treedef)
     if next(it, _END) is not _END:
@@ -143,6 +163,6 @@ def match(spec, treedef, what, path=""):
                          % (what, path, flatten(spec)[1], treedef))
     out = []
     for n, (s, c) in enumerate(zip(subs, treedef.children)):
-        key = "[%r]" % (keys[n],) if keys is not None else "[%d]" % n
+        key = "[%r]" % (keys[n],) if kind == "dict" else "[%d]" % n
         out += match(s, c, what, path + key)
     return out

@@ -617,6 +617,26 @@ def reshape(x, shape):
     return _logical(v, shape)
 
 
+def expand_dims(a, axis):
+    """jnp.expand_dims: @a reshaped with unit dimensions at @axis (an int or
+    a tuple, counted in the result's rank, as NumPy places them)."""
+    a = _v(a)
+    shape = getattr(a, "shape", None)
+    if shape is None:
+        raise trace_error("jnp.expand_dims of %s: its shape is not known while tracing"
+                          % _trace._fmt(a))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    rank = len(shape) + len(axes)
+    for ax in axes:
+        if not -rank <= ax < rank:
+            raise ValueError("jnp.expand_dims: axis %d is out of bounds for a result of "
+                             "rank %d" % (ax, rank))
+    new = list(shape)
+    for ax in sorted(ax % rank for ax in axes):
+        new.insert(ax, 1)
+    return reshape(a, tuple(new))
+
+
 def zeros(shape, dtype=None):
     """jnp.zeros: float32 unless dtype says otherwise."""
     return _logical(call("jnp.zeros", _nd_shape(shape, "zeros"), dtype=dtype or float32), shape)
@@ -628,6 +648,8 @@ def ones(shape, dtype=None):
 
 def full(shape, fill_value, dtype=None):
     """jnp.full: the fill's dtype unless dtype says otherwise."""
+    if dtype is None and isinstance(fill_value, Value) and fill_value.dt == bool_:
+        dtype = bool_	# a traced compare: a mask (the device's fill would be int32)
     if dtype is None:
         v = call("jnp.full", _nd_shape(shape, "full"), fill_value)
         if v.dt is None:

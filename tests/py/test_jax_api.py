@@ -463,3 +463,68 @@ def test_bitwise_of_uint8_and_int8_stay_in_their_width():
                                           jax.ShapeDtypeStruct((8, 128), np.int8)))(u, s)
     np.testing.assert_array_equal(np.asarray(nu), ~u ^ (u << 3))
     np.testing.assert_array_equal(np.asarray(ns), (s << 2) | (s >> 1))
+
+
+def test_expand_dims_in_a_kernel():
+    # splash attention's dq kernel: jnp.expand_dims(lse_ref[0], -1), a (bq,)
+    # row made a (bq, 1) column; axes counted in the result's rank
+    x = _x((2, 128))
+
+    def k(x_ref, o_ref, p_ref):
+        o_ref[...] = jnp.broadcast_to(jnp.expand_dims(x_ref[0], -1), (128, 128))
+        p_ref[...] = jnp.expand_dims(x_ref[1], axis=(0,))
+    o, p = pl.pallas_call(k, out_shape=(jax.ShapeDtypeStruct((128, 128), jnp.float32),
+                                        jax.ShapeDtypeStruct((1, 128), jnp.float32)))(x)
+    np.testing.assert_array_equal(o, np.broadcast_to(x[0][:, None], (128, 128)))
+    np.testing.assert_array_equal(p, x[1][None])
+    np.testing.assert_array_equal(jnp.expand_dims(x, 1), x[:, None])	# on the host, NumPy's
+
+
+def test_broadcast_of_a_scalar_compare_is_a_mask():
+    # jnp.broadcast_to(should_not_mask, shape) | mask, as splash attention
+    # combines a block's partial mask with its block kind (an SMEM compare)
+    m = (np.random.default_rng(3).uniform(size=(8, 128)) < 0.5)
+
+    def k(kind_ref, m_ref, o_ref):
+        full = jnp.broadcast_to(kind_ref[0] != 1, m_ref.shape)
+        o_ref[...] = jnp.where(jnp.bitwise_or(m_ref[...], full), 1.0, 0.0)
+    for kind in (1, 2):
+        out = pl.pallas_call(k, in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM),
+                                          pl.BlockSpec((8, 128), lambda: (0, 0))],
+                             out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(
+            np.array([kind], np.int32), m)
+        np.testing.assert_array_equal(out, (m | (kind != 1)).astype(np.float32))
+
+
+def test_tree_util_named_scope_checkpoint_name_and_metadata():
+    @jax.tree_util.register_pytree_node_class
+    class Pair:
+        def __init__(self, a, b, tag):
+            self.a, self.b, self.tag = a, b, tag
+
+        def tree_flatten(self):
+            return (self.a, self.b), self.tag
+
+        @classmethod
+        def tree_unflatten(cls, tag, children):
+            return cls(*children, tag)
+
+    p = jax.tree_util.tree_map(lambda x: x * 2, Pair(1, (2, None), "t"))
+    assert (p.a, p.b, p.tag) == (2, (4, None), "t")
+    assert jax.tree_util.tree_leaves({"x": [1, Pair(3, 4, 0)]}) == [1, 3, 4]
+    with pytest.raises(ValueError, match="does not match"):
+        jax.tree_util.tree_map(lambda x, y: x, (1, 2), [1])
+    assert isinstance(jnp.array([1, 2]), jax.Array) and not isinstance(np.ones(2), jax.Array)
+    x = _x()
+    assert jax.ad_checkpoint.checkpoint_name(x, name="out") is x
+
+    def k(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + 1.0
+    with jax.named_scope("splash_fwd"):
+        out = pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), name="k",
+                             metadata={"xprof_metadata": "{}"})(x)
+    np.testing.assert_array_equal(out, x + 1.0)
+    with pytest.raises(TypeError, match="metadata must be a dict of str to str"):
+        pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), metadata={"a": 1})
+    with pytest.raises(TypeError, match="named_scope: name must be a str"):
+        jax.named_scope(3)
