@@ -431,7 +431,8 @@ class FullMask(Mask):
 # --- splash_attention_mask_info.py, as JAX writes it ---
 
 class MaskInfo(NamedTuple):
-    """Contains runtime masking information for the Splash attention kernel.
+    """Contains runtime masking information for the Splash attention kernel
+    (partial_mask_blocks are bool, as the kernel's version of JAX makes them).
 
     data_next, mask_next and block_mask go to scalar memory (int8, int16 or
     int32, the smallest that holds them); partial_mask_blocks holds the
@@ -636,7 +637,7 @@ def _process_dynamic_mask(
         .swapaxes(-1, -2)
         .reshape(*block_mask_shape, kv_block_size, q_block_size)
         .swapaxes(-1, -2)
-        .astype(np.int32))
+        .astype(np.bool_))
 
     # The block mask is 2 for all blocks with all entries set to True and 1 for
     # blocks with a mix of True and False entries.
@@ -836,11 +837,11 @@ def _process_mask(
     has_mask_next = False
     if len(unique_partial_mask_blocks) == 1:
         partial_mask_blocks = [x.array for x in unique_partial_mask_blocks]
-        partial_mask_blocks = partial_mask_blocks[0][None].astype(np.int32)
+        partial_mask_blocks = partial_mask_blocks[0][None].astype(np.bool_)
         has_mask_next = True
     elif len(unique_partial_mask_blocks) > 1:
         partial_mask_blocks = [x.array for x in unique_partial_mask_blocks]
-        partial_mask_blocks = np.stack(partial_mask_blocks, axis=0).astype(np.int32)
+        partial_mask_blocks = np.stack(partial_mask_blocks, axis=0).astype(np.bool_)
         has_mask_next = True
     if is_dkv and partial_mask_blocks is not None:
         partial_mask_blocks = np.swapaxes(partial_mask_blocks, -1, -2)
