@@ -125,3 +125,18 @@ def test_lax_div_and_rem_of_grid_indices(d):
         b, r = h // d, h % d
         np.testing.assert_array_equal(out[h], x[b * 8:(b + 1) * 8] * 1000.0 + x[r * 8:(r + 1) * 8])
     assert " and " in _index_map_text(lambda h: (lax.div(h, 2), 0), 1, [], "x")
+
+
+def test_rank4_scalar_prefetch_elements_are_row_major():
+    t = np.arange(2 * 3 * 2 * 5, dtype=np.int32).reshape(2, 3, 2, 5) * 3 + 1
+    idxs = [(0, 0, 0, 0), (1, 2, 1, 4), (0, 2, 1, 3), (1, 0, 1, 0), (-1, 1, 0, -2)]
+
+    def k(t_ref, o_ref):
+        for n, ix in enumerate(idxs):
+            o_ref[0, n] = t_ref[ix]
+
+    out = pl.pallas_call(k, grid_spec=pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=1, grid=(1,),
+        out_specs=pl.BlockSpec(memory_space=pltpu.SMEM)),
+        out_shape=jax.ShapeDtypeStruct((1, len(idxs)), jnp.int32))(t)
+    np.testing.assert_array_equal(np.asarray(out)[0], [t[ix] for ix in idxs])
