@@ -1741,6 +1741,165 @@ def test_two_qseq_shards_causal_local_stacked():
         expected_block_mask_dkv[None], expected_partial_mask_blocks.swapaxes(-1, -2), None))
 
 
+def test_two_qseq_shards_local_wide_local_narrow_stacked():
+    sequence_lengths = (64, 64)
+    block_shape = (16, 16)
+    window_size = 8
+
+    local_mask_wide = make_local_attention_mask(sequence_lengths,
+                                                window_size=(window_size, window_size), offset=0)
+    local_mask_narrow = make_local_attention_mask(sequence_lengths,
+                                                  window_size=(window_size, 0), offset=0)
+    mask = MultiHeadMask((NumpyMask(np.concatenate((local_mask_wide, local_mask_narrow),
+                                                   axis=0)),))
+
+    mask_info, mask_info_dkv, mask_function = _process_both(mask, block_shape, q_seq_shards=2)
+    assert mask_function is None
+
+    expected_block_mask = np.concatenate([
+        _i8([[1, 1, 0], [1, 1, 1], [1, 1, 1], [1, 1, 0]]),
+        _i8([[1, 0, 0], [1, 1, 0], [1, 1, 0], [1, 1, 0]])])
+    expected_data_next = np.concatenate([
+        _i8([[0, 1, -1], [0, 1, 2], [1, 2, 3], [2, 3, -1]]),
+        _i8([[0, -1, -1], [0, 1, -1], [1, 2, -1], [2, 3, -1]])])
+    expected_mask_next = np.concatenate([
+        _i8([[0, 1, -1], [2, 0, 1], [2, 0, 1], [2, 0, -1]]),
+        _i8([[3, -1, -1], [2, 3, -1], [2, 3, -1], [2, 3, -1]])])
+    expected_partial_mask_blocks = np.stack([
+        # Wide
+        np.triu(np.tri(*block_shape, window_size, dtype=np.int32), -window_size),
+        np.tri(*block_shape, -window_size, dtype=np.int32),
+        np.triu(np.ones(block_shape, dtype=np.int32), window_size),
+        # Narrow
+        np.triu(np.tri(*block_shape, 0, dtype=np.int32), -window_size),
+    ])
+    _assert_mask_info_match(mask_info, MaskInfo(
+        expected_data_next[None], expected_mask_next[None], expected_block_mask[None],
+        expected_partial_mask_blocks, None))
+
+    expected_block_mask_dkv = np.concatenate([
+        _i8([[0, 1, 1, 0], [1, 1, 1, 1], [1, 1, 1, 1]]),
+        _i8([[1, 1, 1, 0], [1, 1, 1, 1], [0, 0, 0, 0]])])
+    expected_data_next_dkv = np.concatenate([
+        _i8([[-1, 0, 1, -1], [0, 1, 2, 2], [1, 2, 3, 3]]),
+        _i8([[0, 1, 2, -1], [1, 2, 3, 3], [-1, -1, -1, -1]])])
+    expected_mask_next_dkv = np.concatenate([
+        _i8([[-1, 1, 1, -1], [0, 0, 0, 1], [2, 2, 2, 0]]),
+        _i8([[3, 3, 3, -1], [2, 2, 2, 3], [-1, -1, -1, -1]])])
+    _assert_mask_info_match(mask_info_dkv, MaskInfo(
+        expected_data_next_dkv[None], expected_mask_next_dkv[None],
+        expected_block_mask_dkv[None], expected_partial_mask_blocks.swapaxes(-1, -2), None))
+
+
+@pytest.mark.parametrize("is_lazy_mask", [True, False])
+def test_two_head_shards_causal_mask(is_lazy_mask):
+    sequence_lengths = (64, 64)
+    block_shape = (16, 16)
+    causal_mask = _causal(sequence_lengths, is_lazy_mask)
+    mask = MultiHeadMask((causal_mask, causal_mask))
+
+    mask_info, mask_info_dkv, mask_function = _process_both(mask, block_shape, head_shards=2)
+    assert (mask_function is not None) == is_lazy_mask
+
+    q_sequence = np.arange(sequence_lengths[0], dtype=np.int32) if is_lazy_mask else None
+    expected_mask_next = np.stack([_expected_causal_mask_next(0)] * 2)
+    _assert_mask_info_match(mask_info, MaskInfo(
+        np.stack([_expected_causal_data_next] * 2),
+        expected_mask_next if not is_lazy_mask else None,
+        np.stack([_expected_causal_block_mask] * 2),
+        _tril_block(block_shape) if not is_lazy_mask else None, q_sequence))
+    _assert_mask_info_match(mask_info_dkv, MaskInfo(
+        np.stack([_expected_causal_data_next_dkv] * 2),
+        expected_mask_next if not is_lazy_mask else None,
+        np.stack([_expected_causal_block_mask] * 2),
+        _tril_block(block_shape).swapaxes(-1, -2) if not is_lazy_mask else None, q_sequence))
+
+
+@pytest.mark.parametrize("is_lazy_mask", [True, False])
+def test_two_head_shards_two_causal_two_local(is_lazy_mask):
+    sequence_lengths = (64, 64)
+    block_shape = (16, 16)
+    window_size = 8
+    causal_mask = _causal(sequence_lengths, is_lazy_mask)
+    local_mask = _local(sequence_lengths, (window_size, window_size), is_lazy_mask)
+    mask = MultiHeadMask((causal_mask, causal_mask, local_mask, local_mask))
+
+    mask_info, mask_info_dkv, mask_function = _process_both(mask, block_shape, head_shards=2)
+    assert mask_function is None
+
+    expected_partial_mask_blocks = _four_partial_blocks(block_shape, window_size)
+    expected_block_mask = np.stack([_expected_causal_block_mask, _expected_local_block_mask])
+    expected_mask_next = np.stack([_expected_causal_mask_next(0), _expected_local_mask_next(1)])
+    _assert_mask_info_match(mask_info, MaskInfo(
+        np.stack([_expected_causal_data_next, _expected_local_data_next]), expected_mask_next,
+        expected_block_mask, expected_partial_mask_blocks, None))
+    _assert_mask_info_match(mask_info_dkv, MaskInfo(
+        np.stack([_expected_causal_data_next_dkv, _expected_local_data_next_dkv]),
+        expected_mask_next, expected_block_mask, expected_partial_mask_blocks.swapaxes(-1, -2),
+        None))
+
+
+def test_large_mask():
+    # test_huge_mask's configuration (many head and q shards of a lazy causal
+    # mask), at an eighth of its 32K tokens: a mask_function, no partial blocks
+    sequence_length = (4 * 1024, 4 * 1024)
+    block_shape = (256, 512)
+    causal_mask = CausalMask(sequence_length, 0, shard_count=4)
+    multi_head = MultiHeadMask((causal_mask,) * 64)
+
+    mask_info, mask_function = process_mask(multi_head, block_shape, head_shards=8,
+                                            q_seq_shards=4)
+    assert mask_function is not None
+    assert mask_info.block_mask is not None and mask_info.data_next is not None
+    assert mask_info.mask_next is None and mask_info.partial_mask_blocks is None
+    assert mask_info.q_sequence is not None
+    assert mask_info.block_mask.shape[0] == 8	# one mask a head shard
+
+
+def test_process_invalid_mask():
+    """Masks with of an all-0 row causes undefined softmax, reject them."""
+    sequence_length = 32
+
+    invalid_mask = np.ones((4, sequence_length, sequence_length), dtype=np.bool_)
+    invalid_mask[2, 14, :] = False
+
+    invalid_mask = MultiHeadMask([NumpyMask(head_mask) for head_mask in invalid_mask])
+
+    with pytest.raises(ValueError, match="softmax"):
+        for mask in invalid_mask.masks:
+            _check_mask(mask)
+
+
+@pytest.mark.parametrize("is_dkv", [False, True])
+def test_dynamic_mask(is_dkv):
+    head_count, q_seq_len, kv_seq_len = 1, 8, 8
+    block_shape = (2, 4)
+
+    mask = jnp.stack([_make_causal_mask((q_seq_len, kv_seq_len))] * head_count)
+    mask_info, _ = _process_dynamic_mask(mask, block_shape=block_shape, is_dkv=is_dkv)
+
+    expected_partial_mask_blocks = np.array([
+        [[1, 0, 0, 0], [1, 1, 0, 0]],
+        [[0, 0, 0, 0], [0, 0, 0, 0]],
+        [[1, 1, 1, 0], [1, 1, 1, 1]],
+        [[0, 0, 0, 0], [0, 0, 0, 0]],
+        [[1, 1, 1, 1], [1, 1, 1, 1]],
+        [[1, 0, 0, 0], [1, 1, 0, 0]],
+        [[1, 1, 1, 1], [1, 1, 1, 1]],
+        [[1, 1, 1, 0], [1, 1, 1, 1]],
+    ], dtype=np.int32)
+    expected_data_next = _i8([[[0, 0], [0, 0], [0, 1], [0, 1]]])
+    if is_dkv:
+        expected_partial_mask_blocks = expected_partial_mask_blocks.swapaxes(-1, -2)
+        expected_data_next = _i8([[[0, 0], [1, 0], [2, 2], [3, 3]]])
+
+    np.testing.assert_array_equal(mask_info.block_mask,
+                                  _i8([[[1, 0], [1, 0], [2, 1], [2, 1]]]))
+    np.testing.assert_array_equal(mask_info.partial_mask_blocks, expected_partial_mask_blocks)
+    np.testing.assert_array_equal(mask_info.mask_next, _i8([[[0, 0], [2, 0], [0, 5], [0, 7]]]))
+    np.testing.assert_array_equal(mask_info.data_next, expected_data_next)
+
+
 @pytest.mark.parametrize("is_dkv", [False, True])
 def test_dynamic_mask_marks_the_same_blocks(is_dkv):
     # process_dynamic_mask on the jnp array of a mask: the same block kinds as
