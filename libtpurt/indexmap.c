@@ -798,14 +798,15 @@ int tpurt_program_format(const struct tpurt_program *prog, char *buf,
 
 int tpurt_program_eval(const struct tpurt_program *prog, const int64_t *pid,
 		       const int64_t *grid, const int32_t *const *smem,
-		       const uint64_t *smem_len, int64_t *out)
+		       const uint64_t *smem_len, const uint64_t *smem_reach,
+		       int64_t *out)
 {
 	struct tpu_plan_insn code[TPURT_PROGRAM_MAX_LEN];
 	struct tpu_scalar_fault fault;
 	/* Extents are positive: read as uint64_t, as the device holds them. */
 	struct tpu_scalar_env env = {
 		.grid = (const uint64_t *)grid, .pid = pid, .smem = smem,
-		.smem_len = smem_len,
+		.smem_len = smem_len, .smem_reach = smem_reach,
 	};
 
 	to_code(prog, code);

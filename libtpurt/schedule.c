@@ -18,24 +18,40 @@ struct walk {
 	const struct tpurt_grid_spec *gs;
 	const int32_t *smem[TPU_JOB_MAX_OPERANDS];
 	uint64_t smem_len[TPU_JOB_MAX_OPERANDS];
+	uint64_t smem_reach[TPU_JOB_MAX_OPERANDS];
+	int32_t *image;			/* the arrays' words, w->smem into it */
 	int64_t cur[TPU_JOB_MAX_OPERANDS][TPURT_MAX_RANK];
 	int64_t nxt[TPU_JOB_MAX_OPERANDS][TPURT_MAX_RANK];
 	int64_t prev[TPU_JOB_MAX_OPERANDS][TPURT_MAX_RANK];
 };
 
+/*
+ * The scalar-prefetch arrays back to back in one allocation, as the
+ * device's SMEM holds them, so a load past one's end reads the next as
+ * there (tpu_smem_reach); the SMEM blocks and scratch after them are not
+ * modelled, so the walk's loads reach only to the last array's end.
+ */
 static int load_prefetch(struct walk *w, struct tpurt_array *const *args)
 {
+	uint64_t words = 0;
+	int32_t *p;
+
+	for (int i = 0; i < w->gs->num_prefetch; i++)
+		words += tpurt_array_size(args[i]);
+	w->image = p = malloc((words ? words : 1) * sizeof(*p));
+	if (!p)
+		return tpurt_fail(-ENOMEM, "out of memory");
 	for (int i = 0; i < w->gs->num_prefetch; i++) {
-		int32_t *p = malloc(tpurt_array_nbytes(args[i]));
 		int ret;
 
-		if (!p)
-			return tpurt_fail(-ENOMEM, "out of memory");
 		w->smem[i] = p;
 		w->smem_len[i] = tpurt_array_size(args[i]);
+		w->smem_reach[i] = words;
+		words -= w->smem_len[i];
 		ret = tpurt_array_read(args[i], p);
 		if (ret)
 			return ret;
+		p += w->smem_len[i];
 	}
 	return 0;
 }
@@ -64,7 +80,7 @@ static int indices(struct walk *w, uint64_t s, int64_t out[][TPURT_MAX_RANK])
 	unravel(gs, s, pid);
 	for (int i = gs->num_prefetch; i < gs->num_operands; i++) {
 		int ret = !has_blocks(&gs->operand[i]) ? 0 : tpurt_program_eval(&gs->operand[i].map, pid, gs->grid,
-					     w->smem, w->smem_len, out[i]);
+					     w->smem, w->smem_len, w->smem_reach, out[i]);
 
 		if (ret)
 			return tpurt_fail(ret,
@@ -196,8 +212,7 @@ static int dump(const struct tpurt_grid_spec *gs, struct tpurt_copy_walk *cw,
 	ret = load_prefetch(w, args);
 	if (!ret)
 		ret = run(w, cw, out, max_lines, &cnt);
-	for (int i = 0; i < gs->num_prefetch; i++)
-		free((void *)w->smem[i]);
+	free(w->image);
 	free(w);
 	if (!ret && counts)
 		*counts = cnt;

@@ -504,13 +504,17 @@ void tpurt_grid_spec_env(const struct tpurt_grid_spec *gs,
 /*
  * Run @prog on the device's scalar core (rules/tpu_scalar.c), on the host:
  * @pid the grid index, @grid the extents, @smem/@smem_len the
- * scalar-prefetch arrays. Leaves nresults values in @out. -EDOM on a
- * division by zero, -ERANGE on an SMEM index out of range. @prog must come
- * from the compiler, which verified it with the device's verifier.
+ * scalar-prefetch arrays, @smem_reach NULL (loads stay inside each array)
+ * or how far a load from each may read on (tpu_smem_reach: @smem's arrays
+ * then lie back to back in one allocation, as in the device's SMEM).
+ * Leaves nresults values in @out. -EDOM on a division by zero, -ERANGE on
+ * an SMEM index out of range. @prog must come from the compiler, which
+ * verified it with the device's verifier.
  */
 int tpurt_program_eval(const struct tpurt_program *prog, const int64_t *pid,
 		       const int64_t *grid, const int32_t *const *smem,
-		       const uint64_t *smem_len, int64_t *out);
+		       const uint64_t *smem_len, const uint64_t *smem_reach,
+		       int64_t *out);
 
 struct tpu_plan;
 

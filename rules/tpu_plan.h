@@ -183,6 +183,7 @@ struct tpu_scalar_fault {
 	int32_t operand;		/* LOAD_SMEM's operand, LOAD_SCRATCH's scratch */
 	int64_t index;			/* the offending SMEM index */
 	uint64_t len;			/* elements of the array it indexed */
+	uint64_t reach;			/* elements a load of it may read */
 	bool scratch;			/* LOAD_SCRATCH: @operand is a scratch */
 };
 
@@ -191,6 +192,8 @@ struct tpu_scalar_scratch {
 	const int32_t *words;		/* SMEM scratch; NULL: reads 0 */
 	const int64_t *sems;		/* semaphore scratch; NULL: reads 0 */
 	uint64_t len;			/* elements (0: not readable) */
+	uint64_t reach;			/* SMEM scratch: elements a load may
+					 * read (tpu_smem_reach); 0: @len */
 	uint8_t dtype;			/* SMEM scratch: its elements' type */
 };
 
@@ -202,6 +205,10 @@ struct tpu_scalar_env {
 					 * (LOAD_SMEM); NULL, or a NULL entry:
 					 * loads read 0 after the range check */
 	const uint64_t *smem_len;	/* elements of each array */
+	const uint64_t *smem_reach;	/* NULL (@smem_len), or per operand:
+					 * elements a load may read, past the
+					 * array's end to the job's SMEM end
+					 * (tpu_smem_reach) */
 	const uint8_t *smem_dtype;	/* NULL (all int32), or per operand:
 					 * its elements' type (tpu_smem_load) */
 	const struct tpu_scalar_scratch *scratch; /* LOAD_SCRATCH, per
@@ -237,9 +244,9 @@ int tpu_scalar_verify_scope(const struct tpu_plan_insn *insn, unsigned int len,
 /*
  * Run a verified program: leaves its first @nout values in @out. Returns 0,
  * or -1 with @fault filled: TPU_JOB_ERR_DIV_ZERO (// or % by zero) or
- * TPU_JOB_ERR_SMEM_RANGE (a load outside its array). Values are 64-bit and
- * wrap; // and % round as Python's, INT64_MIN // -1 wraps to INT64_MIN and
- * x % -1 is 0.
+ * TPU_JOB_ERR_SMEM_RANGE (a load before its array or past its reach).
+ * Values are 64-bit and wrap; // and % round as Python's, INT64_MIN // -1
+ * wraps to INT64_MIN and x % -1 is 0.
  */
 int tpu_scalar_run_code(const struct tpu_plan_insn *insn, unsigned int len,
 			const struct tpu_scalar_env *env, int64_t *out,
@@ -283,7 +290,8 @@ int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
  * an SMEM scratch) starts on a word at its smem_base and holds its elements
  * at their own size, as in HBM: 4 bytes for float32, int32 and uint32, 2
  * for bfloat16, 1 for int8, uint8 and bool; tpu_smem_words_of(bytes)
- * words. The caller checks @i against the array's elements.
+ * words. The caller checks @i against the array's elements (a load
+ * against its reach).
  *
  * tpu_smem_load: element @i of @dtype as the scalar core's integer:
  * int8 sign-extended, uint8 and uint32 zero-extended, bool 0 or 1 (any
@@ -299,6 +307,20 @@ static inline uint64_t tpu_smem_words_of(uint64_t bytes)
 {
 	return bytes / 4 + (bytes % 4 != 0);
 }
+
+/*
+ * Elements of @dtype from an SMEM array of @elems elements at word
+ * @smem_base to the end of the job's SMEM (plan->smem_words), and at least
+ * @elems (a plan laid out by hand may leave smem_words 0): how far a scalar
+ * load from it may read. As on a TPU, whose scalar core does not bound SMEM
+ * loads, a load past the array's end but inside the job's SMEM reads the
+ * element there (the next array's, or the zeros padding an array to a
+ * word): JAX's paged attention reads lengths_ref[batch_size] and drops it.
+ * Loads outside the job's SMEM, before an array's start, and every store
+ * past an array's end (it would change another operand) are refused.
+ */
+uint64_t tpu_smem_reach(const struct tpu_plan *plan, uint64_t smem_base,
+			unsigned int dtype, uint64_t elems);
 
 int64_t tpu_smem_load(const int32_t *words, unsigned int dtype, uint64_t i);
 double tpu_smem_value(const int32_t *words, unsigned int dtype, uint64_t i,

@@ -367,6 +367,15 @@ void tpu_smem_put(int32_t *words, unsigned int dtype, uint64_t i, int64_t v)
 	}
 }
 
+uint64_t tpu_smem_reach(const struct tpu_plan *plan, uint64_t smem_base,
+			unsigned int dtype, uint64_t elems)
+{
+	uint64_t reach = smem_base >= plan->smem_words ? 0 :
+			 (plan->smem_words - smem_base) * 4 / tpu_dtype_size(dtype);
+
+	return reach > elems ? reach : elems;
+}
+
 /* An SMEM element as a scalar, or 0 when its array is absent. */
 static int64_t elem_value(const int32_t *words, int64_t i, unsigned int dtype)
 {
@@ -385,6 +394,7 @@ int tpu_scalar_run_code(const struct tpu_plan_insn *insn, unsigned int len,
 	for (unsigned int pc = 0; pc < len; pc++) {
 		const struct tpu_plan_insn *in = &insn[pc];
 		const int32_t *array;
+		uint64_t reach;
 		int64_t a, b;
 
 		switch (in->op) {
@@ -402,11 +412,14 @@ int tpu_scalar_run_code(const struct tpu_plan_insn *insn, unsigned int len,
 			break;
 		case TPU_INSN_LOAD_SMEM:
 			a = stack[sp - 1];
-			if (a < 0 || (uint64_t)a >= env->smem_len[in->arg]) {
+			reach = env->smem_reach ? env->smem_reach[in->arg] :
+				env->smem_len[in->arg];
+			if (a < 0 || (uint64_t)a >= reach) {
 				*fault = (struct tpu_scalar_fault){
 					.code = TPU_JOB_ERR_SMEM_RANGE,
 					.operand = in->arg, .index = a,
-					.len = env->smem_len[in->arg] };
+					.len = env->smem_len[in->arg],
+					.reach = reach };
 				return -1;
 			}
 			array = env->smem ? env->smem[in->arg] : NULL;
@@ -417,11 +430,13 @@ int tpu_scalar_run_code(const struct tpu_plan_insn *insn, unsigned int len,
 		case TPU_INSN_LOAD_SCRATCH:
 			a = stack[sp - 1];
 			sc = env->scratch ? &env->scratch[in->arg] : &none;
-			if (a < 0 || (uint64_t)a >= sc->len) {
+			reach = sc->reach ? sc->reach : sc->len;
+			if (a < 0 || (uint64_t)a >= reach) {
 				*fault = (struct tpu_scalar_fault){
 					.code = TPU_JOB_ERR_SMEM_RANGE,
 					.operand = in->arg, .index = a,
-					.len = sc->len, .scratch = true };
+					.len = sc->len, .reach = reach,
+					.scratch = true };
 				return -1;
 			}
 			stack[sp - 1] = sc->sems ? sc->sems[a] :
@@ -454,11 +469,13 @@ int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 	const int32_t *smem = ctx->smem;
 	const int32_t *arrays[TPU_JOB_MAX_OPERANDS];
 	uint64_t lens[TPU_JOB_MAX_OPERANDS];
+	uint64_t reach[TPU_JOB_MAX_OPERANDS];
 	uint8_t dtype[TPU_JOB_MAX_OPERANDS];
 	struct tpu_scalar_scratch scratch[TPU_JOB_MAX_SCRATCH];
 	struct tpu_scalar_env env = {
 		.grid = plan->grid, .pid = ctx->pid, .smem = arrays,
-		.smem_len = lens, .smem_dtype = dtype, .scratch = scratch,
+		.smem_len = lens, .smem_reach = reach, .smem_dtype = dtype,
+		.scratch = scratch,
 		.loop = ctx->loop,
 	};
 
@@ -470,6 +487,8 @@ int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 		arrays[i] = smem ? smem + plan->operand[i].smem_base : NULL;
 		lens[i] = plan->operand[i].elems;
 		dtype[i] = TPU_DTYPE_INT32;	/* prefetch: read as int32 words */
+		reach[i] = tpu_smem_reach(plan, plan->operand[i].smem_base,
+					  dtype[i], lens[i]);
 	}
 	for (unsigned int i = plan->num_scalar_prefetch; i < plan->num_operands; i++) {
 		const struct tpu_plan_operand *o = &plan->operand[i];
@@ -478,6 +497,8 @@ int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 		arrays[i] = smem && in_smem ? smem + o->smem_base : NULL;
 		lens[i] = in_smem ? o->block_bytes / tpu_dtype_size(o->dtype) : 0;
 		dtype[i] = o->dtype;
+		reach[i] = in_smem ? tpu_smem_reach(plan, o->smem_base, o->dtype,
+						    lens[i]) : 0;
 	}
 	for (unsigned int i = 0; i < plan->num_scratch; i++) {
 		const struct tpu_plan_scratch *s = &plan->scratch[i];
@@ -487,6 +508,9 @@ int tpu_scalar_run(const struct tpu_plan *plan, struct tpu_plan_prog prog,
 			scratch[i] = (struct tpu_scalar_scratch){
 				.words = smem ? smem + s->smem_base : NULL,
 				.len = s->bytes / tpu_dtype_size(s->dtype),
+				.reach = tpu_smem_reach(plan, s->smem_base,
+							s->dtype, s->bytes /
+							tpu_dtype_size(s->dtype)),
 				.dtype = s->dtype };
 		else if (s->space != TPU_MEM_VMEM)
 			scratch[i] = (struct tpu_scalar_scratch){

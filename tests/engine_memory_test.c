@@ -650,8 +650,12 @@ TEST(narrow_smem_stores_round_and_wrap)
 	}
 }
 
-/* Bounds of narrow SMEM are in elements: one past the end fails. */
-TEST(narrow_smem_one_past_the_end_fails)
+/*
+ * Bounds of narrow SMEM are in elements. A store one past the end fails;
+ * a load past the end reads on to the job's SMEM end (tpu_smem_reach):
+ * the zeros padding the array to a word, then nothing.
+ */
+TEST(narrow_smem_past_the_end)
 {
 	uint64_t os[2] = { 8, 16 };
 	uint32_t ob[2] = { 8, 16 }, grid[1] = { 1 }, five[1] = { 5 }, three[1] = { 3 };
@@ -669,16 +673,22 @@ TEST(narrow_smem_one_past_the_end_fails)
 		    "index 5 outside scratch 0 (5 elements)");
 	mt_fini(&t);
 
-	mt_init(&t, 1);
-	jb_grid(t.b, 1, grid, "a");
-	jb_operand(t.b, TPU_ROLE_OUTPUT, tdev_alloc(t.d, 8 * 16 * 4),
-		   TPU_DTYPE_F32, 2, os, ob, "0 0");
-	jb_scratch(t.b, TPU_MEM_SMEM, TPU_DTYPE_BF16, 1, three);
-	jb_zero(t.b, JB_OPND(0), "2 scr0 0 ==");
-	jb_zero(t.b, JB_OPND(0), "3 scr0 0 ==");
-	EXPECT_FAIL(&t, TPU_JOB_ERR_SMEM_RANGE,
-		    "LOAD_SCRATCH index 3 outside scratch 0 (3 elements)");
-	mt_fini(&t);
+	/* 3 bf16 in two words: index 3 is padding (0), index 4 past SMEM */
+	for (int k = 0; k < 2; k++) {
+		mt_init(&t, 1);
+		jb_grid(t.b, 1, grid, "a");
+		jb_operand(t.b, TPU_ROLE_OUTPUT, tdev_alloc(t.d, 8 * 16 * 4),
+			   TPU_DTYPE_F32, 2, os, ob, "0 0");
+		jb_scratch(t.b, TPU_MEM_SMEM, TPU_DTYPE_BF16, 1, three);
+		jb_zero(t.b, JB_OPND(0), "2 scr0 0 ==");
+		jb_zero(t.b, JB_OPND(0), k ? "4 scr0 0 ==" : "3 scr0 0 ==");
+		if (k)
+			EXPECT_FAIL(&t, TPU_JOB_ERR_SMEM_RANGE,
+				    "LOAD_SCRATCH index 4 outside scratch 0 (3 elements, 4 to the end of the job's SMEM)");
+		else
+			EXPECT_EQ(0, mt_run(&t, 0)) TH_LOG("%s", t.res.message);
+		mt_fini(&t);
+	}
 
 	/* bcast smem of a bool SMEM scratch: its elements, as 0.0 or 1.0 */
 	mt_init(&t, 1);
@@ -687,9 +697,53 @@ TEST(narrow_smem_one_past_the_end_fails)
 		   TPU_DTYPE_F32, 2, os, ob, "0 0");
 	jb_scratch(t.b, TPU_MEM_SMEM, TPU_DTYPE_BOOL, 1, three);
 	jb_binary(t.b, TPU_BINARY_ADD, TPU_BCAST_SMEM, JB_OPND(0), JB_OPND(0),
-		  JB_SCR(0), NULL)->scalar_index = jb_prog(t.b, "3");
+		  JB_SCR(0), NULL)->scalar_index = jb_prog(t.b, "4");
 	EXPECT_FAIL(&t, TPU_JOB_ERR_SMEM_RANGE,
-		    "SMEM index 3 outside SMEM scratch 0 (3 elements)");
+		    "SMEM index 4 outside SMEM scratch 0 (3 elements, 4 to the end of the job's SMEM)");
+	mt_fini(&t);
+}
+
+/*
+ * A load past an SMEM array's end reads the next array's words, as a
+ * TPU's scalar core does: scratch a[2] is b[0] (what a store put there),
+ * by LOAD_SCRATCH and by bcast smem alike; a store to a[2] still fails.
+ */
+TEST(smem_load_past_the_end_reads_the_next_array)
+{
+	uint64_t os[2] = { 8, 16 };
+	uint32_t ob[2] = { 8, 16 }, grid[1] = { 1 }, two[1] = { 2 };
+	const float *out;
+	unsigned int o;
+	int bad = 0;
+	struct mt t;
+
+	mt_init(&t, 1);
+	o = tdev_alloc(t.d, 8 * 16 * 4);
+	jb_grid(t.b, 1, grid, "a");
+	jb_operand(t.b, TPU_ROLE_OUTPUT, o, TPU_DTYPE_F32, 2, os, ob, "0 0");
+	jb_scratch(t.b, TPU_MEM_SMEM, TPU_DTYPE_INT32, 1, two);
+	jb_scratch(t.b, TPU_MEM_SMEM, TPU_DTYPE_INT32, 1, two);
+	jb_scalar_store(t.b, JB_SCR(1), "0 42", NULL);
+	jb_zero(t.b, JB_OPND(0), NULL);
+	/* out = 0 + a[2], only if a[2] == 42 through the other path too */
+	jb_binary(t.b, TPU_BINARY_ADD, TPU_BCAST_SMEM, JB_OPND(0), JB_OPND(0),
+		  JB_SCR(0), "2 scr0 42 ==")->scalar_index = jb_prog(t.b, "2");
+	ASSERT_EQ(0, mt_run(&t, 0)) TH_LOG("%s", t.res.message);
+	out = tdev_ptr(t.d, o);
+	for (int i = 0; i < 8 * 16; i++)
+		bad += out[i] != 42.0f;
+	EXPECT_EQ(0, bad);
+	mt_fini(&t);
+
+	mt_init(&t, 1);
+	jb_grid(t.b, 1, grid, "a");
+	jb_operand(t.b, TPU_ROLE_OUTPUT, tdev_alloc(t.d, 8 * 16 * 4),
+		   TPU_DTYPE_F32, 2, os, ob, "0 0");
+	jb_scratch(t.b, TPU_MEM_SMEM, TPU_DTYPE_INT32, 1, two);
+	jb_scratch(t.b, TPU_MEM_SMEM, TPU_DTYPE_INT32, 1, two);
+	jb_scalar_store(t.b, JB_SCR(0), "2 42", NULL);
+	EXPECT_FAIL(&t, TPU_JOB_ERR_SMEM_RANGE,
+		    "index 2 outside scratch 0 (2 elements)");
 	mt_fini(&t);
 }
 

@@ -78,8 +78,10 @@ static const struct scalar_case {
 	{ "s[i - 2]", RANGE, 0 },
 	{ "s[0]", OK, 10 },
 	{ "s[2]", OK, 30 },
-	{ "s[3]", RANGE, 0 },
-	{ "s[4]", RANGE, 0 },
+	/* past s's end but inside the job's SMEM: t's words, as on a TPU */
+	{ "s[3]", OK, 7 },
+	{ "s[4]", OK, 8 },
+	{ "s[5]", RANGE, 0 },
 	{ "s[" MIN64 "]", RANGE, 0 },
 	{ "t[1]", OK, 8 },
 	{ "t[j - 1]", OK, 8 },
@@ -100,14 +102,16 @@ static int compile(const struct scalar_case *c, struct tpurt_program *prog)
 	return tpurt_index_map_compile(text, &env, prog);
 }
 
-/* The runtime: libtpurt's evaluation, as the schedule dump runs it. */
+/* The runtime: libtpurt's evaluation, as the schedule dump runs it (its
+ * arrays back to back, as the device's SMEM holds them). */
 static int runtime_eval(const struct tpurt_program *prog, const int64_t *at,
 			int64_t *v)
 {
-	const int32_t *smem[2] = { s_vals, t_vals };
-	const uint64_t len[2] = { 3, 2 };
+	static const int32_t image[5] = { 10, -20, 30, 7, 8 };	/* s, t */
+	const int32_t *smem[2] = { image, image + 3 };
+	const uint64_t len[2] = { 3, 2 }, reach[2] = { 5, 2 };
 
-	return tpurt_program_eval(prog, at, grid, smem, len, v);
+	return tpurt_program_eval(prog, at, grid, smem, len, reach, v);
 }
 
 /* The device: its verifier and scalar core on a plan with the same code,
@@ -134,6 +138,7 @@ static int device_eval(struct __test_metadata *_metadata,
 	plan->operand[0].elems = 3;
 	plan->operand[1].elems = 2;
 	plan->operand[1].smem_base = 3;
+	plan->smem_words = 5;
 	EXPECT_EQ(0, tpu_scalar_verify(plan, p, 1, why, sizeof(why))) TH_LOG("%s", why);
 	ctx = (struct tpu_scalar_ctx){ pid, smem, NULL, NULL };
 	ret = tpu_scalar_run(plan, p, &ctx, v, 1, f);

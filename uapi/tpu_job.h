@@ -524,7 +524,8 @@ struct tpu_job_window {
  *	as dst's dtype: integers keep v's low bits (int32, uint32, int8,
  *	uint8), bool is v != 0, f32 and bf16 round v once to nearest even.
  *	An index outside dst (in its elements) fails with
- *	%TPU_JOB_ERR_SMEM_RANGE. Stores to a
+ *	%TPU_JOB_ERR_SMEM_RANGE, even inside the job's SMEM (loads read on,
+ *	stores would change another operand). Stores to a
  *	scalar-prefetch operand change its SMEM copy, not its HBM array.
  * @TPU_OP_TRANSPOSE: dst[...] = src0[...].T: dst is src0's columns by its
  *	rows, of src0's dtype, and not src0 or a window of src0's ref
@@ -936,7 +937,14 @@ struct tpu_job_op {
  *	SMEM-space operand @arg (not in index maps), widened: int8
  *	sign-extended, uint8, uint32 and bool zero-extended (bool 0 or 1),
  *	f32 and bf16 truncated toward zero (scalar prefetch: its int32
- *	words); an index outside it fails the job with %TPU_JOB_ERR_SMEM_RANGE
+ *	words). As a TPU's scalar core, a load does not stop at the array's
+ *	end: an index past it but inside the job's SMEM reads the element
+ *	of the array's dtype there (SMEM holds the scalar-prefetch arrays
+ *	back to back in operand order, then two buffers of each SMEM-space
+ *	block, then SMEM scratch, each starting on a word; padding reads as
+ *	zero), so JAX's lengths_ref[batch_size] reads the next prefetch
+ *	array's first word. A negative index, or one past the job's SMEM,
+ *	fails the job with %TPU_JOB_ERR_SMEM_RANGE
  * @TPU_INSN_ADD: pop b, pop a, push a + b (64-bit, wrapping)
  * @TPU_INSN_SUB: a - b
  * @TPU_INSN_MUL: a * b
@@ -956,8 +964,9 @@ struct tpu_job_op {
  * @TPU_INSN_NOT: pop a, push !a
  * @TPU_INSN_LOAD_SCRATCH: pop a flat index, push that element of the
  *	scratch numbered @arg, an SMEM scratch (widened as for
- *	%TPU_INSN_LOAD_SMEM) or a semaphore scratch (its count, pltpu.semaphore_read); an
- *	index outside it fails with %TPU_JOB_ERR_SMEM_RANGE
+ *	%TPU_INSN_LOAD_SMEM, reading on past its end to the job's SMEM end as
+ *	that does) or a semaphore scratch (its count, pltpu.semaphore_read); an
+ *	index outside those fails with %TPU_JOB_ERR_SMEM_RANGE
  * @TPU_INSN_PUSH_LOOP_INDEX: push the trip index of the enclosing
  *	%TPU_OP_LOOP at depth @arg (0 the outermost): in programs of ops
  *	inside at least @arg + 1 loops (predicates, scalar_index) and in

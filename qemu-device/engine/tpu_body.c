@@ -126,15 +126,19 @@ static int fail_scalar(struct tpu_core *core, unsigned int n,
 static int fail_bcast_index(struct tpu_core *core, const struct tpu_plan_op *op,
 			    unsigned int n, int64_t at)
 {
+	const struct tpu_plan *plan = core->run->plan;
 	bool scratch = op->src1.kind != TPU_REF_OPERAND;
+	char extent[96];
 
+	tpu_format_smem_extent(extent, sizeof(extent),
+			       tpu_smem_elems(plan, op->src1),
+			       tpu_smem_ref_reach(plan, op->src1));
 	core->res.error.op = n;
 	tpu_job_fail(&core->res, TPU_JOB_ERR_SMEM_RANGE,
-		     "op scalar_index %u at step %llu: SMEM index %lld outside %s %u (%llu elements)",
+		     "op scalar_index %u at step %llu: SMEM index %lld outside %s %u %s",
 		     n, (unsigned long long)core->step, (long long)at,
 		     scratch ? "SMEM scratch" : "SMEM operand",
-		     op->src1.index,
-		     (unsigned long long)tpu_smem_elems(core->run->plan, op->src1));
+		     op->src1.index, extent);
 	tpu_core_fail_step(core, core->step);
 	return -1;
 }
@@ -158,7 +162,8 @@ static int op_scalar(struct tpu_core *core, unsigned int n,
 		*s = (struct tpu_op_scalar){ tpu_elem_from_i64(v), v, true };
 		return 0;
 	}
-	if (v < 0 || (uint64_t)v >= tpu_smem_elems(plan, op->src1))
+	/* a read past the ref's end reaches on to the job's SMEM end */
+	if (v < 0 || (uint64_t)v >= tpu_smem_ref_reach(plan, op->src1))
 		return fail_bcast_index(core, op, n, v);
 	s->f = smem_scalar(core, op->src1, v, &s->is_int);
 	s->i = s->is_int ? (int64_t)s->f : 0;

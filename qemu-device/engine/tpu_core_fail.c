@@ -33,28 +33,44 @@ void tpu_core_fail_block(struct tpu_core *core, uint64_t step,
 	tpu_core_fail_step(core, step);
 }
 
+/*
+ * "(6 elements)", or with the reach of a load past the array's end
+ * (tpu_smem_reach) "(6 elements, 9 to the end of the job's SMEM)".
+ */
+void tpu_format_smem_extent(char *buf, size_t len, uint64_t elems,
+			    uint64_t reach)
+{
+	if (reach > elems)
+		snprintf(buf, len, "(%llu elements, %llu to the end of the job's SMEM)",
+			 (unsigned long long)elems, (unsigned long long)reach);
+	else
+		snprintf(buf, len, "(%llu elements)", (unsigned long long)elems);
+}
+
 int tpu_core_fail_scalar(struct tpu_core *core, uint64_t step,
 			 const char *what, unsigned int index,
 			 const struct tpu_scalar_fault *f)
 {
+	char extent[96];
+
+	tpu_format_smem_extent(extent, sizeof(extent), f->len, f->reach);
 	if (f->code == TPU_JOB_ERR_DIV_ZERO)
 		tpu_job_fail(&core->res, f->code,
 			     "%s %u at step %llu: division by zero", what, index,
 			     (unsigned long long)step);
 	else if (f->scratch)
 		tpu_job_fail(&core->res, f->code,
-			     "%s %u at step %llu: LOAD_SCRATCH index %lld outside scratch %d (%llu elements)",
+			     "%s %u at step %llu: LOAD_SCRATCH index %lld outside scratch %d %s",
 			     what, index, (unsigned long long)step,
-			     (long long)f->index, f->operand,
-			     (unsigned long long)f->len);
+			     (long long)f->index, f->operand, extent);
 	else
 		tpu_job_fail(&core->res, f->code,
-			     "%s %u at step %llu: SMEM index %lld outside %s operand %d (%llu elements)",
+			     "%s %u at step %llu: SMEM index %lld outside %s operand %d %s",
 			     what, index, (unsigned long long)step,
 			     (long long)f->index,
 			     (uint32_t)f->operand < core->run->plan->num_scalar_prefetch ?
 			     "scalar-prefetch" : "SMEM-space",
-			     f->operand, (unsigned long long)f->len);
+			     f->operand, extent);
 	tpu_core_fail_step(core, step);
 	return -1;
 }

@@ -25,6 +25,10 @@ int tpu_core_fail_scalar(struct tpu_core *core, uint64_t step,
 			 const char *what, unsigned int index,
 			 const struct tpu_scalar_fault *f);
 
+/* An SMEM array's elements (and a load's reach past them), for errors. */
+void tpu_format_smem_extent(char *buf, size_t len, uint64_t elems,
+			    uint64_t reach);
+
 /* "1, 0, 3": a block or grid index, for error messages. */
 void tpu_format_index(char *buf, size_t len, const int64_t *v, unsigned int n);
 

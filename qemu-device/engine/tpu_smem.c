@@ -54,6 +54,17 @@ uint64_t tpu_smem_elems(const struct tpu_plan *plan, struct tpu_plan_ref ref)
 	       o->block_bytes / tpu_dtype_size(o->dtype);
 }
 
+uint64_t tpu_smem_ref_reach(const struct tpu_plan *plan, struct tpu_plan_ref ref)
+{
+	uint64_t elems = tpu_smem_elems(plan, ref);
+
+	if (ref.kind != TPU_REF_OPERAND)
+		return tpu_smem_reach(plan, plan->scratch[ref.index].smem_base,
+				      plan->scratch[ref.index].dtype, elems);
+	return tpu_smem_reach(plan, plan->operand[ref.index].smem_base,
+			      plan->operand[ref.index].dtype, elems);
+}
+
 int32_t *tpu_smem_words(const struct tpu_core *core, struct tpu_plan_ref ref,
 			uint8_t *dtype)
 {

@@ -24,6 +24,9 @@ int tpu_smem_store(struct tpu_core *core, unsigned int n,
 /* Elements of SMEM ref @ref (prefetch array, SMEM block, SMEM scratch). */
 uint64_t tpu_smem_elems(const struct tpu_plan *plan, struct tpu_plan_ref ref);
 
+/* Elements a scalar read of @ref may reach: to the job's SMEM end. */
+uint64_t tpu_smem_ref_reach(const struct tpu_plan *plan, struct tpu_plan_ref ref);
+
 /*
  * Its words in the core's SMEM and its elements' type (at their own size:
  * tpu_smem_load and tpu_smem_put of rules/tpu_plan.h address them).

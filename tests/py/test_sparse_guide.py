@@ -56,14 +56,15 @@ def generate_block_sparse_mat(rng, M, N, blk_M, blk_N, p=0.2):
     return dense, block_data, indices[0].astype(np.int32), indices[1].astype(np.int32)
 
 
-def dsd_call(last_index_past_the_end=False):
+def dsd_call(past=0):
     M = N = K = 1024
     blk_M = blk_N = blk_K = 256
     rng = np.random.default_rng(0)
     X_dense, X_blocks, indices_i, indices_k = generate_block_sparse_mat(
         rng, M, K, blk_M, blk_K, p=0.3)
     num_blocks = X_blocks.shape[0]
-    last = num_blocks if last_index_past_the_end else num_blocks - 1
+    # past 1: the last step reads idxs_i_ref one past its end (the guide
+    # clamps to the end); more: every step reads that far further on
 
     def dsd_kernel(idxs_i_ref, idxs_k_ref,  # Scalar prefetch inputs.
                    x_ref, y_ref, _, o_ref,  # Kernel inputs.
@@ -79,7 +80,8 @@ def dsd_call(last_index_past_the_end=False):
         accum_scratch[...] += jnp.dot(x_ref[0, :, :], y_ref[...],
                                       preferred_element_type=jnp.float32)
 
-        next_block_change = (idxs_i_ref[blk_idx] != idxs_i_ref[jnp.minimum(blk_idx + 1, last)])
+        nxt = jnp.minimum(blk_idx + 1, num_blocks - 1 + min(past, 1)) + max(past - 1, 0)
+        next_block_change = (idxs_i_ref[blk_idx] != idxs_i_ref[nxt])
         is_end = blk_idx == (num_blocks - 1)
 
         @pl.when(is_end | next_block_change)
@@ -118,9 +120,18 @@ def test_dsd_matmul():
     assert (ref == 0).any() and (ref != 0).any()	# some blocks never visited
 
 
-def test_dsd_read_past_the_array_is_refused():
-    with pytest.raises(jax.TpurtError, match="SMEM index .* outside scalar-prefetch"):
-        dsd_call(last_index_past_the_end=True)
+def test_dsd_read_one_past_the_array_reads_the_next():
+    # idxs_i_ref[num_blocks] is idxs_k_ref[0] in SMEM, as on a TPU; the
+    # last step stores whatever it compares to, so the answer stands
+    result, ref = dsd_call(past=1)
+    np.testing.assert_allclose(result, ref, rtol=1e-5, atol=1e-3)
+
+
+def test_dsd_read_past_smem_is_refused():
+    # past both prefetch arrays (the job's whole SMEM): refused
+    with pytest.raises(jax.TpurtError, match=r"SMEM index \d+ outside scalar-prefetch "
+                       r"'idxs_i_ref' \(\d+ elements, \d+ to the end of the job's SMEM\)"):
+        result, ref = dsd_call(past=10 ** 4)
 
 
 def sparsify_mask(mask, block_shape):
