@@ -93,7 +93,7 @@ class DType:
         bfloat16 array of a host array or number (jnp.bfloat16(x))."""
         if isinstance(x, Value):
             return x.astype(self)
-        if self.name == "bfloat16" and _rec is None and not isinstance(x, Ref):
+        if self.name in ("bfloat16", "uint16") and _rec is None and not isinstance(x, Ref):
             import numpy
             if isinstance(x, (numpy.ndarray, numpy.generic, float, int)) and \
                     not isinstance(x, bool):
@@ -114,8 +114,16 @@ uint32 = DType("uint32", 6, "uint32")
 # each result that can leave int16's range back into it (wrap16), as XLA's
 # int16 arithmetic wraps
 int16 = DType("int16", 4, "int16", device="int32")
+# uint16 likewise, zero-extended (wrapu16 keeps the low 16 bits): as its
+# words are never negative, int32's compares, // and % and >> are uint16's.
+# NumPy's uint16 stays bf16's carrier (tpuemu.to_bf16 bits): "uint16" and
+# np.uint16 name bfloat16, jnp.uint16 (this DType) and jnp's host uint16
+# arrays (numpy.UInt16Array) name uint16
+uint16 = DType("uint16", 4, "uint16", device="int32")
 _DTYPES = {d.name: d for d in (float32, bfloat16, int8, uint8, int32, bool_, uint32, int16)}
 _DTYPES["uint16"] = bfloat16		# bf16's carrier
+# the 16-bit integers held in int32 words
+_HELD = (int16, uint16)
 
 
 class HostBF16DType:
@@ -200,8 +208,8 @@ def as_dtype(d):
         name = str(d)
     if name in _DTYPES:
         return _DTYPES[name]
-    raise TypeError("unsupported dtype %r (float32, bfloat16, int8, uint8, int16, int32, "
-                    "uint32, bool)" % (d,))
+    raise TypeError("unsupported dtype %r (float32, bfloat16, int8, uint8, int16, jnp.uint16, "
+                    "int32, uint32, bool)" % (d,))
 
 
 class DTypeOf:
@@ -605,6 +613,15 @@ class Value:
             # megacore arithmetic): the scalar itself, so that predicates
             # made of such terms stay within the scalar core's text limit
             return self
+        if {dt_of(a), dt_of(b)} == {uint16, uint32} or \
+                dt is uint16 and sym in ("//", "%") and not scalar:
+            # uint16's int32 words meet uint32 as uint32 (jnp's promotion),
+            # and divide in it: the vector unit's uint32 x // 0 and x % 0
+            # are XLA's (0xffffffff wrapped to 0xffff, and x), int32's fault
+            a, b = [x.astype(uint32) if dt_of(x) is uint16 else x for x in (a, b)]
+            if dt is uint16:
+                q = a._op(sym, b) if isinstance(a, Value) else b._op(sym, a, True)
+                return q.astype(uint16)
         dev = None
         if not scalar and _fold.is_high_op(a, b):
             (a, b), dev = _fold.align((a, b), _shapes.broadcast(_shapes.shape_of(a),
@@ -613,7 +630,7 @@ class Value:
         v = Value("op", sym, (a, b), _reads(a, b), scalar=scalar, dt=dt)
         if dev is not None:
             v.dev = dev
-        if dt is int16 and sym in _WRAPPING_OPS:
+        if dt in _HELD and sym in _WRAPPING_OPS:
             v = wrap16(v)
         return maybe_spill(v) if scalar else v
 
@@ -652,7 +669,7 @@ class Value:
 
     def __neg__(self):
         v = Value("unop", "-", (self,), self.reads, self.scalar, self.dt)
-        return wrap16(v) if self.dt is int16 else v
+        return wrap16(v) if self.dt in _HELD else v
 
     def __pos__(self):
         return self
@@ -670,7 +687,8 @@ class Value:
             # a scalar-core truth value: 'not', which loop predicates (the
             # index-map language) take as well as statements do
             return Value("unop", "not ", (self,), self.reads, True, self.dt)
-        return Value("unop", "~", (self,), self.reads, self.scalar, self.dt)
+        v = Value("unop", "~", (self,), self.reads, self.scalar, self.dt)
+        return wrap16(v) if self.dt is uint16 else v	# ~ of int32 words is negative
 
     @property
     def T(self):
@@ -794,8 +812,8 @@ class Value:
 
     def astype(self, dtype):
         d = dtype if isinstance(dtype, DType) else _as_dtype_or_none(dtype)
-        if d is int16 and self.dt is not int16:
-            return to_int16(self)
+        if d in _HELD and self.dt is not d:
+            return to_int16(self, d)
         # an integer cast of a scalar-core value stays one (a float one
         # becomes a (1, 1) tile of the vector unit)
         keep = self.scalar and d is not None and not is_float_dt(d)
@@ -810,14 +828,20 @@ class Value:
                            else shape)
 
 
-# ops whose int16 result can leave int16's range (the rest keep it)
+# ops whose int16 or uint16 result can leave its range (the rest keep it;
+# uint16's x // 0 is int32's -1, wrapped to 0xffff as XLA's u16)
 _WRAPPING_OPS = ("+", "-", "*", "//", "%", "**", "<<")
 
 
 def wrap16(v):
     """@v (int32 words) wrapped into int16's range, as XLA's int16 wraps:
     (v << 16) >> 16 on the vector unit; on the scalar core, which has no
-    shifts, ((v + 32768) mod 65536) - 32768 (its % floors)."""
+    shifts, ((v + 32768) mod 65536) - 32768 (its % floors). Of a uint16
+    @v, its low 16 bits: v & 0xffff, on the scalar core v mod 65536."""
+    if v.dt is uint16:
+        if v.scalar:
+            return Value("op", "%", (v, 65536), v.reads, True, uint16)
+        return Value("op", "&", (v, 65535), v.reads, False, uint16)
     if v.scalar:
         w = Value("op", "%", (Value("op", "+", (v, 32768), v.reads, True, int32), 65536),
                   v.reads, True, int32)
@@ -827,7 +851,8 @@ def wrap16(v):
 
 
 _INT_RANGES = {"int8": (-2 ** 7, 2 ** 7 - 1), "uint8": (0, 2 ** 8 - 1),
-               "int16": (-2 ** 15, 2 ** 15 - 1), "int32": (-2 ** 31, 2 ** 31 - 1),
+               "int16": (-2 ** 15, 2 ** 15 - 1), "uint16": (0, 2 ** 16 - 1),
+               "int32": (-2 ** 31, 2 ** 31 - 1),
                "uint32": (0, 2 ** 32 - 1)}
 
 
@@ -843,23 +868,29 @@ def _check_weak_int(c, dt):
         raise OverflowError("Python int %d too large to convert to %s" % (c, dt.name))
 
 
-def to_int16(x):
+def to_int16(x, d=int16):
     """x.astype(int16): integers wrap (the low 16 bits, sign-extended),
-    floats saturate to [-32768, 32767] (NaN is 0), as XLA converts."""
+    floats saturate to [-32768, 32767] (NaN is 0), as XLA converts; of
+    @d uint16, the low 16 bits, floats saturated to [0, 65535]."""
+    lo, hi = _INT_RANGES[d.name]
     if is_float_dt(x.dt):
         from . import numpy as jnp
-        v = jnp.clip(x, -32768.0, 32767.0).astype(int32)
-        v.dt = int16
+        v = jnp.clip(x, float(lo), float(hi)).astype(int32)
+        v.dt = d
         return v
     v = Value("method", "astype", (x, _DT(int32)), x.reads, x.scalar, int32)
-    if x.dt in (int8, uint8, bool_):
-        v.dt = int16		# in range already
+    if x.dt in ((uint8, bool_) if d is uint16 else (int8, uint8, bool_)):
+        v.dt = d		# in range already
         return v
+    v.dt = d
     return wrap16(v)
 
 
-def wrap16_const(c):
-    """A Python int stored as int16: wrapped as the device's store would."""
+def wrap16_const(c, d=int16):
+    """A Python int stored as int16 (or uint16): wrapped as the device's
+    store would."""
+    if d is uint16:
+        return int(c) % 65536
     return ((int(c) + 32768) % 65536) - 32768
 
 
@@ -914,6 +945,10 @@ def _promote(da, db):
         return int16	# jnp's lattice: the least type holding both
     if int16 in (da, db) and {da, db} <= {int16, int8, uint8}:
         return int16
+    if uint16 in (da, db) and {da, db} <= {uint16, uint8}:
+        return uint16
+    if {da, db} == {uint16, uint32}:
+        return uint32
     return int32	# jnp: int16, or int64 for uint32 with a signed type (int32 without x64)
 
 
@@ -948,7 +983,7 @@ def reducer(name):
             x = x.astype(dtype) if isinstance(x, Value) else x
         elif name == "sum" and isinstance(x, Value) and x.dt in (int8, int16):
             x = x.astype(int32)
-        elif name == "sum" and isinstance(x, Value) and x.dt is uint8:
+        elif name == "sum" and isinstance(x, Value) and x.dt in (uint8, uint16):
             x = x.astype(uint32)
         if isinstance(axis, (tuple, list)):	# libtpurt takes them against the rank
             axis = tuple(int(a) for a in axis)
@@ -1003,9 +1038,9 @@ def call(fn, *args, **kwargs):
     if dev is not None:
         v.dev = dev
     for k in ("dtype", "preferred_element_type"):
-        if as_dtype_or_none_kw(kwargs.get(k)) is int16:
-            v.dt = int16	# rendered as its device dtype, int32: typed here
-    if v.dt is int16 and fn.rsplit(".", 1)[-1] in _WRAPPING_FNS:
+        if as_dtype_or_none_kw(kwargs.get(k)) in _HELD:
+            v.dt = as_dtype_or_none_kw(kwargs.get(k))	# rendered as int32: typed here
+    if v.dt in _HELD and fn.rsplit(".", 1)[-1] in _WRAPPING_FNS:
         return wrap16(v)
     return v
 
@@ -1016,9 +1051,9 @@ def as_dtype_or_none_kw(d):
     return _as_dtype_or_none(d)
 
 
-# functions whose int16 result can leave int16's range
+# functions whose int16 or uint16 result can leave its range
 _WRAPPING_FNS = ("add", "subtract", "multiply", "negative", "abs", "square", "power", "mod",
-                 "floor_divide", "left_shift", "remainder")
+                 "floor_divide", "left_shift", "remainder", "invert", "bitwise_not", "prod")
 
 
 def scalar(text, dt=None):
@@ -1474,16 +1509,18 @@ class ReshapedRef:
         return w
 
 
-_WIDTH = {"float32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1,
-          "bool": 1}
+_WIDTH = {"float32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "int16": 2, "uint16": 2,
+          "int8": 1, "uint8": 1, "bool": 1}
 
 
 def _bitcast_check(frm, to, what):
     frm, to = as_dtype(frm), as_dtype(to)
-    if frm is not to and int16 in (frm, to):
-        raise trace_error("%s of %s to %s: int16 arrays are held in int32 words here, so "
-                          "their bits are not int16's; bitcasts of int16 are not supported"
-                          % (what, frm.name, to.name))
+    held = next((d for d in (frm, to) if d in _HELD), None)
+    if frm is not to and held is not None:
+        raise trace_error("%s of %s to %s: %s arrays are held in int32 words here, so "
+                          "their bits are not %s's; a %s value bitcasts only to int16, "
+                          "uint16 or bfloat16 (not a ref, not to another width)"
+                          % (what, frm.name, to.name, held.name, held.name, held.name))
     if frm is not to and bool_ in (frm, to):
         raise trace_error("%s of %s to %s: bool has no bits to cast" % (what, frm.name, to.name))
     return to
@@ -1516,6 +1553,9 @@ def bitcast_value(x, ty, what):
         import numpy as np
         a = np.asarray(x)
         return host_bitcast(a, ty)
+    if x.dt is not None and x.dt is not as_dtype(ty) and \
+            {x.dt, as_dtype(ty)} <= {int16, uint16, bfloat16}:
+        return _bitcast_16(x, x.dt, as_dtype(ty))
     if x.dt is not None:
         to = _bitcast_check(x.dt, ty, what)
         shape = bitcast_shape(x.shape, x.dt, to, what)
@@ -1525,6 +1565,26 @@ def bitcast_value(x, ty, what):
     v.dt = to
     v.shape = shape
     return v
+
+
+def _bitcast_16(x, frm, to):
+    """A bitcast among int16, uint16 and bfloat16 of a value, by arithmetic
+    (int16 and uint16 are held in int32 words): the 16 bits as uint16 are
+    x & 0xffff of an int16, a bf16's top half of its float32 bits; bf16 of
+    them is float32 bits << 16, exact (but a signalling NaN comes back
+    quiet, as the device's f32 -> bf16 rounding makes it)."""
+    if frm is bfloat16:
+        w = call("pltpu.bitcast", x.astype(float32), _DT(int32))
+        w.dt, w.shape = int32, x.shape
+        u = Value("op", "&", (Value("op", ">>", (w, 16), w.reads, False, int32), 65535),
+                  w.reads, False, uint16)
+        return u if to is uint16 else u.astype(int16)
+    if to is not bfloat16:
+        return x.astype(to)		# int16 <-> uint16: the low 16 bits
+    w = Value("op", "<<", (x, 16), x.reads, x.scalar, int32)	# int16's too
+    f = call("pltpu.bitcast", w, _DT(float32))
+    f.dt, f.shape = float32, x.shape
+    return f.astype(bfloat16)
 
 
 def host_bitcast(a, ty):
@@ -1678,16 +1738,16 @@ def _dims_of(ref, idx):
 
 
 def _into_int16(dt, value):
-    """A value stored into an int16 ref: in int16's range first (its
-    int32 words must hold sign-extended int16s)."""
-    if dt is not int16:
+    """A value stored into an int16 (uint16) ref: in its range first (its
+    int32 words must hold sign-extended int16s, zero-extended uint16s)."""
+    if dt not in _HELD:
         return value
     if isinstance(value, Value):
-        return value if value.dt is int16 else to_int16(value)
+        return value if value.dt is dt else to_int16(value, dt)
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
-        return wrap16_const(value)
+        return wrap16_const(value, dt)
     return value
 
 

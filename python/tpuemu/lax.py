@@ -545,6 +545,8 @@ def population_count(x):
     """The one bits of each integer, in its own width (int8 -1 has 8)."""
     if dt_of(x) is _trace.int16:
         return call("lax.population_count", _low16(x)).astype(_trace.int16)
+    if dt_of(x) is _trace.uint16:	# its words are its 16 bits
+        return call("lax.population_count", x.astype(jnp.int32)).astype(_trace.uint16)
     return call("lax.population_count", x)
 
 
@@ -552,6 +554,8 @@ def clz(x):
     """The leading zero bits of each integer, in its own width."""
     if dt_of(x) is _trace.int16:
         return (call("lax.clz", _low16(x)) - 16).astype(_trace.int16)
+    if dt_of(x) is _trace.uint16:
+        return (call("lax.clz", x.astype(jnp.int32)) - 16).astype(_trace.uint16)
     return call("lax.clz", x)
 
 
@@ -648,7 +652,11 @@ def shift_right_logical(x, y):
 
 def shift_right_arithmetic(x, y):
     """lax.shift_right_arithmetic: the sign bit copied in, of a uint32's top
-    bit too (as XLA's; jnp.right_shift and >> of unsigned types are logical)."""
+    bit too (as XLA's; jnp.right_shift and >> of unsigned types are logical);
+    of a uint16 its bit 15 (its words zero-extended: sign-extended first)."""
+    if dt_of(x) is _trace.uint16:
+        s = call("lax.shift_right_arithmetic", x.astype(_trace.int16), y)
+        return s.astype(_trace.uint16)
     return call("lax.shift_right_arithmetic", x, y)
 
 

@@ -2,7 +2,8 @@
 """The jax.numpy functions a kernel body uses, traced (tpuemu.numpy as jnp)."""
 import builtins as _py
 
-from ._trace import (float32, bfloat16, int8, uint8, int16, int32, uint32, bool_, call, Value,
+from ._trace import (float32, bfloat16, int8, uint8, int16, uint16, int32, uint32, bool_, call,
+                     Value,
                      Ref, trace_error, reducer)
 
 inf = float("inf")
@@ -686,7 +687,8 @@ def broadcast_to(x, shape):
     return _logical(call("jnp.add", _v(x), zeros(shape, _v(x).dtype)), logical)
 
 
-__all__ = ["float32", "bfloat16", "int8", "uint8", "int16", "int32", "uint32", "bool_", "inf", "nan",
+__all__ = ["float32", "bfloat16", "int8", "uint8", "int16", "uint16", "int32", "uint32", "bool_",
+           "inf", "nan",
            "dot", "matmul", "where", "clip", "sum", "max", "min", "mean", "full_like", "astype",
            "exp", "maximum", "minimum", "zeros_like", "ones_like", "zeros", "ones", "full",
            "broadcast_to", "transpose", "swapaxes", "moveaxis", "roll", "take_along_axis", "take", "einsum", "reshape", "concatenate", "stack", "tile",
@@ -880,7 +882,33 @@ class HostArray(_np.ndarray):
     def astype(self, dtype, *args, **kw):
         if _is_bf16(dtype):	# x.astype(jnp.bfloat16): rounded to nearest even
             return round_bf16(self).view(BF16Array)
-        return _np.ndarray.astype(self, _host_arg(dtype), *args, **kw)
+        r = _np.ndarray.astype(self, _host_arg(dtype), *args, **kw)
+        return r.view(UInt16Array) if dtype is uint16 else r
+
+
+class UInt16Array(HostArray):
+    """A uint16 array on the host as jnp makes it (jnp.asarray(x,
+    dtype=jnp.uint16), x.astype(jnp.uint16), jnp.uint16(x), a pallas_call's
+    uint16 output): uint16 integers. A plain NumPy uint16 array stays
+    bfloat16 bits (tpuemu.to_bf16), which pallas_call takes as bf16."""
+
+    @staticmethod
+    def _keep(r):
+        # results of another dtype (x.view(np.int16), x + int32, x.astype)
+        # are no longer uint16 integers
+        if isinstance(r, UInt16Array) and r.dtype != _np.uint16:
+            return _np.ndarray.view(r, HostArray)
+        return r
+
+    def view(self, *args, **kw):
+        return self._keep(_np.ndarray.view(self, *args, **kw))
+
+    def astype(self, dtype, *args, **kw):
+        return self._keep(HostArray.astype(self, dtype, *args, **kw))
+
+    def __array_wrap__(self, obj, context=None, return_scalar=False):
+        r = _np.ndarray.__array_wrap__(self, obj, context, return_scalar)
+        return self._keep(r)
 
 
 class BF16Array(HostArray):
@@ -1154,6 +1182,8 @@ def _host_call(np_fn, args, kw, bf16=False):
     r = np_fn(*[_host_arg(a) for a in args], **{k: _host_arg(v) for k, v in kw.items()})
     if bf16:
         return _as_bf16(r)
+    if asked is uint16 and isinstance(r, _np.ndarray):
+        return r.view(UInt16Array)
     return _narrow(r)
 
 

@@ -197,12 +197,27 @@ def test_smem_int16_scalars_wrap_and_grid_blocks():
     np.testing.assert_array_equal(out, np.concatenate(want))
 
 
-def test_int16_bitcast_is_refused():
+def test_int16_bitcast_of_one_width_only():
+    # to bfloat16 (and uint16, test_uint16.py): the 16 bits, by arithmetic
+    # on the int32 words; to another width, or of a ref, refused
+    x = _i16((8, 128))
+    x = np.where((x & 0x7F80) == 0x7F80, x & -0x7F81, x).astype(np.int16)	# no NaN/inf
+
     def kernel(x_ref, o_ref):
         o_ref[...] = pltpu.bitcast(x_ref[...], jnp.bfloat16)
+    b = _run(kernel, jnp.bfloat16, x)
+    np.testing.assert_array_equal((np.asarray(b).view(np.uint32) >> 16).astype(np.uint16),
+                                  x.view(np.uint16))
 
+    def wide(x_ref, o_ref):
+        o_ref[...] = pltpu.bitcast(x_ref[...], jnp.int32)
     with pytest.raises(pl.TraceError, match="int16 arrays are held in int32 words"):
-        _run(kernel, jnp.bfloat16, _i16((8, 128)))
+        _run(wide, jnp.int32, x, shape=(4, 128))
+
+    def ref_view(x_ref, o_ref):
+        o_ref[...] = x_ref.bitcast(jnp.bfloat16)[...]
+    with pytest.raises(pl.TraceError, match="int16 arrays are held in int32 words"):
+        _run(ref_view, jnp.bfloat16, x)
 
 
 def test_int16_constants_from_dtype_arguments():

@@ -269,7 +269,7 @@ def dot(a, b, trans_a=False, trans_b=False, allow_tf32=None, precision=None):
     a = a.T if trans_a else a
     b = b.T if trans_b else b
     d = _trace.dt_of(a)
-    integer = d is not None and d.name in ("int8", "uint8", "int16", "int32", "uint32")
+    integer = d is not None and d.name in ("int8", "uint8", "int16", "uint16", "int32", "uint32")
     return jnp.dot(a, b, preferred_element_type=_trace.int32 if integer else _trace.float32)
 
 
@@ -1105,6 +1105,14 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                   for k, a in enumerate(sp_leaves + in_leaves)]
         arrays = [a.astype(_np.int32) if a.dtype == _np.int64 else
                   a.astype(_np.float32) if a.dtype == _np.float64 else a for a in arrays]
+        # jnp's uint16 arrays (a NumPy uint16 array is bf16 bits) live in
+        # int32 words on the device, zero-extended
+        from ..numpy import UInt16Array
+        held = {k for k, a in enumerate(sp_leaves + in_leaves) if isinstance(a, UInt16Array)}
+        arrays = [a.astype(_np.int32) if k in held else a for k, a in enumerate(arrays)]
+
+        def dtype_of(k):
+            return _trace.uint16 if k in held else as_dtype(arrays[k].dtype)
         nsp_flat = len(sp_leaves)
         nin = len(in_leaves)
         ispecs = grid_spec.in_specs
@@ -1174,7 +1182,7 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         for j, (n, a) in enumerate(zip(prefetch, arrays[:nsp_flat])):
             # SMEM holds 32-bit words: narrower integers and bools are
             # widened on the way in (their values, so s_ref[i] reads them)
-            narrow = None
+            narrow = _trace.uint16 if j in held else None
             if a.dtype in (_np.int8, _np.uint8, _np.int16, _np.bool_):
                 narrow = as_dtype(a.dtype)	# s_ref[i] reads it back as one
             if a.dtype in (_np.int8, _np.uint8, _np.int16, _np.bool_):
@@ -1222,7 +1230,7 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
 
         for j, (n, a, spec) in enumerate(zip(in_names, arrays[nsp_flat:], ispecs)):
             add_blocked(lib.tpurt_grid_spec_add_input, "input", n, a.shape,
-                        a.dtype, spec, False, "args[%d]" % j)
+                        dtype_of(nsp_flat + j), spec, False, "args[%d]" % j)
         for k in keyed:
             refs[k].key_batch = len(refs[k].shape) - 2
         for j, (n, o, spec) in enumerate(zip(onames, outs, ospecs)):
@@ -1272,7 +1280,7 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                                  % (i, o, o, len(outs)))
             a, ob = arrays[i], outs[o]
             if tuple(a.shape) != tuple(ob.shape) or \
-                    as_dtype(a.dtype).name != as_dtype(ob.dtype).name and \
+                    dtype_of(i).name != as_dtype(ob.dtype).name and \
                     not (i < nsp_flat):
                 raise ValueError("input_output_aliases contains the mapping '%d:%d' referring "
                                  "to input[%d] with abstract value %s and output[%d] with a "
@@ -1428,12 +1436,16 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         results = []
         for j, o in enumerate(outs):
             nd = _np_dtype(o.dtype)
-            r = _np.empty(o.shape, dtype=_np.int32 if nd == _np.int16 else nd)
+            held16 = nd == _np.int16 or as_dtype(o.dtype) is _trace.uint16
+            r = _np.empty(o.shape, dtype=_np.int32 if held16 else nd)
             check(lib.tpurt_array_read(handles[len(arrays) + j], ffi.from_buffer(r)),
                   "array read")
-            # int16's words hold it sign-extended: exact (an aliased input
-            # never written keeps its own)
-            results.append(r.astype(_np.int16) if nd == _np.int16 else r)
+            # int16's words hold it sign-extended, uint16's zero-extended:
+            # exact (an aliased input never written keeps its own)
+            results.append(r.astype(nd) if held16 else r)
+            if as_dtype(o.dtype) is _trace.uint16:
+                from ..numpy import UInt16Array
+                results[-1] = results[-1].view(UInt16Array)
             if j in key_outs:
                 results[-1] = PallasKey(r.view(_np.uint32))
         if no_out:
