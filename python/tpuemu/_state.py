@@ -88,8 +88,10 @@ def new_ref(x, memory_space=None, **_kw):
     if isinstance(x, (Value, Ref)):
         raise TypeError("jax.new_ref in a kernel body: use jax.empty_ref or pl.run_scoped "
                         "scratch")
-    from .numpy import BF16Array
+    from .numpy import BF16Array, UInt16Array
     from .pallas._keys import PallasKey
+    if isinstance(x, UInt16Array):
+        _refuse_uint16("new_ref of a uint16 array")
     if isinstance(x, PallasKey):
         # Pallas keys: their int32 words; dtype says key, freeze gives keys
         r = HostRef(x.data.view(_np.int32).copy(), memory_space)
@@ -104,10 +106,19 @@ def new_ref(x, memory_space=None, **_kw):
     return HostRef(a, memory_space)
 
 
+def _refuse_uint16(what):
+    # a ref's uint16 is bf16 bits (the device's): uint16 would read as bf16
+    raise TypeError("jax.%s is not supported (a ref holds uint16 only as bfloat16 "
+                    "bits); pass uint16 arrays to pallas_call" % what)
+
+
 def empty_host_ref(ty, memory_space=None):
     """jax.empty_ref outside a kernel: a HostRef of zeros (JAX leaves it
     uninitialised)."""
     from .pallas import _np_dtype
+    from ._trace import uint16
+    if ty.dtype is uint16:
+        _refuse_uint16("empty_ref of uint16")
     return HostRef(_np.zeros(tuple(ty.shape), _np_dtype(ty.dtype)), memory_space)
 
 

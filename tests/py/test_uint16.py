@@ -300,3 +300,11 @@ def test_weak_ints_iinfo_and_dtype_arguments():
     with pytest.raises(OverflowError, match="uint16"):
         pl.pallas_call(lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...] + 65536),
                        out_shape=_sds(U16))(_dev(x))
+
+
+def test_host_ref_of_uint16_is_refused():
+    # a HostRef holds uint16 only as bfloat16 bits: refused, not misread
+    with pytest.raises(TypeError, match="new_ref of a uint16 array"):
+        jax.new_ref(_dev(_u16((8, 128))))
+    with pytest.raises(TypeError, match="empty_ref of uint16"):
+        jax.empty_ref(_sds(U16))

@@ -661,8 +661,8 @@ def _bf16_operands(args):
 
 
 def _bf16_results(res):
-    """The device's bf16 outputs (uint16 bits: no other output is uint16)
-    as host bfloat16 arrays."""
+    """The device's bf16 outputs (plain uint16 bits: uint16 outputs come
+    as numpy.UInt16Array) as host bfloat16 arrays."""
     from ..numpy import BF16Array, HostArray
     if res is None:
         return res
