@@ -1015,7 +1015,9 @@ struct tpurt_schedule_counts {
  * print to @out (may be NULL) one line per step: the grid index, and per
  * operand its block index and "fetch", "skip" (index unchanged) or, for
  * outputs, "write" when the block is written back after the step. Scalar
- * prefetch values are read from @args (Pallas order, as for pallas_call).
+ * prefetch values are read from @args (Pallas order, as for pallas_call),
+ * laid out back to back as in the device's SMEM: a read past one array's
+ * end reads the next, past the last it fails (-ERANGE).
  * @max_lines bounds the lines printed (0: all); @counts may be NULL.
  */
 int tpurt_schedule_dump(const struct tpurt_grid_spec *gs,
