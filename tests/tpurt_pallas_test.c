@@ -620,6 +620,77 @@ TEST_F(sim, schedule_dump_shows_fetches_and_skips)
 }
 
 /*
+ * An index map reading one past scalar prefetch s: the device reads t[0]
+ * there (its SMEM holds s and t back to back), and the schedule dump,
+ * laying them out so, predicts the same blocks; two past t fails in both.
+ */
+TEST_F(sim, schedule_dump_reads_past_a_prefetch_array_as_the_device)
+{
+	static const int32_t sv[2] = { 0, 1 }, tv[1] = { 3 };
+	int64_t one[1] = { 1 }, two[1] = { 2 }, grid[1] = { 3 };
+	struct tpurt_array *x = new_array(_metadata, self->dev, TPURT_F32, 32, 128, 4);
+	struct tpurt_array *z = new_array(_metadata, self->dev, TPURT_F32, 24, 128, 5);
+	struct tpurt_block_spec xs = { 2, { 8, 128 }, "i, s, t -> s[i], 0" };
+	struct tpurt_block_spec bad = { 2, { 8, 128 }, "i, s, t -> s[i + 2], 0" };
+	struct tpurt_block_spec zs = { 2, { 8, 128 }, "i, s, t -> i, 0" };
+	struct tpurt_array *s, *t;
+	struct tpurt_schedule_counts cnt;
+	struct tpurt_grid_spec *gs;
+	struct tpurt_job_stats st;
+	struct tpurt_kernel *k;
+	const float *xv, *zv;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int bad_elems = 0;
+
+	ASSERT_EQ(0, tpurt_array_create(self->dev, TPURT_INT32, 1, two, &s));
+	ASSERT_EQ(0, tpurt_array_create(self->dev, TPURT_INT32, 1, one, &t));
+	tpurt_array_write(s, sv);
+	tpurt_array_write(t, tv);
+	for (int pass = 0; pass < 2; pass++) {
+		struct tpurt_array *args[] = { s, t, x, z };
+
+		ASSERT_EQ(0, tpurt_grid_spec_create(1, grid, &gs));
+		ASSERT_EQ(0, tpurt_grid_spec_add_scalar_prefetch(gs, "s"));
+		ASSERT_EQ(0, tpurt_grid_spec_add_scalar_prefetch(gs, "t"));
+		ASSERT_EQ(0, tpurt_grid_spec_add_input(gs, "x", pass ? &bad : &xs))
+			TH_LOG("%s", tpurt_last_error());
+		ASSERT_EQ(0, tpurt_grid_spec_add_output(gs, "z", &zs));
+		ASSERT_EQ(0, tpurt_kernel_create(&k));
+		tpurt_kernel_unary(k, TPURT_IDENTITY, "z", "x");
+		if (!pass) {
+			ASSERT_EQ(0, tpurt_pallas_call(k, gs, NULL, args, 4, &st))
+				TH_LOG("%s", tpurt_last_error());
+			ASSERT_EQ(0, tpurt_schedule_dump(gs, args, 4, f, 0, &cnt))
+				TH_LOG("%s", tpurt_last_error());
+		} else {
+			/* s[3] is past s and t, the job's whole SMEM */
+			EXPECT_GT(0, tpurt_pallas_call(k, gs, NULL, args, 4, &st));
+			EXPECT_NE(NULL, strstr(tpurt_last_error(), "SMEM index 3 outside"))
+				TH_LOG("%s", tpurt_last_error());
+			EXPECT_EQ(-ERANGE, tpurt_schedule_dump(gs, args, 4, NULL, 0, &cnt));
+		}
+		tpurt_kernel_free(k);
+		tpurt_grid_spec_free(gs);
+	}
+	fclose(f);
+	EXPECT_STREQ("step 0 (0):  x[0, 0] fetch  z[0, 0] write\n"
+		     "step 1 (1):  x[1, 0] fetch  z[1, 0] write\n"
+		     "step 2 (2):  x[3, 0] fetch  z[2, 0] write\n", text);
+	xv = tpurt_array_map(x);
+	zv = tpurt_array_map(z);
+	for (int r = 0; r < 24; r++)
+		for (int c = 0; c < 128; c++)
+			bad_elems += zv[r * 128 + c] !=
+				     xv[((r < 16 ? r : r + 8)) * 128 + c];
+	EXPECT_EQ(0, bad_elems);	/* step 2 read block t[0] = 3 */
+	free(text);
+	tpurt_array_free(s), tpurt_array_free(t);
+	tpurt_array_free(x), tpurt_array_free(z);
+}
+
+/*
  * pl.Buffered(1, revisit=pl.RevisitMode.ANY): o's block (0, j) revisited
  * at every i, read back each time; the schedule dump predicts the reads.
  */
