@@ -237,12 +237,12 @@ int dsd_kernel(struct tpurt_kernel *k, const struct tpurt_grid_spec *gs,
 	/* x_ref[0, :, :]: the (1, bm, bk) block is the 2-D (bm, bk) ref here */
 	kernel_line(t, "", "accum_scratch[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)");
 	/*
-	 * The doc reads idxs_i_ref[jnp.minimum(blk_idx + 1, num_blocks)]: one
-	 * past the end at the last step, which the device refuses
-	 * (TPU_JOB_ERR_SMEM_RANGE). Clamped to num_blocks - 1, the last step
-	 * compares its row with itself; is_end writes it out all the same.
+	 * As the doc: idxs_i_ref[jnp.minimum(blk_idx + 1, num_blocks)] is one
+	 * past the end at the last step, which reads idxs_k_ref[0] (the device,
+	 * as Mosaic, reads the SMEM word there: TPU_INSN_LOAD_SMEM); is_end
+	 * writes the last row out whatever it compares to.
 	 */
-	kernel_line(t, "", "@pl.when((blk_idx == num_blocks - 1) | (idxs_i_ref[blk_idx] != idxs_i_ref[jnp.minimum(blk_idx + 1, num_blocks - 1)]))");
+	kernel_line(t, "", "@pl.when((blk_idx == num_blocks - 1) | (idxs_i_ref[blk_idx] != idxs_i_ref[jnp.minimum(blk_idx + 1, num_blocks)]))");
 	kernel_line(t, "", "def _():");
 	kernel_line(t, "    ", "o_ref[...] = accum_scratch[...].astype(o_ref.dtype)");
 	return kernel_text_lower(k, gs, t, "dsd_kernel");

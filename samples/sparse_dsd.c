@@ -21,11 +21,10 @@
  *       @pl.when(blk_idx == num_blocks - 1 | idxs_i_ref[blk_idx] != idxs_i_ref[min(blk_idx + 1, ...)])
  *       def _(): o_ref[...] = accum_scratch[...].astype(o_ref.dtype)
  *
- * One difference from the doc: it reads idxs_i_ref[jnp.minimum(blk_idx + 1,
- * num_blocks)], one past the end at the last step, and the device fails
- * out-of-range SMEM reads (TPU_JOB_ERR_SMEM_RANGE) where Mosaic reads
- * whatever lies there. Clamping to num_blocks - 1 gives the same result:
- * the last step's row compares with itself, and is_end writes it out.
+ * As the doc, it reads idxs_i_ref[jnp.minimum(blk_idx + 1, num_blocks)],
+ * one past the end at the last step: the device, as Mosaic, reads the SMEM
+ * word there (idxs_k_ref[0]), and is_end writes the last row out whatever
+ * it compares to.
  *
  * Cases: block rows with no blocks (their output stays zero through the
  * alias, checked exactly), a single block, f32 and bf16. Checked against X
