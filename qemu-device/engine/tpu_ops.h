@@ -48,6 +48,8 @@ static inline bool tpu_op_reads_src(const struct tpu_plan_op *op, int k)
 	switch (op->opcode) {
 	case TPU_OP_ZERO:
 	case TPU_OP_IOTA:
+	case TPU_OP_PRNG_SEED:	/* scalars: the scalar core's */
+	case TPU_OP_PRNG_BITS:
 		return false;
 	case TPU_OP_DOT:
 	case TPU_OP_GATHER:
