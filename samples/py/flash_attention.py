@@ -1,5 +1,8 @@
 #!/usr/bin/python3
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 # Flash attention's forward pass as the Pallas TPU ops library writes it
 # (jax/experimental/pallas/ops/tpu/flash_attention.py), imports changed:
 # q, k, v of shape (batch * heads, seq, d) in bf16, an online softmax over

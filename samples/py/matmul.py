@@ -1,5 +1,8 @@
 #!/usr/bin/python3
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 # The Pallas TPU guide's first matmul kernel, its imports changed only:
 # a (m // bm, n // bn, k // bk) grid accumulating into the output block.
 # Run: TPURT_DEVICE=sim PYTHONPATH=python /usr/bin/python3 samples/py/matmul.py

@@ -1,5 +1,8 @@
 #!/usr/bin/python3
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 # The guide's bf16 matmul: a float32 VMEM scratch accumulator, zeroed at the
 # first k step and cast into the bf16 output at the last. bf16 arrays are
 # carried as uint16 (tpuemu.to_bf16/from_bf16).

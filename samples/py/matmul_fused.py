@@ -1,5 +1,8 @@
 #!/usr/bin/python3
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 # The guide's templated matmul, imports changed only: bf16 in, an f32
 # scratch accumulator, lax.dot_general with the contraction dimensions
 # that fuse the RHS transpose (x @ y.T), and an activation applied to the

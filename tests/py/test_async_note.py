@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """JAX's docs/pallas/design/async_note.md ("Pallas Async Operations") on
 one device: a copy started in one pallas_call and waited for in another,
 the future (its semaphore, the source kept alive by aliasing, the target)

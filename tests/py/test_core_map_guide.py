@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """JAX's docs/pallas/tpu/core_map.md ("Pallas Core-specific Programming"),
 its code with the imports changed, on one device (the guide's shard_map
 over devices dropped: each device runs the same per-core code): per-core

@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 # pl.debug_print: JAX's PallasCallPrintTest (tests/pallas/tpu_pallas_test.py)
 # ported (no jax.jit compile options: the runtime writes the lines to
 # stderr after the job), and the rest of Pallas's semantics: once per grid

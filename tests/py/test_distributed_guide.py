@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """JAX's docs/pallas/tpu/distributed.md, the parts meaningful on one
 device: the right permute and all-gather on a ring of one (the remote DMA
 to oneself as the local copy it is), DMA semaphores as progress counters

@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """The Pallas kernels of the flash attention guide (docs/pallas/tpu/flash1.md,
 "The Math of Flash Attention") as written there, BlockSpec(index_map,
 block_shape) argument order included: attention without softmax (two

@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """The grids and BlockSpecs guide (docs/pallas/grid_blockspec.md) as written
 there: show_program_ids over blocks that divide the array, that overhang it
 (edge blocks write only in bounds), a block larger than the array, a 3-D

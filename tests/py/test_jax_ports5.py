@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """Ports of JAX's own Pallas tests, fifth round, each named after the test
 it ports, with a NumPy reference: tests/pallas/ops_test.py OpsTest (weak
 dtypes, scalar and vector compares, reductions, select_n, unary

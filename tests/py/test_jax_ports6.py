@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """Ports of JAX's own Pallas tests, sixth round: the TPU's stateful PRNG,
 tests/pallas/tpu_pallas_random_test.py PRNGTest (seeded reproducibility,
 non-vreg shapes, the stateful samplers), with more: seeds from program

@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """Ports of JAX's own Pallas TPU tests, eighth round, second file
 (tests/pallas/indexing_test.py IndexerOpsTest; tpu_pallas_async_test.py
 PallasCallAsyncCopyTest; tpu_pallas_pipeline_test.py

@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """Ports of JAX's own Pallas TPU library kernels, ninth round (c):
 jax/experimental/pallas/ops/tpu/megablox (gmm.py's gmm and tgmm, with
 common.py's dtype rules and ops.py's VJP written out), transcribed as a

@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """The Pallas quickstart (docs/pallas/quickstart.md) as written there, but
 for its imports: add_vectors, iota over a grid (in VMEM and, as the TPU
 version writes it, in SMEM), the blocked matmul, with a fused activation,

@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """Ports of JAX's tests/pallas/tpu_pallas_random_test.py that take Pallas
 keys (pltpu.to_pallas_key, jax.random.key(impl="pallas_tpu")) into kernels:
 jax.random's samplers on them, fold_in, key data, sample_block's block

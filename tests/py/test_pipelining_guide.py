@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """The software pipelining guide's reductions (docs/pallas/pipelining.md) as
 written there: a sum over the leading axis with a grid of one int and a
 squeezed block dimension, the same sum blocked in 2-D with the reduction

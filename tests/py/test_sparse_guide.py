@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """The scalar prefetch and block-sparse guide (docs/pallas/tpu/sparse.md) as
 written there, at 1024^3 instead of 16384^3 and with NumPy building the
 sparse operands: the block dynamic slice, the DSD (dense = sparse @ dense)

@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """JAX's docs/pallas/tpu/details.rst ("Writing TPU kernels with Pallas"):
 each property and supported operation it lists, as a small kernel with a
 NumPy reference: BlockSpecs and lexicographic grid order (the output as

@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """The Pallas TPU quickstart (docs/pallas/tpu/quickstart.md) as written there:
 pl.kernel over a pltpu.TensorCoreMesh, VMEM scratch from scratch_types,
 pltpu.sync_copy, jax.lax.axis_index('core') and emit_pipeline split over the

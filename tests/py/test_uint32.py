@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """uint32 arrays end to end, with JAX's (XLA's) semantics: ports of JAX's
 uint32 uses in tests/pallas/ops_test.py OpsTest (test_binary's integer
 functions with their uint32 parametrization, test_comparison), the PRNG
