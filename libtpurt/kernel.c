@@ -807,26 +807,99 @@ static int names_ref(const struct tpurt_kernel_op *op, const char *name)
 }
 
 /*
- * The first and last op naming temporary @t (-1, -1 if none does). A value
- * made before a loop and used in its body lives to the body's end: the
- * next trip reads it again.
+ * Whether op @i of @k gives temporary @name a new value without reading
+ * it: it writes the whole temporary (no window), unpredicated, from
+ * sources that do not name it (a sync_copy's start and wait, too). An
+ * async copy, an accumulating dot or a window write keeps the value it
+ * changes.
  */
-static void live_range(const struct tpurt_kernel *k, int t, int *first, int *last)
+static int starts_life(const struct tpurt_kernel *k, int i, const char *name)
 {
-	*first = *last = -1;
-	for (int i = 0; i < k->nops; i++)
-		if (names_ref(&k->op[i], k->temp[t].name)) {
-			if (*first < 0)
-				*first = i;
-			*last = i;
-		}
-	for (int i = 0; *first >= 0 && i < k->nops; i++) {
-		int end = i + k->op[i].body;	/* the body's last op */
+	const struct tpurt_kernel_op *op = &k->op[i], *next = &k->op[i + 1];
 
-		if (k->op[i].opcode == TPU_OP_LOOP && *first <= i &&
-		    *last > i && *last < end)
-			*last = end;
+	if (op->npred || strcmp(op->dst, name) || text_names(op->src0, name) ||
+	    text_names(op->src1, name) || text_names(op->src2, name))
+		return 0;
+	switch (op->opcode) {
+	case TPU_OP_COPY_START:	/* a sync_copy: its wait follows at once */
+		return i + 1 < k->nops && next->opcode == TPU_OP_COPY_WAIT && !next->npred &&
+		       !strcmp(op->src1, TPURT_SYNC_SEM) && !strcmp(next->src1, TPURT_SYNC_SEM) &&
+		       !strcmp(op->src0, next->src0) && !strcmp(op->dst, next->dst);
+	case TPU_OP_ZERO: case TPU_OP_UNARY: case TPU_OP_BINARY:
+	case TPU_OP_REDUCE: case TPU_OP_SELECT: case TPU_OP_IOTA:
+	case TPU_OP_TRANSPOSE: case TPU_OP_ROLL: case TPU_OP_GATHER:
+	case TPU_OP_PRNG_BITS:
+		return 1;
+	case TPU_OP_DOT:
+		return !(op->dot & TPU_DOT_ACCUMULATE);
+	default:
+		return 0;
 	}
+}
+
+/*
+ * Temporary @t's lives into @out (from @n on; returns the new count): a
+ * life runs from an op that starts one (starts_life) to the last op naming
+ * the temporary before the next such op. Loops join lives: a life begun
+ * before a loop and used in its body lives to the body's end (the next
+ * trip reads it again), taking in the lives begun there; a life begun in
+ * a body and used after it joins the one before (the loop may run no
+ * trip). A temporary whose first op reads it has one life (it reads what
+ * a later op, or an earlier trip, left).
+ */
+static int temp_lives(const struct tpurt_kernel *k, const int *loops, int nloops, int t,
+		      struct tpurt_temp_life *out, int n)
+{
+	const char *name = k->temp[t].name;
+	int first = n, changed = 1;
+
+	for (int i = 0; i < k->nops; i++) {
+		if (!names_ref(&k->op[i], name))
+			continue;
+		if (n == first || (starts_life(k, i, name) &&
+				   starts_life(k, out[first].first, name)))
+			out[n++] = (struct tpurt_temp_life){ t, i, i, -1 };
+		else
+			out[n - 1].last = i;
+	}
+	while (changed) {
+		changed = 0;
+		for (int l = first; l < n; l++) {
+			for (int j = 0; j < nloops; j++) {
+				int i = loops[j], end = i + k->op[i].body;
+
+				if (out[l].first < i && out[l].last > i && out[l].last < end) {
+					out[l].last = end;	/* around the loop */
+					changed = 1;
+				}
+				if (l > first && out[l].first > i && out[l].first <= end &&
+				    out[l].last > end) {
+					out[l - 1].last = out[l].last;	/* out of it */
+					out[l].first = -1;
+					changed = 1;
+					break;
+				}
+			}
+			/* lives the one before now covers are part of it */
+			for (int m = l + 1; out[l].first >= 0 && m < n; m++)
+				if (out[m].first >= 0 && out[m].first <= out[l].last) {
+					if (out[m].last > out[l].last)
+						out[l].last = out[m].last;
+					out[m].first = -1;
+					changed = 1;
+				}
+			if (changed) {
+				int w = first;
+
+				for (int m = first; m < n; m++)
+					if (out[m].first >= 0)
+						out[w++] = out[m];
+				n = w;
+				break;
+			}
+		}
+	}
+	return n;
 }
 
 static int same_type(const struct tpurt_kernel_temp *a,
@@ -837,30 +910,64 @@ static int same_type(const struct tpurt_kernel_temp *a,
 	       !memcmp(a->shape, b->shape, sizeof(a->shape));
 }
 
-/* Temporaries hold values within a step only, so a slot whose last user
- * comes before a temporary's first can hold it. */
-int tpurt_kernel_temp_slots(const struct tpurt_kernel *k, int *slot,
-			    int *slot_temp)
+static int life_order(const void *a, const void *b)
 {
-	int first[TPURT_KERNEL_MAX_TEMPS], last[TPURT_KERNEL_MAX_TEMPS];
-	int slot_end[TPURT_KERNEL_MAX_TEMPS], nslots = 0;
+	const struct tpurt_temp_life *x = a, *y = b;
 
+	return x->first != y->first ? x->first - y->first : x->temp - y->temp;
+}
+
+int tpurt_kernel_temp_lives(const struct tpurt_kernel *k, struct tpurt_temp_life **livesp,
+			    int *nlivesp, int *slot_temp)
+{
+	int slot_end[TPURT_KERNEL_MAX_TEMPS], nslots = 0, n = 0, nloops = 0;
+	struct tpurt_temp_life *lives;
+	int *loops;
+
+	*livesp = NULL;
+	*nlivesp = 0;
+	/* an op names at most 4 temporaries, each in one of its lives */
+	lives = calloc(4 * (size_t)k->nops + 1, sizeof(*lives));
+	loops = calloc((size_t)k->nops + 1, sizeof(*loops));
+	if (!lives || !loops) {
+		free(lives);
+		free(loops);
+		return tpurt_fail(-ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < k->nops; i++)
+		if (k->op[i].opcode == TPU_OP_LOOP)
+			loops[nloops++] = i;
 	for (int t = 0; t < k->ntemps; t++)
-		live_range(k, t, &first[t], &last[t]);
-	for (int t = 0; t < k->ntemps; t++) {
+		n = temp_lives(k, loops, nloops, t, lives, n);
+	free(loops);
+	qsort(lives, (size_t)n, sizeof(*lives), life_order);
+	for (int l = 0; l < n; l++) {
 		int s;
 
-		slot[t] = -1;
-		if (first[t] < 0)
-			continue;	/* no op names it */
 		for (s = 0; s < nslots; s++)
-			if (same_type(&k->temp[slot_temp[s]], &k->temp[t]) &&
-			    slot_end[s] < first[t])
+			if (same_type(&k->temp[slot_temp[s]], &k->temp[lives[l].temp]) &&
+			    slot_end[s] < lives[l].first)
 				break;
-		if (s == nslots)
-			slot_temp[nslots++] = t;
-		slot[t] = s;
-		slot_end[s] = last[t];
+		if (s == nslots) {
+			if (nslots == TPURT_KERNEL_MAX_TEMPS) {
+				free(lives);
+				return tpurt_fail(-E2BIG, "kernel: more than %d slots for temporaries",
+						  TPURT_KERNEL_MAX_TEMPS);
+			}
+			slot_temp[nslots++] = lives[l].temp;
+		}
+		lives[l].slot = s;
+		slot_end[s] = lives[l].last;
 	}
+	*livesp = lives;
+	*nlivesp = n;
 	return nslots;
+}
+
+int tpurt_kernel_temp_slot_at(const struct tpurt_temp_life *lives, int nlives, int t, int op)
+{
+	for (int l = 0; l < nlives; l++)
+		if (lives[l].temp == t && lives[l].first <= op && op <= lives[l].last)
+			return lives[l].slot;
+	return -1;
 }

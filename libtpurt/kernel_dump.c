@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "stmt.h"
@@ -208,18 +209,46 @@ static void put_scopes(const struct tpurt_kernel *k, FILE *out)
 	}
 }
 
+/* Temporary @t's slot ("in slot 2"), or its lives' ("in slots 2 (ops 0
+ * to 5), 4 (ops 9 to 12)") where they differ. */
+static void put_temp_slots(FILE *out, const struct tpurt_temp_life *lives, int nlives, int t)
+{
+	int slot = -1, one = 1;
+
+	for (int l = 0; l < nlives; l++)
+		if (lives[l].temp == t) {
+			one &= slot < 0 || lives[l].slot == slot;
+			slot = lives[l].slot;
+		}
+	if (one) {
+		fprintf(out, " in slot %d\n", slot);
+		return;
+	}
+	fputs(" in slots", out);
+	for (int l = 0, n = 0; l < nlives; l++)
+		if (lives[l].temp == t)
+			fprintf(out, "%s %d (ops %d to %d)", n++ ? "," : "", lives[l].slot,
+				lives[l].first, lives[l].last);
+	fputc('\n', out);
+}
+
 int tpurt_kernel_dump(const struct tpurt_kernel *k, FILE *out)
 {
-	int slot[TPURT_KERNEL_MAX_TEMPS], slot_temp[TPURT_KERNEL_MAX_TEMPS];
+	int slot_temp[TPURT_KERNEL_MAX_TEMPS], nlives, ret;
+	struct tpurt_temp_life *lives;
 
 	if (!k || !out)
 		return tpurt_fail(-EINVAL, "kernel dump: no kernel or no file");
-	tpurt_kernel_temp_slots(k, slot, slot_temp);
-	for (int i = 0; i < k->ntemps; i++)
-		fprintf(out, "temp %s: %s[%lld, %lld] in slot %d\n", k->temp[i].name,
+	ret = tpurt_kernel_temp_lives(k, &lives, &nlives, slot_temp);
+	if (ret < 0)
+		return ret;
+	for (int i = 0; i < k->ntemps; i++) {
+		fprintf(out, "temp %s: %s[%lld, %lld]", k->temp[i].name,
 			tpurt_stmt_dtype_name(k->temp[i].dtype),
-			(long long)k->temp[i].rows, (long long)k->temp[i].cols,
-			slot[i]);
+			(long long)k->temp[i].rows, (long long)k->temp[i].cols);
+		put_temp_slots(out, lives, nlives, i);
+	}
+	free(lives);
 	put_scopes(k, out);
 	for (int i = 0; i < k->nops; i++) {
 		put_pred(out, &k->op[i]);

@@ -27,7 +27,9 @@ struct pallas_build {
 	int scope_slot[TPURT_KERNEL_MAX_SCOPES];
 	int slot_scope[TPURT_KERNEL_MAX_SCOPES];
 	int nscope_slots;
-	int slot[TPURT_KERNEL_MAX_TEMPS], slot_temp[TPURT_KERNEL_MAX_TEMPS];
+	struct tpurt_temp_life *lives;		/* the temporaries' slots */
+	int nlives;
+	int slot_temp[TPURT_KERNEL_MAX_TEMPS];
 	int nslots;
 	/* windows, by the text and ref that made them: TPU_JOB_MAX_WINDOWS
 	 * each, allocated with d (48 KB of text, too much for the stack the

@@ -327,7 +327,9 @@ static int fill_scratch(struct pallas_build *c)
 	int first_temp;
 
 	c->nscope_slots = tpurt_kernel_scope_slots(k, c->scope_slot, c->slot_scope);
-	c->nslots = tpurt_kernel_temp_slots(k, c->slot, c->slot_temp);
+	c->nslots = tpurt_kernel_temp_lives(k, &c->lives, &c->nlives, c->slot_temp);
+	if (c->nslots < 0)
+		return c->nslots;
 	first_temp = gs->num_scratch + c->nscope_slots;
 	if (first_temp + c->nslots > TPU_JOB_MAX_SCRATCH)
 		return tpurt_fail(-E2BIG,
@@ -639,9 +641,11 @@ static int build(struct pallas_build *c, const struct tpurt_kernel *k,
 		*blobp = NULL;
 	}
 out:
+	free(c->lives);
 	free(c->window_base);
 	free(c->window_text);
 	free(c->d);
+	c->lives = NULL;
 	c->window_base = NULL;
 	c->window_text = NULL;
 	c->d = NULL;

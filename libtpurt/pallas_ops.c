@@ -30,8 +30,9 @@ static int num_refs(const struct pallas_build *c)
 	       c->k->ntemps;
 }
 
-/* Ref @index as the job names it. */
-static struct tpu_job_ref job_ref(const struct pallas_build *c, int index)
+/* Ref @index as op @n of the job names it (a temporary: the slot of its
+ * life there). */
+static struct tpu_job_ref job_ref(const struct pallas_build *c, int index, int n)
 {
 	const struct tpurt_grid_spec *gs = c->gs;
 
@@ -40,7 +41,8 @@ static struct tpu_job_ref job_ref(const struct pallas_build *c, int index)
 	index -= gs->num_operands;
 	if (index >= gs->num_scratch + c->k->nscopes)	/* a temporary: its slot */
 		index = gs->num_scratch + c->nscope_slots +
-			c->slot[index - gs->num_scratch - c->k->nscopes];
+			tpurt_kernel_temp_slot_at(c->lives, c->nlives,
+						  index - gs->num_scratch - c->k->nscopes, n);
 	else if (index >= gs->num_scratch)		/* a scope: its slot */
 		index = gs->num_scratch + c->scope_slot[index - gs->num_scratch];
 	return (struct tpu_job_ref){ TPU_REF_SCRATCH, (uint8_t)index };
@@ -206,7 +208,7 @@ static void body_names(const struct pallas_build *c, int n,
 			.name = tpurt_pallas_ref_name(c, i),
 			.insn = i < gs->num_operands ? TPU_INSN_LOAD_SMEM :
 				TPU_INSN_LOAD_SCRATCH,
-			.arg = i < gs->num_operands ? i : job_ref(c, i).index,
+			.arg = i < gs->num_operands ? i : job_ref(c, i, n).index,
 			.cols = b.rank == 2 && !b.hidden ? b.extent[1] : 0,
 			.semaphore = is_semaphore(b.space),
 			.rank = b.rank,
@@ -244,7 +246,7 @@ static int add_window(struct pallas_build *c, int n, const struct tpurt_kernel_o
 		      const struct ref_base *b, struct tpu_job_ref *r)
 {
 	struct tpu_job_header *h = &c->d->h;
-	struct tpu_job_ref base = job_ref(c, b->index);
+	struct tpu_job_ref base = job_ref(c, b->index, n);
 	struct tpurt_window_fit fit;
 	struct tpu_job_window *w;
 	char what[64];
@@ -328,7 +330,7 @@ static int resolve_ref(struct pallas_build *c, int n,
 	if (!rt.windowed && copy && b.hidden)
 		rt.windowed = 1;	/* no indices: the hidden ones squeezed */
 	if (!rt.windowed) {
-		*r = job_ref(c, i);
+		*r = job_ref(c, i, n);
 		return 0;
 	}
 	return add_window(c, n, op, text, &rt, &b, r);
@@ -388,7 +390,7 @@ static int resolve_semaphore(struct pallas_build *c, int n,
 		if (rt.idx[d].kind != TPURT_IX_INDEX)
 			return op_fail(n, op, "semaphore '%s': index %d is a slice; name one element, %s.at[i%s]",
 				       text, d, rt.base, b.rank > 1 ? ", j" : "");
-	*r = job_ref(c, i);
+	*r = job_ref(c, i, n);
 	return semaphore_index(&rt, &b, index, len) ?
 	       op_fail(n, op, "semaphore '%s': index text too long", text) : 0;
 }
@@ -424,7 +426,7 @@ static int resolve_smem_element(struct pallas_build *c, int n,
 			 inner, (long long)b.extent[1], comma + 1);
 	else
 		snprintf(index, len, "%s", inner);
-	*r = job_ref(c, i);
+	*r = job_ref(c, i, n);
 	return 0;
 }
 

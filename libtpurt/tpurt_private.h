@@ -472,14 +472,24 @@ struct tpurt_kernel {
 
 #define TPURT_KERNEL_STATE_SIZE	offsetof(struct tpurt_kernel, op)
 
+/* One life of temporary @temp: ops @first to @last, in scratch slot @slot. */
+struct tpurt_temp_life {
+	int temp, first, last, slot;
+};
+
 /*
- * The job's scratch slots for @k's temporaries: temporaries of one type
- * whose live ranges (first to last op naming them) do not overlap share
- * one. slot[t] for temporary t; slot_temp[s] a temporary of slot s.
- * Returns the number of slots.
+ * The job's scratch slots for @k's temporaries: a temporary lives from an
+ * op that gives it a whole new value to its last use before the next one
+ * (loops join lives, kernel.c), and lives of one type that do not overlap
+ * share a slot. *@livesp (the caller frees it) gets the *@nlivesp lives
+ * with their slots, slot_temp[s] a temporary of slot s. Returns the number
+ * of slots, or a negative errno.
  */
-int tpurt_kernel_temp_slots(const struct tpurt_kernel *k, int *slot,
-			    int *slot_temp);
+int tpurt_kernel_temp_lives(const struct tpurt_kernel *k, struct tpurt_temp_life **livesp,
+			    int *nlivesp, int *slot_temp);
+
+/* The slot of temporary @t at op @op (-1 if no life of it holds @op). */
+int tpurt_kernel_temp_slot_at(const struct tpurt_temp_life *lives, int nlives, int t, int op);
 
 /* The scope named @name (its base name) that op @n of @k may use, innermost
  * first; -1 if none. */
