@@ -238,6 +238,7 @@ class Recorder:
         self.nspill = 0		# elements of the hidden SMEM scratch SPILL_REF
         self.cond_values = {}	# index in conds -> the pl.when's traced condition
         self.bound = {}		# local name -> the statement binding it
+        self.local_type = {}	# array local name -> (shape, dtype) where known
 
     def drop_dead_locals(self):
         """Drop the statements binding locals no other statement names: a
@@ -266,6 +267,62 @@ class Recorder:
         if dead:
             drop = {id(self.bound[n]) for n in dead}
             self.stmts = [st for st in self.stmts if id(st) not in drop]
+
+    def share_local_names(self):
+        """Give array locals whose lives do not overlap one name, where
+        their shapes and dtypes match: libtpurt holds each local name in a
+        temporary of its own (64 a kernel), and a kernel that unrolls its
+        heads (ragged paged attention's flash_attention per kv head) binds
+        many more values than are alive at once. A local lives from its
+        binding to its last use, and to the end of every loop opened after
+        its binding that uses it (the next trip uses it again)."""
+        import re
+        token = re.compile(r"\b_v\d+\b")
+        pos = {id(st): n for n, st in enumerate(self.stmts)}
+        first = {name: pos[id(st)] for name, st in self.bound.items() if id(st) in pos}
+        last = dict(first)
+        open_at, ends = [], {}
+        for n, (text, _, scope) in enumerate(self.stmts):
+            if scope is not None and len(scope) == 1:
+                ends[open_at.pop()] = n
+            for name in token.findall(text if scope is None else text + repr(scope)):
+                if name in first:
+                    last[name] = max(last[name], n)
+            if scope is not None and len(scope) == 3:
+                open_at.append(n)
+        # uses inside a loop opened after the binding: alive to the loop's end
+        open_at = []
+        for n, (text, _, scope) in enumerate(self.stmts):
+            if scope is not None and len(scope) == 3:
+                open_at.append(n)
+            for name in token.findall(text if scope is None else text + repr(scope)):
+                if name in first:
+                    later = [o for o in open_at if o > first[name]]
+                    if later:
+                        last[name] = max(last[name], ends.get(later[0], len(self.stmts)))
+            if scope is not None and len(scope) == 1:
+                open_at.pop()
+        rename, free = {}, []	# free: [end, type, name] of names whose life ended
+        for name in sorted(first, key=first.get):
+            ty = self.local_type.get(name)
+            if ty is None:
+                continue
+            for k, (end, fty, fname) in enumerate(free):
+                if fty == ty and end < first[name]:
+                    rename[name] = fname
+                    free[k] = (last[name], ty, fname)
+                    break
+            else:
+                free.append((last[name], ty, name))
+        if not rename:
+            return
+
+        def sub(text):
+            return token.sub(lambda m: rename.get(m.group(0), m.group(0)), text)
+        self.stmts = [(sub(text), loc, scope if scope is None or len(scope) != 3 else
+                       (scope[0], tuple(sub(a) if isinstance(a, str) else a for a in scope[1]),
+                        sub(scope[2]) if scope[2] else scope[2]))
+                      for text, loc, scope in self.stmts]
 
     def emit(self, text, at=None):
         """Record a statement under the open pl.when conditions; @at: insert
@@ -334,6 +391,8 @@ class Recorder:
         try:
             self.emit("%s = %s" % (name, v.render()), at)
             self.bound[name] = self.stmts[-1 if at is None else at]
+            if not v.scalar and v.shape is not None and isinstance(v.dt, DType):
+                self.local_type[name] = (tuple(v.shape), v.dt.name)
         finally:
             self.conds = conds
         v.kind, v.args, v.text, v.reads = "local", (), name, frozenset()
@@ -1329,6 +1388,53 @@ def _whole(e, n):
         e.stride == 1
 
 
+def _flat_strides(sizes):
+    inner = [1] * len(sizes)
+    for j in range(len(sizes) - 2, -1, -1):
+        inner[j] = inner[j + 1] * sizes[j + 1]
+    return inner
+
+
+def _flat_run(sizes, start, run):
+    """Entries of dimensions of @sizes whose window is the flat positions
+    [start, start + run): dimension r's range, the ones after it whole,
+    the ones before fixed; (entries, r) or None."""
+    inner = _flat_strides(sizes)
+    for r in range(len(sizes) - 1, -1, -1):
+        first = (start // inner[r]) % sizes[r]
+        if run % inner[r] == 0 and start % inner[r] == 0 and first + run // inner[r] <= sizes[r]:
+            return [(start // inner[j]) % sizes[j] for j in range(r)] + \
+                [Slice(first, run // inner[r])] + \
+                [Slice(0, sizes[j]) for j in range(r + 1, len(sizes))], r
+    return None
+
+
+def _flat_window(sizes, start, run, count, step):
+    """Entries (ints and Slices) of dimensions of @sizes whose row-major
+    window is, of their flat positions, @count runs of @run contiguous
+    elements, from @start, @step apart; None if no window is. A run is a
+    range of a dimension r with the ones after it whole; the runs a range
+    of a dimension q <= r with a step (q < r unless r's range is one
+    index), or, one dimension's flat stride apart, a run of the
+    dimensions up to q."""
+    found = _flat_run(sizes, start, run)
+    if found is None or count == 1:
+        return found and found[0]
+    ents, r = found
+    inner = _flat_strides(sizes)
+    for q in range(r if ents[r].size == 1 else r - 1, -1, -1):
+        if step % inner[q]:
+            continue
+        st = step // inner[q]
+        if st == 1:
+            outer = _flat_run(sizes[:q + 1], start // inner[q], count)
+            if outer is not None:
+                return outer[0] + ents[q + 1:]
+        elif (start // inner[q]) % sizes[q] + (count - 1) * st < sizes[q]:
+            return ents[:q] + [Slice((start // inner[q]) % sizes[q], count, st)] + ents[q + 1:]
+    return None
+
+
 class ReshapedRef:
     """ref.reshape(...) or ref.at[...].reshape(...) (the base, of a static
     shape), row-major. Read or stored whole, it is the base's value
@@ -1386,17 +1492,16 @@ class ReshapedRef:
                 out[gi[0]] = dims[gj[0]]
             else:
                 exact = False
-                rng = self._group_rows(dims, gi, gj)
-                if rng is None:
+                ents = self._group_window(dims, gi, gj)
+                if ents is None:
                     raise trace_error(
                         "%s.at[%s]: dimensions %s of the reshape are made from dimensions "
-                        "%s of %r; a window takes them whole, or a static range of the "
-                        "first of them that is whole rows of the others"
+                        "%s of %r; a window takes them whole, or a static range (with a "
+                        "step, perhaps) of the first of them that is a window of the others"
                         % (self.render(), self.ref._index(tuple(dims), True), tuple(gj),
                            tuple(gi), tuple(self.base_shape)))
-                out[gi[0]] = rng
-                for i in gi[1:]:
-                    out[i] = Slice(0, self.base_shape[i])
+                for i, e in zip(gi, ents):
+                    out[i] = e
         w = self.base.at[tuple(out)]
         if exact:
             return w
@@ -1404,6 +1509,17 @@ class ReshapedRef:
             w.traced[0].refuse_traced("%s.at[...] (a reshape that merges or splits "
                                       "dimensions)" % self.render())
         return ReshapedRef(w, _window_shape(dims))
+
+    def _group_window(self, dims, gi, gj):
+        """The entries (ints and Slices) of the base's dimensions @gi (a
+        group the reshape splits or merges into this ref's @gj) whose
+        window is @dims's window of @gj: whole rows (_group_rows, traced
+        indices too), else a static range with a step (_group_strided);
+        None if no window of the base is."""
+        rng = self._group_rows(dims, gi, gj)
+        if rng is not None:
+            return [rng] + [Slice(0, self.base_shape[i]) for i in gi[1:]]
+        return self._group_strided(dims, gi, gj)
 
     def _group_rows(self, dims, gi, gj):
         """A group of dimensions the reshape splits or merges (@gi of the
@@ -1441,6 +1557,33 @@ class ReshapedRef:
         if lo % inner_old or size % inner_old:
             return None
         return Slice(_offset(traced, lo // inner_old), size // inner_old)
+
+    def _group_strided(self, dims, gi, gj):
+        """A group of dimensions the reshape splits or merges (@gi of the
+        base, @gj of this ref): the entries (ints and Slices) of the base's
+        dimensions @gi whose window is @dims's window of @gj; None if no
+        window of them is (the window must take gj's first dimension a
+        static range, perhaps with a step, the rest whole). As flat
+        positions in the group: runs of @run contiguous elements from
+        @start, @count of them @step apart, in row-major order."""
+        lead = dims[gj[0]]
+        if not all(_whole(dims[j], self.shape[j]) for j in gj[1:]):
+            return None
+        if isinstance(lead, Slice):
+            if not isinstance(lead.start, int) or not isinstance(lead.size, int):
+                return None
+            first, count, stride = lead.start, lead.size, lead.stride
+        elif isinstance(lead, int):
+            first, count, stride = lead, 1, 1
+        else:
+            return None
+        run = 1
+        for j in gj[1:]:
+            run *= self.shape[j]
+        start, step = first * run, stride * run
+        if count == 1 or step == run:	# one contiguous run
+            run, count = run * count, 1
+        return _flat_window([self.base_shape[i] for i in gi], start, run, count, step)
 
     @staticmethod
     def _is_whole(idx):

@@ -811,15 +811,24 @@ def _device_while(cond_fun, body_fun, val):
     d = _loop_depth(rec, what)
     _hold_before_loop(rec)
     carry = _Carry(rec, val, what)
+    before = len(rec.stmts)
     c = cond_fun(carry.inner)
     if isinstance(c, Value) and not c.scalar:
         raise trace_error("lax.while_loop: the condition (%s) is an array; on the device "
                           "it is a scalar: an SMEM element, or the carry's scalar part "
                           "(its ints live in SMEM)" % c.render())
+    # a long condition has parts spilled into SMEM before the loop, which
+    # the loop's head would not recompute: then the condition lives in a
+    # spill slot of its own, computed again at the end of every trip
+    again = isinstance(c, Value) and len(rec.stmts) > before
+    if again and not (c.kind == "text" and c.text.startswith(_trace.SPILL_REF + "[")):
+        rec.spill(c)
     text = c.render() if isinstance(c, Value) else ("1" if c else "0")
     rec.open_loop("while", (text, 0), "while %s:  # loop_index(%d)" % (text, d))
     try:
         carry.update(body_fun(carry.inner))
+        if again:
+            rec.emit("%s = %s" % (text, _trace._fmt(cond_fun(carry.inner))))
     finally:
         empty = rec.close_loop()
     if empty:

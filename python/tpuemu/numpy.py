@@ -164,6 +164,12 @@ def _binary(name):
                 isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)):
             # of Python numbers, a constant (JAX folds it: a pl.ds size, say)
             return _py.max(a, b) if name == "maximum" else _py.min(a, b)
+        if name in ("maximum", "minimum") and _scalar_int(a) and _scalar_int(b):
+            # of scalar-core integers, one (libtpurt's min(a, b)): a page
+            # index computed from SMEM lengths stays an index
+            v = call("jnp." + name, a, b)
+            v.scalar = True
+            return _trace.maybe_spill(v)
         return call("jnp." + name, _v(a), _v(b))
     f.__name__ = name
     return f
@@ -562,15 +568,28 @@ def _like_dtype(x, out, dtype):
     return out.astype(dtype)
 
 
+def _view_of_ref(x):
+    """Whether @x is a view of a ref (a window, reshape, bitcast): the
+    *_like functions take its shape and dtype, as JAX's take a ref's."""
+    return not isinstance(x, (Ref, Value)) and hasattr(x, "at") and \
+        isinstance(getattr(x, "shape", None), tuple) and getattr(x, "dtype", None) is not None
+
+
 def full_like(x, v, dtype=None):
+    if _view_of_ref(x):
+        return full(x.shape, v, dtype=dtype or x.dtype)
     return _like_dtype(x, call("jnp.full_like", _v(x), v), dtype)
 
 
 def zeros_like(x, dtype=None):
+    if _view_of_ref(x):
+        return zeros(x.shape, dtype=dtype or x.dtype)
     return _like_dtype(x, call("jnp.zeros_like", _v(x)), dtype)
 
 
 def ones_like(x, dtype=None):
+    if _view_of_ref(x):
+        return ones(x.shape, dtype=dtype or x.dtype)
     return _like_dtype(x, call("jnp.ones_like", _v(x)), dtype)
 
 
