@@ -1343,6 +1343,7 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         finally:
             _trace.stop()
         rec.drop_dead_locals()
+        rec.share_local_names()
         if rec.nspill:
             # the SMEM words long scalar-core expressions were spilled into
             check(lib.tpurt_grid_spec_add_scratch(
