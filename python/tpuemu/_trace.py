@@ -1638,6 +1638,11 @@ class ReshapedRef:
                 return view.view(idx)
         return _ReshapedAt()
 
+    def bitcast(self, ty):
+        """ref.reshape(rows, d).bitcast(dtype) of a base whose last
+        dimension is d: read with a static range of rows (a step too)."""
+        return ReshapedBitcast(self, ty)
+
     def as_window(self, what):
         """This ref as a copy's operand: a Window (or the Ref) of the base."""
         # a ref of rank 5 or 6 folded whole onto the device's (_fold) is
@@ -1650,6 +1655,57 @@ class ReshapedRef:
                               "the value)" % (what, self.render(), w.base.render(),
                                               tuple(w.base_shape)))
         return w
+
+
+class ReshapedBitcast:
+    """A width-changing (or not) bitcast of a 2-D reshape of a ref
+    (strided_load_kv's kv_ref.bitcast(jnp.uint32)): rows of the view are
+    packed rows of the reshape, as pltpu.bitcast packs them. Read with a
+    static range of rows (with a step) and the columns whole: the base's
+    window of those rows (_flat_window), read, made 2-D and bitcast."""
+
+    def __init__(self, ref, ty):
+        if len(ref.shape) != 2 or ref.shape[-1] != ref.base_shape[-1]:
+            raise trace_error("%s.bitcast: a bitcast of a reshape is of a 2-D one that keeps "
+                              "the base's last dimension" % ref.render())
+        self.src, self.name = ref, ref.name
+        self.dtype = _bitcast_check(ref.dtype, ty, "%s.bitcast" % ref.name)
+        self.shape = bitcast_shape(ref.shape, ref.dtype, self.dtype, "%s.bitcast" % ref.name)
+
+    @property
+    def ndim(self):
+        return 2
+
+    def __getitem__(self, idx):
+        what = "%s.bitcast(%s)" % (self.src.render(), self.dtype.name)
+        dims = _dims_of(self, idx)
+        if dims is None or not all(isinstance(e, Slice) and isinstance(e.start, int) and
+                                   isinstance(e.size, int) for e in dims) or \
+                not _whole(dims[1], self.shape[1]):
+            raise trace_error("%s[%r]: read a static range of rows (a step too), the columns "
+                              "whole" % (what, idx))
+        fs, ts = _WIDTH[self.src.dtype.name], _WIDTH[self.dtype.name]
+        rows, run = dims[0], 1
+        if ts > fs:	# a view row packs ts // fs rows of the reshape
+            run = ts // fs
+        elif fs > ts and (rows.start % (fs // ts) or rows.size % (fs // ts) or rows.stride != 1):
+            raise trace_error("%s[%r]: rows of a narrowing bitcast are whole %s rows"
+                              % (what, idx, self.src.dtype.name))
+        else:
+            rows = Slice(rows.start // (fs // ts), rows.size // (fs // ts)) if fs > ts else rows
+        src = self.src
+        n = len(src.base_shape) - 1	# the base's dimensions the rows merge
+        step = rows.stride * run
+        ents = _flat_window(list(src.base_shape[:n]), rows.start * run, run,
+                            rows.size if step != run else 1, step) if step != run else \
+            _flat_window(list(src.base_shape[:n]), rows.start * run, rows.size * run, 1, run)
+        if ents is None:
+            raise trace_error("%s[%r]: those rows are no window of %s %r"
+                              % (what, idx, src.base.render(), tuple(src.base_shape)))
+        v = src.base.at[tuple(ents) + (Slice(0, src.base_shape[-1]),)][...]
+        # made 2-D in a temporary first: libtpurt bitcasts a window read
+        # by copying the window, which takes 2-D ones
+        return bitcast_value(local(v.reshape(-1, src.base_shape[-1])), self.dtype, what)
 
 
 _WIDTH = {"float32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "int16": 2, "uint16": 2,
