@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """Ports of JAX's own Pallas TPU library kernels, eleventh round:
 jax/experimental/pallas/ops/tpu/ragged_paged_attention (kernel.py and
 tuned_block_sizes.py's lookup), transcribed as a user would write them

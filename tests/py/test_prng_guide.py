@@ -1,4 +1,7 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: MIT AND Apache-2.0
+# Transcribes code from JAX (https://github.com/jax-ml/jax), Copyright
+# The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
+# changed as the docstring or the comments below say.
 """JAX's docs/pallas/tpu/prng.rst ("Pseudo-Random Number Generation"),
 its examples with the imports changed: the stateful PRNG (prng_seed, the
 stateful samplers; seeding once in a grid versus every step), the
