@@ -371,9 +371,9 @@ static void bench_stream128(const struct operands *o, int rounds)
 /* The int8 kernels' ceiling on AVX2: their instructions' rate against f32's. */
 static void bench_isa_peak(void)
 {
-	double f32 = isa_peak_f32_fma(5), i16 = isa_peak_int16_madd(5);
+	double f32, i16;
 
-	if (!f32 || !i16)
+	if (isa_peak(7, &f32, &i16) || !f32 || !i16)
 		return;
 	printf("bench: peak_avx2_f32_fma = %.1f GFLOP/s\n", f32 / 1e9);
 	printf("bench: peak_avx2_int16_madd = %.1f GOP/s\n", i16 / 1e9);
