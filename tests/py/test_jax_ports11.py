@@ -1170,16 +1170,8 @@ SEQ_LENS_PREFILL = [(5, 18), (4, 129), (30, 119), (25, 122), (5, 64), (8, 64), (
 SEQ_LENS_MIXED = [(5, 18), (1, 129), (30, 119), (1, 122), (1, 64), (8, 64), (62, 92),
                   (1, 181)]
 
-_BF16_GAP = pytest.mark.xfail(
-    strict=True, raises=jax.TpurtError,
-    reason="gap: with bfloat16 kv pages (strided_load_kv's uint32 rows, shifted and "
-           "bitcast back) the kv loop's values take 30 VMEM temporaries of distinct "
-           "shapes and dtypes live at once, more than the job's 32 scratch buffers "
-           "(TPU_JOB_MAX_SCRATCH) leave after its 6 scratch refs and 3 scopes")
-
-
 def _dtypes():
-  return [jnp.float32, pytest.param(jnp.bfloat16, marks=_BF16_GAP)]
+  return [jnp.float32, jnp.bfloat16]
 
 
 @pytest.mark.parametrize("dtype", _dtypes())
@@ -1225,15 +1217,6 @@ def test_ragged_paged_attention_mixed(dtype):
                                num_queries_per_block=32, max_num_batched_tokens=128)
 
 
-_SLOT_GAP = pytest.mark.xfail(
-    strict=True, raises=jax.TpurtError,
-    reason="gap: at these head counts and block sizes the kernel's values take 26 to 31 "
-           "VMEM temporaries of distinct shapes live at once in the kv loop, more than the "
-           "job's 32 scratch buffers (TPU_JOB_MAX_SCRATCH) leave after its 6 scratch "
-           "refs and 3 scopes; a block of 128 query rows (per kv head) by 128 kv tokens fits "
-           "(the tests above and below)")
-
-
 def _random_seq_lens(num_seqs):
   rng = np.random.default_rng(1234)
   q_lens = rng.integers(1, 40, num_seqs)	# JAX's: 1 to 100
@@ -1241,7 +1224,6 @@ def _random_seq_lens(num_seqs):
   return list(zip(q_lens.tolist(), kv_lens.tolist()))
 
 
-@_SLOT_GAP
 @pytest.mark.parametrize("num_seqs", [1, 5])
 @pytest.mark.parametrize("num_heads", [(32, 8), (32, 16), (16, 2), (4, 4), (8, 1)])
 @pytest.mark.parametrize("num_kv_pages_per_block", [4, 8])
@@ -1254,7 +1236,6 @@ def test_ragged_paged_attention_complex(num_seqs, num_heads, num_kv_pages_per_bl
                                num_queries_per_block=num_queries_per_block)
 
 
-@_SLOT_GAP
 @pytest.mark.parametrize("num_kv_pages_per_block", [4, 8])
 @pytest.mark.parametrize("num_queries_per_block", [32, 64])
 @pytest.mark.parametrize("sliding_window", [None, 5, 128])
@@ -1266,7 +1247,6 @@ def test_ragged_paged_attention_sliding_window(num_kv_pages_per_block, num_queri
                                sliding_window=sliding_window)
 
 
-@_SLOT_GAP
 @pytest.mark.parametrize("num_kv_pages_per_block", [4, 8])
 @pytest.mark.parametrize("num_queries_per_block", [32, 64])
 @pytest.mark.parametrize("soft_cap", [None, 50.0])
