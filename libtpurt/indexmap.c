@@ -674,9 +674,9 @@ static int verify(const struct tpurt_program *prog,
 	char why[128];
 
 	for (int i = 0; i < env->num_prefetch; i++)
-		scope.smem_operands |= 1u << i;
+		scope.smem_operands |= 1ull << i;
 	for (int i = 0; body && i < body->n; i++) {
-		uint32_t bit = 1u << body->name[i].arg;
+		uint64_t bit = 1ull << body->name[i].arg;
 
 		if (body->name[i].insn == TPU_INSN_LOAD_SMEM)
 			scope.smem_operands |= bit;

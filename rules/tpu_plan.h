@@ -220,10 +220,14 @@ struct tpu_scalar_env {
 /* What LOAD_SMEM and LOAD_SCRATCH may name, for the verifier. */
 struct tpu_scalar_scope {
 	unsigned int grid_rank;
-	uint32_t smem_operands;		/* bit i: LOAD_SMEM may read operand i */
-	uint32_t scratch;		/* bit i: LOAD_SCRATCH may read scratch i */
+	uint64_t smem_operands;		/* bit i: LOAD_SMEM may read operand i */
+	uint64_t scratch;		/* bit i: LOAD_SCRATCH may read scratch i */
 	unsigned int loop_depth;	/* PUSH_LOOP_INDEX may name loops below */
 };
+
+/* A bit of tpu_scalar_scope for every operand and scratch buffer. */
+_Static_assert(TPU_JOB_MAX_OPERANDS <= 64 && TPU_JOB_MAX_SCRATCH <= 64,
+	       "tpu_scalar_scope's masks hold 64 operands and 64 scratch buffers");
 
 /*
  * Check @len instructions at @insn before they run: known opcodes,

@@ -51,7 +51,7 @@ static int check_arg(const struct tpu_plan_insn *in,
 		}
 		return 0;
 	case TPU_INSN_LOAD_SMEM:
-		if (in->arg < 0 || in->arg >= 32 ||
+		if (in->arg < 0 || in->arg >= 64 ||
 		    !(scope->smem_operands >> in->arg & 1)) {
 			snprintf(why, whylen, "insn %u: operand %d is not scalar prefetch%s",
 				 pc, in->arg, scope->scratch ?
@@ -60,7 +60,7 @@ static int check_arg(const struct tpu_plan_insn *in,
 		}
 		return 0;
 	case TPU_INSN_LOAD_SCRATCH:
-		if (in->arg < 0 || in->arg >= 32 ||
+		if (in->arg < 0 || in->arg >= 64 ||
 		    !(scope->scratch >> in->arg & 1)) {
 			snprintf(why, whylen, "insn %u: scratch %d is not an SMEM or semaphore scratch%s",
 				 pc, in->arg, scope->scratch ? "" :
@@ -126,9 +126,9 @@ int tpu_scalar_verify_scope(const struct tpu_plan_insn *insn, unsigned int len,
 	return 0;
 }
 
-static uint32_t low_bits(unsigned int n)
+static uint64_t low_bits(unsigned int n)
 {
-	return n >= 32 ? UINT32_MAX : (1u << n) - 1;
+	return n >= 64 ? UINT64_MAX : (1ull << n) - 1;
 }
 
 int tpu_scalar_verify_code(const struct tpu_plan_insn *insn, unsigned int len,
@@ -159,10 +159,10 @@ int tpu_scalar_verify_body(const struct tpu_plan *plan, struct tpu_plan_prog pro
 
 	for (unsigned int i = plan->num_scalar_prefetch; i < plan->num_operands; i++)
 		if (plan->operand[i].space == TPU_MEM_SMEM)
-			scope.smem_operands |= 1u << i;
+			scope.smem_operands |= 1ull << i;
 	for (unsigned int i = 0; i < plan->num_scratch; i++)
 		if (plan->scratch[i].space != TPU_MEM_VMEM)
-			scope.scratch |= 1u << i;
+			scope.scratch |= 1ull << i;
 	return tpu_scalar_verify_scope(&plan->insn[prog.offset], prog.len, &scope,
 				       nresults, why, whylen);
 }

@@ -61,3 +61,31 @@ def test_sync_copy_and_semaphores():
     assert f.statements[:3] == ["pltpu.sync_copy(x_ref, buf)",
                                 "pltpu.semaphore_signal(sem, 2)",
                                 "pltpu.semaphore_wait(sem, 2)"]
+
+
+def test_smem_scratch_after_the_32nd_buffer_reads_as_a_scalar():
+    """An SMEM scratch at index 39 of the job's 64, written at step 0 and
+    read by the scalar core at step 1: the verifier's masks of readable
+    scratch hold 64 bits (at 32 it refused this read)."""
+    n = 39
+    def kernel(x_ref, o_ref, *scratch):
+        vm, sm = scratch[:n], scratch[n]
+        i = pl.program_id(0)
+
+        @pl.when(i == 0)
+        def _():
+            sm[0] = 3
+
+        for r in vm:
+            r[...] = x_ref[...]
+        acc = vm[0][...]
+        for r in vm[1:]:
+            acc = acc + r[...]
+        o_ref[...] = acc * (sm[0] + i).astype(jnp.float32)
+    x = np.arange(8 * 128, dtype=np.float32).reshape(8, 128)
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32),
+                         grid=(2,), in_specs=[pl.BlockSpec((8, 128), lambda i: (0, 0))],
+                         out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+                         scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32)] * n
+                         + [pltpu.SMEM((1,), jnp.int32)])(x)
+    np.testing.assert_allclose(np.asarray(out), np.concatenate([x * n * 3, x * n * 4]))
