@@ -29,6 +29,7 @@ static const char *const semantic[] = {
 	/* the vector unit's per-opcode field rules (rules/tpu_op_check.c) */
 	"for opcode", "select's b may be", "reduce over axis",
 	"takes integer types", ": gather ", ": prng_random_bits ",
+	"argmax/argmin gives indices",
 	/* bytecode the driver does not run */
 	"stack underflow", "stack deeper", "leaves", "grid dimension",
 	"is not scalar prefetch", "takes no argument", "empty program",
