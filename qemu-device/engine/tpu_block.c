@@ -35,6 +35,9 @@ static enum span_fault block_span(const struct tpu_core *core,
 
 			sp->lead[d] = pad > (uint64_t)idx[d] ? pad - (uint64_t)idx[d] : 0;
 			sp->start[d] = (uint64_t)idx[d] + sp->lead[d] - pad;
+			/* a block all in the padding holds only that much of it */
+			if (sp->lead[d] > o->block[d])
+				sp->lead[d] = o->block[d];
 		} else {
 			sp->start[d] = (uint64_t)idx[d] * o->block[d];
 		}

@@ -158,3 +158,18 @@ def test_negative_padding_is_refused():
     with pytest.raises(ValueError, match="padding must be non-negative"):
         show_program_ids((8, 6), (pl.Element(2, (-1, 0)), 3), (4, 2),
                          lambda i, j: (i, j), None)
+
+
+def test_element_block_wholly_in_a_pad_wider_than_the_block():
+    """pl.Element padding of 256 before a 128-wide block: the first two
+    blocks lie wholly in the padding and read zeros (the device once
+    filled 256 leading pad elements into the 128 of the block's buffer)."""
+    x = np.arange(8 * 256, dtype=np.float32).reshape(8, 256) + 1
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+    out = pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((8, 512), jnp.float32), grid=(4,),
+        in_specs=[pl.BlockSpec((8, pl.Element(128, (256, 0))), lambda i: (0, i * 128))],
+        out_specs=pl.BlockSpec((8, 128), lambda i: (0, i)))(x)
+    want = np.concatenate([np.zeros((8, 256), np.float32), x], axis=1)
+    np.testing.assert_array_equal(np.asarray(out), want)
