@@ -835,9 +835,9 @@ TEST_F(runtime, queue)
 
 /*
  * A polled queue's reap keeps its timeout, which the kernel ignores on a
- * polled ring: a job queued behind a blocker is not reaped within 100 ms
- * and the reap returns 0 after about that long; once the blocker ends the
- * job completes. Unknown flags are refused.
+ * polled ring: a job queued behind a 2 s blocker is not reaped within
+ * 100 ms and the reap returns 0 after about that long; once the blocker
+ * ends the job completes. Unknown flags are refused.
  */
 TEST_F(runtime, polled_queue_reap_times_out)
 {
@@ -848,6 +848,7 @@ TEST_F(runtime, polled_queue_reap_times_out)
 	struct tpu_blocker blocker;
 	struct tpu_add_job job;
 	long long t0;
+	int n;
 
 	EXPECT_EQ(-EINVAL, tpurt_queue_create_flags(self->dev, 8, 1u << 7, &q));
 	EXPECT_EQ(NULL, q);
@@ -858,15 +859,19 @@ TEST_F(runtime, polled_queue_reap_times_out)
 	slots[TPU_BLOB_IN_SLOT] = in;
 	slots[TPU_BLOB_OUT_SLOT] = out;
 	tpu_add_job_init(&job, VEC, 0, 1.0f, 0);
-	ASSERT_EQ(0, tpu_blocker_start(fd, 1.0, &blocker));
+	ASSERT_EQ(0, tpu_blocker_start(fd, 2.0, &blocker));
 	ASSERT_EQ(0, tpurt_queue_job(q, &job, sizeof(job), slots, 2, 0, 0,
 				     NULL, 7));
 	t0 = now_ms();
-	EXPECT_EQ(0, tpurt_queue_reap(q, comp, 4, 100));
-	EXPECT_LE(100, now_ms() - t0);
-	if (!tpu_blocker_busy(&blocker))
-		TH_LOG("the blocker ended within the reap: a fast host");
-	EXPECT_EQ(1, tpurt_queue_reap(q, comp, 4, -1));
+	n = tpurt_queue_reap(q, comp, 4, 100);
+	if (!n) {
+		EXPECT_LE(100, now_ms() - t0);
+		n = tpurt_queue_reap(q, comp, 4, -1);
+	} else {
+		/* its length is calibrated from a short run, which noise skews */
+		TH_LOG("the blocker ended within the reap's 100 ms: the timeout went untested");
+	}
+	EXPECT_EQ(1, n);
 	EXPECT_EQ(7, comp[0].user_data);
 	EXPECT_EQ(0, comp[0].status);
 	EXPECT_EQ(0, tpu_blocker_finish(&blocker));
