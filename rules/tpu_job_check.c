@@ -451,7 +451,7 @@ static int decode_operand(struct tpu_plan *plan, unsigned int i,
 /* input_output_aliases: each output's alias names an input with its array. */
 static int check_aliases(const struct tpu_plan *plan, struct tpu_job_result *res)
 {
-	uint32_t aliased = 0;
+	uint64_t aliased = 0;		/* bit a: input a has its output */
 
 	for (unsigned int i = 0; i < plan->num_operands; i++) {
 		const struct tpu_plan_operand *o = &plan->operand[i], *in;
@@ -475,7 +475,7 @@ static int check_aliases(const struct tpu_plan *plan, struct tpu_job_result *res
 		if (aliased >> a & 1)
 			return tpu_check_error(res, "operand %u: input %u is already aliased by another output",
 						i, a);
-		aliased |= 1u << a;
+		aliased |= 1ull << a;
 	}
 	res->error.operand = UINT32_MAX;
 	return 0;

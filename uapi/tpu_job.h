@@ -86,7 +86,7 @@ enum tpu_dtype {
 #define TPU_JOB_MAX_SIZE	(1u << 20)	/* bytes in one descriptor */
 #define TPU_JOB_MAX_GRID_RANK	4
 #define TPU_JOB_MAX_RANK	4	/* array, block and scratch rank */
-#define TPU_JOB_MAX_OPERANDS	16
+#define TPU_JOB_MAX_OPERANDS	32
 #define TPU_JOB_MAX_SCRATCH	64
 #define TPU_JOB_MAX_OPS		2048	/* micro-ops of the kernel body */
 #define TPU_JOB_MAX_WINDOWS	256	/* all a tpu_job_ref's __u8 index names */
