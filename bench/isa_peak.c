@@ -64,39 +64,33 @@ static int has_avx2_fma(void)
 static const float b_f32 = 0.5f;
 static const int32_t b_i16 = 0x00030002;
 
+/* @a: SLOTS * AROWS elements of 4 bytes (float or int32 alike). */
 __attribute__((target("avx2,fma"), noinline))
-static void loop_fma(const float *a)
+static void loop_fma(const void *a)
 {
 	SET_UP(b_f32);
 	for (long s = 0; s < STEPS; s++)
 		__asm__ volatile(SIX_ROWS("vbroadcastss", FMA)
-				 : : [p] "r"(a + (s % SLOTS) * AROWS)
+				 : : [p] "r"((const uint32_t *)a + (s % SLOTS) * AROWS)
 				 : CLOBBERS);
 }
 
 __attribute__((target("avx2"), noinline))
-static void loop_madd(const int32_t *a)
+static void loop_madd(const void *a)
 {
 	SET_UP(b_i16);
 	for (long s = 0; s < STEPS; s++)
 		__asm__ volatile(SIX_ROWS("vpbroadcastd", MADD)
-				 : : [p] "r"(a + (s % SLOTS) * AROWS)
+				 : : [p] "r"((const uint32_t *)a + (s % SLOTS) * AROWS)
 				 : CLOBBERS);
 }
 
-static double run_fma(const void *a)
+/* Seconds of this thread's CPU time @loop takes over @a. */
+static double run(void (*loop)(const void *), const void *a)
 {
 	double t = thread_seconds();
 
-	loop_fma(a);
-	return thread_seconds() - t;
-}
-
-static double run_madd(const void *a)
-{
-	double t = thread_seconds();
-
-	loop_madd(a);
+	loop(a);
 	return thread_seconds() - t;
 }
 
@@ -119,7 +113,7 @@ int isa_peak(int rounds, double *f32_flops, double *int16_ops)
 		a_i16[i] = (i % 5) * 0x10001;
 	}
 	for (int r = 0; r < rounds; r++) {
-		double t = run_fma(a_f32), u = run_madd(a_i16);
+		double t = run(loop_fma, a_f32), u = run(loop_madd, a_i16);
 
 		/* 12 FMAs of 8 lanes, 2 flops each */
 		if (t > 0 && 12.0 * 8 * 2 * STEPS / t > best_f32)

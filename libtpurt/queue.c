@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 #include <unistd.h>
 #include <linux/sync_file.h>
 #include <xf86drm.h>
@@ -442,14 +441,6 @@ static void finish(struct tpurt_queue *q, unsigned int id, int32_t status,
 	q->free_ids[q->nfree++] = id;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ll + ts.tv_nsec / 1000000;
-}
-
 /*
  * A polled ring ignores the kernel's wait timeout: each io_uring_enter with
  * GETEVENTS polls until a CQE or until the task should yield, and the
@@ -457,12 +448,12 @@ static long long now_ms(void)
  */
 static int poll_cqe(struct io_uring *ring, int timeout_ms)
 {
-	long long end = now_ms() + timeout_ms;
+	uint64_t end = tpurt_now_ns() + (uint64_t)timeout_ms * 1000000;
 
 	while (!io_uring_cq_ready(ring)) {
 		int ret;
 
-		if (timeout_ms >= 0 && now_ms() >= end)
+		if (timeout_ms >= 0 && tpurt_now_ns() >= end)
 			return -ETIME;
 		ret = io_uring_enter(ring->ring_fd, 0, 1, IORING_ENTER_GETEVENTS,
 				     NULL);

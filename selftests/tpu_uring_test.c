@@ -118,14 +118,6 @@ static void log_free(struct cqe_log *l)
 	free(l->extra);
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ll + ts.tv_nsec / 1000000;
-}
-
 /*
  * The next CQE within @ms. A polled ring (IORING_SETUP_IOPOLL) ignores
  * the kernel-side wait timeout, so there the waiting is a loop of polls
@@ -137,7 +129,7 @@ static int next_cqe(struct io_uring *ring, struct io_uring_cqe **cqe, int ms)
 	struct __kernel_timespec ts = {
 		.tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000L
 	};
-	long long end = now_ms() + ms;
+	double end = tpu_now() + ms / 1000.0;
 
 	if (!(ring->flags & IORING_SETUP_IOPOLL))
 		return io_uring_wait_cqe_timeout(ring, cqe, &ts);
@@ -146,7 +138,7 @@ static int next_cqe(struct io_uring *ring, struct io_uring_cqe **cqe, int ms)
 
 		if (ret != -EAGAIN)
 			return ret;
-		if (now_ms() > end)
+		if (tpu_now() > end)
 			return -ETIME;
 		ret = io_uring_enter(ring->ring_fd, 0, 1,
 				     IORING_ENTER_GETEVENTS, NULL);
@@ -847,7 +839,7 @@ TEST_F(runtime, polled_queue_reap_times_out)
 	struct tpurt_queue *q = NULL;
 	struct tpu_blocker blocker;
 	struct tpu_add_job job;
-	long long t0;
+	double t0;
 	int n;
 
 	EXPECT_EQ(-EINVAL, tpurt_queue_create_flags(self->dev, 8, 1u << 7, &q));
@@ -862,10 +854,10 @@ TEST_F(runtime, polled_queue_reap_times_out)
 	ASSERT_EQ(0, tpu_blocker_start(fd, 2.0, &blocker));
 	ASSERT_EQ(0, tpurt_queue_job(q, &job, sizeof(job), slots, 2, 0, 0,
 				     NULL, 7));
-	t0 = now_ms();
+	t0 = tpu_now();
 	n = tpurt_queue_reap(q, comp, 4, 100);
 	if (!n) {
-		EXPECT_LE(100, now_ms() - t0);
+		EXPECT_LE(0.1, tpu_now() - t0);
 		n = tpurt_queue_reap(q, comp, 4, -1);
 	} else {
 		/* its length is calibrated from a short run, which noise skews */
