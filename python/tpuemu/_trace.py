@@ -22,6 +22,11 @@ class TraceError(Exception):
     """The kernel does something tracing cannot record."""
 
 
+class CapturedConstantError(TraceError, ValueError):
+    """A kernel body uses an array it closes over; JAX raises ValueError
+    ("The kernel function ... captures constants") for this too."""
+
+
 def user_frame():
     """(filename, lineno, source line) of the innermost frame outside tpuemu."""
     f = sys._getframe(1)
@@ -540,6 +545,12 @@ def _fmt(x):
         import numpy as np
         if isinstance(x, np.generic):
             return _fmt(x.item())
+        if isinstance(x, np.ndarray) and x.ndim > 0:
+            # as JAX: arrays must be kernel inputs, not closed-over constants
+            raise CapturedConstantError(
+                "The kernel function in the pallas_call captures constants "
+                "[%s%s]; pass them as inputs (with a BlockSpec) instead\n  at %s"
+                % (x.dtype, list(x.shape), where()))
     except ImportError:
         pass
     raise trace_error("cannot use %r (%s) in a kernel: only traced values, "
