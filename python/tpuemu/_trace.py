@@ -549,7 +549,8 @@ def _fmt(x):
             # as JAX: arrays must be kernel inputs, not closed-over constants
             raise CapturedConstantError(
                 "The kernel function in the pallas_call captures constants "
-                "[%s%s]; pass them as inputs (with a BlockSpec) instead\n  at %s"
+                "[%s%s]: cannot use a NumPy ndarray in a kernel; pass it as an "
+                "input (with a BlockSpec) instead\n  at %s"
                 % (x.dtype, list(x.shape), where()))
     except ImportError:
         pass
@@ -1259,7 +1260,7 @@ class Ref:
         op = "="
         # o[...] += e arrives as o.__setitem__(..., o[...] + e)
         if isinstance(value, Value) and value.kind == "op" and \
-                value.text in ("+", "-", "*", "/"):
+                value.text in ("+", "-", "*", "/") and len(value.args) == 2:
             lhs = value.args[0]
             if isinstance(lhs, Value) and lhs.kind == "text" and lhs.text == target:
                 op = value.text + "="
@@ -1270,6 +1271,9 @@ class Ref:
         _protect(rec, self.name, value)
         if op == "=":
             rhs = _fmt(value)
+        elif not (isinstance(value, Value) and value.kind == "op" and len(value.args) == 2):
+            # _protect replaced the sum by a temporary that holds all of it
+            op, rhs = "=", _fmt(value)
         else:
             rhs = _fmt(value.args[1])
         rec.emit("%s %s %s" % (target, op, rhs))
