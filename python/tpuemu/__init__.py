@@ -16,11 +16,14 @@ from ._state import new_ref, freeze  # noqa: F401  (jax.new_ref, jax.freeze)
 
 
 class ShapeDtypeStruct:
-    """jax.ShapeDtypeStruct: an output's shape and dtype."""
+    """jax.ShapeDtypeStruct: an output's shape and dtype (and, as JAX's
+    avals carry it, a memory space; pallas_call takes the space from its
+    out_specs)."""
 
-    def __init__(self, shape, dtype):
+    def __init__(self, shape, dtype, memory_space=None):
         self.shape = tuple(int(d) for d in shape)
         self.dtype = dtype
+        self.memory_space = memory_space
 
     @classmethod
     def like(cls, x):
@@ -34,8 +37,10 @@ class ShapeDtypeStruct:
 def typeof(x):
     """jax.typeof(x): x's shape and dtype (a ShapeDtypeStruct; of a Pallas
     key array, its batch shape and key dtype)."""
+    from ._state import HostRef
+    space = x.__dict__.get("_memory_space") if isinstance(x, HostRef) else None
     return ShapeDtypeStruct(x.shape if getattr(x, "_pallas_key", False) else _np.shape(x),
-                            x.dtype)
+                            x.dtype, memory_space=space)
 
 
 def jit(f=None, **kwargs):

@@ -970,8 +970,12 @@ def _stateful_call(kernel, out_shape, kw, args, captured):
         scr = list(refs[nplain + 2 * nst + nuo:])
         for r, i, o in zip(states, sins, souts):
             ms = object.__getattribute__(r, "_memory_space")
-            if getattr(ms, "_code", None) in (0, 1):	# VMEM, SMEM: the block first
+            if getattr(ms, "_code", None) == 0:	# VMEM: the block first
                 o[...] = i[...]
+            elif getattr(ms, "_code", None) == 1:
+                # SMEM: statements store only scalars there; a DMA copies it
+                from .tpu import sync_copy
+                sync_copy(i, o)
             r._bind(o)
         try:
             it = iter(ins)
@@ -1578,3 +1582,21 @@ __all__ = ["pallas_call", "BlockSpec", "Blocked", "BoundedSlice", "Element", "Sq
            "ds", "run_scoped", "with_scoped", "select_ref", "multiple_of", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "TraceError",
            "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read", "kernel",
            "debug_print"]
+
+
+def empty_like(x):
+    """pl.empty_like(x): an array of x's shape and dtype (JAX leaves it
+    uninitialised; here it is zeros)."""
+    from ..numpy import zeros
+    return zeros(_np.shape(x), x.dtype)
+
+
+def empty_ref_like(ty):
+    """pl.empty_ref_like(pltpu.SMEM(shape, dtype)) (or VMEM, HBM) outside a
+    kernel: a jax.empty_ref in that memory space, for pl.kernel calls to
+    share."""
+    from .tpu import _Scratch, VMEM, SMEM, HBM
+    if not isinstance(ty, _Scratch) or ty._space_code not in (0, 1, 2):
+        raise TypeError("pl.empty_ref_like: a pltpu.VMEM, SMEM or HBM type, not %r" % (ty,))
+    from .._state import empty_host_ref
+    return empty_host_ref(ty, {0: VMEM, 1: SMEM, 2: HBM}[ty._space_code])
