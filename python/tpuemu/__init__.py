@@ -38,7 +38,9 @@ def typeof(x):
     """jax.typeof(x): x's shape and dtype (a ShapeDtypeStruct; of a Pallas
     key array, its batch shape and key dtype)."""
     from ._state import HostRef
-    space = x.__dict__.get("_memory_space") if isinstance(x, HostRef) else None
+    # a ref's space, or an array's from pltpu.with_memory_space_constraint
+    space = x.__dict__.get("_memory_space") if isinstance(x, HostRef) else \
+        getattr(x, "_memory_space", None)
     return ShapeDtypeStruct(x.shape if getattr(x, "_pallas_key", False) else _np.shape(x),
                             x.dtype, memory_space=space)
 

@@ -69,9 +69,6 @@ def _space(name):
     return getattr({"pl": pl, "pltpu": pltpu}[module], attr)
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="pltpu.with_memory_space_constraint (an array's memory space "
-                          "in its type) is not in tpuemu yet")
 @pytest.mark.parametrize("memory_space,color", _IN_SPACES)
 def test_basic_input_memory_space_constraint(memory_space, color):
     """TPUPallasCallMemorySpaceTest.test_basic_input_memory_space_constraint."""

@@ -1303,3 +1303,19 @@ def unwrap_pallas_seed(key):
 def wrap_pallas_seed(k0, k1, impl="pallas_tpu"):
     from ._keys import wrap_pallas_seed as f
     return f(k0, k1, impl)
+
+
+def with_memory_space_constraint(x, memory_space):
+    """pltpu.with_memory_space_constraint(x, memory_space=...): x, its type
+    naming the memory space (jax.typeof(x).memory_space); pallas_call
+    places its operands by their BlockSpecs, so only the type changes."""
+    from .. import pallas as _pl
+    if memory_space is not _pl.ANY and not isinstance(memory_space, _MemorySpace):
+        raise TypeError("with_memory_space_constraint: memory_space must be pltpu.VMEM, "
+                        "SMEM, HBM or pl.ANY, not %r" % (memory_space,))
+    from ..numpy import HostArray
+    if not isinstance(x, np.ndarray):
+        raise TypeError("with_memory_space_constraint: an array, not %r" % (type(x).__name__,))
+    out = np.asarray(x).view(HostArray)
+    out._memory_space = memory_space
+    return out
