@@ -396,6 +396,9 @@ static void openblas_use_host_kernels(char **argv)
 {
 	const char *core = tpu_gemm_blas_coretype();
 
+	if (tpu_gemm_blas_core_narrower())
+		fprintf(stderr, "bench_engine: warning: OPENBLAS_CORETYPE=%s is set: the anchor runs %s kernels, the engine's own run avx512, so small-block ratios flatter the engine (unset it for this host's own kernels)\n",
+			getenv("OPENBLAS_CORETYPE"), openblas_get_corename());
 	if (!core)
 		return;
 	fprintf(stderr, "bench_engine: OpenBLAS picked %s with the engine's kernels at %s; running again with OPENBLAS_CORETYPE=%s\n",

@@ -121,6 +121,14 @@ const char *tpu_gemm_blas_coretype(void)
 	       !strcmp(isa, "avx2") ? "Haswell" : NULL;
 }
 
+bool tpu_gemm_blas_core_narrower(void)
+{
+	tpu_gemm_init();
+	return getenv("OPENBLAS_CORETYPE") &&
+	       !strcmp(tpu_gemm_isa_name(), "avx512") &&
+	       !blas_core_has_avx512(openblas_get_corename());
+}
+
 static struct gemm_scratch *thread_scratch(void)
 {
 	struct gemm_scratch *s = pthread_getspecific(scratch_key);

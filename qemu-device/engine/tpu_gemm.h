@@ -67,6 +67,13 @@ const char *tpu_gemm_isa_name(void);
 const char *tpu_gemm_blas_coretype(void);
 
 /*
+ * Whether OPENBLAS_CORETYPE, set by the user, names a core without AVX-512
+ * kernels while the engine's use AVX-512: then an OpenBLAS anchor runs
+ * narrower kernels than the engine's own, and ratios flatter the engine.
+ */
+bool tpu_gemm_blas_core_narrower(void);
+
+/*
  * Tests and benchmarks: cap the kernels at @name (one of the above), or
  * back to the host's own (capped by TPU_GEMM_ISA) when @name is NULL.
  * Returns 0, or -1 if the host (or TPU_GEMM_ISA) does not allow it. Also
