@@ -31,7 +31,8 @@
 # Exits 1 if any line it printed is "not ok".
 #
 # --summary: counts the results in FILEs (or stdin) and prints
-# "N passed, N failed, N skipped"; exits 1 if any failed or none passed.
+# "N passed, N failed, N skipped", after a "# failed: ..." line for each
+# failure; exits 1 if any failed or none passed.
 #
 # Exits 0 when the program's own result is ok, 1 otherwise. Plain POSIX sh:
 # it runs in the guest's busybox sh as well as on the host.
@@ -139,8 +140,12 @@ if [ "${1:-}" = --summary ]; then
 	cat "$@" | awk '
 		/^ok .*# [Ss][Kk][Ii][Pp]/ { skip++; next }
 		/^ok / { pass++; next }
-		/^not ok / { fail++ }
+		/^not ok / { failed[++fail] = $0 }
 		END {
+			# The failures again, just above the count: a log cut to
+			# its last lines still says which.
+			for (i = 1; i <= fail; i++)
+				print "# failed: " failed[i]
 			printf "%d passed, %d failed, %d skipped\n", pass, fail, skip
 			exit (fail > 0 || pass == 0)
 		}'
