@@ -162,8 +162,8 @@ def vmap(f, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
                                                  else [in_axes])):
                 raise _trace.trace_error("jax.vmap in a kernel maps refs along axis 0 only, "
                                          "not in_axes=%r" % (in_axes,))
-            if not leaves or not all(hasattr(x, "at") and hasattr(x, "shape")
-                                     for x in leaves):
+            if not leaves or not all(hasattr(x, "at") and hasattr(x, "shape") and
+                                     not isinstance(x, _trace.Value) for x in leaves):
                 raise _trace.trace_error("jax.vmap in a kernel body maps refs (or windows) "
                                          "only")
             sizes = {tuple(x.shape)[0] for x in leaves}

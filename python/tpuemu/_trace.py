@@ -768,7 +768,8 @@ class Value:
         return Value("attr", "T", (self,), self.reads)
 
     def __getitem__(self, idx):
-        """x[i, j], x[a:b], x[:, j] with constant indices: part of a value;
+        """x[i, j], x[a:b], x[:, j] with constant indices: part of a value
+        (x[a:b:s], a step, through a scratch: _value_at);
         x[idx] and x[:, idx] with a 1-D int array of indices: a gather along
         that axis with JAX's indexing rule (a negative index counts from the
         end once, then out-of-range ones clamp, as jnp retrieval does)."""
@@ -789,6 +790,9 @@ class Value:
             return jnp.take(self, ix, axis=k, mode="clip")
         if any(e is None or e is Ellipsis for e in idx):
             return self._index_newaxis(idx)
+        if any(isinstance(e, slice) and e.step not in (None, 1) for e in idx):
+            from . import _value_at
+            return _value_at.strided_read(self, idx)
         if _fold.is_high(self):
             return _fold.index(self, idx)
         parts = []
@@ -807,6 +811,12 @@ class Value:
         v = Value("index", ", ".join(parts), (self,), self.reads, dt=self.dt)
         v.shape = self._index_shape(idx)
         return v
+
+    @property
+    def at(self):
+        """x.at[idx].set(y), .add(y), .get() ...: jnp's functional updates."""
+        from . import _value_at
+        return _value_at.ValueAt(self)
 
     def _index_newaxis(self, idx):
         """x[...], x[:, None], x[None, 2:4, ...]: the index without its

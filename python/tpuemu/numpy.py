@@ -413,7 +413,11 @@ def stack(arrays, axis=0):
         raise trace_error("jnp.stack of %d-D parts: the result would have %d dimensions "
                           "(arrays have 1 to 4)" % (nd - 1, nd))
     new = shape[:ax] + (1,) + shape[ax:]
-    return concatenate(tuple(reshape(a, new) for a in arrays), axis=ax)
+    v = concatenate(tuple(reshape(a, new) for a in arrays), axis=ax)
+    if ax == nd - 1 and len(arrays) > 1 and isinstance(v, Value) and \
+            _py.all(isinstance(a, Value) and a.dt is arrays[0].dt for a in arrays):
+        v._stack_last = arrays	# for a reshape that interleaves them (_value_at)
+    return v
 
 
 def floor_divide(a, b):
@@ -623,6 +627,10 @@ def reshape(x, shape):
     moves elements between rows and columns ((1024,) to (8, 128)) copies
     them."""
     x = _v(x)
+    from . import _value_at
+    parts = _value_at.stacked_last(x, shape)
+    if parts is not None:
+        return _value_at.interleave(parts, shape)
     if _fold.is_high(x) or _high_shape(shape):
         if getattr(x, "shape", None) is None:
             raise trace_error("jnp.reshape of %s to %r: its shape is not known while tracing"
