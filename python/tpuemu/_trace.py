@@ -1089,6 +1089,18 @@ for _n in ("sum", "max", "min", "mean"):
     setattr(Value, _n, reducer(_n))
 
 
+def _jnp_method(name):
+    def method(self, *args, **kw):
+        from . import numpy as jnp
+        return getattr(jnp, name)(self, *args, **kw)
+    method.__name__ = name
+    return method
+
+
+for _n in ("prod", "var", "std", "cumsum", "cumprod", "repeat", "clip", "round"):
+    setattr(Value, _n, _jnp_method(_n))
+
+
 def _np_dtype_like(v):
     """A NumPy dtype or scalar type (np.float32, np.dtype("int32")), as
     JAX takes for a dtype argument."""

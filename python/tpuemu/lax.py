@@ -498,6 +498,36 @@ eq, ne, lt, le, gt, ge = (jnp.equal, jnp.not_equal, jnp.less, jnp.less_equal, jn
 shift_left = jnp.left_shift
 bitwise_and, bitwise_or, bitwise_xor, bitwise_not = (
     jnp.bitwise_and, jnp.bitwise_or, jnp.bitwise_xor, jnp.invert)
+# the compositions (_composite) under lax's names
+tan, asin, acos, atan, atan2, sinh, cosh, asinh, acosh, atanh, cbrt, expm1, nextafter = (
+    jnp.tan, jnp.arcsin, jnp.arccos, jnp.arctan, jnp.arctan2, jnp.sinh, jnp.cosh, jnp.arcsinh,
+    jnp.arccosh, jnp.arctanh, jnp.cbrt, jnp.expm1, jnp.nextafter)
+
+
+def _cumulative(name):
+    def f(operand, axis=0, reverse=False):
+        """lax.%s: along @axis, from the end with reverse=True."""
+        if _trace._rec is None:
+            import numpy as _np
+            x = _np.asarray(operand)
+            x = _np.flip(x, axis) if reverse else x
+            r = getattr(_np, {"cummax": "maximum", "cummin": "minimum", "cumsum": "add",
+                              "cumprod": "multiply"}[name]).accumulate(x, axis=axis)
+            return _np.flip(r, axis) if reverse else r
+        from . import _composite
+        return getattr(_composite, name)(operand, axis, reverse=reverse)
+    f.__name__ = name
+    f.__doc__ = f.__doc__ % name
+    return f
+
+
+cumsum, cumprod, cummax, cummin = (_cumulative(n) for n in ("cumsum", "cumprod", "cummax",
+                                                             "cummin"))
+
+
+def rev(operand, dimensions):
+    """lax.rev: @operand reversed along each of @dimensions."""
+    return jnp.flip(operand, tuple(dimensions))
 select = jnp.where
 
 
@@ -857,7 +887,9 @@ __all__ = ["dot", "dot_general", "broadcast", "broadcast_in_dim", "broadcasted_i
            "ceil", "sign", "square", "neg", "logistic", "add", "sub", "mul", "max", "min",
            "pow", "eq", "ne", "lt", "le", "gt", "ge", "shift_left", "shift_right_arithmetic",
            "shift_right_logical", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-           "select_n", "is_finite"]
+           "select_n", "is_finite", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
+           "asinh", "acosh", "atanh", "cbrt", "expm1", "nextafter", "cumsum", "cumprod",
+           "cummax", "cummin", "rev"]
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, **_kw):

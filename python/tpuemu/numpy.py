@@ -258,6 +258,8 @@ def roll(x, shift, axis=None):
     """jnp.roll along one axis; the shift may be traced (pl.program_id, SMEM)."""
     if axis is None:
         raise trace_error("jnp.roll without axis rolls the flattened array; give axis=0 or 1")
+    if axis in (0, -1) and len(getattr(x, "shape", None) or (0, 0)) == 1:
+        axis = -1	# a 1-D value is a row on the device: its axis is the last
     return call("jnp.roll", _v(x), shift, axis)
 
 
@@ -803,7 +805,8 @@ def issubdtype(arg1, arg2):
 
 
 _HOST_NAMES = {"astype": None, "full_like": "full_like", "issubdtype": None,
-               "take_along_axis": None, "take": None}	# None: the function serves the host itself
+               "take_along_axis": None, "take": None,	# None: the function serves the host itself
+               "rsqrt": lambda x: _host_rsqrt(x)}	# NumPy has none
 
 
 def _is_traced(x):
@@ -1162,8 +1165,13 @@ def _fold_int32(np_fn, args):
         return np_fn(*[_np.array(a, _np.int32) for a in args]).astype(_np.int32).item()
 
 
+def _host_rsqrt(x):
+    return 1 / _np.sqrt(x)
+
+
 def _on_host(name, fn):
-    np_fn = getattr(_np, _HOST_NAMES.get(name, name) or "", None)
+    np_fn = _HOST_NAMES.get(name, name)
+    np_fn = np_fn if callable(np_fn) else getattr(_np, np_fn or "", None)
     if name == "astype":
         def np_fn(x, dtype):
             return _np.asarray(x).astype(dtype)
@@ -1214,6 +1222,15 @@ def _host_call(np_fn, args, kw, bf16=False):
     return _narrow(r)
 
 
+# compositions of the device's ops (_composite), and JAX's array-API names for them
+from . import _composite as _cmp  # noqa: E402
+for _n in _cmp.NAMES:
+    globals()[_n] = getattr(_cmp, _n)
+for _n, _to in _cmp.ALIASES.items():
+    globals()[_n] = getattr(_cmp, _to)
+    _HOST_NAMES[_n] = _to
+_HOST_NAMES.update(cumulative_sum="cumsum", cumulative_prod="cumprod")
+
 _IMPORTED = {"call", "reducer", "trace_error", "Value", "Ref"}
 for _name, _f in list(globals().items()):
     if (callable(_f) and not _name.startswith("_") and _name not in _IMPORTED
@@ -1227,8 +1244,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     give, so a sum over the length is cut and one under it is padded with
     a's last element (megablox's group metadata). Not a device op."""
     if _trace._rec is not None:
-        raise _trace.trace_error("jnp.repeat is not supported in a kernel body "
-                                 "(pltpu.repeat tiles a value)")
+        return _cmp.repeat_in_kernel(a, repeats, axis, total_repeat_length)
     if total_repeat_length is None:
         return _host_call(_np.repeat, (a, repeats), {"axis": axis})
     a = _np.asarray(a)

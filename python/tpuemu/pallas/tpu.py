@@ -1052,6 +1052,9 @@ def roll(x, shift, axis, *, stride=None, stride_axis=None):
     b set rolled once more by 2**b (jnp.where of an iota mask), so
     log2(n) rolls whatever the number of slices."""
     if stride is None and stride_axis is None:
+        if isinstance(axis, int) and axis in (0, -1) and \
+                len(getattr(x, "shape", None) or (0, 0)) == 1:
+            axis = -1	# a 1-D value is a row on the device: its axis is the last
         return _trace.call("pltpu.roll", x, shift, axis)
     if stride is None or stride_axis is None:
         raise trace_error("pltpu.roll: stride and stride_axis go together (stride=%r, "
