@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
 """pltpu.einshape: reshape and transpose by an equation, as JAX's
 jax._src.pallas.einshape ("ab->ba", "a(bc)->abc" with b=4): the equation
-becomes split dims, one transpose and merge dims, each a jnp.reshape or
-jnp.transpose (on the host NumPy's; in a kernel body the traced ops).
-The errors are JAX's (ValueError for a bad equation or size)."""
+becomes split dims, one transpose and merge dims (get_einshape_transforms,
+as JAX's), run as at most one jnp.reshape, one jnp.transpose and one
+jnp.reshape (on the host NumPy's; in a kernel body the traced ops). The
+errors are JAX's (ValueError for a bad equation or size)."""
 import dataclasses
 import math
 
@@ -222,7 +223,7 @@ def einshape(equation, x, assert_is_tile_preserving=False, **sizes):
     assert_is_tile_preserving, an equation that would move elements within
     the (sublane, lane) tiles is refused, as Mosaic refuses it (here it
     would run: the device's reshape and transpose move any element)."""
-    from .. import _trace, numpy as jnp
+    from .. import _trace
     shape = getattr(x, "shape", None)
     if shape is None:
         raise _trace.trace_error("pltpu.einshape(%r) of %s: its shape is not known while "
@@ -234,10 +235,39 @@ def einshape(equation, x, assert_is_tile_preserving=False, **sizes):
         if tiling is None or not is_tile_preserving(shape, ops, tiling):
             raise ValueError("Tile preserving check failed for einshape kernel with equation: "
                              "%s and shape %s and tiling %s." % (equation, shape, tiling))
+    return _run(x, shape, ops)
+
+
+def _run(x, shape, ops):
+    """@ops on @x as one reshape, one transpose, one reshape (each left out
+    where it changes nothing): the transpose over the atoms that move, unit
+    atoms dropped and atoms that stay side by side in order taken as one:
+    in a kernel each reshape that moves elements between rows and lanes is
+    a copy, and a transpose of fewer dimensions takes fewer moves."""
+    from .. import numpy as jnp
+    atoms, perm, out = shape, tuple(range(len(shape))), shape
     for op in ops:
-        if isinstance(op, Transpose):
-            x = jnp.transpose(x, op.permutation)
+        if isinstance(op, SplitDims):
+            atoms = op.transform_shape(atoms)
+            perm = tuple(range(len(atoms)))
+        elif isinstance(op, Transpose):
+            perm = op.permutation
+        out = op.transform_shape(out)
+    keep = [d for d in range(len(atoms)) if atoms[d] != 1]
+    sizes = [atoms[d] for d in keep]
+    runs = []			# runs of consecutive atoms, in the result's order
+    for k in (keep.index(d) for d in perm if atoms[d] != 1):
+        if runs and k == runs[-1][-1] + 1:
+            runs[-1].append(k)
         else:
-            x = jnp.reshape(x, op.transform_shape(shape))
-        shape = op.transform_shape(shape)
-    return x
+            runs.append([k])
+    order = sorted(range(len(runs)), key=lambda k: runs[k][0])
+    grouped = tuple(math.prod(sizes[d] for d in runs[k]) for k in order)
+    gperm = tuple(order.index(k) for k in range(len(runs)))
+    if gperm != tuple(range(len(gperm))):
+        if grouped != tuple(shape):
+            x = jnp.reshape(x, grouped)
+        x = jnp.transpose(x, gperm)
+        shape = tuple(grouped[k] for k in gperm)
+    return x if tuple(shape) == tuple(out) else jnp.reshape(x, out)
+
