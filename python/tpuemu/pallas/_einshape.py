@@ -2,8 +2,8 @@
 """pltpu.einshape: reshape and transpose by an equation, as JAX's
 jax._src.pallas.einshape ("ab->ba", "a(bc)->abc" with b=4): the equation
 becomes split dims, one transpose and merge dims (get_einshape_transforms,
-as JAX's), run as at most one jnp.reshape, one jnp.transpose and one
-jnp.reshape (on the host NumPy's; in a kernel body the traced ops). The
+as JAX's), run as at most one jnp.reshape (the splits), one jnp.transpose
+and one jnp.reshape (the merges) (on the host NumPy's; in a kernel body the traced ops). The
 errors are JAX's (ValueError for a bad equation or size)."""
 import dataclasses
 import math
@@ -239,35 +239,23 @@ def einshape(equation, x, assert_is_tile_preserving=False, **sizes):
 
 
 def _run(x, shape, ops):
-    """@ops on @x as one reshape, one transpose, one reshape (each left out
-    where it changes nothing): the transpose over the atoms that move, unit
-    atoms dropped and atoms that stay side by side in order taken as one:
-    in a kernel each reshape that moves elements between rows and lanes is
-    a copy, and a transpose of fewer dimensions takes fewer moves."""
+    """@ops on @x as one reshape to the atoms (the splits), one transpose
+    and one reshape to the result (the merges), each left out where it
+    changes nothing: in a kernel each reshape that moves elements between
+    rows and lanes is a copy. The atoms are not joined further: one run
+    of atoms merged into the lanes ((1152, 512) to (3, 3, 65536)) is a
+    copy of many windows where the atoms' own is of whole tiles."""
     from .. import numpy as jnp
-    atoms, perm, out = shape, tuple(range(len(shape))), shape
+    atoms, perm, out = shape, None, shape
     for op in ops:
         if isinstance(op, SplitDims):
             atoms = op.transform_shape(atoms)
-            perm = tuple(range(len(atoms)))
         elif isinstance(op, Transpose):
             perm = op.permutation
         out = op.transform_shape(out)
-    keep = [d for d in range(len(atoms)) if atoms[d] != 1]
-    sizes = [atoms[d] for d in keep]
-    runs = []			# runs of consecutive atoms, in the result's order
-    for k in (keep.index(d) for d in perm if atoms[d] != 1):
-        if runs and k == runs[-1][-1] + 1:
-            runs[-1].append(k)
-        else:
-            runs.append([k])
-    order = sorted(range(len(runs)), key=lambda k: runs[k][0])
-    grouped = tuple(math.prod(sizes[d] for d in runs[k]) for k in order)
-    gperm = tuple(order.index(k) for k in range(len(runs)))
-    if gperm != tuple(range(len(gperm))):
-        if grouped != tuple(shape):
-            x = jnp.reshape(x, grouped)
-        x = jnp.transpose(x, gperm)
-        shape = tuple(grouped[k] for k in gperm)
-    return x if tuple(shape) == tuple(out) else jnp.reshape(x, out)
-
+    if perm is not None:
+        if atoms != shape:
+            x = jnp.reshape(x, atoms)
+        x = jnp.transpose(x, perm)
+        shape = Transpose(perm).transform_shape(atoms)
+    return x if shape == out else jnp.reshape(x, out)
