@@ -430,6 +430,21 @@ def test_assert_is_tile_preserving():
     assert_arrays_equal(pltpu.einshape("a(bc)->b(ac)", y, True, c=128), expected, "int32")
 
 
+@pytest.mark.parametrize("dtype", ["int32", "bfloat16"])
+def test_tile_preserving_draws_pass_the_check(dtype):
+    """The kernel strategy's draws ("strictly tile-preserving
+    configurations") with assert_is_tile_preserving=True: none refused,
+    each result against NumPy's."""
+    rng = np.random.default_rng(8)
+    for _ in range(50):
+        case = _einshape_strategy(rng, dtype, True)
+        x, x_np = _arange(case["lhs_shape"], dtype)
+        out = _tile_kernel(x, case["equation"], tuple(case["kwargs"].items()), True)
+        expected = np.transpose(x_np.reshape(case["atomic_shape"]), case["perm"]).reshape(
+            case["rhs_shape"])
+        assert_arrays_equal(out, expected, dtype)
+
+
 @pytest.mark.parametrize("equation,shape,sizes,error,match", [
     ("ab-ba", (2, 3), {}, ValueError, "exactly one '->'"),
     ("a->b->a", (2,), {}, ValueError, "exactly one '->'"),
