@@ -45,6 +45,34 @@ def typeof(x):
                             x.dtype, memory_space=space)
 
 
+def eval_shape(fun, *args, **kwargs):
+    """jax.eval_shape(fun, *args): the ShapeDtypeStruct of each of fun's
+    results (in their pytree). On the host, run: fun is given the
+    arrays, and zeros for each ShapeDtypeStruct (tpuemu has no abstract
+    evaluation; a pallas_call in fun runs on the zeros)."""
+    from . import _trace, _pytree, numpy as jnp
+    if _trace._rec is not None:
+        raise _trace.trace_error("jax.eval_shape in a kernel body: a value's .shape and "
+                                 ".dtype are known while tracing")
+
+    def concrete(x):
+        if isinstance(x, ShapeDtypeStruct):
+            return jnp.zeros(x.shape, x.dtype)
+        return x
+
+    def struct(x):
+        if isinstance(x, ShapeDtypeStruct):
+            return x
+        if getattr(x, "_pallas_key", False) or (hasattr(x, "shape") and hasattr(x, "dtype")):
+            return typeof(x)
+        # a Python number: a 0-d array of JAX's 32-bit default dtype
+        return ShapeDtypeStruct((), jnp.asarray(x).dtype)
+    leaves, tree = _pytree.flatten((args, kwargs))
+    a, kw = _pytree.unflatten(tree, [concrete(x) for x in leaves])
+    out, out_tree = _pytree.flatten(fun(*a, **kw))
+    return _pytree.unflatten(out_tree, [struct(x) for x in out])
+
+
 def jit(f=None, **kwargs):
     """jax.jit: the function itself (pallas_call runs at once), except
     that, as under JAX's jit, a Python int, float or bool argument not

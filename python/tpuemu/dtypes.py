@@ -14,7 +14,7 @@ _OTHER_BITS = {"int4": 4, "uint4": 4, "int2": 2, "uint2": 2, "float8_e4m3fn": 8,
 def itemsize_bits(dtype):
     """The bits of one element of @dtype (jnp.bfloat16: 16, jnp.int4: 4,
     bool: 8 as JAX stores it)."""
-    name = getattr(dtype, "name", None)
+    name = dtype if isinstance(dtype, str) else getattr(dtype, "name", None)
     if name in _OTHER_BITS:
         return _OTHER_BITS[name]
     if name == "bfloat16" or dtype is _trace.bfloat16:

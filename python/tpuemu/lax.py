@@ -56,6 +56,17 @@ def _reshaped(x, shape):
     return x if tuple(x.shape) == tuple(shape) else jnp.reshape(x, tuple(shape))
 
 
+def transpose(operand, permutation):
+    """lax.transpose: jnp.transpose with the permutation required, of its
+    rank (host and kernel body alike)."""
+    perm = tuple(int(p) for p in permutation)
+    shape = getattr(operand, "shape", None)
+    if shape is not None and sorted(perm) != list(range(len(shape))):
+        raise ValueError("lax.transpose permutation must be a permutation of range(%d), "
+                         "got permutation=%r" % (len(shape), perm))
+    return jnp.transpose(operand, perm)
+
+
 def _free_dims(shape, contract, batch):
     """An operand's dimensions neither contracted nor batch, in order."""
     return [d for d in range(len(shape)) if d not in contract and d not in batch]
@@ -889,7 +900,7 @@ __all__ = ["dot", "dot_general", "broadcast", "broadcast_in_dim", "broadcasted_i
            "shift_right_logical", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
            "select_n", "is_finite", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
            "asinh", "acosh", "atanh", "cbrt", "expm1", "nextafter", "cumsum", "cumprod",
-           "cummax", "cummin", "rev"]
+           "cummax", "cummin", "rev", "transpose"]
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, **_kw):

@@ -1204,10 +1204,19 @@ def _dtype_arg(x):
         isinstance(x, type) and issubclass(x, (_np.generic, float, int, bool))
 
 
+def _is_struct(x):
+    """A shape and dtype that is no array (a jax.ShapeDtypeStruct)."""
+    return not isinstance(x, (_np.ndarray, _np.generic)) and isinstance(
+        getattr(x, "shape", None), tuple) and getattr(x, "dtype", None) is not None
+
+
 def _host_call(np_fn, args, kw, bf16=False):
     """NumPy's @np_fn on the host, 64-bit results narrowed; a bfloat16
     dtype asked for (dtype=jnp.bfloat16), or bf16 operands and no dtype,
     give a bf16 result (float32 computed, rounded: a BF16Array)."""
+    if getattr(np_fn, "__name__", "").endswith("_like") and args and _is_struct(args[0]):
+        # jnp.empty_like(jax.ShapeDtypeStruct(...)): JAX takes its shape and dtype
+        args = (zeros(args[0].shape, args[0].dtype),) + tuple(args[1:])
     asked = kw.get("dtype")
     asked = asked if asked is not None else next(
         (a for a in args[1:] if _dtype_arg(a)), None)

@@ -2,6 +2,7 @@
 """jax.experimental.pallas.tpu over libtpurt (tpuemu.pallas.tpu as pltpu)."""
 from . import GridSpec, run_scoped  # noqa: F401  (pltpu.run_scoped, as older JAX has it)
 from . import Blocked, BoundedSlice, Element, Squeezed, _grids, _pipeline_env, program_id, when
+from ._einshape import einshape  # noqa: F401  (pltpu.einshape)
 import itertools
 
 import numpy as np
