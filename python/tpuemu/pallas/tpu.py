@@ -2,12 +2,16 @@
 """jax.experimental.pallas.tpu over libtpurt (tpuemu.pallas.tpu as pltpu)."""
 from . import GridSpec, run_scoped  # noqa: F401  (pltpu.run_scoped, as older JAX has it)
 from . import Blocked, BoundedSlice, Element, Squeezed, _grids, _pipeline_env, program_id, when
+import dataclasses
 import itertools
 
 import numpy as np
 
 from .. import _trace, lax, numpy as jnp
 from .._trace import Ref, Window, scalar, trace_error
+from ._tpu_info import (ChipVersion, ChipVersionBase, SparseCoreInfo,  # noqa: F401
+                        TpuInfo, _chip_info, chip_version_from_device_kind,
+                        get_tpu_info_for_chip)
 
 
 class PrefetchScalarGridSpec(GridSpec):
@@ -147,36 +151,36 @@ def create_tensorcore_mesh(axis_name, devices=None, num_cores=None):
     return TensorCoreMesh(axis_name, num_cores=num_cores)
 
 
-class TpuInfo:
-    """pltpu.get_tpu_info()'s answer: the device's capabilities (the chip
-    it models, a v5e by default), in JAX's field names."""
-
-    def __init__(self, info):
-        self.chip_version = "v5e"
-        self.num_cores = int(info.cores)
-        self.num_lanes = 128
-        self.num_sublanes = 8
-        self.mxu_column_size = int(info.mxu_dim)
-        self.vmem_capacity_bytes = int(info.vmem_size)
-        self.smem_capacity_bytes = int(info.smem_size)
-        self.hbm_capacity_bytes = int(info.hbm_size)
-        self.mem_bw_bytes_per_second = int(info.hbm_bandwidth)
-        self.bf16_ops_per_second = int(info.peak_flops_bf16)
-        self.int8_ops_per_second = int(info.peak_ops_int8)
-
-    def is_megacore(self):
-        return self.num_cores > 1
-
-    def __repr__(self):
-        return "TpuInfo(%s)" % ", ".join("%s=%r" % kv for kv in vars(self).items())
-
-
 def get_tpu_info():
-    """pltpu.get_tpu_info(): the open device's TpuInfo."""
+    """pltpu.get_tpu_info(): the open device's TpuInfo. The device models
+    a v5e (uapi/tpu_params.h), so this is JAX's v5e row with each field the
+    device has a parameter for taken from the device: a sim or QEMU device
+    configured with other cores, memories or rates reports those."""
     from .._lib import check, device, ffi, lib
     info = ffi.new("struct tpurt_device_info *")
     check(lib.tpurt_device_info(device(), info), "tpurt_device_info")
-    return TpuInfo(info)
+    # _chip_info, not get_tpu_info_for_chip: a device of cores=2 is allowed
+    return dataclasses.replace(
+        _chip_info(ChipVersion.TPU_V5E, int(info.cores)),
+        mxu_column_size=int(info.mxu_dim),
+        num_mxus=int(info.mxu_count),
+        vmem_capacity_bytes=int(info.vmem_size),
+        smem_capacity_bytes=int(info.smem_size),
+        hbm_capacity_bytes=int(info.hbm_size),
+        mem_bw_bytes_per_second=int(info.hbm_bandwidth),
+        bf16_ops_per_second=int(info.peak_flops_bf16),
+        int8_ops_per_second=int(info.peak_ops_int8))
+
+
+def device_kind():
+    """jax.devices()[0].device_kind: what a real TPU of the chip the device
+    models reports (a v5e's is "TPU v5 lite")."""
+    return "TPU v5 lite"
+
+
+def is_tpu_device():
+    """pltpu.is_tpu_device(): whether the default device is a TPU JAX knows."""
+    return chip_version_from_device_kind(device_kind()) is not None
 
 
 dma_semaphore = _trace.dma_semaphore
