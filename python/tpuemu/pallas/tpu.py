@@ -3,6 +3,7 @@
 from . import GridSpec, run_scoped  # noqa: F401  (pltpu.run_scoped, as older JAX has it)
 from . import Blocked, BoundedSlice, Element, Squeezed, _grids, _pipeline_env, program_id, when
 import dataclasses
+import enum
 import itertools
 
 import numpy as np
@@ -107,10 +108,34 @@ def _semantics(entries):
     return tuple(out)
 
 
+class SideEffectType(enum.Enum):
+    """CompilerParams(has_side_effects=...)'s kinds, as JAX's. They tell
+    XLA whether it may merge or drop a call; tpuemu runs every call it is
+    given, so all three (and True/False) run the kernel alike."""
+    # no side effects: XLA may deduplicate it, or drop it if unused
+    PURE = "pure"
+    # not deduplicated, but dropped if its outputs are unused
+    DATAFLOW_SIDE_EFFECTING = "dataflow_side_effecting"
+    # neither deduplicated nor dropped
+    SIDE_EFFECTING = "side_effecting"
+
+
+def _side_effect_type(params):
+    """@params's has_side_effects checked as JAX's lowering checks it: a
+    bool or a SideEffectType, else JAX's ValueError."""
+    effects = getattr(params, "has_side_effects", False)
+    if isinstance(effects, (bool, SideEffectType)):
+        return effects
+    raise ValueError("Invalid side effect type: %s" % (effects,))
+
+
 class CompilerParams:
-    def __init__(self, dimension_semantics=None, vmem_limit_bytes=None, **kwargs):
+    def __init__(self, dimension_semantics=None, vmem_limit_bytes=None, *,
+                 has_side_effects=False, **kwargs):
         self.dimension_semantics = _semantics(dimension_semantics)
         self.vmem_limit_bytes = vmem_limit_bytes
+        # checked by pallas_call, as JAX checks it when lowering the call
+        self.has_side_effects = has_side_effects
 
 
 TPUCompilerParams = CompilerParams
