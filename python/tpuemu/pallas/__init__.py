@@ -1039,6 +1039,10 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     out_shape's structure (a top-level list as a tuple)."""
     if grid_spec is None:
         grid_spec = GridSpec(grid, in_specs, out_specs, scratch_shapes)
+    if compiler_params is not None:
+        # has_side_effects: only checked; every call runs (none is dropped)
+        from .tpu import _side_effect_type
+        _side_effect_type(compiler_params)
     single_out = not isinstance(out_shape, (list, tuple))
     # out_shape=None: no outputs, the kernel gets None in their place (JAX
     # unflattens the empty tree); the device's job takes at least one, so

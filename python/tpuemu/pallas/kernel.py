@@ -75,7 +75,9 @@ def _space_of(o):
 def _compiler_params(params):
     from .tpu import CompilerParams
     limit = getattr(params, "vmem_limit_bytes", None) if params is not None else None
-    return CompilerParams(dimension_semantics=("parallel",), vmem_limit_bytes=limit)
+    effects = getattr(params, "has_side_effects", False) if params is not None else False
+    return CompilerParams(dimension_semantics=("parallel",), vmem_limit_bytes=limit,
+                          has_side_effects=effects)
 
 
 def kernel(body=None, out_type=None, *, mesh, scratch_types=None, compiler_params=None,

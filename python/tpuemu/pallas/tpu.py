@@ -3,12 +3,17 @@
 from . import GridSpec, run_scoped  # noqa: F401  (pltpu.run_scoped, as older JAX has it)
 from . import Blocked, BoundedSlice, Element, Squeezed, _grids, _pipeline_env, program_id, when
 from ._einshape import einshape  # noqa: F401  (pltpu.einshape)
+import dataclasses
+import enum
 import itertools
 
 import numpy as np
 
 from .. import _trace, lax, numpy as jnp
 from .._trace import Ref, Window, scalar, trace_error
+from ._tpu_info import (ChipVersion, ChipVersionBase, SparseCoreInfo,  # noqa: F401
+                        TpuInfo, _chip_info, chip_version_from_device_kind,
+                        get_tpu_info_for_chip)
 
 
 class PrefetchScalarGridSpec(GridSpec):
@@ -104,10 +109,34 @@ def _semantics(entries):
     return tuple(out)
 
 
+class SideEffectType(enum.Enum):
+    """CompilerParams(has_side_effects=...)'s kinds, as JAX's. They tell
+    XLA whether it may merge or drop a call; tpuemu runs every call it is
+    given, so all three (and True/False) run the kernel alike."""
+    # no side effects: XLA may deduplicate it, or drop it if unused
+    PURE = "pure"
+    # not deduplicated, but dropped if its outputs are unused
+    DATAFLOW_SIDE_EFFECTING = "dataflow_side_effecting"
+    # neither deduplicated nor dropped
+    SIDE_EFFECTING = "side_effecting"
+
+
+def _side_effect_type(params):
+    """@params's has_side_effects checked as JAX's lowering checks it: a
+    bool or a SideEffectType, else JAX's ValueError."""
+    effects = getattr(params, "has_side_effects", False)
+    if isinstance(effects, (bool, SideEffectType)):
+        return effects
+    raise ValueError("Invalid side effect type: %s" % (effects,))
+
+
 class CompilerParams:
-    def __init__(self, dimension_semantics=None, vmem_limit_bytes=None, **kwargs):
+    def __init__(self, dimension_semantics=None, vmem_limit_bytes=None, *,
+                 has_side_effects=False, **kwargs):
         self.dimension_semantics = _semantics(dimension_semantics)
         self.vmem_limit_bytes = vmem_limit_bytes
+        # checked by pallas_call, as JAX checks it when lowering the call
+        self.has_side_effects = has_side_effects
 
 
 TPUCompilerParams = CompilerParams
@@ -148,36 +177,36 @@ def create_tensorcore_mesh(axis_name, devices=None, num_cores=None):
     return TensorCoreMesh(axis_name, num_cores=num_cores)
 
 
-class TpuInfo:
-    """pltpu.get_tpu_info()'s answer: the device's capabilities (the chip
-    it models, a v5e by default), in JAX's field names."""
-
-    def __init__(self, info):
-        self.chip_version = "v5e"
-        self.num_cores = int(info.cores)
-        self.num_lanes = 128
-        self.num_sublanes = 8
-        self.mxu_column_size = int(info.mxu_dim)
-        self.vmem_capacity_bytes = int(info.vmem_size)
-        self.smem_capacity_bytes = int(info.smem_size)
-        self.hbm_capacity_bytes = int(info.hbm_size)
-        self.mem_bw_bytes_per_second = int(info.hbm_bandwidth)
-        self.bf16_ops_per_second = int(info.peak_flops_bf16)
-        self.int8_ops_per_second = int(info.peak_ops_int8)
-
-    def is_megacore(self):
-        return self.num_cores > 1
-
-    def __repr__(self):
-        return "TpuInfo(%s)" % ", ".join("%s=%r" % kv for kv in vars(self).items())
-
-
 def get_tpu_info():
-    """pltpu.get_tpu_info(): the open device's TpuInfo."""
+    """pltpu.get_tpu_info(): the open device's TpuInfo. The device models
+    a v5e (uapi/tpu_params.h), so this is JAX's v5e row with each field the
+    device has a parameter for taken from the device: a sim or QEMU device
+    configured with other cores, memories or rates reports those."""
     from .._lib import check, device, ffi, lib
     info = ffi.new("struct tpurt_device_info *")
     check(lib.tpurt_device_info(device(), info), "tpurt_device_info")
-    return TpuInfo(info)
+    # _chip_info, not get_tpu_info_for_chip: a device of cores=2 is allowed
+    return dataclasses.replace(
+        _chip_info(ChipVersion.TPU_V5E, int(info.cores)),
+        mxu_column_size=int(info.mxu_dim),
+        num_mxus=int(info.mxu_count),
+        vmem_capacity_bytes=int(info.vmem_size),
+        smem_capacity_bytes=int(info.smem_size),
+        hbm_capacity_bytes=int(info.hbm_size),
+        mem_bw_bytes_per_second=int(info.hbm_bandwidth),
+        bf16_ops_per_second=int(info.peak_flops_bf16),
+        int8_ops_per_second=int(info.peak_ops_int8))
+
+
+def device_kind():
+    """jax.devices()[0].device_kind: what a real TPU of the chip the device
+    models reports (a v5e's is "TPU v5 lite")."""
+    return "TPU v5 lite"
+
+
+def is_tpu_device():
+    """pltpu.is_tpu_device(): whether the default device is a TPU JAX knows."""
+    return chip_version_from_device_kind(device_kind()) is not None
 
 
 dma_semaphore = _trace.dma_semaphore
