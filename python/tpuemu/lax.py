@@ -644,9 +644,6 @@ def erf_inv(x):
 
 
 def logistic(x):
-    if getattr(x, "_counted", False):	# pl.estimate_cost's arrays
-        from .pallas import _cost_estimate
-        return _cost_estimate.unary(x, "logistic")
     return call("lax.logistic", x)
 
 

@@ -119,10 +119,21 @@ def test_values_are_refused():
         pl.estimate_cost(lambda x: np.asarray(x), jax.ShapeDtypeStruct((8,), jnp.float32))
 
 
+def test_kernel_statements_on_the_host():
+    # jax.nn.sigmoid and lax.logistic are JAX's logistic, jnp.rsqrt rsqrt (no rule)
+    s = jax.ShapeDtypeStruct((8,), jnp.float32)
+    assert pl.estimate_cost(jax.nn.sigmoid, s).transcendentals == 8
+    assert pl.estimate_cost(lax.logistic, s).transcendentals == 8
+    assert (pl.estimate_cost(jnp.rsqrt, s).flops, pl.estimate_cost(jnp.rsqrt, s).transcendentals) \
+        == (0, 0)
+
+
 def test_no_rule_here_is_named():
     with pytest.raises(NotImplementedError, match="einsum"):
         pl.estimate_cost(lambda a: jnp.einsum("ij,jk->ik", a, a),
                          jax.ShapeDtypeStruct((8, 8), jnp.float32))
+    with pytest.raises(NotImplementedError, match="jax.nn.relu"):
+        pl.estimate_cost(jax.nn.relu, jax.ShapeDtypeStruct((8,), jnp.float32))
 
 
 def test_a_leaked_array_is_refused():

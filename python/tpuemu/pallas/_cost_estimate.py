@@ -356,12 +356,20 @@ def integer_pow(x, y):
     return ShapedArray(x.shape, x.dtype)
 
 
-def unary(x, name):
-    """A lax unary primitive of @x by JAX's name (lax.logistic: "logistic")."""
-    if name in ("logistic",):
-        _add(transcendentals=x.size)
-        return ShapedArray(x.shape, x.dtype if _is_float(x.dtype) else _trace.float32)
-    raise NotImplementedError("pl.estimate_cost: lax.%s" % name)
+# the statement-syntax functions with no NumPy twin on the host (tracing's
+# call() hands them here): the primitive JAX binds for each
+_STATEMENTS = {"jax.nn.sigmoid": _TRANS, "lax.logistic": _TRANS, "jnp.rsqrt": _FREE,
+               "lax.erf": _FREE}
+
+
+def statement_call(fn, args, kwargs):
+    """@fn (a statement-syntax name: "lax.logistic") of ShapedArrays."""
+    rule = _STATEMENTS.get(fn)
+    if rule is None or len(args) != 1 or kwargs:
+        raise NotImplementedError("pl.estimate_cost: no cost rule for %s here" % fn)
+    x = args[0]
+    _add(transcendentals=x.size if rule == _TRANS else 0)
+    return ShapedArray(x.shape, x.dtype if _is_float(x.dtype) else _trace.float32)
 
 
 def _dot_flops(ls, rs, contract, rhs_batch):
