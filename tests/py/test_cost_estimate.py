@@ -89,7 +89,8 @@ def test_dot_general_batch_dims():
     # JAX's rule: 2*K, times lhs's other dimensions, times rhs's free ones
     ce = pl.estimate_cost(
         lambda a, b: lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))),
-        jax.ShapeDtypeStruct((3, 4, 5), jnp.bfloat16), jax.ShapeDtypeStruct((3, 5, 6), jnp.bfloat16))
+        jax.ShapeDtypeStruct((3, 4, 5), jnp.bfloat16),
+        jax.ShapeDtypeStruct((3, 5, 6), jnp.bfloat16))
     assert ce.flops == 2 * 5 * 3 * 4 * 6
     assert ce.bytes_accessed == 2 * (60 + 90 + 72)
 
@@ -104,7 +105,8 @@ def test_pytrees_and_kwargs():
 
 
 def test_jit_inside_counts_its_body():
-    ce = pl.estimate_cost(jax.jit(lambda x: jnp.exp(x) + 1.0), jax.ShapeDtypeStruct((8,), jnp.float32))
+    ce = pl.estimate_cost(jax.jit(lambda x: jnp.exp(x) + 1.0),
+                          jax.ShapeDtypeStruct((8,), jnp.float32))
     assert (ce.flops, ce.transcendentals) == (8, 8)
 
 
