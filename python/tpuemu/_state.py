@@ -62,12 +62,22 @@ class HostRef(Ref):
         b = object.__getattribute__(self, "_bound")
         if b is not None:
             return b[idx]
+        if getattr(self._value, "_counted", False):	# pl.estimate_cost's: a shape
+            return self._value[idx]
         return _host_view(_np.array(self._value[idx]))
 
     def __setitem__(self, idx, val):
         b = object.__getattribute__(self, "_bound")
         if b is not None:
             b[idx] = val
+            return
+        if getattr(self._value, "_counted", False):
+            # pl.estimate_cost's: the store's shapes checked, as JAX's swap
+            # has no cost rule; the ref keeps its shape and dtype
+            to = self._value[idx].shape
+            if _np.broadcast_shapes(_np.shape(val), to) != to:
+                raise ValueError("a store of shape %s into a ref window of shape %s"
+                                 % (_np.shape(val), to))
             return
         if self._value.dtype == _np.uint16:	# bf16 bits: values rounded to them
             from . import to_bf16
@@ -88,6 +98,8 @@ def new_ref(x, memory_space=None, **_kw):
     if isinstance(x, (Value, Ref)):
         raise TypeError("jax.new_ref in a kernel body: use jax.empty_ref or pl.run_scoped "
                         "scratch")
+    if getattr(x, "_counted", False):	# pl.estimate_cost's: a ref of its shape
+        return HostRef(x, memory_space)
     from .numpy import BF16Array, UInt16Array
     from .pallas._keys import PallasKey
     if isinstance(x, UInt16Array):
@@ -129,6 +141,9 @@ def freeze(ref):
     if ref.__dict__.get("_pallas_keys"):
         from .pallas._keys import PallasKey
         return PallasKey(_np.array(object.__getattribute__(ref, "_value")).view(_np.uint32))
+    v = object.__getattribute__(ref, "_value")
+    if getattr(v, "_counted", False):	# pl.estimate_cost's: immutable already
+        return v
     return _host_view(_np.array(object.__getattribute__(ref, "_value")))
 
 

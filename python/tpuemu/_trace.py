@@ -1119,6 +1119,11 @@ class _DT:
 
 def call(fn, *args, **kwargs):
     """A traced call of a statement-syntax function (jnp.exp, ...)."""
+    if any(getattr(x, "_counted", False) for x in args):
+        # pl.estimate_cost's shape-only arrays, given to a function the host
+        # has no NumPy twin of (jax.nn.sigmoid, lax.logistic ...): its rule
+        from .pallas import _cost_estimate
+        return _cost_estimate.statement_call(fn, args, kwargs)
     a = list(args)
     for k, v in kwargs.items():
         if isinstance(v, (DType, DTypeOf)) or _np_dtype_like(v):

@@ -137,6 +137,9 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     reads (a loop over the batch's ref windows); any other dimension
     numbers of operands whose shapes tracing knows by permuting and
     merging them into those (_dot_general_nd)."""
+    if getattr(lhs, "_counted", False) or getattr(rhs, "_counted", False):
+        from .pallas import _cost_estimate	# pl.estimate_cost's arrays: JAX's rule
+        return _cost_estimate.dot_general(lhs, rhs, dimension_numbers, preferred_element_type)
     jnp._refuse_unsigned_dot(lhs, rhs, "lax.dot_general")
     lhs, rhs = jnp._promote_dot(lhs, rhs)
     try:
@@ -820,6 +823,9 @@ def bitcast_convert_type(operand, new_dtype):
 
 def integer_pow(x, y):
     """x ** y for a Python int y, by repeated squaring as XLA does."""
+    if getattr(x, "_counted", False):	# pl.estimate_cost's arrays: JAX's rule
+        from .pallas import _cost_estimate
+        return _cost_estimate.integer_pow(x, y)
     y = int(y)
     if y == 0:
         return jnp.full_like(x, 1)

@@ -9,13 +9,22 @@ from . import _trace, lax, numpy as jnp
 from ._trace import call
 
 
-def _host():
-    return _trace._rec is None
+def _host(x=None):
+    """Not tracing a kernel, and @x is not one of pl.estimate_cost's
+    shape-only arrays (those take the device's function: its cost rule)."""
+    return _trace._rec is None and not getattr(x, "_counted", False)
+
+
+def _max_kw():
+    # on the host, JAX's max(x, initial=-inf): the elementwise max after the
+    # reduction is one of the ops pl.estimate_cost counts (a kernel's jnp.max
+    # takes no initial, and -inf changes no nonempty max)
+    return {} if _trace._rec is not None else {"initial": -jnp.inf}
 
 
 def _activation(name, host):
     def f(x):
-        if _host():
+        if _host(x):
             return host(jnp.asarray(x))
         return call("jax.nn." + name, x)
     f.__name__ = name
@@ -42,8 +51,8 @@ def gelu(x, approximate=True):
     """jax.nn.gelu: the device's unary op for the tanh form (JAX's default);
     approximate=False is x * (1 + erf(x / sqrt(2))) / 2, as jax.nn's."""
     if approximate:
-        return _host_gelu_tanh(jnp.asarray(x)) if _host() else call("jax.nn.gelu", x)
-    if _host():
+        return _host_gelu_tanh(jnp.asarray(x)) if _host(x) else call("jax.nn.gelu", x)
+    if _host(x):
         x = jnp.asarray(x)
         return x * (jnp.asarray(_erf_host(x * 0.7071067811865476)) + 1.0) * 0.5
     return x * (lax.erf(x * 0.7071067811865476) + 1.0) * 0.5
@@ -57,12 +66,12 @@ def _erf_host(x):
 
 def softmax(x, axis=-1, where=None):
     """exp(x - max) / sum along @axis."""
-    e = jnp.exp(x - jnp.max(x, axis=axis, keepdims=True))
+    e = jnp.exp(x - jnp.max(x, axis=axis, keepdims=True, **_max_kw()))
     return e / jnp.sum(e, axis=axis, keepdims=True)
 
 
 def log_softmax(x, axis=-1, where=None):
-    s = x - jnp.max(x, axis=axis, keepdims=True)
+    s = x - jnp.max(x, axis=axis, keepdims=True, **_max_kw())
     return s - jnp.log(jnp.sum(jnp.exp(s), axis=axis, keepdims=True))
 
 
@@ -169,7 +178,7 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
         raise NotImplementedError("jax.nn.one_hot: the classes on the last axis only")
     dtype = jnp.float32 if dtype is None else dtype
     shape = tuple(getattr(x, "shape", ())) + (int(num_classes),)
-    if _host():
+    if _host(x):
         import numpy as np
         return (np.asarray(x)[..., None] == np.arange(num_classes)).astype(
             jnp.dtype(dtype) if not isinstance(dtype, _trace.DType) else dtype.np_name)

@@ -866,6 +866,8 @@ def _as_bf16(r):
     a scalar); tuples and lists element by element; others unchanged."""
     if isinstance(r, (tuple, list)):
         return type(r)(_as_bf16(y) for y in r)
+    if getattr(r, "_counted", False):	# pl.estimate_cost's: the dtype alone
+        return r.astype(bfloat16) if _trace.is_float_dt(r.dtype) else r
     if isinstance(r, (_np.ndarray, _np.generic)) and r.dtype.kind == "f":
         return round_bf16(r).view(BF16Array)
     if isinstance(r, float):
@@ -1166,6 +1168,8 @@ def _fold_int32(np_fn, args):
 
 
 def _host_rsqrt(x):
+    if getattr(x, "_counted", False):	# pl.estimate_cost's: rsqrt's own rule
+        return call("jnp.rsqrt", x)
     return 1 / _np.sqrt(x)
 
 
@@ -1174,6 +1178,8 @@ def _on_host(name, fn):
     np_fn = np_fn if callable(np_fn) else getattr(_np, np_fn or "", None)
     if name == "astype":
         def np_fn(x, dtype):
+            if getattr(x, "_counted", False):	# pl.estimate_cost's: no values
+                return x.astype(dtype)
             return _np.asarray(x).astype(dtype)
     if np_fn is None:
         return fn
@@ -1194,6 +1200,8 @@ def _on_host(name, fn):
         if pet is not None and not _is_bf16(pet):
             # bf16 operands multiplied exactly and summed in float32 (or pet)
             r = np_fn(*_bf16_storage(list(args)), **kw)
+            if getattr(r, "_counted", False):	# pl.estimate_cost's: no values
+                return r.astype(pet)
             return _narrow(_np.asarray(r).astype(_host_arg(pet)))
         return _host_call(np_fn, args, kw, pet is not None)
     return either

@@ -598,6 +598,7 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     or closed over by the kernel, are extra operands the call updates.
     metadata (str keys and values, for the compiler's profiles) is checked
     and kept nowhere."""
+    check_cost_estimate(cost_estimate, "pallas_call")
     if metadata is not None and (not isinstance(metadata, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
         raise TypeError("pallas_call: metadata must be a dict of str to str, not %r"
@@ -1579,13 +1580,14 @@ from .kernel import kernel, core_map  # noqa: E402,F401  (pl.core_map)
 from .._trace import semaphore, semaphore_dtype  # noqa: E402,F401  (pl.semaphore)
 from ._print import debug_print  # noqa: E402
 from .._state import run_state  # noqa: E402,F401  (pl.run_state)
+from ._cost_estimate import CostEstimate, estimate_cost, check_cost_estimate  # noqa: E402,F401
 
 __all__ = ["pallas_call", "BlockSpec", "Blocked", "BoundedSlice", "Element", "Squeezed",
            "Unblocked",
            "blocked", "unblocked", "GridSpec", "program_id", "num_programs", "when",
            "ds", "run_scoped", "with_scoped", "select_ref", "multiple_of", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "TraceError",
            "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read", "kernel",
-           "debug_print"]
+           "debug_print", "CostEstimate", "estimate_cost"]
 
 
 def empty_like(x):

@@ -12,6 +12,7 @@ import inspect
 
 from . import BlockSpec, ANY, pallas_call
 from .._trace import trace_error
+from ._cost_estimate import check_cost_estimate
 
 # The meshes of the kernels being traced, innermost last: (axis name, cores).
 _mesh_axes = []
@@ -90,6 +91,7 @@ def kernel(body=None, out_type=None, *, mesh, scratch_types=None, compiler_param
     dict); an argument or output given as a tuple or list reaches it as
     the same structure of refs. out_shape and scratch_shapes are older
     JAX's names of out_type and scratch_types."""
+    check_cost_estimate(cost_estimate, "pl.kernel")
     out_type = out_shape if out_type is None else out_type
     scratch_types = scratch_shapes if scratch_types is None else scratch_types
     if body is None:
@@ -163,6 +165,7 @@ def core_map(mesh, *, compiler_params=None, interpret=False, debug=False, name=N
     once on each core of @mesh, as JAX's: the body reaches memory through
     refs it closes over (jax.new_ref, pl.run_state's), which are the
     job's operands; it is a pl.kernel with no outputs."""
+    check_cost_estimate(cost_estimate, "pl.core_map")
     def run(body):
         def core_body():
             body()

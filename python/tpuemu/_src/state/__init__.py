@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+"""jax._src.state: discharge alone."""
