@@ -159,6 +159,10 @@ def key(seed, *, impl=None):
     """A key; impl="pallas_tpu" is a Pallas key of the seed in both words
     (JAX's seed rule for it); otherwise JAX's threefry2x32 key of the seed
     (x64 off: [0, seed mod 2**32])."""
+    return _make_key(seed, impl, "key")
+
+
+def _make_key(seed, impl, who):
     from . import _trace
     if impl == "pallas_tpu" and _trace._rec is not None:
         from .pallas import _keys	# in a kernel: the seed in both words
@@ -168,19 +172,19 @@ def key(seed, *, impl=None):
         from .pallas import _keys
         return _keys.PallasKey(_np.full((1, 2), int(seed) & 0xFFFFFFFF, _np.uint32))
     if impl not in _IMPLS:
-        raise ValueError("jax.random.key: unknown impl %r (threefry2x32, rbg, unsafe_rbg, "
-                         "pallas_tpu)" % (impl,))
+        raise ValueError("jax.random.%s: unknown impl %r (threefry2x32, rbg, unsafe_rbg, "
+                         "pallas_tpu)" % (who, impl))
     if isinstance(seed, _Key) or _pallas(seed):
-        raise TypeError("key accepts a scalar seed, but was given a PRNG key array")
+        raise TypeError("%s accepts a scalar seed, but was given a PRNG key array" % who)
     if _trace._rec is not None and not isinstance(seed, (int, _np.integer, _np.ndarray)):
-        _concrete_int(seed, "key")	# a traced seed: refused by name
+        _concrete_int(seed, who)	# a traced seed: refused by name
     if _np.ndim(seed):
-        raise TypeError("key accepts a scalar seed, but was given an array of shape %r != (). "
-                        "Use jax.vmap for batching" % (_np.shape(seed),))
+        raise TypeError("%s accepts a scalar seed, but was given an array of shape %r != (). "
+                        "Use jax.vmap for batching" % (who, _np.shape(seed)))
     if isinstance(seed, float) or (isinstance(seed, (_np.ndarray, _np.generic))
                                    and _np.asarray(seed).dtype.kind not in "iu"):
         raise TypeError("PRNG key seed must be an integer; got %r" % (seed,))
-    s = _concrete_int(seed, "key")
+    s = _concrete_int(seed, who)
     if isinstance(seed, int) and not -(1 << 63) <= s < 1 << 63:
         # as JAX's: a Python int seed is taken as an int64 first
         raise OverflowError("Python int %d too large to convert to int64" % s)
@@ -190,7 +194,7 @@ def key(seed, *, impl=None):
 def PRNGKey(seed, *, impl=None):
     """JAX's legacy key constructor; here the same key as key(seed) (a
     typed key array: key_data(PRNGKey(s)) is JAX's PRNGKey(s))."""
-    return key(seed, impl=impl)
+    return _make_key(seed, impl, "PRNGKey")
 
 
 def _ret(data, raw):
