@@ -1,14 +1,17 @@
 # SPDX-License-Identifier: MIT
 """jax.random's host-side names on JAX's threefry2x32 keys (_threefry.py):
-key, PRNGKey, split, fold_in, key_data, bits, uniform, normal, randint,
-bernoulli and permutation give JAX's bits and values for the same seeds,
+key, PRNGKey, split, fold_in, key_data, bits, uniform, normal, randint
+and bernoulli give JAX's bits and values for the same seeds (permutation
+follows JAX's sorts by random bits; no JAX known answer checks it),
 as JAX does with jax_enable_x64 off and jax_threefry_partitionable on
 (its default; threefry_partitionable(False) gives the older layout).
 float32 uniform is JAX's mantissa trick, bit for bit; normal is JAX's
 sqrt(2) * erf_inv(u), erf_inv XLA's float32 polynomial, here in NumPy
 float32 (whose log1p may differ from XLA's in the last bit, so normal is
 within a few ulps of JAX's, not always bit-equal). bfloat16 samples are
-the float32 draws rounded, not JAX's 8-bit draws. impl="rbg" and
+the float32 draws rounded, not JAX's 8-bit draws; randint of 8- and
+16-bit dtypes is JAX's with jax_safer_randint off (JAX 0.7.2 changed those
+to a less biased draw not reproduced here). impl="rbg" and
 "unsafe_rbg" keys are threefry keys here (XLA's RngBitGenerator bits are
 not reproduced). Pallas keys (impl="pallas_tpu", pltpu.to_pallas_key)
 sample inside kernels only: pallas/_keys.py."""
