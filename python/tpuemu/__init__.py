@@ -11,6 +11,7 @@ import numpy as _np
 from ._trace import TraceError, as_dtype, float32, bfloat16, int8, int32, uint32  # noqa: F401
 from ._lib import TpurtError  # noqa: F401
 from . import lax, nn, random, tree_util, ad_checkpoint, dtypes  # noqa: F401  (jax.lax.dot_general)
+from .random import threefry_partitionable  # noqa: F401  (jax.threefry_partitionable)
 from .numpy import HostArray as Array  # noqa: F401  (isinstance(x, jax.Array): a jnp array)
 from ._state import new_ref, freeze  # noqa: F401  (jax.new_ref, jax.freeze)
 
@@ -217,17 +218,19 @@ def vmap(f, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
             raise ValueError("jax.vmap: the mapped axes have sizes %s; they must be one "
                              "size" % sorted(sizes))
         from .pallas._keys import PallasKey
+        from .random import _Key
 
         def take(a, i, ax):
-            if isinstance(a, PallasKey):	# keys: along their batch axes
+            if isinstance(a, (PallasKey, _Key)):	# keys: along their batch axes
                 return a[(slice(None),) * ax + (i,)]
             return _np.take(a, i, axis=ax)
         outs = []
         for i in range(sizes.pop()):
             outs.append(f(*(a if ax is None else take(a, i, ax)
                             for a, ax in zip(args, axes))))
-        if all(isinstance(o, PallasKey) for o in outs):
-            return PallasKey(_np.stack([o.data for o in outs], axis=out_axes))
+        for cls in (PallasKey, _Key):
+            if all(isinstance(o, cls) for o in outs):
+                return cls(_np.stack([o.data for o in outs], axis=out_axes))
         if isinstance(outs[0], (tuple, list)):
             return type(outs[0])(_np.stack(o, axis=out_axes) for o in zip(*outs))
         return _np.stack(outs, axis=out_axes)

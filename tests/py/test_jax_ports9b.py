@@ -572,7 +572,9 @@ def _check_paged_attention(dtype, page_size, num_kv_heads, q_kv_head_ratio, head
     if dtype == jnp.bfloat16:
         atol, rtol = 1e-2, 2e-2	# JAX's test's; the output rounded to bf16
     else:
-        atol, rtol = 1e-5, 1e-4
+        # float32 pages: summation order alone moves near-zero outputs by a
+        # few 1e-5 (JAX's own test takes 1e-2 or 2e-1 for every dtype)
+        atol, rtol = 1e-4, 1e-4
     live = np.where(seq_lens > 0)
     np.testing.assert_allclose(np.asarray(o, np.float32)[live], o_ref[live], atol=atol,
                                rtol=rtol)

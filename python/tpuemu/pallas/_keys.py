@@ -111,15 +111,20 @@ def host_fold_in(key, data):
 
 def to_pallas_key(key):
     """pltpu.to_pallas_key: a jax.random key (or a batch of them) as a
-    Pallas key: its words are jax.random.bits(key, (1, 2), uint32)."""
+    Pallas key: its words are jax.random.bits(key, (1, 2), uint32), as
+    JAX's (so a threefry key gives JAX's own Pallas key words)."""
     from .. import random
     if isinstance(key, PallasKey):
         return key
-    if isinstance(key, random._Key):
-        return PallasKey(random.bits(key, (1, 2), _np.uint32))
     if isinstance(key, (tuple, list)) and all(isinstance(k, random._Key) for k in key):
-        return PallasKey(_np.stack([_np.asarray(random.bits(k, (1, 2), _np.uint32))
-                                    for k in key]))
+        return PallasKey(_np.stack([to_pallas_key(k).data for k in key]))
+    if isinstance(key, random._Key) or (isinstance(key, _np.ndarray) and key.dtype == _np.uint32
+                                        and key.shape[-1:] == (2,)):
+        # a batch of keys (or of legacy key data): each key's bits, in its place
+        keys = random._as_key(key, "to_pallas_key", batched=True)[0]
+        flat = keys.reshape(-1)
+        words = [random.bits(flat[i], (1, 2), _np.uint32) for i in range(flat.size)]
+        return PallasKey(_np.stack(words).reshape(keys.shape + (1, 2)))
     raise _trace.trace_error("pltpu.to_pallas_key: a jax.random key (jax.random.key, "
                              "PRNGKey, split), not %r" % (key,))
 
