@@ -195,9 +195,11 @@ def _make_key(seed, impl, who):
 
 
 def PRNGKey(seed, *, impl=None):
-    """JAX's legacy key constructor; here the same key as key(seed) (a
-    typed key array: key_data(PRNGKey(s)) is JAX's PRNGKey(s))."""
-    return _make_key(seed, impl, "PRNGKey")
+    """JAX's legacy key constructor: the raw uint32 words of key(seed),
+    shape (2,), which every function here takes as a key (and answers
+    raw keys for: split, fold_in); a Pallas key stays a key."""
+    k = _make_key(seed, impl, "PRNGKey")
+    return k.data.copy() if isinstance(k, _Key) else k
 
 
 def _ret(data, raw):

@@ -313,3 +313,17 @@ def test_fold_in_of_program_id_on_threefry_key_refused():
     with pytest.raises(pl.TraceError, match="threefry keys"):
         pl.pallas_call(body, grid=(2,), out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
                        out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32))()
+
+
+def test_prngkey_is_jaxs_raw_key_data():
+    """jax.random.PRNGKey: JAX's legacy raw uint32 words of shape (2,),
+    which split answers raw keys for (JAX's split of PRNGKey(0), the
+    partitionable and the old layout, as JAX's docs print them)."""
+    k = jax.random.PRNGKey(0)
+    assert isinstance(k, np.ndarray) and k.dtype == np.uint32 and k.shape == (2,)
+    np.testing.assert_array_equal(k, [0, 0])
+    np.testing.assert_array_equal(jax.random.split(k),
+                                  [[1797259609, 2579123966], [928981903, 3453687069]])
+    with jax.threefry_partitionable(False):
+        np.testing.assert_array_equal(jax.random.split(k),
+                                      [[4146024105, 967050713], [2718843009, 1272950319]])
