@@ -6,7 +6,7 @@ import numpy as _np
 
 from .. import _fold, _trace, lax, numpy as jnp
 from .._trace import Value, Ref, Slice, TraceError, as_dtype, scalar, trace_error
-from .._lib import ffi, lib, check, device
+from .._lib import ffi, lib, check, device, TpurtError
 from .. import _pytree
 
 _last_stats = None
@@ -609,6 +609,11 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     plain = _pallas_call(kernel, out_shape, **kw)
 
     def run(*args):
+        # pltpu.InterpretParams (or force_tpu_interpret_mode): interpret.py
+        params = _interpret.params_of(interpret)
+        if params is not None:
+            return _interpret.call(pallas_call, kernel, out_shape,
+                                   dict(kw, metadata=metadata), args, params)
         # host bfloat16 arrays go to the device as their bits; bf16 outputs
         # (uint16 bits from the device) come back as host bf16 arrays
         return _bf16_results(run_bits(*_bf16_operands(args)))
@@ -1431,8 +1436,13 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 make(dev_shapes.get(onames[j], o.shape), as_dtype(o.dtype))
         argv = ffi.new("struct tpurt_array *[]", handles)
         st = ffi.new("struct tpurt_job_stats *")
-        check(lib.tpurt_pallas_call(k, gs, cp, argv, len(handles), st),
-              "pallas_call(%s)" % _kname(kernel))
+        try:
+            check(lib.tpurt_pallas_call(k, gs, cp, argv, len(handles), st),
+                  "pallas_call(%s)" % _kname(kernel))
+        except TpurtError as e:
+            # the device's enum tpu_job_error (interpret.py: a hazard is a race)
+            e.job_error = st.error.code
+            raise
         _last_stats = {f: getattr(st, f) for f in (
             "steps", "blocks_fetched", "blocks_skipped", "blocks_written", "hbm_bytes_in",
             "hbm_bytes_out", "mxu_flops", "cores_used", "device_wall_ns", "call_wall_ns",
@@ -1574,6 +1584,7 @@ from .tpu import ANY  # noqa: E402,F811  (pl.ANY: callable, ANY(shape, dtype))
 from .kernel import kernel, core_map  # noqa: E402,F401  (pl.core_map)
 from .._trace import semaphore, semaphore_dtype  # noqa: E402,F401  (pl.semaphore)
 from ._print import debug_print  # noqa: E402
+from . import interpret as _interpret  # noqa: E402
 from .._state import run_state  # noqa: E402,F401  (pl.run_state)
 
 __all__ = ["pallas_call", "BlockSpec", "Blocked", "BoundedSlice", "Element", "Squeezed",

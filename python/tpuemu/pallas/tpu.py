@@ -1319,3 +1319,7 @@ def with_memory_space_constraint(x, memory_space):
     out = np.asarray(x).view(HostArray)
     out._memory_space = memory_space
     return out
+
+
+from .interpret import (InterpretParams, force_tpu_interpret_mode,  # noqa: E402,F401
+                        reset_tpu_interpret_mode_state, set_tpu_interpret_mode)
