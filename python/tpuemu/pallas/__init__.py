@@ -486,6 +486,10 @@ def _block_spec(spec, shape, grid_rank, prefetch, what, output=False, label=None
     if spec is not None and spec.pipeline_mode is not None:
         cs.buffer_count = spec.pipeline_mode.buffer_count
         cs.revisit = _revisit_code(spec.pipeline_mode, output, what)
+    if output and getattr(spec, "_revisit_any", False):
+        # interpret.py's SMEM outputs: read back at each new visit, their
+        # buffering the device's own
+        cs.revisit = 1
     if cs.memory_space == 2:
         dev = _fold.fold_ref_shape(shape, label or what)
         cs.rank = len(dev)

@@ -94,6 +94,8 @@ class RaceDetectionState:
 
 
 races = None
+_INNER = type("_Inner", (), {"__repr__": lambda self: "interpret.INNER"})()
+# (interpret=_INNER: call()'s own pallas_call, on the device with the flag)
 _forced = [None]	# force_tpu_interpret_mode / set_tpu_interpret_mode's params
 
 
@@ -120,11 +122,13 @@ def reset_tpu_interpret_mode_state():
 
 def params_of(interpret):
     """The InterpretParams a call runs with, or None (plain interpret=True or
-    False: the flag only)."""
+    False: the flag only). force_tpu_interpret_mode's override a call's."""
+    if interpret is _INNER:
+        return None
+    if _forced[0] is not None:	# as JAX's, the context's params win
+        return _forced[0]
     if isinstance(interpret, InterpretParams):
         return interpret
-    if not interpret and _forced[0] is not None:
-        return _forced[0]
     return None
 
 
@@ -275,7 +279,6 @@ def call(pallas_call, kernel, out_shape, kw, args, params):
     from . import BlockSpec, Buffered, GridSpec, RevisitMode, ANY, when, program_id
     from .. import numpy as jnp
     from .tpu import PrefetchScalarGridSpec, _Scratch
-    _refuse(params)
     gs = kw.get("grid_spec")
     if gs is None:
         gs = GridSpec(kw.get("grid", ()), kw.get("in_specs"), kw.get("out_specs"),
@@ -283,6 +286,7 @@ def call(pallas_call, kernel, out_shape, kw, args, params):
     grid = tuple(int(n) for n in (gs.grid or ()))
     nsp = gs.num_scalar_prefetch
     check_semantics(kw.get("compiler_params"), len(grid))
+    _refuse(params)
     inputs = list(args[nsp:])
     flat_in = all(_is_array(a) for a in inputs)
     in_specs = gs.in_specs
@@ -333,7 +337,9 @@ def call(pallas_call, kernel, out_shape, kw, args, params):
             s = new_out_specs[j]
             space = getattr(getattr(s, "memory_space", None), "_space",
                             getattr(s, "memory_space", None))
-            if space != "any":
+            if space == "smem":
+                new_out_specs[j] = replace(s, _revisit_any=True)
+            elif space != "any":
                 mode = Buffered(1, revisit=RevisitMode.ANY)
                 new_out_specs[j] = replace(s, pipeline_mode=mode) if s is not None else \
                     BlockSpec(pipeline_mode=mode)
@@ -369,9 +375,9 @@ def call(pallas_call, kernel, out_shape, kw, args, params):
                     v = uninitialized_value(s.dtype, params.uninitialized_memory)
                     if s._space_code == 0:
                         r[...] = jnp.full(s.shape, v, s.dtype)
-                    elif int(_np.prod(s.shape)) <= 64:
+                    elif int(_np.prod(s.shape)) <= 64:	# SMEM: element stores
                         for i in _np.ndindex(*s.shape):
-                            r[i] = jnp.full((), v, s.dtype)[()]
+                            r[i] = s.dtype(v)
             if first is None:
                 fill()
             else:
@@ -393,7 +399,7 @@ def call(pallas_call, kernel, out_shape, kw, args, params):
         inner.pop(k, None)
 
     def go(debug, arbitrary):
-        kw2 = dict(inner, interpret=True, debug=debug or kw.get("debug", False))
+        kw2 = dict(inner, interpret=_INNER, debug=debug or kw.get("debug", False))
         cp = kw2.get("compiler_params")
         if arbitrary and getattr(cp, "dimension_semantics", None):
             kw2["compiler_params"] = replace(cp, dimension_semantics=tuple(
