@@ -177,6 +177,8 @@ dslice = ds
 def load(ref, idx=..., *, mask=None, other=None):
     """pl.load(ref, idx, mask=, other=): ref[idx]; with a mask, other (by
     default 0: a TPU leaves them undefined) where the mask is False."""
+    if isinstance(ref, Ref) and ref.space == "any" and ref.key_batch is None:
+        raise _trace.hbm_reference("load_p", ref)
     v = ref[idx]
     if mask is None:
         return v
@@ -314,6 +316,11 @@ def with_scoped(*types, **named_types):
     return deco
 
 
+class _HbmScoped(TraceError, ValueError):
+    """pl.run_scoped of pltpu.HBM(...): a TraceError and, as JAX raises it, a
+    ValueError."""
+
+
 def _scoped(f, params, types, named_types, rec):
     from .. import _pytree
     scoped = list(zip(params, types)) + list(named_types.items())
@@ -328,6 +335,12 @@ def _scoped(f, params, types, named_types, rec):
                 raise trace_error("pl.run_scoped: '%s' must be pltpu.VMEM(...), pltpu.SMEM(...) "
                                   "or a pltpu.SemaphoreType (or a tree of them), not %r"
                                   % (name, leaf))
+            if code == 2:
+                # pltpu.HBM(...): Mosaic allocates no HBM in a kernel (JAX's
+                # interpreter's error; its allow_hbm_allocation_in_run_scoped
+                # has nothing to run on here)
+                raise _HbmScoped("Cannot allocate HBM in `run_scoped`. ('%s': %r)"
+                                 % (name, leaf))
             n = name if tree.kind == "leaf" else "%s_%d" % (name, k)
             ref, kref = _scratch_ref(n, leaf)
             rec.open_scope(ref, code, as_dtype(leaf.dtype).code,
