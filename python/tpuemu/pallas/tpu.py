@@ -1137,7 +1137,14 @@ def _sem_changes(sem):
     return rec
 
 
-def semaphore_signal(sem, inc=1):
+def semaphore_signal(sem, inc=1, *, device_id=None, device_id_type=None, core_index=None):
+    if device_id is not None:
+        raise NotImplementedError("semaphore_signal(device_id=): remote semaphores")
+    # core_index: the core whose semaphore is signalled; on one core, its own
+    if core_index is not None and not (isinstance(core_index, (int, np.integer)) and
+                                       int(core_index) == 0 and get_tpu_info().num_cores == 1):
+        raise NotImplementedError("semaphore_signal(core_index=%r): another core's semaphore"
+                                  % (core_index,))
     _each_choice((sem,), lambda s: _sem_changes(s).emit(
         "pltpu.semaphore_signal(%s, %s)" % (_sem_text(s, "signal"), _trace._fmt(inc))))
 
