@@ -3,11 +3,13 @@
 them holds on tpuemu, where an interpreted kernel still runs on the device.
 
 - uninitialized_memory ("nan", the default, or "zero"): scratch buffers
-  are filled at the grid's first step, and every output block starts from
-  its array in HBM, which holds the value (each output is aliased to an
-  input filled with it, its blocks read back at each new visit,
-  pl.Buffered(1, revisit=ANY)). NaN for floats, the type's maximum for
-  integers, True for bool, as JAX's interpreter.
+  are filled at the grid's first step (the first core's: the sim has
+  one), and every output block starts from its array in HBM, which holds
+  the value (each output is aliased to an input filled with it, its
+  blocks read back at each new visit, pl.Buffered(1, revisit=ANY)). NaN
+  for floats, the type's maximum for integers, True for bool, as JAX's
+  interpreter. Outputs given as pytrees other than a flat list, and
+  pl.run_scoped buffers, are not filled.
 - detect_races: the call runs in the device's debug mode, whose hazard
   checks are a dynamic race detector (a body op touching a region an async
   copy in flight writes, a copy over such a region, an output block written
@@ -21,13 +23,16 @@ them holds on tpuemu, where an interpreted kernel still runs on the device.
   "Revisited block" error, a block wholly outside its array JAX's
   "Out-of-bounds block index" error; 'parallel' dimensions must come first.
 - dma_execution_mode: validated; the device moves a copy's data when it
-  starts ("eager") in both modes, and the race detector reports a kernel
-  whose result would depend on the difference.
+  starts ("eager") in both modes; with detect_races, a body op touching a
+  copy's region before its wait is reported whichever mode is given.
 
-Not held, and refused by name where given: random_seed (the device runs
-grid points in row-major order), grid_point_recorder,
-out_of_bounds_reads="uninitialized", skip_floating_point_ops,
-allow_hbm_allocation_in_run_scoped=True, more than one device."""
+Refused by name: random_seed and grid_point_recorder (the device runs
+grid points in row-major order), out_of_bounds_reads="uninitialized",
+skip_floating_point_ops. Taken without effect: buffer_bounds,
+vector_clock_size, logging_mode; HBM in pl.run_scoped is refused whatever
+allow_hbm_allocation_in_run_scoped says. pl.core_map and pl.kernel pass
+theirs to their pallas_call (whose operands are refs: no output is
+filled)."""
 import contextlib
 import copy
 import dataclasses
