@@ -392,7 +392,9 @@ _NAMES = "ijkl"
 
 
 def _fn_where(fn):
-    """'NAME at FILE:LINE' of a function, as JAX's errors name it."""
+    """'NAME at FILE:LINE' of a function, as JAX's errors name it (a
+    wrapper's: the wrapped function's)."""
+    fn = getattr(fn, "__wrapped__", fn)
     code = getattr(fn, "__code__", None)
     name = getattr(fn, "__name__", "?")
     if code is None:
@@ -629,8 +631,12 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         # pltpu.InterpretParams (or force_tpu_interpret_mode): interpret.py
         params = _interpret.params_of(interpret)
         if params is not None:
-            return _interpret.call(pallas_call, kernel, out_shape,
-                                   dict(kw, metadata=metadata), args, params)
+            _interpret.statements[0] = None
+            try:
+                return _interpret.call(pallas_call, kernel, out_shape,
+                                       dict(kw, metadata=metadata), args, params)
+            finally:
+                run.statements = _interpret.statements[0]
         # host bfloat16 arrays go to the device as their bits; bf16 outputs
         # (uint16 bits from the device) come back as host bf16 arrays
         return _bf16_results(run_bits(*_bf16_operands(args)))

@@ -8,8 +8,9 @@ them holds on tpuemu, where an interpreted kernel still runs on the device.
   the value (each output is aliased to an input filled with it, its
   blocks read back at each new visit, pl.Buffered(1, revisit=ANY)). NaN
   for floats, the type's maximum for integers, True for bool, as JAX's
-  interpreter. Outputs given as pytrees other than a flat list, and
-  pl.run_scoped buffers, are not filled.
+  interpreter. Outputs given as pytrees other than a flat list, outputs
+  of rank 5 or 6, outputs with a pipeline_mode of their own, and
+  pl.run_scoped buffers are not filled.
 - detect_races: the call runs in the device's debug mode, whose hazard
   checks are a dynamic race detector (a body op touching a region an async
   copy in flight writes, a copy over such a region, an output block written
@@ -18,10 +19,12 @@ them holds on tpuemu, where an interpreted kernel still runs on the device.
   mode for its results (the device stops a job at its first hazard).
   With num_cores_or_threads=1 the parallel dimensions run as one core
   runs them, in order, so their blocks cannot race.
-- the grid is walked on the host first (index maps of Python ints): an
-  output block revisited after the grid left it raises JAX's
-  "Revisited block" error, a block wholly outside its array JAX's
-  "Out-of-bounds block index" error; 'parallel' dimensions must come first.
+- the grid (up to 65536 steps) is walked on the host first, the index
+  maps called with Python ints: an output block revisited after the grid
+  left it raises JAX's "Revisited block" error (not with
+  pl.RevisitMode.ANY, which makes revisits work), a block wholly outside
+  its array JAX's "Out-of-bounds block index" error; 'parallel'
+  dimensions must come first.
 - dma_execution_mode: validated; the device moves a copy's data when it
   starts ("eager") in both modes; with detect_races, a body op touching a
   copy's region before its wait is reported whichever mode is given.
@@ -43,6 +46,7 @@ from typing import Any, Callable, Literal, Optional
 import numpy as _np
 
 _HAZARD = 9	# uapi/tpu_job.h: TPU_JOB_ERR_HAZARD
+_WALK_STEPS = 1 << 16	# grids walked on the host up to this many steps
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -260,9 +264,13 @@ def _is_array(a):
 
 def _block_shape(spec, shape):
     """A spec's block shape as ints (squeezed: 1), or None where the walk
-    cannot follow it (pl.Element, pl.BoundedSlice, ANY, no index map)."""
-    from . import Squeezed
+    cannot follow it (pl.Element, pl.Unblocked, pl.BoundedSlice, ANY, no
+    index map)."""
+    from . import Blocked, Squeezed
     if spec is None or getattr(spec, "index_map", None) is None:
+        return None
+    if getattr(spec, "indexing_mode", None) is not None and \
+            not isinstance(spec.indexing_mode, Blocked):
         return None
     if getattr(getattr(spec, "memory_space", None), "_space", spec.memory_space) == "any":
         return None
@@ -278,9 +286,12 @@ def _block_shape(spec, shape):
     return tuple(out)
 
 
+statements = [None]	# the last call's statements (pallas_call's run.statements)
+
+
 def call(pallas_call, kernel, out_shape, kw, args, params):
     """pallas_call(kernel, out_shape, **kw)(*args) under @params."""
-    import inspect
+    from .._trace import as_dtype
     from . import BlockSpec, Buffered, GridSpec, RevisitMode, ANY, when, program_id
     from .. import numpy as jnp
     from .tpu import PrefetchScalarGridSpec, _Scratch
@@ -302,8 +313,11 @@ def call(pallas_call, kernel, out_shape, kw, args, params):
     out_specs = gs.out_specs
     if out_specs is not None and not isinstance(out_specs, (list, tuple)):
         out_specs = [out_specs] if single else None
+    # (semaphore and Pallas-key outputs are not memory JAX fills)
     flat_out = bool(outs) and all(hasattr(o, "shape") and hasattr(o, "dtype") and
-                                  "Key" not in type(o.dtype).__name__ for o in outs) and \
+                                  not hasattr(o, "_space_code") and
+                                  "Key" not in type(o.dtype).__name__ and
+                                  "Sem" not in type(o.dtype).__name__ for o in outs) and \
         (out_specs is None or len(out_specs) == len(outs))
     if flat_out and out_specs is not None and not all(
             s is None or isinstance(s, BlockSpec) for s in out_specs):
@@ -319,22 +333,37 @@ def call(pallas_call, kernel, out_shape, kw, args, params):
     if flat_out and out_specs is not None:
         for k, (o, s) in enumerate(zip(outs, out_specs)):
             bs = _block_shape(s, o.shape)
-            if bs is not None:
+            mode = getattr(s, "pipeline_mode", None)
+            if bs is not None and getattr(mode, "revisit", None) != RevisitMode.ANY:
+                # (pl.RevisitMode.ANY: revisits are what it is for)
                 out_blocks[len(blocks)] = k
                 blocks.append(("output%d" % k, "output", tuple(o.shape), bs, s.index_map))
-    if blocks and grid:
-        walk_grid(grid, blocks, out_blocks)
+    if blocks and grid and _np.prod(grid) <= _WALK_STEPS:
+        from . import _grids
+        _grids.append(grid)	# pl.num_programs in a map: the grid's extents
+        try:
+            walk_grid(grid, blocks, out_blocks)
+        finally:
+            _grids.pop()
 
-    # outputs start from HBM arrays of the uninitialised value
+    # outputs start from HBM arrays of the uninitialised value (a kernel
+    # whose parameters do not match the refs is left to pallas_call's error)
+    import inspect
+    sig = list(inspect.signature(kernel).parameters.values())
+    pos = [p for p in sig if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    nscratch = len(gs.scratch_shapes)
+    arity_ok = len(pos) == len(sig) == len(args) + len(outs) + nscratch
     aliases = dict(kw.get("input_output_aliases") or {})
     extra, new_out_specs = [], None
-    if flat_in and flat_out and (in_specs is None or len(in_specs) == len(inputs)):
+    if flat_in and flat_out and arity_ok and (in_specs is None or len(in_specs) == len(inputs)):
         from .. import _pytree
         nleaves = len(_pytree.flatten(tuple(args))[0])
         new_out_specs = list(out_specs) if out_specs is not None else [None] * len(outs)
         aliased = set(aliases.values())
+        from .. import _fold
         for j, o in enumerate(outs):
-            if j in aliased:
+            # (a folded rank-5 or 6 output's blocks and an ANY input fold apart)
+            if j in aliased or len(o.shape) > _fold.DEVICE_RANK:
                 continue
             aliases[nleaves + len(extra)] = j
             extra.append(jnp.full(tuple(o.shape), uninitialized_value(
@@ -342,7 +371,9 @@ def call(pallas_call, kernel, out_shape, kw, args, params):
             s = new_out_specs[j]
             space = getattr(getattr(s, "memory_space", None), "_space",
                             getattr(s, "memory_space", None))
-            if space == "smem":
+            if getattr(s, "pipeline_mode", None) is not None:
+                pass	# the user's buffering (RevisitMode.ANY reads back anyway)
+            elif space == "smem":
                 new_out_specs[j] = replace(s, _revisit_any=True)
             elif space != "any":
                 mode = Buffered(1, revisit=RevisitMode.ANY)
@@ -377,20 +408,20 @@ def call(pallas_call, kernel, out_shape, kw, args, params):
             def fill():
                 for k, s in fills:
                     r = refs[len(refs) - nscr + k]
-                    v = uninitialized_value(s.dtype, params.uninitialized_memory)
+                    dt = as_dtype(s.dtype)
+                    v = uninitialized_value(dt, params.uninitialized_memory)
                     if s._space_code == 0:
-                        r[...] = jnp.full(s.shape, v, s.dtype)
+                        r[...] = jnp.full(s.shape, v, dt)
                     elif int(_np.prod(s.shape)) <= 64:	# SMEM: element stores
                         for i in _np.ndindex(*s.shape):
-                            r[i] = s.dtype(v)
+                            r[i] = dt(v)
             if first is None:
                 fill()
             else:
                 when(first)(fill)
         return kernel(*refs)
-    sig = inspect.signature(kernel).parameters.values()
-    pos = [p for p in sig if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if len(pos) == len(list(sig)) and len(pos) >= na:
+    body.__wrapped__ = kernel	# errors name the kernel (pallas._fn_where)
+    if extra:
         names = [p.name for p in pos]
         names[na:na] = ["_uninitialized_%d" % k for k in range(len(extra))]
         body.__signature__ = inspect.Signature(
@@ -409,5 +440,9 @@ def call(pallas_call, kernel, out_shape, kw, args, params):
         if arbitrary and getattr(cp, "dimension_semantics", None):
             kw2["compiler_params"] = replace(cp, dimension_semantics=tuple(
                 "arbitrary" for _ in cp.dimension_semantics))
-        return pallas_call(body, out_shape, **kw2)(*args, *extra)
+        run = pallas_call(body, out_shape, **kw2)
+        try:
+            return run(*args, *extra)
+        finally:
+            statements[0] = run.statements
     return run_detecting_races(params, go)
