@@ -1123,3 +1123,22 @@ def test_interpret_options_the_device_cannot_honour_are_refused_by_name(params):
     with pytest.raises(NotImplementedError, match=list(params)[0]):
         pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
                        interpret=pltpu.InterpretParams(**params))(jnp.zeros((8, 128)))
+
+
+def test_uninitialized_smem_scratch_and_outputs():
+    """SMEM scratch is filled too, and SMEM outputs start from their HBM
+    array: NaN and the int32 maximum where nothing else was stored."""
+    def kernel(o_ref, i_ref, s_ref, t_ref):
+        o_ref[0] = s_ref[0]
+        i_ref[1] = t_ref[1]
+
+    o, i = pl.pallas_call(
+        kernel,
+        out_shape=[jax.ShapeDtypeStruct((2,), jnp.float32),
+                   jax.ShapeDtypeStruct((2,), jnp.int32)],
+        out_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)] * 2,
+        scratch_shapes=[pltpu.SMEM((2,), jnp.float32), pltpu.SMEM((2,), jnp.int32)],
+        interpret=pltpu.InterpretParams(),
+    )()
+    assert np.isnan(o).all()
+    np.testing.assert_array_equal(i, np.iinfo(np.int32).max)

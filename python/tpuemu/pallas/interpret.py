@@ -10,7 +10,8 @@ them holds on tpuemu, where an interpreted kernel still runs on the device.
   for floats, the type's maximum for integers, True for bool, as JAX's
   interpreter. Outputs given as pytrees other than a flat list, outputs
   of rank 5 or 6, outputs with a pipeline_mode of their own, and
-  pl.run_scoped buffers are not filled.
+  pl.run_scoped buffers and SMEM scratch of more than 64 elements are not
+  filled.
 - detect_races: the call runs in the device's debug mode, whose hazard
   checks are a dynamic race detector (a body op touching a region an async
   copy in flight writes, a copy over such a region, an output block written
@@ -291,6 +292,8 @@ statements = [None]	# the last call's statements (pallas_call's run.statements)
 
 def call(pallas_call, kernel, out_shape, kw, args, params):
     """pallas_call(kernel, out_shape, **kw)(*args) under @params."""
+    import inspect
+    from .. import _fold, _pytree
     from .._trace import as_dtype
     from . import BlockSpec, Buffered, GridSpec, RevisitMode, ANY, when, program_id
     from .. import numpy as jnp
@@ -348,7 +351,6 @@ def call(pallas_call, kernel, out_shape, kw, args, params):
 
     # outputs start from HBM arrays of the uninitialised value (a kernel
     # whose parameters do not match the refs is left to pallas_call's error)
-    import inspect
     sig = list(inspect.signature(kernel).parameters.values())
     pos = [p for p in sig if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     nscratch = len(gs.scratch_shapes)
@@ -356,11 +358,9 @@ def call(pallas_call, kernel, out_shape, kw, args, params):
     aliases = dict(kw.get("input_output_aliases") or {})
     extra, new_out_specs = [], None
     if flat_in and flat_out and arity_ok and (in_specs is None or len(in_specs) == len(inputs)):
-        from .. import _pytree
         nleaves = len(_pytree.flatten(tuple(args))[0])
         new_out_specs = list(out_specs) if out_specs is not None else [None] * len(outs)
         aliased = set(aliases.values())
-        from .. import _fold
         for j, o in enumerate(outs):
             # (a folded rank-5 or 6 output's blocks and an ANY input fold apart)
             if j in aliased or len(o.shape) > _fold.DEVICE_RANK:
