@@ -19,7 +19,9 @@ them holds on tpuemu, where an interpreted kernel still runs on the device.
   races.races_found, is printed, and the call runs again without debug
   mode for its results (the device stops a job at its first hazard).
   With num_cores_or_threads=1 the parallel dimensions run as one core
-  runs them, in order, so their blocks cannot race.
+  runs them, in order, so their blocks cannot race. In that run the
+  padding of edge input blocks reads as debug mode's poison (NaN, an
+  integer's minimum), where JAX pads with the uninitialised value.
 - the grid (up to 65536 steps) is walked on the host first, the index
   maps called with Python ints: an output block revisited after the grid
   left it raises JAX's "Revisited block" error (not with
