@@ -52,6 +52,18 @@ def trace_error(msg):
     return TraceError("%s\n  at %s" % (msg, where()))
 
 
+class HbmReference(TraceError, ValueError):
+    """A read or store of an HBM (pl.ANY) ref: JAX's interpreter's
+    ValueError, naming the primitive (get_p, load_p, swap_p)."""
+
+
+def hbm_reference(prim, ref):
+    return HbmReference(
+        "%s: Buffers with a memory space of HBM or ANY cannot be referenced directly. "
+        "Instead, use `pltpu.sync_copy` or `pltpu.async_copy`. ('%s')\n  at %s"
+        % (prim, ref.name, where()))
+
+
 class DType:
     """A dtype as kernels and out_shape name it (jnp.float32, ...)."""
 
@@ -1259,7 +1271,9 @@ class Ref:
             return _keys.read_key(self, idx)
         return self._read(idx)
 
-    def _read(self, idx):
+    def _read(self, idx, prim="get_p"):
+        if self.space == "any":
+            raise hbm_reference(prim, self)
         ix = self._index(idx)
         scalar_read = self.space == "smem"
         v = Value("text", "%s[%s]" % (self.name, ix),
@@ -1280,6 +1294,8 @@ class Ref:
             from .pallas import _keys
             return _keys.store_key(self, idx, value)
         rec = recorder()
+        if self.space == "any":
+            raise hbm_reference("swap_p", self)
         if not self.writable:
             raise trace_error("store into input '%s' (inputs are read-only)" % self.name)
         value = _into_int16(self.dtype, value)

@@ -891,6 +891,28 @@ def _device_while(cond_fun, body_fun, val):
 
 
 
+def dynamic_slice(operand, start_indices, slice_sizes):
+    """lax.dynamic_slice of a host array (as XLA, each start clamped so the
+    slice fits); kernels slice refs with pl.ds instead."""
+    import numpy as np
+    if isinstance(operand, (Value, _trace.Ref)):
+        raise trace_error("lax.dynamic_slice: host arrays only; in a kernel, read "
+                          "ref[pl.ds(start, size), ...]")
+    x = np.asarray(operand)
+    starts = [builtins.min(builtins.max(int(s), 0), n - k)
+              for s, n, k in zip(start_indices, x.shape, slice_sizes)]
+    out = x[tuple(slice(s, s + k) for s, k in zip(starts, slice_sizes))]
+    return out.view(jnp.HostArray) if type(out) is np.ndarray else out
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    """lax.full_like(x, v): jnp.full of x's shape and dtype (or @shape,
+    @dtype); x may be a ref."""
+    from . import numpy as jnp
+    return jnp.full(tuple(x.shape) if shape is None else tuple(shape), fill_value,
+                    dtype=dtype if dtype is not None else x.dtype)
+
+
 def axis_index(axis_name):
     """lax.axis_index inside pl.kernel: which TensorCore of the mesh runs."""
     from .pallas.kernel import axis_index as mesh_index

@@ -911,6 +911,10 @@ class HostArray(_np.ndarray):
     def at(self):
         return _HostAt(self)
 
+    def block_until_ready(self):
+        """x.block_until_ready(): the array (pallas_call returns when done)."""
+        return self
+
     def astype(self, dtype, *args, **kw):
         if _is_bf16(dtype):	# x.astype(jnp.bfloat16): rounded to nearest even
             return round_bf16(self).view(BF16Array)

@@ -6,7 +6,7 @@ import numpy as _np
 
 from .. import _fold, _trace, lax, numpy as jnp
 from .._trace import Value, Ref, Slice, TraceError, as_dtype, scalar, trace_error
-from .._lib import ffi, lib, check, device
+from .._lib import ffi, lib, check, device, TpurtError
 from .. import _pytree
 
 _last_stats = None
@@ -177,6 +177,8 @@ dslice = ds
 def load(ref, idx=..., *, mask=None, other=None):
     """pl.load(ref, idx, mask=, other=): ref[idx]; with a mask, other (by
     default 0: a TPU leaves them undefined) where the mask is False."""
+    if isinstance(ref, Ref) and ref.space == "any" and ref.key_batch is None:
+        raise _trace.hbm_reference("load_p", ref)
     v = ref[idx]
     if mask is None:
         return v
@@ -314,6 +316,11 @@ def with_scoped(*types, **named_types):
     return deco
 
 
+class _HbmScoped(TraceError, ValueError):
+    """pl.run_scoped of pltpu.HBM(...): a TraceError and, as JAX raises it, a
+    ValueError."""
+
+
 def _scoped(f, params, types, named_types, rec):
     from .. import _pytree
     scoped = list(zip(params, types)) + list(named_types.items())
@@ -328,6 +335,12 @@ def _scoped(f, params, types, named_types, rec):
                 raise trace_error("pl.run_scoped: '%s' must be pltpu.VMEM(...), pltpu.SMEM(...) "
                                   "or a pltpu.SemaphoreType (or a tree of them), not %r"
                                   % (name, leaf))
+            if code == 2:
+                # pltpu.HBM(...): Mosaic allocates no HBM in a kernel (JAX's
+                # interpreter's error; its allow_hbm_allocation_in_run_scoped
+                # has nothing to run on here)
+                raise _HbmScoped("Cannot allocate HBM in `run_scoped`. ('%s': %r)"
+                                 % (name, leaf))
             n = name if tree.kind == "leaf" else "%s_%d" % (name, k)
             ref, kref = _scratch_ref(n, leaf)
             rec.open_scope(ref, code, as_dtype(leaf.dtype).code,
@@ -379,7 +392,9 @@ _NAMES = "ijkl"
 
 
 def _fn_where(fn):
-    """'NAME at FILE:LINE' of a function, as JAX's errors name it."""
+    """'NAME at FILE:LINE' of a function, as JAX's errors name it (a
+    wrapper's: the wrapped function's)."""
+    fn = getattr(fn, "__wrapped__", fn)
     code = getattr(fn, "__code__", None)
     name = getattr(fn, "__name__", "?")
     if code is None:
@@ -486,6 +501,10 @@ def _block_spec(spec, shape, grid_rank, prefetch, what, output=False, label=None
     if spec is not None and spec.pipeline_mode is not None:
         cs.buffer_count = spec.pipeline_mode.buffer_count
         cs.revisit = _revisit_code(spec.pipeline_mode, output, what)
+    if output and getattr(spec, "_revisit_any", False):
+        # interpret.py's SMEM outputs: read back at each new visit, their
+        # buffering the device's own
+        cs.revisit = 1
     if cs.memory_space == 2:
         dev = _fold.fold_ref_shape(shape, label or what)
         cs.rank = len(dev)
@@ -610,6 +629,15 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     plain = _pallas_call(kernel, out_shape, **kw)
 
     def run(*args):
+        # pltpu.InterpretParams (or force_tpu_interpret_mode): interpret.py
+        params = _interpret.params_of(interpret)
+        if params is not None:
+            _interpret.statements[0] = None
+            try:
+                return _interpret.call(pallas_call, kernel, out_shape,
+                                       dict(kw, metadata=metadata), args, params)
+            finally:
+                run.statements = _interpret.statements[0]
         # host bfloat16 arrays go to the device as their bits; bf16 outputs
         # (uint16 bits from the device) come back as host bf16 arrays
         return _bf16_results(run_bits(*_bf16_operands(args)))
@@ -1436,8 +1464,13 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 make(dev_shapes.get(onames[j], o.shape), as_dtype(o.dtype))
         argv = ffi.new("struct tpurt_array *[]", handles)
         st = ffi.new("struct tpurt_job_stats *")
-        check(lib.tpurt_pallas_call(k, gs, cp, argv, len(handles), st),
-              "pallas_call(%s)" % _kname(kernel))
+        try:
+            check(lib.tpurt_pallas_call(k, gs, cp, argv, len(handles), st),
+                  "pallas_call(%s)" % _kname(kernel))
+        except TpurtError as e:
+            # the device's enum tpu_job_error (interpret.py: a hazard is a race)
+            e.job_error = st.error.code
+            raise
         _last_stats = {f: getattr(st, f) for f in (
             "steps", "blocks_fetched", "blocks_skipped", "blocks_written", "hbm_bytes_in",
             "hbm_bytes_out", "mxu_flops", "cores_used", "device_wall_ns", "call_wall_ns",
@@ -1579,6 +1612,7 @@ from .tpu import ANY  # noqa: E402,F811  (pl.ANY: callable, ANY(shape, dtype))
 from .kernel import kernel, core_map  # noqa: E402,F401  (pl.core_map)
 from .._trace import semaphore, semaphore_dtype  # noqa: E402,F401  (pl.semaphore)
 from ._print import debug_print  # noqa: E402
+from . import interpret as _interpret  # noqa: E402
 from .._state import run_state  # noqa: E402,F401  (pl.run_state)
 from ._cost_estimate import CostEstimate, estimate_cost, check_cost_estimate  # noqa: E402,F401
 

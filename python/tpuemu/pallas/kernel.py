@@ -149,7 +149,8 @@ def kernel(body=None, out_type=None, *, mesh, scratch_types=None, compiler_param
         run = pallas_call(traced, out_shape=list(outs), grid=(cores,),
                           in_specs=[hbm] * len(args), out_specs=ospecs,
                           scratch_shapes=scratch,
-                          compiler_params=_compiler_params(compiler_params))
+                          compiler_params=_compiler_params(compiler_params),
+                          interpret=interpret)
         out = build_outs(list(run(*args)))
         call.statements = run.statements
         if out_type is None:
@@ -170,5 +171,6 @@ def core_map(mesh, *, compiler_params=None, interpret=False, debug=False, name=N
         def core_body():
             body()
         core_body.__name__ = getattr(body, "__name__", "core_map")
-        kernel(core_body, None, mesh=mesh, compiler_params=compiler_params, name=name)()
+        kernel(core_body, None, mesh=mesh, compiler_params=compiler_params, name=name,
+               interpret=interpret)()
     return run

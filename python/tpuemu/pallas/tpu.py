@@ -1170,7 +1170,14 @@ def _sem_changes(sem):
     return rec
 
 
-def semaphore_signal(sem, inc=1):
+def semaphore_signal(sem, inc=1, *, device_id=None, device_id_type=None, core_index=None):
+    if device_id is not None:
+        raise NotImplementedError("semaphore_signal(device_id=): remote semaphores")
+    # core_index: the core whose semaphore is signalled; on one core, its own
+    if core_index is not None and not (isinstance(core_index, (int, np.integer)) and
+                                       int(core_index) == 0 and get_tpu_info().num_cores == 1):
+        raise NotImplementedError("semaphore_signal(core_index=%r): another core's semaphore"
+                                  % (core_index,))
     _each_choice((sem,), lambda s: _sem_changes(s).emit(
         "pltpu.semaphore_signal(%s, %s)" % (_sem_text(s, "signal"), _trace._fmt(inc))))
 
@@ -1352,3 +1359,7 @@ def with_memory_space_constraint(x, memory_space):
     out = np.asarray(x).view(HostArray)
     out._memory_space = memory_space
     return out
+
+
+from .interpret import (InterpretParams, force_tpu_interpret_mode,  # noqa: E402,F401
+                        reset_tpu_interpret_mode_state, set_tpu_interpret_mode)
