@@ -64,6 +64,74 @@ def hbm_reference(prim, ref):
         % (prim, ref.name, where()))
 
 
+_user_file = {}		# co_filename -> its absolute path, or None inside tpuemu
+
+
+def _user_path(code):
+    fn = code.co_filename
+    try:
+        return _user_file[fn]
+    except KeyError:
+        path = os.path.abspath(fn)
+        _user_file[fn] = None if path.startswith(_PKG_DIR + os.sep) else path
+        return _user_file[fn]
+
+
+def kernel_frames(depth=1):
+    """((filename, lineno, function), ...) of the frames outside tpuemu
+    between the trace's start (pallas_call calling the kernel) and the
+    caller's @depth'th frame, the outermost first: the kernel's own stack,
+    which an error's traceback ends with (error_handling)."""
+    entry = _rec.entry if _rec is not None else None
+    f = sys._getframe(depth + 1)
+    out = []
+    while f is not None and f is not entry:
+        path = _user_path(f.f_code)
+        if path is not None:
+            out.append((path, f.f_lineno, f.f_code.co_name))
+        f = f.f_back
+    out.reverse()
+    return tuple(out)
+
+
+class Loc(str):
+    """where() of a recorded statement (the text, as before), with the
+    kernel's frames there and the (text, frames) of the values its text
+    rendered, to find which line made the part libtpurt refuses."""
+    frames = ()
+    parts = ()
+
+    def made_at(self, msg):
+        """The frames that made the smallest rendered part of the statement
+        around the column libtpurt's message @msg points at ("at column N",
+        then the statement and a caret), or None."""
+        import re
+        m = re.search(r" at column (\d+)\n    (.*)\n", msg)
+        if not m or not self.parts:
+            return None
+        col, text = int(m.group(1)) - 1, m.group(2)
+        best = None
+        for part, frames in self.parts:
+            if best is not None and len(part) >= len(best[0]):
+                continue
+            at = text.find(part)
+            while at >= 0:
+                if at <= col < at + len(part):
+                    best = (part, frames)
+                    break
+                at = text.find(part, at + 1)
+        return best[1] if best else None
+
+
+def _loc(depth=1):
+    loc = Loc(where())
+    if _rec is not None:
+        loc.frames = kernel_frames(depth + 1)
+        loc.parts = tuple(_rec.rendered)
+        _rec.rendered.clear()
+    return loc
+
+
 class DType:
     """A dtype as kernels and out_shape name it (jnp.float32, ...)."""
 
@@ -256,6 +324,10 @@ class Recorder:
         self.cond_values = {}	# index in conds -> the pl.when's traced condition
         self.bound = {}		# local name -> the statement binding it
         self.local_type = {}	# array local name -> (shape, dtype) where known
+        self.entry = None	# the frame that started the trace (kernel_frames)
+        # (text, frames) of values rendered since the last statement (Loc)
+        import collections
+        self.rendered = collections.deque(maxlen=512)
 
     def drop_dead_locals(self):
         """Drop the statements binding locals no other statement names: a
@@ -349,9 +421,9 @@ class Recorder:
                 else self.conds[0]
             text = "pl.when(%s): %s" % (c, text)
         if at is None:
-            self.stmts.append((text, where(), None))
+            self.stmts.append((text, _loc(), None))
             return
-        self.stmts.insert(at, (text, where(), None))
+        self.stmts.insert(at, (text, _loc(), None))
         self.loops = [(s + 1 if s >= at else s, c) for s, c in self.loops]
 
     def open_loop(self, kind, args, text):
@@ -360,7 +432,7 @@ class Recorder:
         predicate; the body's statements start with none."""
         cond = " and ".join("(%s)" % c for c in self.conds) if self.conds else None
         self.loops.append((len(self.stmts), self.conds))
-        self.stmts.append((text, where(), (kind, args, cond)))
+        self.stmts.append((text, _loc(), (kind, args, cond)))
         self.conds = []
         return len(self.loops) - 1
 
@@ -370,17 +442,17 @@ class Recorder:
         at, self.conds = self.loops.pop()
         if at == len(self.stmts) - 1:
             return self.stmts.pop()[2][0]
-        self.stmts.append(("end_loop()", where(), ("end_loop",)))
+        self.stmts.append(("end_loop()", _loc(), ("end_loop",)))
         return None
 
     def open_scope(self, ref, space_code, dtype_code, text, shape=None):
         """pl.run_scoped: @ref is scratch until the matching close_scope()
         (of @shape as libtpurt declares it: a scalar semaphore's is (1,))."""
-        self.stmts.append((text, where(), (ref.name, space_code, dtype_code,
+        self.stmts.append((text, _loc(), (ref.name, space_code, dtype_code,
                                            shape or ref.shape)))
 
     def close_scope(self, name):
-        self.stmts.append(("end_scoped(%s)" % name, where(), ()))
+        self.stmts.append(("end_scoped(%s)" % name, _loc(), ()))
 
     def bind(self, v, conds=()):
         """Bind @v to a new local, under @conds (by default none: the value
@@ -509,6 +581,7 @@ def recorder():
 def start():
     global _rec
     _rec = Recorder()
+    _rec.entry = sys._getframe(1)
     return _rec
 
 
@@ -517,6 +590,8 @@ def stop():
     global _rec
     for name in reversed(getattr(_rec, "kernel_scopes", ())):
         _rec.close_scope(name)
+    _rec.entry = None
+    _rec.rendered.clear()
     _rec = None
 
 
@@ -588,6 +663,7 @@ class Value:
     "call": text the function, args the arguments (kwargs as (k, v) pairs)."""
 
     __array_priority__ = 1000	# numpy scalars defer to us
+    made = ()
 
     def __init__(self, kind, text, args=(), reads=frozenset(), scalar=False, dt=None):
         self.kind = kind
@@ -599,6 +675,8 @@ class Value:
         self.whole_of = None	# the Ref it reads whole, if it is such a read
         self.conds = tuple(_rec.conds) if _rec is not None else ()	# where it was made
         self.depth = len(_rec.loops) if _rec is not None else 0	# loops around it
+        # the kernel's frames where it was made (an error names its line)
+        self.made = kernel_frames(1) if _rec is not None else ()
         if reads and _rec is not None:
             _rec.live[id(self)] = weakref.ref(self)
         # the static shape and dtype JAX's rules give it (_shapes.infer)
@@ -623,6 +701,12 @@ class Value:
                         yield e
 
     def render(self):
+        s = self._render()
+        if self.made and _rec is not None:
+            _rec.rendered.append((s, self.made))
+        return s
+
+    def _render(self):
         if self.kind in ("text", "local"):
             return self.text
         if self.kind == "view":		# the same device value, another Python shape

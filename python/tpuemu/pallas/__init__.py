@@ -1416,8 +1416,11 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             else:
                 rc = lib.tpurt_kernel_end_scoped(k)
             if rc < 0:
-                msg = ffi.string(lib.tpurt_last_error()).decode()
-                raise TraceError("%s\n  traced from %s" % (msg, loc))
+                # as Mosaic's refusals: MosaicError, its traceback ending
+                # at the kernel's line (error_handling)
+                from .mosaic import error_handling
+                raise error_handling.from_libtpurt(
+                    ffi.string(lib.tpurt_last_error()).decode(), loc)
         run.statements = [t for t, _, _ in rec.stmts]
 
         # arrays

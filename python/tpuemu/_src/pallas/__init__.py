@@ -1,2 +1,2 @@
 # SPDX-License-Identifier: MIT
-"""jax._src.pallas: cost_estimate alone."""
+"""jax._src.pallas: cost_estimate and mosaic.error_handling alone."""
