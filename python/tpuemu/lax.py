@@ -539,6 +539,83 @@ cumsum, cumprod, cummax, cummin = (_cumulative(n) for n in ("cumsum", "cumprod",
                                                              "cummin"))
 
 
+def _reducer_of(name):
+    def f(operand, axes):
+        """lax.%s over @axes (a tuple of ints), as jnp's reduction."""
+        axes = tuple(int(a) for a in axes)
+        fn = {"reduce_sum": jnp.sum, "reduce_max": jnp.max, "reduce_min": jnp.min,
+              "reduce_prod": jnp.prod, "reduce_and": jnp.all, "reduce_or": jnp.any}[name]
+        if name in ("reduce_and", "reduce_or") and getattr(operand, "dtype", None) not in \
+                (None, jnp.bool_, _np_bool()):
+            raise TypeError("lax.%s takes booleans (bitwise reductions of integers are not "
+                            "supported)" % name)
+        return fn(operand, axis=axes if len(axes) != 1 else axes[0])
+    f.__name__ = name
+    f.__doc__ = f.__doc__ % name
+    return f
+
+
+def _np_bool():
+    import numpy as _np
+    return _np.dtype(bool)
+
+
+reduce_sum, reduce_max, reduce_min, reduce_prod, reduce_and, reduce_or = (
+    _reducer_of(n) for n in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod",
+                             "reduce_and", "reduce_or"))
+
+
+def reduce(operands, init_values, computation, dimensions):
+    """lax.reduce with a computation JAX knows a monoid for (lax.add, max,
+    min, mul, and their jnp twins) and its identity as the init value;
+    other computations are refused by name."""
+    ops = {add: reduce_sum, jnp.add: reduce_sum, max: reduce_max, jnp.maximum: reduce_max,
+           min: reduce_min, jnp.minimum: reduce_min, mul: reduce_prod,
+           jnp.multiply: reduce_prod}
+    fn = ops.get(computation)
+    if fn is None or isinstance(operands, (tuple, list)):
+        raise NotImplementedError("lax.reduce: only a single operand and lax.add, lax.max, "
+                                  "lax.min or lax.mul are supported, not %r" % (computation,))
+    r = fn(operands, tuple(dimensions))
+    identity = {reduce_sum: 0, reduce_prod: 1}.get(fn)
+    init = init_values
+    if identity is not None and not (isinstance(init, (int, float)) and init == identity):
+        r = computation(r, init)
+    elif fn in (reduce_max, reduce_min) and not (isinstance(init, float) and
+                                                 builtins.abs(init) == float("inf")):
+        r = computation(r, init)
+    return r
+
+
+def reduce_precision(operand, exponent_bits, mantissa_bits):
+    """lax.reduce_precision of float32: the mantissa rounded to
+    @mantissa_bits (to nearest, ties to even, as XLA's), the exponent range
+    cut to @exponent_bits (overflow to infinity, underflow to zero; NaN stays
+    NaN)."""
+    if _trace._rec is None:
+        import numpy as _np
+        x = _np.asarray(operand, _np.float32)
+        bits = x.view(_np.uint32).astype(_np.uint64)
+    else:
+        x = operand
+        bits = bitcast_convert_type(operand, jnp.uint32)
+    drop = 23 - int(mantissa_bits)
+    if drop > 0:
+        lsb = (bits >> drop) & 1
+        keep = ~((1 << drop) - 1) & 0xFFFFFFFF
+        bits = (bits + ((1 << (drop - 1)) - 1) + lsb) & keep
+    if _trace._rec is None:
+        r = _np.asarray(bits, _np.uint64).astype(_np.uint32).view(_np.float32)
+    else:
+        r = bitcast_convert_type(bits, jnp.float32)
+    if int(exponent_bits) < 8:
+        emax = (1 << (int(exponent_bits) - 1)) - 1
+        big, tiny = 2.0 ** (emax + 1), 2.0 ** (1 - emax)
+        r = jnp.where(jnp.abs(r) >= big, jnp.where(r > 0, jnp.inf, -jnp.inf), r)
+        r = jnp.where(jnp.abs(r) < tiny, r * 0.0, r)
+    return jnp.where(jnp.isnan(x), x, r)
+
+
 def rev(operand, dimensions):
     """lax.rev: @operand reversed along each of @dimensions."""
     return jnp.flip(operand, tuple(dimensions))
@@ -934,7 +1011,8 @@ __all__ = ["dot", "dot_general", "broadcast", "broadcast_in_dim", "broadcasted_i
            "shift_right_logical", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
            "select_n", "is_finite", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
            "asinh", "acosh", "atanh", "cbrt", "expm1", "nextafter", "cumsum", "cumprod",
-           "cummax", "cummin", "rev", "transpose"]
+           "cummax", "cummin", "rev", "transpose", "reduce_sum", "reduce_max", "reduce_min",
+           "reduce_prod", "reduce_and", "reduce_or", "reduce", "reduce_precision"]
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, **_kw):

@@ -130,8 +130,8 @@ def dot(a, b, preferred_element_type=None, *, precision=None):
     return call("jnp.dot", a, b, **kw)
 
 
-def matmul(a, b, preferred_element_type=None):
-    return dot(a, b, preferred_element_type)
+def matmul(a, b, preferred_element_type=None, *, precision=None):
+    return dot(a, b, preferred_element_type, precision=precision)
 
 
 def _unary(name):

@@ -225,6 +225,13 @@ def multiple_of(x, n):
     return x
 
 
+def reciprocal(x, *, approx=False):
+    """pl.reciprocal: 1 / x; approx=True lets a TPU use its approximate
+    reciprocal, which here is the exact one (within its error bound)."""
+    del approx
+    return 1.0 / x
+
+
 def cdiv(a, b):
     """pl.cdiv: a / b rounded up."""
     return (a + b - 1) // b
@@ -1622,7 +1629,7 @@ from ._cost_estimate import CostEstimate, estimate_cost, check_cost_estimate  # 
 __all__ = ["pallas_call", "BlockSpec", "Blocked", "BoundedSlice", "Element", "Squeezed",
            "Unblocked",
            "blocked", "unblocked", "GridSpec", "program_id", "num_programs", "when",
-           "ds", "run_scoped", "with_scoped", "select_ref", "multiple_of", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "TraceError",
+           "ds", "run_scoped", "with_scoped", "select_ref", "multiple_of", "reciprocal", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "TraceError",
            "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read", "kernel",
            "debug_print", "CostEstimate", "estimate_cost"]
 
