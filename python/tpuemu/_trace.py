@@ -1489,7 +1489,8 @@ def _new_shape(name, old, shape):
     total_new = 1
     for n in shape:
         total_new *= n
-    if total != total_new or not shape or len(shape) > _fold.MAX_RANK or min(shape) < 1:
+    if total != total_new or (not shape and total != 1) or len(shape) > _fold.MAX_RANK or \
+            (shape and min(shape) < 1):
         raise trace_error("%s.reshape%r of a ref of shape %r: the new shape must have "
                           "the same number of elements, in 1 to %d dimensions"
                           % (name, shape, tuple(old), _fold.MAX_RANK))
@@ -1750,8 +1751,15 @@ class ReshapedRef:
             out.append(at)
         return tuple(out)
 
+    def _scalar_smem(self):
+        """The base's one element, of a 0-d view of an SMEM ref (its
+        elements are read and stored one at a time); None otherwise."""
+        if self.shape == () and self.space == "smem":
+            return (0,) * len(self.base_shape)
+        return None
+
     def __getitem__(self, idx):
-        at = self._element(idx)
+        at = self._element(idx) if self._scalar_smem() is None else self._scalar_smem()
         if at is not None:
             return self.base[at]
         if not self._is_whole(idx):
@@ -1760,7 +1768,7 @@ class ReshapedRef:
         return self.base[...].reshape(self.shape)
 
     def __setitem__(self, idx, val):
-        at = self._element(idx)
+        at = self._element(idx) if self._scalar_smem() is None else self._scalar_smem()
         if at is not None:
             self.base[at] = val
             return

@@ -9,10 +9,10 @@ input_output_aliases under vmap, the hoisted-constants error, and the
 (4, 65536, 2) and (2, 2, 65536, 2) vmaps of a 2-element kernel. Only the
 imports are changed; intx and floatx are int32 and float32 (JAX without
 x64). PallasCallVmapInterpretTest (the same tests, interpret=True) is left
-out: tpuemu has no interpret mode to tell apart. Strict xfails: 0-d
-operands (libtpurt's blocks are rank 1 to 4) and the two large vmaps, not
-run: tpuemu's vmap still runs the kernel once per mapped index, which at
-262144 indices takes over a minute."""
+out: tpuemu has no interpret mode to tell apart. The 0-d operands of
+the simple kernels travel as (1,) arrays (pallas/_zero_d.py). Strict
+xfails: the two large vmaps, not run: tpuemu's vmap still runs the kernel
+once per mapped index, which at 262144 indices takes over a minute."""
 import functools
 
 import numpy as np
@@ -34,8 +34,6 @@ class _Base:
 self = _Base()
 
 
-@pytest.mark.xfail(strict=True, raises=jax.TpurtError,
-                   reason="0-d operands: libtpurt's blocks have rank 1..4")
 def test_vmap_of_simple_kernel():
     """PallasCallVmapTest.test_vmap_of_simple_kernel."""
     @functools.partial(
@@ -48,8 +46,6 @@ def test_vmap_of_simple_kernel():
     np.testing.assert_allclose(out, out_ref)
 
 
-@pytest.mark.xfail(strict=True, raises=jax.TpurtError,
-                   reason="0-d operands: libtpurt's blocks have rank 1..4")
 def test_vmap_of_simple_kernel_with_in_axes_None():
     """PallasCallVmapTest.test_vmap_of_simple_kernel_with_in_axes_None."""
     @functools.partial(
@@ -62,8 +58,6 @@ def test_vmap_of_simple_kernel_with_in_axes_None():
     np.testing.assert_allclose(out, out_ref)
 
 
-@pytest.mark.xfail(strict=True, raises=jax.TpurtError,
-                   reason="0-d operands: libtpurt's blocks have rank 1..4")
 def test_double_vmap_of_simple_kernel():
     """PallasCallVmapTest.test_double_vmap_of_simple_kernel."""
     @functools.partial(
@@ -76,8 +70,6 @@ def test_double_vmap_of_simple_kernel():
     np.testing.assert_allclose(out, out_ref)
 
 
-@pytest.mark.xfail(strict=True, raises=jax.TpurtError,
-                   reason="0-d operands: libtpurt's blocks have rank 1..4")
 def test_quadruple_vmap_of_simple_kernel():
     """PallasCallVmapTest.test_quadruple_vmap_of_simple_kernel."""
     @functools.partial(
@@ -139,8 +131,6 @@ def test_vmap_with_hoisted_consts():
         kernel(x)
 
 
-@pytest.mark.xfail(strict=True, raises=jax.TpurtError,
-                   reason="0-d operands: libtpurt's blocks have rank 1..4")
 def test_vmap_of_kernel_with_input_output_aliases():
     """PallasCallVmapTest.test_vmap_of_kernel_with_input_output_aliases."""
     @functools.partial(

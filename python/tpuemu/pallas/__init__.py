@@ -636,6 +636,9 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     plain = _pallas_call(kernel, out_shape, **kw)
 
     def run(*args):
+        if _zero_d.applies(args, out_shape, grid_spec, in_specs, out_specs):
+            return _zero_d.call(pallas_call, kernel, out_shape, dict(kw, metadata=metadata),
+                                args)
         # pltpu.InterpretParams (or force_tpu_interpret_mode): interpret.py
         params = _interpret.params_of(interpret)
         if params is not None:
@@ -1340,8 +1343,9 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                     refs[nflat_in + o].space == "any" and \
                     refs[i].shape == refs[nflat_in + o].shape:
                 refs[i].alias = refs[nflat_in + o]
-        # an input and output aliased, both whole arrays in VMEM (or SMEM):
-        # one buffer, as in Mosaic: the kernel sees the output's ref for
+        # an input and output aliased, both whole arrays in VMEM (or SMEM,
+        # given by a memory space or by default specs): one buffer, as in
+        # Mosaic: the kernel sees the output's ref for
         # both, holding the input's data from the first step
         same = {}
         all_specs = list(ispecs) if nsp_flat == 0 else [None] * nsp_flat + list(ispecs)
@@ -1350,7 +1354,9 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 continue
             si, so = all_specs[i], ospecs[o]
             ri, ro = refs[i], refs[nflat_in + o]
-            if all(getattr(sp, "memory_space", None) is not None and
+            # a spec of a memory space alone, or none (the default block: the
+            # whole array, in VMEM)
+            if all(sp is None or getattr(sp, "memory_space", None) is not None and
                    getattr(sp, "block_shape", None) is None for sp in (si, so)) and \
                     ri.space in ("vmem", "smem") and ri.space == ro.space and \
                     ri.shape == ro.shape:
@@ -1623,6 +1629,7 @@ from .kernel import kernel, core_map  # noqa: E402,F401  (pl.core_map)
 from .._trace import semaphore, semaphore_dtype  # noqa: E402,F401  (pl.semaphore)
 from ._print import debug_print  # noqa: E402
 from . import interpret as _interpret  # noqa: E402
+from . import _zero_d  # noqa: E402
 from .._state import run_state  # noqa: E402,F401  (pl.run_state)
 from ._cost_estimate import CostEstimate, estimate_cost, check_cost_estimate  # noqa: E402,F401
 
