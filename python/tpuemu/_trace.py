@@ -1252,11 +1252,15 @@ class Ref:
     narrow = None	# a scalar prefetch of int8/uint8/bool widened into words
     flat_nd = False	# a scalar prefetch of rank 3 or 4 the device holds 2-D
     key_batch = None	# Pallas keys (pallas/_keys.py): their batch rank
+    fry_batch = None	# threefry keys (pallas/_fry.py): their batch rank
 
     def __getitem__(self, idx):
         if self.key_batch is not None:
             from .pallas import _keys
             return _keys.read_key(self, idx)
+        if self.fry_batch is not None:
+            from .pallas import _fry
+            return _fry.read_key(self, idx)
         return self._read(idx)
 
     def _read(self, idx):
@@ -1316,6 +1320,9 @@ class Ref:
             # some keys of the ref, to read (an HBM ref of keys: windows to copy)
             from .pallas import _keys
             return _keys.KeyAt(self)
+        if self.fry_batch is not None:
+            from .pallas import _fry
+            return _fry.KeyAt(self)
         return _At(self)
 
     def bitcast(self, ty):

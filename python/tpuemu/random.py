@@ -107,20 +107,32 @@ def _pallas(k):
 
 
 def _in_kernel(k, what):
-    """Whether @k is a Pallas key read in a kernel; a host Pallas key is
-    refused, as JAX refuses to lower its sampler outside kernels."""
-    from .pallas import _keys
+    """The key @k as a kernel holds it (None on the host): a Pallas key
+    read in the kernel, or a threefry key (pallas/_fry.py: read from a
+    ref, legacy key data read whole, or made in the kernel). A host Pallas
+    key is refused, as JAX refuses to lower its sampler outside kernels."""
+    from .pallas import _keys, _fry
     from . import _trace
     if isinstance(k, _keys.PallasKey):
         _keys.refuse_on_host(what)
-    if _trace._rec is not None and not isinstance(k, _keys.KernelKey):
-        # a host key's samples would be a host array the kernel cannot hold
-        # (and the threefry hash is not traced into kernels)
+    if _trace._rec is None:
+        return None
+    if isinstance(k, _keys.KernelKey):
+        return k
+    fk = _fry.key_of(k, what)
+    if fk is None:
+        # a host key's words would be constants the kernel closes over
         raise _trace.trace_error(
-            "jax.random.%s inside a kernel on %r: only Pallas keys read in the kernel "
-            "are supported (pass pltpu.to_pallas_key(key) with BlockSpec(memory_space="
-            "pltpu.SMEM)); threefry keys in kernels are not" % (what, k))
-    return isinstance(k, _keys.KernelKey)
+            "jax.random.%s inside a kernel on %r: a key the kernel closes over; pass it "
+            "to the pallas_call (a threefry key in SMEM or VMEM, or pltpu.to_pallas_key(key) "
+            "in SMEM) or make it in the kernel (jax.random.key(seed))" % (what, k))
+    return fk
+
+
+def _fry(kk):
+    """Whether a kernel key is a threefry one."""
+    from .pallas import _fry as f
+    return isinstance(kk, f.FryKey)
 
 
 def _as_key(k, what, batched=False):
@@ -167,6 +179,9 @@ def key(seed, *, impl=None):
 
 def _make_key(seed, impl, who):
     from . import _trace
+    if impl in _IMPLS and _trace._rec is not None:
+        from .pallas import _fry	# in a kernel: the seed's words there
+        return _fry.seed_key(seed)
     if impl == "pallas_tpu" and _trace._rec is not None:
         from .pallas import _keys	# in a kernel: the seed in both words
         w = _keys._word(seed)
@@ -199,7 +214,7 @@ def PRNGKey(seed, *, impl=None):
     shape (2,), which every function here takes as a key (and answers
     raw keys for: split, fold_in); a Pallas key stays a key."""
     k = _make_key(seed, impl, "PRNGKey")
-    return k.data.copy() if isinstance(k, _Key) else k
+    return k.data.copy() if isinstance(k, _Key) else k	# in a kernel: the key
 
 
 def _ret(data, raw):
@@ -210,6 +225,10 @@ def split(k, num=2):
     if _pallas(k):
         from .pallas import _keys
         _keys.split_refused()
+    kk = _in_kernel(k, "split")
+    if kk is not None:
+        from .pallas import _fry
+        return _fry.split(kk, num, _partitionable[0])
     key_, raw = _as_key(k, "split")
     shape = tuple(int(d) for d in num) if isinstance(num, (tuple, list)) else (int(num),)
     return _ret(_threefry.split(key_.data, shape, _partitionable[0]), raw)
@@ -221,6 +240,10 @@ def fold_in(k, data):
         return _keys.fold_in(k, data)
     if isinstance(k, _keys.PallasKey):
         return _keys.host_fold_in(k, data)
+    kk = _in_kernel(k, "fold_in")
+    if kk is not None:
+        from .pallas import _fry
+        return _fry.fold_in(kk, data)
     key_, raw = _as_key(k, "fold_in")
     return _ret(_threefry.fold_in(key_.data, _concrete_int(data, "fold_in")), raw)
 
@@ -230,6 +253,11 @@ def key_data(k):
     key's (..., 2) uint32."""
     if _pallas(k):
         return k.data.copy() if hasattr(k, "data") else k.words
+    from . import _trace
+    if _trace._rec is not None and not isinstance(k, (_Key, _np.ndarray)):
+        raise _trace.trace_error("jax.random.key_data of %r inside a kernel: a threefry "
+                                 "key's words are not an array there (store the data you "
+                                 "passed in instead)" % (k,))
     if isinstance(k, (tuple, list)):
         return _np.stack([key_data(x) for x in k])
     return _as_key(k, "key_data", batched=True)[0].data.copy()
@@ -244,6 +272,9 @@ def wrap_key_data(data, *, impl=None):
     if impl not in ("threefry2x32", None):
         raise NotImplementedError("jax.random.wrap_key_data: impl=%r; threefry2x32 and "
                                   "pallas_tpu keys only" % (impl,))
+    from . import _trace
+    if _trace._rec is not None:
+        return _in_kernel(data, "wrap_key_data")	# key data read in the kernel
     return _Key(_np.asarray(data).astype(_u32))
 
 
@@ -253,7 +284,11 @@ def _bits(k, width, shape, what):
 
 
 def bits(k, shape=(), dtype=None):
-    if _in_kernel(k, "bits"):
+    kk = _in_kernel(k, "bits")
+    if _fry(kk):
+        from .pallas import _fry as f
+        return f.bits(kk, shape, dtype, _partitionable[0])
+    if kk is not None:
         from .pallas import _keys
         return _keys.sample("bits", k, shape, dtype)
     dt = _np.dtype(_np.uint32) if dtype is None else _np.dtype(dtype)
@@ -319,7 +354,11 @@ def _erf_inv32(x):
 
 
 def normal(k, shape=(), dtype=None):
-    if _in_kernel(k, 'normal'):
+    kk = _in_kernel(k, "normal")
+    if _fry(kk):
+        from .pallas import _fry as f
+        return f.normal(kk, shape, dtype, _partitionable[0])
+    if kk is not None:
         from .pallas import _keys
         return _keys.sample('normal', k, shape, **({} if dtype is None else {'dtype': dtype}))
     # JAX's: u uniform in [nextafter(-1, 0), 1), sqrt(2) * erf_inv(u)
@@ -329,7 +368,11 @@ def normal(k, shape=(), dtype=None):
 
 
 def uniform(k, shape=(), dtype=None, minval=0.0, maxval=1.0):
-    if _in_kernel(k, 'uniform'):
+    kk = _in_kernel(k, "uniform")
+    if _fry(kk):
+        from .pallas import _fry as f
+        return f.uniform(kk, shape, dtype, minval, maxval, _partitionable[0])
+    if kk is not None:
         from .pallas import _keys
         return _keys.sample('uniform', k, shape, minval=minval, maxval=maxval,
                             **({} if dtype is None else {'dtype': dtype}))
@@ -359,7 +402,11 @@ def _rem(a, b):
 
 
 def randint(k, shape, minval, maxval, dtype=None):
-    if _in_kernel(k, 'randint'):
+    kk = _in_kernel(k, "randint")
+    if _fry(kk):
+        from .pallas import _fry as f
+        return f.randint(kk, shape, minval, maxval, dtype, _partitionable[0])
+    if kk is not None:
         from .pallas import _keys
         return _keys.sample('randint', k)
     dt = _np.dtype(_np.int32) if dtype is None else _dtype(dtype)
@@ -392,7 +439,11 @@ def randint(k, shape, minval, maxval, dtype=None):
 
 
 def bernoulli(k, p=0.5, shape=None):
-    if _in_kernel(k, 'bernoulli'):
+    kk = _in_kernel(k, "bernoulli")
+    if _fry(kk):
+        from .pallas import _fry as f
+        return f.bernoulli(kk, p, shape, _partitionable[0])
+    if kk is not None:
         from .pallas import _keys
         return _keys.sample('bernoulli', k, p, () if shape is None else shape)
     # JAX's: uniform(key, shape, p's float dtype) < p
@@ -417,7 +468,12 @@ def _shuffle(k, x, axis):
 
 
 def permutation(k, x, axis=0, independent=False):
-    if _in_kernel(k, 'permutation'):
+    kk = _in_kernel(k, "permutation")
+    if _fry(kk):
+        from . import _trace
+        raise _trace.trace_error("jax.random.permutation of a threefry key inside a "
+                                 "kernel is not supported (it sorts)")
+    if kk is not None:
         from .pallas import _keys
         return _keys.sample('permutation', k)
     if _np.ndim(x) == 0:

@@ -533,7 +533,7 @@ def _folded_ref(ref, shape):
     ref @ref (rank 4 at most) seen with the user's block shape."""
     view = _trace.ReshapedRef(ref, shape)
     view.folded = True
-    for attr in ("narrow", "key_batch"):
+    for attr in ("narrow", "key_batch", "fry_batch"):
         setattr(view, attr, getattr(ref, attr))
     return view
 
@@ -637,18 +637,18 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     return run
 
 
-def _key_spec(spec):
-    """A BlockSpec of Pallas keys (their batch dimensions) as one of their
-    words: the key's (1, 2) whole."""
+def _key_spec(spec, words=(1, 2)):
+    """A BlockSpec of keys (their batch dimensions) as one of their words:
+    the key's @words whole (a Pallas key's (1, 2), a threefry key's (2,))."""
     if spec is None or getattr(spec, "block_shape", None) is None:
         return spec
     im = spec.index_map
 
     def index_map(*a):
         r = im(*a) if im is not None else (0,) * len(spec.block_shape)
-        return (tuple(r) if isinstance(r, (tuple, list)) else (r,)) + (0, 0)
+        return (tuple(r) if isinstance(r, (tuple, list)) else (r,)) + (0,) * len(words)
     index_map.__name__ = getattr(im, "__name__", "index_map")
-    return BlockSpec(tuple(spec.block_shape) + (1, 2), index_map,
+    return BlockSpec(tuple(spec.block_shape) + tuple(words), index_map,
                      memory_space=spec.memory_space, pipeline_mode=spec.pipeline_mode)
 
 
@@ -1102,16 +1102,12 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         # Pallas keys: int32 operands of their words, read back as keys
         from ._keys import PallasKey
         from ..random import _Key
-        for k, a in enumerate(sp_leaves + in_leaves):
-            if isinstance(a, _Key):
-                raise TypeError("pallas_call: operand %d is a jax.random key (%r): jax.random "
-                                "on threefry keys inside kernels is not supported; pass "
-                                "pltpu.to_pallas_key(key) with BlockSpec(memory_space="
-                                "pltpu.SMEM)" % (k, a))
         keyed = {k for k, a in enumerate(sp_leaves + in_leaves) if isinstance(a, PallasKey)}
+        # threefry keys: uint32 operands of their words, shape + (2,) (pallas/_fry.py)
+        fried = {k for k, a in enumerate(sp_leaves + in_leaves) if isinstance(a, _Key)}
         # 64-bit operands narrowed to 32 bits, as JAX's (x64 off) takes them
-        arrays = [a.data.view(_np.int32) if k in keyed else _np.ascontiguousarray(a)
-                  for k, a in enumerate(sp_leaves + in_leaves)]
+        arrays = [a.data.view(_np.int32) if k in keyed else a.data if k in fried else
+                  _np.ascontiguousarray(a) for k, a in enumerate(sp_leaves + in_leaves)]
         arrays = [a.astype(_np.int32) if a.dtype == _np.int64 else
                   a.astype(_np.float32) if a.dtype == _np.float64 else a for a in arrays]
         # jnp's uint16 arrays (a NumPy uint16 array is bf16 bits) live in
@@ -1131,7 +1127,9 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                                    else (ispecs,), in_tree, "in_specs")
         else:
             ispecs = [None] * nin
-        ispecs = [_key_spec(sp) if nsp_flat + j in keyed else sp for j, sp in enumerate(ispecs)]
+        ispecs = [_key_spec(sp) if nsp_flat + j in keyed else
+                  _key_spec(sp, (2,)) if nsp_flat + j in fried else sp
+                  for j, sp in enumerate(ispecs)]
         ospecs = grid_spec.out_specs
         if no_out:
             from .tpu import SMEM
@@ -1242,6 +1240,10 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                         dtype_of(nsp_flat + j), spec, False, "args[%d]" % j)
         for k in keyed:
             refs[k].key_batch = len(refs[k].shape) - 2
+        for k in fried:
+            refs[k].fry_batch = len(refs[k].shape) - 1
+            if k in views:
+                views[k].fry_batch = refs[k].fry_batch
         for j, (n, o, spec) in enumerate(zip(onames, outs, ospecs)):
             add_blocked(lib.tpurt_grid_spec_add_output, "output", n, o.shape,
                         o.dtype, _key_spec(spec) if j in key_outs else spec, True,
