@@ -72,7 +72,14 @@ def _rotl(x, r):
 
 def hash2x32(k0, k1, x0, x1):
     """Threefry-2x32 of (x0, x1) under (k0, k1), traced uint32 values (or
-    Python ints): the output words, each round one statement per word."""
+    Python ints): the output words, each round one statement per word.
+    Counts that are not vectors are made (1, 1) ones: on the scalar core
+    the rounds would be one expression (it inlines its locals)."""
+    words = (k0, k1, x0, x1)
+    if not all(isinstance(w, int) for w in words) and \
+            not any(isinstance(w, _trace.Value) and not w.scalar for w in words):
+        from .. import numpy as jnp
+        x1 = _trace.local(jnp.zeros((1, 1), jnp.uint32) + x1)
     k2 = _local(k0 ^ k1 ^ _PARITY)
     ks = (k0, k1, k2)
     x0, x1 = _local(_add(x0, ks[0])), _local(_add(x1, ks[1]))
