@@ -38,16 +38,25 @@ def threefry_partitionable(enabled=True):
         _partitionable[0] = old
 
 
+# impls of two uint32 words: their dtype's tags as JAX prints them; the
+# Pallas ones draw their bits with a pallas_call (pallas/ops/tpu/random/)
+_TAGS = {"threefry2x32": "fry", "pallas_threefry2x32": "plfry", "pallas_philox4x32": "pllox"}
+
+
 class _KeyDtype:
-    """The dtype of threefry keys, key<fry> as JAX prints it."""
-    name = "key<fry>"
+    """The dtype of threefry keys, key<fry> as JAX prints it (key<plfry>,
+    key<pllox> for JAX's Pallas-kernel impls)."""
     key_shape = (2,)
+
+    def __init__(self, impl="threefry2x32"):
+        self.impl = impl
+        self.name = "key<%s>" % _TAGS[impl]
 
     def __repr__(self):
         return self.name
 
     def __eq__(self, other):
-        return isinstance(other, _KeyDtype)
+        return isinstance(other, _KeyDtype) and other.impl == self.impl
 
     def __hash__(self):
         return hash(self.name)
@@ -55,15 +64,17 @@ class _KeyDtype:
 
 class _Key:
     """An array of threefry2x32 keys: @data is uint32 of shape shape + (2,)
-    (JAX's key_data)."""
-    dtype = _KeyDtype()
+    (JAX's key_data); @impl one of _TAGS' (split, fold_in and key_data
+    keep it)."""
 
-    def __init__(self, data):
+    def __init__(self, data, impl="threefry2x32"):
         data = _np.asarray(data)
         if data.ndim < 1 or data.shape[-1] != 2 or data.dtype != _u32:
             raise TypeError("JAX encountered invalid PRNG key data: expected uint32 of "
                             "shape (..., 2); got %s of shape %r" % (data.dtype, data.shape))
         self.data = _np.ascontiguousarray(data)
+        self.impl = impl
+        self.dtype = _KeyDtype(impl)
 
     shape = property(lambda self: self.data.shape[:-1])
     ndim = property(lambda self: len(self.shape))
@@ -80,7 +91,7 @@ class _Key:
             raise IndexError("key arrays: index the batch dimensions (no Ellipsis)")
         if len(idx) > self.ndim:
             raise IndexError("too many indices for a key array of shape %r" % (self.shape,))
-        return _Key(self.data[idx])
+        return _Key(self.data[idx], self.impl)
 
     def __iter__(self):
         if not self.shape:
@@ -89,10 +100,10 @@ class _Key:
 
     def reshape(self, *shape):
         shape = tuple(shape[0]) if len(shape) == 1 and not _np.isscalar(shape[0]) else shape
-        return _Key(self.data.reshape(tuple(shape) + (2,)))
+        return _Key(self.data.reshape(tuple(shape) + (2,)), self.impl)
 
     def __repr__(self):
-        return "Array(%r, dtype=key<fry>) overlaying:\n%s" % (self.shape, self.data)
+        return "Array(%r, dtype=%s) overlaying:\n%s" % (self.shape, self.dtype, self.data)
 
     def __array__(self, *a, **kw):
         # as JAX's: a key's words are key_data's, not the key
@@ -167,7 +178,7 @@ def _concrete_int(x, what):
     return int(x)
 
 
-_IMPLS = (None, "threefry2x32", "rbg", "unsafe_rbg")
+_IMPLS = (None, "threefry2x32", "rbg", "unsafe_rbg", "pallas_threefry2x32", "pallas_philox4x32")
 
 
 def key(seed, *, impl=None):
@@ -180,6 +191,9 @@ def key(seed, *, impl=None):
 def _make_key(seed, impl, who):
     from . import _trace
     if impl in _IMPLS and _trace._rec is not None:
+        if impl == "pallas_philox4x32":
+            raise _trace.trace_error("jax.random.%s(impl=%r) inside a kernel: its bits are a "
+                                     "pallas_call's; make the key outside" % (who, impl))
         from .pallas import _fry	# in a kernel: the seed's words there
         return _fry.seed_key(seed)
     if impl == "pallas_tpu" and _trace._rec is not None:
@@ -191,7 +205,7 @@ def _make_key(seed, impl, who):
         return _keys.PallasKey(_np.full((1, 2), int(seed) & 0xFFFFFFFF, _np.uint32))
     if impl not in _IMPLS:
         raise ValueError("jax.random.%s: unknown impl %r (threefry2x32, rbg, unsafe_rbg, "
-                         "pallas_tpu)" % (who, impl))
+                         "pallas_tpu, pallas_threefry2x32, pallas_philox4x32)" % (who, impl))
     if isinstance(seed, _Key) or _pallas(seed):
         raise TypeError("%s accepts a scalar seed, but was given a PRNG key array" % who)
     if _trace._rec is not None and not isinstance(seed, (int, _np.integer, _np.ndarray)):
@@ -206,7 +220,8 @@ def _make_key(seed, impl, who):
     if isinstance(seed, int) and not -(1 << 63) <= s < 1 << 63:
         # as JAX's: a Python int seed is taken as an int64 first
         raise OverflowError("Python int %d too large to convert to int64" % s)
-    return _Key(_threefry.seed(s))
+    # the Pallas impls seed as threefry does (JAX's threefry_seed)
+    return _Key(_threefry.seed(s), impl if impl in _TAGS else "threefry2x32")
 
 
 def PRNGKey(seed, *, impl=None):
@@ -217,8 +232,8 @@ def PRNGKey(seed, *, impl=None):
     return k.data.copy() if isinstance(k, _Key) else k	# in a kernel: the key
 
 
-def _ret(data, raw):
-    return data if raw else _Key(data)
+def _ret(data, raw, impl="threefry2x32"):
+    return data if raw else _Key(data, impl)
 
 
 def split(k, num=2):
@@ -231,7 +246,10 @@ def split(k, num=2):
         return _fry.split(kk, num, _partitionable[0])
     key_, raw = _as_key(k, "split")
     shape = tuple(int(d) for d in num) if isinstance(num, (tuple, list)) else (int(num),)
-    return _ret(_threefry.split(key_.data, shape, _partitionable[0]), raw)
+    if key_.impl == "pallas_philox4x32":
+        from .pallas.ops.tpu.random import philox
+        return _ret(philox.philox_split(key_.data, shape), raw, key_.impl)
+    return _ret(_threefry.split(key_.data, shape, _partitionable[0]), raw, key_.impl)
 
 
 def fold_in(k, data):
@@ -245,7 +263,11 @@ def fold_in(k, data):
         from .pallas import _fry
         return _fry.fold_in(kk, data)
     key_, raw = _as_key(k, "fold_in")
-    return _ret(_threefry.fold_in(key_.data, _concrete_int(data, "fold_in")), raw)
+    d = _concrete_int(data, "fold_in")
+    if key_.impl == "pallas_philox4x32":
+        from .pallas.ops.tpu.random import philox
+        return _ret(philox.philox_fold_in(key_.data, d), raw, key_.impl)
+    return _ret(_threefry.fold_in(key_.data, d), raw, key_.impl)
 
 
 def key_data(k):
@@ -269,18 +291,24 @@ def wrap_key_data(data, *, impl=None):
     if impl == "pallas_tpu":
         from .pallas import _keys
         return _keys.PallasKey(data)
-    if impl not in ("threefry2x32", None):
-        raise NotImplementedError("jax.random.wrap_key_data: impl=%r; threefry2x32 and "
-                                  "pallas_tpu keys only" % (impl,))
+    if impl not in (None,) + tuple(_TAGS):
+        raise NotImplementedError("jax.random.wrap_key_data: impl=%r; %s and pallas_tpu "
+                                  "keys only" % (impl, ", ".join(_TAGS)))
     from . import _trace
     if _trace._rec is not None:
         return _in_kernel(data, "wrap_key_data")	# key data read in the kernel
-    return _Key(_np.asarray(data).astype(_u32))
+    return _Key(_np.asarray(data).astype(_u32), impl or "threefry2x32")
 
 
 def _bits(k, width, shape, what):
-    return _threefry.random_bits(_as_key(k, what)[0].data, width, _shape(shape),
-                                 _partitionable[0])
+    key_ = _as_key(k, what)[0]
+    if key_.impl != "threefry2x32":
+        # JAX's Pallas impls: a pallas_call draws them, 32-bit words only
+        from .pallas.ops.tpu.random import philox, threefry
+        f = philox.philox_random_bits if key_.impl == "pallas_philox4x32" else \
+            threefry.plthreefry_random_bits
+        return f(key_.data, width, _shape(shape))
+    return _threefry.random_bits(key_.data, width, _shape(shape), _partitionable[0])
 
 
 def bits(k, shape=(), dtype=None):

@@ -1105,6 +1105,10 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         keyed = {k for k, a in enumerate(sp_leaves + in_leaves) if isinstance(a, PallasKey)}
         # threefry keys: uint32 operands of their words, shape + (2,) (pallas/_fry.py)
         fried = {k for k, a in enumerate(sp_leaves + in_leaves) if isinstance(a, _Key)}
+        for k in fried:
+            if (sp_leaves + in_leaves)[k].impl == "pallas_philox4x32":
+                raise TypeError("pallas_call: operand %d is a pallas_philox4x32 key: its "
+                                "bits are a pallas_call's, not drawn in kernels" % k)
         # 64-bit operands narrowed to 32 bits, as JAX's (x64 off) takes them
         arrays = [a.data.view(_np.int32) if k in keyed else a.data if k in fried else
                   _np.ascontiguousarray(a) for k, a in enumerate(sp_leaves + in_leaves)]
