@@ -277,9 +277,10 @@ def sample(what, key, *args, **kwargs):
 def sample_block(sampler_fn, global_key, block_size, tile_size, total_size,
                  block_index=None, **kwargs):
     """pltpu.sample_block: the block at @block_index of a @total_size
-    array sampled tile by tile, each tile with the key folded in with its
-    global (row-major) tile number, so the values do not depend on the
-    block size or grid order (tile_size divides the blocks)."""
+    array sampled tile by tile, each tile with the key (a Pallas or a
+    threefry one) folded in with its global (row-major) tile number, so the
+    values do not depend on the block size or grid order (tile_size
+    divides the blocks)."""
     from . import program_id
     from .. import numpy as jnp
     block_size, tile_size = tuple(block_size), tuple(tile_size)
@@ -291,9 +292,11 @@ def sample_block(sampler_fn, global_key, block_size, tile_size, total_size,
             any(b % t or n % t for b, t, n in zip(block_size, tile_size, total_size)):
         raise ValueError("sample_block: tile_size %r must divide block_size %r and "
                          "total_size %r" % (tile_size, block_size, total_size))
-    if not isinstance(global_key, KernelKey):
-        raise _trace.trace_error("pltpu.sample_block: a Pallas key read in the kernel "
-                                 "(key_ref[...]), not %r" % (global_key,))
+    from . import _fry
+    from .. import random
+    if not isinstance(global_key, (KernelKey, _fry.FryKey)):
+        raise _trace.trace_error("pltpu.sample_block: a Pallas key read in the kernel (or a "
+                                 "threefry key: key_ref[...]), not %r" % (global_key,))
     if block_index is None:
         block_index = tuple(program_id(a) for a in range(len(block_size)))
     per = [b // t for b, t in zip(block_size, tile_size)]
@@ -303,7 +306,7 @@ def sample_block(sampler_fn, global_key, block_size, tile_size, total_size,
         lin = 0
         for d, (bi, k) in enumerate(zip(block_index, t)):
             lin = lin * tiles_of[d] + (bi * per[d] + k)
-        return sampler_fn(fold_in(global_key, lin), shape=tile_size, **kwargs)
+        return sampler_fn(random.fold_in(global_key, lin), shape=tile_size, **kwargs)
 
     def build(d, t):
         if d == len(per):
