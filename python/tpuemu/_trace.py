@@ -1283,6 +1283,9 @@ class Ref:
         if self.key_batch is not None and not isinstance(value, (Value, int, float)):
             from .pallas import _keys
             return _keys.store_key(self, idx, value)
+        if self.fry_batch is not None and not isinstance(value, (Value, int, float)):
+            from .pallas import _fry
+            return _fry.store_key(self, idx, value)
         rec = recorder()
         if not self.writable:
             raise trace_error("store into input '%s' (inputs are read-only)" % self.name)

@@ -1058,9 +1058,14 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     # of shape + (1, 2), given back as keys
     from ._keys import KeyDtype, PallasKey
     key_outs = {j for j, o in enumerate(outs) if isinstance(getattr(o, "dtype", None), KeyDtype)}
-    if key_outs:
+    # threefry key outputs: uint32 words of shape + (2,), given back as keys
+    from ..random import _KeyDtype
+    fry_outs = {j: o.dtype.impl for j, o in enumerate(outs)
+                if isinstance(getattr(o, "dtype", None), _KeyDtype)}
+    if key_outs or fry_outs:
         from .. import ShapeDtypeStruct
-        outs = [ShapeDtypeStruct(tuple(o.shape) + (1, 2), _trace.int32) if j in key_outs else o
+        outs = [ShapeDtypeStruct(tuple(o.shape) + (1, 2), _trace.int32) if j in key_outs else
+                ShapeDtypeStruct(tuple(o.shape) + (2,), _trace.uint32) if j in fry_outs else o
                 for j, o in enumerate(outs)]
     if not no_out and not outs:
         raise ValueError("pallas_call: out_shape %r has no arrays" % (out_shape,))
@@ -1250,10 +1255,15 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 views[k].fry_batch = refs[k].fry_batch
         for j, (n, o, spec) in enumerate(zip(onames, outs, ospecs)):
             add_blocked(lib.tpurt_grid_spec_add_output, "output", n, o.shape,
-                        o.dtype, _key_spec(spec) if j in key_outs else spec, True,
+                        o.dtype, _key_spec(spec) if j in key_outs else
+                        _key_spec(spec, (2,)) if j in fry_outs else spec, True,
                         "outputs[%d]" % j)
             if j in key_outs:
                 refs[-1].key_batch = len(refs[-1].shape) - 2
+            if j in fry_outs:
+                refs[-1].fry_batch = len(refs[-1].shape) - 1
+                if len(refs) - 1 in views:
+                    views[len(refs) - 1].fry_batch = refs[-1].fry_batch
         for n, s in zip(snames, scratch):
             if not hasattr(s, "_space_code"):
                 raise TypeError("scratch_shapes: %r is not a scratch type (pltpu.VMEM, "
@@ -1464,6 +1474,8 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 results[-1] = results[-1].view(UInt16Array)
             if j in key_outs:
                 results[-1] = PallasKey(r.view(_np.uint32))
+            if j in fry_outs:
+                results[-1] = _Key(r, fry_outs[j])
         if no_out:
             return () if empty_out else None
         # a list of out_shapes gives a tuple too, as JAX's (it flattens the tree)

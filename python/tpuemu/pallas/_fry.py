@@ -12,7 +12,8 @@ traced uint32 values, each step bound to a local, so a draw is ~50
 statements whatever its shape. Draws are computed on a 2-D (rows, last
 dimension) block and reshaped, as the core's stateful draws are.
 fold_in, split (a few keys) and key(seed) work in kernels too; their
-words are then (1, 1) vector values."""
+words are then (1, 1) vector values. Key outputs (ShapeDtypeStruct(shape,
+key.dtype)) are uint32 words of shape + (2,), given back as keys."""
 import math
 
 import numpy as _np
@@ -126,6 +127,33 @@ def read_key(ref, idx, prefix=()):
                                  "BlockSpec(memory_space=pltpu.SMEM) or VMEM"
                                  % (ref.name, ref.space.upper()))
     return FryKey(ref._read(idx + (0,)), ref._read(idx + (1,)))
+
+
+def store_key(ref, idx, key):
+    """@ref[@idx] = @key: a threefry key's words into a ref of keys (a
+    word computed in the kernel, a (1, 1) vector, goes to VMEM only)."""
+    if not isinstance(key, FryKey):
+        raise _trace.trace_error("ref '%s' holds threefry keys: store a key (key_ref[...], "
+                                 "fold_in, split), not %r" % (ref.name, key))
+    nb = ref.fry_batch
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    idx = tuple(e for e in idx if e is not Ellipsis)
+    if len(idx) != nb:
+        raise _trace.trace_error("ref '%s' holds threefry keys of batch shape %r: store one "
+                                 "key, ref[%s] = key" % (ref.name, ref.shape[:nb],
+                                                         ", ".join(["i"] * nb) or "..."))
+    from .. import numpy as jnp
+    from . import ds
+    for k, w in enumerate(key.words):
+        if isinstance(w, _trace.Value) and not w.scalar:
+            if ref.space != "vmem":
+                raise _trace.trace_error(
+                    "ref '%s': a threefry key computed in the kernel (fold_in, split) has "
+                    "vector words; output it in VMEM, not %s" % (ref.name, ref.space.upper()))
+            # a window of one element: the word's (1, 1) block reshaped to it
+            ref[tuple(ds(i, 1) for i in idx) + (ds(k, 1),)] = jnp.reshape(w, (1,) * (nb + 1))
+        else:
+            ref[idx + (k,)] = w
 
 
 class KeyAt:
