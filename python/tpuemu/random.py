@@ -14,7 +14,10 @@ the float32 draws rounded, not JAX's 8-bit draws; randint of 8- and
 to a less biased draw not reproduced here). impl="rbg" and
 "unsafe_rbg" keys are threefry keys here (XLA's RngBitGenerator bits are
 not reproduced). Pallas keys (impl="pallas_tpu", pltpu.to_pallas_key)
-sample inside kernels only: pallas/_keys.py."""
+sample inside kernels only: pallas/_keys.py. Threefry keys sample in
+kernels too, the same bits as here: pallas/_fry.py. impl=
+"pallas_threefry2x32" and "pallas_philox4x32" are JAX's Pallas-kernel
+impls, their bits drawn by a pallas_call: pallas/ops/tpu/random/."""
 import contextlib as _contextlib
 
 import numpy as _np

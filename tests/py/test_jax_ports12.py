@@ -8,7 +8,8 @@ test_pallas_random.py, the stateful draws in test_jax_ports6.py), with
 more on threefry keys in kernels (pallas/_fry.py): SMEM and VMEM keys,
 both jax_threefry_partitionable layouts, key batches and .at views, JAX's
 legacy uint32 key data, keys made, folded in and split in the kernel,
-bernoulli and randint, the trace's size, and the refusals.
+key outputs, bernoulli and randint, pltpu.sample_block of a threefry
+key, the trace's size, and the refusals.
 
 Every expected value is the host's jax.random of the same key (checked
 against JAX's known answers in test_threefry.py) or JAX's own, never a
@@ -324,6 +325,57 @@ def test_uniform_bounds_bernoulli_and_randint():
         r = pl.pallas_call(body, in_specs=[SMEM],
                            out_shape=jax.ShapeDtypeStruct((16, 128), dt))(key)
         np.testing.assert_array_equal(r, np.asarray(f(key, (16, 128))).astype(r.dtype))
+
+
+def test_block_invariance_of_a_threefry_key():
+    """BlockInvarianceTest's sample_block with a threefry key: the same
+    array for (16, 128) and (32, 256) blocks in either grid order, each
+    tile the host's draw of the key folded in with its tile number."""
+    def make_kernel_body(index_map):
+        def body(key_ref, o_ref):
+            o_ref[...] = pltpu.sample_block(
+                jax_random.uniform, key_ref[...], block_size=o_ref[...].shape,
+                tile_size=(16, 128), total_size=(32, 256),
+                block_index=index_map(pl.program_id(0), pl.program_id(1)))
+        return body
+    key = jax_random.key(6)
+    o_shape = jax.ShapeDtypeStruct((32, 256), jnp.float32)
+    r16 = np.asarray(pl.pallas_call(
+        make_kernel_body(lambda i, j: (i, j)), out_shape=o_shape, in_specs=[SMEM],
+        out_specs=pl.BlockSpec((16, 128), lambda i, j: (i, j)), grid=(2, 2))(key))
+    r32 = np.asarray(pl.pallas_call(
+        make_kernel_body(lambda i, j: (0, 0)), out_shape=o_shape, in_specs=[SMEM],
+        out_specs=pl.BlockSpec((32, 256), lambda i, j: (0, 0)), grid=(1, 1))(key))
+    np.testing.assert_array_equal(r16, r32)
+    for t in range(4):
+        i, j = divmod(t, 2)
+        np.testing.assert_array_equal(r16[16 * i:16 * i + 16, 128 * j:128 * j + 128],
+                                      jax_random.uniform(jax_random.fold_in(key, t), (16, 128)))
+
+
+def test_threefry_key_outputs():
+    """Key outputs (ShapeDtypeStruct(shape, key.dtype)): a key copied or
+    stored comes back the same key (PRNGTest.test_output_physical_key with
+    a threefry key); keys folded in in the kernel, output in VMEM, are the
+    host's fold_in of each (in SMEM their vector words are refused)."""
+    key = jax_random.key(17)
+    for body in (lambda k, o: pltpu.sync_copy(k, o), lambda k, o: o.__setitem__(..., k[...])):
+        y = pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((), key.dtype),
+                           in_specs=[SMEM], out_specs=SMEM)(key)
+        assert y.shape == () and y.dtype == key.dtype
+        np.testing.assert_array_equal(jax_random.key_data(y), jax_random.key_data(key))
+
+    def folded(k_ref, o_ref):
+        for i in range(3):
+            o_ref[i] = jax_random.fold_in(k_ref[...], i + 10)
+    y = pl.pallas_call(folded, out_shape=jax.ShapeDtypeStruct((3,), key.dtype),
+                       in_specs=[SMEM], out_specs=VMEM)(key)
+    for i in range(3):
+        np.testing.assert_array_equal(jax_random.key_data(y[i]),
+                                      jax_random.key_data(jax_random.fold_in(key, i + 10)))
+    with pytest.raises(pl.TraceError, match="output it in VMEM"):
+        pl.pallas_call(folded, out_shape=jax.ShapeDtypeStruct((3,), key.dtype),
+                       in_specs=[SMEM], out_specs=SMEM)(key)
 
 
 def test_trace_is_one_statement_a_step():
