@@ -306,6 +306,28 @@ def test_fold_in_and_split_in_the_kernel(partitionable):
         np.testing.assert_array_equal(r[i], want[i])
 
 
+def test_to_pallas_key_of_a_key_made_in_the_kernel():
+    """pltpu.to_pallas_key(jax.random.key(3)) in a kernel: the Pallas key
+    the host makes of it (its draws the same); of a key passed in (vector
+    words the core's PRNG cannot be seeded from) it is refused by name."""
+    out = jax.ShapeDtypeStruct((8, 128), jnp.float32)
+
+    def made(o_ref):
+        o_ref[...] = jax_random.uniform(pltpu.to_pallas_key(jax_random.key(3)), shape=o_ref.shape)
+
+    def passed(k_ref, o_ref):
+        o_ref[...] = jax_random.uniform(k_ref[...], shape=o_ref.shape)
+    np.testing.assert_array_equal(
+        pl.pallas_call(made, out_shape=out)(),
+        pl.pallas_call(passed, in_specs=[SMEM], out_shape=out)(
+            pltpu.to_pallas_key(jax_random.key(3))))
+
+    def refused(k_ref, o_ref):
+        o_ref[...] = jax_random.uniform(pltpu.to_pallas_key(k_ref[...]), shape=o_ref.shape)
+    with pytest.raises(pl.TraceError, match="constant seed"):
+        pl.pallas_call(refused, in_specs=[SMEM], out_shape=out)(jax_random.key(3))
+
+
 def test_uniform_bounds_bernoulli_and_randint():
     """uniform's minval and maxval, bernoulli, and randint of int32 (small,
     negative and full-width bounds) and uint32: the host's values."""

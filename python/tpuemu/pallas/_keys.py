@@ -114,8 +114,17 @@ def to_pallas_key(key):
     Pallas key: its words are jax.random.bits(key, (1, 2), uint32), as
     JAX's (so a threefry key gives JAX's own Pallas key words)."""
     from .. import random
+    from . import _fry
     if isinstance(key, PallasKey):
         return key
+    if isinstance(key, _fry.FryKey):
+        # in a kernel: a key made there of a constant seed has host words
+        if not key.constant:
+            raise _trace.trace_error("pltpu.to_pallas_key inside a kernel: of a key made there "
+                                     "of a constant seed (the core's PRNG is seeded from "
+                                     "scalars; pass the Pallas key in SMEM instead)")
+        w = random._bits(random._Key(_np.array(key.words, _np.uint32)), 32, (1, 2), "to_pallas_key")
+        return KernelKey(_s32(int(w[0, 0])), _s32(int(w[0, 1])))
     if isinstance(key, (tuple, list)) and all(isinstance(k, random._Key) for k in key):
         return PallasKey(_np.stack([to_pallas_key(k).data for k in key]))
     if isinstance(key, random._Key) or (isinstance(key, _np.ndarray) and key.dtype == _np.uint32
