@@ -8,7 +8,7 @@ VMEM; or its uint32 key data, JAX's legacy keys) reads back as a FryKey:
 its two uint32 words, scalar-core reads in SMEM, vector reads in VMEM
 (or Python ints, for a key made in the kernel of a constant seed). The
 hash runs on the vector unit over a counter iota: the 20 rounds over
-traced uint32 values, each step bound to a local, so a draw is ~50
+traced uint32 values, each step bound to a local, so a draw is ~60
 statements whatever its shape. Draws are computed on a 2-D (rows, last
 dimension) block and reshaped, as the core's stateful draws are.
 fold_in, split (a few keys) and key(seed) work in kernels too; their
