@@ -1348,11 +1348,15 @@ class Ref:
     narrow = None	# a scalar prefetch of int8/uint8/bool widened into words
     flat_nd = False	# a scalar prefetch of rank 3 or 4 the device holds 2-D
     key_batch = None	# Pallas keys (pallas/_keys.py): their batch rank
+    fry_batch = None	# threefry keys (pallas/_fry.py): their batch rank
 
     def __getitem__(self, idx):
         if self.key_batch is not None:
             from .pallas import _keys
             return _keys.read_key(self, idx)
+        if self.fry_batch is not None:
+            from .pallas import _fry
+            return _fry.read_key(self, idx)
         return self._read(idx)
 
     def _read(self, idx, prim="get_p"):
@@ -1377,6 +1381,9 @@ class Ref:
         if self.key_batch is not None and not isinstance(value, (Value, int, float)):
             from .pallas import _keys
             return _keys.store_key(self, idx, value)
+        if self.fry_batch is not None and not isinstance(value, (Value, int, float)):
+            from .pallas import _fry
+            return _fry.store_key(self, idx, value)
         rec = recorder()
         if self.space == "any":
             raise hbm_reference("swap_p", self)
@@ -1416,6 +1423,9 @@ class Ref:
             # some keys of the ref, to read (an HBM ref of keys: windows to copy)
             from .pallas import _keys
             return _keys.KeyAt(self)
+        if self.fry_batch is not None:
+            from .pallas import _fry
+            return _fry.KeyAt(self)
         return _At(self)
 
     def bitcast(self, ty):

@@ -14,7 +14,10 @@ the float32 draws rounded, not JAX's 8-bit draws; randint of 8- and
 to a less biased draw not reproduced here). impl="rbg" and
 "unsafe_rbg" keys are threefry keys here (XLA's RngBitGenerator bits are
 not reproduced). Pallas keys (impl="pallas_tpu", pltpu.to_pallas_key)
-sample inside kernels only: pallas/_keys.py."""
+sample inside kernels only: pallas/_keys.py. Threefry keys sample in
+kernels too, the same bits as here: pallas/_fry.py. impl=
+"pallas_threefry2x32" and "pallas_philox4x32" are JAX's Pallas-kernel
+impls, their bits drawn by a pallas_call: pallas/ops/tpu/random/."""
 import contextlib as _contextlib
 
 import numpy as _np
@@ -38,16 +41,25 @@ def threefry_partitionable(enabled=True):
         _partitionable[0] = old
 
 
+# impls of two uint32 words: their dtype's tags as JAX prints them; the
+# Pallas ones draw their bits with a pallas_call (pallas/ops/tpu/random/)
+_TAGS = {"threefry2x32": "fry", "pallas_threefry2x32": "plfry", "pallas_philox4x32": "pllox"}
+
+
 class _KeyDtype:
-    """The dtype of threefry keys, key<fry> as JAX prints it."""
-    name = "key<fry>"
+    """The dtype of threefry keys, key<fry> as JAX prints it (key<plfry>,
+    key<pllox> for JAX's Pallas-kernel impls)."""
     key_shape = (2,)
+
+    def __init__(self, impl="threefry2x32"):
+        self.impl = impl
+        self.name = "key<%s>" % _TAGS[impl]
 
     def __repr__(self):
         return self.name
 
     def __eq__(self, other):
-        return isinstance(other, _KeyDtype)
+        return isinstance(other, _KeyDtype) and other.impl == self.impl
 
     def __hash__(self):
         return hash(self.name)
@@ -55,15 +67,17 @@ class _KeyDtype:
 
 class _Key:
     """An array of threefry2x32 keys: @data is uint32 of shape shape + (2,)
-    (JAX's key_data)."""
-    dtype = _KeyDtype()
+    (JAX's key_data); @impl one of _TAGS' (split, fold_in and key_data
+    keep it)."""
 
-    def __init__(self, data):
+    def __init__(self, data, impl="threefry2x32"):
         data = _np.asarray(data)
         if data.ndim < 1 or data.shape[-1] != 2 or data.dtype != _u32:
             raise TypeError("JAX encountered invalid PRNG key data: expected uint32 of "
                             "shape (..., 2); got %s of shape %r" % (data.dtype, data.shape))
         self.data = _np.ascontiguousarray(data)
+        self.impl = impl
+        self.dtype = _KeyDtype(impl)
 
     shape = property(lambda self: self.data.shape[:-1])
     ndim = property(lambda self: len(self.shape))
@@ -80,7 +94,7 @@ class _Key:
             raise IndexError("key arrays: index the batch dimensions (no Ellipsis)")
         if len(idx) > self.ndim:
             raise IndexError("too many indices for a key array of shape %r" % (self.shape,))
-        return _Key(self.data[idx])
+        return _Key(self.data[idx], self.impl)
 
     def __iter__(self):
         if not self.shape:
@@ -89,10 +103,10 @@ class _Key:
 
     def reshape(self, *shape):
         shape = tuple(shape[0]) if len(shape) == 1 and not _np.isscalar(shape[0]) else shape
-        return _Key(self.data.reshape(tuple(shape) + (2,)))
+        return _Key(self.data.reshape(tuple(shape) + (2,)), self.impl)
 
     def __repr__(self):
-        return "Array(%r, dtype=key<fry>) overlaying:\n%s" % (self.shape, self.data)
+        return "Array(%r, dtype=%s) overlaying:\n%s" % (self.shape, self.dtype, self.data)
 
     def __array__(self, *a, **kw):
         # as JAX's: a key's words are key_data's, not the key
@@ -107,20 +121,32 @@ def _pallas(k):
 
 
 def _in_kernel(k, what):
-    """Whether @k is a Pallas key read in a kernel; a host Pallas key is
-    refused, as JAX refuses to lower its sampler outside kernels."""
-    from .pallas import _keys
+    """The key @k as a kernel holds it (None on the host): a Pallas key
+    read in the kernel, or a threefry key (pallas/_fry.py: read from a
+    ref, legacy key data read whole, or made in the kernel). A host Pallas
+    key is refused, as JAX refuses to lower its sampler outside kernels."""
+    from .pallas import _keys, _fry
     from . import _trace
     if isinstance(k, _keys.PallasKey):
         _keys.refuse_on_host(what)
-    if _trace._rec is not None and not isinstance(k, _keys.KernelKey):
-        # a host key's samples would be a host array the kernel cannot hold
-        # (and the threefry hash is not traced into kernels)
+    if _trace._rec is None:
+        return None
+    if isinstance(k, _keys.KernelKey):
+        return k
+    fk = _fry.key_of(k, what)
+    if fk is None:
+        # a host key's words would be constants the kernel closes over
         raise _trace.trace_error(
-            "jax.random.%s inside a kernel on %r: only Pallas keys read in the kernel "
-            "are supported (pass pltpu.to_pallas_key(key) with BlockSpec(memory_space="
-            "pltpu.SMEM)); threefry keys in kernels are not" % (what, k))
-    return isinstance(k, _keys.KernelKey)
+            "jax.random.%s inside a kernel on %r: a key the kernel closes over; pass it "
+            "to the pallas_call (a threefry key in SMEM or VMEM, or pltpu.to_pallas_key(key) "
+            "in SMEM) or make it in the kernel (jax.random.key(seed))" % (what, k))
+    return fk
+
+
+def _fry(kk):
+    """Whether a kernel key is a threefry one."""
+    from .pallas import _fry as f
+    return isinstance(kk, f.FryKey)
 
 
 def _as_key(k, what, batched=False):
@@ -155,7 +181,7 @@ def _concrete_int(x, what):
     return int(x)
 
 
-_IMPLS = (None, "threefry2x32", "rbg", "unsafe_rbg")
+_IMPLS = (None, "threefry2x32", "rbg", "unsafe_rbg", "pallas_threefry2x32", "pallas_philox4x32")
 
 
 def key(seed, *, impl=None):
@@ -167,6 +193,12 @@ def key(seed, *, impl=None):
 
 def _make_key(seed, impl, who):
     from . import _trace
+    if impl in _IMPLS and _trace._rec is not None:
+        if impl == "pallas_philox4x32":
+            raise _trace.trace_error("jax.random.%s(impl=%r) inside a kernel: its bits are a "
+                                     "pallas_call's; make the key outside" % (who, impl))
+        from .pallas import _fry	# in a kernel: the seed's words there
+        return _fry.seed_key(seed)
     if impl == "pallas_tpu" and _trace._rec is not None:
         from .pallas import _keys	# in a kernel: the seed in both words
         w = _keys._word(seed)
@@ -176,7 +208,7 @@ def _make_key(seed, impl, who):
         return _keys.PallasKey(_np.full((1, 2), int(seed) & 0xFFFFFFFF, _np.uint32))
     if impl not in _IMPLS:
         raise ValueError("jax.random.%s: unknown impl %r (threefry2x32, rbg, unsafe_rbg, "
-                         "pallas_tpu)" % (who, impl))
+                         "pallas_tpu, pallas_threefry2x32, pallas_philox4x32)" % (who, impl))
     if isinstance(seed, _Key) or _pallas(seed):
         raise TypeError("%s accepts a scalar seed, but was given a PRNG key array" % who)
     if _trace._rec is not None and not isinstance(seed, (int, _np.integer, _np.ndarray)):
@@ -191,7 +223,8 @@ def _make_key(seed, impl, who):
     if isinstance(seed, int) and not -(1 << 63) <= s < 1 << 63:
         # as JAX's: a Python int seed is taken as an int64 first
         raise OverflowError("Python int %d too large to convert to int64" % s)
-    return _Key(_threefry.seed(s))
+    # the Pallas impls seed as threefry does (JAX's threefry_seed)
+    return _Key(_threefry.seed(s), impl if impl in _TAGS else "threefry2x32")
 
 
 def PRNGKey(seed, *, impl=None):
@@ -199,20 +232,27 @@ def PRNGKey(seed, *, impl=None):
     shape (2,), which every function here takes as a key (and answers
     raw keys for: split, fold_in); a Pallas key stays a key."""
     k = _make_key(seed, impl, "PRNGKey")
-    return k.data.copy() if isinstance(k, _Key) else k
+    return k.data.copy() if isinstance(k, _Key) else k	# in a kernel: the key
 
 
-def _ret(data, raw):
-    return data if raw else _Key(data)
+def _ret(data, raw, impl="threefry2x32"):
+    return data if raw else _Key(data, impl)
 
 
 def split(k, num=2):
     if _pallas(k):
         from .pallas import _keys
         _keys.split_refused()
+    kk = _in_kernel(k, "split")
+    if kk is not None:
+        from .pallas import _fry
+        return _fry.split(kk, num, _partitionable[0])
     key_, raw = _as_key(k, "split")
     shape = tuple(int(d) for d in num) if isinstance(num, (tuple, list)) else (int(num),)
-    return _ret(_threefry.split(key_.data, shape, _partitionable[0]), raw)
+    if key_.impl == "pallas_philox4x32":
+        from .pallas.ops.tpu.random import philox
+        return _ret(philox.philox_split(key_.data, shape), raw, key_.impl)
+    return _ret(_threefry.split(key_.data, shape, _partitionable[0]), raw, key_.impl)
 
 
 def fold_in(k, data):
@@ -221,8 +261,16 @@ def fold_in(k, data):
         return _keys.fold_in(k, data)
     if isinstance(k, _keys.PallasKey):
         return _keys.host_fold_in(k, data)
+    kk = _in_kernel(k, "fold_in")
+    if kk is not None:
+        from .pallas import _fry
+        return _fry.fold_in(kk, data)
     key_, raw = _as_key(k, "fold_in")
-    return _ret(_threefry.fold_in(key_.data, _concrete_int(data, "fold_in")), raw)
+    d = _concrete_int(data, "fold_in")
+    if key_.impl == "pallas_philox4x32":
+        from .pallas.ops.tpu.random import philox
+        return _ret(philox.philox_fold_in(key_.data, d), raw, key_.impl)
+    return _ret(_threefry.fold_in(key_.data, d), raw, key_.impl)
 
 
 def key_data(k):
@@ -230,6 +278,11 @@ def key_data(k):
     key's (..., 2) uint32."""
     if _pallas(k):
         return k.data.copy() if hasattr(k, "data") else k.words
+    from . import _trace
+    if _trace._rec is not None and not isinstance(k, (_Key, _np.ndarray)):
+        raise _trace.trace_error("jax.random.key_data of %r inside a kernel: a threefry "
+                                 "key's words are not an array there (store the data you "
+                                 "passed in instead)" % (k,))
     if isinstance(k, (tuple, list)):
         return _np.stack([key_data(x) for x in k])
     return _as_key(k, "key_data", batched=True)[0].data.copy()
@@ -241,19 +294,32 @@ def wrap_key_data(data, *, impl=None):
     if impl == "pallas_tpu":
         from .pallas import _keys
         return _keys.PallasKey(data)
-    if impl not in ("threefry2x32", None):
-        raise NotImplementedError("jax.random.wrap_key_data: impl=%r; threefry2x32 and "
-                                  "pallas_tpu keys only" % (impl,))
-    return _Key(_np.asarray(data).astype(_u32))
+    if impl not in (None,) + tuple(_TAGS):
+        raise NotImplementedError("jax.random.wrap_key_data: impl=%r; %s and pallas_tpu "
+                                  "keys only" % (impl, ", ".join(_TAGS)))
+    from . import _trace
+    if _trace._rec is not None:
+        return _in_kernel(data, "wrap_key_data")	# key data read in the kernel
+    return _Key(_np.asarray(data).astype(_u32), impl or "threefry2x32")
 
 
 def _bits(k, width, shape, what):
-    return _threefry.random_bits(_as_key(k, what)[0].data, width, _shape(shape),
-                                 _partitionable[0])
+    key_ = _as_key(k, what)[0]
+    if key_.impl != "threefry2x32":
+        # JAX's Pallas impls: a pallas_call draws them, 32-bit words only
+        from .pallas.ops.tpu.random import philox, threefry
+        f = philox.philox_random_bits if key_.impl == "pallas_philox4x32" else \
+            threefry.plthreefry_random_bits
+        return f(key_.data, width, _shape(shape))
+    return _threefry.random_bits(key_.data, width, _shape(shape), _partitionable[0])
 
 
 def bits(k, shape=(), dtype=None):
-    if _in_kernel(k, "bits"):
+    kk = _in_kernel(k, "bits")
+    if _fry(kk):
+        from .pallas import _fry as f
+        return f.bits(kk, shape, dtype, _partitionable[0])
+    if kk is not None:
         from .pallas import _keys
         return _keys.sample("bits", k, shape, dtype)
     dt = _np.dtype(_np.uint32) if dtype is None else _np.dtype(dtype)
@@ -319,7 +385,11 @@ def _erf_inv32(x):
 
 
 def normal(k, shape=(), dtype=None):
-    if _in_kernel(k, 'normal'):
+    kk = _in_kernel(k, "normal")
+    if _fry(kk):
+        from .pallas import _fry as f
+        return f.normal(kk, shape, dtype, _partitionable[0])
+    if kk is not None:
         from .pallas import _keys
         return _keys.sample('normal', k, shape, **({} if dtype is None else {'dtype': dtype}))
     # JAX's: u uniform in [nextafter(-1, 0), 1), sqrt(2) * erf_inv(u)
@@ -329,7 +399,11 @@ def normal(k, shape=(), dtype=None):
 
 
 def uniform(k, shape=(), dtype=None, minval=0.0, maxval=1.0):
-    if _in_kernel(k, 'uniform'):
+    kk = _in_kernel(k, "uniform")
+    if _fry(kk):
+        from .pallas import _fry as f
+        return f.uniform(kk, shape, dtype, minval, maxval, _partitionable[0])
+    if kk is not None:
         from .pallas import _keys
         return _keys.sample('uniform', k, shape, minval=minval, maxval=maxval,
                             **({} if dtype is None else {'dtype': dtype}))
@@ -359,7 +433,11 @@ def _rem(a, b):
 
 
 def randint(k, shape, minval, maxval, dtype=None):
-    if _in_kernel(k, 'randint'):
+    kk = _in_kernel(k, "randint")
+    if _fry(kk):
+        from .pallas import _fry as f
+        return f.randint(kk, shape, minval, maxval, dtype, _partitionable[0])
+    if kk is not None:
         from .pallas import _keys
         return _keys.sample('randint', k)
     dt = _np.dtype(_np.int32) if dtype is None else _dtype(dtype)
@@ -392,7 +470,11 @@ def randint(k, shape, minval, maxval, dtype=None):
 
 
 def bernoulli(k, p=0.5, shape=None):
-    if _in_kernel(k, 'bernoulli'):
+    kk = _in_kernel(k, "bernoulli")
+    if _fry(kk):
+        from .pallas import _fry as f
+        return f.bernoulli(kk, p, shape, _partitionable[0])
+    if kk is not None:
         from .pallas import _keys
         return _keys.sample('bernoulli', k, p, () if shape is None else shape)
     # JAX's: uniform(key, shape, p's float dtype) < p
@@ -417,7 +499,12 @@ def _shuffle(k, x, axis):
 
 
 def permutation(k, x, axis=0, independent=False):
-    if _in_kernel(k, 'permutation'):
+    kk = _in_kernel(k, "permutation")
+    if _fry(kk):
+        from . import _trace
+        raise _trace.trace_error("jax.random.permutation of a threefry key inside a "
+                                 "kernel is not supported (it sorts)")
+    if kk is not None:
         from .pallas import _keys
         return _keys.sample('permutation', k)
     if _np.ndim(x) == 0:

@@ -388,8 +388,19 @@ def test_pallas_key_made_in_kernel():
     np.testing.assert_array_equal(a, c)
 
 
-def test_host_key_sampled_in_kernel_refused():
+def test_threefry_key_made_in_kernel():
+    """jax.random.key(0) made in the kernel is a threefry key there: its
+    draws are the host's (pallas/_fry.py)."""
     def body(o_ref):
         o_ref[...] = jax_random.uniform(jax_random.key(0), shape=o_ref.shape)
-    with pytest.raises(pl.TraceError, match="only Pallas keys read in the kernel"):
+    r = pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))()
+    np.testing.assert_array_equal(r, jax_random.uniform(jax_random.key(0), (8, 128)))
+
+
+def test_host_key_closed_over_refused():
+    key = jax_random.key(0)
+
+    def body(o_ref):
+        o_ref[...] = jax_random.uniform(key, shape=o_ref.shape)
+    with pytest.raises(pl.TraceError, match="a key the kernel closes over"):
         pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))()

@@ -9,10 +9,10 @@ stateless form (pltpu.to_pallas_key passed in SMEM, jax.random in the
 kernel, fold_in of the program id for a key per program instance) and
 block-invariant sampling (pltpu.sample_block). The bits are Philox's,
 not the TPU's hardware PRNG, so the checks are the properties the page
-states. jax.random on threefry keys passed in VMEM (bit-equal to JAX
-outside Pallas) is a gap: a strict xfail."""
+states. jax.random on a threefry key passed in VMEM is bit-equal to
+jax.random outside Pallas, as the page says: the host's draw is the
+reference."""
 import numpy as np
-import pytest
 
 import tpuemu as jax
 import tpuemu.numpy as jnp
@@ -25,9 +25,6 @@ SMEM = pl.BlockSpec(memory_space=pltpu.SMEM)
 
 # --- Using the jax.random API: a threefry key in VMEM ---
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "jax.random on threefry2x32 keys inside kernels (bit-equal to jax.random outside) is "
-    "not supported: Pallas keys (pltpu.to_pallas_key, in SMEM) are"))
 def test_threefry_key_in_vmem():
     def body(key_ref, o_ref):
         key = key_ref[...]

@@ -293,26 +293,40 @@ def test_to_pallas_key_is_bits_of_the_key():
                                           random.bits(keys[i, j], (1, 2), np.uint32))
 
 
-# --- threefry keys in kernels: refused by name, at once ---
+# --- threefry keys in kernels (pallas/_fry.py): the host's keys and bits ---
 
-def test_traced_seed_in_kernel_refused():
+def test_traced_seed_in_kernel():
+    """jax.random.key of an SMEM value in a kernel: the host's key of it."""
     def body(s_ref, o_ref):
         o_ref[...] = random.uniform(random.key(s_ref[0]), shape=o_ref.shape)
-    with pytest.raises(pl.TraceError, match="threefry keys"):
-        pl.pallas_call(body, in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)],
-                       out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(
-            np.array([3], np.int32))
+    for seed in (3, -5):
+        r = pl.pallas_call(body, in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)],
+                           out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(
+            np.array([seed], np.int32))
+        np.testing.assert_array_equal(r, random.uniform(random.key(seed), (8, 128)))
 
 
-def test_fold_in_of_program_id_on_threefry_key_refused():
+def test_fold_in_of_program_id_on_threefry_key():
+    """fold_in of the program id on a key passed in: each block the host's
+    draw of the key folded in with its index; a key the kernel closes over
+    is refused by name."""
     key = random.key(1)
 
-    def body(o_ref):
-        k = random.fold_in(key, pl.program_id(0))
+    def body(k_ref, o_ref):
+        k = random.fold_in(k_ref[...], pl.program_id(0))
         o_ref[...] = random.uniform(k, shape=o_ref.shape)
-    with pytest.raises(pl.TraceError, match="threefry keys"):
-        pl.pallas_call(body, grid=(2,), out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
-                       out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32))()
+    r = np.asarray(pl.pallas_call(
+        body, grid=(2,), in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)],
+        out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+        out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32))(key))
+    for i in range(2):
+        np.testing.assert_array_equal(r[8 * i:8 * i + 8],
+                                      random.uniform(random.fold_in(key, i), (8, 128)))
+
+    def closed(o_ref):
+        o_ref[...] = random.uniform(random.fold_in(key, pl.program_id(0)), shape=o_ref.shape)
+    with pytest.raises(pl.TraceError, match="a key the kernel closes over"):
+        pl.pallas_call(closed, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))()
 
 
 def test_prngkey_is_jaxs_raw_key_data():

@@ -559,7 +559,7 @@ def _folded_ref(ref, shape):
     ref @ref (rank 4 at most) seen with the user's block shape."""
     view = _trace.ReshapedRef(ref, shape)
     view.folded = True
-    for attr in ("narrow", "key_batch"):
+    for attr in ("narrow", "key_batch", "fry_batch"):
         setattr(view, attr, getattr(ref, attr))
     return view
 
@@ -675,18 +675,18 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     return run
 
 
-def _key_spec(spec):
-    """A BlockSpec of Pallas keys (their batch dimensions) as one of their
-    words: the key's (1, 2) whole."""
+def _key_spec(spec, words=(1, 2)):
+    """A BlockSpec of keys (their batch dimensions) as one of their words:
+    the key's @words whole (a Pallas key's (1, 2), a threefry key's (2,))."""
     if spec is None or getattr(spec, "block_shape", None) is None:
         return spec
     im = spec.index_map
 
     def index_map(*a):
         r = im(*a) if im is not None else (0,) * len(spec.block_shape)
-        return (tuple(r) if isinstance(r, (tuple, list)) else (r,)) + (0, 0)
+        return (tuple(r) if isinstance(r, (tuple, list)) else (r,)) + (0,) * len(words)
     index_map.__name__ = getattr(im, "__name__", "index_map")
-    return BlockSpec(tuple(spec.block_shape) + (1, 2), index_map,
+    return BlockSpec(tuple(spec.block_shape) + tuple(words), index_map,
                      memory_space=spec.memory_space, pipeline_mode=spec.pipeline_mode)
 
 
@@ -1096,9 +1096,14 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     # of shape + (1, 2), given back as keys
     from ._keys import KeyDtype, PallasKey
     key_outs = {j for j, o in enumerate(outs) if isinstance(getattr(o, "dtype", None), KeyDtype)}
-    if key_outs:
+    # threefry key outputs: uint32 words of shape + (2,), given back as keys
+    from ..random import _KeyDtype
+    fry_outs = {j: o.dtype.impl for j, o in enumerate(outs)
+                if isinstance(getattr(o, "dtype", None), _KeyDtype)}
+    if key_outs or fry_outs:
         from .. import ShapeDtypeStruct
-        outs = [ShapeDtypeStruct(tuple(o.shape) + (1, 2), _trace.int32) if j in key_outs else o
+        outs = [ShapeDtypeStruct(tuple(o.shape) + (1, 2), _trace.int32) if j in key_outs else
+                ShapeDtypeStruct(tuple(o.shape) + (2,), _trace.uint32) if j in fry_outs else o
                 for j, o in enumerate(outs)]
     if not no_out and not outs:
         raise ValueError("pallas_call: out_shape %r has no arrays" % (out_shape,))
@@ -1140,16 +1145,16 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         # Pallas keys: int32 operands of their words, read back as keys
         from ._keys import PallasKey
         from ..random import _Key
-        for k, a in enumerate(sp_leaves + in_leaves):
-            if isinstance(a, _Key):
-                raise TypeError("pallas_call: operand %d is a jax.random key (%r): jax.random "
-                                "on threefry keys inside kernels is not supported; pass "
-                                "pltpu.to_pallas_key(key) with BlockSpec(memory_space="
-                                "pltpu.SMEM)" % (k, a))
         keyed = {k for k, a in enumerate(sp_leaves + in_leaves) if isinstance(a, PallasKey)}
+        # threefry keys: uint32 operands of their words, shape + (2,) (pallas/_fry.py)
+        fried = {k for k, a in enumerate(sp_leaves + in_leaves) if isinstance(a, _Key)}
+        for k in fried:
+            if (sp_leaves + in_leaves)[k].impl == "pallas_philox4x32":
+                raise TypeError("pallas_call: operand %d is a pallas_philox4x32 key: its "
+                                "bits are a pallas_call's, not drawn in kernels" % k)
         # 64-bit operands narrowed to 32 bits, as JAX's (x64 off) takes them
-        arrays = [a.data.view(_np.int32) if k in keyed else _np.ascontiguousarray(a)
-                  for k, a in enumerate(sp_leaves + in_leaves)]
+        arrays = [a.data.view(_np.int32) if k in keyed else a.data if k in fried else
+                  _np.ascontiguousarray(a) for k, a in enumerate(sp_leaves + in_leaves)]
         arrays = [a.astype(_np.int32) if a.dtype == _np.int64 else
                   a.astype(_np.float32) if a.dtype == _np.float64 else a for a in arrays]
         # jnp's uint16 arrays (a NumPy uint16 array is bf16 bits) live in
@@ -1169,7 +1174,9 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                                    else (ispecs,), in_tree, "in_specs")
         else:
             ispecs = [None] * nin
-        ispecs = [_key_spec(sp) if nsp_flat + j in keyed else sp for j, sp in enumerate(ispecs)]
+        ispecs = [_key_spec(sp) if nsp_flat + j in keyed else
+                  _key_spec(sp, (2,)) if nsp_flat + j in fried else sp
+                  for j, sp in enumerate(ispecs)]
         ospecs = grid_spec.out_specs
         if no_out:
             from .tpu import SMEM
@@ -1280,12 +1287,21 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                         dtype_of(nsp_flat + j), spec, False, "args[%d]" % j)
         for k in keyed:
             refs[k].key_batch = len(refs[k].shape) - 2
+        for k in fried:
+            refs[k].fry_batch = len(refs[k].shape) - 1
+            if k in views:
+                views[k].fry_batch = refs[k].fry_batch
         for j, (n, o, spec) in enumerate(zip(onames, outs, ospecs)):
             add_blocked(lib.tpurt_grid_spec_add_output, "output", n, o.shape,
-                        o.dtype, _key_spec(spec) if j in key_outs else spec, True,
+                        o.dtype, _key_spec(spec) if j in key_outs else
+                        _key_spec(spec, (2,)) if j in fry_outs else spec, True,
                         "outputs[%d]" % j)
             if j in key_outs:
                 refs[-1].key_batch = len(refs[-1].shape) - 2
+            if j in fry_outs:
+                refs[-1].fry_batch = len(refs[-1].shape) - 1
+                if len(refs) - 1 in views:
+                    views[len(refs) - 1].fry_batch = refs[-1].fry_batch
         for n, s in zip(snames, scratch):
             if not hasattr(s, "_space_code"):
                 raise TypeError("scratch_shapes: %r is not a scratch type (pltpu.VMEM, "
@@ -1507,6 +1523,8 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 results[-1] = results[-1].view(UInt16Array)
             if j in key_outs:
                 results[-1] = PallasKey(r.view(_np.uint32))
+            if j in fry_outs:
+                results[-1] = _Key(r, fry_outs[j])
         if no_out:
             return () if empty_out else None
         # a list of out_shapes gives a tuple too, as JAX's (it flattens the tree)

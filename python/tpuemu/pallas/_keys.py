@@ -114,8 +114,17 @@ def to_pallas_key(key):
     Pallas key: its words are jax.random.bits(key, (1, 2), uint32), as
     JAX's (so a threefry key gives JAX's own Pallas key words)."""
     from .. import random
+    from . import _fry
     if isinstance(key, PallasKey):
         return key
+    if isinstance(key, _fry.FryKey):
+        # in a kernel: a key made there of a constant seed has host words
+        if not key.constant:
+            raise _trace.trace_error("pltpu.to_pallas_key inside a kernel: of a key made there "
+                                     "of a constant seed (the core's PRNG is seeded from "
+                                     "scalars; pass the Pallas key in SMEM instead)")
+        w = random._bits(random._Key(_np.array(key.words, _np.uint32)), 32, (1, 2), "to_pallas_key")
+        return KernelKey(_s32(int(w[0, 0])), _s32(int(w[0, 1])))
     if isinstance(key, (tuple, list)) and all(isinstance(k, random._Key) for k in key):
         return PallasKey(_np.stack([to_pallas_key(k).data for k in key]))
     if isinstance(key, random._Key) or (isinstance(key, _np.ndarray) and key.dtype == _np.uint32
@@ -277,9 +286,10 @@ def sample(what, key, *args, **kwargs):
 def sample_block(sampler_fn, global_key, block_size, tile_size, total_size,
                  block_index=None, **kwargs):
     """pltpu.sample_block: the block at @block_index of a @total_size
-    array sampled tile by tile, each tile with the key folded in with its
-    global (row-major) tile number, so the values do not depend on the
-    block size or grid order (tile_size divides the blocks)."""
+    array sampled tile by tile, each tile with the key (a Pallas or a
+    threefry one) folded in with its global (row-major) tile number, so the
+    values do not depend on the block size or grid order (tile_size
+    divides the blocks)."""
     from . import program_id
     from .. import numpy as jnp
     block_size, tile_size = tuple(block_size), tuple(tile_size)
@@ -291,9 +301,11 @@ def sample_block(sampler_fn, global_key, block_size, tile_size, total_size,
             any(b % t or n % t for b, t, n in zip(block_size, tile_size, total_size)):
         raise ValueError("sample_block: tile_size %r must divide block_size %r and "
                          "total_size %r" % (tile_size, block_size, total_size))
-    if not isinstance(global_key, KernelKey):
-        raise _trace.trace_error("pltpu.sample_block: a Pallas key read in the kernel "
-                                 "(key_ref[...]), not %r" % (global_key,))
+    from . import _fry
+    from .. import random
+    if not isinstance(global_key, (KernelKey, _fry.FryKey)):
+        raise _trace.trace_error("pltpu.sample_block: a Pallas key read in the kernel (or a "
+                                 "threefry key: key_ref[...]), not %r" % (global_key,))
     if block_index is None:
         block_index = tuple(program_id(a) for a in range(len(block_size)))
     per = [b // t for b, t in zip(block_size, tile_size)]
@@ -303,7 +315,7 @@ def sample_block(sampler_fn, global_key, block_size, tile_size, total_size,
         lin = 0
         for d, (bi, k) in enumerate(zip(block_index, t)):
             lin = lin * tiles_of[d] + (bi * per[d] + k)
-        return sampler_fn(fold_in(global_key, lin), shape=tile_size, **kwargs)
+        return sampler_fn(random.fold_in(global_key, lin), shape=tile_size, **kwargs)
 
     def build(d, t):
         if d == len(per):

@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+"""jax.experimental.pallas.ops.tpu: its random package only."""
