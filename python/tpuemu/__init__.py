@@ -219,6 +219,12 @@ def vmap(f, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
                              "size" % sorted(sizes))
         from .pallas._keys import PallasKey
         from .random import _Key
+        bt = getattr(f, "_batchable", None)
+        if bt is not None:	# a pallas_call (or a vmap of one): one call, batched
+            r = _batched(bt, args, axes)
+            if r is not None:
+                return type(r)(_np.moveaxis(o, 0, out_axes) for o in r) \
+                    if isinstance(r, (tuple, list)) else _np.moveaxis(r, 0, out_axes)
 
         def take(a, i, ax):
             if isinstance(a, (PallasKey, _Key)):	# keys: along their batch axes
@@ -234,7 +240,22 @@ def vmap(f, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
         if isinstance(outs[0], (tuple, list)):
             return type(outs[0])(_np.stack(o, axis=out_axes) for o in zip(*outs))
         return _np.stack(outs, axis=out_axes)
+    bt = getattr(f, "_batchable", None)
+    if bt is not None and out_axes == 0:
+        mapped._batchable = bt.nested(in_axes)
     return mapped
+
+
+def _batched(bt, args, axes):
+    """The pallas_call of Batchable @bt over the mapped @args as one call
+    (pallas/_batch.py), or None: then vmap runs it once per index (also
+    where the batched form fails to trace, so the error is the call's own)."""
+    from .pallas import _batch
+    moved = [a if ax is None else _np.moveaxis(a, ax, 0) for a, ax in zip(args, axes)]
+    try:
+        return _batch.call(bt, moved, [ax is not None for ax in axes])
+    except (TraceError, TpurtError, ValueError):
+        return None
 
 
 def to_bf16(x):

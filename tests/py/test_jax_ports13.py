@@ -10,9 +10,10 @@ input_output_aliases under vmap, the hoisted-constants error, and the
 imports are changed; intx and floatx are int32 and float32 (JAX without
 x64). PallasCallVmapInterpretTest (the same tests, interpret=True) is left
 out: tpuemu has no interpret mode to tell apart. The 0-d operands of
-the simple kernels travel as (1,) arrays (pallas/_zero_d.py). Strict
-xfails: the two large vmaps, not run: tpuemu's vmap still runs the kernel
-once per mapped index, which at 262144 indices takes over a minute."""
+the simple kernels travel as (1,) arrays (pallas/_zero_d.py); a vmap of a
+pallas_call is one call with the batch as a leading grid dimension
+(pallas/_batch.py), so the (4, 65536, 2) and (2, 2, 65536, 2) vmaps run
+as one job each."""
 import functools
 
 import numpy as np
@@ -196,9 +197,6 @@ def test_double_vmap_of_slicing_kernel_different_axes():
     np.testing.assert_allclose(out, out_ref, atol=1e-3, rtol=1e-3)
 
 
-@pytest.mark.xfail(run=False, strict=True,
-                   reason="tpuemu's vmap runs pallas_call once per index (262144 jobs, "
-                          "about 80 s); batching into the grid is not done yet")
 def test_small_large_vmap():
     """PallasCallVmapTest.test_small_large_vmap (JAX issue 18361)."""
     @functools.partial(
@@ -218,9 +216,6 @@ def test_small_large_vmap():
     np.testing.assert_allclose(out, out_ref)
 
 
-@pytest.mark.xfail(run=False, strict=True,
-                   reason="tpuemu's vmap runs pallas_call once per index (262144 jobs, "
-                          "about 80 s); batching into the grid is not done yet")
 def test_small_small_large_vmap():
     """PallasCallVmapTest.test_small_small_large_vmap."""
     @functools.partial(

@@ -148,7 +148,9 @@ _pipeline_env = []
 def program_id(axis):
     if _pipeline_env:
         return _pipeline_env[-1][0][axis]
-    return scalar("pl.program_id(%d)" % axis, _trace.int32)
+    # under a batched vmap (_batch) the grid has the batch in front
+    return scalar("pl.program_id(%d)" % (axis + (_batch.offset[0] if axis >= 0 else 0)),
+                  _trace.int32)
 
 
 def num_programs(axis):
@@ -156,9 +158,10 @@ def num_programs(axis):
     for a static grid (inside emit_pipeline, the pipeline's)."""
     if _pipeline_env:
         return _pipeline_env[-1][1][axis]
+    off = _batch.offset[0] if axis >= 0 else 0
     if _grids:
-        return int(_grids[-1][axis])
-    return scalar("pl.num_programs(%d)" % axis, _trace.int32)
+        return int(_grids[-1][axis + off])
+    return scalar("pl.num_programs(%d)" % (axis + off), _trace.int32)
 
 
 def ds(start, size=None, stride=1):
@@ -672,6 +675,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         finally:
             run.statements = call.statements
     run.statements = None
+    run._batchable = _batch.Batchable(kernel, out_shape, dict(kw, metadata=metadata),
+                                      pallas_call)
     return run
 
 
@@ -1648,6 +1653,7 @@ from .._trace import semaphore, semaphore_dtype  # noqa: E402,F401  (pl.semaphor
 from ._print import debug_print  # noqa: E402
 from . import interpret as _interpret  # noqa: E402
 from . import _zero_d  # noqa: E402
+from . import _batch  # noqa: E402
 from .._state import run_state  # noqa: E402,F401  (pl.run_state)
 from ._cost_estimate import CostEstimate, estimate_cost, check_cost_estimate  # noqa: E402,F401
 
