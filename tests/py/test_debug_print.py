@@ -183,3 +183,14 @@ def test_bad_formats_are_refused():
 
     with pytest.raises(pl.TraceError, match="cannot print 'text'"):
         pl.pallas_call(not_a_value, in_specs=(SMEM,), out_shape=OUT)(np.zeros(2, np.int32))
+
+
+def test_floats_print_as_python_reprs(capfd):
+    # %g's shortest digits alone printed 10.0 as 1e+01; repr places them
+    def kernel(x_ref, o_ref):
+        pl.debug_print("{}", x_ref[...])
+
+    x = np.array([[10.0, 20.0, 1e15, 1.5e10, 1e16, 1.5e-5, 1e-4, 100.25, -2.5, 0.1]], np.float32)
+    pl.pallas_call(kernel, out_shape=OUT)(x)
+    want = " ".join(repr(float(str(v))) for v in x[0])	# NumPy's shortest float32 digits
+    assert lines(capfd) == ["[%s]" % want]
