@@ -411,12 +411,12 @@ def _index_map_text(fn, grid_rank, prefetch, what, label=None, nd=None, fold=Non
     pre = refs if tree is None else _parts(tree, refs)
     # grid indices are int32, as program ids are (lax.div and lax.rem ask)
     try:
-        res = fn(*[scalar(n, _trace.int32) for n in called], *pre)
+        res = _print.in_index_map(fn, *[scalar(n, _trace.int32) for n in called], *pre)
     except TypeError:
         if called == names:
             raise
         # (a map written for the 1-step grid)
-        res = fn(*[scalar(n, _trace.int32) for n in names], *pre)
+        res = _print.in_index_map(fn, *[scalar(n, _trace.int32) for n in names], *pre)
     if not isinstance(res, (tuple, list)):
         res = (res,)
     if nd is not None and len(res) != nd:
@@ -1083,6 +1083,7 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
 
     def traced_run(*args):
         global _last_stats
+        _print.start_map_prints()
         gs_grid = grid_spec.grid or (1,)
         nsp = grid_spec.num_scalar_prefetch
         if len(args) < nsp:
@@ -1330,6 +1331,7 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         rec = _trace.start()
         rec.read_only = {r.name for r in refs if isinstance(r, Ref) and not r.writable}
         try:
+            _print.emit_map_prints()	# the index maps' prints, at each step
             if same:
                 from .tpu import sync_copy
 
@@ -1578,6 +1580,7 @@ from .tpu import no_block_spec  # noqa: E402,F401  (pl.no_block_spec)
 from .tpu import ANY  # noqa: E402,F811  (pl.ANY: callable, ANY(shape, dtype))
 from .kernel import kernel, core_map  # noqa: E402,F401  (pl.core_map)
 from .._trace import semaphore, semaphore_dtype  # noqa: E402,F401  (pl.semaphore)
+from . import _print  # noqa: E402
 from ._print import debug_print  # noqa: E402
 from .._state import run_state  # noqa: E402,F401  (pl.run_state)
 from ._cost_estimate import CostEstimate, estimate_cost, check_cost_estimate  # noqa: E402,F401
