@@ -623,6 +623,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             finally:
                 run.statements = call.statements
         captured = _state.find(kernel)
+        if not getattr(kernel, "_pl_kernel", False):
+            _refuse_captured_spaces(captured)
         if not captured and not any(isinstance(a, _state.HostRef) for a in args):
             try:
                 return plain(*args)
@@ -846,6 +848,18 @@ def _semaphore_call(kernel, out_shape, kw, args):
         return tuple(res)
     go.statements = None
     return go
+
+
+def _refuse_captured_spaces(captured):
+    """As JAX's discharge of pallas_call: a kernel may close over refs in
+    HBM (the default) only; pl.kernel's may close over VMEM and SMEM ones."""
+    from .tpu import HBM
+    for r in captured:
+        ms = object.__getattribute__(r, "_memory_space")
+        if ms is not None and ms is not ANY and ms is not HBM:
+            raise NotImplementedError(
+                "pallas_call does not support closing over Refs in memory space %s; "
+                "pass the ref as an operand, or use pl.kernel" % (ms,))
 
 
 def _stateful_call(kernel, out_shape, kw, args, captured):
