@@ -1170,7 +1170,29 @@ def _sem_changes(sem):
     return rec
 
 
-def semaphore_signal(sem, inc=1):
+def _own_core(device_id, what):
+    """device_id={axis: index} of pl.kernel's mesh naming this core: the
+    only one while a mesh has one core (other cores' and other chips'
+    semaphores are not reachable here)."""
+    from .kernel import _mesh_axes
+    if device_id is None:
+        return
+    if isinstance(device_id, dict) and _mesh_axes:
+        axis, cores = _mesh_axes[-1]
+        if set(device_id) == {axis} and cores == 1 and \
+                not isinstance(device_id[axis], _trace.Value) and int(device_id[axis]) == 0:
+            return
+        raise trace_error("%s(device_id=%r): signalling a core's semaphore by device_id "
+                          "on a mesh of %d cores (axis %r) is not supported; one core's "
+                          "mesh only" % (what, device_id, cores, axis))
+    raise trace_error("%s(device_id=%r): remote semaphore signals are not supported"
+                      % (what, device_id))
+
+
+def semaphore_signal(sem, inc=1, *, device_id=None, device_id_type=None):
+    """pltpu.semaphore_signal (pl.semaphore_signal): add @inc to @sem; a
+    @device_id of the kernel's one-core mesh ({axis: 0}) is this core."""
+    _own_core(device_id, "pltpu.semaphore_signal")
     _each_choice((sem,), lambda s: _sem_changes(s).emit(
         "pltpu.semaphore_signal(%s, %s)" % (_sem_text(s, "signal"), _trace._fmt(inc))))
 
