@@ -1800,6 +1800,12 @@ def bitcast_value(x, ty, what):
     if x.dt is not None:
         to = _bitcast_check(x.dt, ty, what)
         shape = bitcast_shape(x.shape, x.dt, to, what)
+        if shape is not None and len(shape) == 3 and _WIDTH[to.name] != _WIDTH[x.dt.name]:
+            # the device's bitcast packs the rows of a 2-D value; a leading
+            # dimension's slices each pack their own rows (bf16 (16, 2, 256)
+            # is uint32 (16, 1, 256), not a (32, 256) tile's (16, 256))
+            from . import numpy as jnp
+            return jnp.stack([bitcast_value(x[b], ty, what) for b in range(shape[0])])
     else:
         to, shape = as_dtype(ty), None
     v = call("pltpu.bitcast", x, _DT(to))
