@@ -576,13 +576,10 @@ def test_pipeline_matmul_memory_space(memory_space):
     np.testing.assert_allclose(z(x, y), _ref64(x, y), rtol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="should_accumulate_out reads the output block into the body's "
-                          "buffer (input_output's rule); JAX adds the body's block to "
-                          "the block in HBM as it writes it back")
 @pytest.mark.parametrize("memory_space", ["VMEM", "ANY"])
 def test_double_pipeline_matmul(memory_space):
-    """PallasCallPipelineTest.test_double_pipeline_matmul."""
+    """PallasCallPipelineTest.test_double_pipeline_matmul: the second
+    pipeline's should_accumulate_out adds its product to the first's."""
     memory_space = getattr(pltpu, memory_space)
     k1, k2 = jax.random.split(jax.random.key(0))
     x = jax.random.uniform(k1, (512, 512))
