@@ -795,6 +795,11 @@ class Value:
             return _value_at.strided_read(self, idx)
         if _fold.is_high(self):
             return _fold.index(self, idx)
+        if self.whole_of is not None and self.kind == "text" and self.shape is not None \
+                and len(self.shape) == 1 and len(idx) == 1 and isinstance(idx[0], slice):
+            # a 1-D value is a row on the device, whose index is of rows: a
+            # slice of a whole read (not yet bound) reads the ref's slice
+            return self.whole_of[idx]
         parts = []
         for e in idx:
             if isinstance(e, slice):
@@ -808,6 +813,9 @@ class Value:
                                   "read a ref at traced indices instead" % self.render())
             else:
                 parts.append(str(int(e)))
+        if self.shape is not None and len(self.shape) == 1 and len(idx) == 1 and \
+                isinstance(idx[0], slice):
+            parts = ["0:1"] + parts	# the row's lanes
         v = Value("index", ", ".join(parts), (self,), self.reads, dt=self.dt)
         v.shape = self._index_shape(idx)
         return v

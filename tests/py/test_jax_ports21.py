@@ -830,9 +830,6 @@ def test_lane_to_chunk_broadcast_fp32():
     )
 
 
-@pytest.mark.xfail(strict=True, raises=jax.TraceError,
-                   reason="slicing the lanes of a 1-D value (x[64:65]): the device's "
-                          "statement indexes the rows of a 1-D value, a row")
 def test_lane_dynamic_slice():
     """MiscellaneousInterpreterTest.test_lane_dynamic_slice (b/346849973)."""
     x = np.arange(128, dtype=jnp.float32)
