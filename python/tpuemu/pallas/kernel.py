@@ -142,8 +142,8 @@ def kernel(body=None, out_type=None, *, mesh, scratch_types=None, compiler_param
                 # JAX's words for a kernel on a mesh (it has no in_specs)
                 raise CapturedConstantError(
                     str(e).replace("in the pallas_call", "of pl.kernel").replace(
-                        "pass it as an input (with a BlockSpec) instead",
-                        "You can only close over scalars and Refs: pass it as an "
+                        "; pass it as an input (with a BlockSpec) instead",
+                        ". You can only close over scalars and Refs: pass it as an "
                         "input, or close over a jax.new_ref of it")) from None
             finally:
                 _mesh_axes.pop()
