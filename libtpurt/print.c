@@ -119,10 +119,15 @@ void tpurt_print_job_free(struct tpurt_print_job *pj)
 	free(pj);
 }
 
-/* A float as Python prints a float32: the shortest digits that read back. */
+/*
+ * A float as Python prints a float32: the shortest digits that read back,
+ * positional unless the exponent is below -4 or 16 and up (repr's rule;
+ * %g alone would print 10.0 as 1e+01, its one digit being enough).
+ */
 static void put_float(FILE *f, double v, int f32)
 {
-	char s[40];
+	char s[64], digits[24];
+	int prec, exp, n = 0;
 
 	if (isnan(v)) {
 		fputs("nan", f);
@@ -132,14 +137,41 @@ static void put_float(FILE *f, double v, int f32)
 		fputs(v < 0 ? "-inf" : "inf", f);
 		return;
 	}
-	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(s, sizeof(s), "%.*g", prec, v);
+	for (prec = 1; prec <= 17; prec++) {
+		snprintf(s, sizeof(s), "%.*e", prec - 1, v);
 		if (f32 ? strtof(s, NULL) == (float)v : strtod(s, NULL) == v)
 			break;
 	}
-	fputs(s, f);
-	if (!strpbrk(s, ".e"))
-		fputs(".0", f);
+	exp = atoi(strchr(s, 'e') + 1);
+	if (exp < -4 || exp >= 16) {
+		snprintf(s, sizeof(s), "%.*g", prec, v);
+		fputs(s, f);
+		if (!strchr(s, '.') && !strchr(s, 'e'))
+			fputs(".0", f);
+		return;
+	}
+	/* the shortest digits placed around the point, as repr places them */
+	for (const char *c = s; *c && *c != 'e'; c++)
+		if (*c >= '0' && *c <= '9')
+			digits[n++] = *c;
+	while (n > 1 && digits[n - 1] == '0')
+		n--;
+	if (signbit(v))
+		fputc('-', f);
+	if (exp < 0) {
+		fputs("0.", f);
+		for (int i = 0; i < -exp - 1; i++)
+			fputc('0', f);
+		fwrite(digits, 1, n, f);
+		return;
+	}
+	for (int i = 0; i <= exp; i++)
+		fputc(i < n ? digits[i] : '0', f);
+	fputc('.', f);
+	if (n > exp + 1)
+		fwrite(digits + exp + 1, 1, n - exp - 1, f);
+	else
+		fputc('0', f);
 }
 
 static void put_elem(FILE *f, int64_t bits, uint8_t dtype)

@@ -891,6 +891,11 @@ class Value:
             return _value_at.strided_read(self, idx)
         if _fold.is_high(self):
             return _fold.index(self, idx)
+        if self.whole_of is not None and self.kind == "text" and self.shape is not None \
+                and len(self.shape) == 1 and len(idx) == 1 and isinstance(idx[0], slice):
+            # a 1-D value is a row on the device, whose index is of rows: a
+            # slice of a whole read (not yet bound) reads the ref's slice
+            return self.whole_of[idx]
         parts = []
         for e in idx:
             if isinstance(e, slice):
@@ -904,6 +909,9 @@ class Value:
                                   "read a ref at traced indices instead" % self.render())
             else:
                 parts.append(str(int(e)))
+        if self.shape is not None and len(self.shape) == 1 and len(idx) == 1 and \
+                isinstance(idx[0], slice):
+            parts = ["0:1"] + parts	# the row's lanes
         v = Value("index", ", ".join(parts), (self,), self.reads, dt=self.dt)
         v.shape = self._index_shape(idx)
         return v
@@ -1918,6 +1926,12 @@ def bitcast_value(x, ty, what):
     if x.dt is not None:
         to = _bitcast_check(x.dt, ty, what)
         shape = bitcast_shape(x.shape, x.dt, to, what)
+        if shape is not None and len(shape) == 3 and _WIDTH[to.name] != _WIDTH[x.dt.name]:
+            # the device's bitcast packs the rows of a 2-D value; a leading
+            # dimension's slices each pack their own rows (bf16 (16, 2, 256)
+            # is uint32 (16, 1, 256), not a (32, 256) tile's (16, 256))
+            from . import numpy as jnp
+            return jnp.stack([bitcast_value(x[b], ty, what) for b in range(shape[0])])
     else:
         to, shape = as_dtype(ty), None
     v = call("pltpu.bitcast", x, _DT(to))

@@ -67,6 +67,34 @@ def transpose(operand, permutation):
     return jnp.transpose(operand, perm)
 
 
+def dynamic_slice(operand, start_indices, slice_sizes):
+    """lax.dynamic_slice with Python-int starts (host and kernel body): a
+    basic slice, each start clamped so the slice fits, as XLA clamps.
+    Traced starts are refs' business: ref[pl.ds(i, n)]."""
+    shape = tuple(getattr(operand, "shape", ()) or ())
+    if len(start_indices) != len(shape) or len(slice_sizes) != len(shape):
+        raise TypeError("lax.dynamic_slice: %d start indices and %d slice sizes for a "
+                        "rank-%d operand" % (len(start_indices), len(slice_sizes), len(shape)))
+    idx = []
+    for d, (s, n) in enumerate(zip(start_indices, slice_sizes)):
+        if isinstance(s, Value) or not isinstance(int(s) if hasattr(s, "__index__") else s, int):
+            raise trace_error("lax.dynamic_slice: start %r of dimension %d is traced; read "
+                              "the ref at pl.ds(start, %d) instead" % (s, d, n))
+        s = builtins.min(builtins.max(int(s), 0), shape[d] - int(n))
+        idx.append(slice(s, s + int(n)))
+    return operand[tuple(idx)]
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
+    """lax.dynamic_slice_in_dim: dynamic_slice along @axis, whole elsewhere."""
+    shape = tuple(operand.shape)
+    axis = axis % len(shape)
+    starts = [0] * len(shape)
+    sizes = list(shape)
+    starts[axis], sizes[axis] = start_index, slice_size
+    return dynamic_slice(operand, starts, sizes)
+
+
 def _free_dims(shape, contract, batch):
     """An operand's dimensions neither contracted nor batch, in order."""
     return [d for d in range(len(shape)) if d not in contract and d not in batch]
@@ -967,21 +995,6 @@ def _device_while(cond_fun, body_fun, val):
     return carry.out()
 
 
-
-def dynamic_slice(operand, start_indices, slice_sizes):
-    """lax.dynamic_slice of a host array (as XLA, each start clamped so the
-    slice fits); kernels slice refs with pl.ds instead."""
-    import numpy as np
-    if isinstance(operand, (Value, _trace.Ref)):
-        raise trace_error("lax.dynamic_slice: host arrays only; in a kernel, read "
-                          "ref[pl.ds(start, size), ...]")
-    x = np.asarray(operand)
-    starts = [builtins.min(builtins.max(int(s), 0), n - k)
-              for s, n, k in zip(start_indices, x.shape, slice_sizes)]
-    out = x[tuple(slice(s, s + k) for s, k in zip(starts, slice_sizes))]
-    return out.view(jnp.HostArray) if type(out) is np.ndarray else out
-
-
 def full_like(x, fill_value, dtype=None, shape=None):
     """lax.full_like(x, v): jnp.full of x's shape and dtype (or @shape,
     @dtype); x may be a ref."""
@@ -1012,7 +1025,8 @@ __all__ = ["dot", "dot_general", "broadcast", "broadcast_in_dim", "broadcasted_i
            "select_n", "is_finite", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
            "asinh", "acosh", "atanh", "cbrt", "expm1", "nextafter", "cumsum", "cumprod",
            "cummax", "cummin", "rev", "transpose", "reduce_sum", "reduce_max", "reduce_min",
-           "reduce_prod", "reduce_and", "reduce_or", "reduce", "reduce_precision"]
+           "reduce_prod", "reduce_and", "reduce_or", "reduce", "reduce_precision",
+           "dynamic_slice", "dynamic_slice_in_dim"]
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, **_kw):

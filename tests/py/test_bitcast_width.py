@@ -183,3 +183,16 @@ def test_bitcast_stored_whole_keeps_signalling_nans(frm, to):
 
     y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(shape, to))(x)
     np.testing.assert_array_equal(y.view(np.uint8), want.view(np.uint8))
+
+
+def test_rank3_value_packs_each_slice():
+    # a leading dimension's slices each pack their own rows, as JAX's
+    # bf16 (16, 2, 256) -> uint32 (16, 1, 256); it was refused as one tile
+    x = _quiet(_bits((16, 2, 256), np.uint16, 7), jnp.bfloat16)
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = pltpu.bitcast(x_ref[...], jnp.uint32)
+
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((16, 1, 256), jnp.uint32))(x)
+    want = np.stack([_pack(b, np.uint32) for b in x])
+    np.testing.assert_array_equal(out, want)

@@ -339,6 +339,25 @@ def test_host_functions_are_numpys():
     np.testing.assert_array_equal(lax.rev(np.arange(4), (0,)), np.arange(4)[::-1])
 
 
+def test_slices_of_a_1d_value():
+    """A 1-D value is a row on the device: v[a:b] slices its lanes, of a
+    whole read, of a read bound before a store, and of a computed value
+    (they were refused as rows out of the value's one)."""
+    from tpuemu.pallas import tpu as pltpu
+    x = np.arange(128, dtype=np.float32)
+
+    def k(x_ref, o_ref, s_ref):
+        s_ref[...] = x_ref[...]
+        v = s_ref[...]
+        s_ref[...] = jnp.zeros_like(s_ref)	# v keeps what it read
+        w = x_ref[...] * 3
+        o_ref[...] = x_ref[...][64:72] + v[3:11] * 2 + s_ref[...][:8] + w[120:]
+
+    got = pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8,), jnp.float32),
+                         scratch_shapes=[pltpu.VMEM((128,), jnp.float32)])(x)
+    np.testing.assert_array_equal(got, x[64:72] + x[3:11] * 2 + x[120:] * 3)
+
+
 def test_rolls_and_flips_of_a_1d_value():
     """A 1-D value is a row on the device: jnp.roll and pltpu.roll along
     its axis 0 once rolled the row dimension (nothing moved)."""

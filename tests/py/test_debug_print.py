@@ -183,3 +183,47 @@ def test_bad_formats_are_refused():
 
     with pytest.raises(pl.TraceError, match="cannot print 'text'"):
         pl.pallas_call(not_a_value, in_specs=(SMEM,), out_shape=OUT)(np.zeros(2, np.int32))
+
+
+def test_floats_print_as_python_reprs(capfd):
+    # %g's shortest digits alone printed 10.0 as 1e+01; repr places them
+    def kernel(x_ref, o_ref):
+        pl.debug_print("{}", x_ref[...])
+
+    x = np.array([[10.0, 20.0, 1e15, 1.5e10, 1e16, 1.5e-5, 1e-4, 100.25, -2.5, 0.1]], np.float32)
+    pl.pallas_call(kernel, out_shape=OUT)(x)
+    want = " ".join(repr(float(str(v))) for v in x[0])	# NumPy's shortest float32 digits
+    assert lines(capfd) == ["[%s]" % want]
+
+
+def test_scalars_after_a_format_without_placeholders(capfd):
+    # TPU's log: a format without {} gets its scalars after it, XLA style
+    def kernel(x_ref, f_ref, o_ref):
+        pl.debug_print("v: ", x_ref[0], f_ref[0], x_ref[0] > 1, 7, 0.5)
+
+    pl.pallas_call(kernel, in_specs=[SMEM, SMEM], out_shape=OUT)(
+        np.array([3], np.int32), np.array([1.5], np.float32))
+    assert lines(capfd) == ["v: s32[] 3 f32[] 1.5 pred[] True s32[] 7 f32[] 0.5"]
+
+
+def test_index_map_prints_once_per_step(capfd):
+    def index_map(i):
+        pl.debug_print("map")
+        return (i, 0)
+
+    x = np.zeros((16, 128), np.float32)
+    pl.pallas_call(lambda x_ref, o_ref: None, grid=(2,),
+                   in_specs=[pl.BlockSpec((8, 128), index_map)],
+                   out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+                   out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    assert lines(capfd) == ["map", "map"]
+
+    def traced(i):
+        pl.debug_print("i={}", i)
+        return (i, 0)
+
+    with pytest.raises(pl.TraceError, match="in an index map"):
+        pl.pallas_call(lambda x_ref, o_ref: None, grid=(2,),
+                       in_specs=[pl.BlockSpec((8, 128), traced)],
+                       out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+                       out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)

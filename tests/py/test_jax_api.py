@@ -528,3 +528,19 @@ def test_tree_util_named_scope_checkpoint_name_and_metadata():
         pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), metadata={"a": 1})
     with pytest.raises(TypeError, match="named_scope: name must be a str"):
         jax.named_scope(3)
+
+
+def test_lax_dynamic_slice_static_starts_clamp():
+    # XLA clamps a start so the slice fits; host and kernel body alike
+    y = np.arange(24).reshape(4, 6)
+    np.testing.assert_array_equal(jax.lax.dynamic_slice(y, (3, 1), (2, 2)), y[2:4, 1:3])
+    np.testing.assert_array_equal(jax.lax.dynamic_slice_in_dim(y, 5, 2, axis=1), y[:, 4:6])
+    x = np.arange(16 * 128, dtype=np.float32).reshape(16, 128)
+
+    def kernel(x_ref, o_ref):
+        v = x_ref[...]
+        o_ref[...] = jax.lax.dynamic_slice_in_dim(v, 4, 8) + jax.lax.dynamic_slice(
+            v, (12, 0), (8, 128))
+
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x)
+    np.testing.assert_array_equal(out, x[4:12] + x[8:16])

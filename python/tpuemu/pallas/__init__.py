@@ -436,12 +436,12 @@ def _index_map_text(fn, grid_rank, prefetch, what, label=None, nd=None, fold=Non
     pre = refs if tree is None else _parts(tree, refs)
     # grid indices are int32, as program ids are (lax.div and lax.rem ask)
     try:
-        res = fn(*[scalar(n, _trace.int32) for n in called], *pre)
+        res = _print.in_index_map(fn, *[scalar(n, _trace.int32) for n in called], *pre)
     except TypeError:
         if called == names:
             raise
         # (a map written for the 1-step grid)
-        res = fn(*[scalar(n, _trace.int32) for n in names], *pre)
+        res = _print.in_index_map(fn, *[scalar(n, _trace.int32) for n in names], *pre)
     if not isinstance(res, (tuple, list)):
         res = (res,)
     if nd is not None and len(res) != nd:
@@ -664,6 +664,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             finally:
                 run.statements = call.statements
         captured = _state.find(kernel)
+        if not getattr(kernel, "_pl_kernel", False):
+            _refuse_captured_spaces(captured)
         if not captured and not any(isinstance(a, _state.HostRef) for a in args):
             try:
                 return plain(*args)
@@ -889,6 +891,18 @@ def _semaphore_call(kernel, out_shape, kw, args):
         return tuple(res)
     go.statements = None
     return go
+
+
+def _refuse_captured_spaces(captured):
+    """As JAX's discharge of pallas_call: a kernel may close over refs in
+    HBM (the default) only; pl.kernel's may close over VMEM and SMEM ones."""
+    from .tpu import HBM
+    for r in captured:
+        ms = object.__getattribute__(r, "_memory_space")
+        if ms is not None and ms is not ANY and ms is not HBM:
+            raise NotImplementedError(
+                "pallas_call does not support closing over Refs in memory space %s; "
+                "pass the ref as an operand, or use pl.kernel" % (ms,))
 
 
 def _stateful_call(kernel, out_shape, kw, args, captured):
@@ -1131,6 +1145,7 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
 
     def traced_run(*args):
         global _last_stats
+        _print.start_map_prints()
         gs_grid = grid_spec.grid or (1,)
         nsp = grid_spec.num_scalar_prefetch
         if len(args) < nsp:
@@ -1392,6 +1407,7 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         rec = _trace.start()
         rec.read_only = {r.name for r in refs if isinstance(r, Ref) and not r.writable}
         try:
+            _print.emit_map_prints()	# the index maps' prints, at each step
             if same:
                 from .tpu import sync_copy
 
@@ -1650,6 +1666,7 @@ from .tpu import no_block_spec  # noqa: E402,F401  (pl.no_block_spec)
 from .tpu import ANY  # noqa: E402,F811  (pl.ANY: callable, ANY(shape, dtype))
 from .kernel import kernel, core_map  # noqa: E402,F401  (pl.core_map)
 from .._trace import semaphore, semaphore_dtype  # noqa: E402,F401  (pl.semaphore)
+from . import _print  # noqa: E402
 from ._print import debug_print  # noqa: E402
 from . import interpret as _interpret  # noqa: E402
 from . import _zero_d  # noqa: E402

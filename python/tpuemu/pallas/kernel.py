@@ -11,7 +11,7 @@ runs its own step."""
 import inspect
 
 from . import BlockSpec, ANY, pallas_call
-from .._trace import trace_error
+from .._trace import CapturedConstantError, trace_error
 from ._cost_estimate import check_cost_estimate
 
 # The meshes of the kernels being traced, innermost last: (axis name, cores).
@@ -138,11 +138,19 @@ def kernel(body=None, out_type=None, *, mesh, scratch_types=None, compiler_param
                     body(*ins, *refs[nflat:])
                 else:
                     body(*ins, **dict(zip(scratch_names, refs[nflat:])))
+            except CapturedConstantError as e:
+                # JAX's words for a kernel on a mesh (it has no in_specs)
+                raise CapturedConstantError(
+                    str(e).replace("in the pallas_call", "of pl.kernel").replace(
+                        "; pass it as an input (with a BlockSpec) instead",
+                        ". You can only close over scalars and Refs: pass it as an "
+                        "input, or close over a jax.new_ref of it")) from None
             finally:
                 _mesh_axes.pop()
         traced.__signature__ = inspect.Signature(
             [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
         traced.__name__ = name or getattr(body, "__name__", "kernel")
+        traced._pl_kernel = True	# it may close over VMEM refs (pallas_call's may not)
         hbm = BlockSpec(memory_space=ANY)
         # an output typed pltpu.VMEM(...) / SMEM(...) is a whole block there
         ospecs = [BlockSpec(memory_space=_space_of(o)) for o in outs]

@@ -622,16 +622,51 @@ def _partition(grid, semantics, cores):
     return tuple(local), d, offset, jnp.where(core < rem, base + 1, base)
 
 
+def _step_index(local, split, offset, t):
+    """The grid index of row-major step number @t of the local grid."""
+    li = []
+    for g in reversed(local):
+        li.insert(0, 0 if isinstance(g, int) and g == 1 else t % g)
+        t = t // g
+    return tuple(i + offset if d == split else i for d, i in enumerate(li))
+
+
 def _device_steps(local, split, offset, nsteps, step):
     """emit_pipeline's steps as one device loop over the row-major step
-    number t, each grid index t's digit in the local grid's extents."""
+    number t, each grid index t's digit in the local grid's extents;
+    step(idx, t)."""
     def trip(t, _):
-        li = []
-        for g in reversed(local):
-            li.insert(0, 0 if isinstance(g, int) and g == 1 else t % g)
-            t = t // g
-        step(tuple(i + offset if d == split else i for d, i in enumerate(li)))
+        step(_step_index(local, split, offset, t), t)
     lax._device_fori(0, nsteps, trip, None, "pltpu.emit_pipeline")
+
+
+def _block_index(spec, idx):
+    """@spec's block index at pipeline grid point @idx (its index map's)."""
+    imap = getattr(spec, "index_map", None)
+    if imap is None:
+        return ()
+    _pipeline_env.append((idx, _pipeline_grids[-1]))
+    try:
+        b = imap(*idx)
+    finally:
+        _pipeline_env.pop()
+    b = b if isinstance(b, (tuple, list)) else (b,)
+    return tuple(getattr(e, "start", e) if isinstance(e, _trace.Slice) else e for e in b)
+
+
+def _new_block(spec, idx, prev, t):
+    """True (a bool, or a traced one) where step @t's block of @spec is not
+    the previous step's: its first visit."""
+    # a count of the differences, > 0: ints, as a long condition is spilled
+    # to SMEM as one (a spilled bool would not be a condition)
+    n = jnp.where(t == 0, 1, 0)
+    for a, b in zip(_block_index(spec, idx), _block_index(spec, prev)):
+        c = a != b
+        if c is True:
+            return True
+        if c is not False:
+            n = n + jnp.where(c, 1, 0)
+    return n > 0
 
 
 class _EmptyGrid(_trace.TraceError, ValueError):
@@ -873,7 +908,9 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
     (pl.ANY). Each step of @grid (unrolled while tracing; Python ints)
     copies the input blocks into VMEM buffers, runs @body on them, and
     writes an output block back when its block index changes and at the
-    end (a revisited output keeps accumulating in VMEM). With
+    end (a revisited output keeps accumulating in VMEM);
+    @should_accumulate_out's blocks are not read in: the body's block is
+    added to the block's value before the pipeline as it is written. With
     @core_axis_name (inside pl.kernel) or @core_axis (a grid dimension of
     the pallas_call), each core runs its share of a parallel dimension of
     @dimension_semantics (_partition). The copies are
@@ -895,8 +932,12 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
             roles = [getattr(a, "_role", None) for a in allocations]
         else:
             flat, build = _flat_operands(refs, specs, nin)
-        accumulate = [bool(should_accumulate_out) or role in ("input_output", "accumulator")
-                      for role in (roles + [None] * len(flat))[:len(flat)]]
+        # input_output and accumulator blocks are read in before the body;
+        # should_accumulate_out's, as JAX's, are not: the body's block is
+        # added to the block's value before the pipeline as it is written
+        roles = (roles + [None] * len(flat))[:len(flat)]
+        accumulate = [role in ("input_output", "accumulator") for role in roles]
+        adds = [bool(should_accumulate_out) and not a for a in accumulate]
         local, split, offset, count = _partition(grid, dimension_semantics,
                                                  _cores(core_axis, core_axis_name))
         # the leaves with a buffer: given (allocations) or scoped here
@@ -921,11 +962,20 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
         def steps(*bufs):
             _pipeline_grids.append(local)
             try:
-                return steps_in(*bufs)
+                added = [j for j, k in enumerate(buffered) if flat[k][2] and adds[k]]
+                if not added:
+                    return steps_in(*bufs)
+                # each added output's block as it was, and its sum (device loops)
+                from . import _scoped
+                _pipelines[0] += 1
+                names = ["_acc%d_%d" % (_pipelines[0], j) for j in added] + \
+                    ["_sum%d_%d" % (_pipelines[0], j) for j in added]
+                return _scoped(lambda *more: steps_in(*bufs, more=(added, more)), names,
+                               [types[j] for j in added] * 2, {}, _trace.recorder())
             finally:
                 _pipeline_grids.pop()
 
-        def steps_in(*bufs):
+        def steps_in(*bufs, more=((), ())):
             ins = [(flat[k][0], flat[k][1], b) for k, b in zip(buffered, bufs)
                    if not flat[k][2]]
             pref = [prefetched.get(k) for k in buffered if not flat[k][2]]
@@ -933,6 +983,23 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
             outs = [(flat[k][0], flat[k][1], b) for k, b in zip(buffered, bufs)
                     if flat[k][2]]
             acc = [accumulate[k] for k in buffered if flat[k][2]]
+            out_of = [j for j, k in enumerate(buffered) if flat[k][2]]
+            kept = dict(zip(more[0], more[1][:len(more[0])]))	# buffer j: its block as it was
+            sums = dict(zip(more[0], more[1][len(more[0]):]))
+            old = [kept.get(j) for j in out_of]
+            total = [sums.get(j) for j in out_of]
+
+            def write_back(k, idx, b, keep=False):
+                """Output @k's block of step @idx from its buffer @b; of
+                should_accumulate_out, plus its value before the pipeline
+                (into its sum's buffer where @b goes on accumulating)."""
+                r, s, _ = outs[k]
+                if old[k] is None:
+                    _copy_block(r, s, idx, b, True)
+                    return
+                dst = total[k] if keep else b
+                dst[...] = b[...] + old[k][...]
+                _copy_block(r, s, idx, dst, True)
             pending = [None] * len(outs)	# (text, window) of each out block
 
             def run_body(idx):
@@ -947,21 +1014,29 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
             def flush():
                 for k, (r, s, b) in enumerate(outs):
                     if pending[k] is not None:
-                        _copy_block(r, s, pending[k][1], b, True)
+                        write_back(k, pending[k][1], b)
                     pending[k] = None
 
-            def step_on_device(idx):
+            def step_on_device(idx, t):
                 """One step as a device loop's trip: every block copied in,
                 the body, every output block written back (a revisited
                 block keeps accumulating in its buffer: it is not refetched)."""
                 for r, s, b in ins:
                     _copy_block(r, s, idx, b, False)
-                for (r, s, b), a in zip(outs, acc):
+                prev = _step_index(local, split, offset, t - 1)
+                for k, ((r, s, b), a) in enumerate(zip(outs, acc)):
                     if a:	# accumulating: the block as the last step left it
                         _copy_block(r, s, idx, b, False)
+                    if old[k] is not None:	# its value before its first step here
+                        first = _new_block(s, idx, prev, t)
+                        keep = (lambda r=r, s=s, k=k: _copy_block(r, s, idx, old[k], False))
+                        if first is True:
+                            keep()
+                        else:
+                            when(first)(keep)
                 run_body(idx)
-                for r, s, b in outs:
-                    _copy_block(r, s, idx, b, True)
+                for k, (r, s, b) in enumerate(outs):
+                    write_back(k, idx, b, keep=True)
 
             def fetch(n, r, s, b, idx):
                 """An input's block into its buffer: from the window an earlier
@@ -1000,9 +1075,11 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
                     if pending[k] is not None and pending[k][0] == w.render():
                         continue
                     if pending[k] is not None:
-                        _copy_block(r, s, pending[k][1], b, True)
+                        write_back(k, pending[k][1], b)
                     if acc[k]:
                         _copy_block(r, s, idx, b, False)
+                    if old[k] is not None:	# its value before the pipeline
+                        _copy_block(r, s, idx, old[k], False)
                     pending[k] = (w.render(), idx)	# the block and its step
                 run_body(idx)
 
@@ -1170,10 +1247,30 @@ def _sem_changes(sem):
     return rec
 
 
+def _own_core(device_id, what):
+    """device_id={axis: index} of pl.kernel's mesh naming this core: the
+    only one while a mesh has one core (other cores' and other chips'
+    semaphores are not reachable here)."""
+    from .kernel import _mesh_axes
+    if device_id is None:
+        return
+    if isinstance(device_id, dict) and _mesh_axes:
+        axis, cores = _mesh_axes[-1]
+        if set(device_id) == {axis} and cores == 1 and \
+                not isinstance(device_id[axis], _trace.Value) and int(device_id[axis]) == 0:
+            return
+        raise trace_error("%s(device_id=%r): signalling a core's semaphore by device_id "
+                          "on a mesh of %d cores (axis %r) is not supported; one core's "
+                          "mesh only" % (what, device_id, cores, axis))
+    raise trace_error("%s(device_id=%r): remote semaphore signals are not supported"
+                      % (what, device_id))
+
+
 def semaphore_signal(sem, inc=1, *, device_id=None, device_id_type=None, core_index=None):
-    if device_id is not None:
-        raise NotImplementedError("semaphore_signal(device_id=): remote semaphores")
-    # core_index: the core whose semaphore is signalled; on one core, its own
+    """pltpu.semaphore_signal (pl.semaphore_signal): add @inc to @sem; a
+    @device_id of the kernel's one-core mesh ({axis: 0}) is this core, as
+    is @core_index 0 on a one-core device."""
+    _own_core(device_id, "pltpu.semaphore_signal")
     if core_index is not None and not (isinstance(core_index, (int, np.integer)) and
                                        int(core_index) == 0 and get_tpu_info().num_cores == 1):
         raise NotImplementedError("semaphore_signal(core_index=%r): another core's semaphore"
