@@ -22,6 +22,7 @@
 #include "tpu_job_blob.h"
 #include "tpurt.h"
 #include "kselftest_harness.h"
+#include "tpu_blocker.h"
 #include "tpu_kernel_health.h"
 #include "tpu_require_device.h"
 #include "tpu_wait_spin.h"
@@ -839,7 +840,9 @@ static long compute_count(int fd, const char *name)
  * the same; with spinning off nothing is retired by polling and every job
  * takes its interrupt, while a waiter polls the device holds interrupts
  * back (the driver area's TPU_DRIVER_NO_IRQ; the device counts them), and
- * after polling they come back: the count stands still.
+ * after polling they come back: the count stands still. The jobs are of
+ * 1 to 64 steps of a 64 KiB add (up to a few hundred us): a null job can
+ * end before its waiter arrives on a quick host, and then nothing polls.
  */
 TEST_F(job, polling_and_sleeping_waiters_agree)
 {
@@ -853,11 +856,10 @@ TEST_F(job, polling_and_sleeping_waiters_agree)
 	if (saved < 0 || tpu_wait_spin_set(saved) ||
 	    compute_count(self->fd, "polled") < 0)
 		SKIP(return, "needs root, the tpu module's parameters and debugfs");
-	ASSERT_EQ(0, tpurt_buffer_create(self->dev, 64, &in));
-	ASSERT_EQ(0, tpurt_buffer_create(self->dev, 64, &out));
+	ASSERT_EQ(0, tpurt_buffer_create(self->dev, TPU_BLOCKER_VEC_BYTES, &in));
+	ASSERT_EQ(0, tpurt_buffer_create(self->dev, TPU_BLOCKER_VEC_BYTES, &out));
 	h[TPU_BLOB_IN_SLOT] = tpurt_buffer_handle(in);
 	h[TPU_BLOB_OUT_SLOT] = tpurt_buffer_handle(out);
-	tpu_add_job_init(&j, 16, 0, 1.0f, 0);
 	for (size_t s = 0; s < sizeof(spins) / sizeof(spins[0]); s++) {
 		long before, held_before, held, irqs_before, irqs;
 		struct tpurt_job_stats st;
@@ -870,12 +872,15 @@ TEST_F(job, polling_and_sleeping_waiters_agree)
 		irqs_before = compute_count(self->fd, "irqs");
 		held_before = compute_count(self->fd, "held");
 		for (i = 0; i < 32; i++) {
+			tpu_blocker_job(&j, 1u << (i % 4 * 2));	/* 1, 4, 16, 64 steps */
 			ASSERT_EQ(0, submit(self->fd, &j, sizeof(j), h, 2, 0, 0, &id));
 			ASSERT_EQ(0, job_status(self->fd, id, &rep)) TH_LOG("spin %ld", spins[s]);
 		}
 		irqs = compute_count(self->fd, "irqs") - irqs_before;
 		held = compute_count(self->fd, "held") - held_before;
 		ASSERT_LE(0, held_before) TH_LOG("no held count: a device of ABI < 1.2");
+		TH_LOG("spin %ld us: %ld of 32 retired by polling, %ld interrupts, %ld held back",
+		       spins[s], compute_count(self->fd, "polled") - before, irqs, held);
 		if (spins[s]) {
 			EXPECT_LT(before, compute_count(self->fd, "polled"))
 				TH_LOG("no null job retired by a waiter spinning %ld us", spins[s]);
