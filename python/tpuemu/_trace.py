@@ -1433,7 +1433,7 @@ class Ref:
             return _keys.KeyAt(self)
         if self.fry_batch is not None:
             from .pallas import _fry
-            return _fry.KeyAt(self)
+            return _fry.key_at(self)
         return _At(self)
 
     def bitcast(self, ty):

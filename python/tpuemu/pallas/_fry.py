@@ -20,6 +20,7 @@ import numpy as _np
 
 from .. import _threefry
 from .. import _trace
+from . import _keys
 
 _M = 0xFFFFFFFF
 _ROTATIONS = _threefry._ROTATIONS
@@ -156,28 +157,22 @@ def store_key(ref, idx, key):
             ref[idx + (k,)] = w
 
 
-class KeyAt:
-    """key_ref.at[i, ...]: a view of some keys of a ref of threefry keys."""
+class KeyView(_keys.KeyView):
+    """Some threefry keys of a ref (their batch: the ref's fry_batch)."""
+    batch_attr = "fry_batch"
 
-    def __init__(self, ref, prefix=()):
-        self.ref, self.prefix = ref, prefix
-
-    def __getitem__(self, idx):
-        return KeyView(self.ref, self.prefix + (idx if isinstance(idx, tuple) else (idx,)))
-
-
-class KeyView:
-    def __init__(self, ref, prefix):
-        self.ref, self.prefix = ref, prefix
-        self.name, self.space = ref.name, ref.space
-        self.shape = ref.shape[len(prefix):ref.fry_batch]
-
-    @property
-    def at(self):
-        return KeyAt(self.ref, self.prefix)
+    @staticmethod
+    def key_dtype():
+        from ..random import _KeyDtype
+        return _KeyDtype()
 
     def __getitem__(self, idx):
         return read_key(self.ref, idx, self.prefix)
+
+
+def key_at(ref):
+    """key_ref.at of a ref of threefry keys."""
+    return _keys.KeyAt(ref, (), KeyView)
 
 
 def seed_key(seed):

@@ -210,24 +210,33 @@ def store_key(ref, idx, key):
 
 
 class KeyAt:
-    """key_ref.at[i, ...]: a view of some keys of a key ref."""
+    """key_ref.at[i, ...]: a view of some keys of a key ref (@view: the
+    view's class, KeyView or a subclass for other keys)."""
 
-    def __init__(self, ref, prefix=()):
-        self.ref, self.prefix = ref, prefix
+    def __init__(self, ref, prefix=(), view=None):
+        self.ref, self.prefix, self.view = ref, prefix, view or KeyView
 
     def __getitem__(self, idx):
-        return KeyView(self.ref, self.prefix + (idx if isinstance(idx, tuple) else (idx,)))
+        return self.view(self.ref, self.prefix + (idx if isinstance(idx, tuple) else (idx,)))
 
 
 class KeyView:
+    """Some keys of a key ref: their batch dimensions after @prefix (the
+    ref's attribute batch_attr counts them), read as keys."""
+    batch_attr = "key_batch"
+
     def __init__(self, ref, prefix):
         self.ref, self.prefix = ref, prefix
-        self.name, self.space, self.dtype = ref.name, ref.space, key_dtype
-        self.shape = ref.shape[len(prefix):ref.key_batch]
+        self.name, self.space, self.dtype = ref.name, ref.space, self.key_dtype()
+        self.shape = ref.shape[len(prefix):getattr(ref, self.batch_attr)]
+
+    @staticmethod
+    def key_dtype():
+        return key_dtype
 
     @property
     def at(self):
-        return KeyAt(self.ref, self.prefix)
+        return KeyAt(self.ref, self.prefix, type(self))
 
     def __getitem__(self, idx):
         return read_key(self.ref, idx, self.prefix)
