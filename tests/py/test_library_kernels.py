@@ -4,8 +4,8 @@
 tpuemu.experimental as a port of JAX code imports them, each run on one
 small case against a NumPy float64 reference written here. The kernels'
 own tests are test_jax_ports9.py (flash_attention), test_jax_ports9b.py
-(paged_attention), test_jax_ports9c.py (megablox, matmul) and
-test_jax_ports11.py (ragged_paged_attention). Inputs are multiples of
+(paged_attention), test_jax_ports9c.py (megablox, matmul),
+test_jax_ports9d.py (quantized_matmul) and test_jax_ports11.py (ragged_paged_attention). Inputs are multiples of
 1/8 below 2, exact in bfloat16, so kernels that feed the MXU bfloat16
 (paged_attention's pages) compute on what the reference does."""
 import importlib
@@ -19,6 +19,7 @@ from tpuemu.experimental.pallas.ops.tpu import flash_attention
 from tpuemu.experimental.pallas.ops.tpu import matmul as matmul_lib
 from tpuemu.experimental.pallas.ops.tpu import megablox
 from tpuemu.experimental.pallas.ops.tpu import paged_attention
+from tpuemu.experimental.pallas.ops.tpu import quantized_matmul
 from tpuemu.experimental.pallas.ops.tpu import ragged_paged_attention as rpa
 
 
@@ -41,7 +42,8 @@ def _softmax_attention(q, k, v, mask):
     "megablox.common", "paged_attention", "paged_attention.paged_attention_kernel",
     "paged_attention.quantization_utils", "paged_attention.util",
     "ragged_paged_attention", "ragged_paged_attention.kernel",
-    "ragged_paged_attention.tuned_block_sizes", "random", "random.threefry",
+    "ragged_paged_attention.tuned_block_sizes", "quantized_matmul",
+    "quantized_matmul.kernel", "quantized_matmul.util", "random", "random.threefry",
     "random.philox"])
 def test_jax_path_is_the_package_module(name):
     # one module under both names: tpuemu.experimental's alias finder hands
@@ -166,6 +168,23 @@ def test_matmul():
     x, y = _eighths(rng, (256, 512)), _eighths(rng, (512, 256))
     out = matmul_lib.matmul(x, y, block_shape=(128, 128))
     np.testing.assert_allclose(out, np.float64(x) @ np.float64(y), rtol=1e-6, atol=1e-6)
+
+
+def test_quantized_matmul():
+    # int8 weights with a scale a row; x quantized to int8 a token in the
+    # kernel (x / (max|x| / 127), rounded), the product exact in int32
+    rng = np.random.default_rng(5)
+    x = _eighths(rng, (128, 256))
+    w_q, w_scale = quantized_matmul.util.quantize_tensor(_eighths(rng, (128, 256)))
+    w_scale = np.squeeze(w_scale)
+    out = quantized_matmul.kernel.quantized_matmul_kernel(
+        x, w_q, w_scale, quantize_activation=True, batch_block_size=128,
+        out_block_size=128, in_block_size=128)
+    x_scale = np.abs(x).max(axis=-1, keepdims=True) / np.float32(127)
+    x_q = np.rint(x / x_scale).astype(np.int64)
+    ref = (x_q @ np.asarray(w_q, np.int64).T) * np.float64(x_scale) * np.float64(w_scale)
+    assert out.shape == (128, 128) and out.dtype == np.float32
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
 
 
 def test_random_impls_still_draw():
