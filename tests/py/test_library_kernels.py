@@ -5,7 +5,8 @@ tpuemu.experimental as a port of JAX code imports them, each run on one
 small case against a NumPy float64 reference written here. The kernels'
 own tests are test_jax_ports9.py (flash_attention), test_jax_ports9b.py
 (paged_attention), test_jax_ports9c.py (megablox, matmul),
-test_jax_ports9d.py (quantized_matmul) and test_jax_ports11.py (ragged_paged_attention). Inputs are multiples of
+test_jax_ports9d.py (quantized_matmul), test_jax_ports10.py and
+test_jax_ports10b.py (splash_attention) and test_jax_ports11.py (ragged_paged_attention). Inputs are multiples of
 1/8 below 2, exact in bfloat16, so kernels that feed the MXU bfloat16
 (paged_attention's pages) compute on what the reference does."""
 import importlib
@@ -21,6 +22,7 @@ from tpuemu.experimental.pallas.ops.tpu import megablox
 from tpuemu.experimental.pallas.ops.tpu import paged_attention
 from tpuemu.experimental.pallas.ops.tpu import quantized_matmul
 from tpuemu.experimental.pallas.ops.tpu import ragged_paged_attention as rpa
+from tpuemu.experimental.pallas.ops.tpu import splash_attention
 
 
 def _eighths(rng, shape):
@@ -43,7 +45,9 @@ def _softmax_attention(q, k, v, mask):
     "paged_attention.quantization_utils", "paged_attention.util",
     "ragged_paged_attention", "ragged_paged_attention.kernel",
     "ragged_paged_attention.tuned_block_sizes", "quantized_matmul",
-    "quantized_matmul.kernel", "quantized_matmul.util", "random", "random.threefry",
+    "quantized_matmul.kernel", "quantized_matmul.util", "splash_attention",
+    "splash_attention.splash_attention_kernel", "splash_attention.splash_attention_mask",
+    "splash_attention.splash_attention_mask_info", "random", "random.threefry",
     "random.philox"])
 def test_jax_path_is_the_package_module(name):
     # one module under both names: tpuemu.experimental's alias finder hands
@@ -65,6 +69,12 @@ def test_public_names_as_jax_exports_them():
                  "get_tuned_block_sizes"):
         assert callable(getattr(rpa, name)), name
     assert rpa.cdiv(10, 4) == 3
+    for name in ("BlockSizes", "make_splash_mha", "make_splash_mha_single_device",
+                 "make_splash_mqa", "make_splash_mqa_single_device", "QKVLayout",
+                 "SegmentIds", "CausalMask", "FullMask", "LocalMask", "make_causal_mask",
+                 "make_local_attention_mask", "make_random_mask", "Mask", "MultiHeadMask",
+                 "NumpyMask"):
+        assert hasattr(splash_attention, name), name
 
 
 def test_flash_attention_causal():
@@ -185,6 +195,23 @@ def test_quantized_matmul():
     ref = (x_q @ np.asarray(w_q, np.int64).T) * np.float64(x_scale) * np.float64(w_scale)
     assert out.shape == (128, 128) and out.dtype == np.float32
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+def test_splash_attention_causal_mha():
+    # two heads, a causal mask each, 128 blocks: half the kv blocks skipped
+    rng = np.random.default_rng(6)
+    heads, seq, d = 2, 256, 128
+    q = _eighths(rng, (heads, seq, d)) * np.float32(0.125)
+    k, v = _eighths(rng, (heads, seq, d)), _eighths(rng, (heads, seq, d))
+    mask = splash_attention.MultiHeadMask(
+        [splash_attention.CausalMask((seq, seq)) for _ in range(heads)])
+    attn = splash_attention.make_splash_mha_single_device(
+        mask, block_sizes=splash_attention.BlockSizes(block_q=128, block_kv=128))
+    o = attn(q, k, v)
+    ref = _softmax_attention(np.float64(q), np.float64(k), np.float64(v),
+                             np.tril(np.ones((seq, seq), bool)))
+    assert o.shape == q.shape and o.dtype == np.float32
+    np.testing.assert_allclose(o, ref, atol=1e-4, rtol=1e-4)
 
 
 def test_random_impls_still_draw():
