@@ -17,7 +17,17 @@ class _AliasLoader(importlib.abc.Loader):
         self.real = real
 
     def create_module(self, spec):
-        return importlib.import_module(self.real)
+        module = importlib.import_module(self.real)
+        # the real module's submodules imported so far go in under the
+        # alias too: importing one by its alias name then finds it loaded,
+        # as its real name would, and does not set it on its package over
+        # a name the package binds to something else (megablox's gmm, the
+        # function, not gmm.py)
+        real, alias = self.real + ".", spec.name + "."
+        for name, sub in list(sys.modules.items()):
+            if name.startswith(real):
+                sys.modules.setdefault(alias + name[len(real):], sub)
+        return module
 
     def exec_module(self, module):
         pass		# the real module ran when it was imported
