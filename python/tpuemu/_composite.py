@@ -60,6 +60,11 @@ def signbit(x):
     if isinstance(x, Value) and x.dt is jnp.bool_:
         return x & False
     if isinstance(x, Value) and _trace.is_float_dt(x.dt):
+        if getattr(x, "scalar", False):
+            # a scalar has no bitcast here: x < 0, or -0.0 by 1 / x; the
+            # sign of a NaN is not seen (the compositions mask NaNs apart)
+            x = _l(_f32(x))
+            return (x < 0.0) | ((x == 0.0) & (1.0 / x < 0.0))
         return _lax().bitcast_convert_type(_f32(x), jnp.int32) < 0
     return x < 0
 
@@ -489,6 +494,31 @@ def repeat_in_kernel(a, repeats, axis=None, total_repeat_length=None):
     if repeats == 1:
         return a
     return jnp.reshape(jnp.stack([a] * repeats, axis=d + 1), out)
+
+
+def _is_bf16(x):
+    return isinstance(x, Value) and x.dt is _trace.bfloat16
+
+
+def _in_float32(f):
+    """@f of bfloat16 values computed in float32 and rounded back to
+    bfloat16 once, as XLA upcasts them (bf16 intermediates would lose the
+    digits the compositions keep, and the bit tricks assume float32)."""
+    def g(*args, **kw):
+        if not any(_is_bf16(a) for a in args):
+            return f(*args, **kw)
+        jnp = _np()
+        r = f(*[a.astype(jnp.float32) if _is_bf16(a) else a for a in args], **kw)
+        return r.astype(jnp.bfloat16) if isinstance(r, Value) and r.dt is jnp.float32 else r
+    g.__name__, g.__doc__ = f.__name__, f.__doc__
+    return g
+
+
+for _n in ("copysign fabs deg2rad rad2deg log2 log10 expm1 cbrt sinh cosh arcsinh "
+           "arccosh arctanh arctan arctan2 arcsin arccos hypot sinc logaddexp logaddexp2 "
+           "heaviside").split():
+    globals()[_n] = _in_float32(globals()[_n])
+radians, degrees = deg2rad, rad2deg
 
 
 NAMES = ("signbit copysign fabs absolute positive trunc fix deg2rad rad2deg radians "

@@ -428,6 +428,9 @@ def floor_divide(a, b):
 
 remainder = globals()["mod"]
 true_divide = globals()["divide"]
+# JAX's (and NumPy 2's) array-API names for the shifts
+bitwise_left_shift = globals()["left_shift"]
+bitwise_right_shift = globals()["right_shift"]
 
 
 def fmod(a, b):
@@ -1250,7 +1253,8 @@ for _n in _cmp.NAMES:
 for _n, _to in _cmp.ALIASES.items():
     globals()[_n] = getattr(_cmp, _to)
     _HOST_NAMES[_n] = _to
-_HOST_NAMES.update(cumulative_sum="cumsum", cumulative_prod="cumprod")
+_HOST_NAMES.update(cumulative_sum="cumsum", cumulative_prod="cumprod",
+                   bitwise_left_shift="left_shift", bitwise_right_shift="right_shift")
 
 _IMPORTED = {"call", "reducer", "trace_error", "Value", "Ref"}
 for _name, _f in list(globals().items()):
