@@ -539,6 +539,14 @@ def where(c, a, b):
         if isinstance(a, int) and a == 0:
             return (1 - c) * b
         return c * a + (1 - c) * b
+    shapes = [tuple(x.shape) for x in (c, a, b)
+              if isinstance(x, Value) and getattr(x, "shape", None) is not None]
+    if shapes and _py.max(len(t) for t in shapes) >= 3 and len(set(shapes)) > 1:
+        # libtpurt's where of rank 3 or 4 takes operands of one shape:
+        # broadcast them first, as jnp.where's own broadcasting would
+        out = _np.broadcast_shapes(*shapes)
+        c, a, b = (broadcast_to(x, out) if isinstance(x, Value) and getattr(x, "shape", None)
+                   is not None and tuple(x.shape) != out else x for x in (c, a, b))
     return call("jnp.where", c, a, b)
 
 
