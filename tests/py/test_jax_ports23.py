@@ -27,7 +27,12 @@ test_cast_from_sub_32bit pairs not ported before (from uint32, int16,
 uint16; to uint32, int16, uint16), PallasPrimitivesTest.test_reciprocal.
 From tpu_ops_test.py: test_integer_cast, test_tpu_int4_upcast_and_matmul,
 test_i1_relayout_bw_tiling, test_i1_relayout_bw_1d_tiling,
-test_disable_bounds_check. Many of these JAX's TPU skips ("Not
+test_disable_bounds_check, test_pack_elementwise, test_unpack_elementwise
+and test_stochastic_round (pltpu.pack_elementwise, unpack_elementwise and
+stochastic_round, which porting them added as compositions; the
+stochastic one also checks how often it rounds up), test_8bit_gather
+(three fixed batch sizes for its hypothesis draw) and, from ops_test.py,
+test_delay. Many of these JAX's TPU skips ("Not
 implemented on TPU"); they run here, so they are checked here.
 
 Left out: the float64 and int64 cases (JAX skips them without x64);
@@ -40,8 +45,8 @@ int4 case and ..._fails_without_compat_mode (a TPU v7 compiler pass and
 flag); OpsInterpretTest.test_debug_print (interpret mode's print) and
 PallasPrimitivesTest's pretty-print tests (jaxpr text); test_bitcast's
 width-changing pairs (test_bitcast_width.py checks pltpu.bitcast's row
-packing). Strict xfails name what tpuemu lacks: float16, float8, int4,
-uint4, int2 and uint2 arrays; an element of a vector value as a dynamic
+packing); test_pack_elementwise's (int4, int2) case (no int4 sources). Strict xfails name what tpuemu lacks: float16, float8, int4,
+uint4, int2 and uint2 arrays; lax.gather; pl.delay; an element of a vector value as a dynamic
 index; three rank-5 transposes over a kernel's 256 windows; reads past a
 block with bounds checks disabled."""
 import functools
@@ -945,3 +950,175 @@ def test_cast_from_sub_32bit(from_dtype, to_dtype, randomize):
         else:
             x = np.arange(info.min, info.max + 1, dtype=np.int64).reshape(8, -1)
     _run_cast(from_dtype, to_dtype, x)
+
+
+# --- tpu_ops_test.py OpsTest.test_pack_elementwise / test_unpack_elementwise ---
+
+def _rand(shape, dtype, seed=1234):
+    """JAX's rand(): Philox-drawn normals or integers over the type's range."""
+    rng = np.random.Generator(np.random.Philox(counter=0, key=seed))
+    if dtype == np.float32:
+        return rng.normal(size=shape).astype(np.float32)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, shape, dtype=np.int32).astype(dtype)
+
+
+_PACK_BITS = {"bfloat16": 16, "int16": 16, "int8": 8, "int4": 4, "int2": 2}
+
+
+def _pack_data(shape, unpacked, packed):
+    """JAX's _pack_unpack_elementwise_test_data in NumPy: the sources and
+    their packed words (source i's converted bits at bit i * w)."""
+    ub = np.dtype(unpacked).itemsize * 8
+    pb = _PACK_BITS[packed]
+    n = ub // pb
+    src = _rand((n,) + shape, unpacked)
+    if packed == "bfloat16":
+        bits = (_f32(_bf16(src)).view(np.uint32) >> 16).astype(np.uint64)
+    else:
+        bits = src.astype(np.int64) & ((1 << pb) - 1)
+    word = np.zeros(shape, np.uint64)
+    for i in range(n):
+        word |= bits[i].astype(np.uint64) << np.uint64(i * pb)
+    return src, word.astype("uint%d" % ub)
+
+
+def _packed_value(src_i, packed):
+    if packed == "bfloat16":
+        return _f32(_bf16(src_i))
+    return _wrap(src_i.astype(np.int64), packed)
+
+
+_PACK_CONFIGS = [(np.float32, "bfloat16"), (np.int32, "int16"), (np.int32, "int8"),
+                 (np.int32, "int4"), (np.int16, "int8"), (np.int8, "int4")]
+
+
+@pytest.mark.parametrize("shape", [(8, 128), (2, 15, 300), (512, 256)], ids=str)
+@pytest.mark.parametrize("config", _PACK_CONFIGS, ids=lambda c: "%s-%s" % (np.dtype(c[0]).name, c[1]))
+def test_pack_elementwise(config, shape):
+    """tpu_ops_test OpsTest.test_pack_elementwise: the sources converted
+    to the packed type and their bits packed into unsigned words of the
+    source's width; its (int4, int2) case is left out (no int4 sources)."""
+    unpacked, packed = config
+    ub = np.dtype(unpacked).itemsize * 8
+    n = ub // _PACK_BITS[packed]
+    out_dtype = getattr(jnp, "uint%d" % ub)
+
+    def kernel(xs_ref, o_ref):
+        xs = [xs_ref[i] for i in range(n)]
+        o_ref[...] = pltpu.pack_elementwise(xs, packed_dtype=getattr(jnp, packed))
+
+    src, expected = _pack_data(shape, unpacked, packed)
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(shape, out_dtype))(src)
+    np.testing.assert_array_equal(np.asarray(out).astype(np.int64), expected.astype(np.int64))
+
+
+@pytest.mark.parametrize("shape", [(8, 128), (2, 15, 300)], ids=str)
+@pytest.mark.parametrize("index", [0, 1, 3])
+@pytest.mark.parametrize("config", _PACK_CONFIGS[:4], ids=lambda c: "%s-%s" % (np.dtype(c[0]).name, c[1]))
+def test_unpack_elementwise(config, index, shape):
+    """tpu_ops_test OpsTest.test_unpack_elementwise: the index-th field of
+    each uint32 word, converted back to the source type (JAX skips an
+    index past the packing factor)."""
+    unpacked, packed = config
+    if index >= 32 // _PACK_BITS[packed]:
+        pytest.skip("index %d out of bounds for packing factor %d"
+                    % (index, 32 // _PACK_BITS[packed]))
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = pltpu.unpack_elementwise(x_ref[...], index=index,
+                                              packed_dtype=getattr(jnp, packed),
+                                              unpacked_dtype=unpacked)
+
+    src, packed_words = _pack_data(shape, unpacked, packed)
+    expected = _packed_value(src[index], packed).astype(unpacked)
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(shape, unpacked))(packed_words)
+    np.testing.assert_array_equal(out, expected)
+
+
+# --- tpu_ops_test.py OpsTest.test_stochastic_round ---
+
+def _bf16_neighbours(x):
+    """The bfloat16 values just below and above each float32 x (x itself
+    where it is one), by their bits: NumPy has no bfloat16 nextafter."""
+    u = x.view(np.uint32).astype(np.int64)
+    trunc = u & 0xFFFF0000
+    exact = trunc == u
+    toward0 = (trunc & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+    away = np.where(exact, trunc, trunc + 0x10000).astype(np.uint32).view(np.float32)
+    lo = np.where(x >= 0, toward0, away)
+    hi = np.where(x >= 0, away, toward0)
+    return lo, hi
+
+
+def _stochastic_params():
+    out = [pytest.param("bfloat16", id="bfloat16")]
+    for name in ("float8_e5m2", "float8_e4m3fn", "float8_e4m3b11fnuz"):
+        out.append(pytest.param(name, id=name, marks=pytest.mark.xfail(
+            strict=True, raises=TypeError, reason="tpuemu has no %s arrays" % name)))
+    return out
+
+
+@pytest.mark.parametrize("target", _stochastic_params())
+def test_stochastic_round(target):
+    """tpu_ops_test OpsTest.test_stochastic_round: each result is one of
+    x's two neighbours in the target type (NaN where the cast is NaN);
+    and, over the (8, 128) draw, rounding up about as often as x's
+    position between them says (a check JAX's test does not make)."""
+    shape = (8, 128)
+    x = _rng.standard_normal(shape).astype(np.float32)
+    bits = _rng.integers(0, 2 ** 32, shape, dtype=np.uint64).astype(np.uint32)
+    tdt = getattr(jnp, target)
+
+    def kernel(x_ref, b_ref, o_ref):
+        o_ref[...] = pltpu.stochastic_round(x_ref[...], b_ref[...], target_dtype=tdt)
+
+    out = _f32(pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(shape, tdt))(x, bits))
+    lo, hi = _bf16_neighbours(x)
+    assert np.all((out == lo) | (out == hi))
+    frac = np.where(hi > lo, (np.abs(x) - np.abs(np.where(x >= 0, lo, hi))) /
+                    np.maximum(np.abs(hi - lo), 1e-38), 0)
+    away = np.where(x >= 0, out == hi, out == lo) & (hi > lo)
+    assert abs(away.mean() - frac.mean()) < 0.05
+
+
+# --- ops_test.py OpsTest.test_delay; tpu_ops_test.py OpsTest.test_8bit_gather ---
+
+@pytest.mark.xfail(strict=True, raises=AttributeError,
+                   reason="pl.delay: the device has no instruction that waits a time")
+def test_delay():
+    """OpsTest.test_delay: pl.delay(100_000) then a copy."""
+    def kernel(x_ref, o_ref):
+        pl.delay(100_000)
+        o_ref[...] = x_ref[...]
+
+    x = _normal((128,))
+    np.testing.assert_array_equal(pl.pallas_call(kernel, out_shape=x)(x), x)
+
+
+@pytest.mark.xfail(strict=True, raises=AttributeError,
+                   reason="lax.gather (and lax.GatherDimensionNumbers) is not in tpuemu's lax; "
+                          "jnp.take_along_axis is its gather")
+@pytest.mark.parametrize("batch_size", [1, 3, 16])
+def test_8bit_gather(batch_size):
+    """tpu_ops_test OpsTest.test_8bit_gather (batch sizes drawn as three
+    fixed ones): an int8 lookup table gathered per lane by lax.gather."""
+    xspec = pl.BlockSpec((32, 128), lambda i: (i, 0))
+    lspec = pl.BlockSpec((32, 128), lambda i: (0, 0))
+    data = _rng.integers(0, 32, (32 * batch_size, 128)).astype(np.int8)
+    lut = _rng.integers(-128, 127, (32, 128)).astype(np.int8)
+
+    def kernel(data_ref, lut_ref, output_ref):
+        data_chunk = data_ref[...].reshape((32, 128, 1))
+        output_ref[...] = lax.gather(
+            lut_ref[...], data_chunk,
+            dimension_numbers=lax.GatherDimensionNumbers(
+                offset_dims=(), start_index_map=(0,), operand_batching_dims=(1,),
+                start_indices_batching_dims=(1,), collapsed_slice_dims=(0,)),
+            slice_sizes=(1, 1), mode="promise_in_bounds")
+
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(data.shape, jnp.int8),
+                         grid=(batch_size,), out_specs=xspec, in_specs=[xspec, lspec])(data, lut)
+    want = np.concatenate([np.take_along_axis(lut, data[32 * b:32 * (b + 1)].astype(np.int64), 0)
+                           for b in range(batch_size)])
+    np.testing.assert_array_equal(out, want)
