@@ -9,46 +9,53 @@ runtime half of each, each named after the test it ports. References are
 NumPy's (tpuemu's host jnp), never a kernel's; tolerances are JAX's.
 
 Ported from ops_test.py: test_elementwise (the float32 cases of the
-functions JAX's TPU lowering lacks, b/370578663: expm1, cbrt, asin, acos,
-atan, sinh, cosh, asinh, acosh, atanh, compositions here; every function's
-bfloat16 case, which JAX's TPU skips before v6 or always; int16 abs and
-negative), test_elementwise_scalar (the composed ones), test_true_divide,
-test_binary (bitwise_left_shift, bitwise_right_shift, int16),
-test_binary_scalar, test_iota, test_reshape,
+functions JAX's TPU lowering lacks, b/370578663: expm1, cbrt, asin,
+acos, atan, sinh, cosh, asinh, acosh, atanh, compositions here; every
+function's bfloat16 case, which JAX's TPU skips before v6 or always;
+int16 abs and negative), test_elementwise_scalar (the composed ones),
+test_true_divide, test_binary (bitwise_left_shift, bitwise_right_shift,
+int16), test_binary_scalar, test_iota, test_reshape,
 test_reshape_noop_or_singleton_dims, test_reshape_to_scalar,
-test_where_broadcasting (its two 0-d indices in SMEM), test_broadcast_in_dim,
-test_triu, test_cumsum, test_dot (pl.dot with trans_x too, which JAX's
-TPU skips), test_dot_general_non_front_batch_dims,
+test_where_broadcasting (its two 0-d indices in SMEM),
+test_broadcast_in_dim, test_triu, test_cumsum, test_dot (pl.dot with
+trans_x too, which JAX's TPU skips),
+test_dot_general_non_front_batch_dims,
 test_dot_general_multiple_non_contracting_dims_with_transposes,
 test_jnp_diagonal_pallas, test_jnp_swapaxes_major_minor, test_transpose,
 test_arbitrary_padding_jnp_pad, test_bitcast_convert_type(_scalar),
 test_itof_dot_canonicalization (int8), the test_cast_from_32bit and
 test_cast_from_sub_32bit pairs not ported before (from uint32, int16,
 uint16; to uint32, int16, uint16), PallasPrimitivesTest.test_reciprocal.
-From tpu_ops_test.py: test_integer_cast, test_tpu_int4_upcast_and_matmul,
-test_i1_relayout_bw_tiling, test_i1_relayout_bw_1d_tiling,
-test_disable_bounds_check, test_pack_elementwise, test_unpack_elementwise
-and test_stochastic_round (pltpu.pack_elementwise, unpack_elementwise and
-stochastic_round, which porting them added as compositions; the
-stochastic one also checks how often it rounds up), test_8bit_gather
-(three fixed batch sizes for its hypothesis draw) and, from ops_test.py,
-test_delay. Many of these JAX's TPU skips ("Not
-implemented on TPU"); they run here, so they are checked here.
+From tpu_ops_test.py: test_integer_cast,
+test_tpu_int4_upcast_and_matmul, test_i1_relayout_bw_tiling,
+test_i1_relayout_bw_1d_tiling, test_disable_bounds_check,
+test_pack_elementwise, test_unpack_elementwise and test_stochastic_round
+(pltpu.pack_elementwise, unpack_elementwise and stochastic_round, which
+porting them added as compositions; the stochastic one also checks how
+often it rounds up), test_8bit_gather (three fixed batch sizes for its
+hypothesis draw) and, from ops_test.py, test_delay. Many of these JAX's
+TPU skips ("Not implemented on TPU"); they run here, so they are checked
+here.
 
-Left out: the float64 and int64 cases (JAX skips them without x64);
-test_true_divide_unsupported (it asserts older TPUs' refusal of bf16
-division, which tpuemu does); test_array_reduce, test_reduce_only_dim,
+Left out: the float64 and int64 cases (JAX skips them without x64); the
+float16 cases of test_elementwise, test_binary(_scalar), test_cumsum,
+test_dot and test_bitcast_convert_type (JAX's TPU skips float16, and
+tpuemu has none; its casts to float16 are strict xfails);
+test_true_divide_unsupported (it asserts that bf16 and float16 division
+fails, as before TPU v6; tpuemu divides bf16, test_true_divide); test_array_reduce, test_reduce_only_dim,
 test_broadcasted_load_store, test_swap, test_masked_swap and
 test_masked_oob_swap_slice (JAX's TPU skips each: ref indexing by arange
-arrays, masked swaps, interpret mode only); test_itof_dot_canonicalization's
-int4 case and ..._fails_without_compat_mode (a TPU v7 compiler pass and
-flag); OpsInterpretTest.test_debug_print (interpret mode's print) and
+arrays, masked swaps, interpret mode only);
+test_itof_dot_canonicalization's int4 case and
+..._fails_without_compat_mode (a TPU v7 compiler pass and flag);
+OpsInterpretTest.test_debug_print (interpret mode's print) and
 PallasPrimitivesTest's pretty-print tests (jaxpr text); test_bitcast's
 width-changing pairs (test_bitcast_width.py checks pltpu.bitcast's row
-packing); test_pack_elementwise's (int4, int2) case (no int4 sources). Strict xfails name what tpuemu lacks: float16, float8, int4,
-uint4, int2 and uint2 arrays; lax.gather; pl.delay; an element of a vector value as a dynamic
-index; three rank-5 transposes over a kernel's 256 windows; reads past a
-block with bounds checks disabled."""
+packing); test_pack_elementwise's (int4, int2) case (no int4 sources).
+Strict xfails name what tpuemu lacks: float16, float8, int4, uint4, int2
+and uint2 arrays; lax.gather; pl.delay; an element of a vector value as
+a dynamic index; three rank-5 transposes over a kernel's 256 windows;
+reads past a block with bounds checks disabled."""
 import functools
 import itertools
 import math
@@ -64,7 +71,6 @@ from tpuemu.pallas import tpu as pltpu
 from tpuemu.pallas.mosaic import error_handling
 
 partial = functools.partial
-_MISSING = (AttributeError, TypeError, jax.TraceError, jax.TpurtError, NotImplementedError)
 _rng = np.random.default_rng(23)
 
 
@@ -120,7 +126,12 @@ def _ew_ref(name, x, dtype):
         return _NP_FN[name](x.astype(np.float64)).astype(dtype)
 
 
-@pytest.mark.parametrize("name,dtype", _ELEMENTWISE, ids=["%s_%s" % (n, np.dtype(d).name if d != "bfloat16" else d) for n, d in _ELEMENTWISE])
+def _dt_name(d):
+    return d if isinstance(d, str) else np.dtype(d).name
+
+
+@pytest.mark.parametrize("name,dtype", _ELEMENTWISE,
+                         ids=["%s_%s" % (n, _dt_name(d)) for n, d in _ELEMENTWISE])
 def test_elementwise(name, dtype):
     """OpsTest.test_elementwise: fn of an (8, 128) block of 0.42 and 2.4
     (exp and exp2 of bfloat16: 0.42 and 1.26, rtol 2e-3; else rtol 1e-6)."""
@@ -231,7 +242,8 @@ def test_binary(name, dtype):
     np.testing.assert_allclose(_np_binary(name)(x, y), out)
 
 
-@pytest.mark.parametrize("name,dtype", _BINARY, ids=["%s_%s" % (f, np.dtype(d).name) for f, d in _BINARY])
+@pytest.mark.parametrize("name,dtype", _BINARY,
+                         ids=["%s_%s" % (f, _dt_name(d)) for f, d in _BINARY])
 def test_binary_scalar(name, dtype):
     """OpsTest.test_binary_scalar: f of two (1,) SMEM operands, 1 and 18
     (int16 too, which JAX's TPU skips; float16 is left out)."""
@@ -343,7 +355,7 @@ def test_where_broadcasting():
 
 # --- ops_test.py OpsTest.test_broadcast_in_dim ---
 
-@pytest.mark.parametrize("dtype", [np.int32, np.int16, np.int8, np.bool_], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dtype", [np.int32, np.int16, np.int8, np.bool_], ids=_dt_name)
 @pytest.mark.parametrize("shape_spec", [((), (2,), ()), ((1,), (2,), (0,)),
                                         ((1, 128), (8, 128), (0, 1)), ((), (2, 2), ())], ids=str)
 def test_broadcast_in_dim(shape_spec, dtype):
@@ -993,8 +1005,12 @@ _PACK_CONFIGS = [(np.float32, "bfloat16"), (np.int32, "int16"), (np.int32, "int8
                  (np.int32, "int4"), (np.int16, "int8"), (np.int8, "int4")]
 
 
+def _pack_id(c):
+    return "%s-%s" % (np.dtype(c[0]).name, c[1])
+
+
 @pytest.mark.parametrize("shape", [(8, 128), (2, 15, 300), (512, 256)], ids=str)
-@pytest.mark.parametrize("config", _PACK_CONFIGS, ids=lambda c: "%s-%s" % (np.dtype(c[0]).name, c[1]))
+@pytest.mark.parametrize("config", _PACK_CONFIGS, ids=_pack_id)
 def test_pack_elementwise(config, shape):
     """tpu_ops_test OpsTest.test_pack_elementwise: the sources converted
     to the packed type and their bits packed into unsigned words of the
@@ -1015,7 +1031,7 @@ def test_pack_elementwise(config, shape):
 
 @pytest.mark.parametrize("shape", [(8, 128), (2, 15, 300)], ids=str)
 @pytest.mark.parametrize("index", [0, 1, 3])
-@pytest.mark.parametrize("config", _PACK_CONFIGS[:4], ids=lambda c: "%s-%s" % (np.dtype(c[0]).name, c[1]))
+@pytest.mark.parametrize("config", _PACK_CONFIGS[:4], ids=_pack_id)
 def test_unpack_elementwise(config, index, shape):
     """tpu_ops_test OpsTest.test_unpack_elementwise: the index-th field of
     each uint32 word, converted back to the source type (JAX skips an
