@@ -60,6 +60,11 @@ def signbit(x):
     if isinstance(x, Value) and x.dt is jnp.bool_:
         return x & False
     if isinstance(x, Value) and _trace.is_float_dt(x.dt):
+        if getattr(x, "scalar", False):
+            # a scalar has no bitcast here: x < 0, or -0.0 by 1 / x; the
+            # sign of a NaN is not seen (the compositions mask NaNs apart)
+            x = _l(_f32(x))
+            return (x < 0.0) | ((x == 0.0) & (1.0 / x < 0.0))
         return _lax().bitcast_convert_type(_f32(x), jnp.int32) < 0
     return x < 0
 
@@ -491,11 +496,115 @@ def repeat_in_kernel(a, repeats, axis=None, total_repeat_length=None):
     return jnp.reshape(jnp.stack([a] * repeats, axis=d + 1), out)
 
 
+def _slice(x, axis, lo, hi):
+    idx = [slice(None)] * len(x.shape)
+    idx[axis] = slice(lo, hi)
+    return x[tuple(idx)]
+
+
+def pad(array, pad_width, mode="constant", *, constant_values=0):
+    """jnp.pad of a value, axis by axis: "constant" concatenates blocks
+    of constant_values (a scalar) before and after; "wrap" concatenates
+    the runs of x's own slices the modular indices give (widths past the
+    axis's length repeat it)."""
+    jnp = _np()
+    x = array
+    shape = _shape(x, "pad")
+    if mode not in ("constant", "wrap"):
+        raise trace_error("jnp.pad in a kernel: mode %r (constant and wrap are composed)"
+                          % (mode,))
+    if not isinstance(constant_values, (int, float)) or isinstance(constant_values, bool):
+        raise trace_error("jnp.pad in a kernel: constant_values is a Python scalar, not %r"
+                          % (constant_values,))
+    import numpy as np
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (len(shape), 2))
+    for axis, (lo, hi) in enumerate(widths.tolist()):
+        if lo < 0 or hi < 0:
+            raise ValueError("jnp.pad: negative pad widths (%d, %d)" % (lo, hi))
+        if lo == 0 and hi == 0:
+            continue
+        n = tuple(x.shape)[axis]
+        if mode == "constant":
+            parts = []
+            for w in (lo, hi):
+                s_ = list(x.shape)
+                s_[axis] = w
+                parts.append(jnp.full(tuple(s_), constant_values, x.dtype) if w else None)
+            x = jnp.concatenate([p for p in (parts[0], x, parts[1]) if p is not None], axis=axis)
+            continue
+        if n == 0:
+            raise ValueError("jnp.pad: wrap of an empty axis")
+        idx = [(i - lo) % n for i in range(lo + n + hi)]
+        runs, start = [], 0
+        for i in range(1, len(idx) + 1):
+            if i == len(idx) or idx[i] != idx[i - 1] + 1:
+                runs.append((idx[start], idx[i - 1] + 1))
+                start = i
+        v = _l(x)
+        x = jnp.concatenate([v if (a, b) == (0, n) else _slice(v, axis, a, b) for a, b in runs],
+                            axis=axis)
+    return x
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """jnp.diagonal of a 2-D value: the maximum down the columns (or
+    along the rows, for a negative offset) of the value masked to its
+    diagonal by iotas, the rest the dtype's lowest (a maximum keeps
+    -0.0, infinities and NaNs as they are), then its slice."""
+    jnp = _np()
+    shape = _shape(a, "diagonal")
+    if len(shape) != 2 or sorted((axis1 % 2, axis2 % 2)) != [0, 1]:
+        raise trace_error("jnp.diagonal in a kernel: of a 2-D value, axes 0 and 1")
+    if axis1 % 2 == 1:
+        a = jnp.transpose(a)
+        shape = shape[::-1]
+    n, m = shape
+    k = int(offset)
+    length = max(0, min(n, m - k) if k >= 0 else min(n + k, m))
+    dt = a.dtype
+    if _trace.is_float_dt(a.dt):
+        low = -jnp.inf
+    elif a.dt is jnp.bool_:
+        return diagonal(a.astype(jnp.int32), k).astype(jnp.bool_)
+    else:
+        low = int(jnp.iinfo(dt).min)
+    on = (_iota(shape, 1) - _iota(shape, 0)) == k
+    masked = jnp.where(on, a, jnp.full(shape, low, dt))
+    if k >= 0:
+        return _slice(jnp.max(masked, axis=0), 0, k, k + length)
+    return _slice(jnp.max(masked, axis=1), 0, -k, -k + length)
+
+
+def _is_bf16(x):
+    return isinstance(x, Value) and x.dt is _trace.bfloat16
+
+
+def _in_float32(f):
+    """@f of bfloat16 values computed in float32 and rounded back to
+    bfloat16 once, as XLA upcasts them (bf16 intermediates would lose the
+    digits the compositions keep, and the bit tricks assume float32)."""
+    def g(*args, **kw):
+        if not any(_is_bf16(a) for a in args):
+            return f(*args, **kw)
+        jnp = _np()
+        r = f(*[a.astype(jnp.float32) if _is_bf16(a) else a for a in args], **kw)
+        return r.astype(jnp.bfloat16) if isinstance(r, Value) and r.dt is jnp.float32 else r
+    g.__name__, g.__doc__ = f.__name__, f.__doc__
+    return g
+
+
+for _n in ("copysign fabs deg2rad rad2deg log2 log10 expm1 cbrt sinh cosh arcsinh "
+           "arccosh arctanh arctan arctan2 arcsin arccos hypot sinc logaddexp logaddexp2 "
+           "heaviside").split():
+    globals()[_n] = _in_float32(globals()[_n])
+radians, degrees = deg2rad, rad2deg
+
+
 NAMES = ("signbit copysign fabs absolute positive trunc fix deg2rad rad2deg radians "
          "degrees log2 log10 expm1 cbrt sinh cosh arcsinh arccosh arctanh arctan arctan2 "
          "arcsin arccos hypot sinc logaddexp logaddexp2 ldexp nan_to_num heaviside fmax "
          "fmin logical_xor float_power cumsum cumprod cumulative_sum cumulative_prod "
-         "prod var std tril triu flip fliplr flipud").split()
+         "prod var std tril triu flip fliplr flipud pad diagonal").split()
 
 # JAX's array-API spellings (NumPy 1.24 has only the arc* ones)
 ALIASES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2",

@@ -1060,6 +1060,10 @@ def to_int16(x, d=int16):
     lo, hi = _INT_RANGES[d.name]
     if is_float_dt(x.dt):
         from . import numpy as jnp
+        if x.dt is bfloat16:
+            # clipped in float32: bf16 rounds 32767 and 65535 up to 2^15
+            # and 2^16, which wrapped to -32768 and 0
+            x = x.astype(float32)
         v = jnp.clip(x, float(lo), float(hi)).astype(int32)
         v.dt = d
         return v

@@ -428,6 +428,9 @@ def floor_divide(a, b):
 
 remainder = globals()["mod"]
 true_divide = globals()["divide"]
+# JAX's (and NumPy 2's) array-API names for the shifts
+bitwise_left_shift = globals()["left_shift"]
+bitwise_right_shift = globals()["right_shift"]
 
 
 def fmod(a, b):
@@ -536,6 +539,14 @@ def where(c, a, b):
         if isinstance(a, int) and a == 0:
             return (1 - c) * b
         return c * a + (1 - c) * b
+    shapes = [tuple(x.shape) for x in (c, a, b)
+              if isinstance(x, Value) and getattr(x, "shape", None) is not None]
+    if shapes and _py.max(len(t) for t in shapes) >= 3 and len(set(shapes)) > 1:
+        # libtpurt's where of rank 3 or 4 takes operands of one shape:
+        # broadcast them first, as jnp.where's own broadcasting would
+        out = _np.broadcast_shapes(*shapes)
+        c, a, b = (broadcast_to(x, out) if isinstance(x, Value) and getattr(x, "shape", None)
+                   is not None and tuple(x.shape) != out else x for x in (c, a, b))
     return call("jnp.where", c, a, b)
 
 
@@ -1250,7 +1261,8 @@ for _n in _cmp.NAMES:
 for _n, _to in _cmp.ALIASES.items():
     globals()[_n] = getattr(_cmp, _to)
     _HOST_NAMES[_n] = _to
-_HOST_NAMES.update(cumulative_sum="cumsum", cumulative_prod="cumprod")
+_HOST_NAMES.update(cumulative_sum="cumsum", cumulative_prod="cumprod",
+                   bitwise_left_shift="left_shift", bitwise_right_shift="right_shift")
 
 _IMPORTED = {"call", "reducer", "trace_error", "Value", "Ref"}
 for _name, _f in list(globals().items()):

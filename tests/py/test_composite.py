@@ -372,3 +372,61 @@ def test_rolls_and_flips_of_a_1d_value():
             o_ref[...] = fn(x_ref[0]).reshape(1, 256)
         got = pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(r.shape, jnp.int32))(r)
         np.testing.assert_array_equal(np.asarray(got)[0], want)
+
+
+def _kernel_shape(fn, x, out_shape, out_dtype):
+    def k(x_ref, o_ref):
+        o_ref[...] = fn(x_ref[...])
+    return np.asarray(pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(out_shape, out_dtype))(x))
+
+
+@pytest.mark.parametrize("offset", [0, 3, -5, 200, -20])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, "bool"])
+def test_diagonal_offsets_and_dtypes(offset, dtype):
+    """jnp.diagonal(v, offset) of a (24, 256) value, exact: floats keep
+    -0.0, infinities and NaN, integers their lowest value, bools their
+    truth (an empty diagonal is left out: no 0-length values)."""
+    x = RNG.standard_normal((24, 256)).astype(np.float32)
+    if dtype == np.float32:
+        x[0, 0], x[1, 1], x[2, 2], x[3, 3] = -0.0, -np.inf, np.nan, np.inf
+        x[4, 7], x[9, 4] = np.nan, -0.0
+        xin, od = x, jnp.float32
+    elif dtype == np.int32:
+        x = RNG.integers(-2 ** 31, 2 ** 31, (24, 256)).astype(np.int32)
+        x[5, 5] = x[10, 13] = -2 ** 31
+        xin, od = x, jnp.int32
+    else:
+        x = x > 0
+        xin, od = x.astype(np.int32), jnp.int32
+    want = np.diagonal(x, offset)
+
+    def fn(v):
+        v = v.astype(jnp.bool_) if dtype == "bool" else v
+        d = jnp.diagonal(v, offset)
+        return d.astype(jnp.int32) if dtype == "bool" else d
+    out = _kernel_shape(fn, xin, want.shape, od)
+    if dtype == np.float32:
+        np.testing.assert_array_equal(np.signbit(out), np.signbit(want))
+    np.testing.assert_array_equal(out, want.astype(out.dtype))
+
+
+@pytest.mark.parametrize("mode", ["constant", "wrap"])
+@pytest.mark.parametrize("widths", [((3, 0), (0, 0)), ((0, 0), (1, 130)), ((9, 20), (300, 2)),
+                                    2, ((1,), (2,))], ids=str)
+def test_pad_widths_and_values(widths, mode):
+    """jnp.pad of a (5, 128) int32 value: per-axis, scalar and broadcast
+    widths, wrap past the axis's length, constant_values. The wrap
+    reference is periodic, as jnp.pad and NumPy 2 (NumPy 1.24's np.pad
+    repeats an edge oddly for widths past the length)."""
+    x = np.arange(5 * 128, dtype=np.int32).reshape(5, 128) - 300
+    kw = {"constant_values": -7} if mode == "constant" else {}
+    if mode == "wrap":
+        w = np.broadcast_to(np.asarray(widths), (2, 2))
+        want = x
+        for axis, (lo, hi) in enumerate(w.tolist()):
+            n = x.shape[axis]
+            want = np.take(want, np.arange(-lo, n + hi) % n, axis=axis)
+    else:
+        want = np.pad(x, widths, mode=mode, **kw)
+    out = _kernel_shape(lambda v: jnp.pad(v, widths, mode=mode, **kw), x, want.shape, jnp.int32)
+    np.testing.assert_array_equal(out, want)

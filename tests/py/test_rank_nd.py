@@ -352,8 +352,12 @@ def test_where_keeps_the_nd_shape():
     def fn(v):
         return jnp.sum(jnp.where(v > 0, v, 0.0), axis=1)
     _run(fn, x, "float32", np.sum(np.where(x > 0, x, 0), axis=1))
-    with pytest.raises(pl.TraceError, match="where of values of rank 3 or 4 that broadcast"):
-        _run(lambda v: jnp.where(v > 0, v, jnp.zeros((2, 1, 128))), x, "float32", x)
+    # operands that broadcast across the leading dimensions: jnp.where
+    # broadcasts them first (libtpurt's where of rank 3 or 4 takes one shape)
+    _run(lambda v: jnp.where(v > 0, v, jnp.max(v, axis=1, keepdims=True)), x, "float32",
+         np.where(x > 0, x, np.max(x, axis=1, keepdims=True)))
+    _run(lambda v: jnp.where(jnp.max(v, axis=1, keepdims=True) > 0, v, 0.0), x, "float32",
+         np.where(np.max(x, axis=1, keepdims=True) > 0, x, 0))
 
 
 # --- other ops keep the shape; rolls and concatenations along any axis ---

@@ -1212,6 +1212,96 @@ def bitcast(x, ty):
     return _trace.bitcast_value(x, ty, "pltpu.bitcast")
 
 
+def _bits_of_dtype(d, what):
+    from .. import dtypes
+    try:
+        return int(dtypes.itemsize_bits(d))
+    except (TypeError, ValueError, KeyError, AttributeError):
+        raise trace_error("%s: no bit width for %r" % (what, d))
+
+
+def _is_bf16_dtype(d):
+    return d is jnp.bfloat16 or getattr(d, "name", d) == "bfloat16"
+
+
+def pack_elementwise(xs, *, packed_dtype):
+    """pltpu.pack_elementwise(xs, packed_dtype=): each of the 32 / w (or
+    source width / w) values of xs converted to @packed_dtype (floats to
+    bfloat16 rounded to nearest even, integers wrapped to w bits) and
+    their bits packed into one unsigned word per element, xs[i] at bit
+    i * w. Composed from casts, shifts and ors."""
+    what = "pltpu.pack_elementwise"
+    xs = list(xs)
+    if not xs:
+        raise trace_error("%s: no values to pack" % what)
+    src = xs[0].dtype
+    sw, pw = _bits_of_dtype(src, what), _bits_of_dtype(packed_dtype, what)
+    if sw % pw or len(xs) != sw // pw:
+        raise trace_error("%s: %d values of %d bits do not pack %d-bit words"
+                          % (what, len(xs), pw, sw))
+    float_pack = _is_bf16_dtype(packed_dtype)
+    if float_pack and not _trace.is_float_dt(xs[0].dt):
+        raise trace_error("%s: bfloat16 packs float values" % what)
+    mask = (1 << pw) - 1
+    word = None
+    for i, x in enumerate(xs):
+        if float_pack:	# bf16 bits: the rounded value's upper half as float32
+            b = lax.shift_right_logical(
+                lax.bitcast_convert_type(x.astype(jnp.bfloat16).astype(jnp.float32),
+                                         jnp.int32), 16)
+        else:
+            b = x.astype(jnp.int32) & mask
+        b = b << (i * pw) if i else b
+        word = b if word is None else word | b
+    out = {32: jnp.uint32, 16: jnp.uint16, 8: jnp.uint8}.get(sw)
+    if out is None:
+        raise trace_error("%s: %d-bit words are not a dtype here" % (what, sw))
+    if sw == 32:
+        return lax.bitcast_convert_type(word, jnp.uint32)
+    return word.astype(out)
+
+
+def unpack_elementwise(x, *, index, packed_dtype, unpacked_dtype):
+    """pltpu.unpack_elementwise(x, index=, packed_dtype=, unpacked_dtype=):
+    the @index-th @packed_dtype field of each word of x (bit index * w),
+    sign-extended (integers) or widened (bfloat16) and converted to
+    @unpacked_dtype. Composed from shifts, masks and casts."""
+    what = "pltpu.unpack_elementwise"
+    xw = _bits_of_dtype(x.dtype, what)
+    pw = _bits_of_dtype(packed_dtype, what)
+    index = int(index)
+    if not 0 <= index < xw // pw:
+        raise trace_error("%s: index %d out of bounds for %d fields of %d bits"
+                          % (what, index, xw // pw, pw))
+    w = lax.bitcast_convert_type(x, jnp.int32) if xw == 32 else x.astype(jnp.int32)
+    field = lax.shift_right_logical(w, index * pw) if index else w
+    if _is_bf16_dtype(packed_dtype):
+        v = lax.bitcast_convert_type((field & 0xFFFF) << 16, jnp.float32)
+    else:
+        v = lax.shift_right_arithmetic(field << (32 - pw), 32 - pw) if pw < 32 else field
+    return v.astype(unpacked_dtype)
+
+
+def stochastic_round(x, random_bits, *, target_dtype):
+    """pltpu.stochastic_round(x, random_bits, target_dtype=bfloat16):
+    float32 x rounded to one of its two bfloat16 neighbours, up with the
+    probability of its distance from the lower one: the top 16 of the
+    uint32 random bits added to the 16 bits bf16 drops, then those
+    truncated (magnitudes, so negatives round symmetrically); NaNs and
+    infinities convert as astype. Composed from bitcasts and integer ops."""
+    if not _is_bf16_dtype(target_dtype):
+        raise trace_error("pltpu.stochastic_round to %r: bfloat16 is the target here"
+                          % (target_dtype,))
+    if x.dt is not jnp.float32:
+        raise trace_error("pltpu.stochastic_round: of float32 values, not %s" % x.dt.name)
+    xi = _trace.local(lax.bitcast_convert_type(x, jnp.int32))
+    r = lax.shift_right_logical(lax.bitcast_convert_type(random_bits, jnp.int32), 16)
+    up = (xi + r) & -65536		# 0xFFFF0000 as int32
+    y = lax.bitcast_convert_type(up, jnp.float32)
+    finite = jnp.abs(x) < jnp.inf
+    return jnp.where(finite, y, x).astype(jnp.bfloat16)
+
+
 def load(ref, *, mask=None):
     """pltpu.load(ref, mask=): the whole ref (or ref.at[...] window); with a
     mask, 0 where it is False (a TPU leaves those undefined)."""
