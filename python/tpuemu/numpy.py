@@ -658,6 +658,21 @@ def reshape(x, shape):
     return _logical(v, shape)
 
 
+def unstack(x, axis=0):
+    """jnp.unstack: the slices of @x along @axis, that dimension dropped
+    (x[..., i, ...] for each i), as a tuple."""
+    x = _v(x)
+    shape = getattr(x, "shape", None)
+    if shape is None or len(shape) == 0:
+        raise trace_error("jnp.unstack of %s: it needs at least one dimension"
+                          % _trace._fmt(x))
+    if not -len(shape) <= int(axis) < len(shape):
+        raise ValueError("jnp.unstack: axis %d is out of bounds for an array of rank %d"
+                         % (axis, len(shape)))
+    ax = int(axis) % len(shape)
+    return tuple(x[(slice(None),) * ax + (i,)] for i in range(shape[ax]))
+
+
 def expand_dims(a, axis):
     """jnp.expand_dims: @a reshaped with unit dimensions at @axis (an int or
     a tuple, counted in the result's rank, as NumPy places them)."""

@@ -6,6 +6,7 @@ from ._einshape import einshape  # noqa: F401  (pltpu.einshape)
 import dataclasses
 import enum
 import itertools
+import logging
 
 import numpy as np
 
@@ -376,13 +377,23 @@ def _copy_operands(src, dst, what):
 class AsyncCopy:
     """pltpu.make_async_copy(src, dst, sem): .start() and .wait() record
     the statement syntax's copy statements (pl.select_ref operands: one
-    per choice, under pl.when; a traced pl.ds size: _copy_pieces)."""
+    per choice, under pl.when; a traced pl.ds size: _copy_pieces). One
+    never started nor waited on logs JAX's error when it is dropped."""
+
+    _used = True	# until __init__ has checked its operands
 
     def __init__(self, src, dst, sem):
         src, dst = _copy_operands(src, dst, "the copy's")
         for _, m in _choices(sem):
             _sem_text(m, "signal")
         self.src, self.dst, self.sem = src, dst, sem
+        self._used = False
+
+    def __del__(self):
+        if not self._used:
+            # as JAX's: exceptions in __del__ are ignored, so it logs
+            logging.error("AsyncCopyDescriptor was not used."
+                          " Did you mean to call `start` or `wait` on it?")
 
     def _each(self, fn):
         _each_choice((self.src, self.dst, self.sem), lambda s, d, m: _copy_pieces(
@@ -393,6 +404,8 @@ class AsyncCopy:
                                                       _sem_text(sem, "signal"))
 
     def start(self):
+        self._used = True
+
         def one(src, dst, sem):
             rec = _sem_changes(sem)
             if isinstance(_base(dst), Ref):
@@ -402,6 +415,7 @@ class AsyncCopy:
         return self
 
     def wait(self):
+        self._used = True
         for _, sem in _choices(self.sem):
             sem = _base(sem)
             if getattr(getattr(sem, "dtype", None), "kind", None) is _trace.semaphore:
