@@ -345,16 +345,7 @@ def _scan(x, axis, op, fill, reverse, fn):
 
 
 def _widened(x, dtype):
-    """jnp's accumulation dtype: narrow integers and bools sum as int32
-    (unsigned as uint32), unless dtype= says."""
-    jnp = _np()
-    if dtype is not None:
-        return x.astype(dtype)
-    if isinstance(x, Value) and x.dt in (jnp.bool_, jnp.int8, jnp.int16):
-        return x.astype(jnp.int32)
-    if isinstance(x, Value) and x.dt in (jnp.uint8, jnp.uint16):
-        return x.astype(jnp.uint32)
-    return x
+    return _trace.widened(x, dtype, bools=True)	# jnp's: bools count as int32
 
 
 def cumsum(a, axis=None, dtype=None, *, reverse=False):

@@ -1163,17 +1163,28 @@ def local(v):
     return v
 
 
+def widened(x, dtype=None, bools=False):
+    """@x as jnp accumulates it (sums, cumulative sums): cast to @dtype if
+    given, else integers narrower than 32 bits in the default integer of
+    their signedness (int32, uint32), and with @bools booleans as int32."""
+    if not isinstance(x, Value):
+        return x
+    if dtype is not None:
+        return x.astype(dtype)
+    if x.dt in (int8, int16) or bools and x.dt is bool_:
+        return x.astype(int32)
+    if x.dt in (uint8, uint16):
+        return x.astype(uint32)
+    return x
+
+
 def reducer(name):
     """jnp.NAME(x, axis=None, keepdims=False) as a statement-syntax call.
     jnp.sum's dtype=None: integers narrower than 32 bits sum in the default
     integer of their signedness (int32, uint32), as JAX's; dtype= casts first."""
     def f(x, axis=None, keepdims=False, dtype=None):
-        if dtype is not None:
-            x = x.astype(dtype) if isinstance(x, Value) else x
-        elif name == "sum" and isinstance(x, Value) and x.dt in (int8, int16):
-            x = x.astype(int32)
-        elif name == "sum" and isinstance(x, Value) and x.dt in (uint8, uint16):
-            x = x.astype(uint32)
+        if dtype is not None or name == "sum":
+            x = widened(x, dtype)
         if isinstance(axis, (tuple, list)):	# libtpurt takes them against the rank
             axis = tuple(int(a) for a in axis)
             if not axis:
@@ -1781,7 +1792,8 @@ class ReshapedRef:
         return None
 
     def __getitem__(self, idx):
-        at = self._element(idx) if self._scalar_smem() is None else self._scalar_smem()
+        at = self._scalar_smem()
+        at = self._element(idx) if at is None else at
         if at is not None:
             return self.base[at]
         if not self._is_whole(idx):
@@ -1790,7 +1802,8 @@ class ReshapedRef:
         return self.base[...].reshape(self.shape)
 
     def __setitem__(self, idx, val):
-        at = self._element(idx) if self._scalar_smem() is None else self._scalar_smem()
+        at = self._scalar_smem()
+        at = self._element(idx) if at is None else at
         if at is not None:
             self.base[at] = val
             return

@@ -832,7 +832,7 @@ def issubdtype(arg1, arg2):
 
 _HOST_NAMES = {"astype": None, "full_like": "full_like", "issubdtype": None,
                "take_along_axis": None, "take": None,	# None: the function serves the host itself
-               "rsqrt": lambda x: _host_rsqrt(x)}	# NumPy has none
+               "rsqrt": "_host_rsqrt"}	# NumPy has none: this module's
 
 
 def _is_traced(x):
@@ -1205,7 +1205,8 @@ def _host_rsqrt(x):
 
 def _on_host(name, fn):
     np_fn = _HOST_NAMES.get(name, name)
-    np_fn = np_fn if callable(np_fn) else getattr(_np, np_fn or "", None)
+    np_fn = globals()[np_fn] if np_fn and np_fn.startswith("_") else \
+        getattr(_np, np_fn or "", None)
     if name == "astype":
         def np_fn(x, dtype):
             if getattr(x, "_counted", False):	# pl.estimate_cost's: no values
