@@ -227,6 +227,7 @@ host-samples: $(HOST_SAMPLES:%=$(HOST_SAMPLE_BIN)/%) $(SAMPLE_SELFTESTS:%=$(HOST
 # (from Debian's linux-source, make deps); lib.mk rebuilds what changed.
 guest-selftests: $(TPURT_SO)
 	$(quiet) KSFT $(GUEST_KSELFTEST)
+	$(Q)mkdir -p $(GUEST_BIN)
 	$(Q)$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) -C selftests \
 		OUTPUT=$(abspath $(GUEST_BIN)) TPURT_LIBDIR=$(abspath $(BUILD)/lib) \
 		KSFT_INSTALL_PATH=$(abspath $(GUEST_KSELFTEST)) kselftest_install

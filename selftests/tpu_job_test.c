@@ -840,9 +840,11 @@ static long compute_count(int fd, const char *name)
  * the same; with spinning off nothing is retired by polling and every job
  * takes its interrupt; with it on, jobs are retired by the waiter, and
  * after polling the interrupts come back: the device's count of those it
- * held back (the driver area's TPU_DRIVER_NO_IRQ) stands still. The jobs are of
- * 1 to 64 steps of a 64 KiB add (up to a few hundred us): a null job can
- * end before its waiter arrives on a quick host, and then nothing polls.
+ * held back (the driver area's TPU_DRIVER_NO_IRQ) stands still. The jobs
+ * are steps of a 64 KiB add, as many as take the device about 200 us
+ * (measured first): a null job can end before its waiter arrives on a quick
+ * host, and a job longer than the spin, or after one, is not polled at all.
+ * A spinning phase runs more jobs until one is polled, at most 128.
  */
 TEST_F(job, polling_and_sleeping_waiters_agree)
 {
@@ -851,6 +853,8 @@ TEST_F(job, polling_and_sleeping_waiters_agree)
 	struct tpurt_buffer *in, *out;
 	struct tpu_job_report rep;
 	struct tpu_add_job j;
+	uint64_t id = 0;
+	uint32_t steps;
 	uint32_t h[2];
 
 	if (saved < 0 || tpu_wait_spin_set(saved) ||
@@ -860,27 +864,43 @@ TEST_F(job, polling_and_sleeping_waiters_agree)
 	ASSERT_EQ(0, tpurt_buffer_create(self->dev, TPU_BLOCKER_VEC_BYTES, &out));
 	h[TPU_BLOB_IN_SLOT] = tpurt_buffer_handle(in);
 	h[TPU_BLOB_OUT_SLOT] = tpurt_buffer_handle(out);
+	tpu_blocker_job(&j, 64);
+	ASSERT_EQ(0, submit(self->fd, &j, sizeof(j), h, 2, 0, 0, &id));
+	ASSERT_EQ(0, job_status(self->fd, id, &rep));
+	/* Steps for about 200 us of the device's time, 1 to 4096. */
+	steps = rep.wall_ns > 200000 * 64 ? 1 :
+		rep.wall_ns < 200000 / 64 ? 4096 : 200000ull * 64 / rep.wall_ns;
 	for (size_t s = 0; s < sizeof(spins) / sizeof(spins[0]); s++) {
 		long before, held_before, held, irqs_before, irqs;
+		uint64_t longest;
 		struct tpurt_job_stats st;
 		struct mm mm;
-		uint64_t id = 0;
 		int i;
 
 		ASSERT_EQ(0, tpu_wait_spin_set(spins[s]));
+		/*
+		 * One job first: the device may still hold back the interrupt of
+		 * the last job before, which a poller retired (tpu_mxu's bottom
+		 * half, after the waiter had gone).
+		 */
+		ASSERT_EQ(0, submit(self->fd, &j, sizeof(j), h, 2, 0, 0, &id));
+		ASSERT_EQ(0, job_status(self->fd, id, &rep));
 		before = compute_count(self->fd, "polled");
 		irqs_before = compute_count(self->fd, "irqs");
 		held_before = compute_count(self->fd, "held");
-		for (i = 0; i < 32; i++) {
-			tpu_blocker_job(&j, 1u << (i % 4 * 2));	/* 1, 4, 16, 64 steps */
+		for (i = 0, longest = 0; i < 32 || (spins[s] && i < 128 &&
+				compute_count(self->fd, "polled") == before); i++) {
+			tpu_blocker_job(&j, steps);
 			ASSERT_EQ(0, submit(self->fd, &j, sizeof(j), h, 2, 0, 0, &id));
 			ASSERT_EQ(0, job_status(self->fd, id, &rep)) TH_LOG("spin %ld", spins[s]);
+			longest = rep.wall_ns > longest ? rep.wall_ns : longest;
 		}
 		irqs = compute_count(self->fd, "irqs") - irqs_before;
 		held = compute_count(self->fd, "held") - held_before;
 		ASSERT_LE(0, held_before) TH_LOG("no held count: a device of ABI < 1.2");
-		TH_LOG("spin %ld us: %ld of 32 retired by polling, %ld interrupts, %ld held back",
-		       spins[s], compute_count(self->fd, "polled") - before, irqs, held);
+		TH_LOG("spin %ld us: %ld of %d jobs of %u steps retired by polling, %ld interrupts, %ld held back, longest %llu us",
+		       spins[s], compute_count(self->fd, "polled") - before, i, steps, irqs, held,
+		       (unsigned long long)longest / 1000);
 		if (spins[s]) {
 			/*
 			 * How many interrupts the device held back is logged, not
