@@ -16,8 +16,12 @@
  *   through a run length both row lengths divide.
  * - an iota along a leading dimension is the row index divided and taken
  *   modulo by constants.
- * The number of ops each costs is bounded (ND_MAX_OPS); past it the
- * statement fails naming the op and the shape.
+ * The number of ops each costs is bounded (ND_MAX_OPS unrolled,
+ * ND_MAX_TRIPS looped); past it the statement fails naming the op and the
+ * shape. The copies and ops a
+ * transpose, reshape or broadcast repeats over many positions run in one
+ * device loop whose windows index from its trip (struct walk): a kernel
+ * holds at most TPU_JOB_MAX_WINDOWS distinct windows.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +30,8 @@
 #include "stmt_lower.h"
 
 #define ND_MAX_OPS	512
+#define ND_UNROLL	16		/* positions a walk unrolls; past it, a loop */
+#define ND_MAX_TRIPS	65536		/* a looped walk's positions */
 
 /* Ref text into @out (TPURT_TEXT_MAX bytes); 0, or -1 if it is too long. */
 static int text(char *out, const char *fmt, ...)
@@ -157,15 +163,106 @@ static int flat_buffer(struct stmt_ctx *c, struct value *x, int col)
 	return 0;
 }
 
-/* "ref.at[i, :, j]": @ix[d] an index, or -1 for the whole dimension. */
+/*
+ * One copy or op per position of some dimensions of a shape (their flat
+ * index): unrolled while there are few, each with constant windows; past
+ * ND_UNROLL positions, one device loop (lax.fori_loop) whose windows index
+ * from its loop_index, so the kernel's window table holds one window per
+ * ref the walk names, not one per position. The result, made before the
+ * loop, is first named in the body by a window write; what a trip makes
+ * before that is a slab's size, never the result's, so no temporary of
+ * the body shares its slot.
+ */
+struct walk {
+	const int64_t *s;	/* the shape */
+	int dims[TPURT_MAX_RANK];	/* its dimensions walked, outermost first */
+	int n;
+	int64_t count;		/* positions */
+	int depth;		/* loop_index(depth) in a loop, else -1 */
+};
+
+/* An index of walked dimension i, to window(): -2 - i. */
+#define WALKED(i)	(-2 - (i))
+
+static int walk_begin(struct stmt_ctx *c, struct walk *w, const int64_t *s,
+		      const int *dims, int n, int col)
+{
+	char hi[32];
+
+	w->s = s;
+	w->n = n;
+	w->count = 1;
+	w->depth = -1;
+	for (int i = 0; i < n; i++) {
+		w->dims[i] = dims[i];
+		w->count *= s[dims[i]];
+	}
+	if (w->count <= ND_UNROLL ||
+	    tpurt_kernel_loop_depth(c->k) == TPU_JOB_MAX_LOOP_DEPTH)
+		return 0;
+	w->depth = tpurt_kernel_loop_depth(c->k);
+	snprintf(hi, sizeof(hi), "%lld", (long long)w->count);
+	return stmt_emitted(c, tpurt_kernel_loop(c->k, "0", hi), col);
+}
+
+/* Positions to emit: all of them unrolled, one trip's in a loop. */
+static int64_t walk_emits(const struct walk *w)
+{
+	return w->depth < 0 ? w->count : 1;
+}
+
+/* @ix of emitted position @f: constants unrolled, WALKED(i) in a loop. */
+static void walk_at(const struct walk *w, int64_t f, int64_t *ix)
+{
+	for (int i = w->n - 1; i >= 0; i--) {
+		ix[w->dims[i]] = w->depth < 0 ? f % w->s[w->dims[i]] : WALKED(i);
+		f /= w->s[w->dims[i]];
+	}
+}
+
+static int walk_end(struct stmt_ctx *c, const struct walk *w, int col)
+{
+	return w->depth < 0 ? 0 : stmt_emitted(c, tpurt_kernel_end_loop(c->k), col);
+}
+
+/* The index text of walked dimension @i in a loop's trip. */
+static void walked_text(const struct walk *w, int i, char *out, size_t len)
+{
+	int64_t inner = 1;
+
+	for (int j = i + 1; j < w->n; j++)
+		inner *= w->s[w->dims[j]];
+	if (i && inner > 1)
+		snprintf(out, len, "(loop_index(%d) // %lld) %% %lld", w->depth,
+			 (long long)inner, (long long)w->s[w->dims[i]]);
+	else if (i)
+		snprintf(out, len, "loop_index(%d) %% %lld", w->depth,
+			 (long long)w->s[w->dims[i]]);
+	else if (inner > 1)
+		snprintf(out, len, "loop_index(%d) // %lld", w->depth, (long long)inner);
+	else
+		snprintf(out, len, "loop_index(%d)", w->depth);
+}
+
+/*
+ * "ref.at[i, :, j]": @ix[d] an index, -1 for the whole dimension, or
+ * WALKED(i) for @w's walked dimension i.
+ */
 static int window(struct stmt_ctx *c, char *out, const char *ref, int rank,
-		  const int64_t *ix, int col)
+		  const int64_t *ix, const struct walk *w, int col)
 {
 	size_t at = (size_t)snprintf(out, TPURT_TEXT_MAX, "%s.at[", ref);
+	char t[96];
 
-	for (int d = 0; d < rank && at < TPURT_TEXT_MAX; d++)
-		at += (size_t)snprintf(out + at, TPURT_TEXT_MAX - at, ix[d] < 0 ? "%s:" : "%s%lld",
-				       d ? ", " : "", (long long)ix[d]);
+	for (int d = 0; d < rank && at < TPURT_TEXT_MAX; d++) {
+		if (ix[d] <= WALKED(0))
+			walked_text(w, WALKED(0) - (int)ix[d], t, sizeof(t));
+		else if (ix[d] < 0)
+			strcpy(t, ":");
+		else
+			snprintf(t, sizeof(t), "%lld", (long long)ix[d]);
+		at += (size_t)snprintf(out + at, TPURT_TEXT_MAX - at, "%s%s", d ? ", " : "", t);
+	}
 	if (at + 2 > TPURT_TEXT_MAX)
 		return stmt_fail(c, col, "window text too long");
 	strcat(out, "]");
@@ -192,12 +289,13 @@ static void unflatten(int64_t f, const int64_t *s, const int *dims, int n, int64
 }
 
 static int too_many(struct stmt_ctx *c, int col, const char *what, int rank,
-		    const int64_t *s, int64_t ops)
+		    const int64_t *s, int64_t ops, int64_t most)
 {
 	char sh[64];
 
-	return stmt_fail(c, col, "%s of a value of shape %s would take %lld ops (at most %d): not supported",
-			 what, shape_text(rank, s, sh, sizeof(sh)), (long long)ops, ND_MAX_OPS);
+	return stmt_fail(c, col, "%s of a value of shape %s would take %lld ops (at most %lld): not supported",
+			 what, shape_text(rank, s, sh, sizeof(sh)), (long long)ops,
+			 (long long)most);
 }
 
 static int emit(struct stmt_ctx *c, int ret, int col)
@@ -265,7 +363,7 @@ static int reduce_axis(struct stmt_ctx *c, int fn, struct value *x, int a,
 		if (cost[i] >= 0 && (best < 0 || cost[i] < best))
 			best = cost[i], how = i;
 	if (best > ND_MAX_OPS)
-		return too_many(c, col, what, n, s, best);
+		return too_many(c, col, what, n, s, best, ND_MAX_OPS);
 	if (stmt_nd_buffer(c, x, col))
 		return c->err;
 	for (int d = 0; d < a; d++)
@@ -282,7 +380,8 @@ static int reduce_axis(struct stmt_ctx *c, int fn, struct value *x, int a,
 			if (how == 1) {
 				/* x.at[p] is (B, C): reduce its columns into row p */
 				rows_of(dst, o.ref, p, 1, P * Q);
-				if (window(c, src, x->ref, a, ix, col) ||
+				if ((a ? window(c, src, x->ref, a, ix, NULL, col) :
+				     text(src, "%s", x->ref)) ||
 				    emit(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn, dst,
 								 src, 0), col))
 					return c->err;
@@ -290,7 +389,7 @@ static int reduce_axis(struct stmt_ctx *c, int fn, struct value *x, int a,
 			}
 			rows_of(dst, o.ref, p * Q, Q, P * Q);
 			ix[a] = 0;
-			if (window(c, src, x->ref, a + 1, ix, col))
+			if (window(c, src, x->ref, a + 1, ix, NULL, col))
 				return c->err;
 			if (B == 1) {
 				if (emit(c, tpurt_kernel_unary(c->k, TPURT_IDENTITY, dst, src), col))
@@ -299,7 +398,7 @@ static int reduce_axis(struct stmt_ctx *c, int fn, struct value *x, int a,
 			}
 			for (int64_t b = 1; b < B; b++) {
 				ix[a] = b;
-				if (window(c, src2, x->ref, a + 1, ix, col) ||
+				if (window(c, src2, x->ref, a + 1, ix, NULL, col) ||
 				    emit(c, tpurt_kernel_binary(c->k, (enum tpurt_binary)bin, dst,
 								 b == 1 ? src : dst, src2,
 								 TPURT_BCAST_NONE), col))
@@ -320,7 +419,7 @@ static int reduce_axis(struct stmt_ctx *c, int fn, struct value *x, int a,
 		for (int64_t b = 0; b < B; b++) {
 			for (int d = 0; d < n; d++)
 				ix[d] = d == a ? b : -1;
-			if (window(c, src, x->ref, n, ix, col) ||
+			if (window(c, src, x->ref, n, ix, NULL, col) ||
 			    emit(c, tpurt_kernel_sync_copy(c->k, src, g.ref), col) ||
 			    emit(c, b ? tpurt_kernel_binary(c->k, (enum tpurt_binary)bin, o.ref,
 							    o.ref, g.ref, TPURT_BCAST_NONE) :
@@ -347,8 +446,8 @@ static int reduce_axis(struct stmt_ctx *c, int fn, struct value *x, int a,
 				ix[d] = d == a ? b : -1;
 				tix[d] = d == n - 2 ? b : -1;
 			}
-			if (window(c, src, x->ref, n, ix, col) ||
-			    window(c, dst, g.ref, n, tix, col) ||
+			if (window(c, src, x->ref, n, ix, NULL, col) ||
+			    window(c, dst, g.ref, n, tix, NULL, col) ||
 			    emit(c, tpurt_kernel_sync_copy(c->k, src, dst), col))
 				return c->err;
 		}
@@ -357,7 +456,7 @@ static int reduce_axis(struct stmt_ctx *c, int fn, struct value *x, int a,
 		for (int64_t p = 0; p < P * Q; p++) {
 			unflatten(p, ts, lead, n - 2, tix);
 			rows_of(dst, o.ref, p, 1, P * Q);
-			if (window(c, src, g.ref, n - 2, tix, col) ||
+			if (window(c, src, g.ref, n - 2, tix, NULL, col) ||
 			    emit(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn, dst, src, 0),
 				 col))
 				return c->err;
@@ -431,32 +530,46 @@ static int split_merge(struct stmt_ctx *c, struct value *xp, int64_t c2, int col
 	struct value xv = *xp, *x = &xv;	/* @v may be @xp */
 	int64_t r = x->rows, k, r2 = x->rows * x->cols / c2;
 	char src[TPURT_TEXT_MAX], dst[TPURT_TEXT_MAX];
-	int split = x->cols > c2;
+	int split = x->cols > c2, dim0 = 0;
+	struct walk w;
 
 	if (x->cols == c2)
 		return *v = *x, 0;
 	if (flat_buffer(c, x, col) || stmt_new_tile(c, x->dtype, r2, c2, col, v))
 		return c->err;
 	k = split ? x->cols / c2 : c2 / x->cols;
-	for (int64_t m = 0; m < k; m++) {
+	if (walk_begin(c, &w, &k, &dim0, 1, col))
+		return c->err;
+	for (int64_t m = 0; m < walk_emits(&w); m++) {
 		int64_t n = split ? r : r2;	/* rows of the strided side */
-		char rows[96];
+		int64_t run = split ? c2 : x->cols;
+		char rows[160], at[96], cols[160];
 
-		if (n == 1)
-			snprintf(rows, sizeof(rows), "pl.ds(%lld, 1)", (long long)m);
+		if (w.depth < 0)
+			snprintf(at, sizeof(at), "%lld", (long long)m);
 		else
-			snprintf(rows, sizeof(rows), "pl.ds(%lld, %lld, %lld)", (long long)m,
-				 (long long)n, (long long)k);
-		if (split ? text(src, "%s.at[:, pl.ds(%lld, %lld)]", x->ref,
-				 (long long)(m * c2), (long long)c2) ||
+			walked_text(&w, 0, at, sizeof(at));
+		if (n == 1)
+			snprintf(rows, sizeof(rows), "pl.ds(%s, 1)", at);
+		else
+			snprintf(rows, sizeof(rows), "pl.ds(%s, %lld, %lld)", at, (long long)n,
+				 (long long)k);
+		if (w.depth < 0)
+			snprintf(cols, sizeof(cols), "pl.ds(%lld, %lld)", (long long)(m * run),
+				 (long long)run);
+		else
+			snprintf(cols, sizeof(cols), "pl.ds(%s * %lld, %lld)", at, (long long)run,
+				 (long long)run);
+		if (split ? text(src, "%s.at[:, %s]", x->ref, cols) ||
 			    text(dst, "%s.at[%s, :]", v->ref, rows) :
 			    text(src, "%s.at[%s, :]", x->ref, rows) ||
-			    text(dst, "%s.at[:, pl.ds(%lld, %lld)]", v->ref,
-				 (long long)(m * x->cols), (long long)x->cols))
+			    text(dst, "%s.at[:, %s]", v->ref, cols))
 			return stmt_fail(c, col, "window text too long");
 		if (emit(c, tpurt_kernel_sync_copy(c->k, src, dst), col))
 			return c->err;
 	}
+	if (walk_end(c, &w, col))
+		return c->err;
 	stmt_release(c, x);
 	return 0;
 }
@@ -511,9 +624,9 @@ int stmt_reshape_to(struct stmt_ctx *c, struct value *x, int rank,
 	via_g = sm_cost(r, k, g) < 0 || sm_cost(n / g, g, k2) < 0 ? -1 :
 		sm_cost(r, k, g) + sm_cost(n / g, g, k2);
 	via_row = row_cost(r, k) + row_cost(r2, k2);
-	if (via_g >= 0 && via_g < via_row ? via_g > ND_MAX_OPS : via_row > ND_MAX_OPS)
+	if (via_g >= 0 && via_g < via_row ? via_g > ND_MAX_TRIPS : via_row > ND_MAX_TRIPS)
 		return too_many(c, col, "reshape", stmt_dims(x, s), s,
-				via_g >= 0 && via_g < via_row ? via_g : via_row);
+				via_g >= 0 && via_g < via_row ? via_g : via_row, ND_MAX_TRIPS);
 	if (via_g >= 0 && via_g <= via_row) {
 		if (split_merge(c, &t, g, col, &t) || split_merge(c, &t, k2, col, v))
 			return c->err;
@@ -546,6 +659,7 @@ static int permute_leading(struct stmt_ctx *c, struct value *x, const int *perm,
 	unsigned int best_set = 0;
 	int64_t best = -1;
 	char src[TPURT_TEXT_MAX], dst[TPURT_TEXT_MAX];
+	struct walk w;
 	int ident = 1;
 
 	for (int j = 0; j < n; j++) {
@@ -571,25 +685,30 @@ static int permute_leading(struct stmt_ctx *c, struct value *x, const int *perm,
 		if (ok && (best < 0 || cost < best))
 			best = cost, best_set = set;
 	}
-	if (best > ND_MAX_OPS)
-		return too_many(c, col, "transpose", n, s, best);
+	if (best > ND_MAX_TRIPS)
+		return too_many(c, col, "transpose", n, s, best, ND_MAX_TRIPS);
 	if (stmt_nd_buffer(c, x, col) ||
 	    stmt_new_tile_shaped(c, x->dtype, n, os, col, v))
 		return c->err;
 	for (int i = 0; i < n; i++)
 		if (best_set >> i & 1)
 			fixed[nf++] = i;
-	for (int64_t f = 0; f < best; f++) {
+	if (walk_begin(c, &w, s, fixed, nf, col))
+		return c->err;
+	for (int64_t f = 0; f < walk_emits(&w); f++) {
 		for (int d = 0; d < n; d++)
 			ix[d] = -1;
-		unflatten(f, s, fixed, nf, ix);
+		walk_at(&w, f, ix);
 		for (int j = 0; j < n; j++)
 			oix[j] = ix[perm[j]];
-		if (window(c, src, x->ref, n, ix, col) || window(c, dst, v->ref, n, oix, col) ||
+		if (window(c, src, x->ref, n, ix, &w, col) ||
+		    window(c, dst, v->ref, n, oix, &w, col) ||
 		    emit(c, tpurt_kernel_sync_copy(c->k, nf ? src : x->ref, nf ? dst : v->ref),
 			 col))
 			return c->err;
 	}
+	if (walk_end(c, &w, col))
+		return c->err;
 	stmt_release(c, x);
 	stmt_set_shape(v, n, os);
 	return 0;
@@ -604,6 +723,7 @@ int stmt_nd_transpose(struct stmt_ctx *c, struct value *x, const int *perm,
 	int lead[TPURT_MAX_RANK];
 	char src[TPURT_TEXT_MAX], dst[TPURT_TEXT_MAX];
 	struct value t1, t2;
+	struct walk w;
 	int64_t groups;
 
 	if (k == n - 1)
@@ -617,8 +737,8 @@ int stmt_nd_transpose(struct stmt_ctx *c, struct value *x, const int *perm,
 	for (int d = 0; d < n; d++)
 		p1[d] = order[d];
 	groups = prod(s, 0, n) / (s[k] * s[n - 1]);
-	if (groups > ND_MAX_OPS)
-		return too_many(c, col, "transpose", n, s, groups);
+	if (groups > ND_MAX_TRIPS)
+		return too_many(c, col, "transpose", n, s, groups, ND_MAX_TRIPS);
 	if (permute_leading(c, x, p1, col, &t1))
 		return c->err;
 	/* 2: each (s[k], s[last]) slab of T1 transposed (T2: others, last, k) */
@@ -631,14 +751,18 @@ int stmt_nd_transpose(struct stmt_ctx *c, struct value *x, const int *perm,
 		return c->err;
 	for (int d = 0; d < n - 2; d++)
 		lead[d] = d;
-	for (int64_t gi = 0; gi < groups; gi++) {
-		unflatten(gi, ts, lead, n - 2, ix);
-		if (window(c, src, t1.ref, n - 2, ix, col) ||
-		    window(c, dst, t2.ref, n - 2, ix, col) ||
+	if (walk_begin(c, &w, ts, lead, n - 2, col))
+		return c->err;
+	for (int64_t gi = 0; gi < walk_emits(&w); gi++) {
+		walk_at(&w, gi, ix);
+		if (window(c, src, t1.ref, n - 2, ix, &w, col) ||
+		    window(c, dst, t2.ref, n - 2, ix, &w, col) ||
 		    emit(c, tpurt_kernel_transpose(c->k, n > 2 ? dst : t2.ref,
 						   n > 2 ? src : t1.ref), col))
 			return c->err;
 	}
+	if (walk_end(c, &w, col))
+		return c->err;
 	stmt_release(c, &t1);
 	t2.nd = n;
 	memcpy(t2.shape, ts, sizeof(ts));
@@ -752,7 +876,7 @@ int stmt_nd_broadcasts(const struct value *a, const struct value *b)
  * dimensions, 0 where x has 1, the rest whole.
  */
 static int slab(struct stmt_ctx *c, const struct value *x, int n, const int64_t *sx,
-		int k, const int64_t *ix, int col, struct value *v)
+		int k, const int64_t *ix, const struct walk *w, int col, struct value *v)
 {
 	int m = x->nd > 2 ? x->nd : 2, lead = k - (n - m);
 	int64_t own[TPURT_MAX_RANK];
@@ -766,7 +890,7 @@ static int slab(struct stmt_ctx *c, const struct value *x, int n, const int64_t 
 		return 0;
 	for (int d = 0; d < lead; d++)
 		own[d] = sx[d + n - m] == 1 ? 0 : ix[d + n - m];
-	return window(c, v->ref, x->ref, lead, own, col);
+	return window(c, v->ref, x->ref, lead, own, w, col);
 }
 
 int stmt_nd_binary(struct stmt_ctx *c, int fn, int floor_div, struct value *a,
@@ -778,6 +902,7 @@ int stmt_nd_binary(struct stmt_ctx *c, int fn, int floor_div, struct value *a,
 	char sh1[64], sh2[64];
 	struct value o, r, va, vb;
 	enum tpurt_dtype t;
+	struct walk w;
 
 	if (broadcast_shape(a, b, n, sa, sb, so))
 		return stmt_fail(c, col, "shapes %s and %s do not broadcast",
@@ -788,8 +913,8 @@ int stmt_nd_binary(struct stmt_ctx *c, int fn, int floor_div, struct value *a,
 		if (whole_or_one(sa, so, k, n - 1) && whole_or_one(sb, so, k, n - 1))
 			break;
 	ops = prod(so, 0, k);
-	if (ops > ND_MAX_OPS)
-		return too_many(c, col, "broadcasting", n, so, ops);
+	if (ops > ND_MAX_TRIPS)
+		return too_many(c, col, "broadcasting", n, so, ops, ND_MAX_TRIPS);
 	for (int i = 0; i < 2; i++) {
 		struct value *x = i ? b : a;
 
@@ -798,12 +923,15 @@ int stmt_nd_binary(struct stmt_ctx *c, int fn, int floor_div, struct value *a,
 	}
 	for (int d = 0; d < k; d++)
 		lead[d] = d;
-	for (int64_t f = 0; f < ops; f++) {
+	if (walk_begin(c, &w, so, lead, k, col))
+		return c->err;
+	for (int64_t f = 0; f < walk_emits(&w); f++) {
 		struct dest d;
 		char out[TPURT_TEXT_MAX];
 
-		unflatten(f, so, lead, k, ix);
-		if (slab(c, a, n, sa, k, ix, col, &va) || slab(c, b, n, sb, k, ix, col, &vb))
+		walk_at(&w, f, ix);
+		if (slab(c, a, n, sa, k, ix, &w, col, &va) ||
+		    slab(c, b, n, sb, k, ix, &w, col, &vb))
 			return c->err;
 		if (!f) {
 			/* the result's dtype, from the first slab's op */
@@ -813,7 +941,7 @@ int stmt_nd_binary(struct stmt_ctx *c, int fn, int floor_div, struct value *a,
 			if (new_shaped(c, t, n, so, col, &o))
 				return c->err;
 		}
-		if (k ? window(c, out, o.ref, k, ix, col) : text(out, "%s", o.ref))
+		if (k ? window(c, out, o.ref, k, ix, &w, col) : text(out, "%s", o.ref))
 			return c->err;
 		d = (struct dest){ out, prod(so, k, n - 1), so[n - 1], t };
 		if (f && stmt_lower_binary_2d(c, fn, floor_div, &va, &vb, &d, col, &r))
@@ -824,6 +952,8 @@ int stmt_nd_binary(struct stmt_ctx *c, int fn, int floor_div, struct value *a,
 			stmt_release(c, &r);
 		}
 	}
+	if (walk_end(c, &w, col))
+		return c->err;
 	stmt_release(c, a);
 	stmt_release(c, b);
 	*v = o;

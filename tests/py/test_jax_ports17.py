@@ -17,8 +17,8 @@ the custom_vjp around _einshape_kernel (tpuemu has no autodiff), whose
 test_einshape_vjp is a strict xfail naming jax.vjp; the kernel class's
 TPU-generation skips (the sim is one TPU, v4 or later). tpuemu's own:
 the host strategy's equations in a kernel too, up to 4 atoms (JAX's
-kernel test draws tile-preserving ones only); a 5-atom draw of few lanes
-is a strict xfail on libtpurt's window limit."""
+kernel test draws tile-preserving ones only), and a 5-atom draw of few
+lanes (its reshapes and transpose run as device loops of copies)."""
 import functools
 import math
 import string
@@ -366,11 +366,6 @@ def test_any_grouping_in_kernel():
             assert_arrays_equal(out, expected, dtype)
 
 
-@pytest.mark.xfail(strict=True, raises=jax.TpurtError,
-                   reason="libtpurt's window table: a kernel holds at most 256 distinct "
-                          "windows, and the reshape of (576,) to (4, 3, 4, 4, 3), the "
-                          "transpose of all five and the reshape to (4, 9, 4, 4) move rows "
-                          "of 3 or 4 lanes through more (tpuemu's device, not einshape)")
 def test_five_atoms_of_few_lanes_in_kernel():
     """(abcde)->d(be)ca of (576,) with a, c, d 4 and e 3 (b 3), one of the
     unconstrained strategy's 5-atom draws: every element checked."""

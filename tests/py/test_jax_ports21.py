@@ -810,9 +810,6 @@ def test_lane_to_chunk_reshape_bf16():
                                   np.reshape(jax.from_bf16(x), (1, 256, 8, 128)))
 
 
-@pytest.mark.xfail(strict=True, raises=jax.TpurtError,
-                   reason="the (1, 256, 8, 128) broadcast is 256 windows of a rank-4 "
-                          "block: more than the kernel's 256 distinct windows")
 def test_lane_to_chunk_broadcast_fp32():
     """MiscellaneousInterpreterTest.test_lane_to_chunk_broadcast_fp32 (b/348033362)."""
     x = np.arange(256 * 128, dtype=jnp.float32).reshape(1, 256, 128)

@@ -47,8 +47,8 @@ case too), with strict xfails for float8 in test_reshape_float8. Some
 tables are cut where a case costs much and adds little: test_roll_with_
 major_stride takes shifts 0, 3, 34, 129 of JAX's six, and where many
 cases fail for one reason one strict xfail stands for them (the strided
-dynamic sublane roll: shift 3, stride 2; the reshapes past 256 windows:
-float32; the merged-dimension DMA reshapes: four of fifteen), as each
+dynamic sublane roll: shift 3, stride 2; the merged-dimension DMA
+reshapes: four of fifteen), as each
 xfail costs pytest ~0.1 s of traceback formatting. Strict xfails name
 what tpuemu does not have.
 
@@ -942,11 +942,6 @@ def test_roll_with_major_stride(shape, dtype, axis, shift, stride, is_dynamic):
 # its reference).
 
 _RESHAPE_DTYPES = [np.float32, np.uint32, "bf16", np.int8]
-_WINDOWS = pytest.mark.xfail(
-    strict=True, raises=jax.TpurtError,
-    reason="the (..., 8, 17, k) / (..., 3, 8, 7, k) value is more than the 256 "
-           "distinct windows tpuemu's kernel may have (TpurtError: more than 256 "
-           "distinct windows in the kernel)")
 _MJ = [((1, 8), (8,)), ((8,), (1, 8)), ((4, 4), (2, 2, 4)), ((2, 2, 4), (4, 4)), ((2, 3), (6,))]
 _MN = [(8, 128), (4, 256), (8, 120), (5, 32), (5, 7), (2, 8, 128), (3, 4, 256), (1, 8, 120),
        (9, 5, 32), (6, 5, 7)]
@@ -1046,14 +1041,8 @@ def _reshape_params():
     out = []
     for name, (shapes, dtypes) in _RESHAPES.items():
         for in_shape, out_shape in shapes:
-            big = (8, 17) in [tuple(s[i:i + 2]) for s in (in_shape, out_shape)
-                              for i in range(len(s) - 1)] and len(in_shape) + len(out_shape) == 6
-            big = big or ((3, 8, 7) == tuple(out_shape[1:4]) or (3, 8, 7) == tuple(in_shape[1:4]))
             for dtype in dtypes:
-                if big and dtype != np.float32:
-                    continue	# one strict xfail (float32) stands for each such shape
                 out.append(pytest.param(name, in_shape, out_shape, dtype,
-                                        marks=_WINDOWS if big else (),
                                         id="%s-%s-%s-%s" % (name, in_shape, out_shape,
                                                             getattr(dtype, "__name__", dtype))))
     return out

@@ -54,8 +54,7 @@ width-changing pairs (test_bitcast_width.py checks pltpu.bitcast's row
 packing); test_pack_elementwise's (int4, int2) case (no int4 sources).
 Strict xfails name what tpuemu lacks: float16, float8, int4, uint4, int2
 and uint2 arrays; lax.gather; pl.delay; an element of a vector value as
-a dynamic index; three rank-5 transposes over a kernel's 256 windows;
-reads past a block with bounds checks disabled."""
+a dynamic index; reads past a block with bounds checks disabled."""
 import functools
 import itertools
 import math
@@ -571,22 +570,10 @@ _TRANSPOSES = [
     ((2, 8, 16, 8, 128), (0, 1, 3, 2, 4)), ((1, 2, 8, 8, 1), (0, 1, 3, 2, 4)),
     ((3, 2, 8, 8, 8), (1, 0, 3, 2, 4)),
 ] + [((1, 2, 9, 3, 4), perm) for perm in itertools.permutations(range(5))]
-_TRANSPOSE_WINDOWS = {(2, 4, 3, 1, 0), (3, 2, 4, 1, 0), (4, 3, 2, 1, 0)}
 
 
-def _transpose_params():
-    out = []
-    for shape, perm in _TRANSPOSES:
-        marks = pytest.mark.xfail(
-            strict=True, raises=jax.TpurtError,
-            reason="libtpurt's transpose of this (1, 2, 9, 3, 4) permutation takes more "
-                   "than the 256 distinct windows a kernel has") \
-            if shape == (1, 2, 9, 3, 4) and perm in _TRANSPOSE_WINDOWS else ()
-        out.append(pytest.param(shape, perm, marks=marks, id="%s-%s" % (shape, perm)))
-    return out
-
-
-@pytest.mark.parametrize("in_shape,axes", _transpose_params())
+@pytest.mark.parametrize("in_shape,axes", [pytest.param(s, p, id="%s-%s" % (s, p))
+                                           for s, p in _TRANSPOSES])
 def test_transpose(in_shape, axes):
     """OpsTest.test_transpose: jnp.transpose(v, axes) of ranks 3 to 5."""
     x = np.arange(math.prod(in_shape), dtype=np.float32).reshape(in_shape)

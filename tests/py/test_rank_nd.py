@@ -128,6 +128,12 @@ def test_mean_and_tuples_of_axes():
          np.mean(x, axis=(0, 2), dtype=np.float64).astype(np.float32))
     _run(lambda v: v.sum(axis=2, keepdims=True) * 2.0, x, "float32",
          np.sum(x, axis=2, keepdims=True) * 2)
+    # axis 1 first leaves (4, 1, 128): axis 0 is then a column reduction of
+    # the whole value (no leading index to take a window at)
+    x = _data((4, 8, 128), "int32", 4)
+    _run(lambda v: jnp.sum(v, axis=(0, 1)), x, "int32", np.sum(x, axis=(0, 1)))
+    _run(lambda v: jnp.max(v, axis=(0, 1), keepdims=True), x, "int32",
+         np.max(x, axis=(0, 1), keepdims=True))
 
 
 def test_reduction_of_a_computed_value_and_an_nd_zeros():
@@ -251,10 +257,35 @@ def test_reshape_then_reduce_and_transpose():
 
 
 def test_too_many_ops_are_refused_by_name():
-    x = _data((4096,), "float32")
-    with pytest.raises(pl.TraceError, match=r"reshape of a value of shape \(1, 4096\) would "
-                                            r"take 2048 ops \(at most 512\)"):
+    x = _data((262144,), "float32")
+    with pytest.raises(pl.TraceError, match=r"reshape of a value of shape \(1, 262144\) would "
+                                            r"take 131072 ops \(at most 65536\)"):
+        _run(lambda v: v.reshape(131072, 2), x, "float32", x.reshape(131072, 2))
+
+
+@pytest.mark.parametrize("case", ["transpose", "reshape", "broadcast", "slab_transposes"])
+def test_many_positions_run_as_one_device_loop(case):
+    """Past 16 positions a transpose's, reshape's or broadcast's copies
+    and ops are one device loop whose windows index from its trip (a
+    kernel holds at most 256 windows: unrolled, these took 2 or 3 each)."""
+    if case == "transpose":
+        x = _data((20, 24, 16), "int32", 8)
+        _run(lambda v: jnp.transpose(v, (1, 0, 2)), x, "int32", np.transpose(x, (1, 0, 2)))
+        trips = 20	# a copy per index of x's dimension 0, the fewer
+    elif case == "reshape":
+        x = _data((4096,), "float32", 9)
         _run(lambda v: v.reshape(2048, 2), x, "float32", x.reshape(2048, 2))
+        trips = 2048
+    elif case == "broadcast":
+        x = _data((1, 300, 128), "float32", 10)
+        _run(lambda v: jnp.broadcast_to(v.reshape(1, 300, 1, 128), (1, 300, 8, 128)) + 0.0,
+             x, "float32", np.broadcast_to(x.reshape(1, 300, 1, 128), (1, 300, 8, 128)))
+        trips = 300
+    else:
+        x = _data((3, 40, 128), "float32", 11)
+        _run(lambda v: jnp.transpose(v, (2, 1, 0)), x, "float32", np.transpose(x, (2, 1, 0)))
+        trips = 40	# 2-D transposes of x's (3, 128) slabs, one per index of dimension 1
+    assert jax.last_stats()["loop_trips"] >= trips, jax.last_stats()
 
 
 # --- iota ---
