@@ -2,6 +2,8 @@
 """The jax.lax functions a kernel body uses (tpuemu.lax as lax; jax.lax)."""
 import builtins
 
+import numpy as _np
+
 from . import numpy as jnp
 from . import _trace
 from . import _fold
@@ -223,6 +225,79 @@ class GatherScatterMode:
     FILL_OR_DROP = _Mode("FILL_OR_DROP")
     PROMISE_IN_BOUNDS = _Mode("PROMISE_IN_BOUNDS")
     ONE_HOT = _Mode("ONE_HOT")
+
+
+class GatherDimensionNumbers(tuple):
+    """lax.GatherDimensionNumbers(offset_dims, collapsed_slice_dims,
+    start_index_map, operand_batching_dims=(), start_indices_batching_dims=())."""
+    _FIELDS = ("offset_dims", "collapsed_slice_dims", "start_index_map",
+               "operand_batching_dims", "start_indices_batching_dims")
+
+    def __new__(cls, offset_dims, collapsed_slice_dims, start_index_map,
+                operand_batching_dims=(), start_indices_batching_dims=()):
+        return super().__new__(cls, (tuple(offset_dims), tuple(collapsed_slice_dims),
+                                     tuple(start_index_map), tuple(operand_batching_dims),
+                                     tuple(start_indices_batching_dims)))
+
+    def __getattr__(self, name):
+        if name in GatherDimensionNumbers._FIELDS:
+            return self[GatherDimensionNumbers._FIELDS.index(name)]
+        raise AttributeError(name)
+
+    def __repr__(self):
+        return "GatherDimensionNumbers(%s)" % ", ".join(
+            "%s=%r" % kv for kv in zip(GatherDimensionNumbers._FIELDS, self))
+
+
+def _gather_axis(dn, slice_sizes, r, ri):
+    """The axis of a lax.gather that is jnp.take_along_axis (each result
+    element one operand element, the operand's other dimensions batched
+    against the indices' own, a trailing index vector of one), or None."""
+    dn = GatherDimensionNumbers(*dn)
+    if len(dn.start_index_map) != 1 or dn.offset_dims or ri != r + 1:
+        return None
+    a = dn.start_index_map[0]
+    others = tuple(d for d in range(r) if d != a)
+    if (dn.collapsed_slice_dims != (a,) or tuple(dn.operand_batching_dims) != others or
+            tuple(dn.start_indices_batching_dims) != others or
+            tuple(slice_sizes) != (1,) * r):
+        return None
+    return a
+
+
+def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_indices=False,
+           indices_are_sorted=False, mode=None, fill_value=None):
+    """lax.gather in the form jnp.take_along_axis lowers to: a trailing
+    index vector of one, slices of one element, the operand's other
+    dimensions batched against the indices' (as tpu_ops_test's 8-bit
+    lookup table). Modes as JAX's: None and "fill" give fill_value for an
+    index outside [0, n) (negative ones too: lax does not wrap), "clip"
+    clamps, "promise_in_bounds" fails the job for one outside."""
+    shape, ishape = (_known_shape(x, "lax.gather") if isinstance(x, (Value, _trace.Ref))
+                     else _np.shape(x) for x in (operand, start_indices))
+    a = _gather_axis(dimension_numbers, slice_sizes, len(shape), len(ishape))
+    if a is None or ishape[-1] != 1:
+        raise trace_error("lax.gather%r with slice_sizes=%r: only the take_along_axis form "
+                          "(a trailing index vector of one, one-element slices, the other "
+                          "dimensions batched) is supported; use jnp.take_along_axis or "
+                          "jnp.take" % (tuple(GatherDimensionNumbers(*dimension_numbers)),
+                                        tuple(slice_sizes)))
+    m = getattr(mode, "name", mode)
+    m = {None: "fill", "FILL_OR_DROP": "fill", "drop": "fill", "CLIP": "clip",
+         "PROMISE_IN_BOUNDS": "promise_in_bounds"}.get(m, m)
+    if m not in ("fill", "clip", "promise_in_bounds"):
+        raise trace_error("lax.gather(mode=%r): modes are 'fill', 'clip' and "
+                          "'promise_in_bounds'" % (mode,))
+    ix = jnp.reshape(start_indices, tuple(ishape[:-1]))
+    if getattr(ix, "dtype", None) != jnp.int32:
+        ix = jnp.astype(ix, jnp.int32)
+    n = shape[a]
+    if m == "clip":
+        ix, m = jnp.clip(ix, 0, n - 1), "promise_in_bounds"
+    elif m == "fill":
+        ix = jnp.where(ix < 0, n, ix)	# outside, not from the end
+    return jnp.take_along_axis(operand, ix, axis=a, mode=m,
+                               fill_value=fill_value if m == "fill" else None)
 
 
 def broadcast(operand, sizes):

@@ -53,7 +53,7 @@ PallasPrimitivesTest's pretty-print tests (jaxpr text); test_bitcast's
 width-changing pairs (test_bitcast_width.py checks pltpu.bitcast's row
 packing); test_pack_elementwise's (int4, int2) case (no int4 sources).
 Strict xfails name what tpuemu lacks: float16, float8, int4, uint4, int2
-and uint2 arrays; lax.gather; pl.delay; an element of a vector value as
+and uint2 arrays; pl.delay; an element of a vector value as
 a dynamic index; reads past a block with bounds checks disabled."""
 import functools
 import itertools
@@ -1099,9 +1099,6 @@ def test_delay():
     np.testing.assert_array_equal(pl.pallas_call(kernel, out_shape=x)(x), x)
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="lax.gather (and lax.GatherDimensionNumbers) is not in tpuemu's lax; "
-                          "jnp.take_along_axis is its gather")
 @pytest.mark.parametrize("batch_size", [1, 3, 16])
 def test_8bit_gather(batch_size):
     """tpu_ops_test OpsTest.test_8bit_gather (batch sizes drawn as three
