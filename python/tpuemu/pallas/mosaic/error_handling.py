@@ -195,10 +195,12 @@ def _probe():
     return sys._getframe()
 
 
-def _frame(filename, func_name):
-    """A frame object whose code is @func_name of @filename: what a
-    traceback entry shows (the line comes from tb_lineno and the file)."""
-    kw = {}
+def _frame(filename, func_name, lineno):
+    """A frame object whose code is @func_name of @filename, starting at
+    @lineno: what a traceback entry shows (the line comes from tb_lineno and
+    the file; a first line after it, _probe's own, sent pytest's source
+    lookup past the end of its list, an INTERNALERROR that ends the run)."""
+    kw = {"co_firstlineno": max(1, lineno)}
     if sys.version_info >= (3, 11):
         # no positions (3.11's location table: entries of kind 15, "no
         # location", of up to 8 code units each), so that no traceback
@@ -207,7 +209,7 @@ def _frame(filename, func_name):
         while n > 0:
             table.append(0x80 | (15 << 3) | (min(n, 8) - 1))
             n -= min(n, 8)
-        kw = {"co_qualname": func_name, "co_linetable": bytes(table)}
+        kw.update(co_qualname=func_name, co_linetable=bytes(table))
     code = _probe.__code__.replace(co_filename=filename, co_name=func_name, **kw)
     return types.FunctionType(code, {"__name__": "tpuemu_kernel", "sys": sys})()
 
@@ -218,7 +220,8 @@ def traceback_from_raw_frames(frames):
     for no frames."""
     tb = None
     for fr in frames:		# innermost first: each outer one links to it
-        tb = types.TracebackType(tb, _frame(fr.filename, fr.func_name), 0, fr.lineno)
+        tb = types.TracebackType(tb, _frame(fr.filename, fr.func_name, fr.lineno), 0,
+                                  fr.lineno)
     return tb
 
 
