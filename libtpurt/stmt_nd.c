@@ -279,13 +279,20 @@ static void rows_of(char *out, const char *ref, int64_t r0, int64_t n, int64_t r
 		(void)text(out, "%s.at[pl.ds(%lld, %lld)]", ref, (long long)r0, (long long)n);
 }
 
-/* The multi-index of flat position @f over dimensions @dims of @s. */
-static void unflatten(int64_t f, const int64_t *s, const int *dims, int n, int64_t *ix)
+/*
+ * Rows [p * n, p * n + n) of a 2-D ref of @rows rows, p @w's position @f
+ * (unrolled) or its trip (looped): the walk's dimensions are the ref's
+ * leading ones, row-major, so the flat position is the trip itself.
+ */
+static int rows_at(struct stmt_ctx *c, char *out, const char *ref, const struct walk *w,
+		   int64_t f, int64_t n, int64_t rows, int col)
 {
-	for (int i = n - 1; i >= 0; i--) {
-		ix[dims[i]] = f % s[dims[i]];
-		f /= s[dims[i]];
-	}
+	if (w->depth < 0)
+		rows_of(out, ref, f * n, n, rows);
+	else if (text(out, "%s.at[pl.ds(loop_index(%d) * %lld, %lld)]", ref, w->depth,
+		      (long long)n, (long long)n))
+		return stmt_fail(c, col, "window text too long");
+	return 0;
 }
 
 static int too_many(struct stmt_ctx *c, int col, const char *what, int rank,
@@ -328,6 +335,7 @@ static int reduce_axis(struct stmt_ctx *c, int fn, struct value *x, int a,
 	const char *what = tpurt_stmt_reduce_name((unsigned int)fn);
 	enum tpurt_dtype acc;
 	struct value o, g;
+	struct walk w;
 
 	memcpy(os, s, sizeof(os));
 	os[a] = 1;
@@ -355,15 +363,20 @@ static int reduce_axis(struct stmt_ctx *c, int fn, struct value *x, int a,
 			gather = -1;	/* the chain takes contiguous slabs, no copies */
 	}
 	/* the cheapest way that applies */
-	int64_t best = -1;
+	int64_t best = -1, walked, per, unrolled;
 	int how = 0;
 	const int64_t cost[4] = { chain, bycol, gather, moved };
 
 	for (int i = 0; i < 4; i++)
 		if (cost[i] >= 0 && (best < 0 || cost[i] < best))
 			best = cost[i], how = i;
-	if (best > ND_MAX_OPS)
-		return too_many(c, col, what, n, s, best, ND_MAX_OPS);
+	/* chain, bycol and moved repeat over P (P * Q) positions: a walk */
+	walked = how == 2 ? 1 : how == 3 ? P * Q : P;
+	per = how == 0 ? B - 1 : how == 2 ? best : 1;
+	unrolled = (how == 3 ? B : 0) + (walked > ND_UNROLL ? per : walked * per);
+	if (unrolled > ND_MAX_OPS || walked > ND_MAX_TRIPS)
+		return too_many(c, col, what, n, s, walked > ND_MAX_TRIPS ? walked : unrolled,
+				walked > ND_MAX_TRIPS ? ND_MAX_TRIPS : ND_MAX_OPS);
 	if (stmt_nd_buffer(c, x, col))
 		return c->err;
 	for (int d = 0; d < a; d++)
@@ -371,25 +384,26 @@ static int reduce_axis(struct stmt_ctx *c, int fn, struct value *x, int a,
 	/* a bf16 sum accumulates in float32, rounded once at the end */
 	acc = bin == TPURT_ADD && t == TPURT_BF16 ? TPURT_F32 : t;
 	if (how == 0 || how == 1) {
-		if (stmt_new_tile(c, how ? t : acc, P * Q, C, col, &o))
+		if (stmt_new_tile(c, how ? t : acc, P * Q, C, col, &o) ||
+		    walk_begin(c, &w, s, lead, nl, col))
 			return c->err;
-		for (int64_t p = 0; p < P; p++) {
+		for (int64_t p = 0; p < walk_emits(&w); p++) {
 			for (int d = 0; d < n; d++)
 				ix[d] = -1;
-			unflatten(p, s, lead, nl, ix);
+			walk_at(&w, p, ix);
 			if (how == 1) {
 				/* x.at[p] is (B, C): reduce its columns into row p */
-				rows_of(dst, o.ref, p, 1, P * Q);
-				if ((a ? window(c, src, x->ref, a, ix, NULL, col) :
+				if (rows_at(c, dst, o.ref, &w, p, 1, P * Q, col) ||
+				    (a ? window(c, src, x->ref, a, ix, &w, col) :
 				     text(src, "%s", x->ref)) ||
 				    emit(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn, dst,
 								 src, 0), col))
 					return c->err;
 				continue;
 			}
-			rows_of(dst, o.ref, p * Q, Q, P * Q);
 			ix[a] = 0;
-			if (window(c, src, x->ref, a + 1, ix, NULL, col))
+			if (rows_at(c, dst, o.ref, &w, p, Q, P * Q, col) ||
+			    window(c, src, x->ref, a + 1, ix, &w, col))
 				return c->err;
 			if (B == 1) {
 				if (emit(c, tpurt_kernel_unary(c->k, TPURT_IDENTITY, dst, src), col))
@@ -398,13 +412,15 @@ static int reduce_axis(struct stmt_ctx *c, int fn, struct value *x, int a,
 			}
 			for (int64_t b = 1; b < B; b++) {
 				ix[a] = b;
-				if (window(c, src2, x->ref, a + 1, ix, NULL, col) ||
+				if (window(c, src2, x->ref, a + 1, ix, &w, col) ||
 				    emit(c, tpurt_kernel_binary(c->k, (enum tpurt_binary)bin, dst,
 								 b == 1 ? src : dst, src2,
 								 TPURT_BCAST_NONE), col))
 					return c->err;
 			}
 		}
+		if (walk_end(c, &w, col))
+			return c->err;
 	} else if (how == 2) {
 		/* slabs x.at[:, b] gathered by the DMA engine, folded */
 		int64_t gs[TPURT_MAX_RANK];
@@ -453,14 +469,18 @@ static int reduce_axis(struct stmt_ctx *c, int fn, struct value *x, int a,
 		}
 		for (int d = 0; d < n - 2; d++)
 			lead[d] = d;
-		for (int64_t p = 0; p < P * Q; p++) {
-			unflatten(p, ts, lead, n - 2, tix);
-			rows_of(dst, o.ref, p, 1, P * Q);
-			if (window(c, src, g.ref, n - 2, tix, NULL, col) ||
+		if (walk_begin(c, &w, ts, lead, n - 2, col))
+			return c->err;
+		for (int64_t p = 0; p < walk_emits(&w); p++) {
+			walk_at(&w, p, tix);
+			if (rows_at(c, dst, o.ref, &w, p, 1, P * Q, col) ||
+			    window(c, src, g.ref, n - 2, tix, &w, col) ||
 			    emit(c, tpurt_kernel_reduce(c->k, (enum tpurt_reduce)fn, dst, src, 0),
 				 col))
 				return c->err;
 		}
+		if (walk_end(c, &w, col))
+			return c->err;
 		stmt_release(c, &g);
 	}
 	stmt_release(c, x);

@@ -136,6 +136,20 @@ def test_mean_and_tuples_of_axes():
          np.max(x, axis=(0, 1), keepdims=True))
 
 
+@pytest.mark.parametrize("shape,axis,fn,trips", [
+    ((300, 8, 128), 1, "argmax", 300), ((300, 8, 128), 1, "sum", 300),
+    ((20, 30, 8, 128), 2, "argmin", 600), ((40, 3, 8, 128), (0, 2), "max", 120),
+    ((300, 4, 16), 1, "max", 300)], ids=str)
+def test_middle_axis_reductions_of_many_rows_loop(shape, axis, fn, trips):
+    """A reduction along a middle axis repeats its column reductions or
+    chains over the leading positions: past 16, one device loop (unrolled,
+    these took more than the kernel's 256 windows, or 512 ops)."""
+    x = _data(shape, "int32", 12)
+    _run(lambda v: getattr(jnp, fn)(v, axis=axis), x, "int32",
+         getattr(np, fn)(x, axis=axis).astype(np.int32))
+    assert jax.last_stats()["loop_trips"] >= trips, jax.last_stats()
+
+
 def test_reduction_of_a_computed_value_and_an_nd_zeros():
     x = _data((4, 8, 128), "int32", 5)
 
