@@ -16,12 +16,12 @@
  *   through a run length both row lengths divide.
  * - an iota along a leading dimension is the row index divided and taken
  *   modulo by constants.
- * The number of ops each costs is bounded (ND_MAX_OPS unrolled,
- * ND_MAX_TRIPS looped); past it the statement fails naming the op and the
- * shape. The copies and ops a
- * transpose, reshape or broadcast repeats over many positions run in one
- * device loop whose windows index from its trip (struct walk): a kernel
- * holds at most TPU_JOB_MAX_WINDOWS distinct windows.
+ * The copies and ops a transpose, reshape, broadcast or reduction repeats
+ * over many positions run in one device loop whose windows index from its
+ * trip (struct walk): a kernel holds at most TPU_JOB_MAX_WINDOWS distinct
+ * windows. The number of ops each costs is bounded (ND_MAX_OPS unrolled,
+ * ND_MAX_TRIPS positions looped); past it the statement fails naming the
+ * op and the shape.
  */
 #include <stdarg.h>
 #include <stdio.h>
