@@ -1321,6 +1321,8 @@ class Ref:
                 if not window:
                     e.refuse_traced("ref '%s'" % self.name)
                 parts.append(e.render())
+            elif _to_scalar.is_one_element(e):
+                parts.append(_to_scalar.to_scalar(e, "ref '%s'" % self.name).render())
             else:
                 parts.append(_fmt(e))
         return ", ".join(parts)
@@ -2285,6 +2287,8 @@ class Slice:
         if isinstance(size, Value) and (not size.scalar or size.shape not in (None, ())):
             raise trace_error("pl.ds(start, size): the size (%s) is an array; a traced size "
                               "is a scalar (an SMEM element)" % size.render())
+        if _to_scalar.is_one_element(start):
+            start = _to_scalar.to_scalar(start, "pl.ds(start, ...)")
         self.start, self.size, self.stride = start, size, int(stride)
         self.traced = isinstance(size, Value)
         if self.stride < 1:
@@ -2451,5 +2455,6 @@ def _calibrate():
 
 
 from . import _fold  # noqa: E402  (it builds on Value)
+from . import _to_scalar  # noqa: E402  (it builds on Value)
 
 _calibrate()

@@ -53,8 +53,7 @@ PallasPrimitivesTest's pretty-print tests (jaxpr text); test_bitcast's
 width-changing pairs (test_bitcast_width.py checks pltpu.bitcast's row
 packing); test_pack_elementwise's (int4, int2) case (no int4 sources).
 Strict xfails name what tpuemu lacks: float16, float8, int4, uint4, int2
-and uint2 arrays; pl.delay; an element of a vector value as
-a dynamic index; reads past a block with bounds checks disabled."""
+and uint2 arrays; pl.delay; reads past a block with bounds checks disabled."""
 import functools
 import itertools
 import math
@@ -307,10 +306,6 @@ def test_reshape_noop_or_singleton_dims(in_shape, out_shape):
     np.testing.assert_allclose(out, x.reshape(out_shape))
 
 
-@pytest.mark.xfail(strict=True, raises=error_handling.MosaicError,
-                   reason="an element of a vector value as a dynamic index: libtpurt takes "
-                          "indices from scalars (SMEM elements, program ids) and has no "
-                          "vector-to-scalar move")
 def test_reshape_to_scalar():
     """OpsTest.test_reshape_to_scalar: a (1, 1) slice reshaped to () and
     used as a dynamic row index."""
