@@ -97,6 +97,129 @@ def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
     return dynamic_slice(operand, starts, sizes)
 
 
+def _shape_of(x, what):
+    """@x's shape: a traced value's or ref's (known while tracing), or an array's."""
+    if isinstance(x, (Value, _trace.Ref)):
+        return _known_shape(x, what)
+    return tuple(_np.shape(x))
+
+
+def dynamic_update_slice(operand, update, start_indices):
+    """lax.dynamic_update_slice with Python-int starts (host and kernel
+    body): @update written over @operand at the starts, each clamped so the
+    update fits, as XLA clamps (x.at[...].set in a kernel)."""
+    shape, ushape = _shape_of(operand, "lax.dynamic_update_slice"), _shape_of(update, "lax.dynamic_update_slice")
+    if len(start_indices) != len(shape) or len(ushape) != len(shape):
+        raise TypeError("lax.dynamic_update_slice: %d start indices and an update of rank %d "
+                        "for a rank-%d operand" % (len(start_indices), len(ushape), len(shape)))
+    idx = []
+    for d, (st, n) in enumerate(zip(start_indices, ushape)):
+        if isinstance(st, Value) or not hasattr(st, "__index__"):
+            raise trace_error("lax.dynamic_update_slice: start %r of dimension %d is traced; "
+                              "store into the ref at pl.ds(start, %d) instead" % (st, d, n))
+        st = builtins.min(builtins.max(int(st), 0), shape[d] - n)
+        idx.append(slice(st, st + n))
+    if not isinstance(operand, (Value, _trace.Ref)):
+        out = _np.array(operand, copy=True)
+        out[tuple(idx)] = update
+        return out
+    return operand.at[tuple(idx)].set(update)
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis):
+    """lax.dynamic_update_slice_in_dim: the update's start along @axis, 0 elsewhere."""
+    starts = [0] * len(_shape_of(operand, "lax.dynamic_update_slice_in_dim"))
+    starts[axis % len(starts)] = start_index
+    return dynamic_update_slice(operand, update, starts)
+
+
+def argmax(operand, axis, index_dtype):
+    """lax.argmax: jnp.argmax along @axis, in @index_dtype."""
+    return jnp.argmax(operand, axis=axis).astype(index_dtype)
+
+
+def argmin(operand, axis, index_dtype):
+    """lax.argmin: jnp.argmin along @axis, in @index_dtype."""
+    return jnp.argmin(operand, axis=axis).astype(index_dtype)
+
+
+def iota(dtype, size):
+    """lax.iota: 0, 1, ..., size - 1 in @dtype."""
+    return broadcasted_iota(dtype, (size,), 0)
+
+
+class RoundingMethod:
+    """lax.RoundingMethod: lax.round's ties away from zero (its default) or
+    to the nearest even (jnp.round's)."""
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):	# noqa: A001 (lax's name)
+    """lax.round of floats: ties away from zero by default (x - trunc(x)
+    is exact, so a tie is seen as one), or to the nearest even."""
+    method = getattr(rounding_method, "value", rounding_method)
+    if method in (RoundingMethod.TO_NEAREST_EVEN, "TO_NEAREST_EVEN"):
+        return jnp.round(x)
+    if method not in (RoundingMethod.AWAY_FROM_ZERO, "AWAY_FROM_ZERO"):
+        raise ValueError("lax.round: rounding_method %r is not AWAY_FROM_ZERO or "
+                         "TO_NEAREST_EVEN" % (rounding_method,))
+    t = jnp.trunc(x)
+    return jnp.where(jnp.abs(x - t) >= 0.5, t + jnp.sign(x), t)
+
+
+def concatenate(operands, dimension):
+    """lax.concatenate: jnp.concatenate along @dimension."""
+    return jnp.concatenate(list(operands), axis=dimension)
+
+
+def pad(operand, padding_value, padding_config):
+    """lax.pad with (low, high, 0) per dimension: jnp.pad by the positive
+    parts with @padding_value, then the negative parts cropped. Interior
+    padding (a stride of holes) is refused by name."""
+    cfg = [tuple(int(v) for v in c) for c in padding_config]
+    shape = _shape_of(operand, "lax.pad")
+    if len(cfg) != len(shape):
+        raise TypeError("lax.pad: %d padding entries for a rank-%d operand"
+                        % (len(cfg), len(shape)))
+    if any(interior for _, _, interior in cfg):
+        raise trace_error("lax.pad: interior padding %r is not supported (low and high "
+                          "only)" % (cfg,))
+    x = operand
+    if hasattr(padding_value, "item") and not isinstance(padding_value, Value):
+        padding_value = padding_value.item()	# NumPy's scalars: jnp.pad takes Python ones
+    if any(lo > 0 or hi > 0 for lo, hi, _ in cfg):
+        x = jnp.pad(x, [(builtins.max(lo, 0), builtins.max(hi, 0)) for lo, hi, _ in cfg],
+                    constant_values=padding_value)
+    if any(lo < 0 or hi < 0 for lo, hi, _ in cfg):
+        xs = _shape_of(x, "lax.pad")
+        x = x[tuple(slice(-builtins.min(lo, 0), n + builtins.min(hi, 0))
+                    for (lo, hi, _), n in zip(cfg, xs))]
+    return x
+
+
+def squeeze(array, dimensions):
+    """lax.squeeze: @array without its unit dimensions @dimensions (a reshape)."""
+    shape = _shape_of(array, "lax.squeeze")
+    drop = {d % len(shape) for d in dimensions}
+    for d in drop:
+        if shape[d] != 1:
+            raise ValueError("lax.squeeze: dimension %d of shape %r is not 1" % (d, shape))
+    return jnp.reshape(array, tuple(n for d, n in enumerate(shape) if d not in drop))
+
+
+def expand_dims(array, dimensions):
+    """lax.expand_dims: unit dimensions inserted at @dimensions."""
+    return jnp.expand_dims(array, tuple(dimensions))
+
+
+def reshape(operand, new_sizes, dimensions=None):
+    """lax.reshape: @operand (transposed by @dimensions first) in @new_sizes."""
+    if dimensions is not None and tuple(dimensions) != tuple(range(len(dimensions))):
+        operand = transpose(operand, tuple(dimensions))
+    return jnp.reshape(operand, tuple(new_sizes))
+
+
 def _free_dims(shape, contract, batch):
     """An operand's dimensions neither contracted nor batch, in order."""
     return [d for d in range(len(shape)) if d not in contract and d not in batch]
@@ -1101,7 +1224,9 @@ __all__ = ["dot", "dot_general", "broadcast", "broadcast_in_dim", "broadcasted_i
            "asinh", "acosh", "atanh", "cbrt", "expm1", "nextafter", "cumsum", "cumprod",
            "cummax", "cummin", "rev", "transpose", "reduce_sum", "reduce_max", "reduce_min",
            "reduce_prod", "reduce_and", "reduce_or", "reduce", "reduce_precision",
-           "dynamic_slice", "dynamic_slice_in_dim"]
+           "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_slice",
+           "dynamic_update_slice_in_dim", "argmax", "argmin", "iota", "RoundingMethod", "round",
+           "concatenate", "pad", "squeeze", "expand_dims", "reshape"]
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, **_kw):

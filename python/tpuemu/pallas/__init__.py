@@ -228,6 +228,12 @@ def multiple_of(x, n):
     return x
 
 
+def max_contiguous(x, values):
+    """pl.max_contiguous: a hint that runs of @values elements of x are
+    contiguous; the value itself."""
+    return x
+
+
 def reciprocal(x, *, approx=False):
     """pl.reciprocal: 1 / x; approx=True lets a TPU use its approximate
     reciprocal, which here is the exact one (within its error bound)."""
@@ -1674,7 +1680,7 @@ from . import _batch  # noqa: E402
 from .._state import run_state  # noqa: E402,F401  (pl.run_state)
 from ._cost_estimate import CostEstimate, estimate_cost, check_cost_estimate  # noqa: E402,F401
 
-__all__ = ["pallas_call", "BlockSpec", "Blocked", "BoundedSlice", "Element", "Squeezed",
+__all__ = ["pallas_call", "max_contiguous", "BlockSpec", "Blocked", "BoundedSlice", "Element", "Squeezed",
            "Unblocked",
            "blocked", "unblocked", "GridSpec", "program_id", "num_programs", "when",
            "ds", "run_scoped", "with_scoped", "select_ref", "multiple_of", "reciprocal", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "TraceError",
