@@ -220,6 +220,40 @@ def reshape(operand, new_sizes, dimensions=None):
     return jnp.reshape(operand, tuple(new_sizes))
 
 
+def _host_only(what, *xs):
+    if _trace._rec is not None or any(isinstance(x, (Value, _trace.Ref)) for x in xs):
+        raise trace_error("%s is not supported in a kernel body (the device has no sort "
+                          "unit); sort on the host, around the pallas_call" % what)
+
+
+def sort(operand, dimension=-1, is_stable=True, num_keys=1):
+    """lax.sort on the host: one array sorted along @dimension (NaNs last,
+    as lax orders them), or a tuple sorted by its first @num_keys arrays
+    (lexicographically, stably), the others carried along."""
+    ops = list(operand) if isinstance(operand, (tuple, list)) else [operand]
+    _host_only("lax.sort", *ops)
+    arrs = [_np.asarray(a) for a in ops]
+    if not 1 <= num_keys <= len(arrs):
+        raise ValueError("lax.sort: num_keys %d of %d operands" % (num_keys, len(arrs)))
+    moved = [_np.moveaxis(a, dimension, -1) for a in arrs]
+    # np.lexsort's last key is the primary one
+    order = _np.lexsort(tuple(moved[num_keys - 1::-1]), axis=-1)
+    out = [_np.moveaxis(_np.take_along_axis(a, order, -1), -1, dimension) for a in moved]
+    return tuple(out) if isinstance(operand, (tuple, list)) else out[0]
+
+
+def top_k(operand, k):
+    """lax.top_k on the host: the @k largest along the last axis, largest
+    first (ties: the lower index first), and their int32 indices."""
+    _host_only("lax.top_k", operand)
+    a = _np.asarray(operand)
+    if not 0 <= k <= a.shape[-1]:
+        raise ValueError("lax.top_k: k %d of a last axis of %d" % (k, a.shape[-1]))
+    key = -a.astype(_np.float64) if a.dtype.kind in "fc" else -a.astype(_np.int64)
+    idx = _np.argsort(key, axis=-1, kind="stable")[..., :k]
+    return _np.take_along_axis(a, idx, -1), idx.astype(_np.int32)
+
+
 def _free_dims(shape, contract, batch):
     """An operand's dimensions neither contracted nor batch, in order."""
     return [d for d in range(len(shape)) if d not in contract and d not in batch]
@@ -1226,7 +1260,7 @@ __all__ = ["dot", "dot_general", "broadcast", "broadcast_in_dim", "broadcasted_i
            "reduce_prod", "reduce_and", "reduce_or", "reduce", "reduce_precision",
            "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_slice",
            "dynamic_update_slice_in_dim", "argmax", "argmin", "iota", "RoundingMethod", "round",
-           "concatenate", "pad", "squeeze", "expand_dims", "reshape"]
+           "concatenate", "pad", "squeeze", "expand_dims", "reshape", "sort", "top_k"]
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, **_kw):

@@ -3,8 +3,8 @@
 its _in_dim, argmax, argmin, iota, round in both rounding methods,
 concatenate, pad with negative and positive edges, squeeze, expand_dims,
 reshape with dimensions) and pl.max_contiguous, in a kernel and on the
-host, against NumPy; interior padding and a traced start are refused by
-name."""
+host, against NumPy; lax.sort and lax.top_k on the host; interior padding,
+a traced start and a sort in a kernel are refused by name."""
 import numpy as np
 import pytest
 
@@ -78,3 +78,24 @@ def test_refusals_name_what():
         pl.pallas_call(traced, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
                        in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM), pl.BlockSpec()])(
                            np.zeros(1, np.int32), _X)
+
+
+def test_sort_and_top_k_on_the_host():
+    x = np.array([[3.0, np.nan, -1.0, 3.0, 0.5], [2.0, 2.0, 1.0, -4.0, 9.0]], np.float32)
+    np.testing.assert_array_equal(lax.sort(x), np.sort(x, axis=-1))
+    np.testing.assert_array_equal(lax.sort(x, dimension=0), np.sort(x, axis=0))
+    keys = np.array([2, 1, 2, 1], np.int32)
+    vals = np.array([10, 20, 30, 40], np.int32)
+    k2, v2 = lax.sort((keys, vals), num_keys=1)
+    np.testing.assert_array_equal(k2, [1, 1, 2, 2])
+    np.testing.assert_array_equal(v2, [20, 40, 10, 30])	# stable
+    v, i = lax.top_k(np.array([[1, 5, 5, 2], [0, -1, 7, 7]], np.int32), 3)
+    np.testing.assert_array_equal(v, [[5, 5, 2], [7, 7, 0]])
+    np.testing.assert_array_equal(i, [[1, 2, 3], [2, 3, 0]])
+    assert i.dtype == np.int32
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = lax.sort(x_ref[...])
+
+    with pytest.raises(pl.TraceError, match="lax.sort is not supported in a kernel"):
+        pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(_X)
