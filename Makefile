@@ -107,6 +107,7 @@ HOST_TESTS	= engine_vector_test engine_config_test engine_copy_test engine_gemm_
 		  engine_model_match_test engine_abort_test engine_vec_test \
 		  engine_trace_test engine_memory_test engine_move_test engine_element_test \
 		  engine_gather_test engine_prng_test engine_loop_test engine_print_test \
+		  engine_delay_test \
 		  engine_revisit_test engine_panels_test \
 		  tpurt_open_test params_table_test $(SIM_TESTS) tpurt_trace_test \
 		  bench_json_test sample_check_test $(HOST_SCRIPT_TESTS)

@@ -389,7 +389,8 @@ static int check_op(struct tpu_device *tdev, const struct job_view *view,
 		      op->opcode == TPU_OP_SEM_WAIT ||
 		      op->opcode == TPU_OP_PRNG_SEED ||
 		      op->opcode == TPU_OP_LOOP ||
-		      op->opcode == TPU_OP_DEBUG_PRINT;
+		      op->opcode == TPU_OP_DEBUG_PRINT ||
+		      op->opcode == TPU_OP_DELAY;
 	bool fn_ok;
 
 	switch (op->opcode) {
@@ -429,6 +430,13 @@ static int check_op(struct tpu_device *tdev, const struct job_view *view,
 		fn_ok = op->fn <= TPU_PRINT_MAX_SCALARS &&
 			(hdr->flags & TPU_JOB_F_PRINT) &&
 			op->dst.kind == TPU_REF_NONE;
+		break;
+	case TPU_OP_DELAY:
+		fn_ok = !op->fn && op->imm && op->imm <= TPU_JOB_MAX_DELAY_NS &&
+			op->dst.kind == TPU_REF_NONE &&
+			op->src0.kind == TPU_REF_NONE &&
+			op->src1.kind == TPU_REF_NONE &&
+			op->src2.kind == TPU_REF_NONE;
 		break;
 	case TPU_OP_COPY_START:
 	case TPU_OP_COPY_WAIT:

@@ -80,7 +80,8 @@ static int add_op(struct tpurt_kernel *k, uint8_t opcode, const char *dst,
 	memset(op, 0, sizeof(*op));
 	op->opcode = opcode;
 	ret = dst || !(tpu_opcode_is_memory(opcode) || opcode == TPU_OP_PRNG_SEED ||
-		       opcode == TPU_OP_LOOP || opcode == TPU_OP_DEBUG_PRINT) ?
+		       opcode == TPU_OP_LOOP || opcode == TPU_OP_DEBUG_PRINT ||
+		       opcode == TPU_OP_DELAY) ?
 	      copy_text(op->dst, TPURT_TEXT_MAX, dst, "destination ref") : 0;
 	if (!ret && src0)
 		ret = copy_text(op->src0, TPURT_TEXT_MAX, src0, "source ref");
@@ -473,6 +474,21 @@ int tpurt_kernel_prng_seed(struct tpurt_kernel *k, int n,
 	return 0;
 }
 
+int tpurt_kernel_delay(struct tpurt_kernel *k, int64_t nanos)
+{
+	struct tpurt_kernel_op *op;
+	int ret;
+
+	if (nanos < 1 || nanos > TPU_JOB_MAX_DELAY_NS)
+		return tpurt_fail(-EINVAL, "kernel: delay(%lld): nanoseconds are 1 to %u",
+				  (long long)nanos, TPU_JOB_MAX_DELAY_NS);
+	ret = add_op(k, TPU_OP_DELAY, NULL, NULL, NULL, &op);
+	if (ret)
+		return ret;
+	op->delay_ns = (uint32_t)nanos;
+	return 0;
+}
+
 int tpurt_kernel_prng_random_bits(struct tpurt_kernel *k, const char *dst)
 {
 	return add_op(k, TPU_OP_PRNG_BITS, dst, NULL, NULL, NULL);
@@ -786,7 +802,7 @@ const char *tpurt_kernel_opcode_name(unsigned int opcode)
 		[TPU_OP_TRANSPOSE] = "transpose", [TPU_OP_ROLL] = "roll",
 		[TPU_OP_GATHER] = "gather", [TPU_OP_PRNG_SEED] = "prng_seed",
 		[TPU_OP_PRNG_BITS] = "prng_random_bits", [TPU_OP_LOOP] = "loop",
-		[TPU_OP_DEBUG_PRINT] = "debug_print",
+		[TPU_OP_DEBUG_PRINT] = "debug_print", [TPU_OP_DELAY] = "delay",
 	};
 
 	return opcode < TPU_OP_COUNT ? names[opcode] : "?";

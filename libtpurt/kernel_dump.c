@@ -130,6 +130,9 @@ static void put_op(FILE *out, const struct tpurt_kernel_op *op)
 	case TPU_OP_PRNG_SEED:
 		fprintf(out, "prng_seed(%s)", op->scalar);
 		break;
+	case TPU_OP_DELAY:
+		fprintf(out, "delay(%u)", op->delay_ns);
+		break;
 	case TPU_OP_DEBUG_PRINT:	/* the format's number, its values, refs */
 		fprintf(out, "debug_print(format %d; %s; %s %s %s)", op->print,
 			op->scalar, op->src0, op->src1, op->src2);

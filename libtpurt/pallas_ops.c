@@ -522,6 +522,10 @@ static int fill_op(struct pallas_build *c, int n,
 				   &jo->scalar_index);
 		return ret ? ret : compile_pred(c, n, op, &jo->pred);
 	}
+	if (op->opcode == TPU_OP_DELAY) {	/* the timing model's stall */
+		jo->imm = op->delay_ns;
+		return compile_pred(c, n, op, &jo->pred);
+	}
 	if (op->opcode == TPU_OP_DEBUG_PRINT) {	/* values and refs, no dst */
 		const char *src[3] = { op->src0, op->src1, op->src2 };
 		struct tpu_job_ref *ref[3] = { &jo->src0, &jo->src1, &jo->src2 };

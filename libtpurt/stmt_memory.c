@@ -387,6 +387,19 @@ static int lower_semaphore_op(struct stmt_ctx *c, const struct stmt_node *call,
 	return stale_base(c, sem);
 }
 
+/* pltpu.delay(nanos): a constant stall the timing model charges. */
+static int lower_delay(struct stmt_ctx *c, const struct stmt_node *call)
+{
+	struct value v;
+
+	if (stmt_check_kwargs(c, call, NULL) || stmt_nargs_are(c, call, 1, 1, "delay") ||
+	    stmt_lower_node(c, call->arg[0], NULL, &v))
+		return c->err;
+	if (v.kind != V_IMM || v.imm != (double)(int64_t)v.imm)
+		return stmt_fail(c, call->arg[0]->col, "delay takes a constant number of nanoseconds");
+	return stmt_emitted(c, tpurt_kernel_delay(c->k, (int64_t)v.imm), call->col);
+}
+
 /* A statement that is a call: copies and semaphores. */
 int stmt_lower_call_stmt(struct stmt_ctx *c, const struct stmt_node *call)
 {
@@ -404,7 +417,9 @@ int stmt_lower_call_stmt(struct stmt_ctx *c, const struct stmt_node *call)
 		return stmt_lower_prng_seed(c, call);
 	if (stmt_is_call_of(call, FN_DEBUG_PRINT))
 		return stmt_lower_debug_print(c, call);
-	return stmt_fail(c, call->col, "a statement is an assignment, a copy's .start() or .wait(), sync_copy, a semaphore signal or wait, pltpu.prng_seed or pl.debug_print");
+	if (stmt_is_call_of(call, FN_DELAY))
+		return lower_delay(c, call);
+	return stmt_fail(c, call->col, "a statement is an assignment, a copy's .start() or .wait(), sync_copy, a semaphore signal or wait, pltpu.prng_seed, pl.debug_print or pltpu.delay");
 }
 
 /* pltpu.semaphore_read(sem.at[i]): a scalar-core value. */

@@ -91,6 +91,7 @@ static const struct name_entry functions[] = {
 	{ "take_along_axis", FN_GATHER, 0 },
 	{ "prng_seed", FN_PRNG_SEED, 0 },	/* pltpu's */
 	{ "debug_print", FN_DEBUG_PRINT, 0 },	/* pl.debug_print */
+	{ "delay", FN_DELAY, 0 },		/* pltpu.delay, pl.delay */
 	{ "prng_random_bits", FN_PRNG_BITS, 0 },
 	{ "concatenate", FN_CONCATENATE, 0 },
 	{ "reshape", FN_RESHAPE, 0 },

@@ -358,6 +358,7 @@ struct tpurt_kernel_op {
 	int body;				/* TPU_OP_LOOP: ops in its body */
 	int print;				/* TPU_OP_DEBUG_PRINT: its format */
 	uint32_t max_trips;			/* a while loop's, or 0 */
+	uint32_t delay_ns;			/* TPU_OP_DELAY's stall */
 };
 
 /*

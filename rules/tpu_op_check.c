@@ -199,6 +199,8 @@ static unsigned int used_fields(const struct tpu_plan_op *op)
 	case TPU_OP_DEBUG_PRINT:
 		return F_FN | F_IMM | F_SRC0 | F_SRC1 | F_SRC2 |
 		       (op->fn ? F_SCALAR_INDEX : 0);
+	case TPU_OP_DELAY:
+		return F_IMM;
 	default:	/* TPU_OP_ZERO, TPU_OP_PRNG_BITS */
 		return 0;
 	}
@@ -208,7 +210,7 @@ static const char *const opcode_name[TPU_OP_COUNT] = {
 	"zero", "dot", "unary", "binary", "reduce", "select", "iota",
 	"copy_start", "copy_wait", "sem_signal", "sem_wait", "scalar_store",
 	"transpose", "roll", "gather", "prng_seed", "prng_random_bits",
-	"loop", "debug_print",
+	"loop", "debug_print", "delay",
 };
 
 /* Every field @op's opcode does not use must be zero (or a none ref). */
@@ -745,6 +747,13 @@ int tpu_check_op(struct tpu_plan *plan, unsigned int i,
 					      i);
 	} else if (!ret && op->opcode == TPU_OP_DEBUG_PRINT) {
 		ret = check_debug_print(plan, i, op, res);
+	} else if (!ret && op->opcode == TPU_OP_DELAY) {
+		if (!is_none(op->dst))
+			ret = tpu_check_error(res, "op %u: dst must be (none) for opcode delay",
+					      i);
+		else if (!op->imm || op->imm > TPU_JOB_MAX_DELAY_NS)
+			ret = tpu_check_error(res, "op %u: delay of %u ns (1 to %u)", i,
+					      op->imm, TPU_JOB_MAX_DELAY_NS);
 	} else if (!ret && !tpu_opcode_is_memory(op->opcode))
 		ret = check_dst(plan, i, op, res);
 	if (!ret && op->pred.len)

@@ -932,6 +932,80 @@ TEST_F(job, polling_and_sleeping_waiters_agree)
 	tpurt_buffer_free(out);
 }
 
+/* The add job with a TPU_OP_DELAY of @ns in front of its add. */
+struct tpu_delay_job {
+	struct tpu_job_header h;
+	struct tpu_job_operand opnd[2];
+	struct tpu_job_op op[2];
+	struct tpu_job_insn code[1];
+};
+
+static void delay_job_init(struct tpu_delay_job *d, uint32_t n, uint32_t ns)
+{
+	struct tpu_add_job a;
+
+	tpu_add_job_init(&a, n, 0, 1.0f, 0);
+	memset(d, 0, sizeof(*d));
+	d->h = a.h;
+	memcpy(d->opnd, a.opnd, sizeof(a.opnd));
+	d->op[0].opcode = TPU_OP_DELAY;
+	d->op[0].imm = ns;
+	d->op[1] = a.op;
+	d->code[0] = a.code[0];
+	d->h.total_size = sizeof(*d);
+	d->h.num_ops = 2;
+	d->h.operands_offset = offsetof(struct tpu_delay_job, opnd);
+	d->h.scratch_offset = offsetof(struct tpu_delay_job, opnd);
+	d->h.ops_offset = offsetof(struct tpu_delay_job, op);
+	d->h.code_offset = offsetof(struct tpu_delay_job, code);
+}
+
+/*
+ * pltpu.delay through the driver: the job's modeled time grows by the
+ * stall and its results do not change; a delay of 0 ns, or with a ref, is
+ * refused by the driver's own check before the device sees it.
+ */
+TEST_F(job, a_delay_is_modeled_time_and_checked)
+{
+	enum { N = 1024 };
+	struct tpurt_buffer *in, *out;
+	struct tpu_job_report short_rep, long_rep;
+	struct tpu_delay_job d;
+	float host[N];
+	uint32_t h[2];
+	uint64_t id = 0;
+
+	ASSERT_EQ(0, tpurt_buffer_create(self->dev, sizeof(host), &in));
+	ASSERT_EQ(0, tpurt_buffer_create(self->dev, sizeof(host), &out));
+	for (int i = 0; i < N; i++)
+		host[i] = (float)i;
+	ASSERT_EQ(0, tpurt_buffer_write(in, 0, host, sizeof(host)));
+	h[TPU_BLOB_IN_SLOT] = tpurt_buffer_handle(in);
+	h[TPU_BLOB_OUT_SLOT] = tpurt_buffer_handle(out);
+	delay_job_init(&d, N, 1);
+	ASSERT_EQ(0, submit(self->fd, &d, sizeof(d), h, 2, 0, 0, &id));
+	ASSERT_EQ(0, job_status(self->fd, id, &short_rep));
+	delay_job_init(&d, N, 400000);	/* 400 us */
+	ASSERT_EQ(0, submit(self->fd, &d, sizeof(d), h, 2, 0, 0, &id));
+	ASSERT_EQ(0, job_status(self->fd, id, &long_rep));
+	EXPECT_EQ(399999000ull, long_rep.model_time_ps - short_rep.model_time_ps)
+		TH_LOG("%llu ps against %llu", (unsigned long long)long_rep.model_time_ps,
+		       (unsigned long long)short_rep.model_time_ps);
+	ASSERT_EQ(0, tpurt_buffer_read(out, 0, host, sizeof(host)));
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ((float)i + 1.0f, host[i]) TH_LOG("element %d", i);
+	}
+	delay_job_init(&d, N, 0);
+	EXPECT_EQ(-EINVAL, submit(self->fd, &d, sizeof(d), h, 2, 0, 0, &id));
+	delay_job_init(&d, N, TPU_JOB_MAX_DELAY_NS + 1);
+	EXPECT_EQ(-EINVAL, submit(self->fd, &d, sizeof(d), h, 2, 0, 0, &id));
+	delay_job_init(&d, N, 1000);
+	d.op[0].src0 = (struct tpu_job_ref){ TPU_REF_OPERAND, 0 };
+	EXPECT_EQ(-EINVAL, submit(self->fd, &d, sizeof(d), h, 2, 0, 0, &id));
+	tpurt_buffer_free(in);
+	tpurt_buffer_free(out);
+}
+
 /*
  * JAX's test_block_reduction_with_non_immediate_revisit through the
  * driver: grid (i, j), o's block (0, j) left after each j and visited again

@@ -101,6 +101,7 @@ enum tpu_dtype {
 #define TPU_JOB_MAX_STEPS	(1ull << 40)	/* product of the grid */
 #define TPU_JOB_MAX_LOOP_DEPTH	4	/* %TPU_OP_LOOP nesting */
 #define TPU_JOB_MAX_TRIPS	(1u << 24)	/* trips of one loop entry */
+#define TPU_JOB_MAX_DELAY_NS	1000000000u	/* one %TPU_OP_DELAY's stall */
 
 /**
  * enum tpu_job_flags - &tpu_job_header.flags
@@ -575,6 +576,10 @@ struct tpu_job_window {
  *	record that does not fit is dropped and counted; the job goes on.
  *	Reads are not checked against copies in flight. The timing model
  *	charges it nothing, as a scalar store (the scalar core's work)
+ * @TPU_OP_DELAY: pltpu.delay(nanos): the core stalls @imm nanoseconds, 1
+ *	to %TPU_JOB_MAX_DELAY_NS: the timing model charges them to the step
+ *	(a bubble, as a wait for a copy), and nothing else changes; no refs,
+ *	fn 0. The device does not wait in host time.
  * @TPU_OP_COUNT: number of opcodes
  *
  * dst is never an input operand (input blocks are read-only). Elementwise
@@ -616,6 +621,7 @@ enum tpu_opcode {
 	TPU_OP_PRNG_BITS = 16,
 	TPU_OP_LOOP = 17,
 	TPU_OP_DEBUG_PRINT = 18,
+	TPU_OP_DELAY = 19,
 	TPU_OP_COUNT
 };
 

@@ -635,6 +635,13 @@ int tpurt_kernel_prng_seed(struct tpurt_kernel *k, int n,
 			   const char *const *seeds);
 
 /*
+ * pltpu.delay(nanos): the core stalls @nanos (1 to 10^9) nanoseconds in
+ * the timing model (the step's modeled time grows by them); nothing else
+ * changes, and the device does not wait in host time.
+ */
+int tpurt_kernel_delay(struct tpurt_kernel *k, int64_t nanos);
+
+/*
  * dst[...] = pltpu.prng_random_bits(dst's shape): 32 random bits per
  * element of an int32 or uint32 @dst (the bits are the same), the next
  * draw of the core's PRNG. Philox-4x32-10 of the seeds

@@ -457,6 +457,10 @@ static int run_ops(struct tpu_core *core, unsigned int begin, unsigned int end,
 				return -1;
 			continue;
 		}
+		if (op->opcode == TPU_OP_DELAY) {	/* a modeled stall only */
+			work->stall_s += op->imm * 1e-9;
+			continue;
+		}
 		if (op->opcode == TPU_OP_PRNG_SEED) {	/* the scalar core's */
 			int64_t seeds[TPU_PRNG_MAX_SEEDS];
 

@@ -50,6 +50,7 @@ static inline bool tpu_op_reads_src(const struct tpu_plan_op *op, int k)
 	case TPU_OP_IOTA:
 	case TPU_OP_PRNG_SEED:	/* scalars: the scalar core's */
 	case TPU_OP_PRNG_BITS:
+	case TPU_OP_DELAY:
 		return false;
 	case TPU_OP_DOT:
 	case TPU_OP_GATHER:

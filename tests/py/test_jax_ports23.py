@@ -53,7 +53,7 @@ PallasPrimitivesTest's pretty-print tests (jaxpr text); test_bitcast's
 width-changing pairs (test_bitcast_width.py checks pltpu.bitcast's row
 packing); test_pack_elementwise's (int4, int2) case (no int4 sources).
 Strict xfails name what tpuemu lacks: float16, float8, int4, uint4, int2
-and uint2 arrays; pl.delay; reads past a block with bounds checks disabled."""
+and uint2 arrays; reads past a block with bounds checks disabled."""
 import functools
 import itertools
 import math
@@ -1082,8 +1082,6 @@ def test_stochastic_round(target):
 
 # --- ops_test.py OpsTest.test_delay; tpu_ops_test.py OpsTest.test_8bit_gather ---
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="pl.delay: the device has no instruction that waits a time")
 def test_delay():
     """OpsTest.test_delay: pl.delay(100_000) then a copy."""
     def kernel(x_ref, o_ref):

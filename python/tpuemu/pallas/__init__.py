@@ -1670,6 +1670,7 @@ def _trace_shape(r):
 from .tpu import semaphore_signal, semaphore_wait, semaphore_read  # noqa: E402
 from .tpu import no_block_spec  # noqa: E402,F401  (pl.no_block_spec)
 from .tpu import ANY  # noqa: E402,F811  (pl.ANY: callable, ANY(shape, dtype))
+from .tpu import delay  # noqa: E402  (pl.delay, as pltpu.delay)
 from .kernel import kernel, core_map  # noqa: E402,F401  (pl.core_map)
 from .._trace import semaphore, semaphore_dtype  # noqa: E402,F401  (pl.semaphore)
 from . import _print  # noqa: E402
@@ -1685,7 +1686,7 @@ __all__ = ["pallas_call", "max_contiguous", "BlockSpec", "Blocked", "BoundedSlic
            "blocked", "unblocked", "GridSpec", "program_id", "num_programs", "when",
            "ds", "run_scoped", "with_scoped", "select_ref", "multiple_of", "reciprocal", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "TraceError",
            "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read", "kernel",
-           "debug_print", "CostEstimate", "estimate_cost"]
+           "debug_print", "CostEstimate", "estimate_cost", "delay"]
 
 
 def empty_like(x):

@@ -1404,6 +1404,19 @@ def semaphore_read(sem):
 _MAX_SEEDS = 4		# TPU_PRNG_MAX_SEEDS
 
 
+def delay(nanos):
+    """pltpu.delay(nanos): the core stalls @nanos nanoseconds (a Python
+    int, 1 to 10^9) in the device's timing model: the step's modeled time
+    grows by them (jax.last_stats()'s model_time_ps), nothing else changes."""
+    if isinstance(nanos, _trace.Value) or not isinstance(nanos, int) or \
+            isinstance(nanos, bool):
+        raise trace_error("pltpu.delay(%r): the nanoseconds are a Python int (a traced "
+                          "delay is not supported)" % (nanos,))
+    if not 1 <= nanos <= 10**9:
+        raise trace_error("pltpu.delay(%d): nanoseconds are 1 to 10^9" % nanos)
+    _trace.recorder().emit("pltpu.delay(%d)" % nanos)
+
+
 def prng_seed(*seeds):
     """pltpu.prng_seed(s0, ...): key this core's PRNG with 1 to 4 int32
     scalars (program ids, SMEM values, constants) and restart its draws.
