@@ -468,7 +468,7 @@ TEST(descriptor_errors_name_the_field)
 		{ TPU_OP_SELECT, 0, 0, 5, 0, 0, 0, "op 0: bcast2 scalar" },
 		{ TPU_OP_SELECT, 0, 5, 0, 0, 0, 0, "op 0: scalar_index" },
 		{ TPU_OP_IOTA, 0, 0, 0, 0, 0, 0, "op 0: src0 must be (none)" },
-		{ TPU_OP_COUNT, 0, 0, 0, 0, 0, 0, "op 0: opcode 19 unknown" },
+		{ TPU_OP_COUNT, 0, 0, 0, 0, 0, 0, "op 0: opcode 20 unknown" },
 	};
 	uint64_t full[2] = { R, C };
 	uint32_t blk[2] = { BR, BC };
