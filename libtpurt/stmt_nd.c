@@ -280,17 +280,31 @@ static void rows_of(char *out, const char *ref, int64_t r0, int64_t n, int64_t r
 }
 
 /*
- * Rows [p * n, p * n + n) of a 2-D ref of @rows rows, p @w's position @f
- * (unrolled) or its trip (looped): the walk's dimensions are the ref's
- * leading ones, row-major, so the flat position is the trip itself.
+ * @mult times @w's flat position: @f's (unrolled) or the trip's (looped;
+ * row-major, the flat position is the trip itself).
  */
+static void walk_pos(const struct walk *w, int64_t f, int64_t mult, char *out, size_t len)
+{
+	if (w->depth < 0)
+		snprintf(out, len, "%lld", (long long)(f * mult));
+	else if (mult == 1)
+		snprintf(out, len, "loop_index(%d)", w->depth);
+	else
+		snprintf(out, len, "loop_index(%d) * %lld", w->depth, (long long)mult);
+}
+
+/* Rows [p * n, p * n + n) of a 2-D ref of @rows rows, p @w's position @f. */
 static int rows_at(struct stmt_ctx *c, char *out, const char *ref, const struct walk *w,
 		   int64_t f, int64_t n, int64_t rows, int col)
 {
-	if (w->depth < 0)
+	char at[64];
+
+	if (w->depth < 0) {
 		rows_of(out, ref, f * n, n, rows);
-	else if (text(out, "%s.at[pl.ds(loop_index(%d) * %lld, %lld)]", ref, w->depth,
-		      (long long)n, (long long)n))
+		return 0;
+	}
+	walk_pos(w, f, n, at, sizeof(at));
+	if (text(out, "%s.at[pl.ds(%s, %lld)]", ref, at, (long long)n))
 		return stmt_fail(c, col, "window text too long");
 	return 0;
 }
@@ -563,23 +577,16 @@ static int split_merge(struct stmt_ctx *c, struct value *xp, int64_t c2, int col
 	for (int64_t m = 0; m < walk_emits(&w); m++) {
 		int64_t n = split ? r : r2;	/* rows of the strided side */
 		int64_t run = split ? c2 : x->cols;
-		char rows[160], at[96], cols[160];
+		char rows[160], at[64], cols[160];
 
-		if (w.depth < 0)
-			snprintf(at, sizeof(at), "%lld", (long long)m);
-		else
-			walked_text(&w, 0, at, sizeof(at));
+		walk_pos(&w, m, 1, at, sizeof(at));
 		if (n == 1)
 			snprintf(rows, sizeof(rows), "pl.ds(%s, 1)", at);
 		else
 			snprintf(rows, sizeof(rows), "pl.ds(%s, %lld, %lld)", at, (long long)n,
 				 (long long)k);
-		if (w.depth < 0)
-			snprintf(cols, sizeof(cols), "pl.ds(%lld, %lld)", (long long)(m * run),
-				 (long long)run);
-		else
-			snprintf(cols, sizeof(cols), "pl.ds(%s * %lld, %lld)", at, (long long)run,
-				 (long long)run);
+		walk_pos(&w, m, run, at, sizeof(at));
+		snprintf(cols, sizeof(cols), "pl.ds(%s, %lld)", at, (long long)run);
 		if (split ? text(src, "%s.at[:, %s]", x->ref, cols) ||
 			    text(dst, "%s.at[%s, :]", v->ref, rows) :
 			    text(src, "%s.at[%s, :]", x->ref, rows) ||

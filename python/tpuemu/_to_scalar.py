@@ -22,7 +22,7 @@ def to_scalar(v, what):
     from . import pallas as pl
     from .pallas import tpu as pltpu
     dt = v.dt if isinstance(v.dt, _trace.DType) else None
-    if dt is None or _trace.is_float_dt(dt) or dt is _trace.bfloat16:
+    if dt is None or _trace.is_float_dt(dt):
         raise trace_error("%s: a vector element used as an index must be an integer, "
                           "not %s" % (what, dt.name if dt else "of an unknown dtype"))
     rec = _trace.recorder()

@@ -430,8 +430,7 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_ind
     lookup table). Modes as JAX's: None and "fill" give fill_value for an
     index outside [0, n) (negative ones too: lax does not wrap), "clip"
     clamps, "promise_in_bounds" fails the job for one outside."""
-    shape, ishape = (_known_shape(x, "lax.gather") if isinstance(x, (Value, _trace.Ref))
-                     else _np.shape(x) for x in (operand, start_indices))
+    shape, ishape = _shape_of(operand, "lax.gather"), _shape_of(start_indices, "lax.gather")
     a = _gather_axis(dimension_numbers, slice_sizes, len(shape), len(ishape))
     if a is None or ishape[-1] != 1:
         raise trace_error("lax.gather%r with slice_sizes=%r: only the take_along_axis form "

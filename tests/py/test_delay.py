@@ -14,12 +14,15 @@ from tpuemu.pallas import tpu as pltpu
 
 
 def _run(delay, trips=0):
+    def trip(i, carry):
+        pltpu.delay(delay)
+        return carry
+
     def kernel(x_ref, o_ref):
-        if delay:
-            if trips:
-                lax.fori_loop(0, trips, lambda i, c: (pltpu.delay(delay), c)[1], 0)
-            else:
-                pl.delay(delay)
+        if delay and trips:
+            lax.fori_loop(0, trips, trip, 0)
+        elif delay:
+            pl.delay(delay)
         o_ref[...] = x_ref[...] * 2
 
     x = np.arange(4 * 8 * 128, dtype=np.float32).reshape(32, 128)

@@ -1408,8 +1408,7 @@ def delay(nanos):
     """pltpu.delay(nanos): the core stalls @nanos nanoseconds (a Python
     int, 1 to 10^9) in the device's timing model: the step's modeled time
     grows by them (jax.last_stats()'s model_time_ps), nothing else changes."""
-    if isinstance(nanos, _trace.Value) or not isinstance(nanos, int) or \
-            isinstance(nanos, bool):
+    if not isinstance(nanos, int) or isinstance(nanos, bool):
         raise trace_error("pltpu.delay(%r): the nanoseconds are a Python int (a traced "
                           "delay is not supported)" % (nanos,))
     if not 1 <= nanos <= 10**9:
