@@ -7,6 +7,7 @@ import numpy as _np
 from . import numpy as jnp
 from . import _trace
 from . import _fold
+from . import _ad
 from ._fold import prod as _prod
 from ._trace import Value, call, recorder, trace_error, dt_of, is_float_dt, local
 
@@ -337,6 +338,8 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         raise trace_error("lax.dot_general: dimension_numbers must be "
                           "((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)), got %r"
                           % (dimension_numbers,)) from None
+    if _trace._rec is None and not isinstance(lhs, Value) and not isinstance(rhs, Value):
+        return _host_dot_general(lhs, rhs, lc, rc, lb, rb, preferred_element_type)
     ls, rs = getattr(lhs, "shape", None), getattr(rhs, "shape", None)
     if lb == (0,) and rb == (0,) and len(lc) == 1 and len(rc) == 1 and \
             getattr(lhs, "whole_of", None) is not None and \
@@ -912,6 +915,9 @@ def is_finite(x):
 
 
 def erf(x):
+    if _trace._rec is None and not isinstance(x, Value):
+        from . import nn
+        return jnp.asarray(nn._erf_host(x))
     return call("lax.erf", x)
 
 
@@ -1021,6 +1027,9 @@ def erf_inv(x):
 
 
 def logistic(x):
+    if _trace._rec is None and not isinstance(x, Value):
+        from . import nn
+        return nn.sigmoid(x)	# the host's: jax.nn.sigmoid's formula
     return call("lax.logistic", x)
 
 
@@ -1122,10 +1131,6 @@ def switch(index, branches, *operands):
     return _run_branches(conds, branches, operands, "lax.switch on %s" % index.render())
 
 
-def stop_gradient(x):
-    return x	# kernels are not differentiated here
-
-
 def optimization_barrier(operand):
     """lax.optimization_barrier: the identity on a pytree. Host code and
     kernel bodies run in program order here, so the order it pins (the
@@ -1155,6 +1160,22 @@ def bitcast_convert_type(operand, new_dtype):
                           "pltpu.bitcast(x, %s) packs rows instead (the second-to-last "
                           "dimension scaled)" % (frm.name, to.name, to.name))
     return _trace.bitcast_value(operand, new_dtype, "lax.bitcast_convert_type")
+
+
+def _host_dot_general(lhs, rhs, lc, rc, lb, rb, pet):
+    """lax.dot_general on host arrays: jnp.einsum of its dimensions (batch,
+    then lhs's free, then rhs's free, as lax orders the result)."""
+    ln, rn = len(lhs.shape), len(rhs.shape)
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+    ls, rs = [None] * ln, [None] * rn
+    for a, b in list(zip(lb, rb)) + list(zip(lc, rc)):
+        ls[a] = rs[b] = next(letters)
+    ls = [c or next(letters) for c in ls]
+    rs = [c or next(letters) for c in rs]
+    out = [ls[d] for d in lb] + [ls[d] for d in range(ln) if d not in lb + lc] + \
+        [rs[d] for d in range(rn) if d not in rb + rc]
+    return jnp.einsum("%s,%s->%s" % ("".join(ls), "".join(rs), "".join(out)), lhs, rhs,
+                      preferred_element_type=pet)
 
 
 def integer_pow(x, y):
@@ -1295,3 +1316,37 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, **_kw):
         return carry, _pytree.unflatten(ytree, [])
     stacked = [_np.stack([ls[k] for ls, _ in yl]) for k in range(len(yl[0][0]))]
     return carry, _pytree.unflatten(ytree, stacked)
+
+
+class Primitive:
+    """A lax primitive as JAX's tests reach it (lax.pow_p.bind(x, y)):
+    bind calls the function of that name here, keyword parameters as its
+    keywords."""
+
+    def __init__(self, name, fn):
+        self.name = name
+        self._fn = fn
+
+    def bind(self, *args, **params):
+        return self._fn(*args, **params)
+
+    def __repr__(self):
+        return self.name
+
+
+# the functions of lax's own (not jnp's) that values being differentiated
+# reach (_ad's rules)
+dot_general, logistic, erf, select = (_ad.wraps_differentiable(n, f) for n, f in (
+    ("dot_general", dot_general), ("logistic", logistic), ("erf", erf), ("where", select)))
+
+
+def stop_gradient(x):
+    """lax.stop_gradient: @x, no longer being differentiated (at any level)."""
+    return _ad.constant(x)
+
+
+# pow_p, exp_p, add_p, ... for every function above (not the classes)
+for _n in __all__:
+    if callable(globals()[_n]) and not isinstance(globals()[_n], type):
+        globals()[_n + "_p"] = Primitive(_n, globals()[_n])
+del _n

@@ -5,14 +5,16 @@ the same formulas here; the rest are jnp compositions, the same text on
 both sides."""
 import math
 
-from . import _trace, lax, numpy as jnp
+from . import _ad, _trace, lax, numpy as jnp
 from ._trace import call
 
 
 def _host(x=None):
     """Not tracing a kernel, and @x is not one of pl.estimate_cost's
-    shape-only arrays (those take the device's function: its cost rule)."""
-    return _trace._rec is None and not getattr(x, "_counted", False)
+    shape-only arrays (those take the device's function: its cost rule);
+    or @x is being differentiated: the jnp formula has the rules (_ad)."""
+    return isinstance(x, _ad.Tracer) or _trace._rec is None and \
+        not getattr(x, "_counted", False)
 
 
 def _max_kw():

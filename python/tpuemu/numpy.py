@@ -765,6 +765,7 @@ import numpy as _np  # noqa: E402
 
 from . import _trace  # noqa: E402
 from . import _fold  # noqa: E402
+from . import _ad  # noqa: E402
 
 def nextafter(x, y):
     """jnp.nextafter of float32 values: x's bits stepped by one toward y
@@ -1213,7 +1214,7 @@ def _on_host(name, fn):
                 return x.astype(dtype)
             return _np.asarray(x).astype(dtype)
     if np_fn is None:
-        return fn
+        return _differentiable(name, fn)
 
     @_functools.wraps(fn)
     def either(*args, **kw):
@@ -1235,7 +1236,18 @@ def _on_host(name, fn):
                 return r.astype(pet)
             return _narrow(_np.asarray(r).astype(_host_arg(pet)))
         return _host_call(np_fn, args, kw, pet is not None)
-    return either
+    return _differentiable(name, either)
+
+
+def _differentiable(name, fn):
+    """@fn, which on a value being differentiated (jax.vjp, jax.grad) records
+    its rule (_ad)."""
+    @_functools.wraps(fn)
+    def f(*args, **kw):
+        if _ad.active() and _ad.top_tape(args, kw) is not None:
+            return _ad.apply(name, f, args, kw)
+        return fn(*args, **kw)
+    return f
 
 
 def _dtype_arg(x):
@@ -1344,6 +1356,9 @@ def __getattr__(name):
 
     @_functools.wraps(f)
     def host_only(*args, **kw):
+        if _ad.active() and _ad.top_tape(args, kw) is not None:
+            raise TypeError("jax.vjp / jax.grad: jnp.%s has no derivative rule in tpuemu"
+                            % name)
         if _trace._rec is not None:
             raise _trace.trace_error("jnp.%s is not supported in a kernel body" % name)
         return _host_call(f, args, kw)

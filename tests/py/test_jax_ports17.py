@@ -21,6 +21,7 @@ kernel test draws tile-preserving ones only), and a 5-atom draw of few
 lanes (its reshapes and transpose run as device loops of copies)."""
 import functools
 import math
+import re
 import string
 
 import numpy as np
@@ -314,16 +315,46 @@ def test_error_mismatch(impl):
         _IMPLS[impl][0]("a(bc)->abc", x, b=3)
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="jax.vjp: tpuemu has no autodiff (nor jax.custom_vjp, which "
-                          "JAX's test puts around the kernel)")
-@pytest.mark.parametrize("impl", list(_IMPLS))
+def _side_groups(side):
+    return re.findall(r"\(([a-z]+)\)|([a-z])", side)
+
+
+def _kernel_with_vjp(equation, x, **sizes):
+    """The kernel's einshape under jax.custom_vjp, its backward the kernel
+    of the inverse equation (every letter's size given)."""
+    lhs, rhs = equation.split("->")
+    known = dict(sizes)
+    for (grp, one), n in zip(_side_groups(lhs), x.shape):
+        letters = grp or one
+        missing = [c for c in letters if c not in known]
+        if missing:
+            known[missing[0]] = n // math.prod(known[c] for c in letters if c in known)
+
+    @jax.custom_vjp
+    def f(x):
+        return _in_kernel(equation, x, **sizes)
+
+    def fwd(x):
+        return f(x), None
+
+    def bwd(_, g):
+        return (_in_kernel(rhs + "->" + lhs, g, **known),)
+    f.defvjp(fwd, bwd)
+    return f(x)
+
+
+_VJP_IMPLS = {"host": _host, "kernel": _kernel_with_vjp}
+
+
+@pytest.mark.parametrize("impl", list(_VJP_IMPLS))
 def test_einshape_vjp(impl):
     """test_einshape_vjp at its first case: einshape's VJP applied to its
-    output gives the input back (a permutation's transpose is its inverse)."""
+    output gives the input back (a permutation's transpose is its inverse).
+    On the host jax.vjp differentiates einshape's reshapes and transpose; the
+    kernel is wrapped in jax.custom_vjp, as JAX's test does."""
     equation, shape, sizes = ("(ab)(cd)->(ac)(bd)", (8, 32), {"a": 2, "c": 4})
     x = jnp.arange(math.prod(shape), dtype=jnp.float32).reshape(shape)
-    f = functools.partial(_IMPLS[impl][0], equation, **sizes)
+    f = functools.partial(_VJP_IMPLS[impl], equation, **sizes)
     out, vjp_fn = jax.vjp(f, x)
     x_new, = vjp_fn(out)
     np.testing.assert_array_equal(x, x_new)

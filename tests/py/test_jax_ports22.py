@@ -353,8 +353,6 @@ def test_allow_input_fusion():
     np.testing.assert_array_equal(jax.jit(f)(x, y), x + y)
 
 
-@pytest.mark.xfail(strict=True, raises=_MISSING,
-                   reason="tpuemu has no jax.custom_vjp nor jax.vjp (no autodiff)")
 def test_custom_vjp():
     """PallasCallTest.test_custom_vjp: a jax.custom_vjp function and its
     jax.vjp inside a kernel."""
@@ -570,9 +568,6 @@ def test_op_canonicalization(op, dtype):
 
 # --- PallasCallUnsignedIntegerTest ---
 
-@pytest.mark.xfail(strict=True, raises=_MISSING,
-                   reason="tpuemu.lax has no pow / pow_p (only integer_pow, a Python "
-                          "int exponent)")
 def test_pow_unsigned_exponent():
     """PallasCallUnsignedIntegerTest.test_pow_unsigned_exponent: 2.0 to the
     uint32 power 0xFFFFFFFF is inf."""
@@ -583,6 +578,22 @@ def test_pow_unsigned_exponent():
     exp = np.full((8, 128), np.uint32(0xFFFFFFFF), dtype=np.uint32)
     y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, jnp.float32))(x, exp)
     np.testing.assert_array_equal(y, np.inf)
+
+
+def test_primitive_bind_is_the_function():
+    """lax.<name>_p.bind(...) computes what lax.<name>(...) does, in a
+    kernel: small unsigned exponents exactly, exp_p and add_p too."""
+    def kernel(x_ref, exp_ref, y_ref, z_ref):
+        y_ref[...] = lax.pow_p.bind(x_ref[...], exp_ref[...])
+        z_ref[...] = lax.add_p.bind(lax.exp_p.bind(x_ref[...]), x_ref[...])
+
+    x = np.full((8, 128), 2.0, dtype=np.float32)
+    exp = np.tile(np.arange(128, dtype=np.uint32) % 12, (8, 1))
+    y, z = pl.pallas_call(kernel, out_shape=(jax.ShapeDtypeStruct(x.shape, jnp.float32),) * 2)(
+        x, exp)
+    np.testing.assert_array_equal(y, 2.0 ** exp.astype(np.float32))
+    np.testing.assert_allclose(z, np.exp(x) + x, rtol=1e-6)
+    assert repr(lax.pow_p) == "pow"
 
 
 # --- PallasCallRefTransformTest ---

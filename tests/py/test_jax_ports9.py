@@ -7,8 +7,9 @@ jax/experimental/pallas/ops/tpu/flash_attention.py, its forward kernel
 (the multi-step online softmax and the single-step one, causal or not,
 segment ids, an attention bias, the logits soft cap, block_b > 1, the l
 and m residuals) and its two backward kernels (dkv and dq) called as its
-VJP calls them, transcribed as a user would write them against tpuemu
-(only the imports changed, no jax.custom_vjp) in
+VJP calls them and through jax.vjp / jax.grad (its jax.custom_vjp),
+transcribed as a user would write them against tpuemu (only the imports
+changed) in
 tpuemu.pallas.ops.tpu.flash_attention, imported here by JAX's path
 (tpuemu.experimental.pallas.ops.tpu.flash_attention). JAX ships no public test
 of this kernel; the tests here follow the shapes its users run, small,
@@ -202,6 +203,39 @@ def test_flash_attention_bwd(causal, with_ab, with_segments, minor):
         np.testing.assert_allclose(ds, rds, atol=2e-5, rtol=1e-3)
     else:
         assert ds is None
+
+
+@pytest.mark.parametrize("causal,with_ab", [(False, False), (True, True)])
+def test_flash_attention_grad_runs_the_custom_vjp(causal, with_ab):
+    """jax.vjp and jax.grad of flash_attention: its jax.custom_vjp saves
+    the residuals and runs the dkv and dq kernels (BlockSizes.get_default's
+    backward blocks), against the NumPy gradients."""
+    q, k, v = _qkv(1, 2, 256, 256, 128, seed=21)
+    do = jax.random.normal(jax.random.key(22), q.shape, dtype=jnp.float32)
+    ab = jax.random.normal(jax.random.key(23), (1, 2, 256, 256), dtype=jnp.float32) \
+        if with_ab else None
+    sm_scale = 128 ** -0.5
+
+    def attend(q, k, v, ab):
+        return flash_attention(q, k, v, ab, causal=causal, sm_scale=sm_scale)
+    o, vjp_fn = jax.vjp(attend, q, k, v, ab)
+    np.testing.assert_allclose(o, mha_reference(q, k, v, ab, causal=causal, sm_scale=sm_scale),
+                               atol=2e-5, rtol=1e-4)
+    dq, dk, dv, dab = vjp_fn(do)
+    rdq, rdk, rdv, rds = mha_reference_grads(q, k, v, ab, None, do, causal=causal,
+                                             sm_scale=sm_scale)
+    for got, want in ((dq, rdq), (dk, rdk), (dv, rdv)) + (((dab, rds),) if with_ab else ()):
+        np.testing.assert_allclose(got, want, atol=2e-4, rtol=1e-3)
+    gq = jax.grad(lambda q: jnp.sum(attend(q, k, v, ab) * do))(q)
+    np.testing.assert_allclose(gq, rdq, atol=2e-4, rtol=1e-3)
+
+
+def test_flash_attention_grad_needs_backward_blocks():
+    q, k, v = _qkv(1, 1, 128, 128, 128, seed=24)
+    bs = BlockSizes(block_q=128, block_k_major=128, block_k=128, block_b=1)
+    assert not bs.has_backward_blocks
+    with pytest.raises(ValueError, match="not all backward blocks are specified"):
+        jax.grad(lambda q: jnp.sum(flash_attention(q, k, v, block_sizes=bs)))(q)
 
 
 # --- what porting the kernel found: each of these failed before ---

@@ -16,6 +16,8 @@ export_back_compat_pallas_test.py's test_mosaic_matmul builds its inputs.
 The kernels are in tpuemu.pallas.ops.tpu.megablox (common.py, gmm.py,
 ops.py) and tpuemu.pallas.ops.tpu.matmul, imported here by JAX's paths
 (tpuemu.experimental.pallas.ops.tpu...). The references are NumPy."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -24,7 +26,6 @@ import tpuemu.numpy as jnp
 from tpuemu import lax
 from tpuemu.experimental.pallas.ops.tpu.matmul import matmul
 from tpuemu.experimental.pallas.ops.tpu.megablox import gmm, tgmm
-from tpuemu.experimental.pallas.ops.tpu.megablox.ops import gmm_vjp
 
 
 # --- tpu_gmm_test.py ---
@@ -117,8 +118,10 @@ def _gmm_case(m, k, n, lhs_dtype, rhs_dtype, out_dtype, transpose_rhs, seed):
                     atol, rtol)
 
     cotangent = random_dense((m, n), k1, out_dtype, limit=1)
-    grad_lhs, grad_rhs = gmm_vjp(lhs, rhs_arg, group_sizes, cotangent, out_dtype,
-                                 transpose_rhs)
+    _, vjp_fn = jax.vjp(functools.partial(gmm, preferred_element_type=out_dtype,
+                                          transpose_rhs=transpose_rhs),
+                        lhs, rhs_arg, group_sizes)
+    grad_lhs, grad_rhs, _ = vjp_fn(cotangent)
     ref_lhs = reference_gmm(cotangent, np.asarray(rhs, np.float64).swapaxes(1, 2),
                             group_sizes)
     ref_rhs = reference_tgmm(np.asarray(lhs, np.float64).T, cotangent, group_sizes)

@@ -4,7 +4,7 @@ import inspect
 
 import numpy as _np
 
-from .. import _fold, _trace, lax, numpy as jnp
+from .. import _ad, _fold, _trace, lax, numpy as jnp
 from .._trace import Value, Ref, Slice, TraceError, as_dtype, scalar, trace_error
 from .._lib import ffi, lib, check, device, TpurtError
 from .. import _pytree
@@ -645,6 +645,10 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
     plain = _pallas_call(kernel, out_shape, **kw)
 
     def run(*args):
+        if _ad.top_tape(args) is not None:
+            raise TypeError("jax.vjp / jax.grad through pl.pallas_call: a kernel is not "
+                            "differentiated here; give its backward with jax.custom_vjp "
+                            "around the call (as JAX's flash attention does)")
         if _zero_d.applies(args, out_shape, grid_spec, in_specs, out_specs):
             return _zero_d.call(pallas_call, kernel, out_shape, dict(kw, metadata=metadata),
                                 args)

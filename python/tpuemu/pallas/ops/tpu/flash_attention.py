@@ -3,14 +3,13 @@
 # The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
 # changed as the docstring or the comments below say.
 """jax/experimental/pallas/ops/tpu/flash_attention.py, transcribed against
-tpuemu (only the imports changed, no jax.custom_vjp): flash_attention's
-forward kernel (the multi-step online softmax and the single-step one,
-causal or not, segment ids, an attention bias, the logits soft cap,
-block_b > 1, the l and m residuals with save_residuals=True) and the two
-backward kernels, _flash_attention_bwd_dkv and _flash_attention_bwd_dq,
-which a caller runs on the forward's residuals as JAX's VJP does
-(tpuemu has no jax.custom_vjp, so flash_attention is not differentiable
-by jax.grad). BlockSizes has the forward's four fields only.
+tpuemu (only the imports changed): flash_attention's forward kernel (the
+multi-step online softmax and the single-step one, causal or not, segment
+ids, an attention bias, the logits soft cap, block_b > 1, the l and m
+residuals with save_residuals=True) and the two backward kernels,
+_flash_attention_bwd_dkv and _flash_attention_bwd_dq, which its
+jax.custom_vjp runs on the forward's residuals, so jax.grad of a loss of
+flash_attention runs them (the soft cap has no backward here).
 mha_reference is mha_reference_no_custom_vjp's math in NumPy float64 (a
 reference to test against, not a kernel). Tests: test_jax_ports9.py."""
 import dataclasses
@@ -44,6 +43,49 @@ class BlockSizes:
     block_k_major: int
     block_k: int
     block_b: int
+
+    block_q_major_dkv: int | None = None
+    block_k_major_dkv: int | None = None
+    block_k_dkv: int | None = None
+    block_q_dkv: int | None = None
+
+    block_k_major_dq: int | None = None
+    block_k_dq: int | None = None
+    block_q_dq: int | None = None
+
+    def __post_init__(self):
+        def verify_major_minor(prefix, suffix, major, minor):
+            if minor > major:
+                raise ValueError(f"{prefix}{suffix}={minor} should be smaller than"
+                                 f" {prefix}_major{suffix}={major}")
+            if major % minor != 0:
+                raise ValueError(f"{prefix}{suffix}={minor} should divide"
+                                 f" {prefix}_major{suffix}={major}")
+
+        verify_major_minor("block_k", "", self.block_k_major, self.block_k)
+        if self.block_q_dkv is not None and self.block_q_major_dkv is not None:
+            verify_major_minor("block_q", "_dkv", self.block_q_major_dkv, self.block_q_dkv)
+        if self.block_k_major_dkv is not None and self.block_k_dkv is not None:
+            verify_major_minor("block_k", "_dkv", self.block_k_major_dkv, self.block_k_dkv)
+        if self.block_k_major_dq is not None and self.block_k_dq is not None:
+            verify_major_minor("block_k", "_dq", self.block_k_major_dq, self.block_k_dq)
+
+    @property
+    def has_backward_blocks(self) -> bool:
+        backward_blocks = (
+            self.block_q_major_dkv, self.block_k_major_dkv, self.block_q_dkv,
+            self.block_k_dkv, self.block_k_major_dq, self.block_k_dq, self.block_q_dq,
+        )
+        return all(b is not None for b in backward_blocks)
+
+    @classmethod
+    def get_default(cls, batch_size, num_heads, q_seq_len, kv_len, d_model):
+        del batch_size, num_heads, q_seq_len, kv_len, d_model	# unused, as JAX's
+        return BlockSizes(
+            block_q=128, block_k_major=128, block_k=128, block_b=1,
+            block_q_major_dkv=128, block_k_major_dkv=128, block_k_dkv=128,
+            block_q_dkv=128, block_k_major_dq=128, block_k_dq=128, block_q_dq=128,
+        )
 
 
 def below_or_on_diag(r, r_blk_size, c, c_blk_size):
@@ -372,11 +414,62 @@ def flash_attention(q, k, v, ab=None, segment_ids=None, *, causal=False, sm_scal
                     attn_logits_soft_cap=None, block_sizes=None, debug=False,
                     save_residuals=False):
     if block_sizes is None:
-        block_sizes = BlockSizes(block_q=128, block_k_major=128, block_k=128, block_b=1)
+        block_sizes = BlockSizes.get_default(*q.shape[:3], k.shape[2], q.shape[3])
+    return _flash_attention(q, k, v, ab, segment_ids, save_residuals, causal, sm_scale,
+                            attn_logits_soft_cap, block_sizes, debug)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=range(5, 11))
+def _flash_attention(q, k, v, ab, segment_ids, save_residuals, causal, sm_scale,
+                     attn_logits_soft_cap, block_sizes, debug):
     return _flash_attention_impl(
         q, k, v, ab, segment_ids, save_residuals, causal, sm_scale, attn_logits_soft_cap,
         block_sizes.block_b, block_sizes.block_q, block_sizes.block_k_major,
         block_sizes.block_k, debug)
+
+
+def _flash_attention_fwd(q, k, v, ab, segment_ids, save_residuals, causal, sm_scale,
+                         attn_logits_soft_cap, block_sizes, debug):
+    if save_residuals:
+        raise NotImplementedError("Higher-order AD not supported")
+    o, l, m = _flash_attention(q, k, v, ab, segment_ids, True, causal, sm_scale,
+                               attn_logits_soft_cap, block_sizes, debug)
+    return o, (q, k, v, ab, segment_ids, o, l, m)
+
+
+def _flash_attention_bwd(save_residuals, causal, sm_scale, attn_logits_soft_cap, block_sizes,
+                         debug, residuals, do):
+    """VJP rule for FlashAttention."""
+    if save_residuals:
+        raise NotImplementedError("Higher-order AD not supported")
+    if attn_logits_soft_cap is not None:
+        # the backward kernels below differentiate the uncapped logits
+        raise NotImplementedError("the backward pass with attn_logits_soft_cap")
+    (q, k, v, ab, segment_ids, o, l, m) = residuals
+    if not block_sizes.has_backward_blocks:
+        raise ValueError("Program is being differentiated, but not all backward blocks "
+                         "are specified")
+
+    di = jnp.sum(o.astype(jnp.float32) * do.astype(jnp.float32), axis=-1)
+
+    dk, dv = _flash_attention_bwd_dkv(
+        q, k, v, ab, segment_ids, l, m, do, di,
+        block_q_major=block_sizes.block_q_major_dkv,
+        block_k_major=block_sizes.block_k_major_dkv,
+        block_k=block_sizes.block_k_dkv,
+        block_q=block_sizes.block_q_dkv,
+        sm_scale=sm_scale, causal=causal, mask_value=DEFAULT_MASK_VALUE, debug=debug)
+
+    dq, ds = _flash_attention_bwd_dq(
+        q, k, v, ab, segment_ids, l, m, do, di,
+        block_q_major=block_sizes.block_q_dq,
+        block_k_major=block_sizes.block_k_major_dq,
+        block_k=block_sizes.block_k_dq,
+        sm_scale=sm_scale, causal=causal, mask_value=DEFAULT_MASK_VALUE, debug=debug)
+    return dq, dk, dv, ds, None
+
+
+_flash_attention.defvjp(fwd=_flash_attention_fwd, bwd=_flash_attention_bwd)
 
 
 # --- the reference: mha_reference_no_custom_vjp's math, in NumPy float64 ---

@@ -3,10 +3,9 @@
 # The JAX Authors, under the Apache License 2.0 (LICENSES/Apache-2.0);
 # changed as the docstring or the comments below say.
 """jax/experimental/pallas/ops/tpu/megablox: gmm as its __init__.py
-exports it (from ops.py, which here is gmm.py's forward without the
-custom VJP), and tgmm (gmm.py's) beside it; ops.gmm_vjp is the
-backward."""
+exports it (from ops.py: gmm.py's forward under its jax.custom_vjp), and
+tgmm (gmm.py's) beside it."""
 from . import common  # noqa: F401
 from . import gmm as backend  # noqa: F401
 from . import ops  # noqa: F401
-from .ops import gmm, gmm_vjp, tgmm  # noqa: F401
+from .ops import gmm, tgmm  # noqa: F401
