@@ -1184,27 +1184,12 @@ def test_packed_shifts(dtype, shift_amount, shape):
     np.testing.assert_array_equal(shr_out, expected_shr)
 
 
-_MERGED_REF = pytest.mark.xfail(
-    strict=True, raises=jax.TraceError,
-    reason="a copy into vmem_buf.reshape(n * m, 256) of an (n, m, 256) scratch with "
-           "n, m > 1 (or n = m = 1) merges the ref's dimensions, which tpuemu's copy "
-           "refuses (a copy moves a window of the same shape); unit n or m passes")
-
-
 def _dma_reshape_params():
-    out = []
-    for m in (1, 2, 4, 8, 16):
-        for r in (1, 2, 4, 8, 16, 32, 64):
-            if r % m:
-                continue
-            n = r // m
-            if (n > 1 and m > 1) or n == m == 1:
-                # four strict xfails stand for the 15 merged cases
-                if (n, m) in ((1, 1), (2, 2), (8, 4), (4, 16)):
-                    out.append(pytest.param(n, m, marks=_MERGED_REF))
-            else:
-                out.append((n, m))
-    return out
+    """JAX's (n, m): m of 1 to 16, n * m of 1 to 64. Where n, m > 1 (or
+    n = m = 1) the reshape merges the scratch's dimensions: the copy moves
+    one (m, 256) piece per n."""
+    return [(r // m, m) for m in (1, 2, 4, 8, 16) for r in (1, 2, 4, 8, 16, 32, 64)
+            if r % m == 0]
 
 
 @pytest.mark.parametrize("n,m", _dma_reshape_params())

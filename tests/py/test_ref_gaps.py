@@ -371,3 +371,41 @@ def test_reshaped_window_refusals():
         with pytest.raises(pl.TraceError, match=match):
             pl.pallas_call(k, in_specs=[ANY], out_specs=ANY,
                            out_shape=jax.ShapeDtypeStruct((8, 128), F32))(x)
+
+
+def test_copies_through_a_reshape_merging_leading_dimensions():
+    """ref.reshape(n * m, ...) of an (n, m, ...) ref as a copy's source or
+    destination: one piece per leading index, rows of the other operand
+    (a window of it too), waited on piece by piece on one semaphore."""
+    def kernel(x_hbm, o_hbm, p_hbm):
+        def body(sem, buf, buf2, buf4):
+            pltpu.async_copy(x_hbm.reshape(24, 128), buf.at[8:32], sem).wait()
+            pltpu.async_copy(buf.at[8:32], o_hbm.reshape(24, 128), sem).wait()
+            pltpu.sync_copy(x_hbm.reshape(24, 128).at[0:16], buf2)
+            pltpu.sync_copy(buf2, buf4.reshape(16, 128))	# three dimensions merged
+            pltpu.sync_copy(buf4.reshape(16, 128), p_hbm)
+        pl.run_scoped(body, pltpu.SemaphoreType.DMA, pltpu.VMEM((40, 128), F32),
+                      pltpu.VMEM((16, 128), F32), pltpu.VMEM((2, 2, 4, 128), F32))
+
+    x = _arange((3, 8, 128))
+    o, p = pl.pallas_call(kernel, in_specs=[ANY], out_specs=(ANY, ANY),
+                          out_shape=(jax.ShapeDtypeStruct((3, 8, 128), F32),
+                                     jax.ShapeDtypeStruct((16, 128), F32)))(x)
+    np.testing.assert_array_equal(o, x)
+    np.testing.assert_array_equal(p, x.reshape(24, 128)[:16])
+
+
+def test_merging_reshape_copy_refusals():
+    def both(x_hbm, o_hbm):
+        pltpu.sync_copy(x_hbm.reshape(24, 128), o_hbm.reshape(24, 128))
+
+    def many(x_hbm, o_hbm):
+        def body(buf):
+            pltpu.sync_copy(buf.reshape(512, 128), o_hbm)
+        pl.run_scoped(body, pltpu.VMEM((512, 1, 128), F32))
+
+    for k, shape, match in ((both, (3, 8, 128), "both .* merge their bases"),
+                            (many, (512, 128), "merges 512 windows .* at most 256")):
+        with pytest.raises(pl.TraceError, match=match):
+            pl.pallas_call(k, in_specs=[ANY], out_specs=ANY,
+                           out_shape=jax.ShapeDtypeStruct(shape, F32))(_arange(shape))

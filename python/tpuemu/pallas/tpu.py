@@ -7,6 +7,7 @@ import dataclasses
 import enum
 import itertools
 import logging
+import math
 
 import numpy as np
 
@@ -244,7 +245,7 @@ class SemaphoreType:
 
 
 def _ref_text(r, what):
-    if isinstance(r, (Ref, Window)):
+    if isinstance(r, (Ref, Window, _MergedRows)):
         return r.render()
     raise trace_error("%s must be a ref or ref.at[...], not %r" % (what, r))
 
@@ -269,12 +270,87 @@ def _base(r):
 
 def _operand(what):
     """A copy's operand as a Ref or Window: a reshaped ref (ref.reshape,
-    windows of it) names the window of its base that it is."""
+    windows of it) names the window of its base that it is, or is the
+    _MergedRows of a reshape that merges its base's leading dimensions."""
     def f(x):
         if isinstance(x, _trace.ReshapedRef):
-            return x.as_window(what)
+            merged = _MergedRows.of(x)
+            return merged if merged is not None else x.as_window(what)
         return x
     return f
+
+
+# A copy through a merging reshape moves at most this many pieces.
+_MERGED_PIECES_MAX = 256
+
+
+class _MergedRows:
+    """A copy's operand that is ref.reshape(n * m, ...) of a ref of shape
+    (n, m, ...) (the leading k dimensions merged into one): the copy moves
+    one piece per index of the first k - 1, each the base's window there
+    (m, ...) and the other operand's m rows at that offset, all on the one
+    semaphore; its wait waits on each piece (a DMA semaphore counts bytes,
+    so the pieces add up to the whole copy)."""
+
+    def __init__(self, r, k):
+        self.r, self.k = r, k
+        self.m = r.base_shape[k - 1]
+        self.lead = tuple(r.base_shape[:k - 1])
+
+    @classmethod
+    def of(cls, r):
+        b, s = tuple(r.base_shape), tuple(r.shape)
+        if not (isinstance(r.base, Ref) or isinstance(r.base, Window) and
+                r.base.dims is not None and all(
+                    isinstance(e, _trace.Slice) and not e.traced for e in r.base.dims)) or \
+                len(s) < 1:
+            return None
+        for k in range(2, len(b) + 1):
+            if math.prod(b[:k]) == s[0] and s[1:] == b[k:]:
+                return cls(r, k)
+        return None
+
+    def render(self):
+        return self.r.render()
+
+    def pieces(self, other, what):
+        """[(this piece, the other's)]: the base at each leading index, and
+        @other's rows there."""
+        n = math.prod(self.lead)
+        if n > _MERGED_PIECES_MAX:
+            raise trace_error("%s: %s merges %d windows of its base; a copy through it "
+                              "moves at most %d" % (what, self.render(), n, _MERGED_PIECES_MAX))
+        if isinstance(other, _MergedRows):
+            raise trace_error("%s: both %s and %s merge their bases' dimensions; copy "
+                              "between the bases" % (what, self.render(), other.render()))
+        out = []
+        for flat, idx in enumerate(itertools.product(*(range(d) for d in self.lead))):
+            mine = _at_lead(self.r.base, idx)
+            out.append((mine, _rows_of(other, flat * self.m, self.m, what)))
+        return out
+
+
+def _at_lead(base, idx):
+    """base.at[idx] of a Ref, or of a Window of static slices (the leading
+    slices indexed at their start + idx)."""
+    if isinstance(base, Ref):
+        return base.at[idx]
+    dims = [_trace._offset(e.start, i) for e, i in zip(base.dims, idx)] + \
+        list(base.dims[len(idx):])
+    return Window(base.ref, "%s.at[%s]" % (base.ref.name, base.ref._index(tuple(dims), True)),
+                  tuple(dims))
+
+
+def _rows_of(w, start, size, what):
+    """Rows [start, start + size) of a copy operand's first dimension."""
+    if isinstance(w, Ref):
+        return w.at[_trace.Slice(start, size)]
+    if isinstance(w, Window) and w.dims is not None:
+        for d, e in enumerate(w.dims):
+            if isinstance(e, _trace.Slice) and not e.traced:
+                return _with_dim(w, d, _trace.Slice(_trace._offset(e.start, start), size))
+    raise trace_error("%s: %s beside a merging reshape must be a ref or a window with "
+                      "static slices" % (what, _ref_text(w, "the other operand")))
 
 
 def _writable(d):
@@ -328,6 +404,15 @@ def _copy_pieces(src, dst, emit):
     copies that cover it exactly: size // 8 chunks of 8, then size % 8
     of 1 (of 1 only where a ref is shorter than 8 along it). The matching
     .wait() runs the same loops, waiting on each piece."""
+    if isinstance(src, _MergedRows) or isinstance(dst, _MergedRows):
+        what = "a copy of %s into %s" % (src.render(), dst.render())
+        if isinstance(src, _MergedRows):
+            pairs = src.pieces(dst, what)
+        else:
+            pairs = [(s_, d_) for d_, s_ in dst.pieces(src, what)]
+        for ps, pd in pairs:
+            _copy_pieces(ps, pd, emit)
+        return
     ts, td = _traced_dim(src), _traced_dim(dst)
     if ts is None and td is None:
         emit(src, dst)
