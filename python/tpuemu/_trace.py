@@ -891,6 +891,15 @@ class Value:
             return _value_at.strided_read(self, idx)
         if _fold.is_high(self):
             return _fold.index(self, idx)
+        if self.shape is not None and len(self.shape) == 1 and len(idx) == 1 and \
+                isinstance(idx[0], int) and not isinstance(idx[0], bool):
+            # an element of a 1-D value: the row's lane, a value of shape ()
+            i = idx[0] + self.shape[0] if idx[0] < 0 else idx[0]
+            if not 0 <= i < self.shape[0]:
+                raise IndexError("index %d is out of bounds for axis 0 with size %d"
+                                 % (idx[0], self.shape[0]))
+            from . import numpy as jnp
+            return jnp.reshape(self[i:i + 1], ())
         if self.whole_of is not None and self.kind == "text" and self.shape is not None \
                 and len(self.shape) == 1 and len(idx) == 1 and isinstance(idx[0], slice):
             # a 1-D value is a row on the device, whose index is of rows: a

@@ -640,6 +640,12 @@ def reshape(x, shape):
     moves elements between rows and columns ((1024,) to (8, 128)) copies
     them."""
     x = _v(x)
+    if isinstance(x, Value) and x.scalar:
+        # a scalar-core value as a vector of one element: the vector unit
+        # takes it broadcast (as stacking SMEM scalars needs)
+        want = (shape,) if isinstance(shape, int) else tuple(shape)
+        if _py.all(d in (1, -1) for d in want):
+            return broadcast_to(x, tuple(1 for _ in want))
     from . import _value_at
     parts = _value_at.stacked_last(x, shape)
     if parts is not None:

@@ -717,10 +717,6 @@ def test_float32_stack_one_operand():
     np.testing.assert_array_equal(out, np.stack([x], axis=1))
 
 
-@pytest.mark.xfail(strict=True, raises=jax.TraceError,
-                   reason="two SMEM scalars stacked into a vector: tpuemu reshapes "
-                          "arrays only, a scalar-core value does not become a vector "
-                          "lane here")
 def test_scalar_stack():
     """MiscellaneousTest.test_scalar_stack: two SMEM scalars stacked."""
     x = np.array(1.0, dtype=np.float32)
@@ -753,10 +749,6 @@ def test_float32_unstack():
     np.testing.assert_array_equal(out2, x[1])
 
 
-@pytest.mark.xfail(strict=True, raises=jax.TraceError,
-                   reason="an element of a VMEM vector stored to a 0-d SMEM output: "
-                          "tpuemu moves no vector lane to the scalar core (an SMEM "
-                          "element takes one value, not a (1, 2) array)")
 def test_scalar_unstack():
     """MiscellaneousTest.test_scalar_unstack: into two 0-d SMEM outputs."""
     x = np.array([1.0, 2.0], dtype=np.float32)

@@ -10,6 +10,7 @@ import tpuemu as jax
 import tpuemu.numpy as jnp
 from tpuemu import lax
 from tpuemu import pallas as pl
+from tpuemu.pallas import tpu as pltpu
 
 
 @pytest.mark.parametrize("dtype", ["int32", "int8", "uint8"])
@@ -54,3 +55,45 @@ def test_a_float_element_is_refused_as_an_index():
     with pytest.raises(pl.TraceError, match="must be an integer, not float32"):
         pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(
             np.zeros((8, 128), np.float32))
+
+
+_SMEM = pl.BlockSpec(memory_space=pltpu.SMEM)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_elements_of_a_1d_value_to_smem_and_back(dtype):
+    """x[i] of a 1-D value is its lane i (negative i from the end), a
+    value of shape () that an SMEM element stores and a broadcast spreads;
+    SMEM scalars reshaped to (1,) or stacked are a vector."""
+    x = np.array([-0.0, 2, -3, 7], dtype)
+    s = np.array([4, 9], dtype)
+
+    def kernel(x_ref, s_ref, o_ref, b_ref, v_ref):
+        v = x_ref[...]
+        o_ref[0] = v[1]
+        o_ref[1] = v[-1]
+        o_ref[2] = v[0]
+        b_ref[...] = jnp.broadcast_to(v[2], (8, 128))
+        v_ref[...] = jnp.concatenate([jnp.stack([s_ref[1], s_ref[0]]),
+                                      jnp.reshape(s_ref[0], (1,)), v[1:2]])
+
+    o, b, v = pl.pallas_call(
+        kernel, in_specs=[pl.BlockSpec(memory_space=pltpu.VMEM), _SMEM],
+        out_specs=(_SMEM, pl.BlockSpec(memory_space=pltpu.VMEM),
+                   pl.BlockSpec(memory_space=pltpu.VMEM)),
+        out_shape=(jax.ShapeDtypeStruct((3,), dtype), jax.ShapeDtypeStruct((8, 128), dtype),
+                   jax.ShapeDtypeStruct((4,), dtype)))(x, s)
+    np.testing.assert_array_equal(o, x[[1, 3, 0]])
+    assert np.signbit(o[2]) == np.signbit(x[0])	# -0.0 kept, not summed to +0.0
+    np.testing.assert_array_equal(b, np.full((8, 128), x[2]))
+    np.testing.assert_array_equal(v, np.array([9, 4, 4, 2], dtype))
+
+
+def test_an_element_past_a_1d_value_is_refused():
+    def kernel(x_ref, o_ref):
+        o_ref[0] = x_ref[...][4]
+
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 0 with size 4"):
+        pl.pallas_call(kernel, out_specs=_SMEM,
+                       out_shape=jax.ShapeDtypeStruct((1,), jnp.float32))(
+            np.zeros(4, np.float32))
