@@ -260,6 +260,10 @@ def roll(x, shift, axis=None):
         raise trace_error("jnp.roll without axis rolls the flattened array; give axis=0 or 1")
     if axis in (0, -1) and len(getattr(x, "shape", None) or (0, 0)) == 1:
         axis = -1	# a 1-D value is a row on the device: its axis is the last
+    rank = len(getattr(x, "shape", None) or ())
+    if isinstance(shift, Value) and rank >= 3 and int(axis) % rank not in (0, rank - 1):
+        from .pallas.tpu import _roll_once	# a traced shift along a middle axis
+        return _roll_once(_v(x), shift, axis)
     return call("jnp.roll", _v(x), shift, axis)
 
 

@@ -898,17 +898,7 @@ def _major_stride_params():
         for shift in (0, 3, 34, 129):
             for stride in (1, 2, 129):
                 for is_dynamic in (False, True):
-                    marks = ()
-                    if is_dynamic and axis == 1:
-                        if (shift, stride) != (3, 2):
-                            continue	# one strict xfail stands for each shape and dtype
-                        marks = pytest.mark.xfail(
-                            strict=True, raises=jax.TraceError,
-                            reason="a traced shift along the second-minor axis of a "
-                                   "rank-3 value: tpuemu's roll of rank >= 3 along "
-                                   "that axis takes a constant shift")
-                    out.append(pytest.param(shape, dtype, axis, shift, stride, is_dynamic,
-                                            marks=marks))
+                    out.append((shape, dtype, axis, shift, stride, is_dynamic))
     return out
 
 

@@ -421,26 +421,29 @@ def test_casts_clips_rolls_and_concatenations_of_nd_values():
              np.concatenate([x, x * 2, -x], axis=axis))
 
 
-def test_roll_of_a_traced_shift_along_outer_and_last_axes():
-    x = _data((3, 4, 128), "int32", 21)
+def test_roll_of_a_traced_shift_along_any_axis():
+    """Traced shifts: along the outer and last axes the device's roll; along
+    a middle axis of rank 3 or 4 the value stored twice into a VMEM scratch
+    and read back at the shifted start, negative shifts and ones past the
+    length too."""
+    from tpuemu.pallas import tpu as pltpu
+    x = _data((3, 16, 128), "int32", 21)
+    y = _data((2, 3, 8, 128), "float32", 22)
 
-    def kernel(s_ref, x_ref, a_ref, b_ref):
+    def kernel(s_ref, x_ref, y_ref, a_ref, b_ref, c_ref, d_ref, e_ref):
         a_ref[...] = jnp.roll(x_ref[...], s_ref[0], axis=0)
         b_ref[...] = pltpu.roll(x_ref[...], s_ref[0], 2)
+        c_ref[...] = jnp.roll(x_ref[...], s_ref[1], axis=1)
+        d_ref[...] = pltpu.roll(y_ref[...], s_ref[2], 1)
+        e_ref[...] = jnp.roll(y_ref[...], s_ref[1], axis=-2)
 
-    from tpuemu.pallas import tpu as pltpu
-    t = jax.ShapeDtypeStruct(x.shape, jnp.int32)
-    a, b = pl.pallas_call(kernel, out_shape=[t, t], in_specs=[
-        pl.BlockSpec(memory_space=pltpu.SMEM), pl.BlockSpec(memory_space=pltpu.VMEM)])(
-        np.array([2], np.int32), x)
-    np.testing.assert_array_equal(a, np.roll(x, 2, 0))
-    np.testing.assert_array_equal(b, np.roll(x, 2, 2))
-
-    def middle(s_ref, x_ref, a_ref):
-        a_ref[...] = jnp.roll(x_ref[...], s_ref[0], axis=1)
-
-    with pytest.raises(pl.TraceError, match="roll along axis 1 of a value of rank 3 takes a "
-                                            "constant shift"):
-        pl.pallas_call(middle, out_shape=t, in_specs=[
-            pl.BlockSpec(memory_space=pltpu.SMEM), pl.BlockSpec(memory_space=pltpu.VMEM)])(
-            np.array([2], np.int32), x)
+    tx, ty = jax.ShapeDtypeStruct(x.shape, jnp.int32), jax.ShapeDtypeStruct(y.shape, jnp.float32)
+    for s0, s1, s2 in ((2, -3, 4), (1, 37, -1)):
+        a, b, c, d, e = pl.pallas_call(kernel, out_shape=[tx, tx, tx, ty, ty], in_specs=[
+            pl.BlockSpec(memory_space=pltpu.SMEM), pl.BlockSpec(memory_space=pltpu.VMEM),
+            pl.BlockSpec(memory_space=pltpu.VMEM)])(np.array([s0, s1, s2], np.int32), x, y)
+        np.testing.assert_array_equal(a, np.roll(x, s0, 0))
+        np.testing.assert_array_equal(b, np.roll(x, s0, 2))
+        np.testing.assert_array_equal(c, np.roll(x, s1, 1))
+        np.testing.assert_array_equal(d, np.roll(y, s2, 1))
+        np.testing.assert_array_equal(e, np.roll(y, s1, 2))

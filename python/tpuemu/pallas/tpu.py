@@ -1261,7 +1261,7 @@ def roll(x, shift, axis, *, stride=None, stride_axis=None):
         if isinstance(axis, int) and axis in (0, -1) and \
                 len(getattr(x, "shape", None) or (0, 0)) == 1:
             axis = -1	# a 1-D value is a row on the device: its axis is the last
-        return _trace.call("pltpu.roll", x, shift, axis)
+        return _roll_once(x, shift, axis)
     if stride is None or stride_axis is None:
         raise trace_error("pltpu.roll: stride and stride_axis go together (stride=%r, "
                           "stride_axis=%r)" % (stride, stride_axis))
@@ -1285,7 +1285,7 @@ def roll(x, shift, axis, *, stride=None, stride_axis=None):
     if stride < 0:
         raise trace_error("pltpu.roll: stride %d; it must be non-negative" % stride)
     n, m = shape[axis], shape[stride_axis]
-    y = _trace.call("pltpu.roll", x, shift, axis)
+    y = _roll_once(x, shift, axis)
     extra = [i * stride % n for i in range(m)]
     if not any(extra):
         return y
@@ -1298,6 +1298,40 @@ def roll(x, shift, axis, *, stride=None, stride_axis=None):
             y = _trace.local(jnp.where((k >> b) & 1 == 1,
                                        _trace.call("pltpu.roll", y, 1 << b, axis), y))
     return y
+
+
+def _roll_once(x, shift, axis):
+    """x rolled by @shift along @axis. The device rolls the rows of its 2-D
+    view, or slabs of them, by any shift, and a middle axis of a value of
+    rank 3 or more (its two parts copied) by a constant one; by a traced
+    shift there, x is stored twice along the axis into a VMEM scratch and
+    read back at pl.ds(n - shift mod n, n)."""
+    shape = getattr(x, "shape", None)
+    rank = len(shape) if shape is not None else 0
+    if not isinstance(shift, _trace.Value) or rank < 3 or int(axis) % rank in (0, rank - 1):
+        return _trace.call("pltpu.roll", x, shift, axis)
+    from . import ds
+    axis = int(axis) % rank
+    n = shape[axis]
+    k = (shift % n + n) % n
+    out = []
+
+    def at(start, size):
+        idx = [slice(None)] * rank
+        idx[axis] = ds(start, size) if isinstance(start, _trace.Value) else \
+            slice(start, start + size)
+        return tuple(idx)
+
+    def body(buf):
+        buf[at(0, n)] = x
+        buf[at(n, n)] = x
+        r = buf[at(n - k, n)]
+        rec = _trace.recorder()
+        rec.bind(r, tuple(rec.conds))	# read before the scratch is gone
+        out.append(r)
+    doubled = tuple(2 * d if i == axis else d for i, d in enumerate(shape))
+    run_scoped(body, VMEM(doubled, x.dtype))
+    return out[0]
 
 
 def bitcast(x, ty):
