@@ -205,10 +205,19 @@ int16 = DType("int16", 4, "int16", device="int32")
 # np.uint16 name bfloat16, jnp.uint16 (this DType) and jnp's host uint16
 # arrays (numpy.UInt16Array) name uint16
 uint16 = DType("uint16", 4, "uint16", device="int32")
-_DTYPES = {d.name: d for d in (float32, bfloat16, int8, uint8, int32, bool_, uint32, int16)}
+# the 4- and 2-bit integers likewise (NumPy has none: on the host jnp's
+# arrays of them are numpy.NarrowIntArray, int8 or uint8 storage)
+int4 = DType("int4", 4, "int8", device="int32")
+uint4 = DType("uint4", 4, "uint8", device="int32")
+int2 = DType("int2", 4, "int8", device="int32")
+uint2 = DType("uint2", 4, "uint8", device="int32")
+_DTYPES = {d.name: d for d in (float32, bfloat16, int8, uint8, int32, bool_, uint32, int16,
+                               int4, uint4, int2, uint2)}
 _DTYPES["uint16"] = bfloat16		# bf16's carrier
-# the 16-bit integers held in int32 words
-_HELD = (int16, uint16)
+# the integers narrower than their words, held in int32 words
+_HELD = (int16, uint16, int4, uint4, int2, uint2)
+_HELD_BITS = {int16: 16, uint16: 16, int4: 4, uint4: 4, int2: 2, uint2: 2}
+_UNSIGNED_HELD = (uint16, uint4, uint2)
 
 
 class HostBF16DType:
@@ -286,6 +295,8 @@ def as_dtype(d):
         return d
     if isinstance(d, HostBF16DType):
         return bfloat16
+    if isinstance(getattr(d, "jnp_dtype", None), DType):	# a host narrow array's
+        return d.jnp_dtype
     import numpy as np
     try:
         name = np.dtype(d).name
@@ -780,15 +791,22 @@ class Value:
             # megacore arithmetic): the scalar itself, so that predicates
             # made of such terms stay within the scalar core's text limit
             return self
-        if {dt_of(a), dt_of(b)} == {uint16, uint32} or \
-                dt is uint16 and sym in ("//", "%") and not scalar:
+        if (uint32 in (dt_of(a), dt_of(b)) and
+                {dt_of(a), dt_of(b)} & set(_UNSIGNED_HELD)) or \
+                dt in _UNSIGNED_HELD and sym in ("//", "%") and not scalar:
             # uint16's int32 words meet uint32 as uint32 (jnp's promotion),
             # and divide in it: the vector unit's uint32 x // 0 and x % 0
             # are XLA's (0xffffffff wrapped to 0xffff, and x), int32's fault
-            a, b = [x.astype(uint32) if dt_of(x) is uint16 else x for x in (a, b)]
-            if dt is uint16:
+            a, b = [x.astype(uint32) if dt_of(x) in _UNSIGNED_HELD else x for x in (a, b)]
+            if dt in _UNSIGNED_HELD:
                 q = a._op(sym, b) if isinstance(a, Value) else b._op(sym, a, True)
-                return q.astype(uint16)
+                return q.astype(dt)
+        p = _promote(dt_of(a), dt_of(b))
+        if isinstance(p, DType) and p not in _HELD and p not in (int32, bool_) and \
+                not is_float_dt(p) and {dt_of(a), dt_of(b)} & set(_HELD):
+            # a held integer's int32 words meet a narrower-worded type (int4
+            # and int8 give int8): the words cast to it first
+            a, b = [x.astype(p) if dt_of(x) in _HELD else x for x in (a, b)]
         dev = None
         if not scalar and _fold.is_high_op(a, b):
             (a, b), dev = _fold.align((a, b), _shapes.broadcast(_shapes.shape_of(a),
@@ -855,7 +873,7 @@ class Value:
             # index-map language) take as well as statements do
             return Value("unop", "not ", (self,), self.reads, True, self.dt)
         v = Value("unop", "~", (self,), self.reads, self.scalar, self.dt)
-        return wrap16(v) if self.dt is uint16 else v	# ~ of int32 words is negative
+        return wrap16(v) if self.dt in _UNSIGNED_HELD else v	# ~ of int32 words is negative
 
     @property
     def T(self):
@@ -1028,24 +1046,30 @@ _WRAPPING_OPS = ("+", "-", "*", "//", "%", "**", "<<")
 
 
 def wrap16(v):
-    """@v (int32 words) wrapped into int16's range, as XLA's int16 wraps:
-    (v << 16) >> 16 on the vector unit; on the scalar core, which has no
-    shifts, ((v + 32768) mod 65536) - 32768 (its % floors). Of a uint16
-    @v, its low 16 bits: v & 0xffff, on the scalar core v mod 65536."""
-    if v.dt is uint16:
+    """@v (int32 words) wrapped into the range of its held dtype of b bits
+    (int16, int4, int2), as XLA's narrow integers wrap: (v << (32 - b)) >>
+    (32 - b) on the vector unit; on the scalar core, which has no shifts,
+    ((v + 2^(b-1)) mod 2^b) - 2^(b-1) (its % floors). Of an unsigned one
+    (uint16, uint4, uint2), its low b bits: v & (2^b - 1), on the scalar
+    core v mod 2^b."""
+    d = v.dt
+    bits = _HELD_BITS[d]
+    if d in _UNSIGNED_HELD:
         if v.scalar:
-            return Value("op", "%", (v, 65536), v.reads, True, uint16)
-        return Value("op", "&", (v, 65535), v.reads, False, uint16)
+            return Value("op", "%", (v, 1 << bits), v.reads, True, d)
+        return Value("op", "&", (v, (1 << bits) - 1), v.reads, False, d)
+    half = 1 << (bits - 1)
     if v.scalar:
-        w = Value("op", "%", (Value("op", "+", (v, 32768), v.reads, True, int32), 65536),
+        w = Value("op", "%", (Value("op", "+", (v, half), v.reads, True, int32), 1 << bits),
                   v.reads, True, int32)
-        return Value("op", "-", (w, 32768), v.reads, True, int16)
-    w = Value("op", "<<", (v, 16), v.reads, False, int32)
-    return Value("op", ">>", (w, 16), v.reads, False, int16)
+        return Value("op", "-", (w, half), v.reads, True, d)
+    w = Value("op", "<<", (v, 32 - bits), v.reads, False, int32)
+    return Value("op", ">>", (w, 32 - bits), v.reads, False, d)
 
 
 _INT_RANGES = {"int8": (-2 ** 7, 2 ** 7 - 1), "uint8": (0, 2 ** 8 - 1),
                "int16": (-2 ** 15, 2 ** 15 - 1), "uint16": (0, 2 ** 16 - 1),
+               "int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1), "uint2": (0, 3),
                "int32": (-2 ** 31, 2 ** 31 - 1),
                "uint32": (0, 2 ** 32 - 1)}
 
@@ -1063,9 +1087,9 @@ def _check_weak_int(c, dt):
 
 
 def to_int16(x, d=int16):
-    """x.astype(int16): integers wrap (the low 16 bits, sign-extended),
-    floats saturate to [-32768, 32767] (NaN is 0), as XLA converts; of
-    @d uint16, the low 16 bits, floats saturated to [0, 65535]."""
+    """x.astype(d) of a held integer dtype @d (int16, int4, int2 and the
+    unsigned ones): integers wrap (the low bits, sign- or zero-extended),
+    floats saturate to d's range (NaN is 0), as XLA converts."""
     lo, hi = _INT_RANGES[d.name]
     if is_float_dt(x.dt):
         from . import numpy as jnp
@@ -1077,7 +1101,9 @@ def to_int16(x, d=int16):
         v.dt = d
         return v
     v = Value("method", "astype", (x, _DT(int32)), x.reads, x.scalar, int32)
-    if x.dt in ((uint8, bool_) if d is uint16 else (int8, uint8, bool_)):
+    src = (0, 1) if x.dt is bool_ else \
+        _INT_RANGES.get(x.dt.name) if isinstance(x.dt, DType) else None
+    if src is not None and lo <= src[0] and src[1] <= hi:
         v.dt = d		# in range already
         return v
     v.dt = d
@@ -1085,11 +1111,13 @@ def to_int16(x, d=int16):
 
 
 def wrap16_const(c, d=int16):
-    """A Python int stored as int16 (or uint16): wrapped as the device's
-    store would."""
-    if d is uint16:
-        return int(c) % 65536
-    return ((int(c) + 32768) % 65536) - 32768
+    """A Python int stored as a held integer dtype (int16, uint16, int4
+    ...): wrapped as the device's store would."""
+    bits = _HELD_BITS[d]
+    if d in _UNSIGNED_HELD:
+        return int(c) % (1 << bits)
+    half = 1 << (bits - 1)
+    return ((int(c) + half) % (1 << bits)) - half
 
 
 def _as_dtype_or_none(d):
@@ -1137,17 +1165,28 @@ def _promote(da, db):
             else (da if is_float_dt(da) else db)
     if bool_ in (da, db):
         return db if da is bool_ else da
-    if {da, db} == {uint8, uint32}:
-        return uint32
-    if {da, db} == {int8, uint8}:
-        return int16	# jnp's lattice: the least type holding both
-    if int16 in (da, db) and {da, db} <= {int16, int8, uint8}:
-        return int16
-    if uint16 in (da, db) and {da, db} <= {uint16, uint8}:
-        return uint16
-    if {da, db} == {uint16, uint32}:
-        return uint32
-    return int32	# jnp: int16, or int64 for uint32 with a signed type (int32 without x64)
+    return _promote_ints(da, db)
+
+
+# jnp's integer lattice: (signed, bits)
+_INT_KINDS = {int2: (True, 2), int4: (True, 4), int8: (True, 8), int16: (True, 16),
+              int32: (True, 32), uint2: (False, 2), uint4: (False, 4), uint8: (False, 8),
+              uint16: (False, 16), uint32: (False, 32)}
+_INT_OF_KIND = {k: d for d, k in _INT_KINDS.items()}
+
+
+def _promote_ints(da, db):
+    """The least integer type holding both (jnp's lattice): of one
+    signedness the wider; a signed type wider than the unsigned one, else
+    the signed type of twice the unsigned's bits (int64 for uint32 with a
+    signed type: int32 without x64)."""
+    ka, kb = _INT_KINDS.get(da), _INT_KINDS.get(db)
+    if ka is None or kb is None:
+        return int32
+    if ka[0] == kb[0]:
+        return _INT_OF_KIND[(ka[0], max(ka[1], kb[1]))]
+    (_, s), (_, u) = (ka, kb) if ka[0] else (kb, ka)
+    return _INT_OF_KIND[(True, s)] if s > u else _INT_OF_KIND[(True, min(2 * u, 32))]
 
 
 def _result_dt(sym, a, b):
@@ -1180,9 +1219,9 @@ def widened(x, dtype=None, bools=False):
         return x
     if dtype is not None:
         return x.astype(dtype)
-    if x.dt in (int8, int16) or bools and x.dt is bool_:
+    if x.dt in (int8, int16, int4, int2) or bools and x.dt is bool_:
         return x.astype(int32)
-    if x.dt in (uint8, uint16):
+    if x.dt in (uint8,) + _UNSIGNED_HELD:
         return x.astype(uint32)
     return x
 
@@ -1905,17 +1944,20 @@ class ReshapedBitcast:
 
 
 _WIDTH = {"float32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "int16": 2, "uint16": 2,
-          "int8": 1, "uint8": 1, "bool": 1}
+          "int8": 1, "uint8": 1, "bool": 1, "int4": 0.5, "uint4": 0.5, "int2": 0.25,
+          "uint2": 0.25}
 
 
 def _bitcast_check(frm, to, what):
     frm, to = as_dtype(frm), as_dtype(to)
     held = next((d for d in (frm, to) if d in _HELD), None)
     if frm is not to and held is not None:
+        also = ("a %s value bitcasts only to int16, uint16 or bfloat16 (not a ref, not to "
+                "another width)" % held.name) if _HELD_BITS[held] == 16 else \
+            "%s has no bitcasts here" % held.name
         raise trace_error("%s of %s to %s: %s arrays are held in int32 words here, so "
-                          "their bits are not %s's; a %s value bitcasts only to int16, "
-                          "uint16 or bfloat16 (not a ref, not to another width)"
-                          % (what, frm.name, to.name, held.name, held.name, held.name))
+                          "their bits are not %s's; %s"
+                          % (what, frm.name, to.name, held.name, held.name, also))
     if frm is not to and bool_ in (frm, to):
         raise trace_error("%s of %s to %s: bool has no bits to cast" % (what, frm.name, to.name))
     return to

@@ -3,7 +3,7 @@
 import builtins as _py
 
 from ._trace import (float32, bfloat16, int8, uint8, int16, uint16, int32, uint32, bool_, call,
-                     Value,
+                     int4, uint4, int2, uint2, Value,
                      Ref, trace_error, reducer)
 
 inf = float("inf")
@@ -11,9 +11,9 @@ nan = float("nan")
 
 
 class _NoSuchDType:
-    """A JAX dtype the device has not (jnp.int4, jnp.uint4, the float8s):
+    """A JAX dtype the device has not (the float8s):
     a name equal only to itself, so that dtype tests as JAX's kernels write
-    them (x.dtype in [jnp.int8, jnp.int4, ...]) run; an array or a block
+    them (x.dtype in [jnp.int8, jnp.float8_e5m2, ...]) run; an array or a block
     of it is refused where its dtype is asked for."""
 
     def __init__(self, name):
@@ -29,10 +29,6 @@ class _NoSuchDType:
         return hash(self.name)
 
 
-int4 = _NoSuchDType("int4")
-uint4 = _NoSuchDType("uint4")
-int2 = _NoSuchDType("int2")
-uint2 = _NoSuchDType("uint2")
 float8_e4m3fn = _NoSuchDType("float8_e4m3fn")
 float8_e5m2 = _NoSuchDType("float8_e5m2")
 float8_e4m3b11fnuz = _NoSuchDType("float8_e4m3b11fnuz")
@@ -753,6 +749,7 @@ def broadcast_to(x, shape):
 
 
 __all__ = ["float32", "bfloat16", "int8", "uint8", "int16", "uint16", "int32", "uint32", "bool_",
+           "int4", "uint4", "int2", "uint2",
            "inf", "nan",
            "dot", "matmul", "where", "clip", "sum", "max", "min", "mean", "full_like", "astype",
            "exp", "maximum", "minimum", "zeros_like", "ones_like", "zeros", "ones", "full",
@@ -956,6 +953,8 @@ class HostArray(_np.ndarray):
         if _is_bf16(dtype):	# x.astype(jnp.bfloat16): rounded to nearest even
             return round_bf16(self).view(BF16Array)
         r = _np.ndarray.astype(self, _host_arg(dtype), *args, **kw)
+        if dtype in _NARROW_ARRAYS:
+            return _narrow_array(r, dtype)
         return r.view(UInt16Array) if dtype is uint16 else r
 
 
@@ -982,6 +981,97 @@ class UInt16Array(HostArray):
     def __array_wrap__(self, obj, context=None, return_scalar=False):
         r = _np.ndarray.__array_wrap__(self, obj, context, return_scalar)
         return self._keep(r)
+
+
+class HostNarrowDType:
+    """x.dtype of a host int4, uint4, int2 or uint2 array (NarrowIntArray):
+    equal to jnp.int4 (and "int4") ...; NumPy's attributes are its int8 or
+    uint8 storage's, so NumPy's functions work on such arrays."""
+
+    def __init__(self, d):
+        self.jnp_dtype = d
+        self.name = d.name
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(_np.dtype(self.jnp_dtype.np_name), name)
+
+    def __eq__(self, other):
+        return other is self or other is self.jnp_dtype or \
+            isinstance(other, str) and other == self.name
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __repr__(self):
+        return "dtype(%s)" % self.name
+
+    def __str__(self):
+        return self.name
+
+
+class NarrowIntArray(HostArray):
+    """A host array of int4, uint4, int2 or uint2 (NumPy has none) as jnp
+    makes it (jnp.asarray(x, dtype=jnp.int4), x.astype(jnp.uint4), a
+    pallas_call's output): int8 or uint8 storage holding values in the
+    type's range (wrapped on the way in), x.dtype == jnp.int4. NumPy's
+    functions and arithmetic see the storage: their results are int8 or
+    uint8 arrays, not narrow ones."""
+    host_dtype = None	# each subclass's
+
+    @property
+    def dtype(self):
+        return self.host_dtype
+
+    def _keep(self, r):
+        return _np.ndarray.view(r, HostArray) if isinstance(r, NarrowIntArray) else r
+
+    def view(self, *args, **kw):
+        return self._keep(_np.ndarray.view(self, *args, **kw))
+
+    def astype(self, dtype, *args, **kw):
+        if dtype in _NARROW_ARRAYS:
+            return _narrow_array(_np.asarray(self), dtype)
+        return self._keep(HostArray.astype(self, dtype, *args, **kw))
+
+    def __array_wrap__(self, obj, context=None, return_scalar=False):
+        r = _np.ndarray.__array_wrap__(self, obj, context, return_scalar)
+        return self._keep(r)
+
+
+_NARROW_ARRAYS = {}
+for _d in (int4, uint4, int2, uint2):
+    _NARROW_ARRAYS[_d] = type(_d.name.capitalize() + "Array", (NarrowIntArray,),
+                              {"host_dtype": HostNarrowDType(_d)})
+
+
+def _narrow_array(x, d):
+    """@x (integers, or floats truncated and saturated) as a host array of
+    narrow integer type @d, its values wrapped into d's range."""
+    a = _np.asarray(x)
+    lo, hi = _trace._INT_RANGES[d.name]
+    if a.dtype.kind == "f":
+        a = _np.clip(_np.nan_to_num(_np.trunc(a)), lo, hi)
+    a = a.astype(_np.int64)
+    bits = _trace._HELD_BITS[d]
+    a = a & ((1 << bits) - 1)
+    if lo < 0:
+        a = _np.where(a > hi, a - (1 << bits), a)
+    return a.astype(_np.dtype(d.np_name)).view(_NARROW_ARRAYS[d])
+
+
+def _held_dtype(a):
+    """The held DType of host array @a (jnp's uint16 and narrow integers),
+    or None."""
+    if isinstance(a, UInt16Array):
+        return uint16
+    if isinstance(a, NarrowIntArray):
+        return a.host_dtype.jnp_dtype
+    return None
 
 
 class BF16Array(HostArray):
@@ -1289,6 +1379,9 @@ def _host_call(np_fn, args, kw, bf16=False):
         return _as_bf16(r)
     if asked is uint16 and isinstance(r, _np.ndarray):
         return r.view(UInt16Array)
+    narrow = _NARROW_ARRAYS.get(_trace._as_dtype_or_none(asked)) if asked is not None else None
+    if narrow is not None and isinstance(r, (_np.ndarray, _np.generic)):
+        return _narrow_array(r, _trace.as_dtype(asked))
     return _narrow(r)
 
 
@@ -1406,4 +1499,4 @@ class _BF16Finfo:
 _BF16_FINFO = _BF16Finfo()
 
 
-del _name, _f, _sys
+del _name, _f, _sys, _d

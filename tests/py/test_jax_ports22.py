@@ -41,16 +41,12 @@ distribution (the checks are functions of the input); bf16 inputs are
 jax.to_bf16 of float32 (np.arange(..., dtype=bfloat16) rounds the same
 way) and int8 ones np.arange's wrapped values; NumPy uint16 is bfloat16
 bits in tpuemu, so uint16 integers are jnp.asarray(x, dtype=jnp.uint16);
-dynamic roll shifts come from an SMEM operand; dtypes tpuemu has not
-(int4, uint4, float8_*) are left out of the tables (test_fifo's f8_e5m2
-case too), with strict xfails for float8 in test_reshape_float8. Some
-tables are cut where a case costs much and adds little: test_roll_with_
-major_stride takes shifts 0, 3, 34, 129 of JAX's six, and where many
-cases fail for one reason one strict xfail stands for them (the strided
-dynamic sublane roll: shift 3, stride 2; the merged-dimension DMA
-reshapes: four of fifteen), as each
-xfail costs pytest ~0.1 s of traceback formatting. Strict xfails name
-what tpuemu does not have.
+dynamic roll shifts come from an SMEM operand; int4 and uint4 are jnp's
+host arrays of them (held in int8 and uint8); the float8 types tpuemu has
+not are left out of the tables (test_fifo's f8_e5m2 case too), with
+strict xfails in test_reshape_float8. Some tables are cut where a case
+costs much and adds little: test_roll_with_major_stride takes shifts 0,
+3, 34, 129 of JAX's six. Strict xfails name what tpuemu does not have.
 
 Left out: test_run_scoped_partial_discharge, PrettyPrintingTest (jaxpr
 equations and text); test_cost_analysis_vmap and its symbolic-batch case
@@ -86,11 +82,13 @@ def _host(x, dtype):
     (jax.to_bf16), the rest as NumPy's."""
     if dtype == "bf16":
         return jax.to_bf16(np.asarray(x, np.float32))
+    if dtype == "int4":	# jnp's host int4 array (values wrapped as np.arange's)
+        return jnp.asarray(np.asarray(x), dtype=jnp.int4)
     return np.asarray(x).astype(dtype)
 
 
 def _dev(dtype):
-    return jnp.bfloat16 if dtype == "bf16" else dtype
+    return jnp.bfloat16 if dtype == "bf16" else jnp.int4 if dtype == "int4" else dtype
 
 
 def _vals(y, dtype):
@@ -538,7 +536,7 @@ _SCALAR_OPS = {
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int8, np.uint8, np.int16,
-                                   "uint16"], ids=str)
+                                   "uint16", "int4", "uint4"], ids=str)
 @pytest.mark.parametrize("op", sorted(_SCALAR_OPS))
 def test_op_canonicalization(op, dtype):
     """PallasScalarIOpsTest.test_{op}_op_canonicalization
@@ -546,8 +544,8 @@ def test_op_canonicalization(op, dtype):
     branch. For int8, uint8, int16 and uint16 JAX expects Mosaic's "Not
     implemented: Only i32 ... is supported" compile error; tpuemu computes
     those SMEM scalars (in int32 words), so they are checked against the
-    helper's same result value. int4 and uint4 are left out (no such
-    dtypes here)."""
+    helper's same result value; int4 and uint4 too (jnp's host arrays of
+    them, held in int8 and uint8)."""
     fn, result = _SCALAR_OPS[op]
 
     def kernel(x_ref, y_ref):
@@ -555,6 +553,9 @@ def test_op_canonicalization(op, dtype):
 
     if dtype == "uint16":	# a NumPy uint16 array is bfloat16 bits in tpuemu
         x, dev, npdt = jnp.asarray(np.arange(3), dtype=jnp.uint16), jnp.uint16, np.uint16
+    elif dtype in ("int4", "uint4"):
+        dev = getattr(jnp, dtype)
+        x, npdt = jnp.asarray(np.arange(3), dtype=dev), np.int8 if dtype == "int4" else np.uint8
     else:
         x, dev, npdt = np.arange(3, dtype=dtype), dtype, dtype
     y = pl.pallas_call(
@@ -821,7 +822,7 @@ def test_1d_tiling_major_minor_transpose(q, m, n, dtype):
                                   np.transpose(xv.reshape(mid_shape), axes=(1, 0, 2)))
 
 
-_ROLL_DTYPES = [np.float32, "bf16", np.int8]
+_ROLL_DTYPES = [np.float32, "bf16", np.int8, "int4"]
 
 
 def _roll_input(shape, dtype):
@@ -834,8 +835,8 @@ def _roll_input(shape, dtype):
 @pytest.mark.parametrize("shift", [0, 2, 3, 19])
 @pytest.mark.parametrize("shape", [(5, 8, 64), (15, 4, 128), (8, 3, 256), (7, 32, 384)], ids=str)
 def test_roll_with_major_dim_shift(shape, shift, dtype, is_dynamic):
-    """MiscellaneousTest.test_roll_with_major_dim_shift (int4 left out: no
-    such dtype here; the dynamic shift read from an SMEM operand)."""
+    """MiscellaneousTest.test_roll_with_major_dim_shift (the dynamic shift
+    read from an SMEM operand)."""
     x = _roll_input(shape, dtype)
     if is_dynamic:
         def kernel(x_ref, shift_ref, out_ref):
@@ -883,7 +884,7 @@ def _major_stride_cases():
     out = []
     for shape in [(2, 128, 128), (3, 64, 256), (4, 64, 200), (5, 30, 512)]:
         for dtype in _ROLL_DTYPES:
-            packing = {np.float32: 1, "bf16": 2, np.int8: 4}[dtype]
+            packing = {np.float32: 1, "bf16": 2, np.int8: 4, "int4": 8}[dtype]
             for axis in (1, 2):
                 if (axis == 1 and shape[1] % (8 * packing) != 0) or (
                         axis == 2 and shape[2] % 128 != 0):
@@ -906,7 +907,7 @@ def _major_stride_params():
                          _major_stride_params(), ids=str)
 def test_roll_with_major_stride(shape, dtype, axis, shift, stride, is_dynamic):
     """MiscellaneousTest.test_roll_with_major_stride (shifts 0, 3, 34, 129
-    of JAX's 0, 2, 3, 17, 34, 129; int4 left out; the cases JAX skips as
+    of JAX's 0, 2, 3, 17, 34, 129; the cases JAX skips as
     unaligned are not generated)."""
     x = _roll_input(shape, dtype)
     if is_dynamic:
@@ -1124,18 +1125,32 @@ def test_dynamic_grid_with_smem_output():
     np.testing.assert_array_equal(jax.jit(wrapper_dynamic)(n), n)
 
 
+class _NarrowInfo:
+    """np.iinfo of int4 and uint4 (NumPy has neither)."""
+
+    def __init__(self, name):
+        self.bits = 4
+        self.min, self.max = (0, 15) if name == "uint4" else (-8, 7)
+
+
+def _iinfo(dtype):
+    return _NarrowInfo(dtype) if dtype in ("int4", "uint4") else np.iinfo(dtype)
+
+
 @pytest.mark.parametrize("shape", [(11, 200), (32, 256)], ids=str)
 @pytest.mark.parametrize("shift_amount", [-1, 0, 1, 2, 5, 8, 9, 16, 17, 100])
-@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16], ids=str)
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, "int4", "uint4"],
+                         ids=str)
 def test_packed_shifts(dtype, shift_amount, shape):
-    """MiscellaneousTest.test_packed_shifts (int4 left out: no such dtype
-    here): << and >> of narrow integers by a constant, JAX's clamped
-    reference."""
-    if shift_amount < 0 and dtype in (np.uint8, np.uint16):
+    """MiscellaneousTest.test_packed_shifts: << and >> of narrow integers
+    by a constant, JAX's clamped reference (int4 and uint4 as jnp's host
+    arrays of them, held in int8 and uint8)."""
+    if shift_amount < 0 and dtype in (np.uint8, np.uint16, "uint4"):
         pytest.skip("JAX skips: negative shift amount for unsigned types is undefined")
-    info = np.iinfo(dtype)
+    info = _iinfo(dtype)
     if shift_amount > info.max or shift_amount < info.min:
         pytest.skip("JAX skips: shift amount out of range for dtype")
+    narrow = dtype in ("int4", "uint4")
 
     def kernel(x_ref, shl_ref, shr_ref):
         x = x_ref[...]
@@ -1143,10 +1158,16 @@ def test_packed_shifts(dtype, shift_amount, shape):
         shr_ref[...] = x >> shift_amount
 
     rng = np.random.default_rng(1234)
-    inp = rng.integers(info.min, info.max + 1, size=shape, dtype=np.int32).astype(dtype)
-    # a NumPy uint16 array is bfloat16 bits in tpuemu: jnp's uint16 array is the integers
-    arg = jnp.asarray(inp, dtype=jnp.uint16) if dtype == np.uint16 else inp
-    dev = jnp.uint16 if dtype == np.uint16 else dtype
+    inp = rng.integers(info.min, info.max + 1, size=shape, dtype=np.int32)
+    if narrow:
+        arg = jnp.asarray(inp, dtype=getattr(jnp, dtype))
+        dev = getattr(jnp, dtype)
+        inp = inp.astype(np.uint8 if dtype == "uint4" else np.int8)
+    else:
+        inp = inp.astype(dtype)
+        # a NumPy uint16 array is bfloat16 bits in tpuemu: jnp's uint16 array is the integers
+        arg = jnp.asarray(inp, dtype=jnp.uint16) if dtype == np.uint16 else inp
+        dev = jnp.uint16 if dtype == np.uint16 else dtype
     shl_out, shr_out = pl.pallas_call(
         kernel,
         out_shape=(jax.ShapeDtypeStruct(shape, dev), jax.ShapeDtypeStruct(shape, dev)),
@@ -1155,15 +1176,22 @@ def test_packed_shifts(dtype, shift_amount, shape):
 
     shift_clamped = min(shift_amount, info.bits - 1)
     with np.errstate(all="ignore"):
-        if np.issubdtype(dtype, np.signedinteger):
+        if dtype != "uint4" and (narrow or np.issubdtype(dtype, np.signedinteger)):
             expected_shr = inp >> shift_clamped
         else:
             expected_shr = np.where(shift_amount >= info.bits, np.zeros_like(inp),
                                     inp >> shift_clamped)
         expected_shl = np.where(shift_amount >= info.bits, np.zeros_like(inp),
                                 inp << shift_clamped)
+        if narrow:	# the 4-bit type's wrap of <<
+            expected_shl = _wrap4(expected_shl, dtype)
     np.testing.assert_array_equal(shl_out, expected_shl)
     np.testing.assert_array_equal(shr_out, expected_shr)
+
+
+def _wrap4(x, dtype):
+    x = np.asarray(x, np.int64) & 15
+    return x - 16 * (x > 7) if dtype == "int4" else x
 
 
 def _dma_reshape_params():

@@ -679,29 +679,38 @@ def test_itof_dot_canonicalization(trans_x, trans_y):
 _INT_DTYPES = ["int32", "int16", "int8", "int4", "uint32", "uint16", "uint8", "uint4"]
 
 
+_NARROW_BITS = {"int4": 4, "uint4": 4, "int2": 2, "uint2": 2}
+
+
 def _np_int(name):
-    return {"int4": np.int8, "uint4": np.uint8}.get(name) or np.dtype(name).type
+    """NumPy's type holding integer type @name (int4 and int2: int8)."""
+    if name in _NARROW_BITS:
+        return np.uint8 if name.startswith("u") else np.int8
+    return np.dtype(name).type
+
+
+def _int_range(name):
+    """(lowest, highest) of integer type @name, the narrow ones too."""
+    if name in _NARROW_BITS:
+        bits = _NARROW_BITS[name]
+        return (0, (1 << bits) - 1) if name.startswith("u") else \
+            (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    info = np.iinfo(name)
+    return int(info.min), int(info.max)
 
 
 def _wrap(x, name):
     """x (int64) as the integer type @name holds it: two's complement wrap."""
-    bits = {"int4": 4, "uint4": 4}.get(name) or np.iinfo(np.dtype(name)).bits
+    bits = _NARROW_BITS.get(name) or np.iinfo(np.dtype(name)).bits
     x = np.asarray(x, np.int64) & ((1 << bits) - 1)
     if not name.startswith("u"):
         x = np.where(x >= 1 << (bits - 1), x - (1 << bits), x)
     return x
 
 
-_NO_INT4 = "tpuemu has no int4 or uint4 arrays (the host's jnp.asarray and kernels refuse them)"
-
-
 def _integer_cast_params():
-    out = []
-    for f, t in itertools.product(_INT_DTYPES, _INT_DTYPES):
-        marks = pytest.mark.xfail(strict=True, raises=TypeError, reason=_NO_INT4) \
-            if "4" in f[-1] + t[-1] else ()
-        out.append(pytest.param(f, t, marks=marks, id="%s-%s" % (f, t)))
-    return out
+    return [pytest.param(f, t, id="%s-%s" % (f, t))
+            for f, t in itertools.product(_INT_DTYPES, _INT_DTYPES)]
 
 
 @pytest.mark.parametrize("from_dtype,to_dtype", _integer_cast_params())
@@ -709,7 +718,7 @@ def test_integer_cast(from_dtype, to_dtype):
     """tpu_ops_test OpsTest.test_integer_cast: a (128, 256) block of the
     source type's lowest values, random ones and its highest, converted
     (lax.convert_element_type) to the target: two's complement wraps."""
-    bits = {"int4": 4, "uint4": 4}.get(from_dtype) or np.iinfo(np.dtype(from_dtype)).bits
+    bits = _NARROW_BITS.get(from_dtype) or np.iinfo(np.dtype(from_dtype)).bits
     lo = 0 if from_dtype.startswith("u") else -(1 << (bits - 1))
     hi = (1 << bits) - 1 + lo
     arange = np.arange(8 * 256).reshape(8, 256)
@@ -733,7 +742,6 @@ def test_integer_cast(from_dtype, to_dtype):
 
 # --- tpu_ops_test.py OpsTest.test_tpu_int4_upcast_and_matmul ---
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=_NO_INT4)
 @pytest.mark.parametrize("dtype", ["uint4", "int4"])
 def test_tpu_int4_upcast_and_matmul(dtype):
     """tpu_ops_test OpsTest.test_tpu_int4_upcast_and_matmul: a (128, 128)
@@ -827,9 +835,9 @@ def test_disable_bounds_check():
 # uint32, int16 and uint16; to uint32, int16 and uint16), the values over
 # each source type's whole range ---
 
-_LACKING = ["float16", "int4", "uint4", "int2", "uint2", "float8_e4m3b11fnuz", "float8_e5m2",
-            "float8_e4m3fn"]
-_CAST_TO = ["float32", "int32", "uint32", "bfloat16", "int16", "int8", "uint16", "uint8", "bool"]
+_LACKING = ["float16", "float8_e4m3b11fnuz", "float8_e5m2", "float8_e4m3fn"]
+_CAST_TO = ["float32", "int32", "uint32", "bfloat16", "int16", "int8", "uint16", "uint8", "bool",
+            "int4", "uint4", "int2", "uint2"]
 _DONE_32 = {("float32", "int32"), ("int32", "float32"), ("float32", "bfloat16"),
             ("int32", "bfloat16"), ("float32", "int8"), ("int32", "int8"), ("float32", "uint8"),
             ("int32", "uint8"), ("float32", "bool"), ("int32", "bool")}
@@ -853,8 +861,8 @@ def _cast_ref(x, to):
         r = np.asarray(x, np.float64).astype(np.float32)
         return _f32(_bf16(r)) if to == "bfloat16" else r
     if np.issubdtype(np.asarray(x).dtype, np.floating):
-        info = np.iinfo(to)
-        return np.clip(np.trunc(x), info.min, info.max).astype(np.int64)
+        lo, hi = _int_range(to)
+        return np.clip(np.trunc(x), lo, hi).astype(np.int64)
     return _wrap(np.asarray(x, np.int64), to)
 
 

@@ -167,11 +167,44 @@ def test_supported_dtypes_copy_and_add(dt):
         np.testing.assert_array_equal(np.asarray(r), (ref + ref).astype(dt))
 
 
-def test_int4_refused():
-    with pytest.raises((TypeError, ValueError, AttributeError, pl.TraceError)):
-        pl.pallas_call(lambda x_ref, o_ref: None,
-                       out_shape=jax.ShapeDtypeStruct((8, 128), jnp.int4))(
-            np.zeros((8, 128), np.int8))
+@pytest.mark.parametrize("name,lo,hi", [("int4", -8, 7), ("uint4", 0, 15), ("int2", -2, 1),
+                                        ("uint2", 0, 3)])
+def test_narrow_integers_wrap_and_promote(name, lo, hi):
+    """int4, uint4, int2 and uint2 are held in int32 words on the device
+    and in int8 or uint8 on the host (jnp's arrays of them): arithmetic
+    wraps into the type's range, Python ints take its type, a wider type
+    promotes it (int8 here), floats convert truncated and saturated, and
+    outputs of the type come back as its host arrays."""
+    d = getattr(jnp, name)
+    x = jnp.asarray(np.arange(8 * 128).reshape(8, 128) % (hi - lo + 1) + lo, dtype=d)
+    assert x.dtype == d and np.asarray(x).min() == lo and np.asarray(x).max() == hi
+    f = np.linspace(-20, 20, 8 * 128, dtype=np.float32).reshape(8, 128)
+
+    def kernel(x_ref, f_ref, s_ref, w_ref, c_ref):
+        s_ref[...] = x_ref[...] * hi + 1	# Python ints past the type: OverflowError
+        w_ref[...] = x_ref[...] + jnp.ones((8, 128), jnp.int8)
+        c_ref[...] = f_ref[...].astype(d)
+
+    s, w, c = pl.pallas_call(kernel, out_shape=(
+        jax.ShapeDtypeStruct((8, 128), d), jax.ShapeDtypeStruct((8, 128), jnp.int8),
+        jax.ShapeDtypeStruct((8, 128), d)))(x, f)
+    bits = (hi - lo + 1).bit_length() - 1
+    want = (np.asarray(x).astype(np.int64) * hi + 1) & ((1 << bits) - 1)
+    want = np.where(want > hi, want - (1 << bits), want)
+    assert s.dtype == d and c.dtype == d and w.dtype == np.int8
+    np.testing.assert_array_equal(np.asarray(s), want)
+    np.testing.assert_array_equal(np.asarray(w), np.asarray(x).astype(np.int64) + 1)
+    np.testing.assert_array_equal(np.asarray(c), np.clip(np.trunc(f), lo, hi))
+
+
+def test_narrow_integer_bitcasts_are_refused_by_name():
+    def kernel(x_ref, o_ref):
+        o_ref[...] = pltpu.bitcast(x_ref[...], jnp.int8)
+
+    x = jnp.asarray(np.zeros((16, 128), np.int8), dtype=jnp.int4)
+    with pytest.raises(pl.TraceError, match="int4 arrays are held in int32 words here.*"
+                                            "int4 has no bitcasts here"):
+        pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.int8))(x)
 
 
 # --- Computation placement: 0-D values on the scalar core ---

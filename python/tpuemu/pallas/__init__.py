@@ -1187,14 +1187,17 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                   _np.ascontiguousarray(a) for k, a in enumerate(sp_leaves + in_leaves)]
         arrays = [a.astype(_np.int32) if a.dtype == _np.int64 else
                   a.astype(_np.float32) if a.dtype == _np.float64 else a for a in arrays]
-        # jnp's uint16 arrays (a NumPy uint16 array is bf16 bits) live in
-        # int32 words on the device, zero-extended
-        from ..numpy import UInt16Array
-        held = {k for k, a in enumerate(sp_leaves + in_leaves) if isinstance(a, UInt16Array)}
-        arrays = [a.astype(_np.int32) if k in held else a for k, a in enumerate(arrays)]
+        # jnp's uint16 arrays (a NumPy uint16 array is bf16 bits) and its
+        # 4- and 2-bit integers live in int32 words on the device, sign- or
+        # zero-extended
+        from ..numpy import _held_dtype
+        held = {k: _held_dtype(a) for k, a in enumerate(sp_leaves + in_leaves)
+                if _held_dtype(a) is not None}
+        arrays = [_np.asarray(a).astype(_np.int32) if k in held else a
+                  for k, a in enumerate(arrays)]
 
         def dtype_of(k):
-            return _trace.uint16 if k in held else as_dtype(arrays[k].dtype)
+            return held[k] if k in held else as_dtype(arrays[k].dtype)
         nsp_flat = len(sp_leaves)
         nin = len(in_leaves)
         ispecs = grid_spec.in_specs
@@ -1266,7 +1269,7 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         for j, (n, a) in enumerate(zip(prefetch, arrays[:nsp_flat])):
             # SMEM holds 32-bit words: narrower integers and bools are
             # widened on the way in (their values, so s_ref[i] reads them)
-            narrow = _trace.uint16 if j in held else None
+            narrow = held.get(j)
             if a.dtype in (_np.int8, _np.uint8, _np.int16, _np.bool_):
                 narrow = as_dtype(a.dtype)	# s_ref[i] reads it back as one
             if a.dtype in (_np.int8, _np.uint8, _np.int16, _np.bool_):
@@ -1542,7 +1545,7 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         results = []
         for j, o in enumerate(outs):
             nd = _np_dtype(o.dtype)
-            held16 = nd == _np.int16 or as_dtype(o.dtype) is _trace.uint16
+            held16 = as_dtype(o.dtype) in _trace._HELD
             r = _np.empty(o.shape, dtype=_np.int32 if held16 else nd)
             check(lib.tpurt_array_read(handles[len(arrays) + j], ffi.from_buffer(r)),
                   "array read")
@@ -1552,6 +1555,9 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             if as_dtype(o.dtype) is _trace.uint16:
                 from ..numpy import UInt16Array
                 results[-1] = results[-1].view(UInt16Array)
+            elif held16 and as_dtype(o.dtype) is not _trace.int16:
+                from ..numpy import _narrow_array
+                results[-1] = _narrow_array(r, as_dtype(o.dtype))
             if j in key_outs:
                 results[-1] = PallasKey(r.view(_np.uint32))
             if j in fry_outs:
