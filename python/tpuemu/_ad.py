@@ -140,6 +140,8 @@ def _dtype(x):
 
 def _is_float(d):
     from . import _trace
+    if isinstance(d, _trace.DTypeOf):	# not known while tracing: differentiated
+        return True
     if isinstance(d, _trace.DType):
         return d.name in ("float32", "bfloat16")
     name = getattr(d, "name", str(d))
