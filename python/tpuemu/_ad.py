@@ -292,7 +292,7 @@ def _r_pow(g, a, kw, y):
     return [ga, gp]
 
 
-def _chooser(pick):
+def _chooser():
     """maximum / minimum: the cotangent to the operand chosen, halved at ties
     (JAX's balanced rule)."""
     def rule(g, a, kw, y):
@@ -332,7 +332,7 @@ def _axes(axis, ndim):
     return tuple(sorted(int(d) % ndim for d in axis))
 
 
-def _spread(g, x, axis, keepdims):
+def _spread(g, x, axis):
     """A reduction's cotangent put back over the reduced axes of @x."""
     jnp = _jnp()
     shape = _shape(x)
@@ -344,30 +344,30 @@ def _spread(g, x, axis, keepdims):
 
 
 def _reduce_axis(a, kw):
-    return kw.get("axis", a[1] if len(a) > 1 else None), kw.get("keepdims", False)
+    return kw.get("axis", a[1] if len(a) > 1 else None)
 
 
 def _r_sum(g, a, kw, y):
-    axis, keep = _reduce_axis(a, kw)
-    return [_spread(g, a[0], axis, keep)]
+    axis = _reduce_axis(a, kw)
+    return [_spread(g, a[0], axis)]
 
 
 def _r_mean(g, a, kw, y):
-    axis, keep = _reduce_axis(a, kw)
+    axis = _reduce_axis(a, kw)
     shape = _shape(a[0])
     n = math.prod(shape[d] for d in _axes(axis, len(shape)))
-    return [_spread(g, a[0], axis, keep) / n]
+    return [_spread(g, a[0], axis) / n]
 
 
 def _r_extreme(g, a, kw, y):
     """max / min along axes: the cotangent shared by the elements equal to
     the result (JAX's chooser rule)."""
     jnp = _jnp()
-    axis, keep = _reduce_axis(a, kw)
+    axis = _reduce_axis(a, kw)
     x = a[0]
-    hit = jnp.where(jnp.equal(x, _spread(y, x, axis, keep)), 1.0, 0.0)
+    hit = jnp.where(jnp.equal(x, _spread(y, x, axis)), 1.0, 0.0)
     count = jnp.sum(hit, axis=_axes(axis, len(_shape(x))), keepdims=True)
-    return [_spread(g, x, axis, keep) * hit / count]
+    return [_spread(g, x, axis) * hit / count]
 
 
 def _r_reshape(g, a, kw, y):
@@ -533,8 +533,8 @@ def _r_erf(g, a, kw, y):
 
 _RULES = {
     "add": _r_add, "subtract": _r_sub, "multiply": _r_mul, "divide": _r_div,
-    "true_divide": _r_div, "power": _r_pow, "maximum": _chooser("max"),
-    "minimum": _chooser("min"), "where": _r_where, "clip": _r_clip,
+    "true_divide": _r_div, "power": _r_pow, "maximum": _chooser(),
+    "minimum": _chooser(), "where": _r_where, "clip": _r_clip,
     "negative": _elementwise(lambda x, y: -1.0), "square": _elementwise(lambda x, y: 2.0 * x),
     "sqrt": _elementwise(lambda x, y: 0.5 / y), "rsqrt": _elementwise(lambda x, y: -0.5 * y / x),
     "exp": _elementwise(lambda x, y: y), "exp2": _elementwise(lambda x, y: y * math.log(2.0)),
@@ -650,7 +650,7 @@ def _r_var(g, a, kw, y):
     shape = _shape(x)
     n = math.prod(shape[d] for d in _axes(axis, len(shape))) - kw.get("ddof", 0)
     centred = x - jnp.mean(x, axis=axis, keepdims=True)
-    return [_spread(g, x, axis, False) * centred * (2.0 / n)]
+    return [_spread(g, x, axis) * centred * (2.0 / n)]
 
 
 def _r_std(g, a, kw, y):
@@ -706,8 +706,8 @@ def vjp(fun, *primals, has_aux=False):
         _open[0] -= 1
     out, aux = (res[0], res[1]) if has_aux else (res, None)
     if has_aux:
-        aux = _pytree.unflatten(_pytree.flatten(aux)[1],
-                                [_unwrap(a, tape) for a in _pytree.flatten(aux)[0]])
+        aux_leaves, aux_tree = _pytree.flatten(aux)
+        aux = _pytree.unflatten(aux_tree, [_unwrap(a, tape) for a in aux_leaves])
     out_leaves, out_tree = _pytree.flatten(out)
     plain = [_unwrap(o, tape) for o in out_leaves]
 
@@ -782,8 +782,8 @@ def jvp(fun, primals, tangents, has_aux=False):
     cotangent)."""
     r = vjp(fun, *primals, has_aux=has_aux)
     out, fn = r[0], r[1]
-    zero_ct = _pytree.unflatten(_pytree.flatten(out)[1],
-                                [_zeros_like(o) for o in _pytree.flatten(out)[0]])
+    out_leaves, out_tree = _pytree.flatten(out)
+    zero_ct = _pytree.unflatten(out_tree, [_zeros_like(o) for o in out_leaves])
     _, back = vjp(lambda ct: fn(ct), zero_ct)
     t_out, = back(tuple(tangents))
     return (out, t_out, r[2]) if has_aux else (out, t_out)

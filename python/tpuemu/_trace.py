@@ -1110,14 +1110,20 @@ def to_int16(x, d=int16):
     return wrap16(v)
 
 
-def wrap16_const(c, d=int16):
-    """A Python int stored as a held integer dtype (int16, uint16, int4
-    ...): wrapped as the device's store would."""
+def wrap_held(c, d):
+    """Integers @c (a Python int or a NumPy int64 array) wrapped into held
+    integer dtype @d's range (int16, uint16, int4 ...), as the device's
+    store would: the low bits, sign-extended for the signed types."""
     bits = _HELD_BITS[d]
     if d in _UNSIGNED_HELD:
-        return int(c) % (1 << bits)
+        return c % (1 << bits)
     half = 1 << (bits - 1)
-    return ((int(c) + half) % (1 << bits)) - half
+    return ((c + half) % (1 << bits)) - half
+
+
+def wrap16_const(c, d=int16):
+    """A Python int stored as a held integer dtype: wrap_held of it."""
+    return wrap_held(int(c), d)
 
 
 def _as_dtype_or_none(d):

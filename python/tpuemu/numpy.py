@@ -256,11 +256,8 @@ def roll(x, shift, axis=None):
         raise trace_error("jnp.roll without axis rolls the flattened array; give axis=0 or 1")
     if axis in (0, -1) and len(getattr(x, "shape", None) or (0, 0)) == 1:
         axis = -1	# a 1-D value is a row on the device: its axis is the last
-    rank = len(getattr(x, "shape", None) or ())
-    if isinstance(shift, Value) and rank >= 3 and int(axis) % rank not in (0, rank - 1):
-        from .pallas.tpu import _roll_once	# a traced shift along a middle axis
-        return _roll_once(_v(x), shift, axis)
-    return call("jnp.roll", _v(x), shift, axis)
+    from .pallas.tpu import _roll_once	# a traced shift along a middle axis there
+    return _roll_once(_v(x), shift, axis, "jnp.roll")
 
 
 def _gather_mode(mode, fill_value):
@@ -1056,11 +1053,7 @@ def _narrow_array(x, d):
     lo, hi = _trace._INT_RANGES[d.name]
     if a.dtype.kind == "f":
         a = _np.clip(_np.nan_to_num(_np.trunc(a)), lo, hi)
-    a = a.astype(_np.int64)
-    bits = _trace._HELD_BITS[d]
-    a = a & ((1 << bits) - 1)
-    if lo < 0:
-        a = _np.where(a > hi, a - (1 << bits), a)
+    a = _trace.wrap_held(a.astype(_np.int64), d)
     return a.astype(_np.dtype(d.np_name)).view(_NARROW_ARRAYS[d])
 
 

@@ -1191,8 +1191,8 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         # 4- and 2-bit integers live in int32 words on the device, sign- or
         # zero-extended
         from ..numpy import _held_dtype
-        held = {k: _held_dtype(a) for k, a in enumerate(sp_leaves + in_leaves)
-                if _held_dtype(a) is not None}
+        held = {k: d for k, d in enumerate(map(_held_dtype, sp_leaves + in_leaves))
+                if d is not None}
         arrays = [_np.asarray(a).astype(_np.int32) if k in held else a
                   for k, a in enumerate(arrays)]
 
@@ -1544,20 +1544,22 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             "loop_trips")}
         results = []
         for j, o in enumerate(outs):
-            nd = _np_dtype(o.dtype)
-            held16 = as_dtype(o.dtype) in _trace._HELD
-            r = _np.empty(o.shape, dtype=_np.int32 if held16 else nd)
+            nd, od = _np_dtype(o.dtype), as_dtype(o.dtype)
+            held_words = od in _trace._HELD
+            r = _np.empty(o.shape, dtype=_np.int32 if held_words else nd)
             check(lib.tpurt_array_read(handles[len(arrays) + j], ffi.from_buffer(r)),
                   "array read")
-            # int16's words hold it sign-extended, uint16's zero-extended:
-            # exact (an aliased input never written keeps its own)
-            results.append(r.astype(nd) if held16 else r)
-            if as_dtype(o.dtype) is _trace.uint16:
+            # held integers' words hold them sign- or zero-extended: exact
+            # (an aliased input never written keeps its own)
+            if od is _trace.uint16:
                 from ..numpy import UInt16Array
-                results[-1] = results[-1].view(UInt16Array)
-            elif held16 and as_dtype(o.dtype) is not _trace.int16:
+                r = r.astype(nd).view(UInt16Array)
+            elif held_words and od is not _trace.int16:
                 from ..numpy import _narrow_array
-                results[-1] = _narrow_array(r, as_dtype(o.dtype))
+                r = _narrow_array(r, od)
+            elif held_words:
+                r = r.astype(nd)
+            results.append(r)
             if j in key_outs:
                 results[-1] = PallasKey(r.view(_np.uint32))
             if j in fry_outs:

@@ -293,7 +293,7 @@ class _MergedRows:
     so the pieces add up to the whole copy)."""
 
     def __init__(self, r, k):
-        self.r, self.k = r, k
+        self.r = r
         self.m = r.base_shape[k - 1]
         self.lead = tuple(r.base_shape[:k - 1])
 
@@ -335,10 +335,8 @@ def _at_lead(base, idx):
     slices indexed at their start + idx)."""
     if isinstance(base, Ref):
         return base.at[idx]
-    dims = [_trace._offset(e.start, i) for e, i in zip(base.dims, idx)] + \
-        list(base.dims[len(idx):])
-    return Window(base.ref, "%s.at[%s]" % (base.ref.name, base.ref._index(tuple(dims), True)),
-                  tuple(dims))
+    return _window(base.ref, [_trace._offset(e.start, i) for e, i in zip(base.dims, idx)] +
+                   list(base.dims[len(idx):]))
 
 
 def _rows_of(w, start, size, what):
@@ -367,8 +365,7 @@ def _writable(d):
         return out
     if d.dims is None:
         return Window(out, out.name + d.text[len(ref.name):])
-    return Window(out, "%s.at[%s]" % (out.name, out._index(tuple(d.dims), True)),
-                  tuple(d.dims))
+    return _window(out, d.dims)
 
 
 def _traced_dim(w):
@@ -385,11 +382,15 @@ def _traced_dim(w):
     return found[0]
 
 
+def _window(ref, dims):
+    """The Window of @ref at @dims (Slices and ints)."""
+    return Window(ref, "%s.at[%s]" % (ref.name, ref._index(tuple(dims), True)), tuple(dims))
+
+
 def _with_dim(w, d, sl):
     dims = list(w.dims)
     dims[d] = sl
-    return Window(w.ref, "%s.at[%s]" % (w.ref.name, w.ref._index(tuple(dims), True)),
-                  tuple(dims))
+    return _window(w.ref, dims)
 
 
 # A copy with a traced size moves chunks of this many elements along that
@@ -1300,8 +1301,9 @@ def roll(x, shift, axis, *, stride=None, stride_axis=None):
     return y
 
 
-def _roll_once(x, shift, axis):
-    """x rolled by @shift along @axis. The device rolls the rows of its 2-D
+def _roll_once(x, shift, axis, fn="pltpu.roll"):
+    """x rolled by @shift along @axis (@fn: jnp.roll's or pltpu.roll's
+    statement). The device rolls the rows of its 2-D
     view, or slabs of them, by any shift, and a middle axis of a value of
     rank 3 or more (its two parts copied) by a constant one; by a traced
     shift there, x is stored twice along the axis into a VMEM scratch and
@@ -1309,7 +1311,7 @@ def _roll_once(x, shift, axis):
     shape = getattr(x, "shape", None)
     rank = len(shape) if shape is not None else 0
     if not isinstance(shift, _trace.Value) or rank < 3 or int(axis) % rank in (0, rank - 1):
-        return _trace.call("pltpu.roll", x, shift, axis)
+        return _trace.call(fn, x, shift, axis)
     from . import ds
     axis = int(axis) % rank
     n = shape[axis]
