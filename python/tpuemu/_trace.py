@@ -13,6 +13,8 @@ import os
 import sys
 import weakref
 
+from . import _held_float
+
 from . import _shapes
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -165,6 +167,10 @@ class DType:
         uint16 values, so they are refused (jnp's functions make host bf16
         arrays)."""
         import numpy
+        if self.name.startswith("float8"):
+            raise TypeError("NumPy has no %s dtype: make host %s arrays with jnp "
+                            "(jnp.asarray(x, dtype=jnp.%s), x.astype(jnp.%s))"
+                            % ((self.name,) * 4))
         if self.name == "bfloat16":
             raise TypeError("NumPy has no bfloat16 dtype: make host bfloat16 arrays with "
                             "jnp (jnp.asarray(x, dtype=jnp.bfloat16), jnp.zeros(shape, "
@@ -178,7 +184,8 @@ class DType:
         bfloat16 array of a host array or number (jnp.bfloat16(x))."""
         if isinstance(x, Value):
             return x.astype(self)
-        if self.name in ("bfloat16", "uint16") and _rec is None and not isinstance(x, Ref):
+        if (self.name in ("bfloat16", "uint16") or self in _HELD_FLOATS) and _rec is None and \
+                not isinstance(x, Ref):
             import numpy
             if isinstance(x, (numpy.ndarray, numpy.generic, float, int)) and \
                     not isinstance(x, bool):
@@ -211,8 +218,21 @@ int4 = DType("int4", 4, "int8", device="int32")
 uint4 = DType("uint4", 4, "uint8", device="int32")
 int2 = DType("int2", 4, "int8", device="int32")
 uint2 = DType("uint2", 4, "uint8", device="int32")
+# float16 and the float8s have no device dtype either: their arrays live in
+# float32 words holding values exact in the type, each result that can
+# leave it rounded to nearest even (_held_float); NumPy's float16 arrays
+# are float16's host arrays, numpy.Float8Array the float8s'
+float16 = DType("float16", 0, "float16", device="float32")
+float8_e5m2 = DType("float8_e5m2", 0, "float32", device="float32")
+float8_e4m3fn = DType("float8_e4m3fn", 0, "float32", device="float32")
+float8_e4m3fnuz = DType("float8_e4m3fnuz", 0, "float32", device="float32")
+float8_e5m2fnuz = DType("float8_e5m2fnuz", 0, "float32", device="float32")
+float8_e4m3b11fnuz = DType("float8_e4m3b11fnuz", 0, "float32", device="float32")
+_HELD_FLOATS = (float16, float8_e5m2, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2fnuz,
+                float8_e4m3b11fnuz)
+FLOAT8S = _HELD_FLOATS[1:]
 _DTYPES = {d.name: d for d in (float32, bfloat16, int8, uint8, int32, bool_, uint32, int16,
-                               int4, uint4, int2, uint2)}
+                               int4, uint4, int2, uint2) + _HELD_FLOATS}
 _DTYPES["uint16"] = bfloat16		# bf16's carrier
 # the integers narrower than their words, held in int32 words
 _HELD = (int16, uint16, int4, uint4, int2, uint2)
@@ -776,6 +796,11 @@ class Value:
         _check_weak_int(other, self.dt)
         scalar = all(getattr(x, "scalar", True) for x in (a, b))
         dt = _result_dt(sym, a, b)
+        if dt in _HELD_FLOATS and sym in _ROUNDING_OPS:
+            # a Python number takes the array's type first, as JAX's weak types
+            a, b = [_held_float.round_constant(x, dt.name)
+                    if isinstance(x, (int, float)) and not isinstance(x, bool) else x
+                    for x in (a, b)]
         if scalar and sym in ("&", "|", "^") and isinstance(dt, DType) and \
                 dt is not bool_ and not is_float_dt(dt):
             # integer scalars (SMEM elements, program ids and sums of them):
@@ -817,6 +842,8 @@ class Value:
             v.dev = dev
         if dt in _HELD and sym in _WRAPPING_OPS:
             v = wrap16(v)
+        if dt in _HELD_FLOATS and sym in _ROUNDING_OPS:
+            v = _held_float.round_traced(v, dt)
         return maybe_spill(v) if scalar else v
 
     def __add__(self, o): return self._op("+", o)
@@ -854,6 +881,8 @@ class Value:
 
     def __neg__(self):
         v = Value("unop", "-", (self,), self.reads, self.scalar, self.dt)
+        if self.dt in _HELD_FLOATS and _held_float.FORMATS[self.dt.name].fnuz:
+            return _held_float.round_traced(v, self.dt)	# no -0
         return wrap16(v) if self.dt in _HELD else v
 
     def __pos__(self):
@@ -1026,6 +1055,8 @@ class Value:
         d = dtype if isinstance(dtype, DType) else _as_dtype_or_none(dtype)
         if d in _HELD and self.dt is not d:
             return to_int16(self, d)
+        if d in _HELD_FLOATS and self.dt is not d:
+            return _held_float.round_traced(self, d)
         # an integer cast of a scalar-core value stays one (a float one
         # becomes a (1, 1) tile of the vector unit)
         keep = self.scalar and d is not None and not is_float_dt(d)
@@ -1043,6 +1074,8 @@ class Value:
 # ops whose int16 or uint16 result can leave its range (the rest keep it;
 # uint16's x // 0 is int32's -1, wrapped to 0xffff as XLA's u16)
 _WRAPPING_OPS = ("+", "-", "*", "//", "%", "**", "<<")
+# ops whose float16 or float8 result can be inexact in the type
+_ROUNDING_OPS = ("+", "-", "*", "/", "//", "%", "**", "@")
 
 
 def wrap16(v):
@@ -1133,7 +1166,7 @@ def _as_dtype_or_none(d):
         return None
 
 
-_FLOATS = ("float32", "bfloat16")
+_FLOATS = ("float32", "bfloat16") + tuple(d.name for d in _HELD_FLOATS)
 
 
 def dt_of(x):
@@ -1309,10 +1342,12 @@ def call(fn, *args, **kwargs):
     if dev is not None:
         v.dev = dev
     for k in ("dtype", "preferred_element_type"):
-        if as_dtype_or_none_kw(kwargs.get(k)) in _HELD:
+        if as_dtype_or_none_kw(kwargs.get(k)) in _HELD + _HELD_FLOATS:
             v.dt = as_dtype_or_none_kw(kwargs.get(k))	# rendered as int32: typed here
     if v.dt in _HELD and fn.rsplit(".", 1)[-1] in _WRAPPING_FNS:
         return wrap16(v)
+    if v.dt in _HELD_FLOATS and fn.rsplit(".", 1)[-1] not in _EXACT_FNS:
+        return _held_float.round_traced(v, v.dt)
     return v
 
 
@@ -1321,6 +1356,14 @@ def as_dtype_or_none_kw(d):
         return None
     return _as_dtype_or_none(d)
 
+
+# functions whose result is one of their operands' elements (or 0, 1): a
+# float16 or float8 one needs no rounding
+_EXACT_FNS = frozenset("maximum minimum max min abs absolute where select transpose reshape "
+                       "broadcast_to concatenate stack roll swapaxes moveaxis expand_dims "
+                       "squeeze flip take take_along_axis zeros_like ones_like floor ceil "
+                       "trunc sign relu tile repeat tril triu zeros ones argmax argmin "
+                       "broadcasted_iota".split())
 
 # functions whose int16 or uint16 result can leave its range
 _WRAPPING_FNS = ("add", "subtract", "multiply", "negative", "abs", "square", "power", "mod",
@@ -1951,11 +1994,18 @@ class ReshapedBitcast:
 
 _WIDTH = {"float32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "int16": 2, "uint16": 2,
           "int8": 1, "uint8": 1, "bool": 1, "int4": 0.5, "uint4": 0.5, "int2": 0.25,
-          "uint2": 0.25}
+          "uint2": 0.25, "float16": 2}
+_WIDTH.update((d.name, 1) for d in FLOAT8S)
 
 
 def _bitcast_check(frm, to, what):
     frm, to = as_dtype(frm), as_dtype(to)
+    held = next((d for d in (frm, to) if d in _HELD_FLOATS), None)
+    if frm is not to and held is not None:
+        raise trace_error("%s of %s to %s: %s arrays are held in float32 words here (values "
+                          "exact in %s), so their bits are not %s's; %s has no bitcasts here"
+                          % (what, frm.name, to.name, held.name, held.name, held.name,
+                             held.name))
     held = next((d for d in (frm, to) if d in _HELD), None)
     if frm is not to and held is not None:
         also = ("a %s value bitcasts only to int16, uint16 or bfloat16 (not a ref, not to "
@@ -2013,6 +2063,14 @@ def bitcast_value(x, ty, what):
     v = call("pltpu.bitcast", x, _DT(to))
     v.dt = to
     v.shape = shape
+    return v
+
+
+def bitcast_words(x, to):
+    """The 32-bit words of traced value @x as @to (float32 <-> int32), the
+    same shape: the bits themselves, for arithmetic on them."""
+    v = call("pltpu.bitcast", x, _DT(to))
+    v.dt, v.shape = to, x.shape
     return v
 
 
@@ -2188,7 +2246,15 @@ def _dims_of(ref, idx):
 
 def _into_int16(dt, value):
     """A value stored into an int16 (uint16) ref: in its range first (its
-    int32 words must hold sign-extended int16s, zero-extended uint16s)."""
+    int32 words must hold sign-extended int16s, zero-extended uint16s); into
+    a float16 or float8 ref, rounded to the type (its float32 words hold
+    values exact in it)."""
+    if dt in _HELD_FLOATS:
+        if isinstance(value, Value):
+            return value if value.dt is dt else value.astype(dt)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return _held_float.round_constant(value, dt.name)
+        return value
     if dt not in _HELD:
         return value
     if isinstance(value, Value):

@@ -8,7 +8,8 @@ from . import _trace
 # the dtypes the device has not (jnp.int4, the float8s ...): their JAX
 # widths, so a kernel's packing arithmetic runs before the array is refused
 _OTHER_BITS = {"int4": 4, "uint4": 4, "int2": 2, "uint2": 2, "float8_e4m3fn": 8,
-               "float8_e5m2": 8, "float8_e4m3b11fnuz": 8}
+               "float8_e5m2": 8, "float8_e4m3b11fnuz": 8, "float8_e4m3fnuz": 8,
+               "float8_e5m2fnuz": 8}
 
 
 def itemsize_bits(dtype):

@@ -2,36 +2,17 @@
 """The jax.numpy functions a kernel body uses, traced (tpuemu.numpy as jnp)."""
 import builtins as _py
 
+from . import _held_float
+
 from ._trace import (float32, bfloat16, int8, uint8, int16, uint16, int32, uint32, bool_, call,
-                     int4, uint4, int2, uint2, Value,
+                     int4, uint4, int2, uint2, float16, float8_e5m2, float8_e4m3fn,
+                     float8_e4m3fnuz, float8_e5m2fnuz, float8_e4m3b11fnuz, Value,
                      Ref, trace_error, reducer)
 
 inf = float("inf")
 nan = float("nan")
 
 
-class _NoSuchDType:
-    """A JAX dtype the device has not (the float8s):
-    a name equal only to itself, so that dtype tests as JAX's kernels write
-    them (x.dtype in [jnp.int8, jnp.float8_e5m2, ...]) run; an array or a block
-    of it is refused where its dtype is asked for."""
-
-    def __init__(self, name):
-        self.name = name
-
-    def __repr__(self):
-        return "dtype(%s)" % self.name
-
-    def __eq__(self, other):
-        return other is self or isinstance(other, str) and other == self.name
-
-    def __hash__(self):
-        return hash(self.name)
-
-
-float8_e4m3fn = _NoSuchDType("float8_e4m3fn")
-float8_e5m2 = _NoSuchDType("float8_e5m2")
-float8_e4m3b11fnuz = _NoSuchDType("float8_e4m3b11fnuz")
 
 
 def _v(x):
@@ -949,6 +930,8 @@ class HostArray(_np.ndarray):
     def astype(self, dtype, *args, **kw):
         if _is_bf16(dtype):	# x.astype(jnp.bfloat16): rounded to nearest even
             return round_bf16(self).view(BF16Array)
+        if dtype in _FLOAT8_ARRAYS:
+            return _float8_array(self, dtype)
         r = _np.ndarray.astype(self, _host_arg(dtype), *args, **kw)
         if dtype in _NARROW_ARRAYS:
             return _narrow_array(r, dtype)
@@ -981,13 +964,17 @@ class UInt16Array(HostArray):
 
 
 class HostNarrowDType:
-    """x.dtype of a host int4, uint4, int2 or uint2 array (NarrowIntArray):
-    equal to jnp.int4 (and "int4") ...; NumPy's attributes are its int8 or
-    uint8 storage's, so NumPy's functions work on such arrays."""
+    """x.dtype of a host int4, uint4, int2 or uint2 array (NarrowIntArray)
+    or float8 array (Float8Array): equal to jnp.int4 (and "int4") ...;
+    NumPy's attributes are its int8, uint8 or float32 storage's, so NumPy's
+    functions work on such arrays; @itemsize JAX's, where it is not the
+    storage's."""
 
-    def __init__(self, d):
+    def __init__(self, d, itemsize=None):
         self.jnp_dtype = d
         self.name = d.name
+        if itemsize is not None:
+            self.itemsize = itemsize
 
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -1058,13 +1045,113 @@ def _narrow_array(x, d):
 
 
 def _held_dtype(a):
-    """The held DType of host array @a (jnp's uint16 and narrow integers),
-    or None."""
+    """The held DType of host array @a (jnp's uint16, narrow integers,
+    float16 and float8s), or None."""
     if isinstance(a, UInt16Array):
         return uint16
-    if isinstance(a, NarrowIntArray):
+    if isinstance(a, (NarrowIntArray, Float8Array)):
         return a.host_dtype.jnp_dtype
+    if isinstance(a, (_np.ndarray, _np.generic)) and a.dtype == _np.float16:
+        return float16
     return None
+
+
+class Float8Array(HostArray):
+    """A host array of a float8 type (NumPy has none) as jnp makes it
+    (jnp.asarray(x, dtype=jnp.float8_e4m3fn), x.astype(...), a
+    pallas_call's output): float32 storage holding values exact in the
+    type (rounded to nearest even on the way in), x.dtype ==
+    jnp.float8_e4m3fn. NumPy's functions see the float values; arithmetic
+    of one float8 type's arrays (with Python numbers) gives that type,
+    rounded, as XLA computes it in float32 and rounds; with any other
+    array, NumPy's float32 result."""
+    host_dtype = None	# each subclass's
+
+    @property
+    def dtype(self):
+        return self.host_dtype
+
+    @property
+    def itemsize(self):
+        return 1
+
+    @property
+    def nbytes(self):
+        return self.size
+
+    def _own(self, r):
+        """@r (a float result of this type's operands) rounded into it."""
+        if isinstance(r, (_np.ndarray, _np.generic)) and r.dtype.kind == "f":
+            return _float8_array(r, self.host_dtype.jnp_dtype)
+        return _narrow(r)
+
+    def _same(self, operands):
+        return _py.all(type(a) is type(self) or isinstance(a, (bool, int, float))
+                       or isinstance(a, (list, tuple)) and self._same(a) for a in operands)
+
+    def astype(self, dtype, *args, **kw):
+        return HostArray.astype(_float8_storage(self), dtype, *args, **kw)
+
+    def view(self, *args, **kw):
+        return _np.ndarray.view(_float8_storage(self), *args, **kw)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kw):
+        if kw.get("out") is not None or method == "at":
+            raise TypeError("NumPy's %s into a %s array: jnp's arrays are immutable (x.at[i] "
+                            "gives a new one)" % (ufunc.__name__, self.host_dtype.name))
+        r = getattr(ufunc, method)(*_float8_storage(list(inputs)), **kw)
+        if not self._same(inputs):
+            return _narrow(r) if not isinstance(r, tuple) else tuple(map(_narrow, r))
+        return self._own(r) if not isinstance(r, tuple) else tuple(map(self._own, r))
+
+    def __array_function__(self, func, types, args, kwargs):
+        r = func(*_float8_storage(list(args)),
+                 **{k: _float8_storage(v) for k, v in kwargs.items()})
+        same = self._same(list(args) + list(kwargs.values())) and "dtype" not in kwargs
+        return self._own(r) if same else _narrow(r)
+
+    def __getitem__(self, idx):
+        r = _np.ndarray.__getitem__(_float8_storage(self), idx)
+        return _float8_array(r, self.host_dtype.jnp_dtype)	# an element: 0-d, as JAX's
+
+    def __setitem__(self, idx, value):
+        _float8_storage(self)[idx] = _held_float.round_host(
+            _np.asarray(_float8_storage(value), _np.float32), self.host_dtype.name)
+
+    def item(self, *args):
+        return _float8_storage(self).item(*args)
+
+    def tolist(self):
+        return _float8_storage(self).tolist()
+
+    def __reduce__(self):
+        return (_float8_array, (_np.array(_float8_storage(self)), self.host_dtype.jnp_dtype))
+
+    def __repr__(self):
+        return "Array(%s, dtype=%s)" % (_np.array2string(
+            _float8_storage(self), separator=", ", prefix="Array("), self.host_dtype.name)
+
+
+_FLOAT8_ARRAYS = {}
+for _d in _trace.FLOAT8S:
+    _FLOAT8_ARRAYS[_d] = type(_d.name.capitalize() + "Array", (Float8Array,),
+                              {"host_dtype": HostNarrowDType(_d, itemsize=1)})
+
+
+def _float8_storage(x):
+    """A Float8Array's float32 values as a plain HostArray (others unchanged)."""
+    if isinstance(x, Float8Array):
+        return _np.ndarray.view(x, HostArray)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_float8_storage(y) for y in x)
+    return x
+
+
+def _float8_array(x, d):
+    """@x rounded to float8 type @d (nearest even) as its host array."""
+    d = _trace.as_dtype(d)
+    a = _np.asarray(_bf16_storage(_float8_storage(x)), dtype=_np.float32)
+    return _np.array(_held_float.round_host(a, d.name)).view(_FLOAT8_ARRAYS[d])
 
 
 class BF16Array(HostArray):
@@ -1372,6 +1459,8 @@ def _host_call(np_fn, args, kw, bf16=False):
         return _as_bf16(r)
     if asked is uint16 and isinstance(r, _np.ndarray):
         return r.view(UInt16Array)
+    if asked is not None and asked in _FLOAT8_ARRAYS and isinstance(r, (_np.ndarray, _np.generic)):
+        return _float8_array(r, asked)
     narrow = _NARROW_ARRAYS.get(_trace._as_dtype_or_none(asked)) if asked is not None else None
     if narrow is not None and isinstance(r, (_np.ndarray, _np.generic)):
         return _narrow_array(r, _trace.as_dtype(asked))
@@ -1444,6 +1533,10 @@ def __getattr__(name):
         def info(d):
             if name == "finfo" and (_is_bf16(d) or isinstance(d, BF16Array)):
                 return _BF16_FINFO
+            if name == "finfo" and isinstance(d, Float8Array):
+                d = d.dtype
+            if name == "finfo" and d in _FLOAT8_ARRAYS:
+                return _Float8Finfo(_trace.as_dtype(d))
             if name == "iinfo" and _is_bf16(d):
                 raise ValueError("jnp.iinfo(bfloat16): bfloat16 is a floating type "
                                  "(jnp.finfo)")
@@ -1490,6 +1583,26 @@ class _BF16Finfo:
 
 
 _BF16_FINFO = _BF16Finfo()
+
+
+class _Float8Finfo:
+    """jnp.finfo of a float8 type: its limits from its format, the values
+    float32 scalars (exact in the type)."""
+
+    def __init__(self, d):
+        f = _held_float.FORMATS[d.name]
+        self.dtype = _FLOAT8_ARRAYS[d].host_dtype
+        self.bits = 8
+        self.nmant = f.mant
+        self.nexp = 7 - f.mant
+        self.eps = _np.float32(2.0 ** -f.mant)
+        self.max = _np.float32(f.max)
+        self.min = _np.float32(-f.max)
+        self.tiny = self.smallest_normal = _np.float32(2.0 ** f.emin)
+        self.smallest_subnormal = _np.float32(2.0 ** (f.emin - f.mant))
+
+    def __repr__(self):
+        return "finfo(min=%g, max=%g, dtype=%s)" % (self.min, self.max, self.dtype)
 
 
 del _name, _f, _sys, _d

@@ -42,9 +42,9 @@ jax.to_bf16 of float32 (np.arange(..., dtype=bfloat16) rounds the same
 way) and int8 ones np.arange's wrapped values; NumPy uint16 is bfloat16
 bits in tpuemu, so uint16 integers are jnp.asarray(x, dtype=jnp.uint16);
 dynamic roll shifts come from an SMEM operand; int4 and uint4 are jnp's
-host arrays of them (held in int8 and uint8); the float8 types tpuemu has
-not are left out of the tables (test_fifo's f8_e5m2 case too), with
-strict xfails in test_reshape_float8. Some tables are cut where a case
+host arrays of them (held in int8 and uint8); the float8 types are jnp's
+host arrays of them (held in float32), in test_reshape_float8 and
+test_mixed_precision_dot. Some tables are cut where a case
 costs much and adds little: test_roll_with_major_stride takes shifts 0,
 3, 34, 129 of JAX's six. Strict xfails name what tpuemu does not have.
 
@@ -384,8 +384,6 @@ def test_custom_vjp():
     np.testing.assert_array_equal(dx, np.asarray(dy) * 2)
 
 
-@pytest.mark.xfail(strict=True, raises=_MISSING,
-                   reason="tpuemu has no float8 dtypes (jnp.float8_e4m3b11fnuz)")
 def test_mixed_precision_dot():
     """PallasCallTest.test_mixed_precision_dot (bf16 x float8_e4m3b11fnuz)."""
     def kernel(x_ref, w_ref, o_ref):
@@ -1083,9 +1081,6 @@ def test_reshape_fold_minormost_dim(dtype):
     np.testing.assert_array_equal(_vals(out, dtype), _vals(x, dtype).reshape(out_shape))
 
 
-@pytest.mark.xfail(strict=True, raises=_MISSING,
-                   reason="tpuemu has no float8 dtypes (jnp.float8_e5m2, float8_e4m3fn, "
-                          "float8_e4m3b11fnuz)")
 @pytest.mark.parametrize("name", ["small_last_two_dims", "fold_minormost_dim"])
 def test_reshape_float8(name):
     """The float8 cases of MiscellaneousTest.test_reshape_small_last_two_dims

@@ -39,8 +39,8 @@ here.
 
 Left out: the float64 and int64 cases (JAX skips them without x64); the
 float16 cases of test_elementwise, test_binary(_scalar), test_cumsum,
-test_dot and test_bitcast_convert_type (JAX's TPU skips float16, and
-tpuemu has none; its casts to float16 are strict xfails);
+test_dot and test_bitcast_convert_type (JAX's TPU skips float16;
+tpuemu's float16 and float8 arithmetic is test_held_floats.py's);
 test_true_divide_unsupported (it asserts that bf16 and float16 division
 fails, as before TPU v6; tpuemu divides bf16, test_true_divide); test_array_reduce, test_reduce_only_dim,
 test_broadcasted_load_store, test_swap, test_masked_swap and
@@ -52,8 +52,8 @@ OpsInterpretTest.test_debug_print (interpret mode's print) and
 PallasPrimitivesTest's pretty-print tests (jaxpr text); test_bitcast's
 width-changing pairs (test_bitcast_width.py checks pltpu.bitcast's row
 packing); test_pack_elementwise's (int4, int2) case (no int4 sources).
-Strict xfails name what tpuemu lacks: float16, float8, int4, uint4, int2
-and uint2 arrays; reads past a block with bounds checks disabled."""
+Strict xfails name what tpuemu lacks: reads past a block with bounds
+checks disabled."""
 import functools
 import itertools
 import math
@@ -835,9 +835,44 @@ def test_disable_bounds_check():
 # uint32, int16 and uint16; to uint32, int16 and uint16), the values over
 # each source type's whole range ---
 
-_LACKING = ["float16", "float8_e4m3b11fnuz", "float8_e5m2", "float8_e4m3fn"]
+_NARROW_FLOATS = ["float16", "float8_e4m3b11fnuz", "float8_e5m2", "float8_e4m3fn"]
 _CAST_TO = ["float32", "int32", "uint32", "bfloat16", "int16", "int8", "uint16", "uint8", "bool",
-            "int4", "uint4", "int2", "uint2"]
+            "int4", "uint4", "int2", "uint2"] + _NARROW_FLOATS
+# (exponent bits, mantissa bits, bias) of the float8s
+_F8 = {"float8_e5m2": (5, 2, 15), "float8_e4m3fn": (4, 3, 7), "float8_e4m3b11fnuz": (4, 3, 11)}
+
+
+def _f8_values(name):
+    """The non-negative finite values of float8 type @name, in the order
+    of their bit patterns (so index i's mantissa is even iff i is), decoded
+    from the bits: a reference independent of tpuemu's rounding."""
+    ebits, mbits, bias = _F8[name]
+    out = []
+    for b in range(1 << (ebits + mbits)):
+        e, m = b >> mbits, b & ((1 << mbits) - 1)
+        if name == "float8_e5m2" and e == 31 or name == "float8_e4m3fn" and b == 127:
+            break		# infinities and NaNs
+        out.append(m * 2.0 ** (1 - bias - mbits) if e == 0 else
+                   (1 + m / 2 ** mbits) * 2.0 ** (e - bias))
+    return np.array(out)
+
+
+def _f8_round(x, name):
+    """float64 @x rounded to nearest (ties to the even pattern) among
+    float8 type @name's values; past the largest, inf for float8_e5m2, NaN
+    for the finite-only types (ml_dtypes' and XLA's non-saturating casts)."""
+    vals = _f8_values(name)
+    ext = np.append(vals, 2 * vals[-1] - vals[-2])	# the step past the largest
+    a = np.abs(np.asarray(x, np.float64))
+    i = np.clip(np.searchsorted(ext, a), 1, len(ext) - 1)
+    lo, hi = ext[i - 1], ext[i]
+    pick_hi = (a - lo > hi - a) | ((a - lo == hi - a) & (i % 2 == 0))
+    j = np.where(a <= 0, 0, np.where(pick_hi, i, i - 1))
+    r = np.where(j == len(vals), np.inf if name == "float8_e5m2" else np.nan,
+                 ext[np.minimum(j, len(vals) - 1)])
+    r = np.where(np.isinf(a), np.inf if name == "float8_e5m2" else np.nan, r)
+    r = np.where(np.isnan(a), np.nan, r)
+    return np.where(np.asarray(x) < 0, -r, r)
 _DONE_32 = {("float32", "int32"), ("int32", "float32"), ("float32", "bfloat16"),
             ("int32", "bfloat16"), ("float32", "int8"), ("int32", "int8"), ("float32", "uint8"),
             ("int32", "uint8"), ("float32", "bool"), ("int32", "bool")}
@@ -860,6 +895,11 @@ def _cast_ref(x, to):
     if to in ("float32", "bfloat16"):
         r = np.asarray(x, np.float64).astype(np.float32)
         return _f32(_bf16(r)) if to == "bfloat16" else r
+    if to == "float16":		# NumPy's own float16, the float32 value rounded
+        with np.errstate(over="ignore"):
+            return np.asarray(x, np.float64).astype(np.float32).astype(np.float16)
+    if to in _F8:
+        return _f8_round(np.asarray(x, np.float64).astype(np.float32), to)
     if np.issubdtype(np.asarray(x).dtype, np.floating):
         lo, hi = _int_range(to)
         return np.clip(np.trunc(x), lo, hi).astype(np.int64)
@@ -869,12 +909,10 @@ def _cast_ref(x, to):
 def _cast_params(froms, done=()):
     out = []
     for f in froms:
-        for t in _CAST_TO + _LACKING:
+        for t in _CAST_TO:
             if f == t or (f, t) in done:
                 continue
-            marks = pytest.mark.xfail(strict=True, raises=(TypeError, AttributeError),
-                                      reason="tpuemu has no %s arrays" % t) if t in _LACKING else ()
-            out.append(pytest.param(f, t, marks=marks, id="%s-%s" % (f, t)))
+            out.append(pytest.param(f, t, id="%s-%s" % (f, t)))
     return out
 
 
@@ -906,11 +944,13 @@ def _run_cast(from_dtype, to_dtype, x):
     y_dtype = jnp.int32 if to_dtype == "bool" else tdt
     xin = x.astype(np.int32) if from_dtype == "bool" else _host_in(x, from_dtype)
     y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, y_dtype))(xin)
+    assert y.dtype == y_dtype
     y = np.asarray(y)
     want = _cast_ref(x, to_dtype)
     if to_dtype == "bool":
         y = y != 0
-    np.testing.assert_array_equal(y.astype(np.float64) if to_dtype in ("float32", "bfloat16")
+    floats = ("float32", "bfloat16") + tuple(_NARROW_FLOATS)
+    np.testing.assert_array_equal(y.astype(np.float64) if to_dtype in floats
                                   else y.astype(np.int64) if to_dtype != "bool" else y,
                                   want if to_dtype != "float32" else want.astype(np.float64))
 
@@ -1057,15 +1097,23 @@ def _bf16_neighbours(x):
     return lo, hi
 
 
-def _stochastic_params():
-    out = [pytest.param("bfloat16", id="bfloat16")]
-    for name in ("float8_e5m2", "float8_e4m3fn", "float8_e4m3b11fnuz"):
-        out.append(pytest.param(name, id=name, marks=pytest.mark.xfail(
-            strict=True, raises=TypeError, reason="tpuemu has no %s arrays" % name)))
-    return out
+def _neighbours(x, target):
+    """x's neighbours in @target: bfloat16's by bits, float16's and the
+    float8s' among their values (NumPy's float16, _f8_values)."""
+    if target == "bfloat16":
+        return _bf16_neighbours(x)
+    vals = _f8_values(target) if target in _F8 else \
+        np.arange(0x7C00, dtype=np.uint16).view(np.float16).astype(np.float64)
+    a = np.abs(x.astype(np.float64))
+    i = np.searchsorted(vals, a)		# vals[i - 1] < a <= vals[i]
+    exact = vals[np.minimum(i, len(vals) - 1)] == a
+    below = np.where(exact, a, vals[np.maximum(i - 1, 0)])
+    above = np.where(exact, a, vals[np.minimum(i, len(vals) - 1)])
+    return np.where(x >= 0, below, -above), np.where(x >= 0, above, -below)
 
 
-@pytest.mark.parametrize("target", _stochastic_params())
+@pytest.mark.parametrize("target", ["bfloat16", "float16", "float8_e5m2", "float8_e4m3fn",
+                                    "float8_e4m3b11fnuz"])
 def test_stochastic_round(target):
     """tpu_ops_test OpsTest.test_stochastic_round: each result is one of
     x's two neighbours in the target type (NaN where the cast is NaN);
@@ -1080,7 +1128,7 @@ def test_stochastic_round(target):
         o_ref[...] = pltpu.stochastic_round(x_ref[...], b_ref[...], target_dtype=tdt)
 
     out = _f32(pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(shape, tdt))(x, bits))
-    lo, hi = _bf16_neighbours(x)
+    lo, hi = _neighbours(x, target)
     assert np.all((out == lo) | (out == hi))
     frac = np.where(hi > lo, (np.abs(x) - np.abs(np.where(x >= 0, lo, hi))) /
                     np.maximum(np.abs(hi - lo), 1e-38), 0)

@@ -1193,7 +1193,9 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         from ..numpy import _held_dtype
         held = {k: d for k, d in enumerate(map(_held_dtype, sp_leaves + in_leaves))
                 if d is not None}
-        arrays = [_np.asarray(a).astype(_np.int32) if k in held else a
+        # and float16's and the float8s' in float32 words (exact)
+        arrays = [_np.asarray(a).astype(_np.float32 if held[k] in _trace._HELD_FLOATS
+                                        else _np.int32) if k in held else a
                   for k, a in enumerate(arrays)]
 
         def dtype_of(k):
@@ -1546,7 +1548,9 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         for j, o in enumerate(outs):
             nd, od = _np_dtype(o.dtype), as_dtype(o.dtype)
             held_words = od in _trace._HELD
-            r = _np.empty(o.shape, dtype=_np.int32 if held_words else nd)
+            held_float = od in _trace._HELD_FLOATS
+            r = _np.empty(o.shape, dtype=_np.int32 if held_words else
+                          _np.float32 if held_float else nd)
             check(lib.tpurt_array_read(handles[len(arrays) + j], ffi.from_buffer(r)),
                   "array read")
             # held integers' words hold them sign- or zero-extended: exact
@@ -1559,6 +1563,11 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                 r = _narrow_array(r, od)
             elif held_words:
                 r = r.astype(nd)
+            elif od is _trace.float16:	# exact: the words hold float16 values
+                r = r.astype(_np.float16)
+            elif held_float:
+                from ..numpy import _float8_array
+                r = _float8_array(r, od)
             results.append(r)
             if j in key_outs:
                 results[-1] = PallasKey(r.view(_np.uint32))

@@ -1424,17 +1424,45 @@ def stochastic_round(x, random_bits, *, target_dtype):
     uint32 random bits added to the 16 bits bf16 drops, then those
     truncated (magnitudes, so negatives round symmetrically); NaNs and
     infinities convert as astype. Composed from bitcasts and integer ops."""
-    if not _is_bf16_dtype(target_dtype):
-        raise trace_error("pltpu.stochastic_round to %r: bfloat16 is the target here"
-                          % (target_dtype,))
+    held = _trace._as_dtype_or_none(target_dtype)
+    if not _is_bf16_dtype(target_dtype) and held not in _trace._HELD_FLOATS:
+        raise trace_error("pltpu.stochastic_round to %r: bfloat16, float16 or a float8 is the "
+                          "target" % (target_dtype,))
     if x.dt is not jnp.float32:
         raise trace_error("pltpu.stochastic_round: of float32 values, not %s" % x.dt.name)
+    if held is not None and held is not jnp.bfloat16:
+        return _stochastic_round_held(x, random_bits, held)
     xi = _trace.local(lax.bitcast_convert_type(x, jnp.int32))
     r = lax.shift_right_logical(lax.bitcast_convert_type(random_bits, jnp.int32), 16)
     up = (xi + r) & -65536		# 0xFFFF0000 as int32
     y = lax.bitcast_convert_type(up, jnp.float32)
     finite = jnp.abs(x) < jnp.inf
     return jnp.where(finite, y, x).astype(jnp.bfloat16)
+
+
+def _stochastic_round_held(x, random_bits, d):
+    """stochastic_round to float16 or a float8: |x| truncated to the type
+    (t), then up by t's ulp in the type when the distance's fraction of
+    that ulp is above the uniform draw of the random bits' top 24 (exact
+    in float32: the ulp is a power of two); below the least normal the
+    ulp is the subnormal quantum. A step past the type's largest value
+    overflows as astype."""
+    from .. import _held_float
+    f = _held_float.FORMATS[d.name]
+    a = _trace.local(jnp.abs(x))
+    ai = _trace.local(lax.bitcast_convert_type(a, jnp.int32))
+    quantum = 2.0 ** (f.emin - f.mant)
+    sub = a < 2.0 ** f.emin
+    t = _trace.local(jnp.where(sub, jnp.floor(a * (1.0 / quantum)) * quantum,
+                               lax.bitcast_convert_type(ai & -(1 << f.shift), jnp.float32)))
+    ulp = jnp.where(sub, quantum, lax.bitcast_convert_type(
+        (ai & 0x7F800000) - (f.mant << 23), jnp.float32))
+    ulp = _trace.local(ulp)
+    draw = lax.shift_right_logical(lax.bitcast_convert_type(random_bits, jnp.int32), 8)
+    up = a - t > draw.astype(jnp.float32) * 2.0 ** -24 * ulp	# powers of two: exact
+    y = jnp.where(up, t + ulp, t)
+    y = jnp.where(x < 0, -y, y)
+    return jnp.where(a < jnp.inf, y, x).astype(d)
 
 
 def load(ref, *, mask=None):

@@ -16,6 +16,7 @@ import functools
 import tpuemu as jax
 import tpuemu.numpy as jnp
 from tpuemu import dtypes
+from tpuemu import _trace
 from tpuemu import lax
 from tpuemu import pallas as pl
 from tpuemu.pallas import tpu as pltpu
@@ -675,6 +676,9 @@ def cdiv(a, b):
 
 
 def get_dtype_packing(dtype):
+  # tpuemu: float16, the float8s and int16 are held one to a 32-bit word
+  if _trace._as_dtype_or_none(dtype) in _trace._HELD_FLOATS + _trace._HELD:
+    return 1
   bits = dtypes.itemsize_bits(dtype)
   return 32 // bits
 
