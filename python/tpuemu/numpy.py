@@ -781,10 +781,16 @@ def array(object, dtype=None, copy=True, **kw):
         d = _trace.as_dtype(dtype)
         if d.name == "bool":
             x = bool(x)
-        elif d.name in ("float32", "bfloat16"):
+        elif _trace.is_float_dt(d):
             x = float(x)
         else:
             x = int(x)
+        if d in _trace._HELD_FLOATS:
+            # the constant rounded here: a scalar-core float32 of its value
+            v = _trace.scalar("(%s)" % _trace._fmt(_held_float.round_constant(x, d.name)),
+                              float32).astype(float32)
+            v.dt = d
+            return v
         return _trace.scalar("(%s)" % _trace._fmt(x), d).astype(d)
     raise _trace.trace_error("jnp.array of %r in a kernel body: only of a Python number "
                              "or a traced value" % (type(object).__name__,))
@@ -1459,6 +1465,14 @@ def _host_call(np_fn, args, kw, bf16=False):
         return _as_bf16(r)
     if asked is uint16 and isinstance(r, _np.ndarray):
         return r.view(UInt16Array)
+    if asked is None:
+        # float8 operands of one type and no other float: a result of it
+        f8 = {type(a) for a in list(args) + list(kw.values()) if isinstance(a, Float8Array)}
+        if len(f8) == 1 and not _other_float([a for a in list(args) + list(kw.values())
+                                               if not isinstance(a, Float8Array)]):
+            asked = f8.pop().host_dtype.jnp_dtype
+            if not (isinstance(r, (_np.ndarray, _np.generic)) and r.dtype.kind == "f"):
+                asked = None
     if asked is not None and asked in _FLOAT8_ARRAYS and isinstance(r, (_np.ndarray, _np.generic)):
         return _float8_array(r, asked)
     narrow = _NARROW_ARRAYS.get(_trace._as_dtype_or_none(asked)) if asked is not None else None

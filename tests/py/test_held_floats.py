@@ -200,3 +200,47 @@ def test_float8_finfo(name, largest, tiny):
     assert np.isfinite(_f8_round(largest, name)) and not np.isfinite(
         _f8_round(largest * 1.2, name))
     assert jnp.finfo(jnp.float16).max == np.finfo(np.float16).max
+
+
+def test_float16_through_dma_and_scratch():
+    """A float16 array in HBM copied by row halves into a float16 VMEM
+    scratch (the words move as they are), then x * 2 + 1 per grid step."""
+    x = _f16_inputs((256, 256), scale=10.0)
+
+    def kernel(x_hbm, o_ref, buf, sem):
+        c = pltpu.make_async_copy(x_hbm.at[pl.ds(pl.program_id(0) * 128, 128)], buf, sem)
+        c.start()
+        c.wait()
+        o_ref[...] = buf[...] * 2 + 1
+
+    out = pl.pallas_call(kernel, grid=(2,), in_specs=[pl.BlockSpec(memory_space=pltpu.ANY)],
+                         out_specs=pl.BlockSpec((128, 256), lambda i: (i, 0)),
+                         out_shape=jax.ShapeDtypeStruct(x.shape, jnp.float16),
+                         scratch_shapes=[pltpu.VMEM((128, 256), jnp.float16),
+                                         pltpu.SemaphoreType.DMA])(x)
+    with np.errstate(all="ignore"):
+        _same(out, x * np.float16(2) + np.float16(1))
+
+
+def test_float16_constants_in_kernels():
+    """jnp.array(0.1, dtype=jnp.float16) and jnp.full(..., 0.3, float16):
+    the constants are float16's values."""
+    x = _f16_inputs(scale=1.0)
+
+    def kernel(x_ref, o_ref):
+        c = jnp.array(0.1, dtype=jnp.float16)
+        o_ref[...] = x_ref[...] + c + jnp.full(x_ref.shape, 0.3, jnp.float16)
+
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, jnp.float16))(x)
+    with np.errstate(all="ignore"):
+        _same(out, x + np.float16(0.1) + np.float16(0.3))
+
+
+def test_host_functions_keep_float8():
+    """jnp.sum, jnp.max and jnp.asarray of a float8 array give that type
+    (JAX's), the sum rounded into it."""
+    d = jnp.float8_e4m3fn
+    x = jnp.asarray(_rng.standard_normal((8, 16)).astype(np.float32), dtype=d)
+    for r in (jnp.sum(x), jnp.max(x, axis=0), jnp.asarray(x)):
+        assert r.dtype == d
+    _same(jnp.sum(x), _f8_round(np.asarray(x, np.float32).sum(), "float8_e4m3fn"))
