@@ -1362,8 +1362,8 @@ def as_dtype_or_none_kw(d):
 _EXACT_FNS = frozenset("maximum minimum max min abs absolute where select transpose reshape "
                        "broadcast_to concatenate stack roll swapaxes moveaxis expand_dims "
                        "squeeze flip take take_along_axis zeros_like ones_like floor ceil "
-                       "trunc sign relu tile repeat tril triu zeros ones argmax argmin "
-                       "broadcasted_iota".split())
+                       "trunc sign relu tile repeat tril triu zeros ones argmax "
+                       "argmin".split())
 
 # functions whose int16 or uint16 result can leave its range
 _WRAPPING_FNS = ("add", "subtract", "multiply", "negative", "abs", "square", "power", "mod",

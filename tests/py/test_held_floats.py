@@ -244,3 +244,15 @@ def test_host_functions_keep_float8():
     for r in (jnp.sum(x), jnp.max(x, axis=0), jnp.asarray(x)):
         assert r.dtype == d
     _same(jnp.sum(x), _f8_round(np.asarray(x, np.float32).sum(), "float8_e4m3fn"))
+
+
+def test_float8_iota_is_rounded():
+    """lax.broadcasted_iota of float8_e4m3fn: 0..127 rounded to the type
+    (17 is 16, 19 is 20, 127 is 128), as the reference rounds them."""
+    d = jnp.float8_e4m3fn
+
+    def kernel(o_ref):
+        o_ref[...] = jax.lax.broadcasted_iota(d, (8, 128), 1)
+
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), d))()
+    _same(out, np.broadcast_to(_f8_round(np.arange(128.0), "float8_e4m3fn"), (8, 128)))
