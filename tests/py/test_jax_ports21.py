@@ -671,12 +671,6 @@ def test_debug_print_with_values_1d(capfd):
 
 # --- tpu/pallas_call_test.py PallasCallCheckifyInterpreterTest ---
 
-_NO_CHECKIFY = pytest.mark.xfail(strict=True, raises=ImportError,
-                                 reason="no checkify: jax.experimental.checkify (check, "
-                                        "checkify, JaxRuntimeError) in kernels")
-
-
-@_NO_CHECKIFY
 @pytest.mark.parametrize("threshold", [2, 5, 6, 7])
 def test_checkify_with_scalar_prefetch(threshold):
     """PallasCallCheckifyInterpreterTest.test_checkify_with_scalar_prefetch."""
@@ -712,9 +706,10 @@ def test_checkify_with_scalar_prefetch(threshold):
     np.testing.assert_allclose(out, x.reshape((8, 8, -1))[s].reshape(x.shape))
 
 
-@_NO_CHECKIFY
 def test_checkify_with_scratch():
-    """PallasCallCheckifyInterpreterTest.test_checkify_with_scratch."""
+    """PallasCallCheckifyInterpreterTest.test_checkify_with_scratch, its
+    (32, 32) blocks of a (128, 128) array (interpret mode's) made (32, 128)
+    blocks of a (128, 512) one, as Pallas TPU tiles blocks by (8, 128)."""
     from tpuemu import checkify
 
     def body(x_ref, o_ref, scratch_ref):
@@ -724,15 +719,15 @@ def test_checkify_with_scratch():
         checkify.check(all_nequal, 'x_ref equals o_ref id=({x}, {y})',
                        x=pl.program_id(0), y=pl.program_id(1))
 
-    x = jax.random.uniform(jax.random.key(0), (128, 128), dtype=jnp.float32)
+    x = jax.random.uniform(jax.random.key(0), (128, 512), dtype=jnp.float32)
     pallas_call = pl.pallas_call(
         body,
         out_shape=jax.ShapeDtypeStruct(x.shape, jnp.float32),
         grid_spec=pltpu.PrefetchScalarGridSpec(
             num_scalar_prefetch=0,
-            in_specs=[pl.BlockSpec((32, 32), lambda i, j: (i, j))],
-            out_specs=pl.BlockSpec((32, 32), lambda i, j: (i, j)),
-            scratch_shapes=[pltpu.VMEM((32, 32), dtype=jnp.float32)],
+            in_specs=[pl.BlockSpec((32, 128), lambda i, j: (i, j))],
+            out_specs=pl.BlockSpec((32, 128), lambda i, j: (i, j)),
+            scratch_shapes=[pltpu.VMEM((32, 128), dtype=jnp.float32)],
             grid=(4, 4),
         ),
     )
@@ -743,7 +738,6 @@ def test_checkify_with_scratch():
     np.testing.assert_allclose(out, x)
 
 
-@_NO_CHECKIFY
 @pytest.mark.parametrize("iteration", [4, 9])
 def test_checkify_with_dynamic_grid(iteration):
     """PallasCallCheckifyInterpreterTest.test_checkify_with_dynamic_grid."""

@@ -9,7 +9,8 @@ import importlib.abc
 import importlib.util
 import sys
 
-_ALIASES = {"tpuemu.experimental.pallas": "tpuemu.pallas"}
+_ALIASES = {"tpuemu.experimental.pallas": "tpuemu.pallas",
+            "tpuemu.experimental.checkify": "tpuemu.checkify"}
 
 
 class _AliasLoader(importlib.abc.Loader):

@@ -666,7 +666,12 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         return _bf16_results(run_bits(*_bf16_operands(args)))
 
     def run_bits(*args):
-        from .. import _state
+        from .. import _state, checkify
+        if checkify.active() and out_shape is not None and \
+                not getattr(kernel, "_checkified", False):
+            # under checkify.checkify: the kernel's checks get an output
+            from . import _checkify
+            return _checkify.checkify_call(kernel, out_shape, kw, args, pallas_call)
         if _has_semaphores(out_shape, args):
             call = _semaphore_call(kernel, out_shape, kw, args)
             try:
