@@ -240,9 +240,6 @@ def test_smem_copy(use_core_map):
     np.testing.assert_array_equal(f(), np.arange(8) + 1)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="pl.empty_ref_like of a DMA semaphore (a semaphore that outlives "
-                          "a kernel) is not in tpuemu yet")
 @pytest.mark.parametrize("use_core_map", [False, True])
 def test_smem_async_copy(use_core_map):
     """TPUCoreMapMemorySpaceTest.test_smem_async_copy."""

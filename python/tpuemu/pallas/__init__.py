@@ -759,7 +759,29 @@ def _has_semaphores(out_shape, args):
         any(isinstance(a, SemaphoreValue) for a in args)
 
 
-def _semaphore_call(kernel, out_shape, kw, args):
+def _sem_elements(sem):
+    """A semaphore ref's elements, each a scalar semaphore."""
+    n = 1
+    for d in sem.shape:
+        n *= d
+    if not sem.shape:
+        return [sem]
+    return [sem.at[tuple(int(i) for i in _np.unravel_index(e, sem.shape))] for e in range(n)]
+
+
+def _at_grid_step(grid, which, f):
+    """f() traced to run at the grid's first (or "last") step only."""
+    cond = None
+    for d, g in enumerate(grid):
+        c = program_id(d) == (0 if which == "first" else g - 1)
+        cond = c if cond is None else cond & c
+    if cond is None or all(g == 1 for g in grid):
+        f()
+    else:
+        when(cond)(f)
+
+
+def _semaphore_call(kernel, out_shape, kw, args, plain=False):
     """A pallas_call with semaphore outputs (out_shape leaves of
     pltpu.SemaphoreType) or semaphore inputs (SemaphoreValue arguments):
     each is a hidden int32 SMEM operand of its counts, the kernel gets a
@@ -829,26 +851,10 @@ def _semaphore_call(kernel, out_shape, kw, args):
         new_scratch = tuple(scratch) + tuple(extra)
     grid = tuple(gs.grid or ())
     nargs = len(args)
-
-    def each(sem):
-        n = 1
-        for d in sem.shape:
-            n *= d
-        if not sem.shape:
-            return [sem]
-        return [sem.at[tuple(int(i) for i in _np.unravel_index(e, sem.shape))]
-                for e in range(n)]
+    each = _sem_elements
 
     def at_step(which, f):
-        """f() at the grid's first (or last) step."""
-        cond = None
-        for d, g in enumerate(grid):
-            c = program_id(d) == (0 if which == "first" else g - 1)
-            cond = c if cond is None else cond & c
-        if cond is None or all(g == 1 for g in grid):
-            f()
-        else:
-            when(cond)(f)
+        _at_grid_step(grid, which, f)
 
     def k2(*refs):
         refs = list(refs)
@@ -887,7 +893,8 @@ def _semaphore_call(kernel, out_shape, kw, args):
     else:
         inner.update(in_specs=new_ispecs, out_specs=new_ospecs, scratch_shapes=new_scratch)
     new_shape = None if out_shape is None else new_outs[0] if single else tuple(new_outs)
-    call = pallas_call(k2, new_shape, **inner)
+    # @plain: the refs' path's inner call (its operands bits, its HostRefs bound)
+    call = (_pallas_call if plain else pallas_call)(k2, new_shape, **inner)
 
     def go():
         try:
@@ -906,6 +913,16 @@ def _semaphore_call(kernel, out_shape, kw, args):
         return tuple(res)
     go.statements = None
     return go
+
+
+def _move_counts(src, dst):
+    """@src's counts signalled on @dst and waited off @src, element by
+    element (semaphore refs of one shape)."""
+    from .tpu import semaphore_read, semaphore_signal, semaphore_wait
+    for a, b in zip(_sem_elements(src), _sem_elements(dst)):
+        n = semaphore_read(a)
+        semaphore_signal(b, n)
+        semaphore_wait(a, n)
 
 
 def _refuse_captured_spaces(captured):
@@ -973,9 +990,19 @@ def _stateful_call(kernel, out_shape, kw, args, captured):
         ospecs = [ospecs]
     ospecs = list(ospecs)
     from .. import ShapeDtypeStruct
-    # a ref of Pallas keys is its int32 words here (the shape of its array)
-    new_outs = user_outs + [ShapeDtypeStruct(r.shape, _trace.int32 if r.__dict__.get(
-        "_pallas_keys") else r.dtype) for r in states]
+    from .tpu import SemaphoreType
+
+    def is_sem(r):
+        return isinstance(object.__getattribute__(r, "_value"), SemaphoreValue)
+
+    def state_out(r):
+        if is_sem(r):	# pl.empty_ref_like of a semaphore: a semaphore output
+            v = object.__getattribute__(r, "_value")
+            return (SemaphoreType.DMA if v._code == 3 else SemaphoreType.REGULAR)(v.shape)
+        # a ref of Pallas keys is its int32 words here (the shape of its array)
+        return ShapeDtypeStruct(r.shape, _trace.int32 if r.__dict__.get("_pallas_keys")
+                                else r.dtype)
+    new_outs = user_outs + [state_out(r) for r in states]
     new_ospecs = ospecs + [state_spec(r) for r in states]
     # flat indices: the aliases of the user's inputs (refs taken out)
     leaves = [_pytree.flatten(a)[1].num_leaves if not r else 1
@@ -996,8 +1023,9 @@ def _stateful_call(kernel, out_shape, kw, args, captured):
             raise TypeError("pallas_call: input_output_aliases names input %d, a "
                             "jax.new_ref ref" % i)
         aliases[new_flat[i]] = o
-    for k in range(len(states)):
-        aliases[nflat_in + k] = nflat_out + k
+    for k, r in enumerate(states):
+        if not is_sem(r):	# a semaphore's counts go in and come out
+            aliases[nflat_in + k] = nflat_out + k
     # the kernel's parameters: the user's names where it has them
     sig = inspect.signature(kernel).parameters.values()
     params = [p.name for p in sig if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -1049,6 +1077,10 @@ def _stateful_call(kernel, out_shape, kw, args, captured):
                 # SMEM: statements store only scalars there; a DMA copies it
                 from .tpu import sync_copy
                 sync_copy(i, o)
+            elif is_sem(r):
+                # one semaphore for the kernel: the input's counts moved to
+                # the output's at the first step
+                _at_grid_step(tuple(gs.grid or ()), "first", lambda i=i, o=o: _move_counts(i, o))
             r._bind(o)
         try:
             it = iter(ins)
@@ -1072,11 +1104,22 @@ def _stateful_call(kernel, out_shape, kw, args, captured):
         inner.update(grid_spec=g)
     else:
         inner.update(in_specs=new_ispecs, out_specs=new_ospecs, scratch_shapes=scratch)
-    call = _pallas_call(k2, tuple(new_outs), **inner)
+    if any(is_sem(r) for r in states):
+        def call(*a):
+            c = _semaphore_call(k2, tuple(new_outs), inner, a, plain=True)
+            try:
+                return c()
+            finally:
+                call.statements = c.statements
+        call.statements = None
+    else:
+        call = _pallas_call(k2, tuple(new_outs), **inner)
 
     def go():
-        # the refs' own arrays (bf16 as its bits), not freeze's host view
-        res = call(*plain_args, *[_np.array(object.__getattribute__(r, "_value"))
+        # the refs' own arrays (bf16 as its bits), not freeze's host view;
+        # a semaphore's counts as they are
+        res = call(*plain_args, *[object.__getattribute__(r, "_value") if is_sem(r) else
+                                  _np.array(object.__getattribute__(r, "_value"))
                                   for r in states])
         res = list(res)
         for r, v in zip(states, res[len(res) - nst:]):
@@ -1725,9 +1768,16 @@ def empty_like(x):
 def empty_ref_like(ty):
     """pl.empty_ref_like(pltpu.SMEM(shape, dtype)) (or VMEM, HBM) outside a
     kernel: a jax.empty_ref in that memory space, for pl.kernel calls to
-    share."""
-    from .tpu import _Scratch, VMEM, SMEM, HBM
+    share; of pltpu.SemaphoreType.DMA(shape) (or REGULAR), semaphores they
+    share: a copy one call starts, a later one waits for."""
+    from .tpu import _Scratch, VMEM, SMEM, HBM, SEMAPHORE
+    from .._state import empty_host_ref, HostRef
+    if _is_sem_type(ty):
+        # a semaphore the calls share: its counts, passed from call to call
+        v = _np.zeros(ty.shape, _np.int32).view(SemaphoreValue)
+        v._code = ty._space_code
+        return HostRef(v, SEMAPHORE)
     if not isinstance(ty, _Scratch) or ty._space_code not in (0, 1, 2):
-        raise TypeError("pl.empty_ref_like: a pltpu.VMEM, SMEM or HBM type, not %r" % (ty,))
-    from .._state import empty_host_ref
+        raise TypeError("pl.empty_ref_like: a pltpu.VMEM, SMEM or HBM type or a "
+                        "pltpu.SemaphoreType, not %r" % (ty,))
     return empty_host_ref(ty, {0: VMEM, 1: SMEM, 2: HBM}[ty._space_code])
