@@ -24,7 +24,8 @@ pinned_host shardings dropped); PallasScalarIOpsTest (see its test);
 PallasCallUnsignedIntegerTest; PallasCallRefTransformTest's
 test_dma_bitcasted_ref, test_load_bitcasted_ref and
 test_multiple_ref_transforms (state_utils.bitcast is _bitcast here, in
-NumPy; float16 is bfloat16: tpuemu has no float16 and the bits only move);
+NumPy; float16 is bfloat16: tpuemu's float16 is held in float32 words, so
+it has no bitcasts, and the bits only move);
 MiscellaneousTest's test_casting_bool_to_i8, test_float32_stack_one_
 operand, test_scalar_stack, test_float32_unstack, test_scalar_unstack,
 test_retiling2, test_sublane_adding_shape_cast_bf16, test_transpose,
@@ -661,8 +662,8 @@ def test_load_bitcasted_ref(slice_first, use_primitive_io_op):
                           "test_store_bitcasted_ref in test_jax_ports7.py)")
 def test_multiple_ref_transforms():
     """PallasCallRefTransformTest.test_multiple_ref_transforms (JAX's
-    .bitcast(jnp.float16) is jnp.bfloat16 here: tpuemu has no float16, and
-    the bits are only moved, never read as numbers)."""
+    .bitcast(jnp.float16) is jnp.bfloat16 here: tpuemu's float16 has no
+    bitcasts, and the bits are only moved, never read as numbers)."""
     def kernel(x_ref, y_ref):
         ref = (
             x_ref.at[:16, :256]  # i32(16, 256)

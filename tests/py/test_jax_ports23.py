@@ -608,7 +608,8 @@ def test_arbitrary_padding_jnp_pad(array_shape, padding, pad_type, dtype):
     (np.int16, "bfloat16")], ids=str)
 def test_bitcast_convert_type(in_dtype, out_dtype):
     """OpsTest.test_bitcast_convert_type of a (4, 4) block (JAX's TPU skips
-    it); its float16 cases are left out (tpuemu has no float16)."""
+    it); its float16 cases are left out (tpuemu's float16, held in float32
+    words, has no bitcasts)."""
     x = np.arange(16, dtype=in_dtype).reshape(4, 4)
 
     def convert(x_ref, y_ref):
