@@ -4,7 +4,8 @@ calls share, closed over as refs are. A DMA one kernel starts is waited
 for by a later one; a REGULAR semaphore signalled in one call is waited
 on in another; the counts are the ref's between calls (their sum must be
 waited off before the device lets a job end, so a count left over is a
-job error, not a lost signal)."""
+job error, not a lost signal); and copies signalling a REGULAR
+semaphore, as TPU v6+ lets them."""
 import numpy as np
 import pytest
 
@@ -67,3 +68,27 @@ def test_waiting_for_more_than_was_signalled_fails_the_job():
         pltpu.semaphore_wait(sem, 2)
     with pytest.raises(jax.TpurtError, match="wait"):
         _run(take)
+
+
+def test_copies_signal_a_regular_semaphore_by_one_each():
+    """Two copies on one REGULAR semaphore (TPU v6+'s DMA signal): its
+    count is 2 after their starts, and semaphore_wait(sem, 2) takes both."""
+    def kernel(x_hbm, y_hbm, o_ref):
+        def body(a, b, sem):
+            pltpu.async_copy(x_hbm.at[0], a, sem)
+            pltpu.async_copy(x_hbm.at[1], b, sem)
+            o_ref[0] = pltpu.semaphore_read(sem)
+            pl.semaphore_wait(sem, 2)
+            pltpu.sync_copy(b, y_hbm.at[0])
+            pltpu.sync_copy(a, y_hbm.at[1])
+        pl.run_scoped(body, pltpu.VMEM((8, 128), jnp.float32), pltpu.VMEM((8, 128), jnp.float32),
+                      pltpu.SemaphoreType.REGULAR)
+
+    x = np.arange(2 * 8 * 128, dtype=np.float32).reshape(2, 8, 128)
+    y, n = pl.pallas_call(kernel, in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                          out_specs=(pl.BlockSpec(memory_space=pl.ANY),
+                                     pl.BlockSpec(memory_space=pltpu.SMEM)),
+                          out_shape=(jax.ShapeDtypeStruct(x.shape, jnp.float32),
+                                     jax.ShapeDtypeStruct((1,), jnp.int32)))(x)
+    np.testing.assert_array_equal(y, x[::-1])
+    assert int(n[0]) == 2

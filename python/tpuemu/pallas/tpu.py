@@ -493,6 +493,13 @@ class AsyncCopy:
         self._used = True
 
         def one(src, dst, sem):
+            if _is_regular(sem):
+                # a DMA signalling a REGULAR semaphore (TPU v6+) by 1 when
+                # done: the device's copies signal DMA semaphores, so the
+                # copy is made and waited for here, then the signal sent
+                sync_copy(src, dst)
+                semaphore_signal(sem, 1)
+                return
             rec = _sem_changes(sem)
             if isinstance(_base(dst), Ref):
                 _trace._protect(rec, _base(dst).name, None)
@@ -504,7 +511,7 @@ class AsyncCopy:
         self._used = True
         for _, sem in _choices(self.sem):
             sem = _base(sem)
-            if getattr(getattr(sem, "dtype", None), "kind", None) is _trace.semaphore:
+            if _is_regular(sem):
                 raise _RegularSemaphoreWait(
                     "a DMA's .wait() on '%s', a REGULAR semaphore: a copy waits on a "
                     "pltpu.SemaphoreType.DMA one (where a TPU lets a DMA signal a regular "
@@ -513,6 +520,11 @@ class AsyncCopy:
         self._each(lambda src, dst, sem: _sem_changes(sem).emit(
             self._text(src, dst, sem) + ".wait()"))
         return self
+
+
+def _is_regular(sem):
+    """Whether @sem (a semaphore ref or an element of one) is REGULAR."""
+    return getattr(getattr(_base(sem), "dtype", None), "kind", None) is _trace.semaphore
 
 
 class _RegularSemaphoreWait(_trace.TraceError, ValueError):
