@@ -1511,7 +1511,7 @@ class Ref:
             raise hbm_reference("swap_p", self)
         if not self.writable:
             raise trace_error("store into input '%s' (inputs are read-only)" % self.name)
-        value = _into_int16(self.dtype, value)
+        value = _into_held(self.dtype, value)
         target = "%s[%s]" % (self.name, self._index(idx))
         op = "="
         # o[...] += e arrives as o.__setitem__(..., o[...] + e)
@@ -2244,7 +2244,7 @@ def _dims_of(ref, idx):
     return dims
 
 
-def _into_int16(dt, value):
+def _into_held(dt, value):
     """A value stored into an int16 (uint16) ref: in its range first (its
     int32 words must hold sign-extended int16s, zero-extended uint16s); into
     a float16 or float8 ref, rounded to the type (its float32 words hold
@@ -2392,7 +2392,7 @@ class Window:
         rec = recorder()
         if not self.ref.writable:
             raise trace_error("store into input '%s' (inputs are read-only)" % self.ref.name)
-        value = _into_int16(self.ref.dtype, value)
+        value = _into_held(self.ref.dtype, value)
         _share(rec, value)
         _protect(rec, self.ref.name, value)
         rec.emit("%s[...] = %s" % (self.text, _fmt(value)))

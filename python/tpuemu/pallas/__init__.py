@@ -851,10 +851,6 @@ def _semaphore_call(kernel, out_shape, kw, args, plain=False):
         new_scratch = tuple(scratch) + tuple(extra)
     grid = tuple(gs.grid or ())
     nargs = len(args)
-    each = _sem_elements
-
-    def at_step(which, f):
-        _at_grid_step(grid, which, f)
 
     def k2(*refs):
         refs = list(refs)
@@ -865,9 +861,9 @@ def _semaphore_call(kernel, out_shape, kw, args, plain=False):
 
         def signal():
             for smem, sem in ins:
-                for e, s in enumerate(each(sem)):
+                for e, s in enumerate(_sem_elements(sem)):
                     semaphore_signal(s, smem[e])
-        at_step("first", signal)
+        _at_grid_step(grid, "first", signal)
         for n, k in enumerate(sem_in):
             refs[k] = sems[n]
         for n, j in enumerate(sem_out):
@@ -876,10 +872,10 @@ def _semaphore_call(kernel, out_shape, kw, args, plain=False):
 
         def drain():
             for smem, sem in out_refs:
-                for e, s in enumerate(each(sem)):
+                for e, s in enumerate(_sem_elements(sem)):
                     smem[e] = semaphore_read(s)
                     semaphore_wait(s, smem[e])
-        at_step("last", drain)
+        _at_grid_step(grid, "last", drain)
     k2.__signature__ = inspect.Signature(
         [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
          for n in params + extra_names])

@@ -59,7 +59,7 @@ def checkify_call(kernel, out_shape, kw, args, pallas_call):
     """The pallas_call of @kernel with the check output after its own
     outputs: runs it, records the first failed check's message in the
     running checkify.checkify call, and returns the kernel's outputs."""
-    from . import BlockSpec, GridSpec, program_id, when
+    from . import BlockSpec, GridSpec, _at_grid_step
     from .tpu import SMEM
     from .. import ShapeDtypeStruct
     global _current
@@ -91,12 +91,7 @@ def checkify_call(kernel, out_shape, kw, args, pallas_call):
 
         def clear():
             ref[0] = 0
-        first = None
-        for d, g in enumerate(grid):
-            if g != 1:
-                c = program_id(d) == 0
-                first = c if first is None else first & c
-        clear() if first is None else when(first)(clear)
+        _at_grid_step(grid, "first", clear)
         _current = (ref, sites)
         try:
             kernel(*refs)
