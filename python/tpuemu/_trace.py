@@ -2007,9 +2007,9 @@ def _bitcast_check(frm, to, what):
                           % (what, frm.name, to.name, held.name, held.name, held.name,
                              held.name))
     held = next((d for d in (frm, to) if d in _HELD), None)
-    if frm is not to and held is not None:
-        also = ("a %s value bitcasts only to int16, uint16 or bfloat16 (not a ref, not to "
-                "another width)" % held.name) if _HELD_BITS[held] == 16 else \
+    if frm is not to and held is not None and not _held16_words(frm, to):
+        also = ("%s bitcasts only to int16, uint16, bfloat16 or a 32-bit type"
+                % held.name) if _HELD_BITS[held] == 16 else \
             "%s has no bitcasts here" % held.name
         raise trace_error("%s of %s to %s: %s arrays are held in int32 words here, so "
                           "their bits are not %s's; %s"
@@ -2052,12 +2052,19 @@ def bitcast_value(x, ty, what):
     if x.dt is not None:
         to = _bitcast_check(x.dt, ty, what)
         shape = bitcast_shape(x.shape, x.dt, to, what)
+        if _held16_words(x.dt, to) and _WIDTH[to.name] != _WIDTH[x.dt.name] and \
+                shape is not None:
+            return _bitcast_held16_words(x, to, shape)
         if shape is not None and len(shape) == 3 and _WIDTH[to.name] != _WIDTH[x.dt.name]:
             # the device's bitcast packs the rows of a 2-D value; a leading
             # dimension's slices each pack their own rows (bf16 (16, 2, 256)
             # is uint32 (16, 1, 256), not a (32, 256) tile's (16, 256))
             from . import numpy as jnp
             return jnp.stack([bitcast_value(x[b], ty, what) for b in range(shape[0])])
+        if _WIDTH[to.name] != _WIDTH[x.dt.name]:
+            # libtpurt packs the rows by a strided read of its operand, which
+            # is a ref's window or a local: a window of a value is bound first
+            x = local(x)
     else:
         to, shape = as_dtype(ty), None
     v = call("pltpu.bitcast", x, _DT(to))
@@ -2092,6 +2099,32 @@ def _bitcast_16(x, frm, to):
     f = call("pltpu.bitcast", w, _DT(float32))
     f.dt, f.shape = float32, x.shape
     return f.astype(bfloat16)
+
+
+def _held16_words(frm, to):
+    """Whether a bitcast of @frm to @to is one of int16 or uint16 (held in
+    int32 words) and a 16-bit or 32-bit type: done by arithmetic on the
+    words (_bitcast_16, _bitcast_held16_words)."""
+    return bool({frm, to} & {int16, uint16}) and \
+        {frm, to} <= {int16, uint16, bfloat16, int32, uint32, float32}
+
+
+def _bitcast_held16_words(x, to, shape):
+    """A bitcast between int16 (uint16) rows and 32-bit words, as a TPU
+    packs them: word row i holds 16-bit rows 2i (its low half) and 2i + 1
+    (of each leading index alike). The 16-bit values are held in int32
+    words (sign- or zero-extended), so the halves are split by shifts and
+    interleaved as rows, or masked, shifted and or-ed back into words."""
+    from . import numpy as jnp
+    row = len(shape) - 2
+    if to in (int16, uint16):	# the words, each read twice, bound once
+        w = local(bitcast_words(x, int32) if x.dt is not int32 else x)
+        lo, hi = w.astype(to), (w >> 16).astype(to)
+        return jnp.stack([lo, hi], axis=row + 1).reshape(shape)
+    v = local(x.astype(int32).reshape(shape[:row] + (shape[row], 2, shape[-1])))
+    lead = (slice(None),) * (row + 1)
+    w = (v[lead + (0,)] & 0xffff) | (v[lead + (1,)] << 16)
+    return w if to is int32 else bitcast_words(w, to)
 
 
 def host_bitcast(a, ty):
@@ -2201,6 +2234,12 @@ class BitcastRef:
     def bitcast(self, ty):
         return BitcastRef(self.base, ty)
 
+    def reshape(self, *shape):
+        """A reshape of the view: one a window cannot express, so a
+        ReadView of it."""
+        return ReadView(self, self.shape, self.dtype, "%s.bitcast(%s)"
+                        % (self.base.render(), self.dtype.name)).reshape(*shape)
+
     def __getitem__(self, idx):
         t, i = self._target(idx)
         return bitcast_value(t[i], self.dtype, "%s.bitcast" % self.name)
@@ -2208,6 +2247,78 @@ class BitcastRef:
     def __setitem__(self, idx, value):
         t, i = self._target(idx)
         t[i] = bitcast_value(value, self.ref.dtype, "%s.bitcast" % self.name)
+
+
+class ReadView:
+    """A chain of ref transforms (bitcasts, reshapes, windows) past what a
+    window of the ref can express, as JAX's TransformedRef: a read reads
+    the chain's source whole and applies each transform to the value, as
+    the same transforms of the array would (a bitcast packs rows as
+    pltpu.bitcast). Read-only: a store through it is refused."""
+
+    def __init__(self, src, shape, dtype, text, steps=()):
+        self.src, self.shape, self.dtype = src, tuple(shape), dtype
+        self.text, self.steps = text, steps
+        self.name = src.name
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def render(self):
+        return self.text
+
+    def _then(self, step, shape, dtype, text):
+        return ReadView(self.src, shape, dtype, self.text + text, self.steps + (step,))
+
+    def bitcast(self, ty):
+        what = "%s.bitcast(%s)" % (self.text, as_dtype(ty).name)
+        to = _bitcast_check(self.dtype, ty, what)
+        shape = bitcast_shape(self.shape, self.dtype, to, what)
+        return self._then(lambda v: bitcast_value(v, to, what), shape, to,
+                          ".bitcast(%s)" % to.name)
+
+    def reshape(self, *shape):
+        shape = _new_shape(self.text, self.shape, shape)
+        return self._then(lambda v: v.reshape(shape), shape, self.dtype,
+                          ".reshape%r" % (tuple(shape),))
+
+    @property
+    def at(self):
+        view = self
+
+        class _ViewAt:
+            def __getitem__(self, idx):
+                return view._then(lambda v: v[idx], _indexed_shape(view, idx), view.dtype,
+                                  ".at[%r]" % (idx,))
+        return _ViewAt()
+
+    def __getitem__(self, idx):
+        v = self.src[...]
+        for step in self.steps:
+            v = step(v)
+        return v if _whole_index(idx) else v[idx]
+
+    def __setitem__(self, idx, value):
+        raise trace_error("%s[...] = ...: a store through this chain of transforms (a "
+                          "reshape of a bitcast view); store through a window or a "
+                          "bitcast of the ref itself" % self.text)
+
+
+def _whole_index(idx):
+    return idx is Ellipsis or idx == () or \
+        isinstance(idx, tuple) and all(e is Ellipsis or e == slice(None) for e in idx)
+
+
+def _indexed_shape(view, idx):
+    """The shape of @view indexed by static @idx (integers and slices)."""
+    import numpy as np
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    if any(isinstance(e, Value) or isinstance(e, slice) and
+           any(isinstance(b, Value) for b in (e.start, e.stop, e.step)) for e in parts):
+        raise trace_error("%s.at[%r]: a window of this chain of transforms takes static "
+                          "indices" % (view.text, idx))
+    return np.broadcast_to(np.int8(0), view.shape)[idx].shape
 
 
 class _At:
@@ -2221,6 +2332,9 @@ class _At:
             if isinstance(idx, tuple) else maybe_spill(idx) if isinstance(idx, Value) else idx
         if self.window is not None:
             return self.window._sub(idx)
+        if _whole_index(idx) and self.ref.shape:
+            # ref.at[...]: each dimension whole, as libtpurt reads a window
+            idx = (slice(None),) * len(self.ref.shape)
         return Window(self.ref, "%s.at[%s]" % (self.ref.name, self.ref._index(idx, True)), idx)
 
 

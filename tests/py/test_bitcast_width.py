@@ -196,3 +196,96 @@ def test_rank3_value_packs_each_slice():
     out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((16, 1, 256), jnp.uint32))(x)
     want = np.stack([_pack(b, np.uint32) for b in x])
     np.testing.assert_array_equal(out, want)
+
+
+def test_bitcast_of_a_window_of_a_value():
+    # a window of a computed value, bitcast to another width: libtpurt
+    # packs its rows by a strided read, so the window is bound first (it
+    # was refused as "text after ']'")
+    x = _quiet(_bits((16, 256), np.uint16, 9), jnp.bfloat16)
+
+    def kernel(x_ref, o_ref):
+        v = x_ref[...]
+        o_ref[...] = pltpu.bitcast(v[:, :128][0:8], jnp.uint32)
+
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((4, 128), jnp.uint32))(x)
+    np.testing.assert_array_equal(y, _pack(x[:8, :128], np.uint32))
+
+
+@pytest.mark.parametrize("held", [jnp.int16, jnp.uint16], ids=lambda d: d.name)
+def test_int16_of_rank3_words_and_back(held):
+    # int16 (held in int32 words) of a 3-D value: every leading index packs
+    # its own rows, as pltpu.bitcast's; and back to the same words
+    w = _bits((4, 8, 128), np.int32, 13)
+
+    def kernel(w_ref, h_ref, back_ref):
+        h = pltpu.bitcast(w_ref[...], held)
+        assert h.shape == (4, 16, 128) and h.dtype == held
+        h_ref[...] = h
+        back_ref[...] = pltpu.bitcast(h, jnp.int32)
+
+    h, back = pl.pallas_call(kernel, out_shape=(
+        jax.ShapeDtypeStruct((4, 16, 128), held),
+        jax.ShapeDtypeStruct((4, 8, 128), jnp.int32)))(w)
+    want = np.stack([_unpack(b, np.int16 if held == jnp.int16 else np.uint16) for b in w])
+    np.testing.assert_array_equal(h, want)
+    np.testing.assert_array_equal(back, w)
+
+
+@pytest.mark.parametrize("into_view", [False, True])
+def test_dma_through_a_bitcast_view(into_view):
+    """A copy whose source (or destination) is a bitcast view of an HBM
+    ref moves the view's values: bf16 rows packed into int32 words, as
+    pltpu.bitcast packs them, and the DMA's wait still counts."""
+    x = _quiet(_bits((16, 128), np.uint16, 17), jnp.bfloat16)
+    w = _pack(x, np.int32)
+
+    def kernel(x_hbm, y_hbm):
+        def body(sem):
+            if into_view:
+                copy = pltpu.make_async_copy(x_hbm, y_hbm.bitcast(jnp.bfloat16), sem)
+            else:
+                copy = pltpu.make_async_copy(x_hbm.at[...].bitcast(jnp.int32), y_hbm, sem)
+            copy.start()
+            copy.wait()
+        pl.run_scoped(body, pltpu.SemaphoreType.DMA)
+
+    y = pl.pallas_call(kernel, in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                       out_specs=pl.BlockSpec(memory_space=pl.ANY),
+                       out_shape=jax.ShapeDtypeStruct((8, 128), jnp.int32))(x)
+    np.testing.assert_array_equal(y, w)
+
+
+def test_chained_view_reads_and_refuses_stores():
+    """ref.bitcast(...).reshape(...) and further transforms read the
+    transforms of the ref's value; a store through the chain is refused."""
+    x = np.arange(16 * 128, dtype=np.int32).reshape(16, 128) * 65599
+
+    def kernel(x_ref, o_ref):
+        view = x_ref.bitcast(jnp.int16).reshape(2, 16, 128).at[1]
+        assert view.shape == (16, 128) and view.dtype == jnp.int16
+        o_ref[...] = view.bitcast(jnp.int32)[...]
+
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.int32))(x)
+    np.testing.assert_array_equal(y, x[8:])
+
+    def store(x_ref, o_ref):
+        o_ref.bitcast(jnp.int16).reshape(2, 8, 128)[...] = jnp.zeros((2, 8, 128), jnp.int16)
+
+    with pytest.raises(pl.TraceError, match="a store through this chain"):
+        pl.pallas_call(store, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.int32))(x)
+
+
+def test_whole_window_is_a_copy_operand():
+    # ref.at[...] names the whole ref, as a copy's operand too
+    x = _bits((8, 128), np.int32, 19)
+
+    def kernel(x_hbm, y_hbm):
+        def body(sem):
+            pltpu.async_copy(x_hbm.at[...], y_hbm.at[...], sem).wait()
+        pl.run_scoped(body, pltpu.SemaphoreType.DMA)
+
+    y = pl.pallas_call(kernel, in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                       out_specs=pl.BlockSpec(memory_space=pl.ANY),
+                       out_shape=jax.ShapeDtypeStruct((8, 128), jnp.int32))(x)
+    np.testing.assert_array_equal(y, x)

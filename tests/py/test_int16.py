@@ -197,9 +197,10 @@ def test_smem_int16_scalars_wrap_and_grid_blocks():
     np.testing.assert_array_equal(out, np.concatenate(want))
 
 
-def test_int16_bitcast_of_one_width_only():
+def test_int16_bitcasts_to_16_and_32_bits():
     # to bfloat16 (and uint16, test_uint16.py): the 16 bits, by arithmetic
-    # on the int32 words; to another width, or of a ref, refused
+    # on the int32 words; to a 32-bit type, two rows a word as pltpu.bitcast
+    # packs them (low half the even row), also of a ref; to int8, refused
     x = _i16((8, 128))
     x = np.where((x & 0x7F80) == 0x7F80, x & -0x7F81, x).astype(np.int16)	# no NaN/inf
 
@@ -209,15 +210,24 @@ def test_int16_bitcast_of_one_width_only():
     np.testing.assert_array_equal((np.asarray(b).view(np.uint32) >> 16).astype(np.uint16),
                                   x.view(np.uint16))
 
-    def wide(x_ref, o_ref):
-        o_ref[...] = pltpu.bitcast(x_ref[...], jnp.int32)
-    with pytest.raises(pl.TraceError, match="int16 arrays are held in int32 words"):
-        _run(wide, jnp.int32, x, shape=(4, 128))
+    def wide(x_ref, o_ref, back_ref):
+        w = pltpu.bitcast(x_ref[...], jnp.int32)
+        o_ref[...] = w
+        back_ref[...] = pltpu.bitcast(w ^ 0, jnp.int16)
+    w, back = pl.pallas_call(wide, out_shape=(jax.ShapeDtypeStruct((4, 128), jnp.int32),
+                                              jax.ShapeDtypeStruct((8, 128), I16)))(x)
+    u = x.view(np.uint16).astype(np.uint32)
+    np.testing.assert_array_equal(w, (u[0::2] | u[1::2] << 16).view(np.int32))
+    np.testing.assert_array_equal(back, x)
 
     def ref_view(x_ref, o_ref):
         o_ref[...] = x_ref.bitcast(jnp.bfloat16)[...]
+    np.testing.assert_array_equal(np.asarray(_run(ref_view, jnp.bfloat16, x)), np.asarray(b))
+
+    def narrow(x_ref, o_ref):
+        o_ref[...] = pltpu.bitcast(x_ref[...], jnp.int8)
     with pytest.raises(pl.TraceError, match="int16 arrays are held in int32 words"):
-        _run(ref_view, jnp.bfloat16, x)
+        _run(narrow, jnp.int8, x, shape=(16, 128))
 
 
 def test_int16_constants_from_dtype_arguments():

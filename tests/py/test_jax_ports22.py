@@ -598,11 +598,6 @@ def test_primitive_bind_is_the_function():
 
 # --- PallasCallRefTransformTest ---
 
-@pytest.mark.xfail(strict=True, raises=jax.TraceError,
-                   reason="int16 arrays are held in int32 words on tpuemu, so a "
-                          "ref's bitcast of int32 to int16 (two per word) is refused "
-                          "(bf16, packed two per word, is not: see "
-                          "test_store_bitcasted_ref in test_jax_ports7.py)")
 @pytest.mark.parametrize("slice_first", [True, False])
 def test_dma_bitcasted_ref(slice_first):
     """PallasCallRefTransformTest.test_dma_bitcasted_ref."""
@@ -628,11 +623,6 @@ def test_dma_bitcasted_ref(slice_first):
     np.testing.assert_array_equal(y, expected)
 
 
-@pytest.mark.xfail(strict=True, raises=jax.TraceError,
-                   reason="int16 arrays are held in int32 words on tpuemu, so a "
-                          "ref's bitcast of int32 to int16 (two per word) is refused "
-                          "(bf16, packed two per word, is not: see "
-                          "test_store_bitcasted_ref in test_jax_ports7.py)")
 @pytest.mark.parametrize("use_primitive_io_op", [False, True])
 @pytest.mark.parametrize("slice_first", [True, False])
 def test_load_bitcasted_ref(slice_first, use_primitive_io_op):
@@ -655,15 +645,11 @@ def test_load_bitcasted_ref(slice_first, use_primitive_io_op):
     np.testing.assert_array_equal(y, expected)
 
 
-@pytest.mark.xfail(strict=True, raises=jax.TraceError,
-                   reason="int16 arrays are held in int32 words on tpuemu, so a "
-                          "ref's bitcast of int32 to int16 (two per word) is refused "
-                          "(bf16, packed two per word, is not: see "
-                          "test_store_bitcasted_ref in test_jax_ports7.py)")
 def test_multiple_ref_transforms():
     """PallasCallRefTransformTest.test_multiple_ref_transforms (JAX's
-    .bitcast(jnp.float16) is jnp.bfloat16 here: tpuemu's float16 has no
-    bitcasts, and the bits are only moved, never read as numbers)."""
+    .bitcast(jnp.float16) is jnp.bfloat16 here: tpuemu's float16 is held in
+    float32 words and has no bitcasts; the bits are only moved, never read
+    as numbers)."""
     def kernel(x_ref, y_ref):
         ref = (
             x_ref.at[:16, :256]  # i32(16, 256)

@@ -257,7 +257,8 @@ def test_smem_uint16_scalars():
 
 def test_bitcasts_among_int16_uint16_bfloat16():
     """pltpu.bitcast and lax.bitcast_convert_type of one width: the 16 bits
-    reinterpreted (bf16's NaN bits kept quiet); another width is refused."""
+    reinterpreted (bf16's NaN bits kept quiet); to 32 bits two rows a word;
+    to 4 bits refused."""
     u = _u16((8, 128))
     u = np.where((u & 0x7F80) == 0x7F80, u & 0x807F, u).astype(np.uint16)	# no NaN/inf
     s = u.view(np.int16)
@@ -279,10 +280,19 @@ def test_bitcasts_among_int16_uint16_bfloat16():
     np.testing.assert_array_equal(d, u)
     np.testing.assert_array_equal(np.asarray(e).view(np.uint32) >> 16, u)
 
-    def wide(u_ref, o_ref):
-        o_ref[...] = pltpu.bitcast(u_ref[...], jnp.int32)
+    def wide(u_ref, o_ref, back_ref):
+        w = pltpu.bitcast(u_ref[...], jnp.float32)
+        o_ref[...] = pltpu.bitcast(w, jnp.uint32)
+        back_ref[...] = pltpu.bitcast(w, U16)
+    w, back = pl.pallas_call(wide, out_shape=(_sds(jnp.uint32, (4, 128)), _sds(U16)))(_dev(u))
+    v = u.astype(np.uint32)
+    np.testing.assert_array_equal(w, v[0::2] | v[1::2] << 16)
+    np.testing.assert_array_equal(back, u)
+
+    def four_bits(u_ref, o_ref):
+        o_ref[...] = pltpu.bitcast(u_ref[...], jnp.int4)
     with pytest.raises(pl.TraceError, match="uint16 arrays are held in int32 words"):
-        pl.pallas_call(wide, out_shape=_sds(jnp.int32, (4, 128)))(_dev(u))
+        pl.pallas_call(four_bits, out_shape=_sds(jnp.int4, (32, 128)))(_dev(u))
 
 
 def test_weak_ints_iinfo_and_dtype_arguments():

@@ -469,6 +469,12 @@ class AsyncCopy:
     _used = True	# until __init__ has checked its operands
 
     def __init__(self, src, dst, sem):
+        self._through_views = None
+        if _is_view(src) or _is_view(dst):
+            # its values moved at the start (_copy_through_views); the
+            # semaphore then counts a copy of the destination's memory
+            self._through_views = (src, dst)
+            src = dst = dst.base if _is_view(dst) else dst
         src, dst = _copy_operands(src, dst, "the copy's")
         for _, m in _choices(sem):
             _sem_text(m, "signal")
@@ -491,6 +497,8 @@ class AsyncCopy:
 
     def start(self):
         self._used = True
+        if self._through_views is not None:
+            _copy_through_views(*self._through_views)
 
         def one(src, dst, sem):
             if _is_regular(sem):
@@ -520,6 +528,69 @@ class AsyncCopy:
         self._each(lambda src, dst, sem: _sem_changes(sem).emit(
             self._text(src, dst, sem) + ".wait()"))
         return self
+
+
+def _is_view(x):
+    return isinstance(x, (_trace.BitcastRef, _trace.ReadView))
+
+
+def _copy_through_views(src, dst):
+    """A copy whose source or destination is a bitcast view of a ref (or
+    a chain of transforms of one), made as the view's values: a DMA moves
+    bytes, and a view's values are not its ref's bytes here (a bitcast
+    packs rows; int16 is held in int32 words). A source in HBM is copied
+    into VMEM and read through the view there; the value is stored
+    through the destination's view, into VMEM first if it is in HBM."""
+    if isinstance(dst, _trace.ReadView):
+        raise trace_error("a copy into %s: a copy's destination may be a bitcast of a ref, "
+                          "not a chain of transforms (they are read-only)" % dst.render())
+    _in_vmem(_view_base(src), "_view_source", lambda base: _stored_through(
+        dst, _rebased(src, base)[...] if _is_view(src) else base[...]))
+
+
+def _view_base(v):
+    """The ref or window under a view (a chain's bitcast's)."""
+    while _is_view(v):
+        v = v.src if isinstance(v, _trace.ReadView) else v.base
+    return v
+
+
+def _rebased(v, base):
+    """View @v of its ref's memory as the same view of @base."""
+    if isinstance(v, _trace.ReadView):
+        return _trace.ReadView(_rebased(v.src, base), v.shape, v.dtype, v.text, v.steps)
+    return _trace.BitcastRef(base, v.dtype)
+
+
+def _shape_of(r):
+    return tuple(r.shape) if isinstance(r, Ref) else _trace._window_shape(r.dims)
+
+
+def _in_vmem(r, name, body, load=True):
+    """body(r), r a ref or window, if it is in VMEM or SMEM, else body of a
+    VMEM scratch @name holding it (copied in with @load, else copied back
+    after)."""
+    if _base(r).space in ("vmem", "smem"):
+        return body(r)
+    from . import run_scoped
+
+    def scoped(**bufs):
+        if load:
+            sync_copy(r, bufs[name])
+        body(bufs[name])
+        if not load:
+            sync_copy(bufs[name], r)
+    run_scoped(scoped, **{name: VMEM(_shape_of(r), _base(r).dtype)})
+
+
+def _stored_through(dst, value):
+    """@value stored into @dst, a ref, a window or a bitcast view of one."""
+    def store(base):
+        if _is_view(dst):
+            _rebased(dst, base)[...] = value
+        else:
+            base[...] = value
+    _in_vmem(_view_base(dst), "_view_destination", store, load=False)
 
 
 def _is_regular(sem):
