@@ -72,6 +72,7 @@ import tpuemu.numpy as jnp
 from tpuemu import lax
 from tpuemu import pallas as pl
 from tpuemu.pallas import tpu as pltpu
+from tpuemu.pallas.mosaic.error_handling import MosaicError
 
 partial = functools.partial
 F32 = jnp.float32
@@ -1264,13 +1265,6 @@ def test_emit_pipeline_small_window(tile_major, dtype):
 # test_matmul_kernel skip there in JAX; test_fifo and its underflow and
 # overflow cases run below v7) ---
 
-_NO_FIFO = pytest.mark.xfail(
-    strict=True, raises=_MISSING,
-    reason="tpuemu has no explicit MXU ops (pltpu.matmul_push_rhs, matmul_lhs_fifo, "
-           "matmul_pop_fifo)")
-
-
-@_NO_FIFO
 @pytest.mark.parametrize("dtype,transpose", [(np.float32, False), ("bf16", False),
                                              (np.int8, False), ("bf16", True),
                                              (np.float32, True), (np.int8, True)], ids=str)
@@ -1372,17 +1366,15 @@ def _fifo_misuse(m, w_m, pops_per_push, all_pushes_first):
     )(x, y)
 
 
-@_NO_FIFO
 def test_fifo_underflow():
     """ExplicitMXUTest.test_fifo_underflow: two pops a push."""
-    with pytest.raises(jax.TpurtError,
+    with pytest.raises(MosaicError,
                        match="Cannot schedule FIFO pop instruction when the FIFO is empty"):
         _fifo_misuse(256, 128, 2, False)
 
 
-@_NO_FIFO
 def test_fifo_overflow():
     """ExplicitMXUTest.test_fifo_overflow: every push before any pop."""
-    with pytest.raises(jax.TpurtError,
+    with pytest.raises(MosaicError,
                        match="Cannot schedule FIFO push instruction when the FIFO is full"):
         _fifo_misuse(512, 512, 1, True)

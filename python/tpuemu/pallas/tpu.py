@@ -3,6 +3,7 @@
 from . import GridSpec, run_scoped  # noqa: F401  (pltpu.run_scoped, as older JAX has it)
 from . import Blocked, BoundedSlice, Element, Squeezed, _grids, _pipeline_env, program_id, when
 from ._einshape import einshape  # noqa: F401  (pltpu.einshape)
+from ._mxu_fifo import matmul_lhs_fifo, matmul_pop_fifo, matmul_push_rhs  # noqa: F401
 import dataclasses
 import enum
 import itertools
