@@ -255,10 +255,24 @@ static int parse_semantics(struct pallas_build *c)
 	return 0;
 }
 
+/*
+ * A grid of one step has no next block to fetch while a step runs, so its
+ * VMEM blocks take one buffer each unless pl.Buffered asks for more: as
+ * Mosaic's, a whole-array block of 8 MiB then needs 8 MiB, not 16.
+ */
+static bool one_step(const struct tpurt_grid_spec *gs)
+{
+	for (int d = 0; d < gs->rank; d++)
+		if (gs->grid[d] != 1)
+			return false;
+	return true;
+}
+
 static int fill_operands(struct pallas_build *c)
 {
 	const struct tpurt_grid_spec *gs = c->gs;
 	struct tpu_job_header *h = &c->d->h;
+	bool single = one_step(gs);
 	int ret;
 
 	h->grid_rank = (uint8_t)gs->rank;
@@ -282,6 +296,8 @@ static int fill_operands(struct pallas_build *c)
 		if (o->role != TPU_ROLE_SCALAR_PREFETCH) {
 			jo->space = (uint8_t)o->spec.memory_space;
 			jo->buffers = (uint8_t)o->spec.buffer_count;
+			if (single && !jo->buffers && jo->space == TPU_MEM_VMEM)
+				jo->buffers = 1;
 			jo->revisit = (uint8_t)o->spec.revisit;
 		}
 		for (int d = 0; d < a->rank; d++) {

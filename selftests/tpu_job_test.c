@@ -363,11 +363,19 @@ TEST_F(job, vmem_limit_is_enforced)
 	struct mm mm;
 
 	/* 2 x (256x256 + 256x256 + 256x256) f32 = 1.5 MiB of blocks. */
-	ASSERT_EQ(0, mm_make(self->dev, &mm, 256, 256, 256, 256, 256, 256, NULL));
+	ASSERT_EQ(0, mm_make(self->dev, &mm, 512, 512, 512, 256, 256, 256, NULL));
 	EXPECT_EQ(-ENOSPC, tpurt_pallas_call(mm.k, mm.gs, &p, mm.args, 3, NULL));
 	EXPECT_NE(NULL, strstr(tpurt_last_error(), "VMEM"))
 		TH_LOG("%s", tpurt_last_error());
 	p.vmem_limit_bytes = 8 << 20;
+	EXPECT_EQ(0, tpurt_pallas_call(mm.k, mm.gs, &p, mm.args, 3, NULL))
+		TH_LOG("%s", tpurt_last_error());
+	EXPECT_EQ(0, mm_matches(&mm));
+	mm_free(&mm);
+
+	/* A grid of one step has nothing to prefetch: one buffer a block, 0.75 MiB. */
+	p.vmem_limit_bytes = 1 << 20;
+	ASSERT_EQ(0, mm_make(self->dev, &mm, 256, 256, 256, 256, 256, 256, NULL));
 	EXPECT_EQ(0, tpurt_pallas_call(mm.k, mm.gs, &p, mm.args, 3, NULL))
 		TH_LOG("%s", tpurt_last_error());
 	EXPECT_EQ(0, mm_matches(&mm));

@@ -1345,9 +1345,10 @@ def _mnc_params():
         for n, case in enumerate(_MNC):
             marks = pytest.mark.xfail(
                 strict=True, raises=jax.TpurtError,
-                reason="the (2, 8, 128, 8, 128) output is 8 MiB and the device double-buffers "
-                       "it even on a grid of one step: 16 MiB, the default VMEM limit, "
-                       "before the products") \
+                reason="the (2, 8, 128, 8, 128) output is 8 MiB (one buffer on a grid of "
+                       "one step), and libtpurt holds the two batch products, their "
+                       "concatenation and its regrouping in temporaries of 4 to 8 MiB each: "
+                       "past the default 16 MiB VMEM limit") \
                 if batch == 2 and n in _MNC_VMEM else ()
             out.append(pytest.param(batch, case, marks=marks, id="%s-%d" % (batch, n)))
     return out
