@@ -97,10 +97,7 @@ def test_basic_input_memory_space_constraint(memory_space, color):
     np.testing.assert_array_equal(y, x)
 
 
-@pytest.mark.parametrize("memory_space,color", _IN_SPACES + [pytest.param(
-    "pl.HOST", 5, marks=pytest.mark.xfail(strict=True, raises=AttributeError,
-                                          reason="pl.HOST (pinned host memory) is not "
-                                                 "in tpuemu yet"))])
+@pytest.mark.parametrize("memory_space,color", _IN_SPACES + [("pl.HOST", 5)])
 def test_basic_output_memory_space_constraint(memory_space, color):
     """TPUPallasCallMemorySpaceTest.test_basic_output_memory_space_constraint."""
     memory_space = _space(memory_space)

@@ -440,8 +440,6 @@ def test_poison_buffers():
     assert np.all(np.asarray(y_bool) == True)  # noqa: E712
 
 
-@pytest.mark.xfail(strict=True, raises=_MISSING,
-                   reason="pl.HOST (pinned host memory) is not in tpuemu yet")
 def test_host_input_host_to_hbm_dma():
     """PallasCallDMATest.test_host_input_host_to_hbm_dma (the pinned_host
     device_put is dropped: one device, no shardings)."""
@@ -460,8 +458,6 @@ def test_host_input_host_to_hbm_dma():
     np.testing.assert_array_equal(y, x)
 
 
-@pytest.mark.xfail(strict=True, raises=_MISSING,
-                   reason="pl.HOST (pinned host memory) is not in tpuemu yet")
 def test_hbm_to_host_host_output_dma():
     """PallasCallDMATest.test_hbm_to_host_host_output_dma (the pinned_host
     out_sharding is dropped)."""

@@ -18,7 +18,9 @@ _grids = []
 _grid_given = []	# each pallas_call's grid as given (() for no grid)
 
 ANY = "any"
-_SPACES = {None: 0, "vmem": 0, "smem": 1, "any": 2, "sem_dma": 3, "sem_regular": 4}
+# pl.HOST's operands are the device's "any" ones: copied, never loaded
+_SPACES = {None: 0, "vmem": 0, "smem": 1, "any": 2, "host": 2, "sem_dma": 3,
+           "sem_regular": 4}
 
 
 class RevisitMode:
@@ -351,12 +353,12 @@ def _scoped(f, params, types, named_types, rec):
                 raise trace_error("pl.run_scoped: '%s' must be pltpu.VMEM(...), pltpu.SMEM(...) "
                                   "or a pltpu.SemaphoreType (or a tree of them), not %r"
                                   % (name, leaf))
-            if code == 2:
+            if code in (2, 6):
                 # pltpu.HBM(...): Mosaic allocates no HBM in a kernel (JAX's
                 # interpreter's error; its allow_hbm_allocation_in_run_scoped
-                # has nothing to run on here)
-                raise _HbmScoped("Cannot allocate HBM in `run_scoped`. ('%s': %r)"
-                                 % (name, leaf))
+                # has nothing to run on here), nor host memory
+                raise _HbmScoped("Cannot allocate %s in `run_scoped`. ('%s': %r)"
+                                 % ("HBM" if code == 2 else "HOST", name, leaf))
             n = name if tree.kind == "leaf" else "%s_%d" % (name, k)
             ref, kref = _scratch_ref(n, leaf)
             rec.open_scope(ref, code, as_dtype(leaf.dtype).code,
@@ -1735,6 +1737,7 @@ def _trace_shape(r):
 from .tpu import semaphore_signal, semaphore_wait, semaphore_read  # noqa: E402
 from .tpu import no_block_spec  # noqa: E402,F401  (pl.no_block_spec)
 from .tpu import ANY  # noqa: E402,F811  (pl.ANY: callable, ANY(shape, dtype))
+from .tpu import HOST  # noqa: E402  (pl.HOST, pinned host memory)
 from .tpu import delay  # noqa: E402  (pl.delay, as pltpu.delay)
 from .kernel import kernel, core_map  # noqa: E402,F401  (pl.core_map)
 from .._trace import semaphore, semaphore_dtype  # noqa: E402,F401  (pl.semaphore)
@@ -1749,9 +1752,23 @@ from ._cost_estimate import CostEstimate, estimate_cost, check_cost_estimate  # 
 __all__ = ["pallas_call", "max_contiguous", "BlockSpec", "Blocked", "BoundedSlice", "Element", "Squeezed",
            "Unblocked",
            "blocked", "unblocked", "GridSpec", "program_id", "num_programs", "when",
-           "ds", "run_scoped", "with_scoped", "select_ref", "multiple_of", "reciprocal", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "TraceError",
+           "ds", "run_scoped", "with_scoped", "select_ref", "multiple_of", "reciprocal", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "HOST", "MemoryRef", "TraceError",
            "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read", "kernel",
            "debug_print", "CostEstimate", "estimate_cost", "delay"]
+
+
+class MemoryRef:
+    """pl.MemoryRef(aval, memory_space): an array's shape and dtype in a
+    memory space (an out_shape entry, as ShapeDtypeStruct(memory_space=));
+    pallas_call places its operands by their BlockSpecs."""
+
+    def __init__(self, inner_aval, memory_space):
+        self.inner_aval = inner_aval
+        self.shape, self.dtype = tuple(inner_aval.shape), inner_aval.dtype
+        self.memory_space = memory_space
+
+    def __repr__(self):
+        return "MemoryRef(%r, %r)" % (self.inner_aval, self.memory_space)
 
 
 def empty_like(x):

@@ -69,6 +69,9 @@ class _Scratch:
 VMEM = _MemorySpace("vmem", 0)
 SMEM = _MemorySpace("smem", 1)
 ANY = HBM = _MemorySpace("any", 2)
+# pinned host memory: operands a kernel only copies, as pl.ANY's; held in
+# the device's HBM here (the timing model charges HBM bandwidth, not PCIe)
+HOST = _MemorySpace("host", 6)
 # semaphores as pallas_call operands: an output of pltpu.SemaphoreType.DMA(())
 # and an input spec'd BlockSpec(memory_space=pltpu.SEMAPHORE) pass counts
 # between calls (pallas/__init__.py _semaphore_call)
@@ -81,6 +84,7 @@ class MemorySpace:
     SMEM = SMEM
     ANY = ANY
     HBM = HBM
+    HOST = HOST
     SEMAPHORE = SEMAPHORE
 
 
@@ -1798,7 +1802,7 @@ def with_memory_space_constraint(x, memory_space):
     from .. import pallas as _pl
     if memory_space is not _pl.ANY and not isinstance(memory_space, _MemorySpace):
         raise TypeError("with_memory_space_constraint: memory_space must be pltpu.VMEM, "
-                        "SMEM, HBM or pl.ANY, not %r" % (memory_space,))
+                        "SMEM, HBM, pl.HOST or pl.ANY, not %r" % (memory_space,))
     from ..numpy import HostArray
     if not isinstance(x, np.ndarray):
         raise TypeError("with_memory_space_constraint: an array, not %r" % (type(x).__name__,))
