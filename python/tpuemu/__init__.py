@@ -14,6 +14,7 @@ from . import lax, nn, random, tree_util, ad_checkpoint, dtypes, errors  # noqa:
 from .random import threefry_partitionable  # noqa: F401  (jax.threefry_partitionable)
 from .numpy import HostArray as Array  # noqa: F401  (isinstance(x, jax.Array): a jnp array)
 from ._state import new_ref, freeze  # noqa: F401  (jax.new_ref, jax.freeze)
+from ._config import config  # noqa: F401  (jax.config.update)
 from ._ad import (vjp, grad, value_and_grad, jvp, linearize, custom_vjp,  # noqa: F401
                   custom_jvp)
 

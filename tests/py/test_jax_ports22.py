@@ -18,7 +18,7 @@ parameters: shapes (1,), (1, 1), (8, 128)); PallasCallDMAInterpretTest's
 two cases; PallasCallTest.test_fori_loop_unroll_partial_* (the values; the
 scf.for check is MLIR text), test_allow_input_fusion (the value; the fusion
 check is HLO text), test_custom_vjp, test_mixed_precision_dot,
-test_poison_buffers (jtu.with_config is jax.config.update),
+test_poison_buffers (jtu.with_config is jax.config.option),
 test_host_input_host_to_hbm_dma and test_hbm_to_host_host_output_dma (the
 pinned_host shardings dropped); PallasScalarIOpsTest (see its test);
 PallasCallUnsignedIntegerTest; PallasCallRefTransformTest's
@@ -402,14 +402,14 @@ def test_mixed_precision_dot():
     assert int(np.isnan(np.asarray(run(x, w))).sum()) == 64 * 128
 
 
-@pytest.mark.xfail(strict=True, raises=_MISSING,
-                   reason="tpuemu has no jax_pallas_poison_buffers config (NaN / "
-                          "INT_MIN filled scratch)")
 def test_poison_buffers():
     """PallasCallPoisonTest.test_poison_buffers (jtu.with_config is
-    jax.config.update)."""
-    jax.config.update("jax_pallas_poison_buffers", True)
+    jax.config.option)."""
+    with jax.config.option("jax_pallas_poison_buffers", True):
+        _poisoned_scratch()
 
+
+def _poisoned_scratch():
     def kernel(out_f32_ref, out_i32_ref, out_i8_ref, out_bool_ref):
         scratch_f32 = jax.empty_ref(
             jax.ShapeDtypeStruct((8, 128), jnp.float32), memory_space=pltpu.VMEM)

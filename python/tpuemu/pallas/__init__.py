@@ -1537,8 +1537,10 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         # arrays
         cp = ffi.new("struct tpurt_compiler_params *")
         cp.flags = _TPURT_INTERPRET if interpret else 0
-        # debug=True: JAX prints its IR; here the device checks the kernel
-        cp.flags |= _TPURT_DEBUG if debug else 0
+        # debug=True: JAX prints its IR; here the device checks the kernel,
+        # and poisons what a kernel must not read (jax_pallas_poison_buffers)
+        from .._config import config
+        cp.flags |= _TPURT_DEBUG if debug or config.jax_pallas_poison_buffers else 0
         if compiler_params is not None:
             ds_ = getattr(compiler_params, "dimension_semantics", None)
             if ds_:
