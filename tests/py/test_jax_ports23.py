@@ -815,9 +815,6 @@ def test_i1_relayout_bw_1d_tiling(msk_dtype, dtype):
 
 # --- tpu_ops_test.py OpsTest.test_disable_bounds_check ---
 
-@pytest.mark.xfail(strict=True, raises=error_handling.MosaicError,
-                   reason="a read past the block: CompilerParams(disable_bounds_checks=True) "
-                          "is taken, but the device checks every window against its ref")
 def test_disable_bounds_check():
     """tpu_ops_test OpsTest.test_disable_bounds_check: a (16, 256) read of
     an (8, 128) block with disable_bounds_checks=True; only the in-bounds
@@ -1172,3 +1169,28 @@ def test_8bit_gather(batch_size):
     want = np.concatenate([np.take_along_axis(lut, data[32 * b:32 * (b + 1)].astype(np.int64), 0)
                            for b in range(batch_size)])
     np.testing.assert_array_equal(out, want)
+
+
+def test_bounds_checks_disabled_reads_only():
+    """disable_bounds_checks: the part of a read past the ref is zeros here
+    (unspecified on a TPU); without it the read is refused, and a store
+    past the ref is refused either way."""
+    x = np.arange(8 * 128, dtype=np.float32).reshape(8, 128)
+
+    def read(src, tgt):
+        tgt[...] = src[pl.ds(4, 8), :]
+
+    def run(kernel, **cp):
+        return pl.pallas_call(kernel, jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                              compiler_params=pltpu.CompilerParams(**cp))(x)
+
+    out = run(read, disable_bounds_checks=True)
+    np.testing.assert_array_equal(out[:4], x[4:])
+    np.testing.assert_array_equal(out[4:], 0)
+    with pytest.raises(error_handling.MosaicError):
+        run(read)
+
+    def store(src, tgt):
+        tgt[pl.ds(4, 8), :] = src[...]
+    with pytest.raises(error_handling.MosaicError):
+        run(store, disable_bounds_checks=True)

@@ -1467,6 +1467,7 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
                      for ls, t in (_pytree.flatten(a) for a in kargs)]
         rec = _trace.start()
         rec.read_only = {r.name for r in refs if isinstance(r, Ref) and not r.writable}
+        rec.unchecked_bounds = getattr(compiler_params, "disable_bounds_checks", False)
         try:
             _print.emit_map_prints()	# the index maps' prints, at each step
             if same:

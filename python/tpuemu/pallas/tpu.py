@@ -139,11 +139,14 @@ def _side_effect_type(params):
 
 class CompilerParams:
     def __init__(self, dimension_semantics=None, vmem_limit_bytes=None, *,
-                 has_side_effects=False, **kwargs):
+                 has_side_effects=False, disable_bounds_checks=False, **kwargs):
         self.dimension_semantics = _semantics(dimension_semantics)
         self.vmem_limit_bytes = vmem_limit_bytes
         # checked by pallas_call, as JAX checks it when lowering the call
         self.has_side_effects = has_side_effects
+        # static reads past a VMEM ref's end give zeros there (_trace's
+        # Ref._read_past_end) where the TPU's give what lies beyond
+        self.disable_bounds_checks = bool(disable_bounds_checks)
 
 
 TPUCompilerParams = CompilerParams
