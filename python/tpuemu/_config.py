@@ -27,6 +27,9 @@ _OPTIONS = {
     # true), as JAX's poisoned buffers; hazards are reported too
     "jax_pallas_poison_buffers": (False, _bool),
     "jax_enable_x64": (False, _no_x64),
+    # pl.debug_check's conditions are checked on the device, a failure
+    # raised when the call returns (pallas/_checkify.py); off, no-ops
+    "jax_pallas_enable_debug_checks": (False, _bool),
 }
 
 

@@ -668,11 +668,12 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
         return _bf16_results(run_bits(*_bf16_operands(args)))
 
     def run_bits(*args):
-        from .. import _state, checkify
-        if checkify.active() and out_shape is not None and \
+        from .. import _state
+        from . import _checkify
+        if _checkify.active() and out_shape is not None and \
                 not getattr(kernel, "_checkified", False):
-            # under checkify.checkify: the kernel's checks get an output
-            from . import _checkify
+            # under checkify.checkify or pl.enable_debug_checks: the
+            # kernel's checks get an output
             return _checkify.checkify_call(kernel, out_shape, kw, args, pallas_call)
         if _has_semaphores(out_shape, args):
             call = _semaphore_call(kernel, out_shape, kw, args)
@@ -1755,9 +1756,34 @@ from ._cost_estimate import CostEstimate, estimate_cost, check_cost_estimate  # 
 __all__ = ["pallas_call", "max_contiguous", "BlockSpec", "Blocked", "BoundedSlice", "Element", "Squeezed",
            "Unblocked",
            "blocked", "unblocked", "GridSpec", "program_id", "num_programs", "when",
-           "ds", "run_scoped", "with_scoped", "select_ref", "multiple_of", "reciprocal", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "HOST", "MemoryRef", "TraceError",
+           "ds", "run_scoped", "with_scoped", "select_ref", "multiple_of", "reciprocal", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "HOST", "MemoryRef", "debug_check", "enable_debug_checks", "TraceError",
            "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read", "kernel",
            "debug_print", "CostEstimate", "estimate_cost", "delay"]
+
+
+def debug_check(condition, message):
+    """pl.debug_check: checked on the device with pl.enable_debug_checks
+    (pallas/_checkify.py), otherwise nothing."""
+    from ._checkify import debug_check as check
+    check(condition, message)
+
+
+class _DebugChecks:
+    """pl.enable_debug_checks: as JAX's config state, called (with True, or
+    False) it is a context manager setting jax_pallas_enable_debug_checks
+    inside the block; .value reads it."""
+
+    def __call__(self, new_val=True):
+        from .._config import config
+        return config.option("jax_pallas_enable_debug_checks", new_val)
+
+    @property
+    def value(self):
+        from .._config import config
+        return config.jax_pallas_enable_debug_checks
+
+
+enable_debug_checks = _DebugChecks()
 
 
 class MemoryRef:

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: MIT
-"""checkify.check in kernels: under checkify.checkify a pallas_call gets
-one more output, an int32 SMEM array: word 0 the number of the first check
-that failed (0: none), then its format arguments. Word 0 is cleared at
-the grid's first step; a check writes only while it is 0, so the first
-failure in grid order is the one reported, as JAX's."""
+"""checkify.check and pl.debug_check in kernels: under checkify.checkify,
+or with pl.enable_debug_checks, a pallas_call gets one more output, an
+int32 SMEM array: word 0 the number of the first check that failed (0:
+none), then its format arguments. Word 0 is cleared at the grid's first
+step; a check writes only while it is 0, so the first failure in grid
+order is the one reported, as JAX's: to the checkify call, or else raised
+as JaxRuntimeError when the call returns."""
 import inspect
 
 import numpy as _np
@@ -12,6 +14,35 @@ from .. import _to_scalar, _trace, checkify as _checkify
 
 MAX_ARGS = 15		# format arguments a check can carry
 _current = None		# (the check output's ref, the checks traced so far)
+
+
+def active():
+    """Whether a pallas_call now gives its kernel a check output."""
+    from .._config import config
+    return _checkify.active() or config.jax_pallas_enable_debug_checks
+
+
+def debug_check(condition, message):
+    """pl.debug_check(condition, message): with pl.enable_debug_checks, a
+    check whose failure raises JaxRuntimeError(message) when the call
+    returns (or goes to a running checkify.checkify); otherwise nothing."""
+    from .._config import config
+    if not isinstance(message, str):
+        raise TypeError("pl.debug_check: the message must be a str, not %r" % (message,))
+    if not config.jax_pallas_enable_debug_checks:
+        return
+    if _trace._rec is None:
+        if not bool(_np.all(_np.asarray(condition))):
+            _report(message)
+        return
+    kernel_check(condition, message.replace("{", "{{").replace("}", "}}"), (), {})
+
+
+def _report(message):
+    if _checkify.active():
+        _checkify.record(message)
+    else:
+        raise _checkify.JaxRuntimeError(message)
 
 
 def kernel_check(pred, msg, fmt_args, fmt_kwargs):
@@ -115,5 +146,5 @@ def checkify_call(kernel, out_shape, kw, args, pallas_call):
     if words[0]:
         msg, npos, names = sites[int(words[0]) - 1]
         vals = [int(w) for w in words[1:1 + npos + len(names)]]
-        _checkify.record(msg.format(*vals[:npos], **dict(zip(names, vals[npos:]))))
+        _report(msg.format(*vals[:npos], **dict(zip(names, vals[npos:]))))
     return res[0] if single else tuple(res[:-1])
