@@ -248,6 +248,11 @@ def cdiv(a, b):
     return (a + b - 1) // b
 
 
+def align_to(x, alignment):
+    """pl.align_to: @x rounded up to a multiple of @alignment."""
+    return cdiv(x, alignment) * alignment
+
+
 def loop(lower, upper, *, step=1, unroll=None):
     """@pl.loop(lower, upper, step=...): body(i) for i in range(lower,
     upper, step), as lax.fori_loop: unrolled while tracing for static
@@ -1742,6 +1747,7 @@ from .tpu import semaphore_signal, semaphore_wait, semaphore_read  # noqa: E402
 from .tpu import no_block_spec  # noqa: E402,F401  (pl.no_block_spec)
 from .tpu import ANY  # noqa: E402,F811  (pl.ANY: callable, ANY(shape, dtype))
 from .tpu import HOST  # noqa: E402  (pl.HOST, pinned host memory)
+from .tpu import DeviceIdType  # noqa: E402,F401  (pl.DeviceIdType, as newer JAX)
 from .tpu import delay  # noqa: E402  (pl.delay, as pltpu.delay)
 from .kernel import kernel, core_map  # noqa: E402,F401  (pl.core_map)
 from .._trace import semaphore, semaphore_dtype  # noqa: E402,F401  (pl.semaphore)
@@ -1756,7 +1762,8 @@ from ._cost_estimate import CostEstimate, estimate_cost, check_cost_estimate  # 
 __all__ = ["pallas_call", "max_contiguous", "BlockSpec", "Blocked", "BoundedSlice", "Element", "Squeezed",
            "Unblocked",
            "blocked", "unblocked", "GridSpec", "program_id", "num_programs", "when",
-           "ds", "run_scoped", "with_scoped", "select_ref", "multiple_of", "reciprocal", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "HOST", "MemoryRef", "debug_check", "enable_debug_checks", "TraceError",
+           "ds", "run_scoped", "with_scoped", "select_ref", "multiple_of", "reciprocal", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "HOST", "MemoryRef", "debug_check", "enable_debug_checks", "empty", "broadcast_to", "align_to",
+           "DeviceIdType", "TraceError",
            "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read", "kernel",
            "debug_print", "CostEstimate", "estimate_cost", "delay"]
 
@@ -1805,6 +1812,21 @@ def empty_like(x):
     uninitialised; here it is zeros)."""
     from ..numpy import zeros
     return zeros(_np.shape(x), x.dtype)
+
+
+def empty(shape, dtype, *, out_sharding=None):
+    """pl.empty(shape, dtype): an array whose values are not to be relied
+    on (JAX leaves them uninitialised; here they are zeros), in a kernel
+    body or outside one. One device: @out_sharding has nothing to place."""
+    from ..numpy import zeros
+    del out_sharding
+    return zeros(tuple(shape) if not isinstance(shape, int) else (shape,), dtype)
+
+
+def broadcast_to(a, shape):
+    """pl.broadcast_to: jnp.broadcast_to, in a kernel body or outside one."""
+    from ..numpy import broadcast_to as f
+    return f(a, shape)
 
 
 def empty_ref_like(ty):

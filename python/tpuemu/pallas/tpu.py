@@ -1610,10 +1610,47 @@ def _own_core(device_id, what):
                       % (what, device_id))
 
 
+class DeviceIdType(enum.Enum):
+    """pltpu.DeviceIdType (pl.DeviceIdType): how a device_id names a device,
+    by MESH coordinates ({axis: index}) or by its LOGICAL number. tpuemu
+    runs one device, so only ids naming this device's own core are taken."""
+    MESH = "mesh"
+    LOGICAL = "logical"
+
+
+def run_on_first_core(core_axis_name):
+    """@pltpu.run_on_first_core(axis): the decorated function is called at
+    once, on the mesh axis's first core only (under pl.when of
+    lax.axis_index(axis) == 0; on a one-core axis, plainly)."""
+    from .. import lax as _lax
+
+    def run(f):
+        if _lax.axis_size(core_axis_name) == 1:
+            f()
+            return
+        when(_lax.axis_index(core_axis_name) == 0)(f)
+    return run
+
+
+def core_barrier(sem, *, core_axis_name):
+    """pltpu.core_barrier(sem, core_axis_name=axis): every core of the mesh
+    axis signals @sem (a REGULAR semaphore) on each core, then waits for
+    as many signals as there are cores, so none goes on before all came."""
+    from .. import lax as _lax
+    cores = _lax.axis_size(core_axis_name)
+    for i in range(cores):
+        semaphore_signal(sem, 1, device_id={core_axis_name: i},
+                         device_id_type=DeviceIdType.MESH)
+    semaphore_wait(sem, cores)
+
+
 def semaphore_signal(sem, inc=1, *, device_id=None, device_id_type=None, core_index=None):
     """pltpu.semaphore_signal (pl.semaphore_signal): add @inc to @sem; a
     @device_id of the kernel's one-core mesh ({axis: 0}) is this core, as
     is @core_index 0 on a one-core device."""
+    if device_id_type is not None and not isinstance(device_id_type, DeviceIdType):
+        raise TypeError("pltpu.semaphore_signal(device_id_type=%r): a pl.DeviceIdType"
+                        % (device_id_type,))
     _own_core(device_id, "pltpu.semaphore_signal")
     if core_index is not None and not (isinstance(core_index, (int, np.integer)) and
                                        int(core_index) == 0 and get_tpu_info().num_cores == 1):

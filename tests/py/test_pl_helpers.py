@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: MIT
+"""The small helpers of jax.experimental.pallas and pallas.tpu the API
+reference lists: pl.empty, pl.broadcast_to, pl.align_to, pl.DeviceIdType,
+pltpu.run_on_first_core and pltpu.core_barrier (on the device's one-core
+mesh: the barrier is the core's own signal and wait)."""
+import numpy as np
+import pytest
+
+import tpuemu as jax
+import tpuemu.numpy as jnp
+from tpuemu import pallas as pl
+from tpuemu.pallas import tpu as pltpu
+
+
+def test_first_core_and_barrier_on_a_mesh():
+    mesh = pltpu.create_tensorcore_mesh("core")
+
+    @pl.kernel(out_type=jax.ShapeDtypeStruct((8, 128), jnp.float32), mesh=mesh,
+               scratch_types=dict(v=pltpu.VMEM((8, 128), jnp.float32),
+                                  sem=pltpu.SemaphoreType.REGULAR))
+    def kernel(o_ref, v, sem):
+        pltpu.core_barrier(sem, core_axis_name="core")
+        v[...] = pl.empty((8, 128), jnp.float32) * 0
+
+        @pltpu.run_on_first_core("core")
+        def _():
+            v[...] = pl.broadcast_to(jnp.float32(3), (8, 128)) + \
+                jax.lax.axis_index("core").astype(jnp.float32)
+        pltpu.core_barrier(sem, core_axis_name="core")
+        pltpu.sync_copy(v, o_ref)
+
+    np.testing.assert_array_equal(kernel(), np.full((8, 128), 3.0, np.float32))
+
+
+def test_host_helpers():
+    assert pl.align_to(13, 8) == 16 and pl.align_to(16, 8) == 16
+    assert pl.empty((2, 3), jnp.int32).shape == (2, 3)
+    np.testing.assert_array_equal(pl.broadcast_to(np.arange(3), (2, 3)),
+                                  np.broadcast_to(np.arange(3), (2, 3)))
+    assert pl.DeviceIdType.MESH is pltpu.DeviceIdType.MESH
+
+
+def test_align_to_of_a_traced_size():
+    def kernel(n_ref, o_ref):
+        o_ref[0] = pl.align_to(n_ref[0], 128)
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((1,), jnp.int32),
+                         in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)],
+                         out_specs=pl.BlockSpec(memory_space=pltpu.SMEM))(
+        np.array([300], np.int32))
+    assert int(out[0]) == 384
+
+
+def test_device_id_type_is_checked():
+    def kernel(o_ref, sem):
+        pl.semaphore_signal(sem, 1, device_id_type="mesh")
+        o_ref[...] = jnp.zeros_like(o_ref)
+    with pytest.raises(TypeError, match="a pl.DeviceIdType"):
+        pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                       scratch_shapes=[pltpu.SemaphoreType.REGULAR])()
