@@ -271,10 +271,13 @@ def ldexp(x, n):
     jnp = _np()
     lax = _lax()
     x = _l(_f32(x))
-    n = jnp.clip(n, -300, 300)
+    # a Python int clipped here (the device clips arrays only)
+    n = max(-300, min(300, int(n))) if isinstance(n, int) else _l(jnp.clip(n, -300, 300))
     h = n // 2
 
     def pow2(k):
+        if isinstance(k, int):
+            return float(2.0 ** max(-126, min(127, k)))
         return lax.bitcast_convert_type((jnp.clip(k, -126, 127) + 127) << 23, jnp.float32)
     return x * pow2(h) * pow2(n - h)
 
@@ -591,11 +594,118 @@ for _n in ("copysign fabs deg2rad rad2deg log2 log10 expm1 cbrt sinh cosh arcsin
 radians, degrees = deg2rad, rad2deg
 
 
+# --- comparisons, counts and shapes ---
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|a - b| <= atol + rtol * |b| where both are finite; elsewhere equal
+    (infinities of one sign), or both NaN with @equal_nan."""
+    jnp = _np()
+    a, b = _l(_f32(a)), _l(_f32(b))
+    finite = jnp.isfinite(a) & jnp.isfinite(b)
+    close = jnp.where(finite, jnp.abs(a - b) <= atol + rtol * jnp.abs(b), a == b)
+    return close | (jnp.isnan(a) & jnp.isnan(b)) if equal_nan else close
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    jnp = _np()
+    return jnp.sum((a != 0).astype(jnp.int32), axis=axis, keepdims=keepdims)
+
+
+def _along(a, d, start, stop):
+    """a[..., start:stop, ...] along axis @d."""
+    return a[(slice(None),) * d + (slice(start, stop),)]
+
+
+def diff(a, n=1, axis=-1):
+    """Differences of neighbours along @axis, @n times."""
+    shape = _shape(a, "diff")
+    d = _axis(axis, len(shape), "diff")
+    for _ in range(int(n)):
+        a = _l(a)
+        m = _shape(a, "diff")[d]
+        a = _along(a, d, 1, m) - _along(a, d, 0, m - 1)
+    return a
+
+
+def outer(a, b):
+    jnp = _np()
+    a, b = jnp.reshape(a, (-1,)), jnp.reshape(b, (-1,))
+    return jnp.reshape(a, (-1, 1)) * jnp.reshape(b, (1, -1))
+
+
+def split(ary, indices_or_sections, axis=0):
+    """Pieces along @axis: @indices_or_sections equal ones, or cut at the
+    given indices (Python ints)."""
+    shape = _shape(ary, "split")
+    d = _axis(axis, len(shape), "split")
+    n = shape[d]
+    if isinstance(indices_or_sections, int):
+        k = indices_or_sections
+        if k <= 0 or n % k:
+            raise ValueError("jnp.split: array split does not result in an equal division "
+                             "(%d along axis %d into %d)" % (n, d, k))
+        cuts = [n // k * i for i in range(1, k)]
+    else:
+        cuts = [int(i) for i in indices_or_sections]
+    a = _l(ary)
+    edges = [0] + [min(max(c, 0), n) for c in cuts] + [n]
+    return [_along(a, d, lo, max(lo, hi)) for lo, hi in zip(edges, edges[1:])]
+
+
+def squeeze(a, axis=None):
+    jnp = _np()
+    shape = _shape(a, "squeeze")
+    if axis is None:
+        drop = {d for d, s in enumerate(shape) if s == 1}
+    else:
+        drop = {_axis(d, len(shape), "squeeze") for d in
+                ((axis,) if isinstance(axis, int) else axis)}
+        if any(shape[d] != 1 for d in drop):
+            raise ValueError("jnp.squeeze: cannot select an axis to squeeze out which has "
+                             "size not equal to one (shape %r, axis %r)" % (shape, axis))
+    return jnp.reshape(a, tuple(s for d, s in enumerate(shape) if d not in drop))
+
+
+def eye(N, M=None, k=0, dtype=None):
+    """Ones where column - row == @k: two iotas compared."""
+    jnp = _np()
+    shape = (int(N), int(N if M is None else M))
+    one = _iota(shape, 1) - _iota(shape, 0) == int(k)
+    return one.astype(jnp.float32 if dtype is None else dtype)
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """jnp.linalg.norm's vector norms (ord None or 2, 1, inf, -inf, 0, or
+    another number) along @axis, and the Frobenius norm (ord None or
+    'fro') of a whole 2-D value."""
+    jnp = _np()
+    x = _l(_f32(x))
+    shape = _shape(x, "linalg.norm")
+    if axis is None and len(shape) == 2 and ord not in (None, "fro"):
+        raise trace_error("jnp.linalg.norm in a kernel: a matrix norm other than the "
+                          "Frobenius one (ord=%r); give axis= for vector norms" % (ord,))
+    axes = tuple(range(len(shape))) if axis is None else axis
+    ax = _l(jnp.abs(x))
+    if ord in (None, 2, "fro"):
+        return jnp.sqrt(jnp.sum(x * x, axis=axes, keepdims=keepdims))
+    if ord == 1:
+        return jnp.sum(ax, axis=axes, keepdims=keepdims)
+    if ord == math.inf:
+        return jnp.max(ax, axis=axes, keepdims=keepdims)
+    if ord == -math.inf:
+        return jnp.min(ax, axis=axes, keepdims=keepdims)
+    if ord == 0:
+        return jnp.sum((x != 0).astype(jnp.float32), axis=axes, keepdims=keepdims)
+    p = float(ord)
+    return jnp.sum(ax ** p, axis=axes, keepdims=keepdims) ** (1.0 / p)
+
+
 NAMES = ("signbit copysign fabs absolute positive trunc fix deg2rad rad2deg radians "
          "degrees log2 log10 expm1 cbrt sinh cosh arcsinh arccosh arctanh arctan arctan2 "
          "arcsin arccos hypot sinc logaddexp logaddexp2 ldexp nan_to_num heaviside fmax "
          "fmin logical_xor float_power cumsum cumprod cumulative_sum cumulative_prod "
-         "prod var std tril triu flip fliplr flipud pad diagonal").split()
+         "prod var std tril triu flip fliplr flipud pad diagonal isclose count_nonzero "
+         "diff outer split squeeze eye").split()
 
 # JAX's array-API spellings (NumPy 1.24 has only the arc* ones)
 ALIASES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2",

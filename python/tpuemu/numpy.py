@@ -1491,6 +1491,28 @@ for _n, _to in _cmp.ALIASES.items():
 _HOST_NAMES.update(cumulative_sum="cumsum", cumulative_prod="cumprod",
                    bitwise_left_shift="left_shift", bitwise_right_shift="right_shift")
 
+class _Linalg:
+    """jnp.linalg: norm in kernel bodies too (_composite.norm); the rest
+    NumPy's, on the host only."""
+
+    def norm(self, x, ord=None, axis=None, keepdims=False):
+        if _trace._rec is not None or _is_traced([x]):
+            return _cmp.norm(x, ord, axis, keepdims)
+        return _np.linalg.norm(_np.asarray(x), ord=ord, axis=axis, keepdims=keepdims)
+
+    def __getattr__(self, name):
+        f = getattr(_np.linalg, name)
+
+        def host_only(*args, **kw):
+            if _trace._rec is not None:
+                raise _trace.trace_error("jnp.linalg.%s is not supported in a kernel body"
+                                         % name)
+            return f(*args, **kw)
+        return host_only
+
+
+linalg = _Linalg()
+
 _IMPORTED = {"call", "reducer", "trace_error", "Value", "Ref"}
 for _name, _f in list(globals().items()):
     if (callable(_f) and not _name.startswith("_") and _name not in _IMPORTED

@@ -430,3 +430,67 @@ def test_pad_widths_and_values(widths, mode):
         want = np.pad(x, widths, mode=mode, **kw)
     out = _kernel_shape(lambda v: jnp.pad(v, widths, mode=mode, **kw), x, want.shape, jnp.int32)
     np.testing.assert_array_equal(out, want)
+
+
+# --- comparisons, counts and shapes: isclose, count_nonzero, diff, outer,
+# split, squeeze, eye, linalg.norm, ldexp of a Python int ---
+
+def _run(fn, out_shape, *args, dtype=jnp.float32):
+    def k(*refs):
+        refs[-1][...] = fn(*[r[...] for r in refs[:-1]]).astype(dtype)
+    return np.asarray(pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(out_shape, dtype))(*args))
+
+
+def test_isclose_and_count_nonzero():
+    a = _values(-2, 2, [np.inf, -np.inf, np.nan, np.nan, 1.0, 0.0])
+    b = a + RNG.choice([0.0, 1e-6, 1e-3], a.shape).astype(np.float32)
+    b.reshape(-1)[:6] = [np.inf, np.inf, np.nan, 1.0, 1.0 + 1e-6, 1e-9]
+    for equal_nan in (False, True):
+        got = _run(lambda x, y: jnp.isclose(x, y, equal_nan=equal_nan), a.shape, a, b,
+                   dtype=jnp.int32)
+        np.testing.assert_array_equal(got, np.isclose(a, b, equal_nan=equal_nan))
+    got = _run(lambda x: jnp.count_nonzero(x > 0, axis=1, keepdims=True) + 0 * x.astype(
+        jnp.int32), a.shape, a, dtype=jnp.int32)
+    np.testing.assert_array_equal(got[:, 0], np.count_nonzero(a > 0, axis=1))
+
+
+@pytest.mark.parametrize("n,axis", [(1, -1), (2, 1), (1, 0), (3, 0)])
+def test_diff(n, axis):
+    x = np.round(_values(-50, 50)).astype(np.float32)
+    want = np.diff(x, n=n, axis=axis)
+    np.testing.assert_array_equal(_run(lambda v: jnp.diff(v, n=n, axis=axis), want.shape, x),
+                                  want)
+
+
+def test_outer_split_squeeze_eye():
+    x = np.round(_values(-9, 9)).astype(np.float32)
+    np.testing.assert_array_equal(_run(lambda v: jnp.outer(v[0, :8], v[1]), (8, 128), x),
+                                  np.outer(x[0, :8], x[1]))
+    got = _run(lambda v: jnp.concatenate(jnp.split(v, 4, axis=1)[::-1], axis=1), x.shape, x)
+    np.testing.assert_array_equal(got, np.concatenate(np.split(x, 4, axis=1)[::-1], axis=1))
+    got = _run(lambda v: jnp.concatenate(jnp.split(v, [2, 5], axis=0)[::-1], axis=0),
+               x.shape, x)
+    np.testing.assert_array_equal(got, np.concatenate(np.split(x, [2, 5])[::-1]))
+    np.testing.assert_array_equal(_run(lambda v: jnp.squeeze(v[None, :, None, :]), x.shape, x),
+                                  x)
+    with pytest.raises(ValueError, match="size not equal to one"):
+        _run(lambda v: jnp.squeeze(v, axis=0), x.shape, x)
+    for k in (0, 3, -2):
+        np.testing.assert_array_equal(_run(lambda v: jnp.eye(8, 128, k) * v, x.shape, x),
+                                      np.eye(8, 128, k, dtype=np.float32) * x)
+
+
+@pytest.mark.parametrize("ord", [None, 1, 2, np.inf, -np.inf, 0, 3])
+def test_linalg_norm_along_an_axis(ord):
+    x = _values(-3, 3)
+    want = np.linalg.norm(x.astype(np.float64), ord=ord, axis=1, keepdims=True)
+    got = _run(lambda v: jnp.linalg.norm(v, ord=ord, axis=1, keepdims=True) + 0 * v, x.shape, x)
+    _close(got[:, :1], want.astype(np.float32), ulps=16)
+    assert jnp.linalg.norm(np.array([3.0, 4.0])) == 5.0		# the host's
+
+
+def test_frobenius_norm_and_ldexp_of_an_int():
+    x = _values(-3, 3)
+    got = _run(lambda v: jnp.linalg.norm(v) + 0 * v, x.shape, x)
+    _close(got[0, :1], [np.linalg.norm(x.astype(np.float64))], ulps=64)
+    np.testing.assert_array_equal(_run(lambda v: jnp.ldexp(v, 3), x.shape, x), np.ldexp(x, 3))
