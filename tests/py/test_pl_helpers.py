@@ -57,3 +57,26 @@ def test_device_id_type_is_checked():
     with pytest.raises(TypeError, match="a pl.DeviceIdType"):
         pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
                        scratch_shapes=[pltpu.SemaphoreType.REGULAR])()
+
+
+def test_emit_pipeline_options_are_checked():
+    """Hints about overlap and layout are taken (the copies are
+    synchronous here); cycle control and unknown options are refused."""
+    x = np.arange(16 * 128, dtype=np.float32).reshape(16, 128)
+
+    def run(**options):
+        def kernel(x_hbm, o_hbm):
+            def body(x_ref, o_ref):
+                o_ref[...] = x_ref[...] + 1
+            spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+            pltpu.emit_pipeline(body, grid=(2,), in_specs=[spec], out_specs=[spec],
+                                **options)(x_hbm, o_hbm)
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                              out_specs=pl.BlockSpec(memory_space=pl.ANY))(x)
+
+    np.testing.assert_array_equal(run(trace_scopes=False, no_pipelining=True), x + 1)
+    with pytest.raises(NotImplementedError, match="init_accumulators=True"):
+        run(init_accumulators=True)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        run(bogus=1)

@@ -1092,6 +1092,28 @@ def _give_with_window_ref(ref):
     ref.with_window_ref = lambda window: _WindowBound(ref, window)
 
 
+# emit_pipeline's options that change only how a TPU overlaps or lays out
+# the copies (here they are synchronous, so the results are the same),
+# and the nested-pipeline ones whose value here is their default
+_PIPELINE_HINTS = {"tiling", "trace_scopes", "no_pipelining", "output_wait_read_only",
+                   "schedule", "prefetch", "postyeet", "_async_prefetch"}
+_PIPELINE_DEFAULTS = {"first_cycle": None, "last_cycle": None, "init_accumulators": None}
+
+
+def _pipeline_options(options):
+    for name, value in options.items():
+        if name in _PIPELINE_HINTS:
+            continue
+        if name in _PIPELINE_DEFAULTS:
+            if value is not _PIPELINE_DEFAULTS[name]:
+                raise NotImplementedError(
+                    "pltpu.emit_pipeline(%s=%r): a nested pipeline's cycle control is not "
+                    "supported; the pipeline runs its whole grid, its accumulators read in"
+                    % (name, value))
+            continue
+        raise TypeError("emit_pipeline() got an unexpected keyword argument '%s'" % name)
+
+
 def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_out=False,
                   core_axis=None, core_axis_name=None, dimension_semantics=None,
                   _explicit_indices=False, **_options):
@@ -1110,6 +1132,7 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), should_accumulate_ou
     hands the body the block's window of the ref itself, pltpu.SMEM an
     SMEM buffer, pl.no_block_spec None; _explicit_indices=True passes
     the body a first argument whose .index is the step's indices."""
+    _pipeline_options(_options)
     specs, nin = _pipeline_specs(in_specs, out_specs)
     specs_given = bool(in_specs) or bool(out_specs)
     grid = _pipeline_grid(grid)
