@@ -80,3 +80,17 @@ def test_emit_pipeline_options_are_checked():
         run(init_accumulators=True)
     with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
         run(bogus=1)
+
+
+def test_compiler_params_fields():
+    """JAX's fields are taken and read back (replace too); an unknown one is
+    refused rather than ignored."""
+    cp = pltpu.CompilerParams(dimension_semantics=("parallel",), vmem_limit_bytes=1 << 20,
+                              allow_input_fusion=(True,), flags={"xla_tpu_x": 1},
+                              serialization_format=1)
+    assert cp.allow_input_fusion == (True,) and cp.flags == {"xla_tpu_x": 1}
+    r = cp.replace(vmem_limit_bytes=2 << 20)
+    assert (r.vmem_limit_bytes, r.dimension_semantics, r.flags) == (
+        2 << 20, ("parallel",), {"xla_tpu_x": 1})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'vmem_limit'"):
+        pltpu.CompilerParams(vmem_limit=1 << 20)

@@ -137,9 +137,34 @@ def _side_effect_type(params):
     raise ValueError("Invalid side effect type: %s" % (effects,))
 
 
+# CompilerParams' fields that tune Mosaic's code or checks without changing
+# what a kernel computes here (or name collectives, of which one device has
+# none), with JAX's defaults; kept as given, for .replace and reading back
+_COMPILER_HINTS = {
+    "allow_input_fusion": None, "collective_id": None, "flags": None,
+    "internal_scratch_in_bytes": None, "serialization_format": 1,
+    "disable_semaphore_checks": False, "skip_device_barrier": False,
+    "allow_collective_id_without_custom_barrier": False,
+    "shape_invariant_numerics": True, "use_tc_tiling_on_sc": None,
+    "needs_layout_passes": True, "fuse_transposed_lhs_in_matmul": False,
+}
+
+
 class CompilerParams:
-    def __init__(self, dimension_semantics=None, vmem_limit_bytes=None, *,
-                 has_side_effects=False, disable_bounds_checks=False, **kwargs):
+    """pltpu.CompilerParams, JAX's fields: dimension_semantics (the grid's
+    split and order), vmem_limit_bytes (the device's VMEM limit),
+    has_side_effects (checked by pallas_call) and disable_bounds_checks
+    (_trace's Ref._read_past_end) act here; the rest (_COMPILER_HINTS) tune
+    Mosaic and are kept as given. An unknown field is refused, as JAX's
+    dataclass refuses it."""
+
+    def __init__(self, dimension_semantics=None, allow_input_fusion=None,
+                 vmem_limit_bytes=None, *, has_side_effects=False,
+                 disable_bounds_checks=False, **hints):
+        unknown = sorted(set(hints) - set(_COMPILER_HINTS))
+        if unknown:
+            raise TypeError("CompilerParams.__init__() got an unexpected keyword argument "
+                            "'%s'" % unknown[0])
         self.dimension_semantics = _semantics(dimension_semantics)
         self.vmem_limit_bytes = vmem_limit_bytes
         # checked by pallas_call, as JAX checks it when lowering the call
@@ -147,6 +172,19 @@ class CompilerParams:
         # static reads past a VMEM ref's end give zeros there (_trace's
         # Ref._read_past_end) where the TPU's give what lies beyond
         self.disable_bounds_checks = bool(disable_bounds_checks)
+        for name, default in _COMPILER_HINTS.items():
+            setattr(self, name, hints.get(name, default))
+        self.allow_input_fusion = allow_input_fusion
+
+    def replace(self, **changes):
+        """A copy with @changes, as JAX's dataclasses.replace."""
+        fields = {n: getattr(self, n) for n in _COMPILER_HINTS}
+        fields.update(dimension_semantics=self.dimension_semantics,
+                      vmem_limit_bytes=self.vmem_limit_bytes,
+                      has_side_effects=self.has_side_effects,
+                      disable_bounds_checks=self.disable_bounds_checks)
+        fields.update(changes)
+        return CompilerParams(**fields)
 
 
 TPUCompilerParams = CompilerParams
