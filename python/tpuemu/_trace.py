@@ -1590,23 +1590,60 @@ class Ref:
 REGROUP_STORES_MAX = 16	# column blocks a regrouping store may take
 
 
-def _store_regrouped(ref, value):
+def _device_value(x):
+    """@x without its views (_fold): the same device value."""
+    while isinstance(x, Value) and x.kind == "view":
+        x = x.args[0]
+    return x
+
+
+def _concat_rows(z):
+    """The parts of @z if it is a jnp.concatenate along axis 0 of 2-D
+    values of one shape (a batched dot_general's products), else None."""
+    if not (isinstance(z, Value) and z.kind == "call" and z.text == "jnp.concatenate" and
+            len(z.args) == 2 and z.args[1] == ("__kw__", "axis=0")):
+        return None
+    parts = [_device_value(p) for p in z.args[0]]
+    shapes = {tuple(getattr(p, "shape", None) or ()) for p in parts}
+    if len(shapes) != 1 or len(next(iter(shapes))) != 2 or \
+            any(not isinstance(p, Value) or getattr(p, "dev", None) is not None for p in parts):
+        return None
+    return parts
+
+
+def _store_regrouped(ref, value, rows=None):
     """ref[...] = z.reshape(ref.shape) where the reshape splits the columns
     of a 2-D z (a (1024, 1024) product regrouped to (8, 128, 8, 128)):
     libtpurt would copy z into the new layout and then store the copy;
     instead each column block is stored into its window of the ref
     (ref[:, :, c, :]), its own reshape keeping its rows (a rename), so
-    the regrouped copy never exists. Returns whether it stored so."""
-    def device_value(x):	# a view (_fold) is the same device value
-        while isinstance(x, Value) and x.kind == "view":
-            x = x.args[0]
-        return x
-    v = device_value(value)
+    the regrouped copy never exists. A z concatenated from parts that each
+    fill a run of the ref's first dimension (a batched dot_general's
+    products) is never made either: each part is stored so into its run
+    (@rows, a slice of the first dimension). Returns whether it stored so."""
+    v = _device_value(value)
     if ref.space != "vmem" or not (isinstance(v, Value) and v.kind == "call" and v.text == "jnp.reshape"):
         return False
-    z, shape = device_value(v.args[0]), tuple(v.args[1])
+    z, shape = _device_value(v.args[0]), tuple(v.args[1])
+    target = tuple(ref.shape) if rows is None else \
+        (rows.stop - rows.start,) + tuple(ref.shape[1:])
+    if shape != target:
+        return False
+    parts = _concat_rows(z) if rows is None else None
+    if parts is not None and len(shape) > 2 and shape[0] % len(parts) == 0:
+        run = shape[0] // len(parts)
+        if parts[0].shape[0] * parts[0].shape[1] != run * _fold.prod(shape[1:]):
+            return False
+        from . import numpy as jnp
+        for b, part in enumerate(parts):
+            if not _store_regrouped(ref, jnp.reshape(part, (run,) + shape[1:]),
+                                    slice(b * run, (b + 1) * run)):
+                if b:
+                    raise AssertionError("parts of one shape regrouped unlike each other")
+                return False
+        return True
     if not isinstance(z, Value) or z.shape is None or len(z.shape) != 2 or \
-            getattr(z, "dev", None) is not None or shape != tuple(ref.shape):
+            getattr(z, "dev", None) is not None:
         return False
     m, n = z.shape
     k, cols = len(shape) - 1, shape[-1]
@@ -1614,18 +1651,23 @@ def _store_regrouped(ref, value):
         k -= 1
         cols *= shape[k]
     lead, count = shape[k:-1], n // shape[-1]
+    from . import numpy as jnp
+    if rows is not None and n == shape[-1]:
+        # a part whose reshape splits only its rows: stored into its run
+        ref[(rows,) + (slice(None),) * (len(shape) - 1)] = jnp.reshape(z, shape)
+        return True
     if cols != n or not lead or _fold.prod(shape[:k]) != m or count > REGROUP_STORES_MAX:
         return False
-    from . import numpy as jnp
     local(z)
     w = shape[-1]
+    head = (slice(None) if rows is None else rows,) + (slice(None),) * (k - 1)
     for c in range(count):
         at, multi = c, []
         for d in reversed(lead):
             at, e = divmod(at, d)
             multi.insert(0, e)
         # inline: a part held in a variable would be bound to a local (_share)
-        ref[(slice(None),) * k + tuple(multi) + (slice(None),)] = \
+        ref[head + tuple(multi) + (slice(None),)] = \
             jnp.reshape(z[:, c * w:(c + 1) * w], shape[:k] + (w,))
     return True
 

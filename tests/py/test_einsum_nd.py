@@ -95,3 +95,22 @@ def test_einsum_refuses_diagonals_and_ellipses():
         _call(lambda a: jnp.einsum("ii->i", a), [x], (16,))
     with pytest.raises(pl.TraceError, match="ellipsis"):
         _call(lambda a: jnp.einsum("...i->i", a), [x], (16,))
+
+
+@pytest.mark.parametrize("eq,xs,ys,out", [
+    ("bqd,bkd->bqk", (4, 128, 64), (4, 256, 64), (4, 128, 256)),
+    ("bqd,bdk->bqk", (3, 64, 128), (3, 128, 384), (3, 64, 384)),
+])
+def test_batched_products_are_stored_part_by_part(eq, xs, ys, out):
+    """A batched dot_general stored whole: each batch element's product goes
+    into its run of the output, the concatenation of them never made."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(xs).astype(np.float32)
+    y = rng.standard_normal(ys).astype(np.float32)
+
+    def kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = jnp.einsum(eq, x_ref[...], y_ref[...])
+
+    f = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(out, jnp.float32))
+    np.testing.assert_allclose(f(x, y), np.einsum(eq, x, y), rtol=1e-4, atol=1e-4)
+    assert not any("jnp.concatenate" in s for s in f.statements), f.statements
