@@ -514,13 +514,13 @@ class AsyncCopy:
 
     _used = True	# until __init__ has checked its operands
 
-    def __init__(self, src, dst, sem):
-        self._through_views = None
-        if _is_view(src) or _is_view(dst):
-            # its values moved at the start (_copy_through_views); the
-            # semaphore then counts a copy of the destination's memory
-            self._through_views = (src, dst)
-            src = dst = dst.base if _is_view(dst) else dst
+    def __init__(self, src, dst, sem, add=False):
+        self._by_value = None
+        if add or _is_view(src) or _is_view(dst):
+            # its values moved at the start (_copy_values); the semaphore
+            # then counts a copy of the destination's memory
+            self._by_value = (src, dst, add)
+            src = dst = _view_base(dst)
         src, dst = _copy_operands(src, dst, "the copy's")
         for _, m in _choices(sem):
             _sem_text(m, "signal")
@@ -543,8 +543,8 @@ class AsyncCopy:
 
     def start(self):
         self._used = True
-        if self._through_views is not None:
-            _copy_through_views(*self._through_views)
+        if self._by_value is not None:
+            _copy_values(*self._by_value)
 
         def one(src, dst, sem):
             if _is_regular(sem):
@@ -580,18 +580,20 @@ def _is_view(x):
     return isinstance(x, (_trace.BitcastRef, _trace.ReadView))
 
 
-def _copy_through_views(src, dst):
-    """A copy whose source or destination is a bitcast view of a ref (or
-    a chain of transforms of one), made as the view's values: a DMA moves
-    bytes, and a view's values are not its ref's bytes here (a bitcast
-    packs rows; int16 is held in int32 words). A source in HBM is copied
-    into VMEM and read through the view there; the value is stored
-    through the destination's view, into VMEM first if it is in HBM."""
+def _copy_values(src, dst, add=False):
+    """A copy made as values: whose source or destination is a bitcast
+    view of a ref (or a chain of transforms of one), as a DMA moves bytes
+    and a view's values are not its ref's bytes here (a bitcast packs
+    rows; int16 is held in int32 words); or one that adds the source into
+    the destination (@add, a DMA's accumulate). A source in HBM is copied
+    into VMEM and read (through the view) there; the value is stored
+    through the destination's view, into VMEM first if it is in HBM, and
+    with @add the destination's value is read there first."""
     if isinstance(dst, _trace.ReadView):
         raise trace_error("a copy into %s: a copy's destination may be a bitcast of a ref, "
                           "not a chain of transforms (they are read-only)" % dst.render())
     _in_vmem(_view_base(src), "_view_source", lambda base: _stored_through(
-        dst, _rebased(src, base)[...] if _is_view(src) else base[...]))
+        dst, _rebased(src, base)[...] if _is_view(src) else base[...], add))
 
 
 def _view_base(v):
@@ -612,10 +614,10 @@ def _shape_of(r):
     return tuple(r.shape) if isinstance(r, Ref) else _trace._window_shape(r.dims)
 
 
-def _in_vmem(r, name, body, load=True):
+def _in_vmem(r, name, body, load=True, store=False):
     """body(r), r a ref or window, if it is in VMEM or SMEM, else body of a
-    VMEM scratch @name holding it (copied in with @load, else copied back
-    after)."""
+    VMEM scratch @name holding it (copied in with @load, back after with
+    @store)."""
     if _base(r).space in ("vmem", "smem"):
         return body(r)
     from . import run_scoped
@@ -624,19 +626,18 @@ def _in_vmem(r, name, body, load=True):
         if load:
             sync_copy(r, bufs[name])
         body(bufs[name])
-        if not load:
+        if store:
             sync_copy(bufs[name], r)
     run_scoped(scoped, **{name: VMEM(_shape_of(r), _base(r).dtype)})
 
 
-def _stored_through(dst, value):
-    """@value stored into @dst, a ref, a window or a bitcast view of one."""
+def _stored_through(dst, value, add=False):
+    """@value stored into @dst, a ref, a window or a bitcast view of one
+    (with @add, added to its value)."""
     def store(base):
-        if _is_view(dst):
-            _rebased(dst, base)[...] = value
-        else:
-            base[...] = value
-    _in_vmem(_view_base(dst), "_view_destination", store, load=False)
+        target = _rebased(dst, base) if _is_view(dst) else base
+        target[...] = target[...] + value if add else value
+    _in_vmem(_view_base(dst), "_view_destination", store, load=add, store=True)
 
 
 def _is_regular(sem):
@@ -654,12 +655,13 @@ def make_async_copy(src_ref, dst_ref, sem):
     return AsyncCopy(src_ref, dst_ref, sem)
 
 
-def async_copy(src, dst, sem, *, priority=0):
-    """pltpu.async_copy: make_async_copy(...) already started. @priority
-    picks a DMA queue on a TPU; one queue here, so it is accepted and has
-    no effect."""
+def async_copy(src, dst, sem, *, priority=0, add=False):
+    """pltpu.async_copy: make_async_copy(...) already started; with @add
+    the source is added into the destination (a DMA's accumulate: made as
+    values, _copy_values). @priority picks a DMA queue on a TPU; one queue
+    here, so it is accepted and has no effect."""
     del priority
-    return AsyncCopy(src, dst, sem).start()
+    return AsyncCopy(src, dst, sem, add=add).start()
 
 
 def _choices(x):
@@ -1630,9 +1632,24 @@ def store(ref, val, *, mask=None):
     _store(ref, ..., val, mask=mask)
 
 
-def sync_copy(src, dst):
+def sync_copy(src, dst, *, add=False):
     """pltpu.sync_copy(src, dst): a copy and its wait (pl.select_ref
-    operands and traced pl.ds sizes as make_async_copy's)."""
+    operands and traced pl.ds sizes as make_async_copy's); pytrees of refs
+    leaf by leaf; with @add the source added into the destination, and a
+    bitcast view copied, as values (_copy_values)."""
+    from .. import _pytree
+    sl, st = _pytree.flatten(src)
+    dl, dt = _pytree.flatten(dst)
+    if st.kind != "leaf" or dt.kind != "leaf":
+        if st != dt:
+            raise ValueError("pltpu.sync_copy: the source and destination trees differ "
+                             "(%d and %d refs)" % (len(sl), len(dl)))
+        for s_, d_ in zip(sl, dl):
+            sync_copy(s_, d_, add=add)
+        return
+    if add or _is_view(src) or _is_view(dst):
+        _copy_values(src, dst, add)
+        return
     rec = _trace.recorder()
     src, dst = _copy_operands(src, dst, "pltpu.sync_copy's")
 
