@@ -553,6 +553,11 @@ def when_cond(cond):
     enclosing conditions (the slot is read only under them too; paged
     attention's nested lax.conds)."""
     rec = recorder()
+    from . import _to_scalar
+    if _to_scalar.is_one_element(cond):
+        # a vector value of one element (jnp.sum(x) > 0): the scalar core
+        # decides what runs, so the element is moved there first
+        cond = _to_scalar.to_scalar(cond.astype(int32), "the condition") != 0
     text = cond.render() if isinstance(cond, Value) else _fmt(cond)
     joined = sum(len(c) + 6 for c in rec.conds) + len(text)
     if joined > COND_LEN and isinstance(cond, Value) and cond.scalar and _spillable(cond):
@@ -1376,7 +1381,36 @@ def scalar(text, dt=None):
 
 # --- refs ---
 
-class Ref:
+class RefApi:
+    """What every kind of kernel ref has (Ref, Window, ReshapedRef,
+    BitcastRef): .size, .memory_space (pltpu.VMEM, SMEM, pl.ANY or
+    SEMAPHORE) and .swap(value), as JAX's refs."""
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def memory_space(self):
+        from .pallas import tpu
+        r = self
+        while not isinstance(r, Ref):
+            r = getattr(r, "ref", None) or getattr(r, "base", None)
+        return {"vmem": tpu.VMEM, "smem": tpu.SMEM, "any": tpu.ANY,
+                "sem": tpu.SEMAPHORE}[r.space]
+
+    def swap(self, value, idx=Ellipsis):
+        """old = ref.swap(new): the value at @idx, then @value stored there
+        (a load and a store, not atomic, as Pallas lowers it)."""
+        old = local(self[idx])
+        self[idx] = value
+        return old
+
+
+class Ref(RefApi):
     """A kernel's ref: a block of an operand, or scratch."""
 
     def __init__(self, name, shape, dtype, space="vmem", writable=True):
@@ -1780,7 +1814,7 @@ def _flat_window(sizes, start, run, count, step):
     return None
 
 
-class ReshapedRef:
+class ReshapedRef(RefApi):
     """ref.reshape(...) or ref.at[...].reshape(...) (the base, of a static
     shape), row-major. Read or stored whole, it is the base's value
     reshaped. Its windows (.at[...], indices) are windows of the base
@@ -2220,7 +2254,7 @@ def _np_dt(d):
     return {np.dtype(np.uint16): bfloat16}.get(np.dtype(d), None) or as_dtype(np.dtype(d).name)
 
 
-class BitcastRef:
+class BitcastRef(RefApi):
     """ref.bitcast(dtype) (also of a window, ref.at[...].bitcast): the
     memory seen as another dtype. Of another width the second-to-last
     dimension scales by the ratio, as pltpu.bitcast packs rows; reads are
@@ -2471,7 +2505,7 @@ def _whole_index(idx):
         not idx or len(idx) == 1 and idx[0] is Ellipsis)
 
 
-class Window:
+class Window(RefApi):
     """REF.at[IDX]: rendered as such; read and stored whole with [...];
     WINDOW.at[IDX2] indexes the window's own dimensions again (Pallas's
     chained .at), rendered as one window of REF."""

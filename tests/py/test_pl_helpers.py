@@ -94,3 +94,51 @@ def test_compiler_params_fields():
         2 << 20, ("parallel",), {"xla_tpu_x": 1})
     with pytest.raises(TypeError, match="unexpected keyword argument 'vmem_limit'"):
         pltpu.CompilerParams(vmem_limit=1 << 20)
+
+
+def test_ref_swap_size_and_memory_space():
+    """ref.swap(new) gives the old value (a load, then the store); .size
+    and .memory_space as JAX's refs have them, of windows too."""
+    x = np.arange(16 * 128, dtype=np.float32).reshape(16, 128)
+    seen = {}
+
+    def kernel(x_ref, s_ref, h_ref, o_ref, sem):
+        seen.update(size=x_ref.size, window=x_ref.at[0:8].size,
+                    spaces=(x_ref.memory_space, s_ref.memory_space, h_ref.memory_space,
+                            sem.memory_space, x_ref.at[0:8].memory_space))
+        o_ref[...] = x_ref[...]
+        old = o_ref.swap(x_ref[...] * 2)
+        o_ref[...] += old
+        first = o_ref.at[0:8].swap(jnp.zeros((8, 128), jnp.float32))
+        o_ref[8:16] += first
+
+    out = pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        in_specs=[pl.BlockSpec(), pl.BlockSpec(memory_space=pltpu.SMEM),
+                  pl.BlockSpec(memory_space=pl.ANY)],
+        scratch_shapes=[pltpu.SemaphoreType.DMA])(x, np.zeros((2,), np.int32), x)
+    want = 3 * x
+    want[8:16] += want[0:8]
+    want[0:8] = 0
+    np.testing.assert_array_equal(out, want)
+    assert seen["size"] == 16 * 128 and seen["window"] == 8 * 128
+    assert seen["spaces"] == (pltpu.VMEM, pltpu.SMEM, pl.ANY, pltpu.SEMAPHORE, pltpu.VMEM)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_conditions_on_vector_reductions(sign):
+    """pl.when and lax.cond on a one-element vector value (a reduction's):
+    its element is moved to the scalar core, which picks what runs."""
+    x = sign * (np.arange(8 * 128, dtype=np.float32).reshape(8, 128) + 1)
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+        @pl.when(jnp.sum(x_ref[...]) > 0)
+        def _():
+            o_ref[...] = o_ref[...] * 2
+        o_ref[...] = jax.lax.cond(jnp.all(x_ref[...] < 0), lambda: o_ref[...] - 1,
+                                  lambda: o_ref[...] + 1)
+
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    np.testing.assert_array_equal(out, 2 * x + 1 if sign > 0 else x - 1)
