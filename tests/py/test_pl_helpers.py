@@ -142,3 +142,28 @@ def test_conditions_on_vector_reductions(sign):
 
     out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
     np.testing.assert_array_equal(out, 2 * x + 1 if sign > 0 else x - 1)
+
+
+def test_make_pipeline_allocations_reused_by_two_pipelines():
+    """pltpu.make_pipeline_allocations at the kernel's top level: one set of
+    block buffers two invocations of an inner pipeline share."""
+    x = np.arange(1024, dtype=np.float32)
+    spec = pl.BlockSpec((256,), lambda i: (i,))
+
+    @pl.kernel(out_type=jax.ShapeDtypeStruct((1024,), jnp.float32),
+               mesh=pltpu.TensorCoreMesh(axis_name="core"))
+    def run(x_ref, o_ref):
+        def body(x_blk, o_blk):
+            o_blk[...] = x_blk[...] * 2
+        pipeline = pltpu.emit_pipeline(body, grid=(2,), in_specs=[spec], out_specs=[spec])
+        types = pltpu.make_pipeline_allocations(x_ref.at[0:512], o_ref.at[0:512],
+                                                in_specs=[spec], out_specs=[spec])
+        assert len(types) == 2 and all(t is not None for t in types)
+
+        def both(allocs):
+            pipeline(x_ref.at[0:512], o_ref.at[0:512], allocations=allocs)
+            pipeline(x_ref.at[512:1024], o_ref.at[512:1024], allocations=allocs)
+        pl.run_scoped(both, types)
+
+    np.testing.assert_array_equal(run(x), 2 * x)
+    assert issubclass(pltpu.BufferedRef, pltpu.BufferedRefBase)

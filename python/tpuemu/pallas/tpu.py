@@ -1027,7 +1027,11 @@ def _bref_operands(refs, allocations):
     return flat, lambda vals: list(vals)
 
 
-class BufferedRef:
+class BufferedRefBase:
+    """pltpu.BufferedRefBase: the interface pltpu.BufferedRef implements."""
+
+
+class BufferedRef(BufferedRefBase):
     """pltpu.BufferedRef.input/output/input_output/accumulator(spec, dtype):
     scratch (pallas_call's scratch_shapes, pl.run_scoped) holding an
     emit_pipeline operand's block buffer, its spec and role with it, for
@@ -1106,16 +1110,30 @@ def emit_pipeline_with_allocations(body, **kwargs):
     pl.run_scoped(allocs=...); pipeline(*refs, allocations=allocs) uses
     those buffers."""
     pipeline = emit_pipeline(body, **kwargs)
-    specs, nin = _pipeline_specs(kwargs.get("in_specs", ()), kwargs.get("out_specs", ()))
 
     def make_allocations(*refs):
-        flat, build = _flat_operands(refs, specs, nin)
-        types = [_buffer_type(r, s) for r, s, _ in flat]
-        for t in types:
-            if t is not None:	# the scratch ref it becomes takes with_window_ref
-                t._on_alloc = _give_with_window_ref
-        return build(types)
+        return make_pipeline_allocations(*refs, in_specs=kwargs.get("in_specs", ()),
+                                         out_specs=kwargs.get("out_specs", ()))
     return pipeline, make_allocations
+
+
+def make_pipeline_allocations(*refs, in_specs=(), out_specs=(), should_accumulate_out=False,
+                              needs_swap_ref=True, grid=None):
+    """pltpu.make_pipeline_allocations: the block buffers' scratch types of
+    an emit_pipeline over @refs with these specs, in the operands' tree
+    (None where the pipeline keeps none), for pl.run_scoped at the
+    kernel's top level and pipeline(*refs, allocations=...) in each
+    invocation. The pipeline's own should_accumulate_out decides how its
+    outputs are written; the copies are synchronous, so no swap slots are
+    kept (@needs_swap_ref), and the buffers do not depend on @grid."""
+    del should_accumulate_out, needs_swap_ref, grid
+    specs, nin = _pipeline_specs(in_specs, out_specs)
+    flat, build = _flat_operands(refs, specs, nin)
+    types = [_buffer_type(r, s) for r, s, _ in flat]
+    for t in types:
+        if t is not None:	# the scratch ref it becomes takes with_window_ref
+            t._on_alloc = _give_with_window_ref
+    return build(types)
 
 
 class _WindowBound:
