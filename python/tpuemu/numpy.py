@@ -1541,6 +1541,26 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     return _narrow(_np.take(a, idx, axis=axis))
 
 
+def _promote_with_bf16(args):
+    """jnp.promote_types / result_type where bfloat16 takes part: the
+    kernels' promotion (_trace._promote, jnp's lattice: an integer or bool
+    with bfloat16 is bfloat16, bfloat16 with float16 or float32 is float32;
+    Python numbers weakly typed), the host's bfloat16 dtype for bfloat16."""
+    def dt(a):
+        if isinstance(a, (bool, int, float)) and not isinstance(a, _np.generic):
+            return _trace.dt_of(a)
+        if isinstance(a, BF16Array) or _is_bf16(a):
+            return _trace.bfloat16
+        return _trace.as_dtype(_np.result_type(_host_arg(a)).name)
+    out = None
+    for a in args:
+        d = dt(a)
+        out = d if out is None else _trace._promote(out, d)
+    if isinstance(out, str):
+        out = _trace.float32 if out == "weak float" else _trace.int32
+    return _trace.host_bf16 if out is _trace.bfloat16 else _np.dtype(out.np_name)
+
+
 def __getattr__(name):
     """Other NumPy names (jnp.array, jnp.allclose, jnp.tril ...): the host's
     only; in a kernel they are not device operations."""
@@ -1553,6 +1573,8 @@ def __getattr__(name):
 
         def refuse_bf16(*args, **kw):
             if _py.any(_is_bf16(a) or isinstance(a, BF16Array) for a in args):
+                if name in ("promote_types", "result_type") and not kw:
+                    return _promote_with_bf16(args)
                 raise NotImplementedError("jnp.%s of bfloat16 is not supported on the host "
                                           "(NumPy would answer for float32)" % name)
             return np_f(*[_host_arg(a) for a in args], **kw)

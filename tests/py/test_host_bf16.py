@@ -289,8 +289,9 @@ def test_host_odds_and_ends():
     assert c.dtype == jnp.bfloat16
     np.testing.assert_array_equal(np.asarray(c), _ref_round(_X))
     assert float(jnp.bfloat16(0.1)) == 0.10009765625
-    with pytest.raises(NotImplementedError, match="result_type"):
-        jnp.result_type(b, np.float32)
+    assert jnp.result_type(b, np.float32) == np.float32	# jnp's lattice (test below)
+    with pytest.raises(NotImplementedError, match="common_type"):
+        jnp.common_type(b)
     assert jnp.result_type(np.int8, np.int32) == np.int32	# others: NumPy's
     v = jax.vmap(lambda r: r * 2)(b)
     assert v.dtype == jnp.bfloat16
@@ -336,3 +337,29 @@ def test_save_npy_writes_bits(tmp_path):
     jax.save_npy(p, x)
     assert np.load(p).dtype == np.uint16
     np.testing.assert_array_equal(jax.load_npy(p, jnp.bfloat16), x.view(np.uint16))
+
+
+def test_promotion_with_bfloat16():
+    """jnp.promote_types and result_type where bfloat16 takes part follow
+    jnp's lattice (an integer with bf16 is bf16, bf16 with float16 or
+    float32 is float32, a Python float stays weak), on the host and in a
+    kernel body (a ref's dtype)."""
+    x = jnp.asarray(np.ones(3, np.float32), dtype=jnp.bfloat16)
+    assert jnp.promote_types(jnp.bfloat16, np.int32) == jnp.bfloat16
+    assert jnp.promote_types(jnp.bfloat16, jnp.float16) == np.float32
+    assert jnp.result_type(x, 1.0) == jnp.bfloat16
+    assert jnp.result_type(x, np.ones(2, np.int8)) == jnp.bfloat16
+    assert jnp.result_type(x, np.float32) == np.float32
+    seen = []
+
+    def kernel(x_ref, o_ref):
+        d = jnp.promote_types(x_ref.dtype, jnp.float32)
+        seen.append(d)
+        o_ref[...] = x_ref[...].astype(d) * 2
+
+    b = jnp.asarray(np.ones((8, 128), np.float32), dtype=jnp.bfloat16)
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(b)
+    np.testing.assert_array_equal(out, 2.0)
+    assert seen == [np.float32]
+    with pytest.raises(NotImplementedError, match="can_cast of bfloat16"):
+        jnp.can_cast(jnp.bfloat16, np.float32)
