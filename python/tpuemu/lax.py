@@ -512,6 +512,7 @@ def broadcasted_iota(dtype, shape, dimension):
         return _fold.iota(dtype, shape, dimension)
     if len(shape) == 1:	# a 1-D array is viewed as a row: its index is the column
         row = call("lax.broadcasted_iota", dtype, (1, shape[0]), 1)
+        row.shape, row.dt = (1, shape[0]), _trace._as_dtype_or_none(dtype)
         return jnp.reshape(row, shape)
     v = call("lax.broadcasted_iota", dtype, shape, int(dimension))
     v.shape, v.dt = shape, _trace._as_dtype_or_none(dtype)
@@ -1280,31 +1281,49 @@ __all__ = ["dot", "dot_general", "broadcast", "broadcast_in_dim", "broadcasted_i
            "reduce_prod", "reduce_and", "reduce_or", "reduce", "reduce_precision",
            "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_slice",
            "dynamic_update_slice_in_dim", "argmax", "argmin", "iota", "RoundingMethod", "round",
-           "concatenate", "pad", "squeeze", "expand_dims", "reshape", "sort", "top_k"]
+           "concatenate", "pad", "squeeze", "expand_dims", "reshape", "sort", "top_k", "scan",
+           "map", "associative_scan"]
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, **_kw):
-    """lax.scan on the host (around pallas_calls, pl.kernel calls on
-    jax.new_ref refs): Python's loop over xs's leading axis (or @length
-    trips), the ys stacked. In a kernel body it is refused: use
-    lax.fori_loop."""
+    """lax.scan: f(carry, x) over xs's leading axis (or @length trips), the
+    ys stacked. On the host (around pallas_calls), Python's loop. In a
+    kernel body the loop is unrolled while tracing (at most
+    UNROLL_MAX_TRIPS trips, or unroll=True); a longer one over no xs whose
+    body returns no ys is a device loop, as lax.fori_loop's; a longer one
+    over xs is refused (index refs in a lax.fori_loop instead)."""
     import numpy as _np
     from . import _pytree
-    if _trace._rec is not None:
-        raise trace_error("lax.scan in a kernel body is not supported; use lax.fori_loop")
     leaves, tree = _pytree.flatten(xs)
     if leaves:
-        n = len(leaves[0])
+        n = _leading(leaves[0])
         if length is not None and int(length) != n:
             raise ValueError("lax.scan: length %d but xs have %d" % (length, n))
     elif length is None:
         raise ValueError("lax.scan: give xs or length")
     else:
         n = int(length)
+    if _trace._rec is not None and not (n <= UNROLL_MAX_TRIPS or unroll is True or
+                                        isinstance(unroll, int) and unroll >= n > 0):
+        if leaves:
+            raise trace_error("lax.scan in a kernel body over xs of %d trips: it is unrolled "
+                              "up to %d (or unroll=True); for more, index refs in a "
+                              "lax.fori_loop" % (n, UNROLL_MAX_TRIPS))
+
+        def trip(i, carry):
+            carry, y = f(carry, None)
+            if _pytree.flatten(y)[0]:
+                raise trace_error("lax.scan in a kernel body of %d trips returns ys: it is "
+                                  "unrolled up to %d (or unroll=True); a device loop "
+                                  "carries values only" % (n, UNROLL_MAX_TRIPS))
+            return carry
+        return _device_fori(0, n, trip, init, "lax.scan"), None
     carry, ys = init, []
     for i in (range(n - 1, -1, -1) if reverse else range(n)):
         x = _pytree.unflatten(tree, [a[i] for a in leaves]) if leaves else None
         carry, y = f(carry, x)
+        if _trace._rec is not None:	# each trip's values computed once
+            carry, y = _bound(carry), _bound(y)
         ys.append(y)
     if reverse:
         ys.reverse()
@@ -1314,8 +1333,60 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, **_kw):
     ytree = yl[0][1]
     if not yl[0][0]:
         return carry, _pytree.unflatten(ytree, [])
-    stacked = [_np.stack([ls[k] for ls, _ in yl]) for k in range(len(yl[0][0]))]
+    stack = jnp.stack if _trace._rec is not None else _np.stack
+    stacked = [stack([ls[k] for ls, _ in yl]) for k in range(len(yl[0][0]))]
     return carry, _pytree.unflatten(ytree, stacked)
+
+
+def _bound(tree):
+    """@tree with its traced leaves bound to locals."""
+    from . import _pytree
+    ls, t = _pytree.flatten(tree)
+    return _pytree.unflatten(t, [local(v) for v in ls])
+
+
+def _leading(a):
+    shape = getattr(a, "shape", None)
+    if shape is None or not len(shape):
+        raise ValueError("lax.scan: xs must have a leading axis (shape %r)" % (shape,))
+    return int(shape[0])
+
+
+def map(f, xs, *, batch_size=None):
+    """lax.map: f over xs's leading axis, the results stacked (lax.scan
+    without a carry)."""
+    del batch_size		# how XLA batches it; the results are the same
+    return scan(lambda _, x: (None, f(x)), None, xs)[1]
+
+
+def associative_scan(fn, elems, reverse=False, axis=0):
+    """lax.associative_scan of one array: Hillis-Steele doubling, each step
+    fn(earlier, later) of elements s apart along @axis (rolls and an iota
+    mask in a kernel), so fn is applied in order (it need only be
+    associative); @reverse scans from the end (flipped, scanned, flipped)."""
+    import numpy as _np
+    from . import _pytree
+    leaves, _ = _pytree.flatten(elems)
+    if len(leaves) != 1 or leaves[0] is not elems:
+        raise NotImplementedError("lax.associative_scan of a pytree: one array here")
+    jnp_ = jnp if _trace._rec is not None or isinstance(elems, Value) else _np
+    x = elems if jnp_ is jnp else _np.asarray(elems)
+    shape = tuple(x.shape)
+    a = int(axis) % len(shape)
+    if reverse:
+        x = jnp_.flip(x, axis=a)
+    n = shape[a]
+    pos = broadcasted_iota(jnp.int32, shape, a) if jnp_ is jnp else \
+        _np.broadcast_to(_np.arange(n).reshape([-1 if d == a else 1 for d in range(len(shape))]),
+                         shape)
+    s = 1
+    while s < n:
+        earlier = jnp_.roll(x, s, axis=a)
+        x = jnp_.where(pos >= s, fn(earlier, x), x)
+        if jnp_ is jnp:
+            x = local(x)
+        s *= 2
+    return jnp_.flip(x, axis=a) if reverse else x
 
 
 class Primitive:

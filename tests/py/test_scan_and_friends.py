@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: MIT
+"""lax.scan, lax.map and lax.associative_scan in kernel bodies (scan and
+map unrolled while tracing, a long carry-only scan a device loop;
+associative_scan by doubling, its function applied in order), on the
+host against NumPy; jax.debug.print, jax.tree and
+jax.ensure_compile_time_eval."""
+import numpy as np
+import pytest
+
+import tpuemu as jax
+import tpuemu.numpy as jnp
+from tpuemu import lax
+from tpuemu import pallas as pl
+
+X = np.arange(16 * 128, dtype=np.float32).reshape(16, 128) % 97 - 40
+
+
+def _run(kernel, out_shape=(16, 128), x=X):
+    return np.asarray(pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(
+        out_shape, jnp.float32))(x))
+
+
+def test_scan_over_an_arange_and_over_rows():
+    def kernel(x_ref, o_ref):
+        def add_block(c, i):
+            return c + x_ref[pl.ds(i * 8, 8), :], None
+        c, _ = lax.scan(add_block, jnp.zeros((8, 128), jnp.float32), jnp.arange(2))
+
+        def running(c, row):
+            return c + row, c * row
+        last, ys = lax.scan(running, jnp.ones((128,), jnp.float32), x_ref[0:8], reverse=True)
+        o_ref[0:8] = c
+        o_ref[8:16] = ys + last
+    out = _run(kernel)
+    np.testing.assert_array_equal(out[:8], X[:8] + X[8:])
+    c, ys = np.ones(128, np.float32), [None] * 8
+    for i in reversed(range(8)):
+        c, ys[i] = c + X[i], c * X[i]
+    np.testing.assert_array_equal(out[8:], np.stack(ys) + c)
+
+
+def test_long_carry_only_scan_is_a_device_loop():
+    def kernel(x_ref, o_ref):
+        c, ys = lax.scan(lambda c, _: (c * 0.5 + 1.0, None), x_ref[...], None, length=40)
+        assert ys is None
+        o_ref[...] = c
+    want = X.copy()
+    for _ in range(40):
+        want = want * np.float32(0.5) + np.float32(1)
+    np.testing.assert_allclose(_run(kernel), want, rtol=1e-6)
+
+    def long_xs(x_ref, o_ref):
+        o_ref[...] = lax.scan(lambda c, r: (c + r, None), x_ref[0], x_ref[...])[0] + x_ref[...]
+    with pytest.raises(pl.TraceError, match="over xs of 32 trips"):
+        _run_long(long_xs)
+
+
+def _run_long(kernel):
+    x = np.zeros((32, 128), np.float32)
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((32, 128), jnp.float32))(x)
+
+
+def _last_nonzero(a, b):
+    return jnp.where(b != 0, b, a)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_associative_scan_in_order(reverse):
+    """Sums and a non-commutative (but associative) op, the last non-zero
+    so far, along rows and columns; on the host the same."""
+    sparse = np.where(X % 7 == 0, X, 0).astype(np.float32)
+
+    def kernel(x_ref, s_ref, o_ref, p_ref):
+        o_ref[...] = lax.associative_scan(jnp.add, x_ref[...], reverse=reverse, axis=1)
+        p_ref[...] = lax.associative_scan(_last_nonzero, s_ref[...], reverse=reverse, axis=0)
+    o, p = pl.pallas_call(kernel, out_shape=(jax.ShapeDtypeStruct(X.shape, jnp.float32),) * 2)(
+        X, sparse)
+    flip = (lambda a, ax: np.flip(a, ax)) if reverse else (lambda a, ax: a)
+    np.testing.assert_allclose(o, flip(np.cumsum(flip(X, 1), axis=1), 1), rtol=1e-6)
+    want = flip(sparse, 0).copy()
+    for i in range(1, 16):
+        want[i] = np.where(want[i] != 0, want[i], want[i - 1])
+    np.testing.assert_array_equal(p, flip(want, 0))
+    np.testing.assert_array_equal(lax.associative_scan(np.add, X[0], reverse=reverse),
+                                  flip(np.cumsum(flip(X[0], 0)), 0))
+
+
+def test_map_debug_print_tree_and_compile_time_eval(capfd):
+    def kernel(x_ref, o_ref):
+        with jax.ensure_compile_time_eval():
+            scale = 3
+        rows = lax.map(lambda r: r * scale, x_ref[...].reshape(2, 8, 128))
+        o_ref[...] = jax.tree.map(lambda a: a + 1, {"r": rows.reshape(16, 128)})["r"]
+        jax.debug.print("first {}", x_ref[0, 0].astype(jnp.int32) * 0 + 7)
+    out = _run(kernel)
+    np.testing.assert_array_equal(out, X * 3 + 1)
+    printed = capfd.readouterr()
+    assert "first 7" in printed.out + printed.err	# the device's log: pl.debug_print's
+    np.testing.assert_array_equal(lax.map(lambda r: r * 2, X[:2]), X[:2] * 2)
+    assert jax.tree.leaves({"a": 1, "b": (2, 3)}) == [1, 2, 3]
+    jax.debug.print("host {x}", x=5)
+    assert "host 5" in capfd.readouterr().out
