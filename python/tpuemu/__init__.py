@@ -200,6 +200,37 @@ def block_until_ready(x):
     return x
 
 
+def _vmap_values(f, args, in_axes, out_axes):
+    """jax.vmap in a kernel body of traced values: f once per index of the
+    mapped axis (axis 0 of each argument whose in_axes is 0; None ones
+    passed whole), unrolled while tracing (at most lax.UNROLL_MAX_TRIPS),
+    the results stacked along @out_axes."""
+    from . import _trace, _pytree, numpy as jnp
+    axes = list(in_axes) if isinstance(in_axes, (list, tuple)) else [in_axes] * len(args)
+    if len(axes) != len(args) or any(a not in (0, None) for a in axes):
+        raise _trace.trace_error("jax.vmap in a kernel body maps values along axis 0 (or "
+                                 "None), not in_axes=%r" % (in_axes,))
+    mapped = [x for a, ax in zip(args, axes) if ax == 0 for x in _pytree.flatten(a)[0]]
+    if any(not isinstance(x, _trace.Value) or not x.shape for x in mapped):
+        raise _trace.trace_error("jax.vmap in a kernel body: a mapped argument (in_axes 0) "
+                                 "is an array with a leading axis; pass others with None")
+    sizes = {tuple(x.shape)[0] for x in mapped}
+    if len(sizes) != 1:
+        raise ValueError("jax.vmap: the mapped axes have sizes %s; they must be one size"
+                         % sorted(sizes))
+    n = sizes.pop()
+    if n > lax.UNROLL_MAX_TRIPS:
+        raise _trace.trace_error("jax.vmap in a kernel body of values: %d indices, it is "
+                                 "unrolled up to %d; write the batched computation (or map "
+                                 "refs)" % (n, lax.UNROLL_MAX_TRIPS))
+    outs = [f(*[a if ax is None else _pytree.unflatten(t, [x[i] for x in ls])
+                for a, ax, (ls, t) in zip(args, axes, (_pytree.flatten(a) for a in args))])
+            for i in range(n)]
+    ol = [_pytree.flatten(o) for o in outs]
+    return _pytree.unflatten(ol[0][1], [jnp.stack([ls[k] for ls, _ in ol], axis=out_axes)
+                                        for k in range(len(ol[0][0]))])
+
+
 def vmap(f, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
     """jax.vmap of a function of NumPy arrays (a pallas_call, say): f runs
     once per index of the mapped axis and the results are stacked along
@@ -213,6 +244,9 @@ def vmap(f, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
             # once per index of their leading axis, on each ref's window
             # there (ref.at[i]); nothing returned, as a pipeline returns
             leaves = [x for a in args for x in _pytree.flatten(a)[0]]
+            if any(isinstance(x, _trace.Value) for x in leaves) and \
+                    all(isinstance(x, (_trace.Value, bool, int, float)) for x in leaves):
+                return _vmap_values(f, args, in_axes, out_axes)
             if in_axes not in (0, None) and any(a not in (0, None) for a in
                                                 (in_axes if isinstance(in_axes, (list, tuple))
                                                  else [in_axes])):

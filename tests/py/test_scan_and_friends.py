@@ -100,3 +100,22 @@ def test_map_debug_print_tree_and_compile_time_eval(capfd):
     assert jax.tree.leaves({"a": 1, "b": (2, 3)}) == [1, 2, 3]
     jax.debug.print("host {x}", x=5)
     assert "host 5" in capfd.readouterr().out
+
+
+def test_vmap_of_values_in_a_kernel():
+    """jax.vmap of a function of values in a kernel body: once per row,
+    stacked; an unmapped argument passed whole; more than 16 refused."""
+    def kernel(x_ref, o_ref):
+        v = x_ref[0:8]
+        norm = jax.vmap(lambda r, s: r / (jnp.max(jnp.abs(r)) + s), in_axes=(0, None))(v, 1.0)
+        o_ref[0:8] = norm
+        o_ref[8:16] = jax.vmap(lambda r: r * 2, out_axes=0)(x_ref[8:16])
+    out = _run(kernel)
+    np.testing.assert_allclose(out[:8], X[:8] / (np.abs(X[:8]).max(axis=1, keepdims=True) + 1),
+                               rtol=1e-6)
+    np.testing.assert_array_equal(out[8:], X[8:] * 2)
+
+    def too_many(x_ref, o_ref):
+        o_ref[...] = jax.vmap(lambda r: r + 1)(x_ref[...].reshape(32, 64)).reshape(16, 128)
+    with pytest.raises(pl.TraceError, match="unrolled up to 16"):
+        _run(too_many)
