@@ -2409,11 +2409,6 @@ class ReadView:
                           "bitcast of the ref itself" % self.text)
 
 
-def _whole_index(idx):
-    return idx is Ellipsis or idx == () or \
-        isinstance(idx, tuple) and all(e is Ellipsis or e == slice(None) for e in idx)
-
-
 def _indexed_shape(view, idx):
     """The shape of @view indexed by static @idx (integers and slices)."""
     import numpy as np
