@@ -11,7 +11,7 @@ import numpy as _np
 from ._trace import TraceError, as_dtype, float32, bfloat16, int8, int32, uint32  # noqa: F401
 from ._lib import TpurtError  # noqa: F401
 from . import lax, nn, random, tree_util, ad_checkpoint, dtypes, errors  # noqa: F401  (jax.lax.dot_general)
-from . import debug, tree  # noqa: F401  (jax.debug.print, jax.tree.map)
+from . import debug, tree, scipy  # noqa: F401  (jax.debug.print, jax.tree.map)
 from .random import threefry_partitionable  # noqa: F401  (jax.threefry_partitionable)
 from .numpy import HostArray as Array  # noqa: F401  (isinstance(x, jax.Array): a jnp array)
 from ._state import new_ref, freeze  # noqa: F401  (jax.new_ref, jax.freeze)

@@ -119,3 +119,26 @@ def test_vmap_of_values_in_a_kernel():
         o_ref[...] = jax.vmap(lambda r: r + 1)(x_ref[...].reshape(32, 64)).reshape(16, 128)
     with pytest.raises(pl.TraceError, match="unrolled up to 16"):
         _run(too_many)
+
+
+def test_scipy_special_in_kernels_and_on_the_host():
+    x = np.linspace(-3, 3, 8 * 128, dtype=np.float32).reshape(8, 128)
+    p = np.linspace(0.01, 0.99, 8 * 128, dtype=np.float32).reshape(8, 128)
+    sp = jax.scipy.special
+
+    def kernel(x_ref, p_ref, a_ref, b_ref, c_ref, d_ref):
+        a_ref[...] = sp.erfc(x_ref[...])
+        b_ref[...] = sp.logit(p_ref[...])
+        c_ref[...] = sp.logsumexp(x_ref[...], axis=-1, keepdims=True) + 0 * x_ref[...]
+        d_ref[...] = sp.xlogy(jnp.where(x_ref[...] > 0, x_ref[...], 0.0), p_ref[...])
+    a, b, c, d = pl.pallas_call(kernel, out_shape=(jax.ShapeDtypeStruct(x.shape, jnp.float32),) * 4)(x, p)
+    import math
+    erfc = np.vectorize(math.erfc)(x.astype(np.float64))
+    np.testing.assert_allclose(a, erfc, atol=2e-6)
+    np.testing.assert_allclose(b, np.log(p / (1 - p)), rtol=1e-5, atol=1e-6)
+    lse = np.log(np.exp(x.astype(np.float64)).sum(axis=-1, keepdims=True))
+    np.testing.assert_allclose(c[:, :1], lse, rtol=1e-6)
+    np.testing.assert_allclose(d, np.where(x > 0, x * np.log(p), 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(sp.logsumexp(x, axis=-1, keepdims=True)), lse,
+                               rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(sp.expit(x)), 1 / (1 + np.exp(-x)), rtol=1e-6)
