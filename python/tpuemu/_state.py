@@ -164,7 +164,8 @@ def run_state(f):
     @functools.wraps(f)
     def wrapped(init):
         leaves, tree = _pytree.flatten(init)
-        refs = [new_ref(x) for x in leaves]
+        # an array's memory space (pl.with_memory_constraint) is its ref's
+        refs = [new_ref(x, memory_space=getattr(x, "_memory_space", None)) for x in leaves]
         f(_pytree.unflatten(tree, refs))
         return _pytree.unflatten(tree, [freeze(r) for r in refs])
     return wrapped

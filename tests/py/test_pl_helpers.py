@@ -167,3 +167,20 @@ def test_make_pipeline_allocations_reused_by_two_pipelines():
 
     np.testing.assert_array_equal(run(x), 2 * x)
     assert issubclass(pltpu.BufferedRef, pltpu.BufferedRefBase)
+
+
+def test_aliased_whole_vmem_pair_is_one_buffer():
+    """An input aliased to an output, both whole arrays in VMEM: one VMEM
+    buffer (the input copied into it at the first step), so a 10 MiB pair
+    fits the 16 MiB default limit (a grid of one step: one buffer)."""
+    x = np.arange(2560 * 1024, dtype=np.float32).reshape(2560, 1024)
+
+    def kernel(x_ref, o_ref):
+        x_ref[0:8] = x_ref[0:8] + 1.0	# the input's ref is the output's
+        o_ref[8:16] = o_ref[8:16] * 2.0
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                         input_output_aliases={0: 0})(x)
+    want = x.copy()
+    want[0:8] += 1
+    want[8:16] *= 2
+    np.testing.assert_array_equal(out, want)

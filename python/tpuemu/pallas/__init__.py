@@ -506,6 +506,19 @@ def _revisit_code(mode, output, what):
     return 1 if output else 0
 
 
+def _whole_vmem(spec, shape):
+    """Whether @spec puts the whole array in VMEM: no spec, or one of a
+    memory space alone that is VMEM (the default block: the whole array)."""
+    if spec is None:
+        return True
+    if getattr(spec, "block_shape", None) is not None or \
+            getattr(spec, "pipeline_mode", None) is not None or \
+            getattr(spec, "index_map", None) is not None:
+        return False
+    space = getattr(spec, "memory_space", None)
+    return _SPACES[getattr(space, "_space", space)] == 0
+
+
 def _block_spec(spec, shape, grid_rank, prefetch, what, output=False, label=None):
     """(struct tpurt_block_spec, keepalive, the kernel's block shape, the
     device's block shape, the device's array shape): an array of rank 5
@@ -1369,9 +1382,23 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             if dev_block != bshape:
                 views[len(refs) - 1] = _folded_ref(refs[-1], bshape)
 
+        # an input aliased to an output, both whole arrays in VMEM: the
+        # kernel sees the output's buffer for both (below), so the input
+        # stays in HBM and is copied into it at the first step, as Mosaic
+        # holds one VMEM buffer for the pair
+        in_hbm = set()
+        for i, o in dict(input_output_aliases or {}).items():
+            j = i - nsp_flat
+            if 0 <= j < nin and 0 <= o < len(outs) and \
+                    _whole_vmem(ispecs[j], arrays[i].shape) and \
+                    _whole_vmem(ospecs[o], outs[o].shape) and \
+                    tuple(arrays[i].shape) == tuple(outs[o].shape) and \
+                    len(arrays[i].shape) <= _fold.DEVICE_RANK:
+                in_hbm.add(j)
         for j, (n, a, spec) in enumerate(zip(in_names, arrays[nsp_flat:], ispecs)):
             add_blocked(lib.tpurt_grid_spec_add_input, "input", n, a.shape,
-                        dtype_of(nsp_flat + j), spec, False, "args[%d]" % j)
+                        dtype_of(nsp_flat + j), BlockSpec(memory_space=ANY)
+                        if j in in_hbm else spec, False, "args[%d]" % j)
         for k in keyed:
             refs[k].key_batch = len(refs[k].shape) - 2
         for k in fried:
@@ -1461,8 +1488,8 @@ def _pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None,
             # whole array, in VMEM)
             if all(sp is None or getattr(sp, "memory_space", None) is not None and
                    getattr(sp, "block_shape", None) is None for sp in (si, so)) and \
-                    ri.space in ("vmem", "smem") and ri.space == ro.space and \
-                    ri.shape == ro.shape:
+                    (ri.space in ("vmem", "smem") and ri.space == ro.space or
+                     i - nsp_flat in in_hbm) and ri.shape == ro.shape:
                 same[id(ri)] = (ri, ro)
         if same:
             # the kernel's refs: the output's for the input (of a folded
@@ -1763,6 +1790,7 @@ __all__ = ["pallas_call", "max_contiguous", "BlockSpec", "Blocked", "BoundedSlic
            "Unblocked",
            "blocked", "unblocked", "GridSpec", "program_id", "num_programs", "when",
            "ds", "run_scoped", "with_scoped", "select_ref", "multiple_of", "reciprocal", "cdiv", "loop", "dot", "Buffered", "RevisitMode", "ANY", "HOST", "MemoryRef", "debug_check", "enable_debug_checks", "empty", "broadcast_to", "align_to",
+           "get_memory_space", "with_memory_constraint",
            "DeviceIdType", "TraceError",
            "trace_error", "semaphore_signal", "semaphore_wait", "semaphore_read", "kernel",
            "debug_print", "CostEstimate", "estimate_cost", "delay"]
@@ -1807,11 +1835,35 @@ class MemoryRef:
         return "MemoryRef(%r, %r)" % (self.inner_aval, self.memory_space)
 
 
-def empty_like(x):
+def empty_like(x, *, memory_space=None):
     """pl.empty_like(x): an array of x's shape and dtype (JAX leaves it
-    uninitialised; here it is zeros)."""
+    uninitialised; here it is zeros), placed in @memory_space (its type
+    names it, as pl.with_memory_constraint's)."""
     from ..numpy import zeros
-    return zeros(_np.shape(x), x.dtype)
+    out = zeros(_np.shape(x), x.dtype)
+    return out if memory_space is None else with_memory_constraint(out, memory_space)
+
+
+def get_memory_space(x):
+    """pl.get_memory_space(x): the memory space of an array's type
+    (pl.with_memory_constraint; pltpu.HBM where none was given, as an
+    operand lives there), of a kernel ref, or of a jax.new_ref ref."""
+    from .. import _state
+    from .tpu import HBM
+    if isinstance(x, _state.HostRef):
+        space = x.__dict__.get("_memory_space")
+    elif isinstance(x, _trace.RefApi):
+        return x.memory_space
+    else:
+        space = getattr(x, "_memory_space", None)
+    return HBM if space is None else space
+
+
+def with_memory_constraint(x, memory_space):
+    """pl.with_memory_constraint: pltpu.with_memory_space_constraint's
+    newer name."""
+    from .tpu import with_memory_space_constraint
+    return with_memory_space_constraint(x, memory_space)
 
 
 def empty(shape, dtype, *, out_sharding=None):
