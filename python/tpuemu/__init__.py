@@ -12,6 +12,7 @@ from ._trace import TraceError, as_dtype, float32, bfloat16, int8, int32, uint32
 from ._lib import TpurtError  # noqa: F401
 from . import lax, nn, random, tree_util, ad_checkpoint, dtypes, errors  # noqa: F401  (jax.lax.dot_general)
 from . import debug, tree, scipy  # noqa: F401  (jax.debug.print, jax.tree.map)
+from ._shard_map import shard_map  # noqa: F401  (jax.shard_map over a TensorCoreMesh)
 from .random import threefry_partitionable  # noqa: F401  (jax.threefry_partitionable)
 from .numpy import HostArray as Array  # noqa: F401  (isinstance(x, jax.Array): a jnp array)
 from ._state import new_ref, freeze  # noqa: F401  (jax.new_ref, jax.freeze)

@@ -1262,6 +1262,22 @@ def axis_index(axis_name):
     return mesh_index(axis_name)
 
 
+def psum(x, axis_name, *, axis_index_groups=None):
+    """lax.psum over a mesh axis in a kernel: of a Python number, it times
+    the axis's cores (psum(1, axis) is its size); on an axis of one core,
+    the value itself. A sum of traced values across cores is refused (no
+    cross-core collectives here)."""
+    if axis_index_groups is not None:
+        raise NotImplementedError("lax.psum(axis_index_groups=): not supported")
+    n = axis_size(axis_name)
+    if n == 1:
+        return x
+    if isinstance(x, (bool, int, float)) and not isinstance(x, Value):
+        return x * n
+    raise trace_error("lax.psum of a traced value over %r (%d cores): collectives across "
+                      "cores are not supported" % (axis_name, n))
+
+
 def axis_size(axis_name):
     """lax.axis_size inside pl.kernel: the mesh axis's TensorCores."""
     from .pallas.kernel import axis_size as mesh_size
@@ -1282,7 +1298,7 @@ __all__ = ["dot", "dot_general", "broadcast", "broadcast_in_dim", "broadcasted_i
            "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_slice",
            "dynamic_update_slice_in_dim", "argmax", "argmin", "iota", "RoundingMethod", "round",
            "concatenate", "pad", "squeeze", "expand_dims", "reshape", "sort", "top_k", "scan",
-           "map", "associative_scan"]
+           "map", "associative_scan", "psum"]
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, **_kw):

@@ -10,7 +10,8 @@ import importlib.util
 import sys
 
 _ALIASES = {"tpuemu.experimental.pallas": "tpuemu.pallas",
-            "tpuemu.experimental.checkify": "tpuemu.checkify"}
+            "tpuemu.experimental.checkify": "tpuemu.checkify",
+            "tpuemu.experimental.shard_map": "tpuemu._shard_map"}
 
 
 class _AliasLoader(importlib.abc.Loader):
