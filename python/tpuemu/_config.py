@@ -20,6 +20,13 @@ def _no_x64(name, value):
     return value
 
 
+def _standard_promotion(name, value):
+    if value != "standard":
+        raise NotImplementedError("jax.config.update('jax_numpy_dtype_promotion', %r): "
+                                  "tpuemu promotes as jnp's standard mode only" % (value,))
+    return value
+
+
 # name -> (default, check): what each option does is said where it is read
 _OPTIONS = {
     # pallas_call runs in the device's debug mode: scratch, first visits of
@@ -30,6 +37,8 @@ _OPTIONS = {
     # pl.debug_check's conditions are checked on the device, a failure
     # raised when the call returns (pallas/_checkify.py); off, no-ops
     "jax_pallas_enable_debug_checks": (False, _bool),
+    # the kernels' and jnp's promotions are the standard lattice's
+    "jax_numpy_dtype_promotion": ("standard", _standard_promotion),
 }
 
 
