@@ -69,8 +69,11 @@ def typeof(x):
     # a ref's space, or an array's from pltpu.with_memory_space_constraint
     space = x.__dict__.get("_memory_space") if isinstance(x, HostRef) else \
         getattr(x, "_memory_space", None)
-    return ShapeDtypeStruct(x.shape if getattr(x, "_pallas_key", False) else _np.shape(x),
-                            x.dtype, memory_space=space)
+    shape = x.shape if getattr(x, "_pallas_key", False) else _np.shape(x)
+    t = ShapeDtypeStruct(shape, x.dtype, memory_space=space)
+    if isinstance(x, HostRef):	# a ref's type: its array's is .inner_aval, as JAX's
+        t.inner_aval = ShapeDtypeStruct(shape, x.dtype)
+    return t
 
 
 def eval_shape(fun, *args, **kwargs):

@@ -666,7 +666,8 @@ def _fmt(x):
         return "(" + ", ".join(_fmt(e) for e in x) + ("," if len(x) == 1 else "") + ")"
     try:
         import numpy as np
-        if isinstance(x, np.generic):
+        if isinstance(x, np.generic) or isinstance(x, np.ndarray) and x.ndim == 0:
+            # a 0-d array (a jax.jit argument here is concrete): its value
             return _fmt(x.item())
         if isinstance(x, np.ndarray) and x.ndim > 0:
             # as JAX: arrays must be kernel inputs, not closed-over constants

@@ -969,6 +969,9 @@ def _stateful_call(kernel, out_shape, kw, args, captured):
             raise TypeError("pallas_call: a jax.new_ref ref as a scalar prefetch argument "
                             "is not supported; pass its array (jax.freeze)")
     states = [a for a in args[nsp:] if isinstance(a, HostRef)]
+    if len({id(a) for a in states}) != len(states):
+        raise NotImplementedError("Cannot pass the same ref into a mpmd map multiple times "
+                                  "(a kernel's operands are distinct buffers)")
     for c in captured:
         if all(c is not x for x in states):
             states.append(c)
