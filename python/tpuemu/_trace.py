@@ -1671,6 +1671,9 @@ def _store_regrouped(ref, value, rows=None):
             return False
         from . import numpy as jnp
         for b, part in enumerate(parts):
+            # bound: a later use of the concatenation reads the products
+            # again instead of computing them again
+            part = local(part)
             if not _store_regrouped(ref, jnp.reshape(part, (run,) + shape[1:]),
                                     slice(b * run, (b + 1) * run)):
                 if b:

@@ -114,3 +114,21 @@ def test_batched_products_are_stored_part_by_part(eq, xs, ys, out):
     f = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(out, jnp.float32))
     np.testing.assert_allclose(f(x, y), np.einsum(eq, x, y), rtol=1e-4, atol=1e-4)
     assert not any("jnp.concatenate" in s for s in f.statements), f.statements
+
+
+def test_batched_products_stored_and_used_again_are_computed_once():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 128, 64)).astype(np.float32)
+    y = rng.standard_normal((2, 256, 64)).astype(np.float32)
+
+    def kernel(x_ref, y_ref, o_ref, p_ref):
+        z = jnp.einsum("bqd,bkd->bqk", x_ref[...], y_ref[...])
+        o_ref[...] = z
+        p_ref[...] = z * 2
+
+    f = pl.pallas_call(kernel, out_shape=(jax.ShapeDtypeStruct((2, 128, 256), jnp.float32),) * 2)
+    o, p = f(x, y)
+    want = np.einsum("bqd,bkd->bqk", x, y)
+    np.testing.assert_allclose(o, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(p, 2 * want, rtol=1e-4, atol=1e-4)
+    assert sum(s.count("jnp.dot") for s in f.statements) == 2, f.statements
