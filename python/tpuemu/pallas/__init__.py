@@ -1777,6 +1777,8 @@ from .tpu import semaphore_signal, semaphore_wait, semaphore_read  # noqa: E402
 from .tpu import no_block_spec  # noqa: E402,F401  (pl.no_block_spec)
 from .tpu import ANY  # noqa: E402,F811  (pl.ANY: callable, ANY(shape, dtype))
 from .tpu import HOST  # noqa: E402  (pl.HOST, pinned host memory)
+# pl.with_memory_constraint: pltpu.with_memory_space_constraint's newer name
+from .tpu import with_memory_space_constraint as with_memory_constraint  # noqa: E402
 from .tpu import DeviceIdType  # noqa: E402,F401  (pl.DeviceIdType, as newer JAX)
 from .tpu import delay  # noqa: E402  (pl.delay, as pltpu.delay)
 from .kernel import kernel, core_map  # noqa: E402,F401  (pl.core_map)
@@ -1851,22 +1853,13 @@ def get_memory_space(x):
     """pl.get_memory_space(x): the memory space of an array's type
     (pl.with_memory_constraint; pltpu.HBM where none was given, as an
     operand lives there), of a kernel ref, or of a jax.new_ref ref."""
-    from .. import _state
+    from .. import _state, typeof
     from .tpu import HBM
-    if isinstance(x, _state.HostRef):
-        space = x.__dict__.get("_memory_space")
-    elif isinstance(x, _trace.RefApi):
-        return x.memory_space
-    else:
-        space = getattr(x, "_memory_space", None)
+    if isinstance(x, _trace.RefApi) and not isinstance(x, _state.HostRef):
+        return x.memory_space		# a kernel's ref
+    space = typeof(x).memory_space
     return HBM if space is None else space
 
-
-def with_memory_constraint(x, memory_space):
-    """pl.with_memory_constraint: pltpu.with_memory_space_constraint's
-    newer name."""
-    from .tpu import with_memory_space_constraint
-    return with_memory_space_constraint(x, memory_space)
 
 
 def empty(shape, dtype, *, out_sharding=None):

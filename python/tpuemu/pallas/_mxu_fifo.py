@@ -33,16 +33,15 @@ class _Mxu:
 
 
 def _state(mxu_index, what):
-    from . import tpu
-    info = tpu.get_tpu_info()
+    rec = _trace.recorder()
+    if getattr(rec, "mxus", None) is None:	# the kernel's first MXU op: ask the device once
+        from . import tpu
+        rec.mxus, rec.mxu_info = {}, tpu.get_tpu_info()
+    info = rec.mxu_info
     if not isinstance(mxu_index, int) or not 0 <= mxu_index < info.num_mxus:
         raise _trace.trace_error("%s: mxu_index=%r: this core has MXUs 0..%d"
                                  % (what, mxu_index, info.num_mxus - 1))
-    rec = _trace.recorder()
-    mxus = getattr(rec, "mxus", None)
-    if mxus is None:
-        mxus = rec.mxus = {}
-    return mxus.setdefault(mxu_index, _Mxu()), info
+    return rec.mxus.setdefault(mxu_index, _Mxu()), info
 
 
 def _region(rec):
